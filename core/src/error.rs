@@ -1,0 +1,150 @@
+//! [`ConfigError`]: why a configuration was refused.
+//!
+//! Every policy in the core is validated once, when it is built; after that nothing can fail or panic.
+//! The error names the field (as a dotted path such as `"half_open.max_in_flight"`) and what was wrong,
+//! so a scenario file or a settings page can point at the exact spot.
+//!
+//! ```
+//! use reliable_core::breaker::{BreakerConfig, BreakerPolicy};
+//! use reliable_core::{ConfigError, Problem};
+//!
+//! let mut config = BreakerConfig::reliablekit();
+//! config.failure_rate = Some(1.5);
+//! let err = BreakerPolicy::new(config).unwrap_err();
+//! assert_eq!(err.field, "failure_rate");
+//! assert!(matches!(err.problem, Problem::NotAFraction { .. }));
+//! assert_eq!(err.to_string(), "failure_rate: 1.5 is not a fraction in (0, 1]");
+//! ```
+
+use core::fmt;
+
+/// A configuration was refused at construction. `field` is a dotted path to the offending field.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConfigError {
+    /// The field, as a dotted path relative to the config being built (e.g. `"open.max"`).
+    pub field: &'static str,
+    /// What was wrong with it.
+    pub problem: Problem,
+}
+
+/// What was wrong with a configuration field.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Problem {
+    /// A fraction (rate, ratio, jitter) outside its allowed range.
+    NotAFraction {
+        /// The value given.
+        value: f64,
+        /// Whether 0 is allowed.
+        zero_ok: bool,
+        /// Whether 1 is allowed.
+        one_ok: bool,
+    },
+    /// A number that must be finite and at least `min` (and at most `max`) was not.
+    OutOfRange {
+        /// The value given.
+        value: f64,
+        /// The smallest allowed value.
+        min: f64,
+        /// The largest allowed value.
+        max: f64,
+    },
+    /// A count or duration that must not be zero was zero.
+    Zero,
+    /// A size larger than the compile-time capacity of the type that should hold it.
+    ExceedsCapacity {
+        /// The size asked for.
+        requested: u64,
+        /// The capacity of the type (its const generic).
+        capacity: u64,
+    },
+    /// Two fields contradict each other; the text says how.
+    Inconsistent(&'static str),
+}
+
+impl ConfigError {
+    /// A new error for `field`.
+    pub const fn new(field: &'static str, problem: Problem) -> Self {
+        ConfigError { field, problem }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.field)?;
+        match self.problem {
+            Problem::NotAFraction {
+                value,
+                zero_ok,
+                one_ok,
+            } => {
+                let open = if zero_ok { '[' } else { '(' };
+                let close = if one_ok { ']' } else { ')' };
+                write!(f, "{value} is not a fraction in {open}0, 1{close}")
+            }
+            Problem::OutOfRange { value, min, max } => {
+                if max == f64::INFINITY {
+                    write!(f, "{value} must be a finite number >= {min}")
+                } else {
+                    write!(f, "{value} must be a finite number in [{min}, {max}]")
+                }
+            }
+            Problem::Zero => f.write_str("must not be zero"),
+            Problem::ExceedsCapacity {
+                requested,
+                capacity,
+            } => write!(
+                f,
+                "{requested} exceeds the capacity {capacity} of this type; pick a larger const generic"
+            ),
+            Problem::Inconsistent(why) => f.write_str(why),
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+/// Fixed-point scale for fractions: parts per million. Decimal fractions with up to six digits
+/// (`0.5`, `0.1`, `0.125`) are exact, so inclusive thresholds behave as written.
+pub const PPM: u32 = 1_000_000;
+
+/// Converts a fraction to parts per million, validating its range.
+pub(crate) fn fraction_ppm(
+    field: &'static str,
+    value: f64,
+    zero_ok: bool,
+    one_ok: bool,
+) -> Result<u32, ConfigError> {
+    let bad = ConfigError::new(
+        field,
+        Problem::NotAFraction {
+            value,
+            zero_ok,
+            one_ok,
+        },
+    );
+    // NaN fails every comparison, so it lands in `bad`.
+    let in_range =
+        (value > 0.0 || (zero_ok && value == 0.0)) && (value < 1.0 || (one_ok && value == 1.0));
+    if !in_range {
+        return Err(bad);
+    }
+    Ok((value * f64::from(PPM) + 0.5) as u32)
+}
+
+/// Validates a finite real number in `[min, max]`.
+pub(crate) fn in_range(
+    field: &'static str,
+    value: f64,
+    min: f64,
+    max: f64,
+) -> Result<f64, ConfigError> {
+    if value.is_finite() && value >= min && value <= max {
+        Ok(value)
+    } else {
+        Err(ConfigError::new(
+            field,
+            Problem::OutOfRange { value, min, max },
+        ))
+    }
+}

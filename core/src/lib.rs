@@ -1,0 +1,90 @@
+//! # reliable-core: the decisions that stop retry storms, with no I/O, no allocation, no panics
+//!
+//! ## What a retry storm is
+//!
+//! A client that retries each failed call up to three times sends up to four times the load to a
+//! downstream exactly when the downstream is least able to take it. Stack two layers that each retry
+//! three times and the factor is sixteen. The overload makes calls time out, the timeouts cause more
+//! retries, and the system can stay down after whatever started it has gone away: a *metastable
+//! failure*. The cure is not "never retry" but retrying under control: retries spread out in time
+//! (backoff with jitter), retries limited to a share of real traffic (retry budgets), calls stopped
+//! altogether while a downstream is clearly failing (circuit breakers), and load shed locally when the
+//! downstream is rejecting much of it (adaptive throttling).
+//!
+//! ## Why sans-IO
+//!
+//! Every type here is a plain state machine. Nothing reads a clock, sleeps, spawns, locks or
+//! allocates: the caller passes `now` (an [`Instant`]) and, where a decision is random, the randomness.
+//! So the same code runs on a microcontroller with a hardware timer, in a server with
+//! `std::time::Instant`, and inside a discrete-event simulator in virtual time, where thousands of
+//! clients can be replayed deterministically from a seed. It also makes every behaviour testable
+//! exactly: a test is a list of `(now, call)` pairs and the answers expected.
+//!
+//! ## How the pieces fit
+//!
+//! - [`time`]: `Instant` and `Duration`, `u64` nanoseconds with saturating arithmetic.
+//! - [`breaker`]: circuit breakers (consecutive failures, failure rate or slow-call rate over a count
+//!   or time window, growing jittered open times, leased half-open probes, slow start, manual control).
+//! - [`registry`]: a fixed-capacity map of named breakers (or anything else), one per downstream.
+//! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
+//!   naming the field; after that nothing can fail.
+//! - [`sample`]: how raw random samples become delays and decisions, without floats.
+//!
+//! Each decision carries its reason: a breaker answers with a [`breaker::Permit`] or a
+//! [`breaker::Rejection`] saying why (open, with `retry_after`; probes full; forced open), and state
+//! changes come back as [`breaker::Transition`] values to log or export. Configs derive serde under
+//! the `serde` feature, so the simulator's scenario files embed exactly the types embedded code uses.
+//!
+//! ## Example
+//!
+//! A client calling a flaky downstream through a breaker, driven by a caller-supplied clock:
+//!
+//! ```
+//! use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, Outcome, State};
+//! use reliable_core::{Duration, Instant};
+//!
+//! let policy = BreakerPolicy::new(BreakerConfig::reliablekit())?;
+//! let mut breaker: CircuitBreaker = CircuitBreaker::new(&policy)?;
+//!
+//! let mut now = Instant::ZERO;
+//! let mut served = 0;
+//! for call in 0..100 {
+//!     now += Duration::from_millis(100);
+//!     let Ok(permit) = breaker.try_acquire(now) else { continue };
+//!     // ... make the call; here every other call fails ...
+//!     let outcome = if call % 2 == 0 { Outcome::Failure } else { Outcome::Success };
+//!     if let Some(t) = breaker.record(permit, outcome, now) {
+//!         // Log it, export it, count it: a transition is a plain value.
+//!         assert_eq!((t.from, t.to), (State::Closed, State::Open));
+//!     }
+//!     served += 1;
+//! }
+//! // 50% failures over 20 calls tripped it; it stays open for 30 s.
+//! assert_eq!(served, 20);
+//! assert_eq!(breaker.state(now), State::Open);
+//! # Ok::<(), reliable_core::ConfigError>(())
+//! ```
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+// Panic-free: no unwrap, expect, panic or unchecked indexing outside tests. Arithmetic is reasoned
+// about locally (saturating where inputs are unbounded) and checked by the proptests and fuzzers,
+// which run with overflow checks on.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub mod breaker;
+pub mod error;
+pub mod registry;
+pub mod sample;
+pub mod time;
+
+pub use error::{ConfigError, PPM, Problem};
+pub use time::{Duration, Instant, ParseDurationError};

@@ -1,0 +1,69 @@
+//! Turning raw random `u64` samples into the values the policies need, without floats.
+//!
+//! The core takes randomness as input: either a [`rand_core::Rng`] or a raw `u64` sample, so pure
+//! helpers can be tested with pinned values. These functions are the only place samples are mapped.
+//!
+//! ```
+//! use reliable_core::sample::{uniform_inclusive, splitmix64};
+//!
+//! assert_eq!(uniform_inclusive(0, 100), 0);
+//! assert_eq!(uniform_inclusive(u64::MAX, 100), 100);
+//! assert!(uniform_inclusive(splitmix64(7), 100) <= 100);
+//! ```
+
+/// Maps a uniform `u64` sample to a uniform integer in `[0, n]` (both ends included) by
+/// fixed-point multiplication (Lemire's method without the rejection step: the bias is below
+/// `(n + 1) / 2^64`, far under anything a retry policy can notice).
+#[inline]
+pub const fn uniform_inclusive(sample: u64, n: u64) -> u64 {
+    if n == u64::MAX {
+        return sample;
+    }
+    ((sample as u128 * (n as u128 + 1)) >> 64) as u64
+}
+
+/// Maps a uniform `u64` sample to a uniform integer in `[lo, hi]`; returns `lo` if `hi < lo`.
+#[inline]
+pub const fn uniform_between(sample: u64, lo: u64, hi: u64) -> u64 {
+    if hi <= lo {
+        return lo;
+    }
+    lo + uniform_inclusive(sample, hi - lo)
+}
+
+/// SplitMix64: a fast, well-mixed hash of a `u64`. Used to derive per-event samples from a seed
+/// (for example the breaker's open-time jitter from its seed and generation) without keeping
+/// generator state.
+#[inline]
+pub const fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Returns `true` with probability `ppm / 1_000_000` for a uniform sample.
+#[inline]
+pub const fn bernoulli_ppm(sample: u64, ppm: u32) -> bool {
+    uniform_inclusive(sample, crate::PPM as u64 - 1) < ppm as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_are_reachable_and_bounds_hold() {
+        for n in [0, 1, 2, 7, 1_000, u64::MAX - 1, u64::MAX] {
+            assert_eq!(uniform_inclusive(0, n), 0);
+            assert_eq!(uniform_inclusive(u64::MAX, n), n);
+            for s in [1, 12345, u64::MAX / 2, u64::MAX - 1] {
+                assert!(uniform_inclusive(s, n) <= n);
+            }
+        }
+        assert_eq!(uniform_between(5, 10, 3), 10);
+        assert!(!bernoulli_ppm(u64::MAX, 999_999) || bernoulli_ppm(u64::MAX, 1_000_000));
+        assert!(bernoulli_ppm(u64::MAX, 1_000_000));
+        assert!(!bernoulli_ppm(0, 0));
+    }
+}

@@ -314,7 +314,7 @@ fn growth_and_jitter_never_exceed_the_cap() {
                 "at least (1 - jitter) of nominal"
             );
             seen.push(left);
-            now = now + left;
+            now += left;
             let probe = b.try_acquire(now).unwrap();
             b.record(probe, Outcome::Failure, now);
         }

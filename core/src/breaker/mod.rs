@@ -54,8 +54,9 @@ pub use count_window::CountWindow;
 pub use time_window::TimeWindow;
 pub use window::{AnyWindow, Counts, NoWindow, Window};
 
+use config::{Verdict, jitter_sample};
+
 use crate::error::{ConfigError, PPM, Problem};
-use crate::sample::splitmix64;
 use crate::time::{Duration, Instant};
 
 /// The state of a breaker.
@@ -218,14 +219,6 @@ impl<const P: usize> Probes<P> {
     };
 }
 
-/// Tallies a finished probe round as the rate rules see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verdict {
-    Undecided,
-    Close,
-    Reopen,
-}
-
 /// A circuit breaker: state only, borrowing its [`BreakerPolicy`].
 ///
 /// `W` stores the outcomes the rate rules read ([`NoWindow`], [`CountWindow`], [`TimeWindow`] or
@@ -359,8 +352,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
     }
 
     fn open(&mut self, now: Instant) -> Option<Transition> {
-        let sample =
-            splitmix64(self.seed ^ u64::from(self.generation).wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let sample = jitter_sample(self.seed, self.generation);
         self.since = now + self.policy.open_time(self.reopens, sample);
         self.consecutive = 0;
         self.go(State::Open, now)
@@ -422,11 +414,8 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
             if elapsed >= ramp {
                 self.ramping = false;
             } else {
-                let initial = u64::from(self.policy.ramp_initial_ppm);
-                let share = initial
-                    + (u128::from(u64::from(PPM) - initial) * u128::from(elapsed.as_nanos())
-                        / u128::from(ramp.as_nanos())) as u64;
-                self.credit = self.credit.saturating_add(share as u32);
+                let share = self.policy.ramp_share(elapsed);
+                self.credit = self.credit.saturating_add(share);
                 if self.credit < PPM {
                     return Err(Rejection {
                         reason: RejectReason::SlowStart,
@@ -510,30 +499,11 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
 
     /// The verdict of a [`ProbeRule::Rate`] round so far.
     fn rate_verdict(&self) -> Verdict {
-        let ProbeRule::Rate { calls } = self.policy.rule else {
-            return Verdict::Undecided;
-        };
-        let done = self.probes.successes.saturating_add(self.probes.failures);
-        if done < calls {
-            return Verdict::Undecided;
-        }
-        if self.rates_trip(Counts {
-            calls: u64::from(done),
-            failures: u64::from(self.probes.failures),
-            slow: u64::from(self.probes.slow),
-        }) {
-            Verdict::Reopen
-        } else {
-            Verdict::Close
-        }
-    }
-
-    /// Whether the rate rules fire on `c` (inclusive thresholds, fixed point).
-    #[inline]
-    fn rates_trip(&self, c: Counts) -> bool {
-        let p = self.policy;
-        let over = |n: u64, ppm: u32| ppm != 0 && n * u64::from(PPM) >= u64::from(ppm) * c.calls;
-        c.calls > 0 && (over(c.failures, p.failure_ppm) || over(c.slow, p.slow_ppm))
+        self.policy.rate_verdict(
+            self.probes.successes,
+            self.probes.failures,
+            self.probes.slow,
+        )
     }
 
     /// Reports how a permitted call ended. Returns the state change it caused, if any. Results from
@@ -543,8 +513,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
         if permit.generation != self.generation {
             return None;
         }
-        let slow = self.policy.slow_ppm != 0
-            && now.saturating_duration_since(permit.started) > self.policy.slow_threshold;
+        let slow = self.policy.is_slow(permit.started, now);
         match self.state {
             State::Closed => {
                 if outcome == Outcome::Ignored {
@@ -557,12 +526,11 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
                     0
                 };
                 let counts = self.window.record(now, failure, slow);
-                let policy = self.policy;
-                let trip = (policy.consecutive != 0 && self.consecutive >= policy.consecutive)
-                    || (policy.needs_window
-                        && counts.calls >= u64::from(policy.minimum_calls)
-                        && self.rates_trip(counts));
-                if trip { self.open(now) } else { None }
+                if self.policy.trips(self.consecutive, counts) {
+                    self.open(now)
+                } else {
+                    None
+                }
             }
             State::Disabled => {
                 if outcome != Outcome::Ignored {

@@ -18,6 +18,10 @@
 //! state, so it is small: `CircuitBreaker<CountWindow<1>, 1>` (64-call window, one probe slot) is
 //! 112 bytes on 64-bit targets.
 //!
+//! One breaker shared by many threads is a [`SharedBreaker`] (on targets with 64-bit atomics): the
+//! same policy and decisions through `&self`, with its state packed into atomics, lock-free and
+//! without `unsafe`; its windows are the [`AtomicWindow`] kinds.
+//!
 //! ```
 //! use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, NoWindow, Outcome, RejectReason, State};
 //! use reliable_core::{Duration, Instant};
@@ -41,16 +45,24 @@
 //! assert_eq!((closed.from, closed.to), (State::HalfOpen, State::Closed));
 //! ```
 
+#[cfg(target_has_atomic = "64")]
+mod atomic_window;
 mod config;
 mod count_window;
+#[cfg(target_has_atomic = "64")]
+mod shared;
 mod time_window;
 mod window;
 
+#[cfg(target_has_atomic = "64")]
+pub use atomic_window::{AtomicAnyWindow, AtomicCountWindow, AtomicTimeWindow, AtomicWindow};
 pub use config::{
     BreakerConfig, BreakerPolicy, HalfOpenConfig, OpenConfig, ProbeRule, SlowCallRule,
     SlowStartConfig, WindowConfig, WindowSpec,
 };
 pub use count_window::CountWindow;
+#[cfg(target_has_atomic = "64")]
+pub use shared::SharedBreaker;
 pub use time_window::TimeWindow;
 pub use window::{AnyWindow, Counts, NoWindow, Window};
 
@@ -142,6 +154,11 @@ impl Permit {
     /// When the call was admitted; the breaker measures latency from here.
     pub fn started(&self) -> Instant {
         self.started
+    }
+    /// The breaker generation this permit was issued in. When the breaker's
+    /// [`generation`](CircuitBreaker::generation) has moved on, the permit's result is ignored.
+    pub fn generation(&self) -> u32 {
+        self.generation
     }
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {

@@ -4,7 +4,10 @@
 
 use core::panic::PanicInfo;
 
-use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome, State};
+use reliable_core::breaker::{
+    AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome,
+    RejectReason, SharedBreaker, State,
+};
 use reliable_core::registry::Registry;
 use reliable_core::{Duration, Instant};
 
@@ -52,9 +55,41 @@ fn windowed_registry() -> Result<(), i32> {
     check(b.state(now) == State::Open, 24)
 }
 
+/// The shared breaker, through `&self`: the timeline above, then a windowed breaker that trips.
+fn shared_breaker() -> Result<(), i32> {
+    let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).map_err(|_| 30)?;
+    let b = SharedBreaker::<NoWindow, 1>::new(&policy).map_err(|_| 31)?;
+    let t = Instant::from_secs;
+    for now in [15, 20] {
+        let p = b.try_acquire(t(now)).map_err(|_| 32)?;
+        b.record(p, Outcome::Failure, t(now));
+    }
+    let r = b.try_acquire(t(25)).err().and_then(|r| r.retry_after());
+    check(r == Some(Duration::from_secs(15)), 33)?;
+    let trial = b.try_acquire(t(40)).map_err(|_| 34)?;
+    let second = b.try_acquire(t(40)).err().map(|r| r.reason);
+    check(second == Some(RejectReason::HalfOpenFull), 35)?;
+    let closed = b.record(trial, Outcome::Success, t(40));
+    check(closed.map(|c| c.to) == Some(State::Closed), 36)?;
+
+    let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 37)?;
+    let b = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&policy).map_err(|_| 38)?;
+    let mut now = Instant::ZERO;
+    for i in 0..40u64 {
+        now += Duration::from_millis(10);
+        if let Ok(p) = b.try_acquire(now) {
+            b.record(p, if i % 2 == 0 { Outcome::Failure } else { Outcome::Success }, now);
+        }
+    }
+    check(b.state(now) == State::Open && b.counts(now).failures == 10, 39)
+}
+
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
-    match breaker_timeline().and_then(|()| windowed_registry()) {
+    match breaker_timeline()
+        .and_then(|()| windowed_registry())
+        .and_then(|()| shared_breaker())
+    {
         Ok(()) => 0,
         Err(code) => code,
     }

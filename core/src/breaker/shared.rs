@@ -261,7 +261,9 @@ enum Step<T> {
 ///
 /// Guaranteed, whatever the interleaving:
 /// - at most `max_in_flight` probes of one half-open round are in flight;
-/// - each transition is made by exactly one call, and reported by that call only;
+/// - each transition is made by exactly one call and reported by that call only, and a call makes
+///   at most one (one that made a transition and then lost a race rejects with
+///   [`HalfOpenFull`](RejectReason::HalfOpenFull) rather than make a second);
 /// - a permit of an earlier generation changes nothing but window metrics (see below);
 /// - every operation completes in a bounded number of its own steps unless other threads keep
 ///   changing the same words (lock-free: a retry means another call made progress);
@@ -274,8 +276,7 @@ enum Step<T> {
 /// - when calls race a trip, the open time starts at the latest `now` among the racing trip
 ///   attempts, not necessarily the winner's;
 /// - a reader racing a writer may see the window's counts without that writer's call, and a time
-///   window's bucket rolling over may drop a racing call;
-/// - a call that causes two transitions in one go (it lost a race and retried) reports the last.
+///   window's bucket rolling over may drop a racing call.
 #[derive(Debug)]
 pub struct SharedBreaker<'p, W = super::AtomicCountWindow<1>, const P: usize = 1> {
     policy: &'p BreakerPolicy,
@@ -500,6 +501,10 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                         Step::Done(Err(RejectReason::Open {
                             retry_after: until.saturating_duration_since(now),
                         }))
+                    } else if caused.is_some() {
+                        // This call already made one transition and lost a race since: it makes
+                        // no second one.
+                        Step::Done(Err(RejectReason::HalfOpenFull))
                     } else {
                         let half = c.next(HALF_OPEN, false, c.count());
                         match self.go(c, half, now) {
@@ -662,8 +667,13 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             .get(..policy.max_in_flight as usize)
             .unwrap_or(&[]);
         // Leases that ran out count as failed probes; each is counted by the call that frees it.
+        // A call that already made a transition (and lost a race since) leaves them to the next
+        // call, so that it makes no second one.
         let mut expired = 0u32;
         for (slot, expires) in slots.iter().zip(&self.expires) {
+            if caused.is_some() {
+                break;
+            }
             let w = slot.load(Acquire);
             if slot_generation(w) == g
                 && slot_state(w) == SLOT_LEASED

@@ -26,6 +26,10 @@
 //! - [`breaker`]: circuit breakers (consecutive failures, failure rate or slow-call rate over a count
 //!   or time window, growing jittered open times, leased half-open probes, slow start, manual control).
 //! - [`registry`]: a fixed-capacity map of named breakers (or anything else), one per downstream.
+//! - [`backoff`]: how long to wait before each retry: constant, linear or exponential delays, capped,
+//!   with none, full, equal, decorrelated or proportional jitter.
+//! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
+//!   fatal, don't-retry).
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
 //!   naming the field; after that nothing can fail.
 //! - [`sample`]: how raw random samples become delays and decisions, without floats.
@@ -80,9 +84,12 @@
     )
 )]
 
+pub mod backoff;
 pub mod breaker;
 pub mod error;
+pub mod outcome;
 pub mod registry;
+mod ring;
 pub mod sample;
 pub mod time;
 

@@ -28,6 +28,8 @@
 //! - [`registry`]: a fixed-capacity map of named breakers (or anything else), one per downstream.
 //! - [`backoff`]: how long to wait before each retry: constant, linear or exponential delays, capped,
 //!   with none, full, equal, decorrelated or proportional jitter.
+//! - [`budget`]: retry budgets that bound retries as a share of real traffic (token bucket, ratio over
+//!   a sliding window, quota by error class, share of requests in flight, retry breaker).
 //! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
 //!   fatal, don't-retry).
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
@@ -86,6 +88,7 @@
 
 pub mod backoff;
 pub mod breaker;
+pub mod budget;
 pub mod error;
 pub mod outcome;
 pub mod registry;

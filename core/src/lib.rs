@@ -30,6 +30,8 @@
 //!   with none, full, equal, decorrelated or proportional jitter.
 //! - [`budget`]: retry budgets that bound retries as a share of real traffic (token bucket, ratio over
 //!   a sliding window, quota by error class, share of requests in flight, retry breaker).
+//! - [`retry`]: the retry policy of one logical request (attempts, per-attempt timeout, deadline,
+//!   error classes, server delays, backoff, budget): `RetryAt(instant)` or `GiveUp(reason)`.
 //! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
 //!   fatal, don't-retry).
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
@@ -92,6 +94,7 @@ pub mod budget;
 pub mod error;
 pub mod outcome;
 pub mod registry;
+pub mod retry;
 mod ring;
 pub mod sample;
 pub mod time;

@@ -32,6 +32,8 @@
 //!   a sliding window, quota by error class, share of requests in flight, retry breaker).
 //! - [`retry`]: the retry policy of one logical request (attempts, per-attempt timeout, deadline,
 //!   error classes, server delays, backoff, budget): `RetryAt(instant)` or `GiveUp(reason)`.
+//! - [`throttle`]: client-side adaptive throttling (Google SRE): reject locally while the downstream
+//!   rejects much of what it gets.
 //! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
 //!   fatal, don't-retry).
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
@@ -97,6 +99,7 @@ pub mod registry;
 pub mod retry;
 mod ring;
 pub mod sample;
+pub mod throttle;
 pub mod time;
 
 pub use error::{ConfigError, PPM, Problem};

@@ -90,7 +90,8 @@ impl<const N: usize> Ring<N> {
         (epoch % u64::from(self.n)) as usize
     }
 
-    fn advance(&mut self, now: Instant) {
+    /// Moves the window to `now` (a `now` earlier than the newest slot changes nothing).
+    pub(crate) fn advance(&mut self, now: Instant) {
         let epoch = now.as_nanos() / self.width;
         if epoch <= self.epoch {
             return;

@@ -202,9 +202,7 @@ impl<const N: usize> AdaptiveThrottle<N> {
     /// the request for overload (throttled, 503, `RESOURCE_EXHAUSTED`). Other errors count as
     /// accepted: the downstream did take the request.
     pub fn record(&mut self, now: Instant, accepted: bool) {
-        if accepted {
-            self.ring.add(now, 0, 1);
-        }
+        self.ring.add(now, 0, u64::from(accepted));
     }
 }
 

@@ -165,6 +165,7 @@ impl<const N: usize> Budget for RatioBudget<N> {
     }
 
     fn try_retry(&mut self, _: ErrorClass, now: Instant) -> Result<Grant, Denied> {
+        self.ring.advance(now);
         let t = self.ring.totals(now);
         let have = u128::from(self.policy.reserve) + u128::from(t.a);
         let need = u128::from(t.b) + u128::from(PPM);
@@ -175,9 +176,13 @@ impl<const N: usize> Budget for RatioBudget<N> {
         Ok(Grant::new(0))
     }
 
-    fn on_attempt_end(&mut self, _: AttemptOutcome, _: Option<Grant>, _: Instant) {}
+    fn on_attempt_end(&mut self, _: AttemptOutcome, _: Option<Grant>, now: Instant) {
+        self.ring.advance(now);
+    }
 
-    fn on_request_end(&mut self, _: Instant) {}
+    fn on_request_end(&mut self, now: Instant) {
+        self.ring.advance(now);
+    }
 }
 
 #[cfg(test)]

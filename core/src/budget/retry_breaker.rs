@@ -218,6 +218,7 @@ impl<const N: usize> RetryBreaker<N> {
         !stopped
     }
 
+    /// Counts (and moves a time window to `now`, so every call keeps the clock).
     fn count(&mut self, now: Instant, calls: u64, failures: u64) {
         match self.policy.window {
             Some(_) => {
@@ -233,12 +234,12 @@ impl<const N: usize> RetryBreaker<N> {
 
 impl<const N: usize> Budget for RetryBreaker<N> {
     fn on_first_try(&mut self, now: Instant) {
-        if self.policy.calls == Calls::FirstTries {
-            self.count(now, 1, 0);
-        }
+        let call = u64::from(self.policy.calls == Calls::FirstTries);
+        self.count(now, call, 0);
     }
 
     fn try_retry(&mut self, _: ErrorClass, now: Instant) -> Result<Grant, Denied> {
+        self.count(now, 0, 0);
         if self.allows_retry(now) {
             Ok(Grant::new(0))
         } else {
@@ -247,14 +248,14 @@ impl<const N: usize> Budget for RetryBreaker<N> {
     }
 
     fn on_attempt_end(&mut self, outcome: AttemptOutcome, _: Option<Grant>, now: Instant) {
-        if outcome == AttemptOutcome::Cancelled {
-            return;
-        }
-        let call = u64::from(self.policy.calls == Calls::Attempts);
+        let ended = outcome != AttemptOutcome::Cancelled;
+        let call = u64::from(ended && self.policy.calls == Calls::Attempts);
         self.count(now, call, u64::from(outcome.is_failure()));
     }
 
-    fn on_request_end(&mut self, _: Instant) {}
+    fn on_request_end(&mut self, now: Instant) {
+        self.count(now, 0, 0);
+    }
 }
 
 #[cfg(test)]

@@ -237,7 +237,7 @@ impl core::fmt::Display for GiveUpReason {
     }
 }
 
-/// The state of one logical request: 32 bytes. Made by [`RetryPolicy::start`]; not `Clone`, since
+/// The state of one logical request: 32 bytes on 64-bit targets. Made by [`RetryPolicy::start`]; not `Clone`, since
 /// it may hold a budget [`Grant`] that must be handed back once.
 #[derive(Debug, PartialEq, Eq)]
 pub struct RetryState {

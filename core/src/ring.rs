@@ -1,6 +1,11 @@
 //! A ring of fixed-width time slots holding two counters each, with running totals: the sliding
 //! window under the ratio budget, the time-windowed retry breaker and the adaptive throttle.
 //!
+//! Each slot holds two `u32` counters (8 bytes, so a ring of ten slots is 80 bytes: windowed
+//! budgets stay small enough for a million clients or a microcontroller); a slot that reaches
+//! 4,294,967,295 of something stops counting, and the totals (`u64`) only ever hold what the slots
+//! hold, so expiry stays exact.
+//!
 //! Time is cut into slots of `width`; the window is the current slot and the `n - 1` before it, so
 //! old counts drop out a whole slot at a time (the effective span moves in steps of one slot, as in
 //! Finagle's and tower's budgets). A `now` earlier than the newest slot seen counts as the newest
@@ -17,19 +22,26 @@ pub(crate) struct Pair {
 }
 
 impl Pair {
-    fn add(&mut self, a: u64, b: u64) {
+    pub(crate) fn add(&mut self, a: u64, b: u64) {
         self.a = self.a.saturating_add(a);
         self.b = self.b.saturating_add(b);
     }
-    fn sub(&mut self, other: Pair) {
-        self.a = self.a.saturating_sub(other.a);
-        self.b = self.b.saturating_sub(other.b);
+    fn sub(&mut self, slot: Slot) {
+        self.a = self.a.saturating_sub(u64::from(slot.a));
+        self.b = self.b.saturating_sub(u64::from(slot.b));
     }
+}
+
+/// One slot's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Slot {
+    a: u32,
+    b: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Ring<const N: usize> {
-    slots: [Pair; N],
+    slots: [Slot; N],
     totals: Pair,
     /// Width of a slot in nanoseconds, at least 1.
     width: u64,
@@ -66,7 +78,7 @@ impl<const N: usize> Ring<N> {
             ));
         }
         Ok(Ring {
-            slots: [Pair::default(); N],
+            slots: [Slot::default(); N],
             totals: Pair::default(),
             width: width_ns,
             n,
@@ -78,7 +90,7 @@ impl<const N: usize> Ring<N> {
     /// never written).
     pub(crate) fn unused() -> Self {
         Ring {
-            slots: [Pair::default(); N],
+            slots: [Slot::default(); N],
             totals: Pair::default(),
             width: 1,
             n: 1,
@@ -103,20 +115,23 @@ impl<const N: usize> Ring<N> {
                 let slot = self.slot(e);
                 if let Some(s) = self.slots.get_mut(slot) {
                     self.totals.sub(*s);
-                    *s = Pair::default();
+                    *s = Slot::default();
                 }
             }
         }
         self.epoch = epoch;
     }
 
-    /// Adds to the slot of `now` and returns the totals of the window including it.
-    pub(crate) fn add(&mut self, now: Instant, a: u64, b: u64) -> Pair {
+    /// Adds to the slot of `now` (saturating) and returns the totals of the window including it.
+    pub(crate) fn add(&mut self, now: Instant, a: u32, b: u32) -> Pair {
         self.advance(now);
         let slot = self.slot(self.epoch);
         if let Some(s) = self.slots.get_mut(slot) {
-            s.add(a, b);
-            self.totals.add(a, b);
+            let before = *s;
+            s.a = s.a.saturating_add(a);
+            s.b = s.b.saturating_add(b);
+            self.totals
+                .add(u64::from(s.a - before.a), u64::from(s.b - before.b));
         }
         self.totals
     }
@@ -141,7 +156,7 @@ impl<const N: usize> Ring<N> {
 
     /// Forgets everything (the epoch stays).
     pub(crate) fn clear(&mut self) {
-        self.slots = [Pair::default(); N];
+        self.slots = [Slot::default(); N];
         self.totals = Pair::default();
     }
 }
@@ -164,9 +179,9 @@ mod tests {
                 _ => t += x % 60,
             }
             seen = seen.max(t);
-            let (a, b) = (x >> 40 & 3, x >> 50 & 1);
+            let (a, b) = ((x >> 40 & 3) as u32, (x >> 50 & 1) as u32);
             let got = ring.add(Instant::from_nanos(t), a, b);
-            events.push((seen, a, b));
+            events.push((seen, u64::from(a), u64::from(b)));
             let live = |at: u64| {
                 events
                     .iter()
@@ -198,5 +213,28 @@ mod tests {
         r.add(Instant::MAX, 1, 1);
         assert_eq!(r.totals(Instant::MAX), Pair { a: 1, b: 1 });
         assert_eq!(r.totals(Instant::ZERO), Pair { a: 1, b: 1 });
+    }
+
+    #[test]
+    fn a_full_slot_stops_counting_and_expires_exactly() {
+        let mut r = Ring::<2>::new(10, 2, "s", "w").unwrap();
+        r.add(Instant::from_nanos(0), u32::MAX, 1);
+        assert_eq!(
+            r.add(Instant::from_nanos(1), 5, 0),
+            Pair {
+                a: u64::from(u32::MAX),
+                b: 1
+            }
+        );
+        assert_eq!(
+            r.add(Instant::from_nanos(10), 7, 0),
+            Pair {
+                a: u64::from(u32::MAX) + 7,
+                b: 1
+            }
+        );
+        assert_eq!(r.totals(Instant::from_nanos(20)), Pair { a: 7, b: 0 });
+        r.clear();
+        assert_eq!(r.totals(Instant::from_nanos(20)), Pair::default());
     }
 }

@@ -202,7 +202,7 @@ impl<const N: usize> AdaptiveThrottle<N> {
     /// the request for overload (throttled, 503, `RESOURCE_EXHAUSTED`). Other errors count as
     /// accepted: the downstream did take the request.
     pub fn record(&mut self, now: Instant, accepted: bool) {
-        self.ring.add(now, 0, u64::from(accepted));
+        self.ring.add(now, 0, u32::from(accepted));
     }
 }
 

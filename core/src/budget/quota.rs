@@ -137,7 +137,7 @@ impl QuotaPolicy {
     }
 }
 
-/// A retry quota; 28 bytes.
+/// A retry quota; 32 bytes on 64-bit targets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Quota {
     policy: QuotaPolicy,

@@ -123,11 +123,13 @@ impl RatioPolicy {
     }
 }
 
-/// A ratio budget; `N` is the slot capacity (at least the policy's `slots`).
+/// A ratio budget; `N` is the slot capacity (at least the policy's `slots`). Each slot counts first
+/// tries and retries (8 bytes; `RatioBudget<10>` is 152 bytes on 64-bit targets); deposits and
+/// withdrawals are those counts times `ratio` and 1.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RatioBudget<const N: usize = 10> {
     policy: RatioPolicy,
-    /// `a`: deposits, `b`: withdrawals, in millionths of a retry.
+    /// `a`: first tries, `b`: retries granted.
     ring: Ring<N>,
 }
 
@@ -154,25 +156,32 @@ impl<const N: usize> RatioBudget<N> {
 
     /// [`balance`](Self::balance) in millionths of a retry (exact).
     pub fn micro_balance(&self, now: Instant) -> i128 {
+        let (deposits, withdrawals) = self.amounts(now);
+        i128::from(self.policy.reserve) + deposits as i128 - withdrawals as i128
+    }
+
+    /// Deposits and withdrawals in the window, in millionths of a retry.
+    fn amounts(&self, now: Instant) -> (u128, u128) {
         let t = self.ring.totals(now);
-        i128::from(self.policy.reserve) + i128::from(t.a) - i128::from(t.b)
+        (
+            u128::from(t.a) * u128::from(self.policy.deposit),
+            u128::from(t.b) * u128::from(PPM),
+        )
     }
 }
 
 impl<const N: usize> Budget for RatioBudget<N> {
     fn on_first_try(&mut self, now: Instant) {
-        self.ring.add(now, self.policy.deposit, 0);
+        self.ring.add(now, 1, 0);
     }
 
     fn try_retry(&mut self, _: ErrorClass, now: Instant) -> Result<Grant, Denied> {
         self.ring.advance(now);
-        let t = self.ring.totals(now);
-        let have = u128::from(self.policy.reserve) + u128::from(t.a);
-        let need = u128::from(t.b) + u128::from(PPM);
-        if have < need {
+        let (deposits, withdrawals) = self.amounts(now);
+        if u128::from(self.policy.reserve) + deposits < withdrawals + u128::from(PPM) {
             return Err(Denied::Ratio);
         }
-        self.ring.add(now, 0, u64::from(PPM));
+        self.ring.add(now, 0, 1);
         Ok(Grant::new(0))
     }
 

@@ -219,22 +219,19 @@ impl<const N: usize> RetryBreaker<N> {
     }
 
     /// Counts (and moves a time window to `now`, so every call keeps the clock).
-    fn count(&mut self, now: Instant, calls: u64, failures: u64) {
+    fn count(&mut self, now: Instant, calls: u32, failures: u32) {
         match self.policy.window {
             Some(_) => {
                 self.ring.add(now, calls, failures);
             }
-            None => {
-                self.cumulative.a = self.cumulative.a.saturating_add(calls);
-                self.cumulative.b = self.cumulative.b.saturating_add(failures);
-            }
+            None => self.cumulative.add(u64::from(calls), u64::from(failures)),
         }
     }
 }
 
 impl<const N: usize> Budget for RetryBreaker<N> {
     fn on_first_try(&mut self, now: Instant) {
-        let call = u64::from(self.policy.calls == Calls::FirstTries);
+        let call = u32::from(self.policy.calls == Calls::FirstTries);
         self.count(now, call, 0);
     }
 
@@ -249,8 +246,8 @@ impl<const N: usize> Budget for RetryBreaker<N> {
 
     fn on_attempt_end(&mut self, outcome: AttemptOutcome, _: Option<Grant>, now: Instant) {
         let ended = outcome != AttemptOutcome::Cancelled;
-        let call = u64::from(ended && self.policy.calls == Calls::Attempts);
-        self.count(now, call, u64::from(outcome.is_failure()));
+        let call = u32::from(ended && self.policy.calls == Calls::Attempts);
+        self.count(now, call, u32::from(outcome.is_failure()));
     }
 
     fn on_request_end(&mut self, now: Instant) {

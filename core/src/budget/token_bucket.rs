@@ -172,7 +172,7 @@ impl TokenBucketPolicy {
     }
 }
 
-/// A token bucket. Owns its (small) policy; 80 bytes.
+/// A token bucket. Owns its (small) policy; 80 bytes on 64-bit targets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenBucket {
     policy: TokenBucketPolicy,

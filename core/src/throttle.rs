@@ -324,4 +324,30 @@ mod tests {
         );
         assert_eq!(ThrottleConfig::default(), base);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn no_panic_on_extreme_inputs(
+            k in 1.0..=1_000.0f64,
+            cap in proptest::option::of(0.0..=1.0f64),
+            ops in proptest::collection::vec(
+                (proptest::prop_oneof![
+                    proptest::strategy::Just(0u64),
+                    proptest::strategy::Just(u64::MAX),
+                    proptest::prelude::any::<u64>(),
+                ], proptest::prelude::any::<u64>(), proptest::prelude::any::<bool>()),
+                1..300,
+            ),
+        ) {
+            let mut t = throttle(ThrottleConfig { k, max_rejection: cap, window: Duration::MAX, buckets: 12 });
+            for (at, sample, accepted) in ops {
+                let now = Instant::from_nanos(at);
+                if t.try_acquire_with(now, sample).is_ok() {
+                    t.record(now, accepted);
+                }
+                let p = t.rejection_probability(now);
+                proptest::prop_assert!((0.0..1.0).contains(&p));
+            }
+        }
+    }
 }

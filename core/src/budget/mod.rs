@@ -457,4 +457,98 @@ mod tests {
         ));
         assert!(AnyBudget::<20>::from_config(config).is_ok());
     }
+
+    fn extreme_configs() -> [BudgetConfig; 8] {
+        use crate::time::Duration;
+        [
+            BudgetConfig::Unlimited,
+            BudgetConfig::TokenBucket(TokenBucketConfig {
+                max_tokens: 1e9,
+                initial_tokens: Some(1e9),
+                first_try_credit: 1e9,
+                success_credit: 1e9,
+                retried_success_credit: Some(0.0),
+                failure_cost: 1e9,
+                retry_cost: 1e9,
+                retry_when: Threshold::AtLeast(0.0),
+            }),
+            BudgetConfig::TokenBucket(TokenBucketConfig::grpc(1e-5, 0.0)),
+            BudgetConfig::Ratio(RatioConfig {
+                ratio: 1_000.0,
+                min_per_sec: u32::MAX,
+                ttl: Duration::from_secs(60),
+                slots: 10,
+            }),
+            BudgetConfig::Quota(QuotaConfig {
+                capacity: u32::MAX,
+                initial: Some(0),
+                retry_cost: u32::MAX,
+                timeout_cost: 0,
+                throttle_cost: 1,
+                success_increment: u32::MAX,
+            }),
+            BudgetConfig::Concurrency(ConcurrencyConfig {
+                ratio: 1.0,
+                min_concurrency: u32::MAX,
+            }),
+            BudgetConfig::RetryBreaker(RetryBreakerConfig {
+                stop_when: Threshold::Above(1_000.0),
+                calls: Calls::Attempts,
+                window: RateWindow::Time {
+                    span: Duration::MAX,
+                    buckets: 10,
+                },
+                minimum_calls: u32::MAX,
+            }),
+            BudgetConfig::RetryBreaker(RetryBreakerConfig {
+                window: RateWindow::Time {
+                    span: Duration::from_nanos(10),
+                    buckets: 10,
+                },
+                ..RetryBreakerConfig::yandex_2024()
+            }),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_panic_on_extreme_inputs(
+            kind in 0..8usize,
+            ops in proptest::collection::vec(
+                (0..4u8, proptest::prop_oneof![
+                    proptest::strategy::Just(0u64),
+                    proptest::strategy::Just(u64::MAX),
+                    proptest::strategy::Just(u64::MAX - 1),
+                    proptest::prelude::any::<u64>(),
+                ], 0..6u8),
+                1..200,
+            ),
+        ) {
+            let mut budget: AnyBudget = AnyBudget::from_config(extreme_configs()[kind]).unwrap();
+            let mut grants = std::vec::Vec::new();
+            for (op, at, class) in ops {
+                let now = Instant::from_nanos(at);
+                let class = match class {
+                    0 => ErrorClass::Transient,
+                    1 => ErrorClass::Timeout,
+                    2 => ErrorClass::Throttled { retry_after: Some(crate::time::Duration::MAX) },
+                    3 => ErrorClass::Fatal,
+                    _ => ErrorClass::DontRetry,
+                };
+                match op {
+                    0 => budget.on_first_try(now),
+                    1 => {
+                        if let Ok(g) = budget.try_retry(class, now) {
+                            grants.push(g);
+                        }
+                    }
+                    2 => budget.on_attempt_end(AttemptOutcome::Failed(class), grants.pop(), now),
+                    _ => {
+                        budget.on_attempt_end(AttemptOutcome::Success, grants.pop(), now);
+                        budget.on_request_end(now);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -1,30 +1,5 @@
 //! [`ConcurrencyBudget`]: retries in flight as a share of requests in flight (Envoy's
 //! `retry_budget`).
-//!
-//! A retry is granted while the retries in flight are fewer than
-//! `max(min_concurrency, ⌊ratio × requests in flight⌋)`. A retry is in flight from its grant (so the
-//! backoff wait counts, as in Envoy) until its attempt ends; a request is in flight from its first
-//! try until it is over. Unlike the other kinds this bounds retries *now*, not over time: it reacts
-//! at once when requests pile up, and forgets at once when they drain.
-//!
-//! Envoy counts active and pending upstream requests; here "requests" are the logical requests
-//! (first try to final answer), which is what a client library sees.
-//!
-//! ```
-//! use reliable_core::budget::{Budget, ConcurrencyBudget, ConcurrencyConfig, ConcurrencyPolicy};
-//! use reliable_core::outcome::ErrorClass;
-//! use reliable_core::Instant;
-//!
-//! // Envoy's defaults: 20% of requests in flight, at least 3.
-//! let mut budget = ConcurrencyBudget::new(ConcurrencyPolicy::new(ConcurrencyConfig::envoy())?);
-//! let now = Instant::ZERO;
-//! for _ in 0..20 {
-//!     budget.on_first_try(now);
-//! }
-//! let grants: Vec<_> = (0..10).filter_map(|_| budget.try_retry(ErrorClass::Transient, now).ok()).collect();
-//! assert_eq!(grants.len(), 4); // 20% of 20
-//! # Ok::<(), reliable_core::ConfigError>(())
-//! ```
 
 use super::{Budget, Denied, Grant};
 use crate::error::{ConfigError, PPM, Problem, fraction_ppm};
@@ -93,7 +68,35 @@ impl ConcurrencyPolicy {
     }
 }
 
-/// A concurrency budget; 16 bytes.
+/// Retries in flight as a share of requests in flight (Envoy's
+/// `retry_budget`).
+///
+/// A retry is granted while the retries in flight are fewer than
+/// `max(min_concurrency, ⌊ratio × requests in flight⌋)`. A retry is in flight from its grant (so the
+/// backoff wait counts, as in Envoy) until its attempt ends; a request is in flight from its first
+/// try until it is over. Unlike the other kinds this bounds retries *now*, not over time: it reacts
+/// at once when requests pile up, and forgets at once when they drain.
+///
+/// Envoy counts active and pending upstream requests; here "requests" are the logical requests
+/// (first try to final answer), which is what a client library sees.
+///
+/// ```
+/// use reliable_core::budget::{Budget, ConcurrencyBudget, ConcurrencyConfig, ConcurrencyPolicy};
+/// use reliable_core::outcome::ErrorClass;
+/// use reliable_core::Instant;
+///
+/// // Envoy's defaults: 20% of requests in flight, at least 3.
+/// let mut budget = ConcurrencyBudget::new(ConcurrencyPolicy::new(ConcurrencyConfig::envoy())?);
+/// let now = Instant::ZERO;
+/// for _ in 0..20 {
+///     budget.on_first_try(now);
+/// }
+/// let grants: Vec<_> = (0..10).filter_map(|_| budget.try_retry(ErrorClass::Transient, now).ok()).collect();
+/// assert_eq!(grants.len(), 4); // 20% of 20
+/// # Ok::<(), reliable_core::ConfigError>(())
+/// ```
+///
+/// 16 bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConcurrencyBudget {
     policy: ConcurrencyPolicy,

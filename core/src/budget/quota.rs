@@ -1,33 +1,6 @@
 //! [`Quota`]: the AWS SDKs' retry quota. A retry costs tokens according to its error class; a
 //! success gives back the cost of the request's last retry, or a small increment if the request
 //! needed no retry.
-//!
-//! | | standard mode ([`aws_standard`](QuotaConfig::aws_standard)) | 2026 update ([`aws_2026`](QuotaConfig::aws_2026)) |
-//! |---|---|---|
-//! | capacity (starts full) | 500 | 500 |
-//! | transient error | 5 | 14 |
-//! | timeout | 10 | 14 |
-//! | throttling error | 5 | 5 |
-//! | success without retry | +1 | +1 |
-//! | success after retries | + the last retry's cost | + the last retry's cost |
-//!
-//! A retry is granted when its cost is at most the tokens left. Tokens never exceed the capacity.
-//!
-//! ```
-//! use reliable_core::budget::{Budget, Quota, QuotaConfig, QuotaPolicy};
-//! use reliable_core::outcome::{AttemptOutcome, ErrorClass};
-//! use reliable_core::Instant;
-//!
-//! let mut quota = Quota::new(QuotaPolicy::new(QuotaConfig::aws_2026())?);
-//! let now = Instant::ZERO;
-//! quota.on_first_try(now);
-//! quota.on_attempt_end(AttemptOutcome::Failed(ErrorClass::Transient), None, now);
-//! let grant = quota.try_retry(ErrorClass::Transient, now).unwrap();
-//! assert_eq!(quota.available(), 486);
-//! quota.on_attempt_end(AttemptOutcome::Success, Some(grant), now);
-//! assert_eq!(quota.available(), 500); // refunded
-//! # Ok::<(), reliable_core::ConfigError>(())
-//! ```
 
 use super::{Budget, Denied, Grant, zero};
 use crate::error::{ConfigError, Problem};
@@ -137,7 +110,38 @@ impl QuotaPolicy {
     }
 }
 
-/// A retry quota; 32 bytes on 64-bit targets.
+/// The AWS SDKs' retry quota. A retry costs tokens according to its error class; a
+/// success gives back the cost of the request's last retry, or a small increment if the request
+/// needed no retry.
+///
+/// | | standard mode ([`aws_standard`](QuotaConfig::aws_standard)) | 2026 update ([`aws_2026`](QuotaConfig::aws_2026)) |
+/// |---|---|---|
+/// | capacity (starts full) | 500 | 500 |
+/// | transient error | 5 | 14 |
+/// | timeout | 10 | 14 |
+/// | throttling error | 5 | 5 |
+/// | success without retry | +1 | +1 |
+/// | success after retries | + the last retry's cost | + the last retry's cost |
+///
+/// A retry is granted when its cost is at most the tokens left. Tokens never exceed the capacity.
+///
+/// ```
+/// use reliable_core::budget::{Budget, Quota, QuotaConfig, QuotaPolicy};
+/// use reliable_core::outcome::{AttemptOutcome, ErrorClass};
+/// use reliable_core::Instant;
+///
+/// let mut quota = Quota::new(QuotaPolicy::new(QuotaConfig::aws_2026())?);
+/// let now = Instant::ZERO;
+/// quota.on_first_try(now);
+/// quota.on_attempt_end(AttemptOutcome::Failed(ErrorClass::Transient), None, now);
+/// let grant = quota.try_retry(ErrorClass::Transient, now).unwrap();
+/// assert_eq!(quota.available(), 486);
+/// quota.on_attempt_end(AttemptOutcome::Success, Some(grant), now);
+/// assert_eq!(quota.available(), 500); // refunded
+/// # Ok::<(), reliable_core::ConfigError>(())
+/// ```
+///
+/// 32 bytes on 64-bit targets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Quota {
     policy: QuotaPolicy,

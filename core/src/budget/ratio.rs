@@ -1,33 +1,5 @@
 //! [`RatioBudget`]: retries as a share of first tries over a sliding window (Finagle's
 //! `RetryBudget`, tower's `TpsBudget`).
-//!
-//! Each first try deposits `ratio`; each retry withdraws 1; both stay in the window for `ttl`,
-//! kept in `slots` fixed slots (the window moves a slot at a time). A retry is allowed while the
-//! deposits in the window, plus a reserve of `min_per_sec × ttl` retries, cover the withdrawals in
-//! the window plus this one. The reserve lets a client with little traffic retry at all.
-//!
-//! Exact in fixed point: a deposit is `ratio` in millionths, a withdrawal is one million, so a 60%
-//! budget allows exactly 60 retries per 100 first tries. (tower's `TpsBudget` withdraws
-//! `(1 / 0.6) as isize = 1` per retry against a deposit of 1, so its 60% budget allows 100%:
-//! tower issue #857.)
-//!
-//! ```
-//! use reliable_core::budget::{Budget, RatioBudget, RatioConfig, RatioPolicy};
-//! use reliable_core::outcome::ErrorClass;
-//! use reliable_core::{Duration, Instant};
-//!
-//! let policy = RatioPolicy::new(RatioConfig { ratio: 0.6, min_per_sec: 0, ..RatioConfig::finagle() })?;
-//! let mut budget: RatioBudget = RatioBudget::new(policy)?;
-//! let now = Instant::from_secs(1);
-//! for _ in 0..100 {
-//!     budget.on_first_try(now);
-//! }
-//! let granted = (0..1_000).filter(|_| budget.try_retry(ErrorClass::Transient, now).is_ok()).count();
-//! assert_eq!(granted, 60);
-//! // Ten seconds later the deposits (and the withdrawals) have left the window.
-//! assert_eq!(budget.balance(now + Duration::from_secs(10)), 0.0);
-//! # Ok::<(), reliable_core::ConfigError>(())
-//! ```
 
 use super::{Budget, Denied, Grant, micro_in, zero};
 use crate::error::{ConfigError, PPM, in_range};
@@ -123,7 +95,38 @@ impl RatioPolicy {
     }
 }
 
-/// A ratio budget; `N` is the slot capacity (at least the policy's `slots`). Each slot counts first
+/// Retries as a share of first tries over a sliding window (Finagle's
+/// `RetryBudget`, tower's `TpsBudget`).
+///
+/// Each first try deposits `ratio`; each retry withdraws 1; both stay in the window for `ttl`,
+/// kept in `slots` fixed slots (the window moves a slot at a time). A retry is allowed while the
+/// deposits in the window, plus a reserve of `min_per_sec × ttl` retries, cover the withdrawals in
+/// the window plus this one. The reserve lets a client with little traffic retry at all.
+///
+/// Exact in fixed point: a deposit is `ratio` in millionths, a withdrawal is one million, so a 60%
+/// budget allows exactly 60 retries per 100 first tries. (tower's `TpsBudget` withdraws
+/// `(1 / 0.6) as isize = 1` per retry against a deposit of 1, so its 60% budget allows 100%:
+/// tower issue #857.)
+///
+/// ```
+/// use reliable_core::budget::{Budget, RatioBudget, RatioConfig, RatioPolicy};
+/// use reliable_core::outcome::ErrorClass;
+/// use reliable_core::{Duration, Instant};
+///
+/// let policy = RatioPolicy::new(RatioConfig { ratio: 0.6, min_per_sec: 0, ..RatioConfig::finagle() })?;
+/// let mut budget: RatioBudget = RatioBudget::new(policy)?;
+/// let now = Instant::from_secs(1);
+/// for _ in 0..100 {
+///     budget.on_first_try(now);
+/// }
+/// let granted = (0..1_000).filter(|_| budget.try_retry(ErrorClass::Transient, now).is_ok()).count();
+/// assert_eq!(granted, 60);
+/// // Ten seconds later the deposits (and the withdrawals) have left the window.
+/// assert_eq!(budget.balance(now + Duration::from_secs(10)), 0.0);
+/// # Ok::<(), reliable_core::ConfigError>(())
+/// ```
+///
+/// `N` is the slot capacity (at least the policy's `slots`). Each slot counts first
 /// tries and retries (8 bytes; `RatioBudget<10>` is 152 bytes on 64-bit targets); deposits and
 /// withdrawals are those counts times `ratio` and 1.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,40 +1,4 @@
 //! [`RetryBreaker`]: first tries always go; retries stop while the failure rate is over a threshold.
-//!
-//! Unlike a circuit breaker it never blocks first tries, so the downstream keeps seeing real
-//! traffic (and the rate keeps being measured); it only switches retries off while failures are
-//! widespread, which is exactly when they would add load and not success.
-//!
-//! The rate is failed attempts ÷ `calls`, where `calls` counts first tries (Brooker 2022) or every
-//! attempt (Yandex 2024), over the client's whole history or a time window. A failed attempt is one
-//! whose class [counts as a failure](crate::outcome::ErrorClass::counts_as_failure).
-//!
-//! | variant | calls | window | retries stop when |
-//! |---|---|---|---|
-//! | Brooker 2022 ([`brooker_2022`](RetryBreakerConfig::brooker_2022)) | first tries | cumulative | failures ÷ calls > 10% |
-//! | Yandex 2024 ([`yandex_2024`](RetryBreakerConfig::yandex_2024)) | attempts | 200 ms | failures ÷ calls ≥ 10% |
-//!
-//! Brooker counts before deciding (the failure that asks for a retry is already in), with no
-//! minimum, so early on one failure in a handful of calls is enough to stop retries: that is why
-//! his breaker's knee sits near a 5% failure rate rather than at 10%. Yandex's window is exact over
-//! 200 ms; here it is kept in `buckets` slots and moves a slot at a time.
-//!
-//! ```
-//! use reliable_core::budget::{Budget, RetryBreaker, RetryBreakerConfig, RetryBreakerPolicy};
-//! use reliable_core::outcome::{AttemptOutcome, ErrorClass};
-//! use reliable_core::Instant;
-//!
-//! let mut breaker: RetryBreaker = RetryBreaker::new(RetryBreakerPolicy::new(RetryBreakerConfig::brooker_2022())?)?;
-//! let now = Instant::ZERO;
-//! let fail = AttemptOutcome::Failed(ErrorClass::Transient);
-//! for _ in 0..10 {
-//!     breaker.on_first_try(now);
-//! }
-//! breaker.on_attempt_end(fail, None, now); // 1 failure in 10 calls: 10%, not over
-//! assert!(breaker.try_retry(ErrorClass::Transient, now).is_ok());
-//! breaker.on_attempt_end(fail, None, now); // 2 in 10: over
-//! assert!(breaker.try_retry(ErrorClass::Transient, now).is_err());
-//! # Ok::<(), reliable_core::ConfigError>(())
-//! ```
 
 use super::{Budget, Denied, FixedThreshold, Grant, Threshold, zero};
 use crate::error::{ConfigError, PPM, Problem};
@@ -162,7 +126,45 @@ impl RetryBreakerPolicy {
     }
 }
 
-/// A retry breaker; `N` is the slot capacity of a time window (unused when cumulative).
+/// First tries always go; retries stop while the failure rate is over a threshold.
+///
+/// Unlike a circuit breaker it never blocks first tries, so the downstream keeps seeing real
+/// traffic (and the rate keeps being measured); it only switches retries off while failures are
+/// widespread, which is exactly when they would add load and not success.
+///
+/// The rate is failed attempts ÷ `calls`, where `calls` counts first tries (Brooker 2022) or every
+/// attempt (Yandex 2024), over the client's whole history or a time window. A failed attempt is one
+/// whose class [counts as a failure](crate::outcome::ErrorClass::counts_as_failure).
+///
+/// | variant | calls | window | retries stop when |
+/// |---|---|---|---|
+/// | Brooker 2022 ([`brooker_2022`](RetryBreakerConfig::brooker_2022)) | first tries | cumulative | failures ÷ calls > 10% |
+/// | Yandex 2024 ([`yandex_2024`](RetryBreakerConfig::yandex_2024)) | attempts | 200 ms | failures ÷ calls ≥ 10% |
+///
+/// Brooker counts before deciding (the failure that asks for a retry is already in), with no
+/// minimum, so early on one failure in a handful of calls is enough to stop retries: that is why
+/// his breaker's knee sits near a 5% failure rate rather than at 10%. Yandex's window is exact over
+/// 200 ms; here it is kept in `buckets` slots and moves a slot at a time.
+///
+/// ```
+/// use reliable_core::budget::{Budget, RetryBreaker, RetryBreakerConfig, RetryBreakerPolicy};
+/// use reliable_core::outcome::{AttemptOutcome, ErrorClass};
+/// use reliable_core::Instant;
+///
+/// let mut breaker: RetryBreaker = RetryBreaker::new(RetryBreakerPolicy::new(RetryBreakerConfig::brooker_2022())?)?;
+/// let now = Instant::ZERO;
+/// let fail = AttemptOutcome::Failed(ErrorClass::Transient);
+/// for _ in 0..10 {
+///     breaker.on_first_try(now);
+/// }
+/// breaker.on_attempt_end(fail, None, now); // 1 failure in 10 calls: 10%, not over
+/// assert!(breaker.try_retry(ErrorClass::Transient, now).is_ok());
+/// breaker.on_attempt_end(fail, None, now); // 2 in 10: over
+/// assert!(breaker.try_retry(ErrorClass::Transient, now).is_err());
+/// # Ok::<(), reliable_core::ConfigError>(())
+/// ```
+///
+/// `N` is the slot capacity of a time window (unused when cumulative).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetryBreaker<const N: usize = 10> {
     policy: RetryBreakerPolicy,

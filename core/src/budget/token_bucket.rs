@@ -1,34 +1,5 @@
 //! [`TokenBucket`]: tokens that first tries, successes, failures and retries move; a retry needs the
 //! tokens past a threshold.
-//!
-//! One general bucket expresses the published variants exactly:
-//!
-//! | variant | moves | retry allowed when |
-//! |---|---|---|
-//! | gRPC A6 retry throttling ([`grpc`](TokenBucketConfig::grpc)) | success `+token_ratio`, failed attempt `−1` | tokens > `max_tokens / 2` |
-//! | Brooker 2022 ([`brooker_2022`](TokenBucketConfig::brooker_2022)) | first try `+0.1`, retry `−1` | tokens > 1 |
-//! | Yandex 2024, "10% budget" ([`yandex_2024`](TokenBucketConfig::yandex_2024)) | success of a first try `+0.1`, retry `−1` | tokens ≥ 1 |
-//!
-//! Tokens live in `[0, max_tokens]` (movements saturate at both ends), in millionths of a token, so
-//! `0.1` is exact. A failed attempt is one whose class [counts as a
-//! failure](crate::outcome::ErrorClass::counts_as_failure) (every class but `Fatal`).
-//!
-//! ```
-//! use reliable_core::budget::{Budget, TokenBucket, TokenBucketConfig, TokenBucketPolicy};
-//! use reliable_core::outcome::ErrorClass;
-//! use reliable_core::Instant;
-//!
-//! // Brooker 2022: capacity 5, starts full, +0.1 per first try, a retry needs > 1 and costs 1.
-//! let mut bucket = TokenBucket::new(TokenBucketPolicy::new(TokenBucketConfig::brooker_2022())?);
-//! let now = Instant::ZERO;
-//! let mut granted = 0;
-//! while let Ok(_grant) = bucket.try_retry(ErrorClass::Transient, now) {
-//!     granted += 1;
-//! }
-//! assert_eq!(granted, 4); // 5 -> 4 -> 3 -> 2 -> 1, and 1 is not more than 1
-//! assert_eq!(bucket.tokens(), 1.0);
-//! # Ok::<(), reliable_core::ConfigError>(())
-//! ```
 
 use super::{Budget, Denied, FixedThreshold, Grant, Threshold, micro_in};
 use crate::error::{ConfigError, Problem};
@@ -172,7 +143,39 @@ impl TokenBucketPolicy {
     }
 }
 
-/// A token bucket. Owns its (small) policy; 80 bytes on 64-bit targets.
+/// Tokens that first tries, successes, failures and retries move; a retry needs the
+/// tokens past a threshold.
+///
+/// One general bucket expresses the published variants exactly:
+///
+/// | variant | moves | retry allowed when |
+/// |---|---|---|
+/// | gRPC A6 retry throttling ([`grpc`](TokenBucketConfig::grpc)) | success `+token_ratio`, failed attempt `−1` | tokens > `max_tokens / 2` |
+/// | Brooker 2022 ([`brooker_2022`](TokenBucketConfig::brooker_2022)) | first try `+0.1`, retry `−1` | tokens > 1 |
+/// | Yandex 2024, "10% budget" ([`yandex_2024`](TokenBucketConfig::yandex_2024)) | success of a first try `+0.1`, retry `−1` | tokens ≥ 1 |
+///
+/// Tokens live in `[0, max_tokens]` (movements saturate at both ends), in millionths of a token, so
+/// `0.1` is exact. A failed attempt is one whose class [counts as a
+/// failure](crate::outcome::ErrorClass::counts_as_failure) (every class but `Fatal`).
+///
+/// ```
+/// use reliable_core::budget::{Budget, TokenBucket, TokenBucketConfig, TokenBucketPolicy};
+/// use reliable_core::outcome::ErrorClass;
+/// use reliable_core::Instant;
+///
+/// // Brooker 2022: capacity 5, starts full, +0.1 per first try, a retry needs > 1 and costs 1.
+/// let mut bucket = TokenBucket::new(TokenBucketPolicy::new(TokenBucketConfig::brooker_2022())?);
+/// let now = Instant::ZERO;
+/// let mut granted = 0;
+/// while let Ok(_grant) = bucket.try_retry(ErrorClass::Transient, now) {
+///     granted += 1;
+/// }
+/// assert_eq!(granted, 4); // 5 -> 4 -> 3 -> 2 -> 1, and 1 is not more than 1
+/// assert_eq!(bucket.tokens(), 1.0);
+/// # Ok::<(), reliable_core::ConfigError>(())
+/// ```
+///
+/// Owns its (small) policy; 80 bytes on 64-bit targets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenBucket {
     policy: TokenBucketPolicy,

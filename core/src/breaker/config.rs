@@ -399,6 +399,10 @@ pub struct BreakerPolicy {
     pub(crate) probe_timeout: Duration,
     pub(crate) ramp: Duration,
     pub(crate) ramp_initial_ppm: u32,
+    /// `consecutive`, or 2³² (never reached) when the rule is off: one comparison on the hot path.
+    consecutive_limit: u64,
+    /// `minimum_calls`, or `u64::MAX` when no rate rule is on.
+    decide_from: u64,
     config: BreakerConfig,
 }
 
@@ -547,6 +551,15 @@ impl BreakerPolicy {
             probe_timeout: half.probe_timeout,
             ramp,
             ramp_initial_ppm,
+            consecutive_limit: match consecutive {
+                0 => 1 << 32,
+                n => u64::from(n),
+            },
+            decide_from: if needs_window {
+                u64::from(config.minimum_calls)
+            } else {
+                u64::MAX
+            },
             config,
         })
     }
@@ -604,7 +617,8 @@ impl BreakerPolicy {
     /// Whether a call that started at `started` and ended at `now` counts as slow.
     #[inline]
     pub(crate) fn is_slow(&self, started: Instant, now: Instant) -> bool {
-        self.slow_ppm != 0 && now.saturating_duration_since(started) > self.slow_threshold
+        // Without the slow-call rule the threshold is `Duration::MAX`, which nothing exceeds.
+        now.saturating_duration_since(started) > self.slow_threshold
     }
 
     /// Whether the rate rules fire on `c` (inclusive thresholds, fixed point).
@@ -618,10 +632,8 @@ impl BreakerPolicy {
     /// window after the call just recorded.
     #[inline]
     pub(crate) fn trips(&self, consecutive: u32, counts: Counts) -> bool {
-        (self.consecutive != 0 && consecutive >= self.consecutive)
-            || (self.needs_window
-                && counts.calls >= u64::from(self.minimum_calls)
-                && self.rates_trip(counts))
+        u64::from(consecutive) >= self.consecutive_limit
+            || (counts.calls >= self.decide_from && self.rates_trip(counts))
     }
 
     /// The verdict of a [`ProbeRule::Rate`] round with these tallies so far.

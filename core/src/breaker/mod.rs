@@ -368,6 +368,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
         (from != to).then_some(Transition { from, to, at: now })
     }
 
+    #[inline(never)]
     fn open(&mut self, now: Instant) -> Option<Transition> {
         let sample = jitter_sample(self.seed, self.generation);
         self.since = now + self.policy.open_time(self.reopens, sample);
@@ -400,8 +401,24 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
     }
 
     /// Asks to make one call. On `Ok`, make the call and hand the permit back to [`record`](Self::record).
+    #[inline]
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe(now);
+        // The two answers of a healthy or a failed downstream stay inline; the rest is out of line.
+        match self.state {
+            State::Closed if !self.ramping => Ok(self.permit(now, NOT_A_PROBE, None)),
+            State::Open if now < self.since => Err(Rejection {
+                reason: RejectReason::Open {
+                    retry_after: self.since.saturating_duration_since(now),
+                },
+                transition: None,
+            }),
+            _ => self.acquire_other(now),
+        }
+    }
+
+    #[inline(never)]
+    fn acquire_other(&mut self, now: Instant) -> Result<Permit, Rejection> {
         match self.state {
             State::Closed => self.acquire_closed(now),
             State::Disabled => Ok(self.permit(now, NOT_A_PROBE, None)),
@@ -525,30 +542,42 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
 
     /// Reports how a permitted call ended. Returns the state change it caused, if any. Results from
     /// permits of an earlier generation are ignored.
+    #[inline]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
         let now = self.observe(now);
         if permit.generation != self.generation {
             return None;
         }
         let slow = self.policy.is_slow(permit.started, now);
-        match self.state {
-            State::Closed => {
-                if outcome == Outcome::Ignored {
-                    return None;
-                }
-                let failure = outcome == Outcome::Failure;
-                self.consecutive = if failure {
-                    self.consecutive.saturating_add(1)
-                } else {
-                    0
-                };
-                let counts = self.window.record(now, failure, slow);
-                if self.policy.trips(self.consecutive, counts) {
-                    self.open(now)
-                } else {
-                    None
-                }
+        if self.state == State::Closed {
+            if outcome == Outcome::Ignored {
+                return None;
             }
+            let failure = outcome == Outcome::Failure;
+            self.consecutive = if failure {
+                self.consecutive.saturating_add(1)
+            } else {
+                0
+            };
+            let counts = self.window.record(now, failure, slow);
+            return if self.policy.trips(self.consecutive, counts) {
+                self.open(now)
+            } else {
+                None
+            };
+        }
+        self.record_other(permit, outcome, slow, now)
+    }
+
+    #[inline(never)]
+    fn record_other(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        slow: bool,
+        now: Instant,
+    ) -> Option<Transition> {
+        match self.state {
             State::Disabled => {
                 if outcome != Outcome::Ignored {
                     self.window.record(now, outcome == Outcome::Failure, slow);
@@ -556,7 +585,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
                 None
             }
             State::HalfOpen => self.record_probe(permit, outcome, slow, now),
-            State::Open | State::ForcedOpen => None,
+            State::Closed | State::Open | State::ForcedOpen => None,
         }
     }
 

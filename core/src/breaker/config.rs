@@ -33,7 +33,7 @@
 //! ```
 
 use super::window::Counts;
-use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range};
+use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm};
 use crate::sample::splitmix64;
 use crate::time::{Duration, Instant};
 
@@ -677,9 +677,7 @@ impl BreakerPolicy {
         if self.jitter_ppm == 0 {
             return Duration::from_nanos(d);
         }
-        // d * jitter / PPM, exact, without a 128-bit division: d = q * PPM + r.
-        let (ppm, j) = (u64::from(PPM), u64::from(self.jitter_ppm));
-        let spread = d / ppm * j + d % ppm * j / ppm;
+        let spread = mul_ppm(d, self.jitter_ppm);
         let lo = d - spread;
         let hi = d.saturating_add(spread).min(self.open_max.as_nanos());
         Duration::from_nanos(crate::sample::uniform_between(sample, lo, hi))
@@ -935,7 +933,7 @@ mod tests {
             };
             let j = splitmix64(x) % 1_000_001;
             let want = (u128::from(d) * u128::from(j) / 1_000_000) as u64;
-            assert_eq!(d / 1_000_000 * j + d % 1_000_000 * j / 1_000_000, want);
+            assert_eq!(mul_ppm(d, j as u32), want);
             let p = BreakerPolicy {
                 ramp: Duration::from_nanos(d.max(1)),
                 ramp_initial_ppm: (j as u32).min(PPM),

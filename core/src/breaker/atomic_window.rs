@@ -74,6 +74,7 @@ impl AtomicWindow for NoWindow {
 /// writes nothing). Failures and slow calls are counted by `popcount` over the ring, so the counts
 /// can never drift from the bits, whatever the interleaving; recording costs O(`WORDS`).
 #[derive(Debug)]
+#[repr(C)]
 pub struct AtomicCountWindow<const WORDS: usize> {
     /// Calls recorded since the last clear; the next position is `total % size`.
     total: AtomicU64,

@@ -234,10 +234,15 @@ enum Step<T> {
 ///   since, and slots of an earlier round are free without being cleared. The round's tallies
 ///   (successes, failures, slow probes, probes issued) are one generation-tagged word.
 /// - **Slow-start credit** is one generation-tagged word.
-/// - **The latest `now`** is an atomic maximum, written only when it grows.
+/// - **The latest `now`** (a `now` earlier than it counts as it, as in the `&mut` breaker) is a plain
+///   store, made only when a call's `now` is later than the value it read: no read-modify-write on
+///   the hot path. One call at a time, it is exactly the maximum.
 ///
-/// The closed, not-ramping fast path is lock-free and, for a success after a success, writes only
-/// the window's call counter (and the latest `now` when it grows).
+/// The closed, not-ramping fast path takes no lock and makes no read-modify-write of its own: a
+/// success after a success stores the latest `now` (when it grows) and claims a window position
+/// (one `fetch_add`, none with `NoWindow`). Every word a closed breaker writes on every call shares
+/// one cache line (for windows up to 128 calls); the control word sits on another, which the cores
+/// keep shared while the state does not change.
 ///
 /// # Limits of the packing
 ///
@@ -264,7 +269,7 @@ enum Step<T> {
 /// - each transition is made by exactly one call and reported by that call only, and a call makes
 ///   at most one (one that made a transition and then lost a race rejects with
 ///   [`HalfOpenFull`](RejectReason::HalfOpenFull) rather than make a second);
-/// - a permit of an earlier generation changes nothing but window metrics (see below);
+/// - a result whose permit is of an earlier generation than the one `record` reads changes nothing;
 /// - every operation completes in a bounded number of its own steps unless other threads keep
 ///   changing the same words (lock-free: a retry means another call made progress);
 /// - counts never exceed the window, and `retry_after` never exceeds the maximum open time.
@@ -276,13 +281,20 @@ enum Step<T> {
 /// - when calls race a trip, the open time starts at the latest `now` among the racing trip
 ///   attempts, not necessarily the winner's;
 /// - a reader racing a writer may see the window's counts without that writer's call, and a time
-///   window's bucket rolling over may drop a racing call.
+///   window's bucket rolling over may drop a racing call;
+/// - two calls raising the latest `now` at once may leave the earlier of their two `now`s, so a call
+///   racing them may judge by a slightly earlier time than the latest seen (never earlier than its
+///   own `now`; the next call with a later clock restores it): it decides as it would have a moment
+///   earlier (an open time, a lease or a ramp ends a little later for it; an open time it starts
+///   begins at its own `now`).
 #[derive(Debug)]
+#[repr(C)]
 pub struct SharedBreaker<'p, W = super::AtomicCountWindow<1>, const P: usize = 1> {
+    /// Written by every call: on a cache line of its own, away from the read-mostly words.
+    hot: Hot<W>,
+    control: AtomicU64,
     policy: &'p BreakerPolicy,
     seed: u64,
-    control: AtomicU64,
-    latest: AtomicU64,
     /// The `now` of the latest transition into open or into a slow-start ramp (an atomic maximum).
     since: AtomicU64,
     /// The half-open round's [`Tallies`], tagged with its generation.
@@ -291,6 +303,15 @@ pub struct SharedBreaker<'p, W = super::AtomicCountWindow<1>, const P: usize = 1
     credit: AtomicU64,
     slots: [AtomicU64; P],
     expires: [AtomicU64; P],
+}
+
+/// The words a closed breaker writes on every call: the latest `now` and the window (whose call
+/// counter comes first). One cache line for windows up to 128 calls, so under contention a call
+/// moves one line between cores, and the control word's line stays shared by all.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct Hot<W> {
+    latest: AtomicU64,
     window: W,
 }
 
@@ -354,16 +375,19 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             ));
         }
         Ok(SharedBreaker {
+            hot: Hot {
+                latest: AtomicU64::new(0),
+                window,
+            },
             policy,
             seed: 0,
             control: AtomicU64::new(Ctl::new(CLOSED, false, 0, 0).0),
-            latest: AtomicU64::new(0),
+
             since: AtomicU64::new(0),
             round: AtomicU64::new(0),
             credit: AtomicU64::new(0),
             slots: [const { AtomicU64::new(0) }; P],
             expires: [const { AtomicU64::new(0) }; P],
-            window,
         })
     }
 
@@ -384,20 +408,22 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         Ctl(self.control.load(Acquire))
     }
 
-    /// The latest `now` seen, including `now`, recorded only when it grows.
+    /// The latest `now` seen, including `now`. A plain store when it grows (see "Under
+    /// concurrency" in the type's documentation for what racing stores may do).
     #[inline]
     fn observe(&self, now: Instant) -> Instant {
         let now = now.as_nanos();
-        let seen = self.latest.load(Relaxed);
+        let seen = self.hot.latest.load(Relaxed);
         if now <= seen {
             return Instant::from_nanos(seen);
         }
-        Instant::from_nanos(self.latest.fetch_max(now, Relaxed).max(now))
+        self.hot.latest.store(now, Relaxed);
+        Instant::from_nanos(now)
     }
 
     #[inline]
     fn query_time(&self, now: Instant) -> Instant {
-        now.max(Instant::from_nanos(self.latest.load(Relaxed)))
+        now.max(Instant::from_nanos(self.hot.latest.load(Relaxed)))
     }
 
     /// When an open breaker in `c` turns half-open.
@@ -419,7 +445,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             .compare_exchange(from.0, to.0, AcqRel, Acquire)
             .map_err(|_| ())?;
         if to.code() == CLOSED {
-            self.window.clear();
+            self.hot.window.clear();
         }
         let (from, to) = (from.state(), to.state());
         Ok((from != to).then_some(Transition { from, to, at: now }))
@@ -436,7 +462,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
 
     /// Outcomes in the window as of `now` (calls, failures, slow calls).
     pub fn counts(&self, now: Instant) -> Counts {
-        self.window.counts(self.query_time(now))
+        self.hot.window.counts(self.query_time(now))
     }
 
     /// Failures in a row while closed (saturates at 2²⁸ − 1).
@@ -771,12 +797,14 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                     return None;
                 }
                 let failure = outcome == Outcome::Failure;
-                let counts = self.window.record(now, failure, slow);
+                let counts = self.hot.window.record(now, failure, slow);
                 self.record_closed(c, failure, counts, now)
             }
             DISABLED => {
                 if outcome != Outcome::Ignored {
-                    self.window.record(now, outcome == Outcome::Failure, slow);
+                    self.hot
+                        .window
+                        .record(now, outcome == Outcome::Failure, slow);
                 }
                 None
             }

@@ -35,13 +35,22 @@ use crate::time::Instant;
 
 /// Storage for the outcomes a [`SharedBreaker`](super::SharedBreaker)'s rate rules look at, written
 /// through `&self` by many threads.
+///
+/// Recording returns only the number of calls in the window; the breaker asks for the failures and
+/// slow calls separately, and only for those its rules read, once the window holds enough calls
+/// to decide. (Counting them is the costly part of an atomic bit ring.)
 pub trait AtomicWindow: Sized + Sync {
     /// Builds storage for `spec`, or says why this type cannot hold it.
     fn new(spec: WindowSpec) -> Result<Self, ConfigError>;
-    /// Records one call and returns the counts including it.
-    fn record(&self, now: Instant, failure: bool, slow: bool) -> Counts;
+    /// Records one call; returns the number of calls in the window including it.
+    fn record(&self, now: Instant, failure: bool, slow: bool) -> u64;
+    /// The counts as of `now`, with failures counted only if `failures` and slow calls only if
+    /// `slow` (0 otherwise).
+    fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts;
     /// The counts as of `now` (time windows drop buckets that have aged out).
-    fn counts(&self, now: Instant) -> Counts;
+    fn counts(&self, now: Instant) -> Counts {
+        self.counts_of(now, true, true)
+    }
     /// Forgets every call.
     fn clear(&self);
     /// Whether this storage really keeps outcomes ([`NoWindow`] does not).
@@ -55,10 +64,10 @@ impl AtomicWindow for NoWindow {
         Ok(NoWindow)
     }
     #[inline]
-    fn record(&self, _: Instant, _: bool, _: bool) -> Counts {
-        Counts::default()
+    fn record(&self, _: Instant, _: bool, _: bool) -> u64 {
+        0
     }
-    fn counts(&self, _: Instant) -> Counts {
+    fn counts_of(&self, _: Instant, _: bool, _: bool) -> Counts {
         Counts::default()
     }
     fn clear(&self) {}
@@ -81,6 +90,8 @@ pub struct AtomicCountWindow<const WORDS: usize> {
     failed: [AtomicU64; WORDS],
     slow: [AtomicU64; WORDS],
     size: u64,
+    /// `size - 1` when `size` is a power of two (positions by masking), else 0 (by division).
+    mask: u64,
     /// Ring words in use: `ceil(size / 64)`.
     words: usize,
 }
@@ -90,21 +101,22 @@ impl<const WORDS: usize> AtomicCountWindow<WORDS> {
     pub const CAPACITY: usize = CountWindow::<WORDS>::CAPACITY;
 
     #[inline]
-    fn counts_after(&self, total: u64) -> Counts {
+    fn counts_after(&self, total: u64, failures: bool, slow: bool) -> Counts {
         let calls = total.min(self.size);
         let ones = |ring: &[AtomicU64]| -> u64 {
-            let n: u32 = ring
-                .iter()
-                .take(self.words)
-                .map(|w| w.load(Relaxed).count_ones())
-                .sum();
+            let ring = ring.get(..self.words).unwrap_or(ring);
+            if ring.iter().all(|w| w.load(Relaxed) == 0) {
+                // No bit set (the usual case for failures of a healthy downstream): no counting.
+                return 0;
+            }
+            let n: u32 = ring.iter().map(|w| w.load(Relaxed).count_ones()).sum();
             // A call racing a clear can leave a bit beyond `calls` for a moment.
             u64::from(n).min(calls)
         };
         Counts {
             calls,
-            failures: ones(&self.failed),
-            slow: ones(&self.slow),
+            failures: if failures { ones(&self.failed) } else { 0 },
+            slow: if slow { ones(&self.slow) } else { 0 },
         }
     }
 }
@@ -134,27 +146,33 @@ impl<const WORDS: usize> AtomicWindow for AtomicCountWindow<WORDS> {
             failed: [const { AtomicU64::new(0) }; WORDS],
             slow: [const { AtomicU64::new(0) }; WORDS],
             size: u64::from(calls),
+            mask: if calls.is_power_of_two() {
+                u64::from(calls) - 1
+            } else {
+                0
+            },
             words: (calls as usize).div_ceil(64),
         })
     }
 
     #[inline]
-    fn record(&self, _: Instant, failure: bool, slow: bool) -> Counts {
+    fn record(&self, _: Instant, failure: bool, slow: bool) -> u64 {
         let n = self.total.fetch_add(1, Relaxed);
         // Windows of a power-of-two size (64, 128, ...) avoid the division.
-        let pos = if self.size.is_power_of_two() {
-            n & (self.size - 1)
+        let pos = if self.mask != 0 {
+            n & self.mask
         } else {
             n % self.size
         };
         let (word, mask) = ((pos / 64) as usize, 1u64 << (pos % 64));
         put_bit(&self.failed, word, mask, failure);
         put_bit(&self.slow, word, mask, slow);
-        self.counts_after(n.saturating_add(1))
+        n.saturating_add(1).min(self.size)
     }
 
-    fn counts(&self, _: Instant) -> Counts {
-        self.counts_after(self.total.load(Relaxed))
+    #[inline]
+    fn counts_of(&self, _: Instant, failures: bool, slow: bool) -> Counts {
+        self.counts_after(self.total.load(Relaxed), failures, slow)
     }
 
     fn clear(&self) {
@@ -278,7 +296,7 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
         }
     }
 
-    fn counts_at(&self, newest: u64) -> Counts {
+    fn counts_at(&self, newest: u64, failures: bool, slow: bool) -> Counts {
         let first = newest.saturating_sub(self.n - 1);
         let mut c = Counts::default();
         let mut slot = self.slot(first);
@@ -295,8 +313,12 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
                 })
             };
             c.calls += read(&self.calls);
-            c.failures += read(&self.failures);
-            c.slow += read(&self.slow);
+            if failures {
+                c.failures += read(&self.failures);
+            }
+            if slow {
+                c.slow += read(&self.slow);
+            }
             slot += 1;
             if slot as u64 == self.n {
                 slot = 0;
@@ -341,12 +363,12 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
         })
     }
 
-    fn record(&self, now: Instant, failure: bool, slow: bool) -> Counts {
+    fn record(&self, now: Instant, failure: bool, slow: bool) -> u64 {
         let mut epoch = self.advance(now.as_nanos() / self.width);
         loop {
             let slot = self.slot(epoch);
             let Some(calls) = self.calls.get(slot) else {
-                return Counts::default();
+                return 0;
             };
             if self.bump(calls, epoch) {
                 if failure && let Some(w) = self.failures.get(slot) {
@@ -355,21 +377,21 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
                 if slow && let Some(w) = self.slow.get(slot) {
                     self.bump(w, epoch);
                 }
-                return self.counts_at(epoch);
+                return self.counts_at(epoch, false, false).calls;
             }
             let newest = self.newest.load(Acquire);
             if newest == epoch {
                 // The bucket is full: the call is not counted, as in `TimeWindow`.
-                return self.counts_at(epoch);
+                return self.counts_at(epoch, false, false).calls;
             }
             // The window moved on while this call was being recorded: count it in the newest bucket.
             epoch = newest;
         }
     }
 
-    fn counts(&self, now: Instant) -> Counts {
+    fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts {
         let newest = self.newest.load(Acquire);
-        self.counts_at((now.as_nanos() / self.width).max(newest))
+        self.counts_at((now.as_nanos() / self.width).max(newest), failures, slow)
     }
 
     fn clear(&self) {
@@ -396,16 +418,16 @@ impl<const WORDS: usize, const BUCKETS: usize> AtomicWindow for AtomicAnyWindow<
             WindowSpec::Time { .. } => AtomicAnyWindow::Time(AtomicTimeWindow::new(spec)?),
         })
     }
-    fn record(&self, now: Instant, failure: bool, slow: bool) -> Counts {
+    fn record(&self, now: Instant, failure: bool, slow: bool) -> u64 {
         match self {
             AtomicAnyWindow::Count(w) => w.record(now, failure, slow),
             AtomicAnyWindow::Time(w) => w.record(now, failure, slow),
         }
     }
-    fn counts(&self, now: Instant) -> Counts {
+    fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts {
         match self {
-            AtomicAnyWindow::Count(w) => w.counts(now),
-            AtomicAnyWindow::Time(w) => w.counts(now),
+            AtomicAnyWindow::Count(w) => w.counts_of(now, failures, slow),
+            AtomicAnyWindow::Time(w) => w.counts_of(now, failures, slow),
         }
     }
     fn clear(&self) {
@@ -433,11 +455,9 @@ mod tests {
             for i in 0..600 {
                 x = splitmix64(x);
                 let (f, s) = (x & 1 == 1, x & 6 == 6);
-                assert_eq!(
-                    a.record(Instant::ZERO, f, s),
-                    w.record(Instant::ZERO, f, s),
-                    "size {size}"
-                );
+                let want = w.record(Instant::ZERO, f, s);
+                assert_eq!(a.record(Instant::ZERO, f, s), want.calls, "size {size}");
+                assert_eq!(a.counts(Instant::ZERO), want, "size {size}");
                 if i == 300 {
                     a.clear();
                     w.clear();
@@ -470,7 +490,9 @@ mod tests {
                 latest = latest.max(t);
                 let now = Instant::from_nanos(latest);
                 let (f, s) = (x & 32 != 0, x & 64 != 0);
-                assert_eq!(a.record(now, f, s), w.record(now, f, s), "i = {i}");
+                let want = w.record(now, f, s);
+                assert_eq!(a.record(now, f, s), want.calls, "i = {i}");
+                assert_eq!(a.counts(now), want, "i = {i}");
                 let ahead = Instant::from_nanos(latest.saturating_add(x % 3_000));
                 assert_eq!(a.counts(ahead), w.counts(ahead));
                 if i % 1_000 == 999 {

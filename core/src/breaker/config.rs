@@ -632,8 +632,23 @@ impl BreakerPolicy {
     /// window after the call just recorded.
     #[inline]
     pub(crate) fn trips(&self, consecutive: u32, counts: Counts) -> bool {
-        u64::from(consecutive) >= self.consecutive_limit
+        self.consecutive_trips(consecutive)
             || (counts.calls >= self.decide_from && self.rates_trip(counts))
+    }
+
+    /// Whether `consecutive` failures in a row trip the breaker.
+    #[inline]
+    pub(crate) fn consecutive_trips(&self, consecutive: u32) -> bool {
+        u64::from(consecutive) >= self.consecutive_limit
+    }
+
+    /// Whether the rate rules fire on a window of `calls` calls. Only once the window holds enough
+    /// calls to decide does it ask `counts(failures, slow)` for the counts, and then only for those
+    /// its rules read.
+    #[inline]
+    pub(crate) fn rates_fire(&self, calls: u64, counts: impl FnOnce(bool, bool) -> Counts) -> bool {
+        calls >= self.decide_from
+            && self.rates_trip(counts(self.failure_ppm != 0, self.slow_ppm != 0))
     }
 
     /// The verdict of a [`ProbeRule::Rate`] round with these tallies so far.

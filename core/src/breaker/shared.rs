@@ -797,8 +797,12 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                     return None;
                 }
                 let failure = outcome == Outcome::Failure;
-                let counts = self.hot.window.record(now, failure, slow);
-                self.record_closed(c, failure, counts, now)
+                let window = &self.hot.window;
+                let calls = window.record(now, failure, slow);
+                let rates = self
+                    .policy
+                    .rates_fire(calls, |f, s| window.counts_of(now, f, s));
+                self.record_closed(c, failure, rates, now)
             }
             DISABLED => {
                 if outcome != Outcome::Ignored {
@@ -818,7 +822,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         &self,
         mut c: Ctl,
         failure: bool,
-        counts: Counts,
+        rates: bool,
         now: Instant,
     ) -> Option<Transition> {
         let g = c.generation();
@@ -828,7 +832,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             } else {
                 0
             };
-            let done = if self.policy.trips(consecutive, counts) {
+            let done = if rates || self.policy.consecutive_trips(consecutive) {
                 // Closed always has zero re-opens.
                 match self.go(c, c.next(OPEN, false, 0), now) {
                     Ok(t) => return t,

@@ -85,8 +85,10 @@ impl AtomicWindow for NoWindow {
 #[derive(Debug)]
 #[repr(C)]
 pub struct AtomicCountWindow<const WORDS: usize> {
-    /// Calls recorded since the last clear; the next position is `total % size`.
-    total: AtomicU64,
+    /// Calls recorded since the last clear; the next position is `total % size`. Written by every
+    /// call, so on a cache line of its own: the bits, read by every call but written only when a
+    /// call's outcome differs from the one it replaces, stay shared by the cores.
+    total: Line<AtomicU64>,
     failed: [AtomicU64; WORDS],
     slow: [AtomicU64; WORDS],
     size: u64,
@@ -121,6 +123,19 @@ impl<const WORDS: usize> AtomicCountWindow<WORDS> {
     }
 }
 
+/// A value alone on a 64-byte cache line, so that writing it does not take its neighbours' line
+/// away from the other cores.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct Line<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 #[inline]
 fn put_bit(ring: &[AtomicU64], word: usize, mask: u64, on: bool) {
     if let Some(w) = ring.get(word) {
@@ -142,7 +157,7 @@ impl<const WORDS: usize> AtomicWindow for AtomicCountWindow<WORDS> {
         };
         <CountWindow<WORDS> as super::Window>::new(spec)?;
         Ok(AtomicCountWindow {
-            total: AtomicU64::new(0),
+            total: Line(AtomicU64::new(0)),
             failed: [const { AtomicU64::new(0) }; WORDS],
             slow: [const { AtomicU64::new(0) }; WORDS],
             size: u64::from(calls),

@@ -72,21 +72,21 @@ fn failsafe_consecutive(
         .build()
 }
 
-/// Every `every`-th call fails; `every == 0`: none does (then the pattern costs nothing).
-#[derive(Clone, Copy)]
-struct Pattern {
+/// Every `EVERY`-th call fails; `EVERY == 0`: none does. The answer goes through `black_box`, so
+/// no side knows it in advance.
+#[derive(Clone, Copy, Default)]
+struct Pattern<const EVERY: u32> {
     i: u32,
-    every: u32,
 }
 
-impl Pattern {
+impl<const EVERY: u32> Pattern<EVERY> {
     #[inline(always)]
     fn next_fails(&mut self) -> bool {
-        if self.every == 0 {
+        if EVERY == 0 {
             return black_box(false);
         }
         self.i += 1;
-        if self.i == self.every {
+        if self.i == EVERY {
             self.i = 0;
         }
         black_box(self.i == 0)
@@ -101,13 +101,13 @@ impl Pattern {
     }
 }
 
-/// The closed-state benchmarks, with every `every`-th call failing.
-fn closed(g: &mut BenchmarkGroup<'_, WallTime>, every: u32) {
+/// The closed-state benchmarks, with every `EVERY`-th call failing.
+fn closed<const EVERY: u32>(g: &mut BenchmarkGroup<'_, WallTime>) {
     macro_rules! ours {
         ($name:literal, $breaker:expr) => {{
             let b = $breaker;
             let mut now = Instant::from_secs(1);
-            let mut p = Pattern { i: 0, every };
+            let mut p = Pattern::<EVERY>::default();
             g.bench_function($name, |bench| {
                 bench.iter(|| {
                     now += black_box(STEP);
@@ -133,7 +133,7 @@ fn closed(g: &mut BenchmarkGroup<'_, WallTime>, every: u32) {
     }
 
     let fs = failsafe_consecutive(3, StdDuration::from_secs(30));
-    let mut p = Pattern { i: 0, every };
+    let mut p = Pattern::<EVERY>::default();
     g.bench_function("failsafe_consecutive", |bench| {
         bench.iter(|| {
             if black_box(&fs).is_call_permitted() {
@@ -146,7 +146,7 @@ fn closed(g: &mut BenchmarkGroup<'_, WallTime>, every: u32) {
         })
     });
     let fs = failsafe::Config::new().build();
-    let mut p = Pattern { i: 0, every };
+    let mut p = Pattern::<EVERY>::default();
     g.bench_function("failsafe_default", |bench| {
         bench.iter(|| {
             if black_box(&fs).is_call_permitted() {
@@ -159,7 +159,7 @@ fn closed(g: &mut BenchmarkGroup<'_, WallTime>, every: u32) {
         })
     });
     let r = Recloser::custom().build();
-    let mut p = Pattern { i: 0, every };
+    let mut p = Pattern::<EVERY>::default();
     g.bench_function("recloser_default", |bench| {
         bench.iter(|| {
             let fails = p.next_fails();
@@ -170,13 +170,13 @@ fn closed(g: &mut BenchmarkGroup<'_, WallTime>, every: u32) {
 
 pub fn closed_success(c: &mut Criterion) {
     let mut g = c.benchmark_group("breaker_closed_success");
-    closed(&mut g, 0);
+    closed::<0>(&mut g);
     g.finish();
 }
 
 pub fn closed_every_fifth_fails(c: &mut Criterion) {
     let mut g = c.benchmark_group("breaker_closed_every_5th_fails");
-    closed(&mut g, 5);
+    closed::<5>(&mut g);
     g.finish();
 }
 

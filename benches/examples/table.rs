@@ -15,6 +15,8 @@ struct Group {
     peers: &'static [(&'static str, &'static str)],
     /// Listed with their times, without ratios.
     yardsticks: &'static [(&'static str, &'static str)],
+    /// Show the spread of the samples (10th to 90th percentile), for noisy groups.
+    spread: bool,
 }
 
 const BREAKER_OURS: &[(&str, &str)] = &[
@@ -45,6 +47,7 @@ const GROUPS: &[Group] = &[
         ours: BREAKER_OURS,
         peers: BREAKER_PEERS,
         yardsticks: &[],
+        spread: false,
     },
     Group {
         id: "breaker_closed_every_5th_fails",
@@ -52,6 +55,7 @@ const GROUPS: &[Group] = &[
         ours: BREAKER_OURS,
         peers: BREAKER_PEERS,
         yardsticks: &[],
+        spread: false,
     },
     Group {
         id: "breaker_open_rejection",
@@ -71,6 +75,7 @@ const GROUPS: &[Group] = &[
             ("recloser", "recloser 1.4 (reads the clock)"),
         ],
         yardsticks: &[],
+        spread: false,
     },
     Group {
         id: "breaker_half_open_probe",
@@ -87,6 +92,7 @@ const GROUPS: &[Group] = &[
             ),
         ],
         yardsticks: &[],
+        spread: false,
     },
     Group {
         id: "breaker_shared_2_threads",
@@ -113,7 +119,12 @@ const GROUPS: &[Group] = &[
                 "yardstick: `fetch_add` on one shared atomic",
             ),
             ("clock_2_reads", "yardstick: 2 `Instant::now()` per call"),
+            (
+                "atomic_fetch_add_clock_2_reads",
+                "yardstick: `fetch_add` on one shared atomic + 2 `Instant::now()`",
+            ),
         ],
+        spread: true,
     },
     Group {
         id: "backoff_next_delay",
@@ -130,6 +141,7 @@ const GROUPS: &[Group] = &[
             ("backon_jitter", "backon 1.6 `with_jitter`"),
         ],
         yardsticks: &[],
+        spread: false,
     },
     Group {
         id: "budget_record_check",
@@ -156,6 +168,7 @@ const GROUPS: &[Group] = &[
             "tower 0.5 `TpsBudget` (20%, 10/s, 10 s): deposit + withdraw",
         )],
         yardsticks: &[],
+        spread: false,
     },
     Group {
         id: "throttle_decide_record",
@@ -163,6 +176,7 @@ const GROUPS: &[Group] = &[
         ours: &[("reliable_adaptive", "Google SRE, K = 2, 2 min")],
         peers: &[],
         yardsticks: &[],
+        spread: false,
     },
     Group {
         id: "baselines",
@@ -173,25 +187,57 @@ const GROUPS: &[Group] = &[
         ],
         peers: &[],
         yardsticks: &[],
+        spread: false,
     },
 ];
 
-fn median_ns(dir: &Path, group: &str, bench: &str) -> Result<f64, String> {
+fn read_json(
+    dir: &Path,
+    group: &str,
+    bench: &str,
+    file: &str,
+) -> Result<serde_json::Value, String> {
     let path: PathBuf = [dir, Path::new(group), Path::new(bench)]
         .iter()
         .collect::<PathBuf>()
-        .join("new/estimates.json");
+        .join("new")
+        .join(file);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
             "{}: {e} (run `cargo bench -p reliable-benches` first)",
             path.display()
         )
     })?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    json["median"]["point_estimate"]
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The median time per iteration, as criterion estimated it.
+fn median_ns(dir: &Path, group: &str, bench: &str) -> Result<f64, String> {
+    read_json(dir, group, bench, "estimates.json")?["median"]["point_estimate"]
         .as_f64()
-        .ok_or_else(|| format!("{}: no median.point_estimate", path.display()))
+        .ok_or_else(|| format!("{group}/{bench}: no median.point_estimate"))
+}
+
+/// The 10th and 90th percentiles of the samples' time per iteration.
+fn spread_ns(dir: &Path, group: &str, bench: &str) -> Result<(f64, f64), String> {
+    let sample = read_json(dir, group, bench, "sample.json")?;
+    let numbers = |key: &str| -> Vec<f64> {
+        sample[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(serde_json::Value::as_f64).collect())
+            .unwrap_or_default()
+    };
+    let mut per: Vec<f64> = numbers("times")
+        .iter()
+        .zip(numbers("iters"))
+        .map(|(t, i)| t / i)
+        .collect();
+    if per.is_empty() {
+        return Err(format!("{group}/{bench}: empty sample"));
+    }
+    per.sort_by(f64::total_cmp);
+    let at = |q: usize| per[(per.len() - 1) * q / 10];
+    Ok((at(1), at(9)))
 }
 
 fn ns(t: f64) -> String {
@@ -213,6 +259,10 @@ fn main() -> Result<(), String> {
         println!("**{}** (`{}`)\n", g.title, g.id);
         let mut header = String::from("| | median ns/op |");
         let mut rule = String::from("|---|---:|");
+        if g.spread {
+            header.push_str(" p10–p90 |");
+            rule.push_str("---:|");
+        }
         for (_, label) in g.peers {
             header.push_str(&format!(" ratio to {label} |"));
             rule.push_str("---:|");
@@ -226,6 +276,10 @@ fn main() -> Result<(), String> {
         for (id, label) in g.ours {
             let t = median_ns(&dir, g.id, id)?;
             let mut row = format!("| {label} | **{}** |", ns(t));
+            if g.spread {
+                let (lo, hi) = spread_ns(&dir, g.id, id)?;
+                row.push_str(&format!(" {}–{} |", ns(lo), ns(hi)));
+            }
             for (p, _) in &peers {
                 row.push_str(&format!(" {:.1}× |", p / t));
             }
@@ -236,8 +290,13 @@ fn main() -> Result<(), String> {
             .iter()
             .map(|(id, label)| median_ns(&dir, g.id, id).map(|t| (t, *label)))
             .collect::<Result<_, _>>()?;
-        for (t, label) in peers.iter().chain(&yardsticks) {
+        let others = g.peers.iter().chain(g.yardsticks).map(|(id, _)| *id);
+        for ((t, label), id) in peers.iter().chain(&yardsticks).zip(others) {
             let mut row = format!("| {label} | {} |", ns(*t));
+            if g.spread {
+                let (lo, hi) = spread_ns(&dir, g.id, id)?;
+                row.push_str(&format!(" {}–{} |", ns(lo), ns(hi)));
+            }
             for _ in &peers {
                 row.push_str(" |");
             }

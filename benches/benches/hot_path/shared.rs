@@ -161,5 +161,14 @@ pub fn two_threads(c: &mut Criterion) {
             })
         })
     });
+    g.bench_function("atomic_fetch_add_clock_2_reads", |bench| {
+        bench.iter_custom(|iters| {
+            on_two_threads(iters, |_, _| {
+                black_box(clock());
+                black_box(&counter).fetch_add(1, Ordering::Relaxed);
+                black_box(clock());
+            })
+        })
+    });
     g.finish();
 }

@@ -1,0 +1,120 @@
+//! `sim bench`: the engine's throughput and memory on fixed scenarios.
+//!
+//! Two embedded scenarios: [`THROUGHPUT`], a saturated server behind per-call timeouts (every
+//! request costs an arrival, a network hop each way, a service completion and a lazily cancelled
+//! timer), run on one thread and timed; and [`MILLION`], an open loop spread over 10⁶ clients,
+//! each with its own breaker, to measure memory. Figures are wall-clock and machine-dependent, so
+//! they are printed, never written into reports.
+
+use std::time::Instant as WallClock;
+
+use crate::run::world::bytes_per_request;
+use crate::run::{Compiled, World};
+use crate::scenario;
+
+/// The throughput scenario.
+pub const THROUGHPUT: &str = r#"
+Scenario(
+    name: "bench-throughput",
+    description: "Engine throughput: a busy server behind 100 ms timeouts, with a 10 s slowdown.",
+    horizon: "30s",
+    workload: OpenLoop(rate: 50000.0, clients: 1000),
+    downstreams: [(
+        name: "api",
+        model: Server(workers: 64, queue: (capacity: 5000), service: Exponential(mean: "1ms")),
+        network: (request: Exponential(mean: "1ms"), response: Exponential(mean: "1ms")),
+    )],
+    faults: [LatencyInflation(downstream: "api", from: "10s", until: "20s", factor: 1.5)],
+    policies: [
+        (name: "breaker", stack: Breaker(
+            config: (failure_rate: 0.5, minimum_calls: 20, window: Count(calls: 20), open: (duration: "1s")),
+            inner: Call(downstream: "api", timeout: "100ms"))),
+    ],
+)
+"#;
+
+/// The memory scenario: 10⁶ clients.
+pub const MILLION: &str = r#"
+Scenario(
+    name: "bench-million",
+    description: "Memory: an open loop over 10^6 clients, one breaker each, through a 20 s outage.",
+    horizon: "60s",
+    workload: OpenLoop(rate: 100000.0, clients: 1000000),
+    downstreams: [(
+        name: "api",
+        model: Server(workers: 2000, service: Exponential(mean: "15ms")),
+        network: (request: Constant("5ms"), response: Constant("5ms")),
+    )],
+    faults: [Outage(downstream: "api", from: "20s", until: "40s", mode: Hang)],
+    policies: [
+        (name: "breaker", stack: Breaker(
+            config: (consecutive_failures: 5, open: (duration: "5s", jitter: 0.2)),
+            inner: Call(downstream: "api", timeout: "1s"))),
+    ],
+)
+"#;
+
+/// What one bench run measured.
+#[derive(Clone, Debug)]
+pub struct BenchReport {
+    /// Scenario name.
+    pub name: String,
+    /// Events processed.
+    pub events: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Most events pending at once.
+    pub peak_events: usize,
+    /// Most logical requests in flight at once.
+    pub peak_requests: usize,
+    /// Estimated bytes per in-flight request (world structures).
+    pub bytes_per_request: usize,
+    /// Peak resident set size of the process so far, bytes (Linux only).
+    pub peak_rss: Option<u64>,
+}
+
+impl BenchReport {
+    /// Events per second.
+    pub fn events_per_sec(&self) -> f64 {
+        self.events as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Runs `text`'s first policy once on the calling thread and times it.
+pub fn bench(text: &str) -> Result<BenchReport, String> {
+    let s = scenario::load(text, "bench").map_err(|e| e.to_string())?;
+    let c = Compiled::new(s)?;
+    let frames = c.stacks[0].frames;
+    let world = World::new(&c, 0, c.scenario.seed, false)?;
+    let t0 = WallClock::now();
+    let out = world.run().map_err(|e| e.to_string())?;
+    let seconds = t0.elapsed().as_secs_f64();
+    Ok(BenchReport {
+        name: c.scenario.name.clone(),
+        events: out.summary.events,
+        seconds,
+        peak_events: out.peak_events,
+        peak_requests: out.peak_requests,
+        bytes_per_request: bytes_per_request(frames),
+        peak_rss: peak_rss(),
+    })
+}
+
+/// The process's peak resident set size (VmHWM), if the OS tells.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_scenarios_are_valid() {
+        scenario::load(THROUGHPUT, "throughput").unwrap();
+        scenario::load(MILLION, "million").unwrap();
+    }
+}

@@ -42,6 +42,7 @@ pub struct EventQueue {
     heap: BinaryHeap<Reverse<HeapEntry>>,
     lanes: Vec<VecDeque<Event>>,
     seq: u64,
+    len: usize,
     peak: usize,
 }
 
@@ -90,10 +91,9 @@ impl EventQueue {
 
     #[inline]
     fn note_len(&mut self) {
-        // Cheap high-water mark; exact only at push time, which is where it grows.
-        let len = self.len();
-        if len > self.peak {
-            self.peak = len;
+        self.len += 1;
+        if self.len > self.peak {
+            self.peak = self.len;
         }
     }
 
@@ -123,16 +123,20 @@ impl EventQueue {
                 from_lane = i;
             }
         }
-        if from_lane == usize::MAX {
+        let e = if from_lane == usize::MAX {
             self.heap.pop().map(|e| e.0.0)
         } else {
             self.lanes[from_lane].pop_front()
+        };
+        if e.is_some() {
+            self.len -= 1;
         }
+        e
     }
 
     /// Pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lanes.iter().map(VecDeque::len).sum::<usize>()
+        self.len
     }
 
     /// Whether nothing is pending.

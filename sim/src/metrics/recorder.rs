@@ -65,6 +65,9 @@ pub struct DsCounters {
 #[derive(Debug)]
 pub struct Recorder {
     bucket_ns: u64,
+    /// The bucket last looked up and its time range (time mostly moves forward, so this saves a
+    /// division per event).
+    cur: (usize, u64, u64),
     /// Per bucket.
     pub buckets: Vec<Bucket>,
     /// Latency of finished logical requests, microseconds.
@@ -101,6 +104,7 @@ impl Recorder {
     pub fn new(buckets: usize, bucket_ns: u64, ds: usize, fault: Option<(u64, u64)>) -> Self {
         Recorder {
             bucket_ns: bucket_ns.max(1),
+            cur: (0, 0, bucket_ns.max(1)),
             buckets: vec![Bucket::default(); buckets.max(1)],
             latency: histogram(),
             success_latency: histogram(),
@@ -118,7 +122,18 @@ impl Recorder {
     /// The bucket holding instant `t`.
     #[inline]
     pub fn at(&mut self, t: u64) -> &mut Bucket {
-        let i = ((t / self.bucket_ns) as usize).min(self.buckets.len() - 1);
+        let (i, from, until) = self.cur;
+        if t >= from && t < until {
+            return &mut self.buckets[i];
+        }
+        let k = t / self.bucket_ns;
+        let i = (k as usize).min(self.buckets.len() - 1);
+        let from = k.saturating_mul(self.bucket_ns);
+        self.cur = (i, from, from.saturating_add(self.bucket_ns));
+        if i as u64 != k {
+            // Past the last bucket: clamp, but do not cache a range that maps elsewhere.
+            self.cur = (i, 0, 0);
+        }
         &mut self.buckets[i]
     }
 

@@ -27,6 +27,8 @@ pub struct Latency {
     pub p99: f64,
     /// 99.9th percentile.
     pub p999: f64,
+    /// Mean.
+    pub mean: f64,
     /// Samples.
     pub count: u64,
 }
@@ -189,6 +191,11 @@ fn latency(h: &hdrhistogram::Histogram<u64>) -> Latency {
         p50: q(0.5),
         p99: q(0.99),
         p999: q(0.999),
+        mean: if h.is_empty() {
+            0.0
+        } else {
+            h.mean() / 1_000.0
+        },
         count: h.len(),
     }
 }

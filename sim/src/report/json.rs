@@ -245,6 +245,7 @@ struct LatMirror {
     p50: f64,
     p99: f64,
     p999: f64,
+    mean: f64,
     count: u64,
 }
 
@@ -254,6 +255,7 @@ impl From<LatMirror> for crate::metrics::Latency {
             p50: l.p50,
             p99: l.p99,
             p999: l.p999,
+            mean: l.mean,
             count: l.count,
         }
     }
@@ -304,6 +306,7 @@ fn empty() -> PolicySummary {
         p50: 0.0,
         p99: 0.0,
         p999: 0.0,
+        mean: 0.0,
         count: 0,
     };
     PolicySummary {

@@ -1,0 +1,291 @@
+//! The engine and models against theory and against exact scripts.
+
+mod common;
+
+use common::{compile, run, summaries};
+use sim::run::trace;
+
+/// An M/M/1 queue (Poisson 80/s, exponential service of mean 10 ms, one worker, unbounded FIFO):
+/// the mean time in system is 1 / (μ − λ) = 50 ms and the utilisation 0.8.
+#[test]
+fn mm1_mean_sojourn_matches_theory() {
+    let s = summaries(
+        r#"Scenario(
+            name: "mm1", horizon: "2000s", seed: 3,
+            workload: OpenLoop(rate: 80.0),
+            downstreams: [(name: "q", model: Server(workers: 1, service: Exponential(mean: "10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "q"))],
+        )"#,
+    );
+    let s = &s[0];
+    let mean = s.latency_ms.mean;
+    assert!(
+        (mean - 50.0).abs() / 50.0 < 0.05,
+        "mean sojourn {mean} ms, theory 50 ms"
+    );
+    let util = s.downstreams[0].work_s / 2000.0;
+    assert!((util - 0.8).abs() < 0.01, "utilisation {util}");
+    assert!((s.success_rate - 1.0).abs() < 1e-3);
+    // The median of an exponential sojourn with mean 50 ms is 50·ln 2 ≈ 34.7 ms.
+    assert!(
+        (s.latency_ms.p50 - 34.66).abs() < 2.5,
+        "p50 {}",
+        s.latency_ms.p50
+    );
+}
+
+/// M/M/c with c = 4 and ρ = 0.75 (λ = 300/s, mean service 10 ms): Erlang C gives
+/// P(wait) = 0.5094 and a mean time in system of 10 ms + P(wait) / (cμ − λ) = 15.09 ms.
+#[test]
+fn mmc_mean_sojourn_matches_erlang_c() {
+    let s = summaries(
+        r#"Scenario(
+            name: "mmc", horizon: "1000s", seed: 5,
+            workload: OpenLoop(rate: 300.0),
+            downstreams: [(name: "q", model: Server(workers: 4, service: Exponential(mean: "10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "q"))],
+        )"#,
+    );
+    let mean = s[0].latency_ms.mean;
+    assert!(
+        (mean - 15.09).abs() / 15.09 < 0.04,
+        "mean sojourn {mean} ms, theory 15.09 ms"
+    );
+}
+
+/// A scripted downstream behind a breaker, with a fallback: every value is exact.
+#[test]
+fn scripted_breaker_and_fallback_trace_is_exact() {
+    let c = compile(
+        r#"Scenario(
+            name: "scripted", horizon: "61s",
+            workload: OpenLoop(rate: 0.2, arrivals: Constant, start: "5s"),
+            downstreams: [
+                (name: "primary", model: Scripted(script: [Ok, Ok, Error, Error, Error, Error], then: Ok)),
+                (name: "backup", model: Scripted(script: [])),
+            ],
+            policies: [(name: "p", stack: Fallback([
+                Breaker(config: (consecutive_failures: 2, open: (duration: "20s"), half_open: (probe_timeout: "1h")),
+                        inner: Call(downstream: "primary")),
+                Call(downstream: "backup"),
+            ]))],
+        )"#,
+    );
+    let rows = trace(&c, 0, 1).unwrap();
+    let got: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {} {}",
+                r.request,
+                r.start_ns / 1_000_000_000,
+                r.breakers_before[0],
+                r.served_by,
+                r.calls_so_far[0]
+            )
+        })
+        .collect();
+    // Calls 3 and 4 fail: the breaker opens at 20 s for 20 s; the trial at 40 s is call 5 and
+    // fails; the trial at 60 s is call 7 (6 is the last failure... the script has 6 entries).
+    let want = [
+        "1 5 closed breaker(primary) 1",
+        "2 10 closed breaker(primary) 2",
+        "3 15 closed backup 3",
+        "4 20 closed backup 4",
+        "5 25 open backup 4",
+        "6 30 open backup 4",
+        "7 35 open backup 4",
+        "8 40 half-open backup 5",
+        "9 45 open backup 5",
+        "10 50 open backup 5",
+        "11 55 open backup 5",
+        "12 60 half-open backup 6",
+    ];
+    assert_eq!(got, want);
+    assert!(rows.iter().all(|r| r.outcome == "ok"));
+}
+
+/// The workload's stream does not depend on the policy: the same first tries, bucket by bucket.
+#[test]
+fn policies_see_identical_arrivals() {
+    let (_, results) = run(r#"Scenario(
+            name: "same", horizon: "30s", seed: 9,
+            workload: OpenLoop(rate: 500.0, clients: 50, steps: [(at: "10s", rate: 800.0)]),
+            downstreams: [(name: "api", model: Server(workers: 4, service: Exponential(mean: "10ms")))],
+            faults: [Outage(downstream: "api", from: "12s", until: "18s"), LoadSpike(from: "20s", until: "22s", factor: 2.0)],
+            policies: [
+                (name: "plain", stack: Call(downstream: "api", timeout: "200ms")),
+                (name: "breaker", stack: Breaker(config: (consecutive_failures: 3, open: (duration: "2s")), inner: Call(downstream: "api", timeout: "200ms"))),
+            ],
+        )"#);
+    let firsts = |i: usize| {
+        results[i]
+            .output
+            .buckets
+            .iter()
+            .map(|b| b.first_tries)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(firsts(0), firsts(1));
+    assert_ne!(
+        results[0].output.summary.server_arrivals,
+        results[1].output.summary.server_arrivals
+    );
+    // The load spike doubles first tries in its window.
+    let f = firsts(0);
+    let spike = (f[20] + f[21]) as f64 / 2.0;
+    let after = (f[23] + f[24] + f[25]) as f64 / 3.0;
+    assert!((spike / after - 2.0).abs() < 0.2, "{spike} vs {after}");
+}
+
+/// Timeouts, wasted work and late replies: a server slower than the clients' timeout.
+#[test]
+fn work_for_timed_out_attempts_is_wasted() {
+    let s = summaries(
+        r#"Scenario(
+            name: "slow", horizon: "20s",
+            workload: OpenLoop(rate: 10.0, arrivals: Constant),
+            downstreams: [(name: "api", model: Server(workers: 100, service: Constant("300ms")))],
+            policies: [
+                (name: "short", stack: Call(downstream: "api", timeout: "100ms")),
+                (name: "long", stack: Call(downstream: "api", timeout: "1s")),
+            ],
+        )"#,
+    );
+    let (short, long) = (&s[0], &s[1]);
+    assert_eq!(short.successes, 0);
+    // The request sent at 19.9 s would time out exactly at the horizon: still in flight.
+    assert_eq!(short.unfinished, 1);
+    assert_eq!(short.timeouts, short.first_tries - 1);
+    assert!((short.wasted_work_share - 1.0).abs() < 1e-9);
+    assert_eq!(short.late_replies, short.downstreams[0].completions);
+    assert_eq!(long.wasted_work_share, 0.0);
+    assert_eq!(long.successes + long.unfinished, long.first_tries);
+    assert_eq!(
+        long.unfinished, 3,
+        "the last 300 ms of requests are still in service"
+    );
+    assert!((long.latency_ms.p50 - 300.0).abs() < 1.0);
+}
+
+/// A contended register: simultaneous writers conflict, one commit per read version.
+#[test]
+fn register_conflicts_when_writes_interleave() {
+    let s = summaries(
+        r#"Scenario(
+            name: "occ", horizon: "10s",
+            workload: JobSet(clients: 10),
+            downstreams: [(name: "reg", model: Register, network: (request: Constant("10ms"), response: Constant("10ms")))],
+            policies: [(name: "once", stack: Call(downstream: "reg"))],
+        )"#,
+    );
+    let s = &s[0];
+    // All ten read version 0 at 10 ms and write at 30 ms: the first write commits, nine conflict.
+    assert_eq!(s.first_tries, 10);
+    assert_eq!(s.successes, 1);
+    assert_eq!(s.downstreams[0].commits, Some(1));
+    assert_eq!(s.downstreams[0].conflicts, Some(9));
+    assert!((s.latency_ms.p50 - 40.0).abs() < 0.5);
+    assert_eq!(s.makespan_s, None, "not every job succeeded");
+}
+
+/// Closed-loop clients: throughput is clients ÷ (response time + think time).
+#[test]
+fn closed_loop_throughput_follows_littles_law() {
+    let s = summaries(
+        r#"Scenario(
+            name: "closed", horizon: "100s",
+            workload: ClosedLoop(clients: 20, think: Constant("90ms")),
+            downstreams: [(name: "api", model: Server(workers: 1000, service: Constant("10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "api"))],
+        )"#,
+    );
+    // 20 clients, 100 ms per cycle: 200 requests per second.
+    assert!(
+        (s[0].goodput_per_s - 200.0).abs() < 1.0,
+        "{}",
+        s[0].goodput_per_s
+    );
+}
+
+/// Faults: a fail-fast outage refuses, a hanging one swallows, throttling sends its hint,
+/// capacity loss and latency inflation slow service, an error rate fails served jobs.
+#[test]
+fn faults_do_what_they_say() {
+    let text = |fault: &str| {
+        format!(
+            r#"Scenario(
+                name: "f", horizon: "10s",
+                workload: OpenLoop(rate: 100.0, arrivals: Constant),
+                downstreams: [(name: "api", model: Server(workers: 2, service: Constant("10ms")))],
+                faults: [{fault}],
+                policies: [(name: "plain", stack: Call(downstream: "api", timeout: "1s"))],
+            )"#
+        )
+    };
+    let s = &summaries(&text(
+        r#"Outage(downstream: "api", from: "2s", until: "4s")"#,
+    ))[0];
+    assert_eq!(s.server_rejections, 200);
+    // The request sent at 9.99 s finishes exactly at the horizon: still in flight.
+    assert_eq!(s.unfinished, 1);
+    assert_eq!(s.successes, s.first_tries - 200 - 1);
+    let s = &summaries(&text(
+        r#"Outage(downstream: "api", from: "2s", until: "4s", mode: Hang)"#,
+    ))[0];
+    assert_eq!(s.downstreams[0].hung, 200);
+    assert_eq!(s.timeouts, 200);
+    let s = &summaries(&text(
+        r#"Throttle(downstream: "api", from: "2s", until: "4s", retry_after: "3s")"#,
+    ))[0];
+    assert_eq!(s.server_rejections, 200);
+    let s = &summaries(&text(
+        r#"ErrorRate(downstream: "api", from: "0s", until: "10s", rate: 0.25)"#,
+    ))[0];
+    assert!((s.success_rate - 0.75).abs() < 0.05, "{}", s.success_rate);
+    assert!((s.server_success_rate - 0.75).abs() < 0.05);
+    let s = &summaries(&text(
+        r#"LatencyInflation(downstream: "api", from: "0s", until: "10s", factor: 1.5)"#,
+    ))[0];
+    assert!((s.latency_ms.p50 - 15.0).abs() < 0.5);
+    // One worker left of two, 10 ms service and 100 arrivals/s: still keeps up (ρ = 1 exactly at
+    // constant gaps), so latency stays 10 ms.
+    let s = &summaries(&text(
+        r#"CapacityLoss(downstream: "api", from: "0s", until: "10s", share: 0.5)"#,
+    ))[0];
+    assert!(
+        (s.latency_ms.p99 - 10.0).abs() < 0.5,
+        "{}",
+        s.latency_ms.p99
+    );
+    // Losing every worker: nothing is served during the window, the queue drains after it.
+    let s = &summaries(&text(
+        r#"CapacityLoss(downstream: "api", from: "2s", until: "3s", share: 1.0)"#,
+    ))[0];
+    assert!(s.latency_ms.p999 > 900.0, "{}", s.latency_ms.p999);
+    // The first jobs queued at 2 s wait past their 1 s timeout; the server still serves them.
+    assert!((1..10).contains(&s.timeouts), "{}", s.timeouts);
+    assert!(s.wasted_work_share > 0.0);
+}
+
+/// A bounded LIFO queue under overload: rejections once full, and the newest are served first.
+#[test]
+fn bounded_lifo_queue_rejects_and_serves_newest_first() {
+    let s = summaries(
+        r#"Scenario(
+            name: "lifo", horizon: "10s",
+            workload: OpenLoop(rate: 200.0, arrivals: Constant),
+            downstreams: [(name: "api", model: Server(workers: 1, queue: (capacity: 10, discipline: Lifo), service: Constant("10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "api"))],
+        )"#,
+    );
+    let s = &s[0];
+    // Capacity 100/s against 200/s offered: about half are rejected.
+    assert!((s.server_rejections as f64 / s.first_tries as f64 - 0.5).abs() < 0.02);
+    // Under LIFO most served jobs wait little, a few wait long.
+    assert!(
+        s.success_latency_ms.p50 < 25.0,
+        "{}",
+        s.success_latency_ms.p50
+    );
+}

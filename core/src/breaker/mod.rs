@@ -118,7 +118,12 @@ pub enum Outcome {
     Ignored,
 }
 
-const NO_SLOT: u8 = u8::MAX;
+/// `Permit::lease` for a call that is not a probe.
+const NOT_A_PROBE: u32 = 0;
+/// `Permit::lease` for a probe of an ungated half-open state (nothing to lease).
+const UNLEASED_PROBE: u32 = 1;
+/// The first lease number; lease numbers are unique within a half-open round.
+const FIRST_LEASE: u32 = 2;
 
 /// Permission for one call. Hand it back to [`CircuitBreaker::record`] with the outcome.
 ///
@@ -127,8 +132,7 @@ const NO_SLOT: u8 = u8::MAX;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Permit {
     generation: u32,
-    slot: u8,
-    probe: bool,
+    lease: u32,
     started: Instant,
     transition: Option<Transition>,
 }
@@ -140,7 +144,7 @@ impl Permit {
     }
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
-        self.probe
+        self.lease != NOT_A_PROBE
     }
     /// The state change that admitting this call caused (open → half-open), if any.
     pub fn transition(&self) -> Option<Transition> {
@@ -188,9 +192,13 @@ impl Rejection {
 /// Half-open probe bookkeeping: lease slots and the round's tallies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Probes<const P: usize> {
-    /// Issue time of each leased slot; valid where the `taken` bit is set.
-    issued_at: [Instant; P],
-    taken: u64,
+    /// When each slot's lease runs out; meaningful where `lease` is not 0.
+    expires: [Instant; P],
+    /// The lease number held in each slot, 0 when free. A permit names its lease, so the late answer
+    /// of a probe whose lease already expired (and counted as a failure) cannot free a slot that was
+    /// leased again since, nor count twice.
+    lease: [u32; P],
+    next_lease: u32,
     /// Probes issued in this round (for [`ProbeRule::Rate`]).
     issued: u32,
     successes: u32,
@@ -200,8 +208,9 @@ struct Probes<const P: usize> {
 
 impl<const P: usize> Probes<P> {
     const EMPTY: Self = Probes {
-        issued_at: [Instant::ZERO; P],
-        taken: 0,
+        expires: [Instant::ZERO; P],
+        lease: [0; P],
+        next_lease: FIRST_LEASE,
         issued: 0,
         successes: 0,
         failures: 0,
@@ -325,7 +334,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
 
     /// Half-open probes currently in flight (with bounded probes; 0 otherwise).
     pub fn probes_in_flight(&self) -> u32 {
-        self.probes.taken.count_ones()
+        self.probes.lease.iter().filter(|&&l| l != 0).count() as u32
     }
 
     /// The generation: it changes on every state change, and permits from an older one are ignored.
@@ -372,17 +381,10 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
         self.go(State::Closed, now)
     }
 
-    fn permit(
-        &self,
-        now: Instant,
-        slot: u8,
-        probe: bool,
-        transition: Option<Transition>,
-    ) -> Permit {
+    fn permit(&self, now: Instant, lease: u32, transition: Option<Transition>) -> Permit {
         Permit {
             generation: self.generation,
-            slot,
-            probe,
+            lease,
             started: now,
             transition,
         }
@@ -393,7 +395,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
         let now = self.observe(now);
         match self.state {
             State::Closed => self.acquire_closed(now),
-            State::Disabled => Ok(self.permit(now, NO_SLOT, false, None)),
+            State::Disabled => Ok(self.permit(now, NOT_A_PROBE, None)),
             State::ForcedOpen => Err(Rejection {
                 reason: RejectReason::ForcedOpen,
                 transition: None,
@@ -434,7 +436,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
                 self.credit -= PPM;
             }
         }
-        Ok(self.permit(now, NO_SLOT, false, None))
+        Ok(self.permit(now, NOT_A_PROBE, None))
     }
 
     fn acquire_half_open(
@@ -446,14 +448,13 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
         if policy.max_in_flight == u32::MAX {
             // No gate: every call is a probe (no lease to expire).
             self.probes.issued = self.probes.issued.saturating_add(1);
-            return Ok(self.permit(now, NO_SLOT, true, entered));
+            return Ok(self.permit(now, UNLEASED_PROBE, entered));
         }
         // Leases that ran out count as failed probes.
-        let deadline_passed = |issued: Instant| issued.saturating_add(policy.probe_timeout) <= now;
         let mut expired = 0u32;
-        for (i, issued) in self.probes.issued_at.iter().enumerate() {
-            if self.probes.taken >> i & 1 == 1 && deadline_passed(*issued) {
-                self.probes.taken &= !(1 << i);
+        for (lease, expires) in self.probes.lease.iter_mut().zip(&self.probes.expires) {
+            if *lease != 0 && *expires <= now {
+                *lease = 0;
                 expired += 1;
             }
         }
@@ -477,33 +478,34 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
                 }
                 Verdict::Close => {
                     let t = self.close(now);
-                    return self
-                        .acquire_closed(now)
-                        .map(|p| Permit { transition: t, ..p });
+                    return match self.acquire_closed(now) {
+                        Ok(p) => Ok(Permit { transition: t, ..p }),
+                        Err(r) => Err(Rejection { transition: t, ..r }),
+                    };
                 }
                 Verdict::Undecided => {}
             }
         }
-        let full = self.probes.taken.count_ones() >= policy.max_in_flight
+        let full = self.probes_in_flight() >= policy.max_in_flight
             || matches!(policy.rule, ProbeRule::Rate { calls } if self.probes.issued >= calls);
-        if full {
+        let free = self.probes.lease.iter().position(|&l| l == 0);
+        let (false, Some(slot)) = (full, free) else {
             return Err(Rejection {
                 reason: RejectReason::HalfOpenFull,
                 transition: entered,
             });
+        };
+        let lease = self.probes.next_lease;
+        self.probes.next_lease = lease.checked_add(1).unwrap_or(FIRST_LEASE);
+        if let (Some(l), Some(e)) = (
+            self.probes.lease.get_mut(slot),
+            self.probes.expires.get_mut(slot),
+        ) {
+            *l = lease;
+            *e = now.saturating_add(policy.probe_timeout);
         }
-        let slot = (!self.probes.taken).trailing_zeros() as usize;
-        if let Some(at) = self.probes.issued_at.get_mut(slot) {
-            *at = now;
-            self.probes.taken |= 1 << slot;
-            self.probes.issued = self.probes.issued.saturating_add(1);
-            Ok(self.permit(now, slot as u8, true, entered))
-        } else {
-            Err(Rejection {
-                reason: RejectReason::HalfOpenFull,
-                transition: entered,
-            })
-        }
+        self.probes.issued = self.probes.issued.saturating_add(1);
+        Ok(self.permit(now, lease, entered))
     }
 
     /// The verdict of a [`ProbeRule::Rate`] round so far.
@@ -580,8 +582,12 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
         slow: bool,
         now: Instant,
     ) -> Option<Transition> {
-        if permit.slot != NO_SLOT {
-            self.probes.taken &= !(1u64 << (permit.slot % 64));
+        if permit.lease >= FIRST_LEASE {
+            match self.probes.lease.iter_mut().find(|l| **l == permit.lease) {
+                Some(l) => *l = 0,
+                // Its lease expired and already counted as a failed probe.
+                None => return None,
+            }
         }
         let bad = outcome == Outcome::Failure || slow;
         let verdict = match (outcome, self.policy.rule) {

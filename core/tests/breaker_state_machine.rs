@@ -1,0 +1,793 @@
+//! The circuit breaker against a plain reference model, on random operation sequences.
+//!
+//! The model is written for clarity, not speed: a `VecDeque` of outcomes for the count window, a
+//! list of timestamped outcomes for the time window, a list of leased probes, exact integer rate
+//! comparisons. Random configs are drawn too (every trip rule, both window kinds, growth, jitter,
+//! bounded and unbounded probes, both probe rules, slow start). Time steps go forward, backwards and
+//! by huge jumps. After every step the model and the breaker must give the same answer, and the
+//! invariants of the design must hold.
+//!
+//! `PROPTEST_CASES=5000 cargo test -p reliable-core --test breaker_state_machine` is CI's long pass.
+
+use std::collections::VecDeque;
+
+use proptest::prelude::*;
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
+use reliable_core::breaker::{
+    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig, OpenConfig, Outcome,
+    Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, State, Transition,
+    WindowConfig,
+};
+use reliable_core::sample::{splitmix64, uniform_between};
+use reliable_core::{Duration, Instant};
+
+const SLOTS: usize = 4;
+type Breaker = CircuitBreaker<'static, AnyWindow<2, 8>, SLOTS>;
+
+/// Parameters drawn for one test case, in the units the model uses.
+#[derive(Clone, Debug)]
+struct Params {
+    consecutive: Option<u32>,
+    failure_ppm: Option<u32>,
+    slow: Option<(u64, u32)>,
+    minimum_calls: u32,
+    count_window: Option<u32>,
+    time_window: Option<(u64, u32)>,
+    open_base: u64,
+    growth: (u64, u64),
+    open_max: u64,
+    jitter_ppm: u32,
+    max_in_flight: Option<u32>,
+    rule: ProbeRule,
+    probe_timeout: u64,
+    slow_start: Option<(u64, u32)>,
+    seed: u64,
+}
+
+impl Params {
+    fn config(&self) -> BreakerConfig {
+        let ppm = |p: u32| f64::from(p) / 1e6;
+        BreakerConfig {
+            consecutive_failures: self.consecutive,
+            failure_rate: self.failure_ppm.map(ppm),
+            slow_calls: self.slow.map(|(ns, p)| SlowCallRule {
+                threshold: Duration::from_nanos(ns),
+                rate: ppm(p),
+            }),
+            minimum_calls: self.minimum_calls,
+            window: match (self.count_window, self.time_window) {
+                (Some(calls), _) => WindowConfig::Count { calls },
+                (None, Some((width, buckets))) => WindowConfig::Time {
+                    span: Duration::from_nanos(width * u64::from(buckets)),
+                    buckets,
+                },
+                (None, None) => unreachable!(),
+            },
+            open: OpenConfig {
+                duration: Duration::from_nanos(self.open_base),
+                growth: self.growth.0 as f64 / self.growth.1 as f64,
+                max: Some(Duration::from_nanos(self.open_max)),
+                jitter: ppm(self.jitter_ppm),
+            },
+            half_open: HalfOpenConfig {
+                max_in_flight: self.max_in_flight,
+                rule: self.rule,
+                probe_timeout: Duration::from_nanos(self.probe_timeout),
+            },
+            slow_start: self.slow_start.map(|(ramp, p)| SlowStartConfig {
+                ramp: Duration::from_nanos(ramp),
+                initial: ppm(p),
+            }),
+        }
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+fn params() -> impl Strategy<Value = Params> {
+    let rules = (
+        proptest::option::of(1u32..=5),
+        proptest::option::of(prop_oneof![
+            Just(500_000u32),
+            Just(100_000),
+            Just(1_000_000),
+            1u32..=1_000_000
+        ]),
+        proptest::option::of((
+            1u64..=2_000,
+            prop_oneof![Just(500_000u32), Just(1_000_000), 1u32..=1_000_000],
+        )),
+    );
+    let window = prop_oneof![
+        (1u32..=128).prop_map(|c| (Some(c), None)),
+        ((1u64..=5_000).prop_map(|ms| ms * MS), 1u32..=8).prop_map(|t| (None, Some(t))),
+    ];
+    let open = (
+        1u64..=60_000,
+        prop_oneof![Just((1u64, 1u64)), Just((3, 2)), Just((2, 1)), Just((3, 1))],
+        1u64..=1_000,
+        prop_oneof![Just(0u32), Just(100_000), Just(500_000)],
+    );
+    let half = (
+        proptest::option::of(1u32..=SLOTS as u32),
+        prop_oneof![
+            (1u32..=3).prop_map(|s| ProbeRule::Consecutive { successes: s }),
+            (1u32..=5).prop_map(|c| ProbeRule::Rate { calls: c })
+        ],
+        prop_oneof![(100u64..=30_000).prop_map(|ms| ms * MS), Just(u64::MAX)],
+    );
+    let slow_start = proptest::option::of((
+        1u64..=20_000,
+        prop_oneof![Just(0u32), Just(100_000), Just(500_000), Just(1_000_000)],
+    ));
+    (
+        rules,
+        window,
+        0.0f64..=1.0,
+        open,
+        half,
+        slow_start,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(
+                (consecutive, failure_ppm, slow),
+                (count_window, time_window),
+                min_frac,
+                open,
+                half,
+                slow_start,
+                seed,
+            )| {
+                let mut consecutive = consecutive;
+                let slow = slow.map(|(ms, p)| (ms * MS, p));
+                if consecutive.is_none() && failure_ppm.is_none() && slow.is_none() {
+                    consecutive = Some(3);
+                }
+                let has_rate = failure_ppm.is_some() || slow.is_some();
+                let minimum_calls = match count_window {
+                    Some(c) => 1 + ((f64::from(c - 1)) * min_frac) as u32,
+                    None => 1 + (20.0 * min_frac) as u32,
+                };
+                let (base_ms, growth, max_mult, jitter_ppm) = open;
+                let rule = match half.1 {
+                    ProbeRule::Rate { .. } if !has_rate => ProbeRule::Consecutive { successes: 2 },
+                    r => r,
+                };
+                Params {
+                    consecutive,
+                    failure_ppm,
+                    slow,
+                    minimum_calls,
+                    count_window,
+                    time_window,
+                    open_base: base_ms * MS,
+                    growth,
+                    open_max: base_ms * MS * if growth == (1, 1) { 1 } else { max_mult },
+                    jitter_ppm,
+                    max_in_flight: half.0,
+                    rule,
+                    probe_timeout: half.2,
+                    slow_start: slow_start.map(|(ms, p)| (ms * MS, p)),
+                    seed,
+                }
+            },
+        )
+}
+
+/// A time step: forwards, backwards or a huge jump.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Forward(u64),
+    Back(u64),
+    Jump,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => (0u64..=2_000).prop_map(|ms| Step::Forward(ms * MS)),
+        3 => (0u64..=90_000).prop_map(|ms| Step::Forward(ms * MS)),
+        2 => (0u64..=10_000).prop_map(|ms| Step::Back(ms * MS)),
+        1 => Just(Step::Jump),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Acquire(Step),
+    Record {
+        pick: usize,
+        outcome: Outcome,
+        step: Step,
+    },
+    Wait(Step),
+    ForceOpen,
+    Disable,
+    Reset,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MState {
+    Closed,
+    Open { until: u64 },
+    HalfOpen,
+    Forced,
+    Disabled,
+}
+
+#[derive(Clone, Debug)]
+struct MPermit {
+    epoch: u64,
+    started: u64,
+    id: u64,
+}
+
+/// What a call to the breaker should have answered.
+#[derive(Clone, Debug, PartialEq)]
+enum Answer {
+    Admit {
+        probe: bool,
+        transition: Option<(State, State)>,
+    },
+    Reject {
+        reason: RejectReason,
+        transition: Option<(State, State)>,
+    },
+    Recorded(Option<(State, State)>),
+    Manual(Option<(State, State)>),
+    Nothing,
+}
+
+#[derive(Clone, Debug)]
+struct Model {
+    p: Params,
+    clock: u64,
+    latest: u64,
+    state: MState,
+    epoch: u64,
+    next_id: u64,
+    outstanding: Vec<MPermit>,
+    count_window: VecDeque<(bool, bool)>,
+    time_window: Vec<(u64, bool, bool)>,
+    consecutive: u32,
+    reopens: u32,
+    /// Probes leased in this half-open round: (permit id, issued at).
+    leases: Vec<(u64, u64)>,
+    issued: u32,
+    successes: u32,
+    failures: u32,
+    slow: u32,
+    ramp_since: Option<u64>,
+    credit: u64,
+    /// What the last operation should have answered.
+    last_answer: Answer,
+}
+
+impl Model {
+    fn new(p: Params) -> Self {
+        Model {
+            p,
+            clock: 0,
+            latest: 0,
+            state: MState::Closed,
+            epoch: 0,
+            next_id: 0,
+            outstanding: Vec::new(),
+            count_window: VecDeque::new(),
+            time_window: Vec::new(),
+            consecutive: 0,
+            reopens: 0,
+            leases: Vec::new(),
+            issued: 0,
+            successes: 0,
+            failures: 0,
+            slow: 0,
+            ramp_since: None,
+            credit: 0,
+            last_answer: Answer::Nothing,
+        }
+    }
+
+    fn advance(&mut self, s: Step) {
+        self.clock = match s {
+            Step::Forward(d) => self.clock.saturating_add(d),
+            Step::Back(d) => self.clock.saturating_sub(d),
+            Step::Jump => self.clock.saturating_add(u64::MAX / 4),
+        };
+    }
+
+    /// A call to the breaker: it sees the clock, and never goes back in time.
+    fn observe(&mut self) {
+        self.latest = self.latest.max(self.clock);
+    }
+
+    /// The time a read-only query at the current clock sees.
+    fn query_time(&self) -> u64 {
+        self.latest.max(self.clock)
+    }
+
+    fn public(s: MState) -> State {
+        match s {
+            MState::Closed => State::Closed,
+            MState::Open { .. } => State::Open,
+            MState::HalfOpen => State::HalfOpen,
+            MState::Forced => State::ForcedOpen,
+            MState::Disabled => State::Disabled,
+        }
+    }
+
+    /// Effective state for `state(now)`.
+    fn visible_state(&self) -> State {
+        match self.state {
+            MState::Open { until } if self.query_time() >= until => State::HalfOpen,
+            s => Self::public(s),
+        }
+    }
+
+    fn go(&mut self, to: MState) -> Option<(State, State)> {
+        let from = Self::public(self.state);
+        self.state = to;
+        self.epoch += 1;
+        self.leases.clear();
+        self.issued = 0;
+        self.successes = 0;
+        self.failures = 0;
+        self.slow = 0;
+        (from != Self::public(to)).then_some((from, Self::public(to)))
+    }
+
+    fn nominal_open(&self) -> u64 {
+        let (num, den) = self.p.growth;
+        let mut d = u128::from(self.p.open_base);
+        for _ in 0..self.reopens {
+            if d >= u128::from(self.p.open_max) {
+                break;
+            }
+            d = d * u128::from(num) / u128::from(den);
+        }
+        d.min(u128::from(self.p.open_max)) as u64
+    }
+
+    fn open(&mut self) -> Option<(State, State)> {
+        // The documented jitter draw: one sample per opening, from the seed and the generation.
+        let d = self.nominal_open();
+        let sample = splitmix64(self.p.seed ^ self.epoch.wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let spread = (u128::from(d) * u128::from(self.p.jitter_ppm) / 1_000_000) as u64;
+        let open = uniform_between(sample, d - spread, (d + spread).min(self.p.open_max));
+        let until = self.latest.saturating_add(open);
+        self.consecutive = 0;
+        self.go(MState::Open { until })
+    }
+
+    fn close(&mut self) -> Option<(State, State)> {
+        self.reopens = 0;
+        self.consecutive = 0;
+        self.count_window.clear();
+        self.time_window.clear();
+        self.credit = 0;
+        self.ramp_since = self.p.slow_start.map(|_| self.latest);
+        self.go(MState::Closed)
+    }
+
+    fn window_counts(&self, at: u64) -> (u64, u64, u64) {
+        let items: Vec<(bool, bool)> = match self.p.time_window {
+            Some((width, n)) => self
+                .time_window
+                .iter()
+                .filter(|(t, _, _)| t / width + u64::from(n) > at / width)
+                .map(|&(_, f, s)| (f, s))
+                .collect(),
+            None => self.count_window.iter().copied().collect(),
+        };
+        let f = items.iter().filter(|c| c.0).count() as u64;
+        let s = items.iter().filter(|c| c.1).count() as u64;
+        (items.len() as u64, f, s)
+    }
+
+    fn push_window(&mut self, failed: bool, slow: bool) {
+        if let Some(size) = self.p.count_window {
+            self.count_window.push_back((failed, slow));
+            if self.count_window.len() > size as usize {
+                self.count_window.pop_front();
+            }
+        } else {
+            self.time_window.push((self.latest, failed, slow));
+        }
+    }
+
+    fn rates_fire(&self, calls: u64, failures: u64, slow: u64) -> bool {
+        let over =
+            |n: u64, ppm: Option<u32>| ppm.is_some_and(|p| n * 1_000_000 >= u64::from(p) * calls);
+        calls > 0 && (over(failures, self.p.failure_ppm) || over(slow, self.p.slow.map(|s| s.1)))
+    }
+
+    fn rate_round_done(&mut self) -> Option<Option<(State, State)>> {
+        let ProbeRule::Rate { calls } = self.p.rule else {
+            return None;
+        };
+        let done = self.successes + self.failures;
+        if done < calls {
+            return None;
+        }
+        Some(
+            if self.rates_fire(
+                u64::from(done),
+                u64::from(self.failures),
+                u64::from(self.slow),
+            ) {
+                self.reopens += 1;
+                self.open()
+            } else {
+                self.close()
+            },
+        )
+    }
+
+    fn issue(&mut self, probe: bool, transition: Option<(State, State)>) -> Answer {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.outstanding.push(MPermit {
+            epoch: self.epoch,
+            started: self.latest,
+            id,
+        });
+        if probe && self.p.max_in_flight.is_some() {
+            self.leases.push((id, self.latest));
+        }
+        Answer::Admit { probe, transition }
+    }
+
+    fn acquire(&mut self) -> Answer {
+        match self.state {
+            MState::Disabled => self.issue(false, None),
+            MState::Forced => Answer::Reject {
+                reason: RejectReason::ForcedOpen,
+                transition: None,
+            },
+            MState::Closed => self.acquire_closed(None),
+            MState::Open { until } if self.latest < until => Answer::Reject {
+                reason: RejectReason::Open {
+                    retry_after: Duration::from_nanos(until - self.latest),
+                },
+                transition: None,
+            },
+            MState::Open { .. } => {
+                let t = self.go(MState::HalfOpen);
+                self.acquire_half_open(t)
+            }
+            MState::HalfOpen => self.acquire_half_open(None),
+        }
+    }
+
+    fn acquire_closed(&mut self, transition: Option<(State, State)>) -> Answer {
+        if let (Some(since), Some((ramp, initial))) = (self.ramp_since, self.p.slow_start) {
+            let elapsed = self.latest - since;
+            if elapsed >= ramp {
+                self.ramp_since = None;
+            } else {
+                let share = u64::from(initial)
+                    + (u128::from(1_000_000 - initial) * u128::from(elapsed) / u128::from(ramp))
+                        as u64;
+                self.credit += share;
+                if self.credit < 1_000_000 {
+                    return Answer::Reject {
+                        reason: RejectReason::SlowStart,
+                        transition,
+                    };
+                }
+                self.credit -= 1_000_000;
+            }
+        }
+        self.issue(false, transition)
+    }
+
+    fn acquire_half_open(&mut self, entered: Option<(State, State)>) -> Answer {
+        let Some(max) = self.p.max_in_flight else {
+            self.issued += 1;
+            return self.issue(true, entered);
+        };
+        let timeout = self.p.probe_timeout;
+        let now = self.latest;
+        let before = self.leases.len();
+        self.leases
+            .retain(|&(_, at)| at.saturating_add(timeout) > now);
+        let expired = (before - self.leases.len()) as u32;
+        if expired > 0 {
+            let decided = match self.p.rule {
+                ProbeRule::Consecutive { .. } => {
+                    self.reopens += 1;
+                    Some(self.open())
+                }
+                ProbeRule::Rate { .. } => {
+                    self.failures += expired;
+                    self.rate_round_done()
+                }
+            };
+            if let Some(t) = decided {
+                return match self.state {
+                    MState::Open { until } => Answer::Reject {
+                        reason: RejectReason::Open {
+                            retry_after: Duration::from_nanos(until - self.latest),
+                        },
+                        transition: t,
+                    },
+                    _ => self.acquire_closed(t),
+                };
+            }
+        }
+        let full = self.leases.len() as u32 >= max
+            || matches!(self.p.rule, ProbeRule::Rate { calls } if self.issued >= calls);
+        if full {
+            return Answer::Reject {
+                reason: RejectReason::HalfOpenFull,
+                transition: entered,
+            };
+        }
+        self.issued += 1;
+        self.issue(true, entered)
+    }
+
+    fn record(&mut self, pick: usize, outcome: Outcome) -> Answer {
+        let permit = self.outstanding.remove(pick % self.outstanding.len());
+        if permit.epoch != self.epoch {
+            return Answer::Recorded(None);
+        }
+        let slow = self
+            .p
+            .slow
+            .is_some_and(|(threshold, _)| self.latest - permit.started > threshold);
+        let failed = outcome == Outcome::Failure;
+        Answer::Recorded(match self.state {
+            MState::Closed => {
+                if outcome == Outcome::Ignored {
+                    return Answer::Recorded(None);
+                }
+                self.consecutive = if failed { self.consecutive + 1 } else { 0 };
+                self.push_window(failed, slow);
+                let (calls, f, s) = self.window_counts(self.latest);
+                let has_rate = self.p.failure_ppm.is_some() || self.p.slow.is_some();
+                let trip = self.p.consecutive.is_some_and(|c| self.consecutive >= c)
+                    || (has_rate
+                        && calls >= u64::from(self.p.minimum_calls)
+                        && self.rates_fire(calls, f, s));
+                if trip { self.open() } else { None }
+            }
+            MState::Disabled => {
+                if outcome != Outcome::Ignored {
+                    self.push_window(failed, slow);
+                }
+                None
+            }
+            MState::HalfOpen => {
+                if self.p.max_in_flight.is_some() {
+                    let before = self.leases.len();
+                    self.leases.retain(|&(id, _)| id != permit.id);
+                    if self.leases.len() == before {
+                        // Its lease expired and was already counted as a failure.
+                        return Answer::Recorded(None);
+                    }
+                }
+                let bad = failed || slow;
+                match (outcome, self.p.rule) {
+                    (Outcome::Ignored, _) => {
+                        self.issued = self.issued.saturating_sub(1);
+                        None
+                    }
+                    (_, ProbeRule::Consecutive { .. }) if bad => {
+                        self.reopens += 1;
+                        self.open()
+                    }
+                    (_, ProbeRule::Consecutive { successes }) => {
+                        self.successes += 1;
+                        if self.successes >= successes {
+                            self.close()
+                        } else {
+                            None
+                        }
+                    }
+                    (_, ProbeRule::Rate { .. }) => {
+                        if failed {
+                            self.failures += 1;
+                        } else {
+                            self.successes += 1;
+                        }
+                        self.slow += u32::from(slow);
+                        self.rate_round_done().flatten()
+                    }
+                }
+            }
+            MState::Open { .. } | MState::Forced => None,
+        })
+    }
+
+    fn manual(&mut self, op: &Op) -> Answer {
+        Answer::Manual(match op {
+            Op::ForceOpen => self.go(MState::Forced),
+            Op::Disable => self.go(MState::Disabled),
+            _ => {
+                self.reopens = 0;
+                self.consecutive = 0;
+                self.credit = 0;
+                self.count_window.clear();
+                self.time_window.clear();
+                self.ramp_since = None;
+                self.go(MState::Closed)
+            }
+        })
+    }
+}
+
+struct BreakerMachine;
+
+impl ReferenceStateMachine for BreakerMachine {
+    type State = Model;
+    type Transition = Op;
+
+    fn init_state() -> BoxedStrategy<Model> {
+        params().prop_map(Model::new).boxed()
+    }
+
+    fn transitions(state: &Model) -> BoxedStrategy<Op> {
+        let outcome = prop_oneof![4 => Just(Outcome::Failure), 4 => Just(Outcome::Success), 1 => Just(Outcome::Ignored)];
+        let base = prop_oneof![
+            6 => step().prop_map(Op::Acquire),
+            2 => step().prop_map(Op::Wait),
+            1 => prop_oneof![8 => Just(Op::Reset), 1 => Just(Op::ForceOpen), 1 => Just(Op::Disable)],
+        ];
+        if state.outstanding.is_empty() {
+            base.boxed()
+        } else {
+            prop_oneof![
+                3 => base,
+                5 => (any::<usize>(), outcome, step()).prop_map(|(pick, outcome, step)| Op::Record { pick, outcome, step }),
+            ]
+            .boxed()
+        }
+    }
+
+    /// Only used while shrinking: a `Record` needs a permit to hand back.
+    fn preconditions(state: &Model, op: &Op) -> bool {
+        !matches!(op, Op::Record { .. }) || !state.outstanding.is_empty()
+    }
+
+    fn apply(mut state: Model, op: &Op) -> Model {
+        state.last_answer = match op {
+            Op::Acquire(s) => {
+                state.advance(*s);
+                state.observe();
+                state.acquire()
+            }
+            Op::Record {
+                pick,
+                outcome,
+                step,
+            } => {
+                state.advance(*step);
+                state.observe();
+                state.record(*pick, *outcome)
+            }
+            Op::Wait(s) => {
+                state.advance(*s);
+                Answer::Nothing
+            }
+            manual => {
+                state.observe();
+                state.manual(manual)
+            }
+        };
+        state
+    }
+}
+
+struct Sut {
+    breaker: Breaker,
+    policy: &'static BreakerPolicy,
+    permits: Vec<Permit>,
+    clock: u64,
+}
+
+fn pair(t: Option<Transition>) -> Option<(State, State)> {
+    t.map(|t| (t.from, t.to))
+}
+
+impl StateMachineTest for Sut {
+    type SystemUnderTest = Sut;
+    type Reference = BreakerMachine;
+
+    fn init_test(model: &Model) -> Sut {
+        let policy: &'static BreakerPolicy = Box::leak(Box::new(
+            BreakerPolicy::new(model.p.config()).expect("valid config"),
+        ));
+        Sut {
+            breaker: Breaker::new(policy).expect("fits").with_seed(model.p.seed),
+            policy,
+            permits: Vec::new(),
+            clock: 0,
+        }
+    }
+
+    fn apply(mut sut: Sut, model: &Model, op: Op) -> Sut {
+        // The model has already applied `op`; `model.clock` is the time of this call.
+        sut.clock = model.clock;
+        let now = Instant::from_nanos(model.clock);
+        let got = match op {
+            Op::Acquire(_) => match sut.breaker.try_acquire(now) {
+                Ok(p) => {
+                    let a = Answer::Admit {
+                        probe: p.is_probe(),
+                        transition: pair(p.transition()),
+                    };
+                    sut.permits.push(p);
+                    a
+                }
+                Err(r) => Answer::Reject {
+                    reason: r.reason,
+                    transition: pair(r.transition),
+                },
+            },
+            Op::Record { pick, outcome, .. } => {
+                let p = sut.permits.remove(pick % sut.permits.len());
+                Answer::Recorded(pair(sut.breaker.record(p, outcome, now)))
+            }
+            Op::Wait(_) => Answer::Nothing,
+            Op::ForceOpen => Answer::Manual(pair(sut.breaker.force_open(now))),
+            Op::Disable => Answer::Manual(pair(sut.breaker.disable(now))),
+            Op::Reset => Answer::Manual(pair(sut.breaker.reset(now))),
+        };
+        if std::env::var_os("SM_DEBUG").is_some() {
+            eprintln!(
+                "{op:?} clock={} latest={} got={got:?} model_state={:?} leases={:?} s/f={}/{} issued={}",
+                model.clock,
+                model.latest,
+                model.state,
+                model.leases,
+                model.successes,
+                model.failures,
+                model.issued
+            );
+        }
+        assert_eq!(&got, &model.last_answer, "op {op:?}");
+        // Open rejects until its time is up, and never asks to wait longer than the maximum.
+        if let Answer::Reject {
+            reason: RejectReason::Open { retry_after },
+            ..
+        } = got
+        {
+            assert!(retry_after <= sut.policy.max_open_time());
+            // Zero only where the open time saturated at the end of representable time.
+            assert!(
+                !retry_after.is_zero()
+                    || Instant::from_nanos(model.query_time())
+                        .saturating_add(sut.policy.max_open_time())
+                        == Instant::MAX
+            );
+        }
+        sut
+    }
+
+    fn check_invariants(sut: &Sut, model: &Model) {
+        let now = Instant::from_nanos(sut.clock);
+        let b = &sut.breaker;
+        assert_eq!(b.state(now), model.visible_state());
+        let (calls, failures, slow) = model.window_counts(model.query_time());
+        let c = b.counts(now);
+        assert_eq!(
+            (c.calls, c.failures, c.slow),
+            (calls, failures, slow),
+            "window counts"
+        );
+        // Half-open probes in flight never exceed the limit.
+        if let Some(max) = model.p.max_in_flight {
+            assert!(b.probes_in_flight() <= max);
+        }
+        assert_eq!(b.consecutive_failures(), model.consecutive);
+        assert_eq!(b.reopens(), model.reopens);
+        assert_eq!(u64::from(b.generation()), model.epoch & u64::from(u32::MAX));
+    }
+}
+
+prop_state_machine! {
+    #![proptest_config(ProptestConfig { cases: 256, max_shrink_iters: 4096, .. ProptestConfig::default() })]
+    #[test]
+    fn breaker_matches_the_reference_model(sequential 1..120 => Sut);
+}

@@ -30,14 +30,20 @@
 //!   hdrhistogram (3 significant digits); `success_latency_ms` covers successes only.
 //! - **wasted work share**: service time a server spent on jobs whose client attempt had already
 //!   ended (timed out, or its request finished) when the job completed, ÷ all service time.
-//! - **recovery** (only with faults): the *baseline* is the mean successes per bucket over the
-//!   whole buckets before the first fault, leaving out bucket 0 (warm-up) when there are at least
-//!   two; with no whole bucket before the first fault, the mean first tries per bucket over the
-//!   run. A bucket is *healthy* when its successes reach `recovery.threshold` × baseline. The run
-//!   *recovered* if, among buckets starting at or after the last fault's end, `ceil(sustain ÷ w)`
-//!   consecutive healthy buckets fit before the horizon; `recovery_s` is the start of the first
-//!   such run of buckets minus the last fault's end. Otherwise it is *stuck* (`recovery_s` null).
-//!   Without faults the verdict is `no-fault`.
+//! - **recovery** (only with faults): each bucket gets a number of *healthy successes*. For an
+//!   open loop it is the arrivals the bucket is scheduled to get (the configured rate, with its
+//!   steps and load spikes, integrated over the bucket) times the pre-fault success ratio
+//!   (successes ÷ first tries over the whole buckets before the first fault, leaving out bucket 0
+//!   as warm-up when there are at least two; 1 if there are none). For closed loops and job sets
+//!   it is the mean successes per pre-fault bucket (or, with none, the mean first tries per
+//!   bucket). With `k = ceil(recovery.sustain ÷ w)`, the run has *recovered* at the first window
+//!   of `k` whole buckets that starts at or after the last fault's end, ends by the horizon, and
+//!   whose successes reach `recovery.threshold` × its healthy successes; `recovery_s` is the
+//!   window's start minus the last fault's end. Otherwise it is *stuck* (`recovery_s` null), which
+//!   includes a run whose horizon leaves less than `k` buckets after the faults. Without faults
+//!   the verdict is `no-fault`. Judging a window rather than single buckets keeps Poisson noise
+//!   from delaying the verdict; judging against the scheduled rate means a rate step after the
+//!   fault is not mistaken for a failure to recover.
 //! - **breaker open share** (per bucket): breaker instances whose last transition was to open (or
 //!   forced open), ÷ all breaker instances, at the bucket's end.
 

@@ -173,6 +173,9 @@ pub struct Context<'a> {
     pub ds_names: &'a [String],
     /// Register commits and conflicts per downstream (None for other models).
     pub register: Vec<Option<(u64, u64)>>,
+    /// Open loops: the arrivals each bucket is scheduled to get (rate × width, steps and load
+    /// spikes included), which recovery is judged against.
+    pub scheduled: Option<Vec<f64>>,
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -200,44 +203,66 @@ fn latency(h: &hdrhistogram::Histogram<u64>) -> Latency {
     }
 }
 
-/// The mean per-bucket successes before the first fault (see the module docs), and whether it
-/// came from successes (`true`) or from demand.
-pub fn baseline(buckets: &[Bucket], bucket_ns: u64, fault_start: u64) -> f64 {
-    let whole = (fault_start / bucket_ns.max(1)) as usize;
-    let whole = whole.min(buckets.len());
-    if whole == 0 {
-        let n = buckets.len().max(1) as f64;
-        return buckets.iter().map(|b| b.first_tries).sum::<u64>() as f64 / n;
-    }
+/// Whole buckets before `fault_start`, leaving out bucket 0 (warm-up) when there are at least two.
+fn pre_fault(buckets: &[Bucket], bucket_ns: u64, fault_start: u64) -> &[Bucket] {
+    let whole = ((fault_start / bucket_ns.max(1)) as usize).min(buckets.len());
     let from = usize::from(whole >= 2);
-    let slice = &buckets[from..whole];
-    slice.iter().map(|b| b.successes).sum::<u64>() as f64 / slice.len() as f64
+    &buckets[from.min(whole)..whole]
 }
 
-/// Recovery time after `fault_end` (see the module docs), or `None` if stuck.
-pub fn recovery(
+/// The successes each bucket should have if the system were as healthy as before the faults
+/// (see the module docs): for an open loop, the pre-fault success ratio times the scheduled
+/// arrivals of the bucket (`scheduled`); otherwise the pre-fault mean successes per bucket (or,
+/// with no whole bucket before the faults, the mean first tries per bucket).
+pub fn healthy_successes(
     buckets: &[Bucket],
     bucket_ns: u64,
+    fault_start: u64,
+    scheduled: Option<&[f64]>,
+) -> Vec<f64> {
+    let pre = pre_fault(buckets, bucket_ns, fault_start);
+    let succ: u64 = pre.iter().map(|b| b.successes).sum();
+    let first: u64 = pre.iter().map(|b| b.first_tries).sum();
+    match scheduled {
+        Some(expected) => {
+            let ratio = if first > 0 {
+                succ as f64 / first as f64
+            } else {
+                1.0
+            };
+            expected.iter().map(|e| e * ratio).collect()
+        }
+        None => {
+            let base = if pre.is_empty() {
+                let n = buckets.len().max(1) as f64;
+                buckets.iter().map(|b| b.first_tries).sum::<u64>() as f64 / n
+            } else {
+                succ as f64 / pre.len() as f64
+            };
+            vec![base; buckets.len()]
+        }
+    }
+}
+
+/// Recovery time after `fault_end` (see the module docs), or `None` if stuck: the first window of
+/// `ceil(sustain / bucket)` whole buckets, starting at or after `fault_end` and ending by the
+/// horizon, whose successes reach `threshold` × its healthy successes.
+pub fn recovery(
+    buckets: &[Bucket],
+    healthy: &[f64],
+    bucket_ns: u64,
     fault_end: u64,
-    healthy_at: f64,
+    threshold: f64,
     sustain_ns: u64,
 ) -> Option<u64> {
     let w = bucket_ns.max(1);
     let first = fault_end.div_ceil(w) as usize;
-    let need = sustain_ns.div_ceil(w).max(1) as usize;
-    let mut run = 0usize;
-    for (i, b) in buckets.iter().enumerate().skip(first) {
-        if b.successes as f64 >= healthy_at {
-            run += 1;
-            if run >= need {
-                let start = (i + 1 - run) as u64 * w;
-                return Some(start.saturating_sub(fault_end));
-            }
-        } else {
-            run = 0;
-        }
-    }
-    None
+    let k = sustain_ns.div_ceil(w).max(1) as usize;
+    (first..=buckets.len().checked_sub(k)?).find_map(|b0| {
+        let got: u64 = buckets[b0..b0 + k].iter().map(|b| b.successes).sum();
+        let want: f64 = healthy.get(b0..b0 + k)?.iter().sum();
+        (got as f64 >= threshold * want).then(|| (b0 as u64 * w).saturating_sub(fault_end))
+    })
 }
 
 /// Computes the summary of one run.
@@ -274,16 +299,21 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
     let (verdict, recovery_s, base) = match cx.fault {
         None => (Verdict::NoFault, None, None),
         Some((start, end)) => {
-            let base = baseline(&r.buckets, cx.bucket_ns, start);
+            let healthy =
+                healthy_successes(&r.buckets, cx.bucket_ns, start, cx.scheduled.as_deref());
+            let pre = pre_fault(&r.buckets, cx.bucket_ns, start);
+            let base = (!pre.is_empty())
+                .then(|| pre.iter().map(|b| b.successes).sum::<u64>() as f64 / pre.len() as f64);
             match recovery(
                 &r.buckets,
+                &healthy,
                 cx.bucket_ns,
                 end,
-                cx.threshold * base,
+                cx.threshold,
                 cx.sustain_ns,
             ) {
-                Some(ns) => (Verdict::Recovered, Some(ns as f64 / 1e9), Some(base)),
-                None => (Verdict::Stuck, None, Some(base)),
+                Some(ns) => (Verdict::Recovered, Some(ns as f64 / 1e9), base),
+                None => (Verdict::Stuck, None, base),
             }
         }
     };
@@ -362,20 +392,31 @@ mod tests {
     }
 
     #[test]
-    fn recovery_needs_a_sustained_healthy_run_after_the_fault() {
+    fn recovery_needs_a_sustained_healthy_window_after_the_fault() {
         let s = 1_000_000_000;
-        // Fault [3 s, 5 s). Baseline over buckets 1..3 = 10.
+        // Fault [3 s, 5 s). Pre-fault buckets 1..3: 10 successes of 10 first tries each.
         let b = buckets(&[0, 10, 10, 0, 0, 9, 3, 10, 10, 10, 10]);
-        assert_eq!(baseline(&b, s, 3 * s), 10.0);
-        // Healthy at 9: bucket 5 alone is not enough for a 3-bucket sustain; 7..9 is.
-        assert_eq!(recovery(&b, s, 5 * s, 9.0, 3 * s), Some(2 * s));
-        // One-bucket sustain: recovered at once.
-        assert_eq!(recovery(&b, s, 5 * s, 9.0, 1), Some(0));
-        // Never healthy enough.
-        assert_eq!(recovery(&b, s, 5 * s, 11.0, s), None);
+        let flat = healthy_successes(&b, s, 3 * s, None);
+        assert_eq!(flat[0], 10.0);
+        // Windows of 3 buckets from bucket 5: 22, 23, 30 (>= 27 at 0.9) from bucket 7.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 3 * s), Some(2 * s));
+        // One-bucket windows: bucket 5 has 9 >= 9.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 1), Some(0));
+        // Never enough.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 1.1, s), None);
         // A fault ending mid-bucket: only whole buckets after it count.
-        assert_eq!(recovery(&b, s, 4 * s + 1, 9.0, 1), Some(s - 1));
+        assert_eq!(recovery(&b, &flat, s, 4 * s + 1, 0.9, 1), Some(s - 1));
+        // A window longer than what is left after the fault: stuck.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.5, 7 * s), None);
         // A fault from t = 0: the baseline is demand.
-        assert_eq!(baseline(&b, s, 0), 10.0);
+        assert_eq!(healthy_successes(&b, s, 0, None)[0], 10.0);
+        // Open loop: scheduled arrivals scaled by the pre-fault success ratio (here 1). A rate
+        // step down to 5 per bucket after the fault is not mistaken for being stuck.
+        let sched = [10.0, 10.0, 10.0, 10.0, 10.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0];
+        let low = buckets(&[0, 10, 10, 0, 0, 5, 5, 5, 5, 5, 5]);
+        let h = healthy_successes(&low, s, 3 * s, Some(&sched));
+        assert_eq!(h[5], 5.0);
+        assert_eq!(recovery(&low, &h, s, 5 * s, 0.9, 3 * s), Some(0));
+        assert_eq!(recovery(&low, &flat, s, 5 * s, 0.9, 3 * s), None);
     }
 }

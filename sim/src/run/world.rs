@@ -417,6 +417,12 @@ impl<'c> World<'c> {
             events: self.events,
             ds_names: &self.c.ds_names,
             register,
+            scheduled: match &self.source {
+                Source::Open(src) => {
+                    Some(src.scheduled(&self.c.timeline, self.c.bucket_ns, self.c.buckets))
+                }
+                _ => None,
+            },
         };
         let mut summary = summarize(&self.m, &cx);
         summary.peak_in_flight = self.requests.capacity_used() as u64;

@@ -26,6 +26,8 @@ pub struct OpenLoop {
     base: Vec<(u64, f64)>,
     /// Where the next gap starts (the previous arrival).
     t: u64,
+    /// No arrival before this.
+    start: u64,
     first: bool,
     horizon: u64,
 }
@@ -50,6 +52,7 @@ impl OpenLoop {
             clients: clients.max(1),
             base,
             t: start,
+            start,
             first: true,
             horizon,
         }
@@ -73,6 +76,32 @@ impl OpenLoop {
             .find(|&from| from > t)
             .unwrap_or(u64::MAX);
         step.min(faults.next_load_change(t).unwrap_or(u64::MAX))
+    }
+
+    /// The arrivals each of `buckets` buckets of `bucket_ns` is scheduled to get: the integral of
+    /// the rate (steps and load spikes included, zero before `start`) over the bucket.
+    pub fn scheduled(&self, faults: &Timeline, bucket_ns: u64, buckets: usize) -> Vec<f64> {
+        let end = (bucket_ns as u128 * buckets as u128).min(u128::from(u64::MAX)) as u64;
+        let mut cuts: Vec<u64> = vec![self.start, end];
+        cuts.extend(self.base.iter().map(|(from, _)| *from));
+        let mut t = 0;
+        while let Some(next) = faults.next_load_change(t) {
+            cuts.push(next);
+            t = next;
+        }
+        cuts.extend((1..buckets as u64).map(|k| k * bucket_ns));
+        cuts.retain(|&c| c >= self.start && c <= end);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut out = vec![0.0; buckets];
+        for pair in cuts.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let i = ((a / bucket_ns.max(1)) as usize).min(buckets.saturating_sub(1));
+            if let Some(slot) = out.get_mut(i) {
+                *slot += self.rate_at(a, faults) * (b - a) as f64 / 1e9;
+            }
+        }
+        out
     }
 
     /// The next arrival: its time and client, or `None` if there is none before the horizon.
@@ -187,6 +216,26 @@ mod tests {
         assert!(near(per_window[1], 30_000.0), "{per_window:?}");
         assert!(near(per_window[2], 100_000.0), "{per_window:?}");
         assert!(clients.iter().all(|&n| n > 10_000), "{clients:?}");
+    }
+
+    #[test]
+    fn scheduled_arrivals_integrate_steps_spikes_and_start() {
+        let steps = [RateStep {
+            at: Duration::from_millis(2_500),
+            rate: 20.0,
+        }];
+        let spike = timeline_with_spike(3, 4, 2.0);
+        let src = OpenLoop::new(
+            1,
+            10.0,
+            Arrivals::Poisson,
+            1,
+            500_000_000,
+            &steps,
+            5_000_000_000,
+        );
+        let got = src.scheduled(&spike, 1_000_000_000, 5);
+        assert_eq!(got, vec![5.0, 10.0, 15.0, 40.0, 20.0]);
     }
 
     #[test]

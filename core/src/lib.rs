@@ -26,6 +26,16 @@
 //! - [`breaker`]: circuit breakers (consecutive failures, failure rate or slow-call rate over a count
 //!   or time window, growing jittered open times, leased half-open probes, slow start, manual control).
 //! - [`registry`]: a fixed-capacity map of named breakers (or anything else), one per downstream.
+//! - [`backoff`]: how long to wait before each retry: constant, linear or exponential delays, capped,
+//!   with none, full, equal, decorrelated or proportional jitter.
+//! - [`budget`]: retry budgets that bound retries as a share of real traffic (token bucket, ratio over
+//!   a sliding window, quota by error class, share of requests in flight, retry breaker).
+//! - [`retry`]: the retry policy of one logical request (attempts, per-attempt timeout, deadline,
+//!   error classes, server delays, backoff, budget): `RetryAt(instant)` or `GiveUp(reason)`.
+//! - [`throttle`]: client-side adaptive throttling (Google SRE): reject locally while the downstream
+//!   rejects much of what it gets.
+//! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
+//!   fatal, don't-retry).
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
 //!   naming the field; after that nothing can fail.
 //! - [`sample`]: how raw random samples become delays and decisions, without floats.
@@ -80,10 +90,16 @@
     )
 )]
 
+pub mod backoff;
 pub mod breaker;
+pub mod budget;
 pub mod error;
+pub mod outcome;
 pub mod registry;
+pub mod retry;
+mod ring;
 pub mod sample;
+pub mod throttle;
 pub mod time;
 
 pub use error::{ConfigError, PPM, Problem};

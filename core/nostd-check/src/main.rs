@@ -5,7 +5,12 @@
 use core::panic::PanicInfo;
 
 use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome, State};
+use reliable_core::backoff::{BackoffConfig, Jitter};
+use reliable_core::budget::{AnyBudget, BudgetConfig, RatioConfig};
+use reliable_core::outcome::ErrorClass;
 use reliable_core::registry::Registry;
+use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy};
+use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use reliable_core::{Duration, Instant};
 
 #[panic_handler]
@@ -52,9 +57,58 @@ fn windowed_registry() -> Result<(), i32> {
     check(b.state(now) == State::Open, 24)
 }
 
+fn retry_with_budget_and_backoff() -> Result<(), i32> {
+    let policy = RetryPolicy::new(RetryConfig {
+        max_attempts: Some(3),
+        ..RetryConfig::new(BackoffConfig::brooker_2015(Jitter::Full))
+    })
+    .map_err(|_| 30)?;
+    let mut budget: AnyBudget<10> = AnyBudget::from_config(BudgetConfig::Ratio(RatioConfig::percent(0.1))).map_err(|_| 31)?;
+    let now = Instant::from_secs(1);
+    // A 10% budget: one first try alone earns no retry...
+    let mut request = policy.start(now, &mut budget);
+    let refused = policy.on_failure_with(&mut request, ErrorClass::Transient, now, &mut budget, 7);
+    check(matches!(refused, RetryDecision::GiveUp(_)), 34)?;
+    // ...ten more do.
+    for _ in 0..10 {
+        let _ = policy.start(now, &mut budget);
+    }
+    let mut request = policy.start(now, &mut budget);
+    let mut sample = 0x9E37_79B9_7F4A_7C15u64;
+    let decision = policy.on_failure_with(&mut request, ErrorClass::Transient, now, &mut budget, sample);
+    // Full jitter on 5 ms * 2^1: the retry is due within 10 ms.
+    check(matches!(decision, RetryDecision::RetryAt(at) if at <= now + Duration::from_millis(10)), 32)?;
+    let mut backoff = policy.backoff_for(ErrorClass::Transient).backoff();
+    for _ in 0..20 {
+        sample = reliable_core::sample::splitmix64(sample);
+        check(backoff.next_delay_with(sample) <= Duration::from_secs(2), 33)?;
+    }
+    Ok(())
+}
+
+fn throttle() -> Result<(), i32> {
+    let policy = ThrottlePolicy::new(ThrottleConfig::google_sre()).map_err(|_| 40)?;
+    let mut throttle: AdaptiveThrottle<12> = AdaptiveThrottle::new(policy).map_err(|_| 41)?;
+    let mut now = Instant::ZERO;
+    let mut rejected = 0;
+    for i in 0..1_000u64 {
+        now += Duration::from_millis(10);
+        match throttle.try_acquire_with(now, reliable_core::sample::splitmix64(i)) {
+            // The downstream accepts nothing: the throttle should soon shed most calls locally.
+            Ok(()) => throttle.record(now, false),
+            Err(_) => rejected += 1,
+        }
+    }
+    check(rejected > 500, 42)
+}
+
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
-    match breaker_timeline().and_then(|()| windowed_registry()) {
+    let all = breaker_timeline()
+        .and_then(|()| windowed_registry())
+        .and_then(|()| retry_with_budget_and_backoff())
+        .and_then(|()| throttle());
+    match all {
         Ok(()) => 0,
         Err(code) => code,
     }

@@ -1,0 +1,314 @@
+//! Backoff with jitter: how long to wait before each retry.
+//!
+//! Waiting before a retry gives a struggling downstream time to recover, and growing the wait with
+//! each failure lets a client back away from a downstream that stays down. On its own, though,
+//! backoff synchronises: clients that failed together (one overloaded instant) retry together, in
+//! waves that hit the downstream at the same moments. **Jitter** breaks the waves up. Brooker's
+//! simulation of clients contending for one resource ("Exponential Backoff and Jitter", 2015) found
+//! that full jitter needs the fewest calls and finishes soonest; exponential backoff without jitter
+//! is barely better than none. (Backoff does little for *open-loop* load, where new requests keep
+//! arriving whatever the retries do: that is what [retry budgets](crate::budget) are for.)
+//!
+//! A [`BackoffConfig`] is plain data; [`BackoffPolicy::new`] validates it once into fixed point. The
+//! delay before retry `k` (counting from 1), with `n = k − 1 + first_exponent`, is
+//!
+//! | step | formula |
+//! |---|---|
+//! | shape | `delay` · `base + step·n` · `base·factorⁿ` |
+//! | cap (before jitter) | `d = min(cap, shape(n))` |
+//! | [`Jitter::None`] | `d` |
+//! | [`Jitter::Full`] | `U[0, d]` |
+//! | [`Jitter::Equal`] | `d/2 + U[0, d/2]` |
+//! | [`Jitter::Decorrelated`] | `min(cap, U[base, 3·prev])`, `prev` = the previous delay, `base` at first |
+//! | [`Jitter::Proportional`] | `d·U[1−f, 1+f]`, drawn over `[d·(1−f), min(cap, d·(1+f))]` |
+//!
+//! No delay ever exceeds the cap. Durations are nanoseconds (sub-millisecond resolution), growth is
+//! computed in 32.32 fixed point with saturation, so attempt 10⁹ or a cap of 584 years cannot
+//! overflow. Randomness is an input: a [`rand_core::Rng`], or a raw `u64` sample for pinned tests.
+//!
+//! `first_exponent` makes the exponent's starting point explicit, since published formulas differ:
+//! the seed library, gRPC and AWS wait `base` before the first retry (`first_exponent: 0`); Brooker
+//! waits `base·2^k` after the k-th failure, so `base·2` before the first retry (`first_exponent: 1`).
+//!
+//! ```
+//! use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter, Shape};
+//! use reliable_core::Duration;
+//!
+//! // Brooker 2015: after the k-th failure wait U[0, min(2 s, 5 ms·2^k)].
+//! let policy = BackoffPolicy::new(BackoffConfig::brooker_2015(Jitter::Full))?;
+//! assert_eq!(policy.delay_before_jitter(1), Duration::from_millis(10));
+//! assert_eq!(policy.delay_before_jitter(3), Duration::from_millis(40));
+//! assert_eq!(policy.delay_before_jitter(30), Duration::from_secs(2)); // capped
+//!
+//! // Randomness is an input; a pinned sample gives an exact answer.
+//! assert_eq!(policy.delay(3, Duration::ZERO, u64::MAX), Duration::from_millis(40));
+//! assert_eq!(policy.delay(3, Duration::ZERO, 0), Duration::ZERO);
+//!
+//! // A per-request sequence of delays, drawing from any `rand_core::Rng`.
+//! let seed_lib = BackoffPolicy::new(BackoffConfig::reliablekit())?;
+//! let mut backoff = seed_lib.backoff();
+//! assert_eq!(backoff.next_delay_with(u64::MAX / 2), Duration::from_millis(200)); // the middle of ±10%
+//! assert_eq!(backoff.next_delay_with(u64::MAX), Duration::from_millis(440)); // 400 ms + 10%
+//! assert_eq!(backoff.next_delay_with(0), Duration::from_millis(720)); // 800 ms - 10%
+//! # Ok::<(), reliable_core::ConfigError>(())
+//! ```
+
+mod config;
+
+pub use config::{BackoffConfig, Jitter, Shape};
+
+use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range};
+use crate::sample::{uniform_between, uniform_inclusive};
+use crate::time::Duration;
+
+/// Fixed-point scale of growth factors: 32 fractional bits.
+const FP_SHIFT: u32 = 32;
+const FP_ONE: u64 = 1 << FP_SHIFT;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JitterKind {
+    None,
+    Full,
+    Equal,
+    Decorrelated,
+    Proportional,
+}
+
+/// A validated [`BackoffConfig`] in fixed point. Computing a delay is integer-only and cannot fail.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BackoffPolicy {
+    /// The shape's first delay (`delay` or `base`), in ns; never above `cap`.
+    base: u64,
+    /// Linear step, in ns.
+    step: u64,
+    /// Exponential factor in 32.32 fixed point; `FP_ONE` for constant and linear shapes.
+    factor_fp: u64,
+    cap: u64,
+    first_exponent: u32,
+    jitter: JitterKind,
+    jitter_ppm: u32,
+    config: BackoffConfig,
+}
+
+impl BackoffPolicy {
+    /// Validates `config`. Errors name the field: `shape.base`, `shape.factor`, `cap`,
+    /// `jitter.fraction`.
+    pub fn new(config: BackoffConfig) -> Result<Self, ConfigError> {
+        let (base, step, factor_fp, grows) = match config.shape {
+            Shape::Constant { delay } => (delay.as_nanos(), 0, FP_ONE, false),
+            Shape::Linear { base, step } => (
+                base.as_nanos(),
+                step.as_nanos(),
+                FP_ONE,
+                step > Duration::ZERO,
+            ),
+            Shape::Exponential { base, factor } => {
+                if base.is_zero() {
+                    return Err(ConfigError::new("shape.base", Problem::Zero));
+                }
+                let factor = in_range("shape.factor", factor, 1.0, 65_536.0)?;
+                let factor_fp = (factor * FP_ONE as f64 + 0.5) as u64;
+                (base.as_nanos(), 0, factor_fp, factor_fp > FP_ONE)
+            }
+        };
+        let cap = match config.cap {
+            Some(cap) if cap.as_nanos() < base => {
+                return Err(ConfigError::new(
+                    "cap",
+                    Problem::Inconsistent("shorter than the shape's base delay"),
+                ));
+            }
+            Some(cap) => cap.as_nanos(),
+            None if grows => {
+                return Err(ConfigError::new(
+                    "cap",
+                    Problem::Inconsistent(
+                        "required when the delay grows (factor > 1 or step > 0), or delays grow without bound",
+                    ),
+                ));
+            }
+            None => base,
+        };
+        let (jitter, jitter_ppm) = match config.jitter {
+            Jitter::None => (JitterKind::None, 0),
+            Jitter::Full => (JitterKind::Full, 0),
+            Jitter::Equal => (JitterKind::Equal, 0),
+            Jitter::Decorrelated => (JitterKind::Decorrelated, 0),
+            Jitter::Proportional { fraction } => (
+                JitterKind::Proportional,
+                fraction_ppm("jitter.fraction", fraction, true, true)?,
+            ),
+        };
+        Ok(BackoffPolicy {
+            base,
+            step,
+            factor_fp,
+            cap,
+            first_exponent: config.first_exponent,
+            jitter,
+            jitter_ppm,
+            config,
+        })
+    }
+
+    /// The config this policy was built from.
+    pub fn config(&self) -> &BackoffConfig {
+        &self.config
+    }
+
+    /// The longest delay this policy can produce.
+    pub fn cap(&self) -> Duration {
+        Duration::from_nanos(self.cap)
+    }
+
+    /// The shape's first delay (`delay` or `base`); decorrelated jitter starts from it.
+    pub fn base(&self) -> Duration {
+        Duration::from_nanos(self.base)
+    }
+
+    /// `d(k) = min(cap, shape(n))` for retry `k` (from 1; `0` counts as 1), before jitter.
+    pub fn delay_before_jitter(&self, retry: u32) -> Duration {
+        let n = retry.saturating_sub(1).saturating_add(self.first_exponent);
+        let d = if self.step != 0 {
+            self.base
+                .saturating_add(self.step.saturating_mul(u64::from(n)))
+                .min(self.cap)
+        } else {
+            grow(self.base, self.factor_fp, n, self.cap)
+        };
+        Duration::from_nanos(d)
+    }
+
+    /// The smallest and largest delay [`delay`](Self::delay) can return for retry `retry` after a
+    /// previous delay `prev` (only decorrelated jitter looks at `prev`; zero means "no previous
+    /// delay"). The upper end never exceeds the cap.
+    pub fn bounds(&self, retry: u32, prev: Duration) -> (Duration, Duration) {
+        let d = self.delay_before_jitter(retry).as_nanos();
+        let (lo, hi) = match self.jitter {
+            JitterKind::None => (d, d),
+            JitterKind::Full => (0, d),
+            JitterKind::Equal => (d / 2, d),
+            JitterKind::Decorrelated => {
+                let (lo, hi) = self.decorrelated_range(prev);
+                (lo.min(self.cap), hi.max(lo).min(self.cap))
+            }
+            JitterKind::Proportional => self.proportional_range(d),
+        };
+        (Duration::from_nanos(lo), Duration::from_nanos(hi))
+    }
+
+    fn decorrelated_range(&self, prev: Duration) -> (u64, u64) {
+        let prev = if prev.is_zero() {
+            self.base
+        } else {
+            prev.as_nanos()
+        };
+        (self.base, prev.saturating_mul(3))
+    }
+
+    fn proportional_range(&self, d: u64) -> (u64, u64) {
+        // d <= cap < 2^64 and jitter_ppm <= PPM, so the spread fits and d - spread cannot underflow.
+        let spread = (u128::from(d) * u128::from(self.jitter_ppm) / u128::from(PPM)) as u64;
+        (d - spread, d.saturating_add(spread).min(self.cap))
+    }
+
+    /// The delay before retry `retry` (from 1), given the previous delay `prev` (zero before the
+    /// first retry; only decorrelated jitter reads it) and a uniform random `sample`. Pure: the same
+    /// inputs give the same delay. Never above the cap.
+    pub fn delay(&self, retry: u32, prev: Duration, sample: u64) -> Duration {
+        let d = self.delay_before_jitter(retry).as_nanos();
+        let delay = match self.jitter {
+            JitterKind::None => d,
+            JitterKind::Full => uniform_inclusive(sample, d),
+            JitterKind::Equal => d / 2 + uniform_inclusive(sample, d - d / 2),
+            JitterKind::Decorrelated => {
+                let (lo, hi) = self.decorrelated_range(prev);
+                uniform_between(sample, lo, hi).min(self.cap)
+            }
+            JitterKind::Proportional => {
+                let (lo, hi) = self.proportional_range(d);
+                uniform_between(sample, lo, hi)
+            }
+        };
+        Duration::from_nanos(delay)
+    }
+
+    /// Whether [`delay`](Self::delay) uses its sample at all (no jitter: it does not).
+    pub fn is_random(&self) -> bool {
+        self.jitter != JitterKind::None
+    }
+
+    /// A fresh sequence of delays for one request.
+    pub fn backoff(&self) -> Backoff<'_> {
+        Backoff {
+            policy: self,
+            retries: 0,
+            prev: Duration::ZERO,
+        }
+    }
+}
+
+/// `min(cap, base·factor^n)` in 32.32 fixed point: square-and-multiply that stops once past the cap.
+fn grow(base: u64, factor_fp: u64, n: u32, cap: u64) -> u64 {
+    if base == 0 || factor_fp == FP_ONE || n == 0 {
+        return base.min(cap);
+    }
+    let cap_fp = u128::from(cap) << FP_SHIFT;
+    let mut result = u128::from(base) << FP_SHIFT;
+    let mut factor = u128::from(factor_fp);
+    let mut n = n;
+    while n > 0 && result < cap_fp {
+        if n & 1 == 1 {
+            result = (result.saturating_mul(factor) >> FP_SHIFT).min(cap_fp);
+        }
+        n >>= 1;
+        if n > 0 {
+            // Once the factor alone passes the cap, any product with it does too (result >= 1.0).
+            factor = (factor.saturating_mul(factor) >> FP_SHIFT).min(cap_fp.max(2 << FP_SHIFT));
+        }
+    }
+    (result.min(cap_fp) >> FP_SHIFT) as u64
+}
+
+/// The delays of one request in order: retry 1, 2, 3, … Holds the retry count and the previous delay
+/// (for decorrelated jitter); 24 bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Backoff<'p> {
+    policy: &'p BackoffPolicy,
+    retries: u32,
+    prev: Duration,
+}
+
+impl Backoff<'_> {
+    /// The delay before the next retry, drawing one `u64` from `rng` (none without jitter).
+    pub fn next_delay<R: rand_core::Rng + ?Sized>(&mut self, rng: &mut R) -> Duration {
+        let sample = if self.policy.is_random() {
+            rng.next_u64()
+        } else {
+            0
+        };
+        self.next_delay_with(sample)
+    }
+
+    /// The delay before the next retry, from a given uniform sample.
+    pub fn next_delay_with(&mut self, sample: u64) -> Duration {
+        self.retries = self.retries.saturating_add(1);
+        let d = self.policy.delay(self.retries, self.prev, sample);
+        self.prev = d;
+        d
+    }
+
+    /// Delays handed out so far.
+    pub fn retries(&self) -> u32 {
+        self.retries
+    }
+
+    /// Starts over, as for a new request.
+    pub fn reset(&mut self) {
+        self.retries = 0;
+        self.prev = Duration::ZERO;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,9 +1,10 @@
 //! `sim bench`: the engine's throughput and memory on fixed scenarios.
 //!
-//! Two embedded scenarios: [`THROUGHPUT`], a saturated server behind per-call timeouts (every
-//! request costs an arrival, a network hop each way, a service completion and a lazily cancelled
-//! timer), run on one thread and timed; and [`MILLION`], an open loop spread over 10⁶ clients,
-//! each with its own breaker, to measure memory. Figures are wall-clock and machine-dependent, so
+//! Two embedded scenarios: [`THROUGHPUT`], a busy server behind the full client stack (retry with
+//! jittered backoff and a ratio budget, a breaker per client, per-attempt timeouts; every attempt
+//! costs a network hop each way, a service completion and a lazily cancelled timer), run on one
+//! thread and timed; and [`MILLION`], an open loop spread over 10⁶ clients,
+//! each with its own breaker and retry budget, to measure memory. Figures are wall-clock and machine-dependent, so
 //! they are printed, never written into reports.
 
 use std::time::Instant as WallClock;
@@ -26,9 +27,13 @@ Scenario(
     )],
     faults: [LatencyInflation(downstream: "api", from: "10s", until: "20s", factor: 1.5)],
     policies: [
-        (name: "breaker", stack: Breaker(
-            config: (failure_rate: 0.5, minimum_calls: 20, window: Count(calls: 20), open: (duration: "1s")),
-            inner: Call(downstream: "api", timeout: "100ms"))),
+        (name: "retry, budget, breaker", stack: Retry(
+            policy: (max_attempts: 3, attempt_timeout: "100ms",
+                     backoff: (shape: Exponential(base: "10ms", factor: 2.0), cap: "200ms", jitter: Full)),
+            budget: Ratio(ratio: 0.2, min_per_sec: 0, ttl: "10s"),
+            inner: Breaker(
+                config: (failure_rate: 0.5, minimum_calls: 20, window: Count(calls: 20), open: (duration: "1s")),
+                inner: Call(downstream: "api", timeout: "100ms")))),
     ],
 )
 "#;
@@ -37,7 +42,7 @@ Scenario(
 pub const MILLION: &str = r#"
 Scenario(
     name: "bench-million",
-    description: "Memory: an open loop over 10^6 clients, one breaker each, through a 20 s outage.",
+    description: "Memory: an open loop over 10^6 clients, a breaker and a budget each, through a 20 s outage.",
     horizon: "60s",
     workload: OpenLoop(rate: 100000.0, clients: 1000000),
     downstreams: [(
@@ -47,9 +52,13 @@ Scenario(
     )],
     faults: [Outage(downstream: "api", from: "20s", until: "40s", mode: Hang)],
     policies: [
-        (name: "breaker", stack: Breaker(
-            config: (consecutive_failures: 5, open: (duration: "5s", jitter: 0.2)),
-            inner: Call(downstream: "api", timeout: "1s"))),
+        (name: "retry, budget, breaker", stack: Retry(
+            policy: (max_attempts: 3, attempt_timeout: "1s",
+                     backoff: (shape: Exponential(base: "100ms", factor: 2.0), cap: "2s", jitter: Full)),
+            budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+            inner: Breaker(
+                config: (consecutive_failures: 5, open: (duration: "5s", jitter: 0.2)),
+                inner: Call(downstream: "api")))),
     ],
 )
 "#;

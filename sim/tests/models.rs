@@ -289,3 +289,107 @@ fn bounded_lifo_queue_rejects_and_serves_newest_first() {
         s.success_latency_ms.p50
     );
 }
+
+/// The layered-stack exercise (issue 7, case 1): fallback over breaker(retry(primary)) and
+/// retry(backup), exact to the call.
+#[test]
+fn layered_stack_trace_is_exact() {
+    let c = compile(
+        r#"Scenario(
+            name: "layered", horizon: "61s",
+            workload: OpenLoop(rate: 0.2, arrivals: Constant, start: "5s"),
+            downstreams: [
+                (name: "primary", model: Scripted(script: [Ok, Ok, Error, Error, Error, Error, Error, Error], then: Ok)),
+                (name: "backup", model: Scripted(script: [])),
+            ],
+            policies: [(name: "layered", stack: Fallback([
+                Breaker(
+                    config: (consecutive_failures: 2, open: (duration: "20s"), half_open: (max_in_flight: 1, probe_timeout: "1h")),
+                    inner: Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), inner: Call(downstream: "primary")),
+                ),
+                Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), inner: Call(downstream: "backup")),
+            ]))],
+        )"#,
+    );
+    let rows = trace(&c, 0, 1).unwrap();
+    let got: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}s {} {} {}",
+                r.request,
+                r.start_ns / 1_000_000_000,
+                r.breakers_before[0],
+                r.served_by,
+                r.calls_so_far[0]
+            )
+        })
+        .collect();
+    let want = [
+        "1 5s closed breaker(retry(primary)) 1",
+        "2 10s closed breaker(retry(primary)) 2",
+        "3 15s closed retry(backup) 4",
+        "4 20s closed retry(backup) 6",
+        "5 25s open retry(backup) 6",
+        "6 30s open retry(backup) 6",
+        "7 35s open retry(backup) 6",
+        "8 40s half-open retry(backup) 8",
+        "9 45s open retry(backup) 8",
+        "10 50s open retry(backup) 8",
+        "11 55s open retry(backup) 8",
+        "12 60s half-open breaker(retry(primary)) 9",
+    ];
+    assert_eq!(got, want);
+}
+
+/// A retry budget bounds amplification during a total outage; immediate retries multiply it.
+#[test]
+fn budget_bounds_amplification_in_an_outage() {
+    let s = summaries(
+        r#"Scenario(
+            name: "amp", horizon: "40s", seed: 2,
+            workload: OpenLoop(rate: 1000.0, clients: 10),
+            downstreams: [(name: "api", model: Server(workers: 100, service: Constant("5ms")))],
+            faults: [Outage(downstream: "api", from: "10s", until: "30s")],
+            policies: [
+                (name: "retry 3x", stack: Retry(policy: (max_attempts: 4, backoff: (shape: Constant(delay: "0s"))),
+                    inner: Call(downstream: "api", timeout: "1s"))),
+                (name: "budget", stack: Retry(policy: (max_attempts: 4, backoff: (shape: Constant(delay: "0s"))),
+                    budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+                    inner: Call(downstream: "api", timeout: "1s"))),
+            ],
+        )"#,
+    );
+    let during = |i: usize| s[i].amplification.during_fault.unwrap();
+    assert!((during(0) - 4.0).abs() < 0.01, "{}", during(0));
+    assert!(during(1) <= 1.11 && during(1) > 1.0, "{}", during(1));
+    assert!(s[1].give_ups.get("budget").copied().unwrap_or(0) > 10_000);
+    assert_eq!(
+        s[0].give_ups.get("max-attempts").copied(),
+        Some(s[0].failures)
+    );
+    assert_eq!(s[0].verdict, "recovered");
+}
+
+/// Adaptive throttling sheds load locally while the downstream refuses most calls.
+#[test]
+fn adaptive_throttle_sheds_load_under_refusals() {
+    let s = summaries(
+        r#"Scenario(
+            name: "throttle", horizon: "60s", seed: 4,
+            workload: OpenLoop(rate: 500.0, clients: 5),
+            downstreams: [(name: "api", model: Server(workers: 50, service: Constant("10ms")))],
+            faults: [Throttle(downstream: "api", from: "10s", until: "50s", share: 0.9, retry_after: "1s")],
+            policies: [
+                (name: "plain", stack: Call(downstream: "api", timeout: "1s")),
+                (name: "throttled", stack: Throttle(config: (k: 2.0, window: "10s", buckets: 10), inner: Call(downstream: "api", timeout: "1s"))),
+            ],
+        )"#,
+    );
+    let (plain, thr) = (&s[0], &s[1]);
+    assert!((plain.amplification.during_fault.unwrap() - 1.0).abs() < 1e-9);
+    // With 10% accepted, K = 2 lets through about 2 × 10% = 20% of requests once the window fills.
+    let during = thr.amplification.during_fault.unwrap();
+    assert!(during < 0.35 && during > 0.15, "{during}");
+    assert!(thr.local_rejections > 10_000);
+}

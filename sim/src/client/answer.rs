@@ -7,8 +7,11 @@ use reliable_core::Duration;
 pub enum AnswerKind {
     /// Success.
     Ok,
-    /// A transient error from the downstream (injected error, full queue, refused connection).
+    /// A transient error from the downstream, after it took the call (an injected error).
     Error,
+    /// The downstream refused the call without serving it (full queue, refused connection during
+    /// a fail-fast outage): a sign of overload or absence, which adaptive throttling counts.
+    Unavailable,
     /// The attempt's timer ran out (or an enclosing deadline passed).
     Timeout,
     /// The downstream throttled the call, with a Retry-After hint.
@@ -32,6 +35,7 @@ impl AnswerKind {
         match self {
             AnswerKind::Ok => "ok",
             AnswerKind::Error => "error",
+            AnswerKind::Unavailable => "unavailable",
             AnswerKind::Timeout => "timeout",
             AnswerKind::Throttled => "throttled",
             AnswerKind::Fatal => "fatal",
@@ -50,6 +54,42 @@ pub struct Answer {
     pub by: u16,
     /// A Retry-After hint (throttling, an open breaker's `retry_after`); zero when none.
     pub retry_after: Duration,
+}
+
+impl AnswerKind {
+    /// How the core's retry policy and budgets see this answer (for a failure). Local rejections
+    /// (an open breaker inside the retry, a throttle) count as throttling, with the breaker's
+    /// `retry_after` as the server delay, so a retry waits at least until the breaker would let a
+    /// call through.
+    pub fn error_class(
+        self,
+        retry_after: reliable_core::Duration,
+    ) -> reliable_core::outcome::ErrorClass {
+        use reliable_core::outcome::ErrorClass;
+        let hint = (!retry_after.is_zero()).then_some(retry_after);
+        match self {
+            AnswerKind::Ok | AnswerKind::Error | AnswerKind::Unavailable | AnswerKind::Conflict => {
+                ErrorClass::Transient
+            }
+            AnswerKind::Timeout => ErrorClass::Timeout,
+            AnswerKind::Throttled | AnswerKind::Rejected => {
+                ErrorClass::Throttled { retry_after: hint }
+            }
+            AnswerKind::Fatal => ErrorClass::Fatal,
+        }
+    }
+
+    /// Whether adaptive throttling counts the call as accepted by the downstream: everything but
+    /// throttling, refusals, timeouts (no sign of acceptance) and local rejections.
+    pub fn accepted(self) -> bool {
+        !matches!(
+            self,
+            AnswerKind::Throttled
+                | AnswerKind::Unavailable
+                | AnswerKind::Timeout
+                | AnswerKind::Rejected
+        )
+    }
 }
 
 impl Answer {

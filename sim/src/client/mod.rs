@@ -6,6 +6,7 @@
 
 pub mod answer;
 pub mod breakers;
+pub mod budgets;
 pub mod stack;
 
 pub use answer::{Answer, AnswerKind};

@@ -8,6 +8,9 @@
 
 use reliable_core::Duration;
 use reliable_core::breaker::BreakerPolicy;
+use reliable_core::budget::BudgetPolicy;
+use reliable_core::retry::RetryPolicy;
+use reliable_core::throttle::ThrottlePolicy;
 
 use crate::scenario::{Layer, Scope};
 
@@ -50,6 +53,30 @@ pub enum NodeKind {
         /// Index among the stack's breakers (state storage and trace columns).
         slot: u16,
     },
+    /// A retry policy, with a budget.
+    Retry {
+        /// The validated retry policy.
+        policy: RetryPolicy,
+        /// The validated budget (unlimited when the scenario sets none).
+        budget: BudgetPolicy,
+        /// Per client or shared budget.
+        scope: Scope,
+        /// The retried layer.
+        inner: u16,
+        /// Index among the stack's budgets.
+        slot: u16,
+    },
+    /// Adaptive throttling.
+    Throttle {
+        /// The validated throttle policy.
+        policy: ThrottlePolicy,
+        /// Per client or shared.
+        scope: Scope,
+        /// The protected layer.
+        inner: u16,
+        /// Index among the stack's throttles.
+        slot: u16,
+    },
     /// Try each child in turn until one succeeds.
     Fallback {
         /// The children, in order.
@@ -68,6 +95,10 @@ pub struct CompiledStack {
     pub timeouts: Vec<Duration>,
     /// The breaker nodes, in stack order.
     pub breakers: Vec<u16>,
+    /// The retry nodes (each owns a budget slot), in stack order.
+    pub retries: Vec<u16>,
+    /// The throttle nodes, in stack order.
+    pub throttles: Vec<u16>,
 }
 
 impl CompiledStack {
@@ -79,6 +110,8 @@ impl CompiledStack {
             frames: 0,
             timeouts: Vec::new(),
             breakers: Vec::new(),
+            retries: Vec::new(),
+            throttles: Vec::new(),
         };
         s.add(layer, NONE, ds_index, 0)?;
         for i in 0..s.nodes.len() {
@@ -147,6 +180,45 @@ impl CompiledStack {
                     slot,
                 }
             }
+            Layer::Retry {
+                policy,
+                budget,
+                budget_scope,
+                inner,
+            } => {
+                let policy = RetryPolicy::new(*policy).map_err(|e| e.to_string())?;
+                let budget = match budget {
+                    Some(b) => BudgetPolicy::new(*b).map_err(|e| e.to_string())?,
+                    None => BudgetPolicy::Unlimited,
+                };
+                self.nodes[id as usize].frame = self.next_frame();
+                let slot = self.retries.len() as u16;
+                self.retries.push(id);
+                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                NodeKind::Retry {
+                    policy,
+                    budget,
+                    scope: *budget_scope,
+                    inner,
+                    slot,
+                }
+            }
+            Layer::Throttle {
+                config,
+                scope,
+                inner,
+            } => {
+                let policy = ThrottlePolicy::new(*config).map_err(|e| e.to_string())?;
+                let slot = self.throttles.len() as u16;
+                self.throttles.push(id);
+                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                NodeKind::Throttle {
+                    policy,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
             Layer::Fallback(layers) => {
                 self.nodes[id as usize].frame = self.next_frame();
                 let mut children = Vec::with_capacity(layers.len());
@@ -172,6 +244,8 @@ impl CompiledStack {
         match &self.nodes[id as usize].kind {
             NodeKind::Call { .. } => None,
             NodeKind::Breaker { .. } => Some("breaker".into()),
+            NodeKind::Retry { .. } => Some("retry".into()),
+            NodeKind::Throttle { .. } => Some("throttle".into()),
             NodeKind::Fallback { .. } => None,
         }
     }
@@ -229,22 +303,41 @@ mod tests {
             downstream: d.into(),
             timeout: Some(Duration::from_secs(1)),
         };
+        let retry = |inner: Layer| Layer::Retry {
+            policy: reliable_core::retry::RetryConfig::new(
+                reliable_core::backoff::BackoffConfig::constant(Duration::ZERO),
+            ),
+            budget: None,
+            budget_scope: Scope::PerClient,
+            inner: Box::new(inner),
+        };
         let layer = Layer::Fallback(vec![
             Layer::Breaker {
                 config: BreakerConfig::layered_exercise(),
                 scope: Scope::PerClient,
-                inner: Box::new(call("primary")),
+                inner: Box::new(retry(call("primary"))),
             },
-            call("backup"),
+            retry(call("backup")),
         ]);
         let names = ["primary".to_string(), "backup".to_string()];
         let index = |n: &str| names.iter().position(|x| x == n).map(|i| i as u16);
         let mut s = CompiledStack::compile(&layer, &index).unwrap();
         s.name_calls(&names);
         let labels: Vec<&str> = s.nodes.iter().map(|n| n.served_by.as_str()).collect();
-        assert_eq!(labels, ["", "breaker", "breaker(primary)", "backup"]);
+        assert_eq!(
+            labels,
+            [
+                "",
+                "breaker",
+                "breaker(retry)",
+                "breaker(retry(primary))",
+                "retry",
+                "retry(backup)"
+            ]
+        );
         assert_eq!(s.timeouts, [Duration::from_secs(1)]);
-        assert_eq!(s.frames, 2);
+        assert_eq!(s.frames, 4);
         assert_eq!(s.breakers, [1]);
+        assert_eq!(s.retries, [2, 4]);
     }
 }

@@ -104,8 +104,10 @@ pub enum EventKind {
 pub enum Reply {
     /// Success.
     Ok,
-    /// A transient error (5xx, refused connection, full queue, injected error).
+    /// A transient error after serving (an injected error).
     Error,
+    /// Refused without serving (full queue, fail-fast outage).
+    Unavailable,
     /// Throttled, with a Retry-After hint.
     Throttled,
     /// A permanent error: retrying cannot help.

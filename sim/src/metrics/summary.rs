@@ -138,6 +138,8 @@ pub struct PolicySummary {
     pub makespan_s: Option<f64>,
     /// Breaker state changes.
     pub breaker_transitions: u64,
+    /// Retry layers that gave up, by reason (`max-attempts`, `budget`, `deadline`, ...).
+    pub give_ups: std::collections::BTreeMap<String, u64>,
     /// Most logical requests in flight at once.
     pub peak_in_flight: u64,
     /// Events processed.
@@ -353,6 +355,12 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
         baseline_goodput_per_s: base.map(|b| b / (cx.bucket_ns as f64 / 1e9)),
         makespan_s: cx.makespan_ns.map(|n| n as f64 / 1e9),
         breaker_transitions: r.breaker_transitions,
+        give_ups: super::recorder::GIVE_UP_REASONS
+            .iter()
+            .zip(r.give_ups)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (k.to_string(), n))
+            .collect(),
         peak_in_flight: r.peak_in_flight,
         events: cx.events,
         downstreams: r

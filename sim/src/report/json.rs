@@ -228,6 +228,8 @@ struct SummaryMirror {
     baseline_goodput_per_s: Option<f64>,
     makespan_s: Option<f64>,
     breaker_transitions: u64,
+    #[serde(default)]
+    give_ups: std::collections::BTreeMap<String, u64>,
     peak_in_flight: u64,
     events: u64,
 }
@@ -294,6 +296,7 @@ impl SummaryMirror {
             baseline_goodput_per_s: self.baseline_goodput_per_s,
             makespan_s: self.makespan_s,
             breaker_transitions: self.breaker_transitions,
+            give_ups: self.give_ups,
             peak_in_flight: self.peak_in_flight,
             events: self.events,
             downstreams: first.downstreams.clone(),
@@ -340,6 +343,7 @@ fn empty() -> PolicySummary {
         baseline_goodput_per_s: None,
         makespan_s: None,
         breaker_transitions: 0,
+        give_ups: Default::default(),
         peak_in_flight: 0,
         events: 0,
         downstreams: Vec::new(),

@@ -17,9 +17,11 @@
 //! request slab, so a request in flight allocates nothing.
 
 use reliable_core::breaker::{Outcome, State, Transition};
+use reliable_core::retry::{RetryDecision, RetryState};
 use reliable_core::{Duration, Instant};
 
 use crate::client::breakers::BreakerSlot;
+use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 use crate::client::stack::{NONE, NodeKind};
 use crate::client::{Answer, AnswerKind, CompiledStack};
 use crate::engine::event::Reply;
@@ -64,6 +66,8 @@ enum Frame {
     Permit(reliable_core::breaker::Permit),
     /// A fallback's current child and the deadline its children inherit.
     Fallback { index: u16, deadline: u64 },
+    /// A retry layer's per-request state (the core's) and the deadline of the enclosing layers.
+    Retry { state: RetryState, deadline: u64 },
 }
 
 /// A downstream's state in one run.
@@ -167,6 +171,12 @@ pub struct World<'c> {
     fault_rng: Stream,
     /// Per breaker slot of the stack: one breaker (shared) or one per client.
     breakers: Vec<Vec<BreakerSlot<'c>>>,
+    /// Per retry node: one budget (shared) or one per client.
+    budgets: Vec<Vec<BudgetSlot>>,
+    /// Per throttle node: one throttle (shared) or one per client.
+    throttles: Vec<Vec<ThrottleSlot>>,
+    /// Client-side randomness: retry jitter, throttle draws.
+    client_rng: Stream,
     source: Source,
     pending_client: u32,
     m: Recorder,
@@ -255,6 +265,22 @@ impl<'c> World<'c> {
             }
             breakers.push(v);
         }
+        let mut budgets = Vec::with_capacity(stack.retries.len());
+        for &node in &stack.retries {
+            if let NodeKind::Retry { budget, scope, .. } = &stack.nodes[node as usize].kind {
+                let n = if *scope == Scope::Shared { 1 } else { clients };
+                let one = BudgetSlot::new(budget).map_err(|e| e.to_string())?;
+                budgets.push(vec![one; n as usize]);
+            }
+        }
+        let mut throttles = Vec::with_capacity(stack.throttles.len());
+        for &node in &stack.throttles {
+            if let NodeKind::Throttle { policy, scope, .. } = &stack.nodes[node as usize].kind {
+                let n = if *scope == Scope::Shared { 1 } else { clients };
+                let one = ThrottleSlot::new(*policy).map_err(|e| e.to_string())?;
+                throttles.push(vec![one; n as usize]);
+            }
+        }
         let source = match &s.workload {
             Workload::OpenLoop {
                 rate,
@@ -301,6 +327,9 @@ impl<'c> World<'c> {
             net_rng,
             fault_rng: Stream::new(seed, StreamId::Faults(0)),
             breakers,
+            budgets,
+            throttles,
+            client_rng: Stream::new(seed, StreamId::Client),
             source,
             pending_client: 0,
             m: Recorder::new(
@@ -518,10 +547,7 @@ impl<'c> World<'c> {
                     self.answer(a.request, a.node, Answer::new(AnswerKind::Timeout, a.node));
                 }
             }
-            EventKind::Wake { request, node } => {
-                // Retry layers arrive with the core's retry policy.
-                let _ = (request, node);
-            }
+            EventKind::Wake { request, node } => self.wake(request, node),
             EventKind::FaultEdge { fault } => {
                 if let Some(ds) = self.c.timeline.downstream_of(fault) {
                     self.drain_server(ds as u16);
@@ -591,10 +617,65 @@ impl<'c> World<'c> {
         self.frames.get_mut(i)
     }
 
+    /// Which of `n` instances (1 when shared, one per client otherwise) serves `request`.
+    #[inline]
+    fn instance(&self, n: usize, request: Handle) -> usize {
+        if n <= 1 {
+            return 0;
+        }
+        self.requests.get(request).map_or(0, |r| r.client as usize) % n
+    }
+
     fn breaker_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
-        let client = self.requests.get(request).map_or(0, |r| r.client) as usize;
-        let n = self.breakers.get(slot as usize).map_or(1, Vec::len).max(1);
-        (slot as usize, if n == 1 { 0 } else { client % n })
+        let n = self.breakers.get(slot as usize).map_or(1, Vec::len);
+        (slot as usize, self.instance(n, request))
+    }
+
+    fn budget_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
+        let n = self.budgets.get(slot as usize).map_or(1, Vec::len);
+        (slot as usize, self.instance(n, request))
+    }
+
+    fn throttle_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
+        let n = self.throttles.get(slot as usize).map_or(1, Vec::len);
+        (slot as usize, self.instance(n, request))
+    }
+
+    /// A retry layer's backoff is over: send the next attempt through its inner layer, unless an
+    /// enclosing deadline has passed meanwhile (then the retry layer gives up with a timeout).
+    fn wake(&mut self, request: Handle, node: u16) {
+        if !self.requests.contains(request) {
+            return;
+        }
+        let stack = self.stack;
+        let Some(NodeKind::Retry {
+            policy,
+            slot,
+            inner,
+            ..
+        }) = stack.nodes.get(node as usize).map(|n| &n.kind)
+        else {
+            return;
+        };
+        let now = Instant::from_nanos(self.now);
+        let (enclosing, attempt_deadline) = match self.frame_mut(request, node) {
+            Some(Frame::Retry { state, deadline }) => {
+                (*deadline, policy.attempt_deadline(state, now).as_nanos())
+            }
+            _ => return,
+        };
+        if enclosing <= self.now {
+            let (s, i) = self.budget_instance(*slot, request);
+            if let Some(Frame::Retry { mut state, .. }) =
+                self.frame_mut(request, node).map(std::mem::take)
+            {
+                policy.abandon(&mut state, now, &mut self.budgets[s][i]);
+            }
+            self.m.at(self.now).timeouts += 1;
+            self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
+            return;
+        }
+        self.invoke(request, *inner, enclosing.min(attempt_deadline));
     }
 
     fn note_transition(&mut self, t: Option<Transition>) {
@@ -669,6 +750,33 @@ impl<'c> World<'c> {
                     }
                 }
             }
+            NodeKind::Retry {
+                policy,
+                slot,
+                inner,
+                ..
+            } => {
+                let (s, i) = self.budget_instance(*slot, request);
+                let now = Instant::from_nanos(self.now);
+                let state = policy.start(now, &mut self.budgets[s][i]);
+                let inner_deadline = deadline.min(policy.attempt_deadline(&state, now).as_nanos());
+                if let Some(f) = self.frame_mut(request, node) {
+                    *f = Frame::Retry { state, deadline };
+                }
+                self.invoke(request, *inner, inner_deadline);
+            }
+            NodeKind::Throttle { slot, inner, .. } => {
+                let (s, i) = self.throttle_instance(*slot, request);
+                let sample = self.client_rng.next_u64();
+                let now = Instant::from_nanos(self.now);
+                match self.throttles[s][i].try_acquire_with(now, sample) {
+                    Ok(()) => self.invoke(request, *inner, deadline),
+                    Err(_) => {
+                        self.m.at(self.now).local_rejections += 1;
+                        self.answer(request, node, Answer::new(AnswerKind::Rejected, node));
+                    }
+                }
+            }
             NodeKind::Fallback { children } => {
                 if let Some(f) = self.frame_mut(request, node) {
                     *f = Frame::Fallback { index: 0, deadline };
@@ -698,6 +806,7 @@ impl<'c> World<'c> {
                         let outcome = match ans.kind {
                             AnswerKind::Ok => Outcome::Success,
                             AnswerKind::Error
+                            | AnswerKind::Unavailable
                             | AnswerKind::Timeout
                             | AnswerKind::Throttled
                             | AnswerKind::Conflict => Outcome::Failure,
@@ -712,6 +821,54 @@ impl<'c> World<'c> {
                         );
                         self.note_transition(t);
                     }
+                }
+                NodeKind::Retry { policy, slot, .. } => {
+                    let (s, i) = self.budget_instance(*slot, request);
+                    let now = Instant::from_nanos(self.now);
+                    let Some(Frame::Retry {
+                        mut state,
+                        deadline,
+                    }) = self.frame_mut(request, parent).map(std::mem::take)
+                    else {
+                        child = parent;
+                        continue;
+                    };
+                    let budget = &mut self.budgets[s][i];
+                    if ans.kind.is_ok() {
+                        policy.on_success(&mut state, now, budget);
+                    } else {
+                        let class = ans.kind.error_class(ans.retry_after);
+                        match policy.on_failure(
+                            &mut state,
+                            class,
+                            now,
+                            budget,
+                            self.client_rng.rng(),
+                        ) {
+                            RetryDecision::RetryAt(at) => {
+                                // Wake at the retry time, or at the enclosing deadline if sooner
+                                // (the retry layer then gives up with a timeout).
+                                let at = at.as_nanos().max(self.now).min(deadline);
+                                if let Some(f) = self.frame_mut(request, parent) {
+                                    *f = Frame::Retry { state, deadline };
+                                }
+                                self.q.push(
+                                    at,
+                                    EventKind::Wake {
+                                        request,
+                                        node: parent,
+                                    },
+                                );
+                                return;
+                            }
+                            RetryDecision::GiveUp(reason) => self.m.give_up(reason),
+                        }
+                    }
+                }
+                NodeKind::Throttle { slot, .. } => {
+                    let (s, i) = self.throttle_instance(*slot, request);
+                    let now = Instant::from_nanos(self.now);
+                    self.throttles[s][i].record(now, ans.kind.accepted());
                 }
                 NodeKind::Fallback { children } => {
                     let (index, deadline) = match self.frame_mut(request, parent) {
@@ -821,7 +978,7 @@ impl<'c> World<'c> {
             match c.outage {
                 Some(OutageMode::FailFast) => {
                     self.m.answered(now, ds, false, true);
-                    self.send_reply(ds, attempt, Reply::Error, 0);
+                    self.send_reply(ds, attempt, Reply::Unavailable, 0);
                     return;
                 }
                 Some(OutageMode::Hang) => {
@@ -850,7 +1007,7 @@ impl<'c> World<'c> {
                     Admission::Queued => {}
                     Admission::Rejected => {
                         self.m.answered(now, ds, false, true);
-                        self.send_reply(ds, attempt, Reply::Error, 0);
+                        self.send_reply(ds, attempt, Reply::Unavailable, 0);
                     }
                 }
             }
@@ -960,6 +1117,7 @@ impl<'c> World<'c> {
         let kind = match reply {
             Reply::Ok => AnswerKind::Ok,
             Reply::Error => AnswerKind::Error,
+            Reply::Unavailable => AnswerKind::Unavailable,
             Reply::Throttled => AnswerKind::Throttled,
             Reply::Fatal => AnswerKind::Fatal,
             Reply::Conflict => AnswerKind::Conflict,

@@ -3,7 +3,9 @@
 //! ron's own messages already say what was expected (the valid field names of the struct, the
 //! valid variants of the enum, the type wanted); this module only adds the file name and makes the
 //! message a single editor-clickable line. `Option` fields may be written bare (`timeout: "1s"`
-//! rather than `timeout: Some("1s")`): the `implicit_some` extension is on. Nesting deeper than 128
+//! rather than `timeout: Some("1s")`): the `implicit_some` extension is on, and so is
+//! `unwrap_variant_newtypes`, so a newtype variant holding a struct needs one pair of parentheses:
+//! `budget: Ratio(ratio: 0.1, min_per_sec: 0)` rather than `Ratio((ratio: 0.1, min_per_sec: 0))`. Nesting deeper than 128
 //! levels is refused by ron, so no input can overflow the stack.
 
 use ron::extensions::Extensions;
@@ -15,7 +17,7 @@ use super::types::Scenario;
 /// [`validate`](super::validate) (or use [`load`](super::load)) before running it.
 pub fn parse(text: &str, path: &str) -> Result<Scenario, ScenarioError> {
     let options = ron::Options::default()
-        .with_default_extension(Extensions::IMPLICIT_SOME)
+        .with_default_extension(Extensions::IMPLICIT_SOME | Extensions::UNWRAP_VARIANT_NEWTYPES)
         .with_recursion_limit(128);
     options.from_str::<Scenario>(text).map_err(|e| {
         let line = e.span.start.line.max(1);

@@ -4,6 +4,9 @@
 
 use reliable_core::Duration;
 use reliable_core::breaker::BreakerConfig;
+use reliable_core::budget::BudgetConfig;
+use reliable_core::retry::RetryConfig;
+use reliable_core::throttle::ThrottleConfig;
 use serde::{Deserialize, Serialize};
 
 /// A whole scenario.
@@ -443,6 +446,33 @@ pub enum Layer {
         /// The core's breaker config.
         config: BreakerConfig,
         /// One breaker per client (default) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What it protects.
+        inner: Box<Layer>,
+    },
+    /// Retries `inner` as the core's retry policy decides: attempts, per-attempt timeout (pushed
+    /// down to the calls inside as a deadline), overall deadline, backoff with jitter, server
+    /// delays, and a retry budget.
+    Retry {
+        /// The core's retry config.
+        policy: RetryConfig,
+        /// The core's budget config. Default: none (unlimited).
+        #[serde(default)]
+        budget: Option<BudgetConfig>,
+        /// One budget per client (default) or one shared by all clients.
+        #[serde(default)]
+        budget_scope: Scope,
+        /// What is retried.
+        inner: Box<Layer>,
+    },
+    /// Client-side adaptive throttling (the core's): rejects locally with a probability that grows
+    /// as the downstream accepts less of what it is sent.
+    Throttle {
+        /// The core's throttle config. Default: the SRE book's (K = 2 over 2 minutes).
+        #[serde(default)]
+        config: ThrottleConfig,
+        /// One throttle per client (default) or one shared by all clients.
         #[serde(default)]
         scope: Scope,
         /// What it protects.

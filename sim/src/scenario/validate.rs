@@ -12,7 +12,12 @@ use reliable_core::breaker::BreakerPolicy;
 use super::error::ScenarioError;
 use super::locate::{Path, Seg, locate};
 use super::types::*;
+use reliable_core::budget::BudgetPolicy;
+use reliable_core::retry::RetryPolicy;
+use reliable_core::throttle::ThrottlePolicy;
+
 use crate::client::breakers::BreakerSlot;
+use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 
 /// Upper bounds that keep a run within memory and time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -504,6 +509,39 @@ pub fn validate_with(
                         BreakerPolicy::new(*config).map_err(|e| config_error(&c, &cp, e))?;
                     let bytes =
                         BreakerSlot::bytes_for(&policy).map_err(|e| config_error(&c, &cp, e))?;
+                    if *scope == Scope::PerClient {
+                        per_client_bytes += bytes as u64;
+                    }
+                    todo.push((inner, lp.field("inner"), depth + 1));
+                }
+                Layer::Retry {
+                    policy,
+                    budget,
+                    budget_scope,
+                    inner,
+                } => {
+                    RetryPolicy::new(*policy)
+                        .map_err(|e| config_error(&c, &lp.field("policy"), e))?;
+                    if let Some(b) = budget {
+                        let bp = lp.field("budget");
+                        let bpol = BudgetPolicy::new(*b).map_err(|e| config_error(&c, &bp, e))?;
+                        let bytes =
+                            BudgetSlot::bytes_for(&bpol).map_err(|e| config_error(&c, &bp, e))?;
+                        if *budget_scope == Scope::PerClient {
+                            per_client_bytes += bytes as u64;
+                        }
+                    }
+                    todo.push((inner, lp.field("inner"), depth + 1));
+                }
+                Layer::Throttle {
+                    config,
+                    scope,
+                    inner,
+                } => {
+                    let cp = lp.field("config");
+                    let tp = ThrottlePolicy::new(*config).map_err(|e| config_error(&c, &cp, e))?;
+                    let bytes =
+                        ThrottleSlot::bytes_for(tp).map_err(|e| config_error(&c, &cp, e))?;
                     if *scope == Scope::PerClient {
                         per_client_bytes += bytes as u64;
                     }

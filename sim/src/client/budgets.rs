@@ -11,6 +11,9 @@ use reliable_core::throttle::{AdaptiveThrottle, ThrottlePolicy, Throttled};
 use reliable_core::{ConfigError, Instant};
 
 /// A retry budget of whichever capacity fits its policy.
+// The small variant is inline on purpose: it is the common case, and boxing it would add an
+// allocation and a pointer chase per client.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum BudgetSlot {
     /// Up to 10 window slots, inline.
@@ -67,6 +70,7 @@ impl Budget for BudgetSlot {
 }
 
 /// An adaptive throttle of whichever capacity fits its policy.
+#[allow(clippy::large_enum_variant)] // Inline small variant on purpose, as for budgets.
 #[derive(Clone, Debug)]
 pub enum ThrottleSlot {
     /// Up to 12 window slots, inline.

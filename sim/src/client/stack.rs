@@ -31,6 +31,8 @@ pub struct Node {
 }
 
 /// A compiled layer.
+// Nodes are few (one per layer of a stack) and read on every call: keep them inline.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum NodeKind {
     /// A call to downstream `ds`.

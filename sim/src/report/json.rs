@@ -99,8 +99,11 @@ pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
     (mean, 1.96 * (var / n).sqrt())
 }
 
+/// A named figure of a summary.
+type Field = (&'static str, fn(&PolicySummary) -> Option<f64>);
+
 fn intervals(runs: &[PolicySummary]) -> Value {
-    let fields: [(&str, fn(&PolicySummary) -> Option<f64>); 7] = [
+    let fields: [Field; 7] = [
         ("success_rate", |s| Some(s.success_rate)),
         ("goodput_per_s", |s| Some(s.goodput_per_s)),
         ("amplification.peak", |s| Some(s.amplification.peak)),
@@ -154,9 +157,20 @@ pub fn mean_summary(runs: &[PolicySummary]) -> PolicySummary {
 
 fn mean_value(vs: &[Value]) -> Value {
     match vs.first() {
-        Some(Value::Object(first)) => {
+        Some(Value::Object(_)) => {
+            // Every key that any run has, in order of first appearance.
+            let mut keys: Vec<&String> = Vec::new();
+            for v in vs {
+                if let Value::Object(m) = v {
+                    for k in m.keys() {
+                        if !keys.contains(&k) {
+                            keys.push(k);
+                        }
+                    }
+                }
+            }
             let mut out = Map::new();
-            for k in first.keys() {
+            for k in keys {
                 let col: Vec<Value> = vs
                     .iter()
                     .map(|v| v.get(k).cloned().unwrap_or(Value::Null))

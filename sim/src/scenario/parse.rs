@@ -51,8 +51,8 @@ fn context(text: &str, line: usize, col: usize) -> (Option<String>, Option<Strin
     let at = (col - 1).min(chars.len());
     let rest: String = chars[at..].iter().collect();
     let rest = rest.trim_start();
-    let token: String = if rest.starts_with('"') {
-        let end = rest[1..].find('"').map_or(rest.len(), |i| i + 2);
+    let token: String = if let Some(inner) = rest.strip_prefix('"') {
+        let end = inner.find('"').map_or(rest.len(), |i| i + 2);
         rest[..end].to_string()
     } else {
         rest.chars()

@@ -173,6 +173,16 @@ fn no_arguments_runs_the_default_and_writes_the_contract() {
     assert_eq!(verdict("naive retries"), "stuck");
     assert_eq!(verdict("retry budget"), "recovered");
     assert_eq!(verdict("budget + breaker + jitter"), "recovered");
+    let md = std::fs::read_to_string(report.join("summary.md")).unwrap();
+    assert!(md.starts_with("# default\n"));
+    assert!(
+        md.contains("## Policies") && md.contains("| naive retries |") && md.contains("| stuck |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Ratio(ratio: 0.1"),
+        "the policies are shown as RON:\n{md}"
+    );
     let csv = std::fs::read_to_string(report.join("timeseries.csv")).unwrap();
     assert!(csv.starts_with("policy,seed,bucket,"));
     assert_eq!(csv.lines().count(), 1 + 6 * 120);

@@ -6,6 +6,32 @@ use crate::metrics::PolicySummary;
 use crate::run::Compiled;
 use crate::scenario::Workload;
 
+/// A value in one-line RON, as a scenario file would write it.
+fn ron_line<T: serde::Serialize>(v: &T) -> String {
+    let pretty = ron::ser::PrettyConfig::new()
+        .new_line(" ".to_string())
+        .indentor(String::new())
+        .separator(" ".to_string())
+        .extensions(
+            ron::extensions::Extensions::IMPLICIT_SOME
+                | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
+        );
+    ron::ser::to_string_pretty(v, pretty)
+        .map(|s| {
+            // Drop the extension header: the scenario loader enables both extensions itself.
+            let mut body = s.as_str();
+            while let Some(rest) = body.strip_prefix("#![enable(") {
+                body = rest.split_once(")] ").map_or("", |(_, b)| b);
+            }
+            body.replace("( ", "(")
+                .replace("[ ", "[")
+                .replace(", )", ")")
+                .replace(",)", ")")
+                .replace(", ]", "]")
+        })
+        .unwrap_or_default()
+}
+
 fn opt(v: Option<f64>, digits: usize, unit: &str) -> String {
     v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}{unit}"))
 }
@@ -60,7 +86,13 @@ pub fn summary_md(
     };
     let _ = writeln!(out, "- workload: {workload}");
     for d in &s.downstreams {
-        let _ = writeln!(out, "- downstream `{}`: {:?}", d.name, d.model);
+        let _ = writeln!(
+            out,
+            "- downstream `{}`: `{}`, network `{}`",
+            d.name,
+            ron_line(&d.model),
+            ron_line(&d.network)
+        );
     }
     for f in &s.faults {
         let (from, until) = f.window();
@@ -73,6 +105,10 @@ pub fn summary_md(
             "- fault {}{target} during [{from}, {until})",
             f.kind_name()
         );
+    }
+    let _ = writeln!(out, "\n## Policies\n");
+    for p in &s.policies {
+        let _ = writeln!(out, "- **{}**: `{}`", p.name, ron_line(&p.stack));
     }
     let _ = writeln!(out, "\n## Results\n");
     if seeds.len() > 1 {

@@ -393,3 +393,14 @@ fn adaptive_throttle_sheds_load_under_refusals() {
     assert!(during < 0.35 && during > 0.15, "{during}");
     assert!(thr.local_rejections > 10_000);
 }
+
+/// The example in sim/README.md is a valid scenario and runs.
+#[test]
+fn readme_example_is_valid() {
+    let readme = include_str!("../README.md");
+    let start = readme.find("```ron\n").expect("a ron block") + 7;
+    let end = start + readme[start..].find("```").unwrap();
+    let s = summaries(&readme[start..end]);
+    assert_eq!(s.len(), 2);
+    assert!(s.iter().all(|p| (45_000..55_000).contains(&p.first_tries)));
+}

@@ -1,7 +1,7 @@
 //! The events of a run and what each carries.
 //!
 //! An event is 32 bytes: its time, its sequence number and a 16-byte payload. Payloads refer to
-//! requests and attempts by slab index plus generation (see [`Handle`](super::Handle)), never by
+//! requests and attempts by slab index plus generation (see [`Handle`]), never by
 //! pointer, so a reply for an attempt that already timed out is recognised and dropped.
 
 use super::slab::Handle;

@@ -1,5 +1,5 @@
 //! [`PolicySummary`]: one run's headline numbers (the `summary.json` contract), computed from a
-//! [`Recorder`](super::Recorder) by the rules in the [module docs](super).
+//! [`Recorder`] by the rules in the [module docs](super).
 
 use serde::Serialize;
 

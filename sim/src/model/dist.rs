@@ -1,4 +1,4 @@
-//! [`Sampler`]: a scenario [`Dist`](crate::scenario::Dist) ready to draw nanoseconds from.
+//! [`Sampler`]: a scenario [`Dist`] ready to draw nanoseconds from.
 //!
 //! Draws use rand_distr; results are rounded to whole nanoseconds and clamped to `[0, 2^62]`, so a
 //! heavy tail cannot overflow virtual time.

@@ -10,7 +10,7 @@
 //! Starting a request *invokes* the outermost node. A `Call` node sends an attempt (a network hop,
 //! then the downstream) and arms its timer; a `Breaker` asks the core's breaker for a permit and
 //! either invokes its inner node or answers at once with a rejection; a `Fallback` invokes its
-//! children in turn. An answer produced at a node travels up through its parents ([`World::answer`]):
+//! children in turn. An answer produced at a node travels up through its parents (`World::answer`):
 //! a breaker records the outcome with its permit, a fallback tries its next child on failure, and
 //! the answer that leaves the outermost node finishes the request. Per-request state of each
 //! stateful node (a permit, a fallback position) lives in a fixed-stride frame array beside the

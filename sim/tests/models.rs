@@ -404,3 +404,26 @@ fn readme_example_is_valid() {
     assert_eq!(s.len(), 2);
     assert!(s.iter().all(|p| (45_000..55_000).contains(&p.first_tries)));
 }
+
+/// Retrying without delay and without limit against a downstream that fails at once would spin
+/// forever at one instant: the run stops with a clear error instead of hanging.
+#[test]
+fn a_zero_delay_retry_loop_is_reported_as_a_livelock() {
+    let c = compile(
+        r#"Scenario(
+            name: "spin", horizon: "10s",
+            workload: OpenLoop(rate: 1.0, arrivals: Constant, start: "1s"),
+            downstreams: [(name: "down", model: Scripted(script: [], then: Error))],
+            policies: [(name: "forever", stack: Retry(policy: (max_attempts: None, backoff: (shape: Constant(delay: "0s"))), inner: Call(downstream: "down")))],
+        )"#,
+    );
+    let err = sim::run::World::new(&c, 0, 1, false)
+        .unwrap()
+        .with_livelock_limit(10_000)
+        .run()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "livelock at t = 1s: more than 10000 events at one instant (a layer retrying without delay against one that answers at once?)"
+    );
+}

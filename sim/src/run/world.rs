@@ -36,8 +36,12 @@ use crate::run::compiled::Compiled;
 use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload};
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
-/// Events allowed at one instant before the run is declared a livelock.
-const LIVELOCK_EVENTS: u64 = 50_000_000;
+/// Events allowed at one instant before the run is declared a livelock (at least; large job sets
+/// get 64 per client, since they all start at once).
+const LIVELOCK_EVENTS: u64 = 10_000_000;
+
+/// Most rows a traced run records (the first requests); `sim trace` is for small scenarios.
+pub const TRACE_ROWS: usize = 1_000_000;
 
 /// A logical request in flight.
 #[derive(Clone, Copy, Debug)]
@@ -126,15 +130,17 @@ pub enum RunError {
     Livelock {
         /// The instant, ns.
         at_ns: u64,
+        /// The limit that was passed.
+        events: u64,
     },
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RunError::Livelock { at_ns } => write!(
+            RunError::Livelock { at_ns, events } => write!(
                 f,
-                "livelock at t = {}: more than {LIVELOCK_EVENTS} events at one instant (a layer retrying without delay against one that answers at once?)",
+                "livelock at t = {}: more than {events} events at one instant (a layer retrying without delay against one that answers at once?)",
                 Duration::from_nanos(*at_ns)
             ),
         }
@@ -183,6 +189,7 @@ pub struct World<'c> {
     trace: Option<Vec<TraceRow>>,
     next_id: u64,
     events: u64,
+    livelock: u64,
     progress: Option<&'c (dyn Fn(u64) + Sync)>,
 }
 
@@ -341,8 +348,15 @@ impl<'c> World<'c> {
             trace: trace.then(Vec::new),
             next_id: 1,
             events: 0,
+            livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
         })
+    }
+
+    /// Sets how many events may run at one instant before the run stops as a livelock.
+    pub fn with_livelock_limit(mut self, events: u64) -> Self {
+        self.livelock = events;
+        self
     }
 
     /// Reports progress to `f` every so often: the virtual time advanced since the last report, ns.
@@ -394,8 +408,11 @@ impl<'c> World<'c> {
             }
             if e.time == self.now {
                 same_instant += 1;
-                if same_instant > LIVELOCK_EVENTS {
-                    return Err(RunError::Livelock { at_ns: e.time });
+                if same_instant > self.livelock {
+                    return Err(RunError::Livelock {
+                        at_ns: e.time,
+                        events: self.livelock,
+                    });
                 }
             } else {
                 same_instant = 0;
@@ -578,7 +595,9 @@ impl<'c> World<'c> {
         if in_flight > self.m.peak_in_flight {
             self.m.peak_in_flight = in_flight;
         }
-        if let Some(trace) = &mut self.trace {
+        if let Some(trace) = &mut self.trace
+            && trace.len() < TRACE_ROWS
+        {
             let now = Instant::from_nanos(self.now);
             let states = self
                 .breakers
@@ -698,6 +717,12 @@ impl<'c> World<'c> {
         };
         match &n.kind {
             NodeKind::Call { ds, timeout, lane } => {
+                if deadline <= self.now {
+                    // An enclosing deadline has already passed: the call is not sent.
+                    self.m.at(self.now).timeouts += 1;
+                    self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
+                    return;
+                }
                 let Some(r) = self.requests.get_mut(request) else {
                     return;
                 };
@@ -707,11 +732,6 @@ impl<'c> World<'c> {
                 b.attempts += 1;
                 if !first {
                     b.retries += 1;
-                }
-                if deadline <= self.now {
-                    self.m.at(self.now).timeouts += 1;
-                    self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
-                    return;
                 }
                 let attempt = self.attempts.insert(Attempt { request, node });
                 let d = self.hop(*ds, true);
@@ -904,8 +924,9 @@ impl<'c> World<'c> {
         let ok = ans.kind.is_ok();
         let latency = self.now.saturating_sub(r.start);
         self.m.finish(self.now, ok, latency);
+        // Rows are pushed in request order from request 1, so request `id` is row `id - 1`.
         if let Some(trace) = &mut self.trace
-            && let Some(row) = trace.iter_mut().rev().find(|row| row.request == r.id)
+            && let Some(row) = trace.get_mut(r.id as usize - 1)
         {
             row.outcome = ans.kind.name();
             row.served_by = self.stack.nodes[ans.by as usize].served_by.clone();

@@ -1,4 +1,4 @@
-//! `sim bench`: events per second on a fixed scenario (one thread), and memory with 10⁶ clients.
+//! `sim bench`: events per second on fixed scenarios (one thread), and memory with 10⁶ clients.
 
 use clap::Args;
 use sim::bench::{BenchReport, MILLION, THROUGHPUT, bench as run_bench};
@@ -41,6 +41,7 @@ pub fn bench(args: BenchArgs) -> Result<(), String> {
     if let Some(b) = &best {
         print(b);
     }
+    print(&run_bench(sim::DEFAULT_SCENARIO)?);
     if args.million {
         print(&run_bench(MILLION)?);
     }

@@ -41,8 +41,6 @@ pub enum NodeKind {
         ds: u16,
         /// Per-call timeout.
         timeout: Option<Duration>,
-        /// Index of this timeout's FIFO lane in [`CompiledStack::timeouts`], or [`NONE`].
-        lane: u16,
     },
     /// A circuit breaker.
     Breaker {
@@ -93,7 +91,9 @@ pub struct CompiledStack {
     pub nodes: Vec<Node>,
     /// Per-request frames each logical request needs.
     pub frames: usize,
-    /// Distinct per-call timeouts (each gets a FIFO lane in the event queue).
+    /// Distinct fixed timer lengths: per-call timeouts and retry layers' per-attempt timeouts. Each
+    /// gets a FIFO lane in the event queue, since timers of one length expire in the order they
+    /// were armed.
     pub timeouts: Vec<Duration>,
     /// The breaker nodes, in stack order.
     pub breakers: Vec<u16>,
@@ -149,20 +149,12 @@ impl CompiledStack {
             } => {
                 let ds = ds_index(downstream)
                     .ok_or_else(|| format!("no downstream named \"{downstream}\""))?;
-                let lane = match timeout {
-                    Some(t) => match self.timeouts.iter().position(|x| x == t) {
-                        Some(i) => i as u16,
-                        None => {
-                            self.timeouts.push(*t);
-                            (self.timeouts.len() - 1) as u16
-                        }
-                    },
-                    None => NONE,
-                };
+                if let Some(t) = timeout {
+                    self.add_timeout(*t);
+                }
                 NodeKind::Call {
                     ds,
                     timeout: *timeout,
-                    lane,
                 }
             }
             Layer::Breaker {
@@ -188,6 +180,9 @@ impl CompiledStack {
                 budget_scope,
                 inner,
             } => {
+                if let Some(t) = policy.attempt_timeout {
+                    self.add_timeout(t);
+                }
                 let policy = RetryPolicy::new(*policy).map_err(|e| e.to_string())?;
                 let budget = match budget {
                     Some(b) => BudgetPolicy::new(*b).map_err(|e| e.to_string())?,
@@ -235,6 +230,12 @@ impl CompiledStack {
         };
         self.nodes[id as usize].kind = kind;
         Ok(id)
+    }
+
+    fn add_timeout(&mut self, t: Duration) {
+        if !self.timeouts.contains(&t) && self.timeouts.len() < 16 {
+            self.timeouts.push(t);
+        }
     }
 
     fn next_frame(&mut self) -> u16 {

@@ -716,7 +716,7 @@ impl<'c> World<'c> {
             return;
         };
         match &n.kind {
-            NodeKind::Call { ds, timeout, lane } => {
+            NodeKind::Call { ds, timeout } => {
                 if deadline <= self.now {
                     // An enclosing deadline has already passed: the call is not sent.
                     self.m.at(self.now).timeouts += 1;
@@ -737,16 +737,17 @@ impl<'c> World<'c> {
                 let d = self.hop(*ds, true);
                 self.q
                     .push(self.now + d, EventKind::AtDownstream { ds: *ds, attempt });
-                let own = timeout.map(|t| self.now.saturating_add(t.as_nanos()));
-                match own {
-                    Some(t) if t <= deadline => {
-                        let lane = self.lanes[*lane as usize];
-                        self.q.push_lane(lane, t, EventKind::Timeout { attempt });
+                // The attempt's timer: its own timeout or the nearest enclosing deadline, whichever
+                // comes first. A timer of a fixed length armed now goes to that length's FIFO lane.
+                let own = timeout.map_or(u64::MAX, |t| self.now.saturating_add(t.as_nanos()));
+                let fire = own.min(deadline);
+                if fire != u64::MAX {
+                    let len = Duration::from_nanos(fire - self.now);
+                    let event = EventKind::Timeout { attempt };
+                    match stack.timeouts.iter().position(|t| *t == len) {
+                        Some(i) => self.q.push_lane(self.lanes[i], fire, event),
+                        None => self.q.push(fire, event),
                     }
-                    _ if deadline != u64::MAX => {
-                        self.q.push(deadline, EventKind::Timeout { attempt });
-                    }
-                    _ => {}
                 }
             }
             NodeKind::Breaker { slot, inner, .. } => {

@@ -1151,3 +1151,21 @@ impl<'c> World<'c> {
         self.answer(a.request, a.node, ans);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_state_stays_small() {
+        let sizes = (
+            Slab::<Request>::slot_bytes(),
+            std::mem::size_of::<Frame>(),
+            Slab::<Attempt>::slot_bytes(),
+            std::mem::size_of::<crate::engine::Event>(),
+        );
+        assert_eq!(sizes, (32, 40, 20, 32));
+        // The default scenario's deepest stack (retry over breaker over call) has 2 frames.
+        assert!(bytes_per_request(2) <= 256);
+    }
+}

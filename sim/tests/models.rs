@@ -427,3 +427,28 @@ fn a_zero_delay_retry_loop_is_reported_as_a_livelock() {
         "livelock at t = 1s: more than 10000 events at one instant (a layer retrying without delay against one that answers at once?)"
     );
 }
+
+/// Extreme but valid values run to the end without panicking or overflowing virtual time.
+#[test]
+fn extreme_values_run_without_panicking() {
+    let s = summaries(
+        r#"Scenario(
+            name: "extreme", horizon: "8760h", bucket: "1h",
+            workload: OpenLoop(rate: 0.0001, clients: 3, arrivals: Constant),
+            downstreams: [
+                (name: "slow", model: Server(workers: 1, queue: (capacity: 0), service: Exponential(mean: "7200h"), per_in_flight: "1000000h"),
+                 network: (request: LogNormal(scale: "1h", sigma: 3.0), response: Uniform(low: "0s", high: "100000h"))),
+                (name: "script", model: Scripted(script: [Hang, Throttled("100000h"), Fatal], then: Error, latency: "500000h")),
+            ],
+            faults: [LatencyInflation(downstream: "slow", from: "0s", until: "8760h", factor: 1000000.0)],
+            policies: [
+                (name: "a", stack: Retry(policy: (max_attempts: None, attempt_timeout: "100000h", deadline: "500000h",
+                    backoff: (shape: Exponential(base: "1h", factor: 65536.0), cap: "500000h", jitter: Decorrelated)),
+                    inner: Fallback([Call(downstream: "slow"), Call(downstream: "script", timeout: "1ns")]))),
+                (name: "b", stack: Throttle(config: (k: 1.0, window: "1ns", buckets: 1), inner: Call(downstream: "script"))),
+            ],
+        )"#,
+    );
+    assert_eq!(s.len(), 2);
+    assert!(s.iter().all(|p| p.first_tries > 0));
+}

@@ -406,18 +406,20 @@ impl<'c> World<'c> {
             if e.time >= horizon {
                 break;
             }
-            if e.time == self.now {
+            // Time never goes back, whatever was scheduled.
+            let time = e.time.max(self.now);
+            if time == self.now {
                 same_instant += 1;
                 if same_instant > self.livelock {
                     return Err(RunError::Livelock {
-                        at_ns: e.time,
+                        at_ns: time,
                         events: self.livelock,
                     });
                 }
             } else {
                 same_instant = 0;
             }
-            self.now = e.time;
+            self.now = time;
             self.events += 1;
             if self.events & 0xFFFF == 0
                 && let Some(p) = self.progress
@@ -535,7 +537,7 @@ impl<'c> World<'c> {
                 if self.attempts.contains(attempt) {
                     let d = self.hop(ds, true);
                     self.q.push(
-                        self.now + d,
+                        self.now.saturating_add(d),
                         EventKind::RegisterWrite {
                             ds,
                             attempt,
@@ -735,8 +737,10 @@ impl<'c> World<'c> {
                 }
                 let attempt = self.attempts.insert(Attempt { request, node });
                 let d = self.hop(*ds, true);
-                self.q
-                    .push(self.now + d, EventKind::AtDownstream { ds: *ds, attempt });
+                self.q.push(
+                    self.now.saturating_add(d),
+                    EventKind::AtDownstream { ds: *ds, attempt },
+                );
                 // The attempt's timer: its own timeout or the nearest enclosing deadline, whichever
                 // comes first. A timer of a fixed length armed now goes to that length's FIFO lane.
                 let own = timeout.map_or(u64::MAX, |t| self.now.saturating_add(t.as_nanos()));
@@ -869,7 +873,7 @@ impl<'c> World<'c> {
                             RetryDecision::RetryAt(at) => {
                                 // Wake at the retry time, or at the enclosing deadline if sooner
                                 // (the retry layer then gives up with a timeout).
-                                let at = at.as_nanos().max(self.now).min(deadline);
+                                let at = at.as_nanos().min(deadline).max(self.now);
                                 if let Some(f) = self.frame_mut(request, parent) {
                                     *f = Frame::Retry { state, deadline };
                                 }
@@ -977,7 +981,7 @@ impl<'c> World<'c> {
         }
         let d = self.hop(ds, false);
         self.q.push(
-            self.now + d,
+            self.now.saturating_add(d),
             EventKind::Reply {
                 attempt,
                 reply,
@@ -1038,7 +1042,7 @@ impl<'c> World<'c> {
                     let version = r.read();
                     let d = self.hop(ds, false);
                     self.q.push(
-                        now + d,
+                        now.saturating_add(d),
                         EventKind::RegisterRead {
                             ds,
                             attempt,
@@ -1067,7 +1071,7 @@ impl<'c> World<'c> {
                 }
                 let d = latency.saturating_add(self.hop(ds, false));
                 self.q.push(
-                    now + d,
+                    now.saturating_add(d),
                     EventKind::Reply {
                         attempt,
                         reply,

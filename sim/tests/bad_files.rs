@@ -197,6 +197,36 @@ fn semantic_errors_point_at_the_field() {
         ),
         (
             scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Retry(policy: (backoff: (shape: Exponential(base: \"0s\"), cap: \"1s\")), inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.policy.backoff.shape.base: must not be zero"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Retry(policy: (backoff: (shape: Constant(delay: \"0s\"))), budget: Ratio(ratio: -1.0, min_per_sec: 0), inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.budget.ratio: -1 must be a finite number in [0, 1000]"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Throttle(config: (k: 0.5), inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.config.k: 0.5 must be a finite number in [1, 1000]"],
+        ),
+        (
+            scenario(
                 "ClosedLoop(clients: 3)",
                 SERVER,
                 "LoadSpike(from: \"1s\", until: \"2s\", factor: 2.0)",

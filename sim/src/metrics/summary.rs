@@ -112,6 +112,9 @@ pub struct PolicySummary {
     pub recovery_s: Option<f64>,
     /// `recovered`, `stuck` or `no-fault`.
     pub verdict: String,
+    /// With several seeds: how many runs got each verdict (empty for a single run).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub verdicts: std::collections::BTreeMap<String, u64>,
     /// The seed of this run.
     pub seed: u64,
     /// Attempts after the first of their request.
@@ -342,6 +345,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
         wasted_work_share: ratio(total.wasted_us, total.work_us),
         recovery_s,
         verdict: verdict.name().to_string(),
+        verdicts: Default::default(),
         seed: cx.seed,
         retries: total.retries,
         failures: total.failures,

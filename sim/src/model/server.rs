@@ -4,7 +4,9 @@
 //! The server does not know about clients: it serves jobs, and a job keeps going after the client
 //! attempt it serves has timed out (the work is then *wasted*; see the metrics docs), unless
 //! `cancel_abandoned` is set, in which case abandoned jobs are dropped when they reach the head of
-//! the queue (never interrupted in service). Faults reach it as conditions: lost capacity (no new
+//! the queue (never interrupted in service). With `per_in_flight` set, a job's service time is
+//! its drawn time plus `per_in_flight` × the jobs in the server when it starts, itself included
+//! (Brooker's `simple_collapse_sim`: 1 s + 0.01 s × concurrency). Faults reach it as conditions: lost capacity (no new
 //! job starts while busy workers exceed what is left), inflated service times, injected errors.
 
 use std::collections::VecDeque;
@@ -122,7 +124,8 @@ impl Server {
     }
 
     fn start(&mut self, job: Job, latency_factor: f64) -> Started {
-        let others = u64::from(self.busy) + self.queue.len() as u64;
+        // Jobs in the server once this one starts: itself, the others in service, those waiting.
+        let in_server = u64::from(self.busy) + self.queue.len() as u64 + 1;
         self.busy += 1;
         let base = self.service.sample(self.rng.rng());
         let base = if latency_factor == 1.0 {
@@ -130,7 +133,7 @@ impl Server {
         } else {
             (base as f64 * latency_factor).min((1u64 << 62) as f64) as u64
         };
-        let work_ns = base.saturating_add(self.per_in_flight_ns.saturating_mul(others));
+        let work_ns = base.saturating_add(self.per_in_flight_ns.saturating_mul(in_server));
         Started { job, work_ns }
     }
 
@@ -213,17 +216,17 @@ mod tests {
             s.arrive(job(0), 0.0, 1.0),
             Admission::Started(Started {
                 job: job(0),
-                work_ns: 1_000
+                work_ns: 1_000 + 100
             })
         );
         assert_eq!(s.arrive(job(1), 0.0, 1.0), Admission::Queued);
         assert_eq!(s.arrive(job(2), 0.0, 1.0), Admission::Queued);
         assert_eq!(s.arrive(job(3), 0.0, 1.0), Admission::Rejected);
         s.finish();
-        // job 1 is abandoned and dropped; job 2 starts with one other job (none busy, 0 queued).
+        // job 1 is abandoned and dropped; job 2 starts alone in the server.
         let started = s.next(0.0, 2.0, |a| a != h(1)).unwrap();
         assert_eq!(started.job, job(2));
-        assert_eq!(started.work_ns, 2_000);
+        assert_eq!(started.work_ns, 2_000 + 100);
         assert_eq!(s.dropped, 1);
         assert!(s.next(0.0, 1.0, |_| true).is_none());
     }
@@ -242,7 +245,7 @@ mod tests {
         );
         let started = s.next(0.0, 1.0, |_| true).unwrap();
         assert_eq!(started.job, job(2), "newest first");
-        // Load-dependent latency: one busy + one queued = 2 others.
-        assert_eq!(started.work_ns, 1_000 + 2 * 100);
+        // Load-dependent latency: one busy, one queued and itself.
+        assert_eq!(started.work_ns, 1_000 + 3 * 100);
     }
 }

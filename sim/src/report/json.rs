@@ -47,7 +47,6 @@ pub fn summary_json(
             if runs.len() > 1
                 && let Value::Object(m) = &mut v
             {
-                m.insert("verdicts".into(), verdict_counts(runs));
                 m.insert("ci95".into(), intervals(runs));
             }
             v
@@ -72,17 +71,6 @@ pub fn summary_json(
     let mut text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
     text.push('\n');
     text
-}
-
-fn verdict_counts(runs: &[PolicySummary]) -> Value {
-    let mut m = Map::new();
-    for v in ["recovered", "stuck", "no-fault"] {
-        let n = runs.iter().filter(|r| r.verdict == v).count();
-        if n > 0 {
-            m.insert(v.into(), json!(n));
-        }
-    }
-    Value::Object(m)
 }
 
 /// Mean and 95% half-width of `xs`.
@@ -141,6 +129,8 @@ pub fn mean_summary(runs: &[PolicySummary]) -> PolicySummary {
     let merged = mean_value(&values);
     let mut s: PolicySummary = match serde_json::from_value::<SummaryMirror>(merged) {
         Ok(m) => m.into_summary(first),
+        // Cannot happen for values made by `mean_value` from summaries; keep the first run's
+        // numbers rather than fail a report.
         Err(_) => first.clone(),
     };
     // The most common verdict; ties go to the worst (stuck before recovered).
@@ -150,6 +140,11 @@ pub fn mean_summary(runs: &[PolicySummary]) -> PolicySummary {
         .max_by_key(|v| (count(v), std::cmp::Reverse(*v == "no-fault")))
         .unwrap_or("no-fault")
         .to_string();
+    s.verdicts = ["recovered", "stuck", "no-fault"]
+        .into_iter()
+        .map(|v| (v.to_string(), count(v) as u64))
+        .filter(|(_, n)| *n > 0)
+        .collect();
     let rec: Vec<f64> = runs.iter().filter_map(|r| r.recovery_s).collect();
     s.recovery_s = (!rec.is_empty()).then(|| rec.iter().sum::<f64>() / rec.len() as f64);
     s
@@ -192,26 +187,23 @@ fn mean_value(vs: &[Value]) -> Value {
                 .collect();
             Value::Array(items)
         }
-        Some(Value::Number(_)) => {
-            let nums: Vec<f64> = vs.iter().filter_map(Value::as_f64).collect();
+        Some(Value::Number(_) | Value::Null) => {
+            let present: Vec<&Value> = vs.iter().filter(|v| !v.is_null()).collect();
+            if present.is_empty() {
+                return Value::Null;
+            }
+            if present.iter().all(|v| v.is_u64()) {
+                // Counts: a run without the key counted none of it.
+                let sum: u64 = present.iter().filter_map(|v| v.as_u64()).sum();
+                return json!((sum as f64 / vs.len() as f64).round() as u64);
+            }
+            // Optional figures (recovery time, amplification after a fault): the mean over the
+            // runs that have one.
+            let nums: Vec<f64> = present.iter().filter_map(|v| v.as_f64()).collect();
             if nums.is_empty() {
                 return Value::Null;
             }
-            let mean = nums.iter().sum::<f64>() / nums.len() as f64;
-            if vs.iter().all(|v| v.is_u64()) {
-                json!(mean.round() as u64)
-            } else {
-                json!(mean)
-            }
-        }
-        Some(Value::Null) => {
-            // Optional numbers: mean over the runs that have one.
-            let nums: Vec<f64> = vs.iter().filter_map(Value::as_f64).collect();
-            if nums.is_empty() {
-                Value::Null
-            } else {
-                json!(nums.iter().sum::<f64>() / nums.len() as f64)
-            }
+            json!(nums.iter().sum::<f64>() / nums.len() as f64)
         }
         Some(other) => other.clone(),
         None => Value::Null,
@@ -297,6 +289,7 @@ impl SummaryMirror {
             wasted_work_share: self.wasted_work_share,
             recovery_s: None,
             verdict: first.verdict.clone(),
+            verdicts: Default::default(),
             seed: first.seed,
             retries: self.retries,
             failures: self.failures,
@@ -344,6 +337,7 @@ fn empty() -> PolicySummary {
         wasted_work_share: 0.0,
         recovery_s: None,
         verdict: "no-fault".into(),
+        verdicts: Default::default(),
         seed: 0,
         retries: 0,
         failures: 0,
@@ -390,10 +384,21 @@ mod tests {
         let mut c = b.clone();
         c.verdict = "recovered".into();
         c.recovery_s = Some(4.0);
+        a.give_ups.insert("budget".into(), 9);
+        b.give_ups.insert("max-attempts".into(), 3);
+        c.give_ups.insert("max-attempts".into(), 6);
         let m = mean_summary(&[a, b, c]);
         assert_eq!(m.first_tries, 12);
+        assert_eq!(
+            m.give_ups.get("budget"),
+            Some(&3),
+            "missing counts are zeros"
+        );
+        assert_eq!(m.give_ups.get("max-attempts"), Some(&3));
         assert!((m.success_rate - 2.5 / 3.0).abs() < 1e-12);
         assert_eq!(m.recovery_s, Some(3.0));
         assert_eq!(m.verdict, "recovered");
+        assert_eq!(m.verdicts.get("recovered"), Some(&2));
+        assert_eq!(m.verdicts.get("stuck"), Some(&1));
     }
 }

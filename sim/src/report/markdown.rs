@@ -112,7 +112,11 @@ pub fn summary_md(
     }
     let _ = writeln!(out, "\n## Results\n");
     if seeds.len() > 1 {
-        let _ = writeln!(out, "Means over {} seeds.\n", seeds.len());
+        let _ = writeln!(
+            out,
+            "Means over {} seeds; recovery is the mean over the runs that recovered, and the verdict the most common one, with its count.\n",
+            seeds.len()
+        );
     }
     let _ = writeln!(
         out,
@@ -120,6 +124,11 @@ pub fn summary_md(
     );
     let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|");
     for (p, _) in policies {
+        let runs: u64 = p.verdicts.values().sum();
+        let verdict = match p.verdicts.get(&p.verdict) {
+            Some(n) if runs > 1 => format!("{} {n}/{runs}", p.verdict),
+            _ => p.verdict.clone(),
+        };
         let _ = writeln!(
             out,
             "| {} | {:.2}x | {} | {} | {:.1}% | {:.1} | {:.1} | {:.1}% | {} | {} |",
@@ -132,7 +141,7 @@ pub fn summary_md(
             p.latency_ms.p99,
             p.wasted_work_share * 100.0,
             opt(p.recovery_s, 1, "s"),
-            p.verdict
+            verdict
         );
     }
     let _ = writeln!(

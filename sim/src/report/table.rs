@@ -94,7 +94,12 @@ pub fn table(rows: &[PolicySummary], styled: bool) -> Table {
             }
             cells.push(cell);
         }
-        let mut verdict = Cell::new(&r.verdict);
+        let runs: u64 = r.verdicts.values().sum();
+        let verdict_text = match r.verdicts.get(&r.verdict) {
+            Some(n) if runs > 1 => format!("{} {n}/{runs}", r.verdict),
+            _ => r.verdict.clone(),
+        };
+        let mut verdict = Cell::new(verdict_text);
         if styled {
             verdict = verdict.fg(match r.verdict.as_str() {
                 "recovered" => Color::Green,

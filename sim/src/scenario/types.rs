@@ -151,8 +151,8 @@ pub enum DownstreamModel {
         queue: QueueSpec,
         /// Service time of one job.
         service: Dist,
-        /// Added to each job's service time for every other job in the server (queued or in
-        /// service) when it starts: latency that grows with load. Default 0.
+        /// Added to each job's service time for every job in the server when it starts (itself,
+        /// those in service, those queued): latency that grows with load. Default 0.
         #[serde(default)]
         per_in_flight: Duration,
         /// Share of jobs that fail (after being served) even when healthy. Default 0.

@@ -1,0 +1,70 @@
+//! Reports: what a run leaves behind and prints.
+//!
+//! - [`json`]: `summary.json` (the contract other tools read; see issue 5 item 9).
+//! - [`csv`]: `timeseries.csv`, one row per (policy, seed, bucket).
+//! - [`table`]: the comparison table printed on the terminal.
+//! - [`markdown`]: `summary.md`, the table plus the scenario's description and parameters.
+//!
+//! Every writer is a pure function of the runs' results, so reports are byte-identical for the
+//! same scenario and seeds whatever the thread count. Wall-clock figures never go into them.
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod table;
+
+use std::path::Path;
+
+use crate::metrics::PolicySummary;
+use crate::run::{Compiled, RunResult};
+
+/// Per policy: its summary (the mean over seeds when there are several) and its per-seed runs.
+pub fn per_policy(c: &Compiled, results: &[RunResult]) -> Vec<(PolicySummary, Vec<PolicySummary>)> {
+    (0..c.stacks.len())
+        .map(|p| {
+            let runs: Vec<PolicySummary> = results
+                .iter()
+                .filter(|r| r.policy == p)
+                .map(|r| r.output.summary.clone())
+                .collect();
+            (json::mean_summary(&runs), runs)
+        })
+        .collect()
+}
+
+/// Writes `summary.json`, `summary.md` and `timeseries.csv` into `dir` (created if needed).
+pub fn write_all(
+    dir: &Path,
+    c: &Compiled,
+    seeds: &[u64],
+    results: &[RunResult],
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let policies = per_policy(c, results);
+    std::fs::write(
+        dir.join("summary.json"),
+        json::summary_json(c, seeds, &policies),
+    )?;
+    std::fs::write(dir.join("timeseries.csv"), csv::timeseries(c, results))?;
+    std::fs::write(
+        dir.join("summary.md"),
+        markdown::summary_md(c, seeds, &policies),
+    )?;
+    Ok(())
+}
+
+/// A file-system-safe folder name for a scenario name.
+pub fn folder_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' {
+                ch.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let s = s.trim_matches('-').to_string();
+    if s.is_empty() { "scenario".into() } else { s }
+}

@@ -359,3 +359,19 @@ fn no_input_panics() {
     );
     assert!(sim::scenario::load(&deep, "deep.ron").is_err());
 }
+
+#[test]
+fn relapse_share_must_sit_between_zero_and_the_threshold() {
+    let text = |relapse: &str| {
+        format!(
+            "Scenario(\n    name: \"bad\",\n    horizon: \"60s\",\n    workload: {OPEN},\n    downstreams: [{SERVER}],\n    policies: [{CALL}],\n    recovery: (threshold: 0.8, relapse: {relapse}),\n)\n"
+        )
+    };
+    sim::scenario::load(&text("0.0"), "ok.ron").unwrap();
+    sim::scenario::load(&text("0.8"), "ok.ron").unwrap();
+    for bad in ["0.9", "-0.1", "NaN"] {
+        let e = error(&text(bad));
+        assert!(e.starts_with("bad.ron:7:32: recovery.relapse:"), "{e}");
+        assert!(e.contains("[0, threshold = 0.8]"), "{e}");
+    }
+}

@@ -503,6 +503,11 @@ pub struct Recovery {
     /// Recovered once healthy buckets follow each other for this long. Default 5 s.
     #[serde(default = "default_sustain")]
     pub sustain: Duration,
+    /// A later window of `sustain` whose goodput falls below this share of the pre-fault goodput
+    /// undoes a recovery (the system came back, then collapsed again). In [0, threshold]; 0 turns
+    /// the rule off. Default 0.5.
+    #[serde(default = "default_relapse")]
+    pub relapse: f64,
 }
 
 fn default_threshold() -> f64 {
@@ -511,12 +516,16 @@ fn default_threshold() -> f64 {
 fn default_sustain() -> Duration {
     Duration::from_secs(5)
 }
+fn default_relapse() -> f64 {
+    0.5
+}
 
 impl Default for Recovery {
     fn default() -> Self {
         Recovery {
             threshold: default_threshold(),
             sustain: default_sustain(),
+            relapse: default_relapse(),
         }
     }
 }

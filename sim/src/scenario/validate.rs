@@ -575,6 +575,16 @@ pub fn validate_with(
     let r = root.field("recovery");
     c.fraction(&r.field("threshold"), s.recovery.threshold, false)?;
     c.positive(&r.field("sustain"), s.recovery.sustain, "sustain")?;
+    let relapse = s.recovery.relapse;
+    if !(relapse.is_finite() && (0.0..=s.recovery.threshold).contains(&relapse)) {
+        return Err(c.fail(
+            &r.field("relapse"),
+            format!(
+                "{relapse} is not a share in [0, threshold = {}]: a window is judged down below relapse × healthy and healthy at threshold × healthy",
+                s.recovery.threshold
+            ),
+        ));
+    }
     Ok(())
 }
 

@@ -50,12 +50,22 @@ impl RunArgs {
 
 pub fn run(args: RunArgs) -> Result<(), String> {
     for file in &args.files {
-        let s = if args.embedded {
-            scenario::load(sim::DEFAULT_SCENARIO, "default.ron (embedded)")
+        let all = if args.embedded {
+            scenario::load_all(sim::DEFAULT_SCENARIO, "default.ron (embedded)")
         } else {
-            scenario::load_file(file)
+            scenario::load_file_all(file)
         }
         .map_err(|e| e.to_string())?;
+        for s in all {
+            run_one(&args, s)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs one scenario of a file and writes its reports.
+fn run_one(args: &RunArgs, s: scenario::Scenario) -> Result<(), String> {
+    {
         let seed = args.seed.unwrap_or(s.seed);
         let k = args.seeds.unwrap_or(s.seeds).max(1);
         let seeds: Vec<u64> = (0..u64::from(k)).map(|i| seed.wrapping_add(i)).collect();

@@ -204,8 +204,19 @@ pub fn validate_with(
     file: &str,
     limits: Limits,
 ) -> Result<(), ScenarioError> {
+    validate_at(s, text, file, limits, Path::root())
+}
+
+/// [`validate`] for the scenario at `root` in `text`: [`Path::root`] for a file holding one, or
+/// `Path::root().index(i)` for the `i`-th of a list.
+pub fn validate_at(
+    s: &Scenario,
+    text: &str,
+    file: &str,
+    limits: Limits,
+    root: Path,
+) -> Result<(), ScenarioError> {
     let c = Checker { text, file };
-    let root = Path::root();
     if s.name.trim().is_empty() {
         return Err(c.fail(
             &root.field("name"),

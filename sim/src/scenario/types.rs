@@ -277,6 +277,8 @@ pub enum Dist {
         /// Largest value.
         high: Duration,
     },
+    /// One of these values, each as likely (`Choice(["100ms", "200ms", "300ms"])`).
+    Choice(Vec<Duration>),
     /// `slow` with probability `slow_share`, else `fast`.
     Bimodal {
         /// Share of slow draws, in [0, 1].
@@ -440,6 +442,13 @@ pub enum Layer {
         /// Per-call timeout. Default: none (only enclosing deadlines apply).
         #[serde(default)]
         timeout: Option<Duration>,
+        /// Instead of one `timeout` for everybody, each logical request draws its own from this
+        /// distribution, once, and every attempt of it through this call uses it: callers with
+        /// different timeouts (Yandex 2024 gives each client 100, 200 or 300 ms:
+        /// `Choice(["100ms", "200ms", "300ms"])`). The draw depends only on the seed and the
+        /// request's number, so every policy sees the same timeouts. Default: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_dist: Option<Dist>,
     },
     /// A circuit breaker (the core's) around `inner`.
     Breaker {

@@ -153,6 +153,20 @@ impl Checker<'_> {
                     ));
                 }
             }
+            Dist::Choice(values) => {
+                if values.is_empty() {
+                    return Err(self.fail(path, "an empty Choice: expected at least one value"));
+                }
+                if values.len() > 10_000 {
+                    return Err(self.fail(
+                        path,
+                        format!(
+                            "a Choice of {} values: expected at most 10000",
+                            values.len()
+                        ),
+                    ));
+                }
+            }
             Dist::Bimodal {
                 slow_share,
                 fast,
@@ -496,6 +510,7 @@ pub fn validate_at(
                 Layer::Call {
                     downstream,
                     timeout,
+                    timeout_dist,
                 } => {
                     if !known(downstream) {
                         return Err(c.fail(
@@ -508,6 +523,16 @@ pub fn validate_at(
                     }
                     if let Some(t) = timeout {
                         c.positive(&lp.field("timeout"), *t, "a timeout")?;
+                    }
+                    if let Some(d) = timeout_dist {
+                        let dp = lp.field("timeout_dist");
+                        if timeout.is_some() {
+                            return Err(c.fail(
+                                &dp,
+                                "both timeout and timeout_dist: expected one of them (a fixed timeout, or one drawn per request)",
+                            ));
+                        }
+                        c.dist(&dp, d, 0)?;
                     }
                 }
                 Layer::Breaker {

@@ -23,6 +23,7 @@
 mod error;
 mod locate;
 mod parse;
+pub mod sweep;
 mod types;
 mod validate;
 

@@ -41,6 +41,45 @@ pub struct Scenario {
     /// How recovery after the faults is judged.
     #[serde(default)]
     pub recovery: Recovery,
+    /// A parameter to vary for `sim sweep` (`sim run` uses the value written in the scenario).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+/// What `sim sweep` varies: one parameter of the scenario, set to each value in turn; every value
+/// runs every policy under the same seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// The field to set, as a path from the top of the scenario: fields joined by `.`, list
+    /// elements by index or by name in brackets; enum variants are looked through. E.g.
+    /// `downstreams[api].model.error_rate`, `workload.rate`, `faults[0].rate`,
+    /// `policies[retry].stack.policy.attempt_timeout`.
+    pub parameter: String,
+    /// Short name for tables and plots (default: the path's last field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The values, numbers or durations (`"250ms"`), as the field takes.
+    pub values: Vec<SweepValue>,
+}
+
+/// One value of a [`Sweep`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SweepValue {
+    /// A number (a rate, a share, a count).
+    Number(f64),
+    /// A duration, or any other text the field takes.
+    Text(String),
+}
+
+impl std::fmt::Display for SweepValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SweepValue::Number(x) => write!(f, "{x}"),
+            SweepValue::Text(t) => f.write_str(t),
+        }
+    }
 }
 
 fn default_bucket() -> Duration {

@@ -621,6 +621,30 @@ pub fn validate_at(
             ),
         ));
     }
+
+    if let Some(sweep) = &s.sweep {
+        let sp = root.field("sweep");
+        super::sweep::check_path(s, &sweep.parameter)
+            .map_err(|e| c.fail(&sp.field("parameter"), e))?;
+        if sweep.values.is_empty() || sweep.values.len() > 1000 {
+            return Err(c.fail(
+                &sp.field("values"),
+                format!("{} values: expected 1 to 1000", sweep.values.len()),
+            ));
+        }
+        for (i, v) in sweep.values.iter().enumerate() {
+            let vp = sp.field("values").index(i);
+            let variant =
+                super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
+            validate_at(&variant, "", file, limits, Path::root()).map_err(|e| {
+                let what = match e {
+                    ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
+                    other => other.to_string(),
+                };
+                c.fail(&vp, format!("with {} = {v}: {what}", sweep.parameter))
+            })?;
+        }
+    }
     Ok(())
 }
 

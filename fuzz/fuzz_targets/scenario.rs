@@ -15,8 +15,25 @@ use libfuzzer_sys::fuzz_target;
 const SHIPPED: &[&str] = &[include_str!("../../scenarios/default.ron")];
 
 const EXTREMES: &[&str] = &[
-    "0", "-1", "1e308", "-1e308", "NaN", "inf", "4294967296", "18446744073709551616", "0.0", "1e-300",
-    "\"0s\"", "\"584y\"", "\"99999999999h\"", "\"\"", "\"-1s\"", "None", "[]", "()", "\"x\"",
+    "0",
+    "-1",
+    "1e308",
+    "-1e308",
+    "NaN",
+    "inf",
+    "4294967296",
+    "18446744073709551616",
+    "0.0",
+    "1e-300",
+    "\"0s\"",
+    "\"584y\"",
+    "\"99999999999h\"",
+    "\"\"",
+    "\"-1s\"",
+    "None",
+    "[]",
+    "()",
+    "\"x\"",
 ];
 
 fn edit(base: &str, script: &[u8]) -> String {
@@ -40,7 +57,13 @@ fn edit(base: &str, script: &[u8]) -> String {
                     None => text,
                 }
             }
-            1 => lines.iter().enumerate().filter(|(i, _)| *i != n % lines.len()).map(|(_, l)| *l).collect::<Vec<_>>().join("\n"),
+            1 => lines
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != n % lines.len())
+                .map(|(_, l)| *l)
+                .collect::<Vec<_>>()
+                .join("\n"),
             2 => {
                 let i = n % lines.len();
                 let mut v = lines.clone();
@@ -49,7 +72,10 @@ fn edit(base: &str, script: &[u8]) -> String {
             }
             3 => {
                 let cut = n % (text.len() + 1);
-                let cut = (0..=cut).rev().find(|&c| text.is_char_boundary(c)).unwrap_or(0);
+                let cut = (0..=cut)
+                    .rev()
+                    .find(|&c| text.is_char_boundary(c))
+                    .unwrap_or(0);
                 text[..cut].to_owned()
             }
             _ => {
@@ -90,7 +116,9 @@ fn number_spans(text: &str) -> Vec<(usize, usize)> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     let text = if mode % 4 == 0 {
         String::from_utf8_lossy(rest).into_owned()
     } else {
@@ -101,7 +129,10 @@ fuzz_target!(|data: &[u8]| {
         Ok(scenario) => drop(scenario),
         Err(e) => {
             // Every error names the file.
-            assert!(e.to_string().contains("fuzz.ron"), "error without the file name: {e}");
+            assert!(
+                e.to_string().contains("fuzz.ron"),
+                "error without the file name: {e}"
+            );
         }
     }
 });

@@ -4,8 +4,10 @@
 
 use core::panic::PanicInfo;
 
-use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome, State};
 use reliable_core::backoff::{BackoffConfig, Jitter};
+use reliable_core::breaker::{
+    BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome, State,
+};
 use reliable_core::budget::{AnyBudget, BudgetConfig, RatioConfig};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::registry::Registry;
@@ -45,13 +47,22 @@ fn breaker_timeline() -> Result<(), i32> {
 fn windowed_registry() -> Result<(), i32> {
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 20)?;
     let mut reg: Registry<CircuitBreaker<'_, CountWindow<1>, 1>, 4, 16> = Registry::new();
-    reg.insert("primary", CircuitBreaker::new(&policy).map_err(|_| 21)?).map_err(|_| 22)?;
+    reg.insert("primary", CircuitBreaker::new(&policy).map_err(|_| 21)?)
+        .map_err(|_| 22)?;
     let b = reg.get_mut("primary").ok_or(23)?;
     let mut now = Instant::ZERO;
     for i in 0..40u64 {
         now += Duration::from_millis(10);
         if let Ok(p) = b.try_acquire(now) {
-            b.record(p, if i % 2 == 0 { Outcome::Failure } else { Outcome::Success }, now);
+            b.record(
+                p,
+                if i % 2 == 0 {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                },
+                now,
+            );
         }
     }
     check(b.state(now) == State::Open, 24)
@@ -63,7 +74,8 @@ fn retry_with_budget_and_backoff() -> Result<(), i32> {
         ..RetryConfig::new(BackoffConfig::brooker_2015(Jitter::Full))
     })
     .map_err(|_| 30)?;
-    let mut budget: AnyBudget<10> = AnyBudget::from_config(BudgetConfig::Ratio(RatioConfig::percent(0.1))).map_err(|_| 31)?;
+    let mut budget: AnyBudget<10> =
+        AnyBudget::from_config(BudgetConfig::Ratio(RatioConfig::percent(0.1))).map_err(|_| 31)?;
     let now = Instant::from_secs(1);
     // A 10% budget: one first try alone earns no retry...
     let mut request = policy.start(now, &mut budget);
@@ -75,13 +87,25 @@ fn retry_with_budget_and_backoff() -> Result<(), i32> {
     }
     let mut request = policy.start(now, &mut budget);
     let mut sample = 0x9E37_79B9_7F4A_7C15u64;
-    let decision = policy.on_failure_with(&mut request, ErrorClass::Transient, now, &mut budget, sample);
+    let decision = policy.on_failure_with(
+        &mut request,
+        ErrorClass::Transient,
+        now,
+        &mut budget,
+        sample,
+    );
     // Full jitter on 5 ms * 2^1: the retry is due within 10 ms.
-    check(matches!(decision, RetryDecision::RetryAt(at) if at <= now + Duration::from_millis(10)), 32)?;
+    check(
+        matches!(decision, RetryDecision::RetryAt(at) if at <= now + Duration::from_millis(10)),
+        32,
+    )?;
     let mut backoff = policy.backoff_for(ErrorClass::Transient).backoff();
     for _ in 0..20 {
         sample = reliable_core::sample::splitmix64(sample);
-        check(backoff.next_delay_with(sample) <= Duration::from_secs(2), 33)?;
+        check(
+            backoff.next_delay_with(sample) <= Duration::from_secs(2),
+            33,
+        )?;
     }
     Ok(())
 }

@@ -482,8 +482,11 @@ fn case3c_mixed_timeouts_backoff_recovers_retry_is_bistable() {
 // ---------------------------------------------------------------------------------------------
 // Case 4: the failure-rate sweep (Brooker 2022).
 
-/// Load and success of each policy at each p of `values`, means over the scenario's seeds.
-fn case4(values: &[f64], seeds: u64) -> Vec<(f64, Vec<(String, f64, f64)>)> {
+/// Per policy: its name, load and success rate (means over the seeds).
+type Row = Vec<(String, f64, f64)>;
+
+/// Load and success of each policy at each p of `values`, means over seeds `1..=seeds`.
+fn case4(values: &[f64], seeds: u64) -> Vec<(f64, Row)> {
     let s = one("failure-rate-sweep.ron", "failure-rate-sweep");
     let sweep = scenario::Sweep {
         parameter: "downstreams[server].model.error_rate".into(),
@@ -520,7 +523,7 @@ fn case4(values: &[f64], seeds: u64) -> Vec<(f64, Vec<(String, f64, f64)>)> {
         .collect()
 }
 
-fn at<'a>(row: &'a [(String, f64, f64)], policy: &str) -> (f64, f64) {
+fn at(row: &[(String, f64, f64)], policy: &str) -> (f64, f64) {
     row.iter()
         .find(|(p, ..)| p == policy)
         .map(|(_, l, s)| (*l, *s))

@@ -180,7 +180,8 @@ pub fn conclusion(
             }
             let offered = mean_offered(c, a, b);
             let mut s = format!(
-                "The fault ({}) lasted from {} to {}",
+                "The {} ({}) lasted from {} to {}",
+                if labels.len() == 1 { "fault" } else { "faults" },
                 list(&labels),
                 fmt_s(secs(a)),
                 fmt_s(secs(b))
@@ -225,7 +226,8 @@ pub fn conclusion(
                 let items: Vec<String> = recovered
                     .iter()
                     .map(|p| match p.recovery_s {
-                        Some(r) => format!("{} (in {})", name(p), fmt_s(r)),
+                        Some(r) if r > 0.0 => format!("{} (in {})", name(p), fmt_s(r)),
+                        Some(_) => format!("{} (at once)", name(p)),
                         None => name(p),
                     })
                     .collect();
@@ -235,7 +237,12 @@ pub fn conclusion(
                     format!("{} of {n} policies recovered", recovered.len())
                 };
                 out.push(format!(
-                    "{head} after the fault ended at {}: {}.",
+                    "{head} after the {} ended at {}: {}.",
+                    if c.scenario.faults.len() == 1 {
+                        "fault"
+                    } else {
+                        "faults"
+                    },
                     fmt_s(secs(b)),
                     list(&items)
                 ));
@@ -424,9 +431,11 @@ pub fn conclusion(
             let mut s = format!(
                 "Bottom line: {} kept the downstream alive best in this scenario: it recovered{}, with the most goodput of the policies that did.",
                 name(best),
-                best.recovery_s
-                    .map(|r| format!(" {} after the fault", fmt_s(r)))
-                    .unwrap_or_default()
+                match best.recovery_s {
+                    Some(r) if r > 0.0 => format!(" {} after the fault", fmt_s(r)),
+                    Some(_) => " as soon as the fault ended".to_string(),
+                    None => String::new(),
+                }
             );
             if !stuck.is_empty() {
                 s.push_str(&format!(

@@ -1009,4 +1009,75 @@ mod tests {
             ]
         );
     }
+
+    fn line(i: usize) -> Series {
+        let pts = (0..20).map(|k| (k as f64, (k * (i + 1)) as f64)).collect();
+        Series::line(&format!("policy {i}"), pts)
+    }
+
+    #[test]
+    fn past_seven_series_colours_repeat_dashed_and_the_legend_grows() {
+        let few = Chart {
+            title: "t".into(),
+            series: (0..3).map(line).collect(),
+            ..Chart::default()
+        };
+        let many = Chart {
+            series: (0..9).map(line).collect(),
+            ..few.clone()
+        };
+        assert!(height(&many) > height(&few));
+        let svg = svg(&many).unwrap();
+        let blue = "stroke=\"#0072B2\" stroke-width=\"2\"";
+        // Series 0 is one solid polyline; series 7 (blue again) is dashed: many segments.
+        let blue_lines = svg.lines().filter(|l| l.contains(blue)).count();
+        assert!(blue_lines > 5, "{blue_lines}");
+        assert_eq!(series_color(7), (PALETTE[0], true));
+        for i in 0..9 {
+            assert!(svg.contains(&format!("\npolicy {i}\n")));
+        }
+    }
+
+    #[test]
+    fn odd_inputs_still_draw() {
+        // Nothing at all, a log axis with zeros and negatives, overlapping labelled windows, a
+        // flat series, NaN.
+        let empty = Chart::default();
+        assert!(svg(&empty).is_ok() && png(&empty).is_ok());
+        let odd = Chart {
+            title: "odd".into(),
+            x: Axis::linear("x", TickFormat::Number),
+            y: Axis::log("y", TickFormat::Millis),
+            series: vec![Series::line(
+                "s",
+                vec![
+                    (0.0, 0.0),
+                    (1.0, -5.0),
+                    (2.0, 10.0),
+                    (3.0, f64::NAN),
+                    (4.0, 10.0),
+                ],
+            )],
+            windows: vec![
+                Window {
+                    from: 0.5,
+                    until: 1.5,
+                    label: "a long label for a window".into(),
+                },
+                Window {
+                    from: 1.0,
+                    until: 3.0,
+                    label: "another long label".into(),
+                },
+            ],
+            references: vec![Reference::dotted("r", vec![(0.0, 5.0), (4.0, 5.0)])],
+            ..Chart::default()
+        };
+        let text = svg(&odd).unwrap();
+        assert!(
+            text.contains("\na long label for a window\n")
+                && text.contains("\nanother long label\n")
+        );
+        assert!(png(&odd).is_ok());
+    }
 }

@@ -114,7 +114,11 @@ pub fn run(args: RunArgs) -> Result<(), String> {
                 .unwrap_or("")
                 .trim()
                 .to_string();
-            println!("{}: {first}", c.scenario.name);
+            if first.is_empty() {
+                println!("{}", c.scenario.name);
+            } else {
+                println!("{}: {first}", c.scenario.name);
+            }
             if k > 1 {
                 println!("means over {k} seeds from {seed}, ± the 95% interval of the mean");
             }

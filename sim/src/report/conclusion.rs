@@ -67,7 +67,7 @@ fn list(items: &[String]) -> String {
 }
 
 fn rate(v: f64) -> String {
-    group(v, if v < 10.0 { 2 } else { 0 })
+    group(v, if v < 10.0 && v != 0.0 { 2 } else { 0 })
 }
 
 /// A fault in words: `a 60% capacity loss on api`.
@@ -76,8 +76,8 @@ pub fn fault_phrase(f: &Fault) -> String {
     let on = f.downstream().unwrap_or("");
     match f {
         Fault::Outage { mode, .. } => match mode {
-            OutageMode::FailFast => format!("an outage of {on} (calls fail at once)"),
-            OutageMode::Hang => format!("an outage of {on} (calls hang until they time out)"),
+            OutageMode::FailFast => format!("an outage of {on} that fails calls at once"),
+            OutageMode::Hang => format!("an outage of {on} in which calls hang"),
         },
         Fault::ErrorRate { rate, .. } => format!("a {} error rate on {on}", pct(*rate)),
         Fault::LatencyInflation { factor, .. } => {

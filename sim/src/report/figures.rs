@@ -329,6 +329,9 @@ fn bucket_width_text(c: &Compiled) -> String {
     c.scenario.bucket.to_string()
 }
 
+/// Said of every time plot: identical lines hide each other.
+const OVERLAP: &str = " Where policies behave alike their lines coincide, and the one lower in the legend is drawn on top.";
+
 /// The four figures of a report.
 pub fn figures(c: &Compiled, seeds: &[u64], results: &[RunResult]) -> Vec<Figure> {
     let wins = windows(c);
@@ -347,9 +350,9 @@ pub fn figures(c: &Compiled, seeds: &[u64], results: &[RunResult]) -> Vec<Figure
         "capacity (workers ÷ mean service time)"
     };
     let fault_note = match wins.len() {
-        0 => String::new(),
-        1 => " Grey: the fault window.".to_string(),
-        _ => " Grey: the fault windows.".to_string(),
+        0 => OVERLAP.to_string(),
+        1 => format!(" Grey: the fault window.{OVERLAP}"),
+        _ => format!(" Grey: the fault windows.{OVERLAP}"),
     };
     let mut out = Vec::new();
 
@@ -529,6 +532,11 @@ const P50_NINES: f64 = std::f64::consts::LOG10_2;
 /// Percentile ticks on the nines axis.
 fn nines_ticks(max: f64) -> Vec<(f64, String)> {
     let mut t = vec![(P50_NINES, "p50".to_string())];
+    if max <= 3.0 + 1e-9 {
+        // Room for the in-between percentiles SREs quote.
+        t.push((4f64.log10(), "p75".into()));
+        t.push((20f64.log10(), "p95".into()));
+    }
     for (n, label) in [
         (1.0, "p90"),
         (2.0, "p99"),
@@ -540,6 +548,8 @@ fn nines_ticks(max: f64) -> Vec<(f64, String)> {
             t.push((n, label.to_string()));
         }
     }
+    t.retain(|(n, _)| *n <= max + 1e-9);
+    t.sort_by(|a, b| a.0.total_cmp(&b.0));
     t
 }
 

@@ -380,7 +380,7 @@ impl Layout {
             s,
             width: f64::from(WIDTH) * s,
             margin: 14.0 * s,
-            header: 62.0 * s,
+            header: 70.0 * s,
             plot_block: 380.0 * s,
             title: 23.0 * s,
             subtitle: 16.5 * s,
@@ -671,6 +671,17 @@ fn log_ticks(lo: f64, hi: f64, f: TickFormat) -> Vec<(f64, String)> {
             }
         }
     }
+    if out.len() < 3 {
+        // Less than a decade or so: round values, evenly spaced in value, placed on the log axis.
+        let (a, b) = (10f64.powf(lo), 10f64.powf(hi));
+        let t = nice_ticks(a, b, 5);
+        let step = if t.len() > 1 { t[1] - t[0] } else { a };
+        out = t
+            .into_iter()
+            .filter(|v| *v > 0.0)
+            .map(|v| (v.log10(), format_tick(v, step, f)))
+            .collect();
+    }
     out
 }
 
@@ -691,7 +702,7 @@ fn draw<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, s: f64) -> Result<()
     if !chart.subtitle.is_empty() {
         root.draw(&Text::new(
             chart.subtitle.clone(),
-            (left as i32, l.px(39.0)),
+            (left as i32, l.px(40.0)),
             l.font(l.subtitle, MUTED),
         ))
         .map_err(err)?;

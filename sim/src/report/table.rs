@@ -161,7 +161,16 @@ pub fn rows(policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Vec<Vec<CellTex
             }];
             for (col, (best, worst)) in COLUMNS.iter().zip(&ext) {
                 let v = (col.get)(m);
-                let mut text = opt(v.map(|x| x * col.scale), col.digits, col.unit);
+                // Compared as shown, so values that print the same are marked alike.
+                let shown = |x: Option<f64>| opt(x.map(|x| x * col.scale), col.digits, col.unit);
+                let (best, worst) = if shown(*best) == shown(*worst) {
+                    (None, None)
+                } else {
+                    (*best, *worst)
+                };
+                let mut text = shown(v);
+                let is_best = v.is_some() && best.is_some() && text == shown(best);
+                let is_worst = v.is_some() && worst.is_some() && text == shown(worst);
                 let xs: Vec<f64> = runs.iter().filter_map(col.get).collect();
                 if runs.len() > 1 && v.is_some() && xs.len() > 1 {
                     let (_, half) = mean_ci(&xs);
@@ -174,8 +183,8 @@ pub fn rows(policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Vec<Vec<CellTex
                 }
                 cells.push(CellText {
                     text,
-                    best: v.is_some() && v == *best,
-                    worst: v.is_some() && v == *worst,
+                    best: is_best,
+                    worst: is_worst,
                 });
             }
             let n: u64 = m.verdicts.values().sum();

@@ -3,7 +3,7 @@
 //! whatever policies the numbers single out.
 //!
 //! In order, when they apply:
-//! 1. the fault and what it did to the servers' capacity ([`figures::capacity_at`]) compared
+//! 1. the fault and what it did to the servers' capacity ([`capacity_at`]) compared
 //!    with the offered load;
 //! 2. which policies *recovered* (with their recovery times, fastest first) and which were
 //!    *stuck*, by the verdict of the summary (the most common one over seeds); a stuck policy

@@ -4,7 +4,7 @@
 //! A [`Chart`] is plain data: [`Series`] (one line each, with an optional band such as a 95%
 //! interval), [`Window`]s shaded behind the lines (fault windows), dashed or dotted
 //! [`Reference`] lines (capacity, offered load), and two [`Axis`] descriptions (label with its
-//! unit, linear or log scale, how ticks are written). [`svg`] and [`png`] draw it; [`write`]
+//! unit, linear or log scale, how ticks are written). [`svg()`] and [`png()`] draw it; [`write()`]
 //! writes `STEM.svg` and `STEM.png`.
 //!
 //! ```

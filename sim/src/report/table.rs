@@ -213,6 +213,11 @@ pub fn table(policies: &[(PolicySummary, Vec<PolicySummary>)], styled: bool) -> 
     } else {
         t.force_no_tty();
     }
+    // A terminal that reports no usable size (a pseudo-terminal without one says 0 columns) would
+    // squeeze every column to one character: lay the table out as if it were wide.
+    if t.width().is_some_and(|w| w < 40) {
+        t.set_width(200);
+    }
     t.set_header(header());
     for row in rows(policies) {
         let cells: Vec<Cell> = row

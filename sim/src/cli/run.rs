@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use sim::report;
 use sim::run::{BatchOptions, Compiled, run_all};
 use sim::scenario;
@@ -29,6 +29,10 @@ pub struct RunArgs {
     /// No progress bar and no table.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Colour the best and worst values of the table: auto (when stdout is a terminal and
+    /// NO_COLOR is unset or empty), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     #[arg(skip)]
     embedded: bool,
 }
@@ -43,9 +47,40 @@ impl RunArgs {
             out: PathBuf::from("reports"),
             jobs: None,
             quiet: false,
+            color: ColorChoice::Auto,
             embedded: true,
         }
     }
+}
+
+/// When to colour the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// When stdout is a terminal and `NO_COLOR` is unset or empty.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour output going to stdout.
+    fn styled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+/// Width to wrap the conclusion at: the terminal's (at most 100 columns), else 100.
+fn wrap_width(table: &comfy_table::Table) -> usize {
+    table.width().map_or(100, |w| usize::from(w).clamp(40, 100))
 }
 
 pub fn run(args: RunArgs) -> Result<(), String> {
@@ -79,10 +114,7 @@ fn run_one(args: &RunArgs, s: scenario::Scenario) -> Result<(), String> {
         report::write_all(&dir, &c, &seeds, &results)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
         if !args.quiet {
-            let rows: Vec<_> = report::per_policy(&c, &results)
-                .into_iter()
-                .map(|(m, _)| m)
-                .collect();
+            let policies = report::per_policy(&c, &results);
             let first = c
                 .scenario
                 .description
@@ -92,16 +124,32 @@ fn run_one(args: &RunArgs, s: scenario::Scenario) -> Result<(), String> {
                 .unwrap_or("")
                 .trim()
                 .to_string();
-            println!("{}: {first}", c.scenario.name);
-            if k > 1 {
-                println!("means over {k} seeds from {seed}");
+            if first.is_empty() {
+                println!("{}", c.scenario.name);
+            } else {
+                println!("{}: {first}", c.scenario.name);
             }
+            if k > 1 {
+                println!("means over {k} seeds from {seed}, ± the 95% interval of the mean");
+            }
+            let styled = args.color.styled();
+            let table = report::table::table(&policies, styled);
+            println!("{table}");
+            if styled {
+                println!("green: best of its column, red: worst");
+            }
+            let text =
+                report::conclusion::conclusion(&c, &policies, report::conclusion::Style::Plain);
             println!(
-                "{}",
-                report::table::table(&rows, std::io::stdout().is_terminal())
+                "\n{}\n",
+                report::conclusion::wrap(&text, wrap_width(&table))
             );
         }
-        println!("wrote {}", dir.display());
+        println!(
+            "wrote {}: summary.md (open it first), summary.json, timeseries.csv, and {} as SVG and PNG",
+            dir.display(),
+            report::FIGURES.join(", ")
+        );
     }
     Ok(())
 }

@@ -210,6 +210,28 @@ fn latency(h: &hdrhistogram::Histogram<u64>) -> Latency {
     }
 }
 
+/// Steps of the percentile curve, in nines (see [`percentile_curve`]).
+pub const CURVE_STEP_NINES: f64 = 0.05;
+/// The curve goes up to this many nines (p99.999).
+pub const CURVE_MAX_NINES: f64 = 5.0;
+
+/// Latency in milliseconds at percentiles spaced evenly in *nines*: `(n, ms)` where the
+/// percentile is `1 − 10^−n` (n = 0 is the minimum, 1 is p90, 2 is p99, 3 is p99.9), from 0 to
+/// [`CURVE_MAX_NINES`] in steps of [`CURVE_STEP_NINES`]. Empty for an empty histogram.
+pub fn percentile_curve(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let steps = (CURVE_MAX_NINES / CURVE_STEP_NINES).round() as u32;
+    (0..=steps)
+        .map(|k| {
+            let n = f64::from(k) * CURVE_STEP_NINES;
+            let q = 1.0 - 10f64.powf(-n);
+            (n, h.value_at_quantile(q) as f64 / 1_000.0)
+        })
+        .collect()
+}
+
 /// Whole buckets before `fault_start`, leaving out bucket 0 (warm-up) when there are at least two.
 fn pre_fault(buckets: &[Bucket], bucket_ns: u64, fault_start: u64) -> &[Bucket] {
     let whole = ((fault_start / bucket_ns.max(1)) as usize).min(buckets.len());

@@ -1,10 +1,29 @@
-//! `summary.md`: the scenario's description and parameters, then the comparison table as Markdown.
+//! `summary.md`: what a reviewer opens first. The scenario's description, the conclusion, the
+//! comparison table, the plots (relative links to the PNGs next to it, each with how to read
+//! it), then every parameter (downstreams, faults, workload, each policy's stack in RON) and the
+//! definitions of the metrics.
 
 use std::fmt::Write;
 
+use super::conclusion::{Style, conclusion};
+use super::figures::{Figure, capacity_notes};
+use super::table;
 use crate::metrics::PolicySummary;
 use crate::run::Compiled;
 use crate::scenario::Workload;
+
+/// The metrics' definitions, in short (the exact ones are in the `sim` crate's `metrics` module
+/// docs).
+pub const DEFINITIONS: &str = "\
+- **first tries**: logical requests started by the workload; **attempts**: calls sent (first calls, retries, fallbacks); **server arrivals**: calls that reached a downstream.
+- **amplification** = server arrivals ÷ first tries. *peak*: the largest per-bucket value; *fault*: counted while any fault is active (from the first fault's start to the last one's end); *after*: from the last fault's end to the horizon. Above 1x the clients add retries to the offered traffic; below 1x they refused some requests locally (an open breaker, a throttle).
+- **success** = logical requests whose final answer was a success ÷ first tries (requests still in flight at the horizon count as failures).
+- **goodput** = successful logical requests per second of simulated time.
+- **p99** = the 99th percentile of client-observed latency, from a request's first try to its final answer (success or failure, retries and backoff included), recorded in an HdrHistogram with 3 significant digits.
+- **wasted** = service time the servers spent on jobs whose client attempt had already ended (timed out or finished elsewhere) when the job completed ÷ all service time.
+- **recovery**: each bucket after the faults is compared with its *healthy* goodput (for an open loop: the arrivals it is scheduled to get × the success ratio before the fault; otherwise the mean successes per bucket before the fault). The policy has *recovered* at the first window of `sustain` whole buckets, starting at or after the last fault's end, whose successes reach `threshold` × the healthy ones; *recovery* is that window's start minus the fault's end. Otherwise it is *stuck*. Without faults: *no-fault*.
+- With several seeds, figures are means over the seeds, `±` gives the 95% interval of the mean (1.96 × standard error), recovery is the mean over the runs that recovered, and the verdict is the most common one, with its count.
+";
 
 /// A value in one-line RON, as a scenario file would write it.
 fn ron_line<T: serde::Serialize>(v: &T) -> String {
@@ -32,15 +51,12 @@ fn ron_line<T: serde::Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
-fn opt(v: Option<f64>, digits: usize, unit: &str) -> String {
-    v.map_or_else(|| "-".into(), |x| format!("{x:.digits$}{unit}"))
-}
-
 /// The file's text.
 pub fn summary_md(
     c: &Compiled,
     seeds: &[u64],
     policies: &[(PolicySummary, Vec<PolicySummary>)],
+    figures: &[Figure],
 ) -> String {
     let s = &c.scenario;
     let mut out = String::new();
@@ -48,18 +64,57 @@ pub fn summary_md(
     if !s.description.trim().is_empty() {
         let _ = writeln!(out, "{}\n", s.description.trim());
     }
+    let _ = writeln!(
+        out,
+        "Regenerate with `sim run FILE` (or `cargo run -p sim --release` for the embedded default).\n"
+    );
+
+    let _ = writeln!(out, "## Conclusion\n");
+    let _ = writeln!(out, "{}\n", conclusion(c, policies, Style::Markdown));
+
+    let _ = writeln!(out, "## Results\n");
+    if seeds.len() > 1 {
+        let _ = writeln!(
+            out,
+            "Means over {} seeds ({} to {}), `±` the 95% interval of the mean; recovery is the mean over the runs that recovered, and the verdict the most common one, with its count.\n",
+            seeds.len(),
+            seeds.first().copied().unwrap_or(0),
+            seeds.last().copied().unwrap_or(0)
+        );
+    }
+    out.push_str(&table::markdown(policies));
+    let _ = writeln!(
+        out,
+        "\nBold: the best value of each column. {} Definitions: [below](#definitions).\n",
+        table::LEGEND
+    );
+
+    if !figures.is_empty() {
+        let _ = writeln!(out, "## Plots\n");
+        for f in figures {
+            let _ = writeln!(out, "### {}\n", f.chart.title);
+            let _ = writeln!(out, "![{}]({}.png)\n", f.chart.title, f.stem);
+            let _ = writeln!(
+                out,
+                "*How to read it:* {} (Also as [{}.svg]({}.svg).)\n",
+                f.how_to_read, f.stem, f.stem
+            );
+        }
+    }
+
     let _ = writeln!(out, "## Parameters\n");
     let seeds_text = match seeds {
-        [one] => one.to_string(),
+        [one] => format!("seed {one}"),
         many => format!(
-            "{} seeds from {}",
+            "{} seeds, {} to {}",
             many.len(),
-            many.first().copied().unwrap_or(0)
+            many.first().copied().unwrap_or(0),
+            many.last().copied().unwrap_or(0)
         ),
     };
     let _ = writeln!(
         out,
-        "- horizon {}, buckets of {}, seed {seeds_text}",
+        "- horizon {}, buckets of {}, {seeds_text}",
         s.horizon, s.bucket
     );
     let workload = match &s.workload {
@@ -84,7 +139,7 @@ pub fn summary_md(
             format!("job set of {clients} clients, one request each")
         }
     };
-    let _ = writeln!(out, "- workload: {workload}");
+    let _ = writeln!(out, "- workload: {workload}: `{}`", ron_line(&s.workload));
     for d in &s.downstreams {
         let _ = writeln!(
             out,
@@ -94,59 +149,29 @@ pub fn summary_md(
             ron_line(&d.network)
         );
     }
-    for f in &s.faults {
-        let (from, until) = f.window();
-        let target = f
-            .downstream()
-            .map(|d| format!(" on `{d}`"))
-            .unwrap_or_default();
+    let notes = capacity_notes(c);
+    if !notes.is_empty() {
         let _ = writeln!(
             out,
-            "- fault {}{target} during [{from}, {until})",
-            f.kind_name()
+            "- capacity (the dashed line of the plots) = workers ÷ mean service time, reduced while a fault is active (a capacity loss removes ceil(share × workers) workers, a latency inflation multiplies the service time, an outage makes it 0; network delays do not hold a worker):"
         );
+        for n in notes {
+            let _ = writeln!(out, "  - {n}");
+        }
     }
+    if s.faults.is_empty() {
+        let _ = writeln!(out, "- no faults");
+    }
+    for f in &s.faults {
+        let (from, until) = f.window();
+        let _ = writeln!(out, "- fault during [{from}, {until}): `{}`", ron_line(f));
+    }
+    let _ = writeln!(out, "- recovery: `{}`", ron_line(&s.recovery));
     let _ = writeln!(out, "\n## Policies\n");
     for p in &s.policies {
         let _ = writeln!(out, "- **{}**: `{}`", p.name, ron_line(&p.stack));
     }
-    let _ = writeln!(out, "\n## Results\n");
-    if seeds.len() > 1 {
-        let _ = writeln!(
-            out,
-            "Means over {} seeds; recovery is the mean over the runs that recovered, and the verdict the most common one, with its count.\n",
-            seeds.len()
-        );
-    }
-    let _ = writeln!(
-        out,
-        "| policy | amp peak | amp fault | amp after | success | goodput/s | p99 ms | wasted | recovery | verdict |"
-    );
-    let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|");
-    for (p, _) in policies {
-        let runs: u64 = p.verdicts.values().sum();
-        let verdict = match p.verdicts.get(&p.verdict) {
-            Some(n) if runs > 1 => format!("{} {n}/{runs}", p.verdict),
-            _ => p.verdict.clone(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {:.2}x | {} | {} | {:.1}% | {:.1} | {:.1} | {:.1}% | {} | {} |",
-            p.name.replace('|', "\\|"),
-            p.amplification.peak,
-            opt(p.amplification.during_fault, 2, "x"),
-            opt(p.amplification.after_fault, 2, "x"),
-            p.success_rate * 100.0,
-            p.goodput_per_s,
-            p.latency_ms.p99,
-            p.wasted_work_share * 100.0,
-            opt(p.recovery_s, 1, "s"),
-            verdict
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\namp = server arrivals ÷ first tries (peak bucket, during the faults, after them); success = successful logical requests ÷ started; wasted = server time spent on calls whose client had given up. Definitions: `sim` crate docs, module `metrics`."
-    );
+    let _ = writeln!(out, "\n## Definitions\n");
+    out.push_str(DEFINITIONS);
     out
 }

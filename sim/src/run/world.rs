@@ -114,6 +114,9 @@ pub struct RunOutput {
     pub summary: PolicySummary,
     /// Per-bucket metrics.
     pub buckets: Vec<crate::metrics::Bucket>,
+    /// Latency of finished requests by percentile, for plots (see
+    /// [`percentile_curve`](crate::metrics::summary::percentile_curve)).
+    pub latency_curve: Vec<(f64, f64)>,
     /// Trace rows, if asked for.
     pub trace: Option<Vec<TraceRow>>,
     /// Most events pending at once.
@@ -479,6 +482,7 @@ impl<'c> World<'c> {
         summary.peak_in_flight = self.requests.capacity_used() as u64;
         RunOutput {
             summary,
+            latency_curve: crate::metrics::summary::percentile_curve(&self.m.latency),
             buckets: self.m.buckets,
             trace: self.trace,
             peak_events: self.q.peak_len(),

@@ -272,6 +272,19 @@ fn sweep_writes_a_table_and_a_csv() {
     );
     let md = std::fs::read_to_string(out_dir.join("small-a/sweep.md")).unwrap();
     assert!(md.contains("| p | plain | retry |"), "{md}");
+    // The plots: load and success vs p, one line per policy, SVG and PNG.
+    for stem in ["sweep-load", "sweep-success"] {
+        let svg = std::fs::read_to_string(out_dir.join(format!("small-a/{stem}.svg"))).unwrap();
+        assert!(svg.contains("plain") && svg.contains("retry"), "{stem}");
+        assert!(md.contains(&format!("({stem}.svg)")), "{md}");
+        let png = std::fs::read(out_dir.join(format!("small-a/{stem}.png"))).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+    }
+    let svg = std::fs::read_to_string(out_dir.join("small-a/sweep-load.svg")).unwrap();
+    assert!(
+        svg.contains("small-a: load on the downstream vs p"),
+        "{svg}"
+    );
     // At p = 0.5, 3 retries: load 1 + p + p² + p³ = 1.875 (250 requests: loosely).
     let retry_half: Vec<&str> = lines[4].split(',').collect();
     let load: f64 = retry_half[8].parse().unwrap();
@@ -327,6 +340,12 @@ fn sweep_writes_a_table_and_a_csv() {
         "{}",
         text(&out.stdout)
     );
+    for stem in ["sweep-calls", "sweep-makespan"] {
+        assert!(
+            out_dir.join(format!("small-b/{stem}.svg")).is_file(),
+            "{stem}"
+        );
+    }
 
     // No sweep in the file, no --param.
     let out = sim(&["sweep", f, "--scenario", "small-b", "--out", o], None);

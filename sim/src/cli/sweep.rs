@@ -3,7 +3,9 @@
 //!
 //! The parameter and its values come from the scenario's `sweep` field, or from `--param` and
 //! `--values` (which override it). Writes `OUT/<scenario>/sweep.csv` (one row per value and
-//! policy) and `sweep.md` (the table, the command and the scenario's description).
+//! policy), `sweep.md` (the table, the command, the scenario's description and the plots) and the
+//! plots, as SVG and PNG: `sweep-load` and `sweep-success` (or, for a job set, `sweep-calls` and
+//! `sweep-makespan`), one line per policy, drawn with [`sim::report::plot`].
 
 use std::path::PathBuf;
 
@@ -12,7 +14,7 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use sim::report;
 use sim::run::BatchOptions;
-use sim::run::sweep::{SweepResult, run_sweep};
+use sim::run::sweep::{SweepChart, SweepResult, run_sweep};
 use sim::scenario::{self, Sweep, SweepValue};
 
 /// Options of `sim sweep`.
@@ -96,8 +98,13 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let csv = dir.join("sweep.csv");
     std::fs::write(&csv, result.csv()).map_err(|e| format!("{}: {e}", csv.display()))?;
+    let charts = result.charts().unwrap_or_default();
+    for c in &charts {
+        report::plot::write(&c.chart, &dir, c.stem)
+            .map_err(|e| format!("{}: {e}", dir.join(c.stem).display()))?;
+    }
     let md = dir.join("sweep.md");
-    std::fs::write(&md, markdown(&result, &s.description, &args))
+    std::fs::write(&md, markdown(&result, &s.description, &args, &charts))
         .map_err(|e| format!("{}: {e}", md.display()))?;
     if !args.quiet {
         let what = if result.job_set {
@@ -111,7 +118,20 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
         }
         println!("{}", table(&result));
     }
-    println!("wrote {} and {}", csv.display(), md.display());
+    if charts.is_empty() {
+        println!("wrote {} and {}", csv.display(), md.display());
+    } else {
+        let stems: Vec<&str> = charts.iter().map(|c| c.stem).collect();
+        println!(
+            "wrote {}, {} and {} (SVG and PNG) in {}",
+            csv.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            md.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            stems.join(", "),
+            dir.display()
+        );
+    }
     Ok(())
 }
 
@@ -161,7 +181,7 @@ fn table(r: &SweepResult) -> Table {
     t
 }
 
-fn markdown(r: &SweepResult, description: &str, args: &SweepArgs) -> String {
+fn markdown(r: &SweepResult, description: &str, args: &SweepArgs, charts: &[SweepChart]) -> String {
     let mut out = format!("# {}: sweep of `{}`\n\n", r.scenario, r.parameter);
     if !description.trim().is_empty() {
         out.push_str(description.trim());
@@ -194,6 +214,9 @@ fn markdown(r: &SweepResult, description: &str, args: &SweepArgs) -> String {
             out.push_str(&format!(" {} |", cell(r, i, p)));
         }
         out.push('\n');
+    }
+    for c in charts {
+        out.push_str(&format!("\n![{}]({}.svg)\n", c.chart.title, c.stem));
     }
     out
 }

@@ -295,7 +295,7 @@ impl SweepResult {
         } else {
             Axis {
                 scale: Scale::Linear,
-                include_zero: xs.iter().any(|x| *x == 0.0),
+                include_zero: xs.contains(&0.0),
                 ..Axis::linear(&label, format)
             }
         };

@@ -1,4 +1,4 @@
-//! Fuzzes the scenario parser and validator: they must return a scenario or an error, never panic
+//! Fuzzes the scenario parser and validator (files holding one scenario or a list, sweeps included): they must return a scenario or an error, never panic
 //! and never allocate without bound (libFuzzer's `-malloc_limit_mb` turns a huge allocation into a
 //! crash).
 //!
@@ -12,7 +12,12 @@
 
 use libfuzzer_sys::fuzz_target;
 
-const SHIPPED: &[&str] = &[include_str!("../../scenarios/default.ron")];
+const SHIPPED: &[&str] = &[
+    include_str!("../../scenarios/default.ron"),
+    // A list of scenarios with drawn timeouts, and a scenario with a sweep.
+    include_str!("../../scenarios/outage-amplification.ron"),
+    include_str!("../../scenarios/failure-rate-sweep.ron"),
+];
 
 const EXTREMES: &[&str] = &[
     "0",
@@ -125,8 +130,8 @@ fuzz_target!(|data: &[u8]| {
         let base = SHIPPED[usize::from(mode / 4) % SHIPPED.len()];
         edit(base, rest)
     };
-    match sim::scenario::load(&text, "fuzz.ron") {
-        Ok(scenario) => drop(scenario),
+    match sim::scenario::load_all(&text, "fuzz.ron") {
+        Ok(scenarios) => drop(scenarios),
         Err(e) => {
             // Every error names the file.
             assert!(

@@ -307,7 +307,15 @@ fn semantic_errors_point_at_the_field() {
 /// No input panics: mutations, truncations and splices of a real scenario.
 #[test]
 fn no_input_panics() {
-    let base = sim::DEFAULT_SCENARIO.as_bytes();
+    fuzz(sim::DEFAULT_SCENARIO.as_bytes());
+    // A list of scenarios with a drawn timeout, and one with a sweep.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    for f in ["outage-amplification.ron", "failure-rate-sweep.ron"] {
+        fuzz(&std::fs::read(root.join(f)).unwrap());
+    }
+}
+
+fn fuzz(base: &[u8]) {
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let mut next = || {
         state ^= state << 13;
@@ -349,7 +357,7 @@ fn no_input_panics() {
             }
         }
         let text = String::from_utf8_lossy(&text);
-        let _ = sim::scenario::load(&text, "fuzz.ron");
+        let _ = sim::scenario::load_all(&text, "fuzz.ron");
     }
     // Deep nesting is refused, not a stack overflow.
     let deep = format!(
@@ -358,4 +366,142 @@ fn no_input_panics() {
         "]".repeat(100_000)
     );
     assert!(sim::scenario::load(&deep, "deep.ron").is_err());
+}
+
+#[test]
+fn relapse_share_must_sit_between_zero_and_the_threshold() {
+    let text = |relapse: &str| {
+        format!(
+            "Scenario(\n    name: \"bad\",\n    horizon: \"60s\",\n    workload: {OPEN},\n    downstreams: [{SERVER}],\n    policies: [{CALL}],\n    recovery: (threshold: 0.8, relapse: {relapse}),\n)\n"
+        )
+    };
+    sim::scenario::load(&text("0.0"), "ok.ron").unwrap();
+    sim::scenario::load(&text("0.8"), "ok.ron").unwrap();
+    for bad in ["0.9", "-0.1", "NaN"] {
+        let e = error(&text(bad));
+        assert!(e.starts_with("bad.ron:7:32: recovery.relapse:"), "{e}");
+        assert!(e.contains("[0, threshold = 0.8]"), "{e}");
+    }
+}
+
+/// A file holding a list: an empty list, duplicate names, an error in the second scenario.
+#[test]
+fn scenario_lists() {
+    let one = |name: &str, rate: &str| {
+        format!(
+            "Scenario(\n    name: \"{name}\",\n    horizon: \"60s\",\n    workload: OpenLoop(rate: {rate}),\n    downstreams: [{SERVER}],\n    policies: [{CALL}],\n)"
+        )
+    };
+    let list = format!("[\n{},\n{},\n]\n", one("a", "1.0"), one("b", "2.0"));
+    let all = sim::scenario::load_all(&list, "ok.ron").unwrap();
+    assert_eq!(all.len(), 2);
+    // `load` takes exactly one, and says so.
+    let e = error(&list);
+    assert!(
+        e.contains("holds 2 scenarios (\"a\", \"b\"): expected one here"),
+        "{e}"
+    );
+    let e = sim::scenario::load_all("// nothing yet\n[]", "bad.ron")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("bad.ron:2:1: an empty list of scenarios"),
+        "{e}"
+    );
+    let dup = format!("[\n{},\n{},\n]\n", one("a", "1.0"), one("a", "2.0"));
+    let e = sim::scenario::load_all(&dup, "bad.ron")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("bad.ron:10:5: [1].name: \"a\" is used by an earlier scenario"),
+        "{e}"
+    );
+    let bad = format!("[\n{},\n{},\n]\n", one("a", "1.0"), one("b", "-2.0"));
+    let e = sim::scenario::load_all(&bad, "bad.ron")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("bad.ron:12:24: [1].workload.rate: -2"), "{e}");
+}
+
+/// Drawn timeouts: not both kinds at once, no empty Choice.
+#[test]
+fn drawn_timeouts() {
+    let with = |stack: &str| scenario(OPEN, SERVER, "", &format!("(name: \"p\", stack: {stack})"));
+    sim::scenario::load(
+        &with("Call(downstream: \"api\", timeout_dist: Choice([\"100ms\", \"200ms\"]))"),
+        "ok.ron",
+    )
+    .unwrap();
+    let e = error(&with(
+        "Call(downstream: \"api\", timeout: \"1s\", timeout_dist: Constant(\"1s\"))",
+    ));
+    assert!(
+        e.starts_with(
+            "bad.ron:7:74: policies[0].stack.timeout_dist: both timeout and timeout_dist"
+        ),
+        "{e}"
+    );
+    let e = error(&with("Call(downstream: \"api\", timeout_dist: Choice([]))"));
+    assert!(
+        e.starts_with("bad.ron:7:59: policies[0].stack.timeout_dist: an empty Choice"),
+        "{e}"
+    );
+}
+
+/// Sweeps: the path must name a field, the values must fit it and make a valid scenario.
+#[test]
+fn sweeps() {
+    let with = |sweep: &str| {
+        format!(
+            "Scenario(\n    name: \"bad\",\n    horizon: \"60s\",\n    workload: {OPEN},\n    downstreams: [{SERVER}],\n    policies: [{CALL}],\n    sweep: {sweep},\n)\n"
+        )
+    };
+    let ok = with("(parameter: \"downstreams[api].model.workers\", values: [1, 2, 8])");
+    sim::scenario::load(&ok, "ok.ron").unwrap();
+    let ok = with("(parameter: \"policies[plain].stack.timeout\", values: [\"100ms\", \"1s\"])");
+    sim::scenario::load(&ok, "ok.ron").unwrap();
+    let cases: Vec<(String, &str, &[&str])> = vec![
+        (
+            with("(parameter: \"downstreams[apii].model.workers\", values: [1])"),
+            "bad.ron:7:13: sweep.parameter:",
+            &["no element named \"apii\""],
+        ),
+        (
+            with("(parameter: \"workload.rte\", values: [1])"),
+            "bad.ron:7:13: sweep.parameter:",
+            &["no field `rte`", "`rate`"],
+        ),
+        (
+            with("(parameter: \"workload.rate\", values: [])"),
+            "bad.ron:7:41: sweep.values:",
+            &["0 values: expected 1 to 1000"],
+        ),
+        (
+            with("(parameter: \"workload.rate\", values: [10.0, -1.0])"),
+            "bad.ron:7:56: sweep.values[1]:",
+            &["with workload.rate = -1", "workload.rate", ">= 0"],
+        ),
+        (
+            with("(parameter: \"downstreams[0].model.workers\", values: [2.5])"),
+            "bad.ron:7:65: sweep.values[0]:",
+            &["u32"],
+        ),
+        (
+            with("(parameter: \"policies[0].stack.timeout\", values: [5])"),
+            "bad.ron:7:62: sweep.values[0]:",
+            &["cannot replace", "duration"],
+        ),
+        (
+            with("(parameter: \"policies[0].stack.timeout\", values: [\"soon\"])"),
+            "bad.ron:7:62: sweep.values[0]:",
+            &["invalid duration \"soon\""],
+        ),
+    ];
+    for (text, at, words) in &cases {
+        let e = error(text);
+        assert!(e.starts_with(at), "expected `{at}...`, got `{e}`");
+        for w in *words {
+            assert!(e.contains(w), "`{e}` lacks `{w}`");
+        }
+    }
 }

@@ -43,13 +43,15 @@ fn check_accepts_the_shipped_scenarios_and_rejects_a_bad_one() {
         .collect();
     let out = sim(&args, None);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(
-        text(&out.stdout)
-            .lines()
-            .filter(|l| l.contains(": ok ("))
-            .count(),
-        files.len()
-    );
+    // One line per scenario; a file may hold several.
+    let stdout = text(&out.stdout);
+    let mut ok_files: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(": ok ("))
+        .filter_map(|l| l.split(": ok (").next())
+        .collect();
+    ok_files.dedup();
+    assert_eq!(ok_files.len(), files.len(), "{stdout}");
 
     let dir = temp("check");
     let bad = dir.join("bad.ron");
@@ -186,5 +188,215 @@ fn no_arguments_runs_the_default_and_writes_the_contract() {
     let csv = std::fs::read_to_string(report.join("timeseries.csv")).unwrap();
     assert!(csv.starts_with("policy,seed,bucket,"));
     assert_eq!(csv.lines().count(), 1 + 6 * 120);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const TWO: &str = r#"// Two set-ups in one file.
+[
+    Scenario(
+        name: "small-a", horizon: "5s",
+        workload: OpenLoop(rate: 50.0),
+        downstreams: [(name: "api", model: Server(workers: 2, service: Constant("5ms"), error_rate: 0.2))],
+        policies: [
+            (name: "plain", stack: Call(downstream: "api", timeout: "1s")),
+            (name: "retry", stack: Retry(policy: (max_attempts: 4, backoff: (shape: Constant(delay: "0s"))), inner: Call(downstream: "api", timeout: "1s"))),
+        ],
+        sweep: (parameter: "downstreams[api].model.error_rate", label: "p", values: [0.0, 0.5]),
+    ),
+    Scenario(
+        name: "small-b", horizon: "5s",
+        workload: JobSet(clients: 5),
+        downstreams: [(name: "reg", model: Register, network: (request: Constant("1ms"), response: Constant("1ms")))],
+        policies: [(name: "retry", stack: Retry(policy: (max_attempts: None, backoff: (shape: Exponential(base: "1ms"), cap: "10ms", jitter: Full)), inner: Call(downstream: "reg")))],
+    ),
+]
+"#;
+
+/// A file with two scenarios: `run` writes both, `trace` and `sweep` need `--scenario`.
+#[test]
+fn a_file_with_several_scenarios() {
+    let dir = temp("two");
+    let f = dir.join("two.ron");
+    std::fs::write(&f, TWO).unwrap();
+    let f = f.to_str().unwrap();
+    let out_dir = dir.join("out");
+    let out = sim(&["run", f, "--out", out_dir.to_str().unwrap(), "-q"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out_dir.join("small-a/summary.json").is_file());
+    assert!(out_dir.join("small-b/summary.json").is_file());
+    let out = sim(&["trace", f], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr)
+            .contains("holds 2 scenarios: pass --scenario with one of \"small-a\", \"small-b\""),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = sim(&["trace", f, "--scenario", "small-b"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        6,
+        "{}",
+        text(&out.stdout)
+    );
+    let out = sim(&["trace", f, "--scenario", "small-c"], None);
+    assert!(text(&out.stderr).contains("no scenario named \"small-c\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sim sweep`: the scenario's sweep, or `--param` and `--values`; a table, sweep.csv and
+/// sweep.md; clear errors for a scenario without a sweep and for a bad parameter.
+#[test]
+fn sweep_writes_a_table_and_a_csv() {
+    let dir = temp("sweep");
+    let f = dir.join("two.ron");
+    std::fs::write(&f, TWO).unwrap();
+    let f = f.to_str().unwrap();
+    let out_dir = dir.join("out");
+    let o = out_dir.to_str().unwrap();
+    let out = sim(&["sweep", f, "--scenario", "small-a", "--out", o], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("load (server arrivals ÷ first tries) and success rate by p"),
+        "{stdout}"
+    );
+    let csv = std::fs::read_to_string(out_dir.join("small-a/sweep.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], sim::run::sweep::CSV_HEADER);
+    assert_eq!(lines.len(), 1 + 2 * 2, "{csv}");
+    assert!(
+        lines[1].starts_with("downstreams[api].model.error_rate,0,plain,1,"),
+        "{csv}"
+    );
+    let md = std::fs::read_to_string(out_dir.join("small-a/sweep.md")).unwrap();
+    assert!(md.contains("| p | plain | retry |"), "{md}");
+    // The plots: load and success vs p, one line per policy, SVG and PNG.
+    for stem in ["sweep-load", "sweep-success"] {
+        let svg = std::fs::read_to_string(out_dir.join(format!("small-a/{stem}.svg"))).unwrap();
+        assert!(svg.contains("plain") && svg.contains("retry"), "{stem}");
+        assert!(md.contains(&format!("({stem}.svg)")), "{md}");
+        let png = std::fs::read(out_dir.join(format!("small-a/{stem}.png"))).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+    }
+    let svg = std::fs::read_to_string(out_dir.join("small-a/sweep-load.svg")).unwrap();
+    assert!(
+        svg.contains("small-a: load on the downstream vs p"),
+        "{svg}"
+    );
+    // At p = 0.5, 3 retries: load 1 + p + p² + p³ = 1.875 (250 requests: loosely).
+    let retry_half: Vec<&str> = lines[4].split(',').collect();
+    let load: f64 = retry_half[8].parse().unwrap();
+    assert!((load - 1.875).abs() < 0.2, "{csv}");
+
+    // --param and --values override the file's sweep.
+    let out = sim(
+        &[
+            "sweep",
+            f,
+            "--scenario",
+            "small-a",
+            "--out",
+            o,
+            "-q",
+            "--param",
+            "workload.rate",
+            "--values",
+            "10,20,40",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(out_dir.join("small-a/sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3 * 2);
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("workload.rate,10,plain,"),
+        "{csv}"
+    );
+
+    // A job set shows calls and makespan.
+    let out = sim(
+        &[
+            "sweep",
+            f,
+            "--scenario",
+            "small-b",
+            "--out",
+            o,
+            "--param",
+            "workload.clients",
+            "--values",
+            "2,5",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("calls  makespan"),
+        "{}",
+        text(&out.stdout)
+    );
+    for stem in ["sweep-calls", "sweep-makespan"] {
+        assert!(
+            out_dir.join(format!("small-b/{stem}.svg")).is_file(),
+            "{stem}"
+        );
+    }
+
+    // No sweep in the file, no --param.
+    let out = sim(&["sweep", f, "--scenario", "small-b", "--out", o], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("has no sweep"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A bad parameter is refused before anything runs.
+    let out = sim(
+        &[
+            "sweep",
+            f,
+            "--scenario",
+            "small-a",
+            "--out",
+            o,
+            "--param",
+            "workload.rte",
+            "--values",
+            "1",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("sweep.parameter") && err.contains("no field `rte`"),
+        "{err}"
+    );
+    let out = sim(
+        &[
+            "sweep",
+            f,
+            "--scenario",
+            "small-a",
+            "--out",
+            o,
+            "--param",
+            "workload.rate",
+            "--values",
+            "10,-1",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("sweep.values[1]: with workload.rate = -1"),
+        "{}",
+        text(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

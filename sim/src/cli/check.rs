@@ -8,23 +8,29 @@ use sim::scenario;
 pub fn check(files: &[PathBuf]) -> Result<(), String> {
     let mut bad = 0;
     for f in files {
-        match scenario::load_file(f).and_then(|s| {
-            Compiled::new(s.clone())
-                .map(|_| s)
-                .map_err(|e| scenario::ScenarioError::Invalid {
+        let checked = scenario::load_file_all(f).and_then(|all| {
+            for s in &all {
+                Compiled::new(s.clone()).map_err(|e| scenario::ScenarioError::Invalid {
                     path: f.display().to_string(),
                     position: None,
                     field: "policies".into(),
                     message: e,
-                })
-        }) {
-            Ok(s) => println!(
-                "{}: ok ({}, {} policies, horizon {})",
-                f.display(),
-                s.name,
-                s.policies.len(),
-                s.horizon
-            ),
+                })?;
+            }
+            Ok(all)
+        });
+        match checked {
+            Ok(all) => {
+                for s in all {
+                    println!(
+                        "{}: ok ({}, {} policies, horizon {})",
+                        f.display(),
+                        s.name,
+                        s.policies.len(),
+                        s.horizon
+                    );
+                }
+            }
             Err(e) => {
                 eprintln!("{e}");
                 bad += 1;
@@ -32,7 +38,7 @@ pub fn check(files: &[PathBuf]) -> Result<(), String> {
         }
     }
     if bad > 0 {
-        Err(format!("{bad} of {} scenario(s) invalid", files.len()))
+        Err(format!("{bad} of {} file(s) invalid", files.len()))
     } else {
         Ok(())
     }

@@ -31,14 +31,17 @@ pub fn list(dir: Option<PathBuf>) -> Result<(), String> {
     files.sort();
     let rows: Vec<(String, String, String)> = files
         .iter()
-        .map(|f| {
+        .flat_map(|f| {
             let file = f
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            match scenario::load_file(f) {
-                Ok(s) => (file, s.name, first_line(&s.description)),
-                Err(e) => (file, "(invalid)".into(), e.to_string()),
+            match scenario::load_file_all(f) {
+                Ok(all) => all
+                    .into_iter()
+                    .map(|s| (file.clone(), s.name, first_line(&s.description)))
+                    .collect(),
+                Err(e) => vec![(file, "(invalid)".into(), e.to_string())],
             }
         })
         .collect();

@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod list;
 mod run;
+mod sweep;
 mod trace;
 
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub enum Command {
     },
     /// Print one row per logical request of a small scenario.
     Trace(trace::TraceArgs),
+    /// Run a scenario once per value of one parameter; tabulate load and success per policy.
+    Sweep(sweep::SweepArgs),
     /// Measure the engine: events per second and memory.
     Bench(bench::BenchArgs),
 }
@@ -53,6 +56,7 @@ pub fn main() -> i32 {
         Some(Command::Check { files }) => check::check(&files),
         Some(Command::List { dir }) => list::list(dir),
         Some(Command::Trace(args)) => trace::trace(args),
+        Some(Command::Sweep(args)) => sweep::sweep(args),
         Some(Command::Bench(args)) => bench::bench(args),
     };
     match result {

@@ -85,61 +85,67 @@ fn wrap_width(table: &comfy_table::Table) -> usize {
 
 pub fn run(args: RunArgs) -> Result<(), String> {
     for file in &args.files {
-        let s = if args.embedded {
-            scenario::load(sim::DEFAULT_SCENARIO, "default.ron (embedded)")
+        let all = if args.embedded {
+            scenario::load_all(sim::DEFAULT_SCENARIO, "default.ron (embedded)")
         } else {
-            scenario::load_file(file)
+            scenario::load_file_all(file)
         }
         .map_err(|e| e.to_string())?;
-        let seed = args.seed.unwrap_or(s.seed);
-        let k = args.seeds.unwrap_or(s.seeds).max(1);
-        let seeds: Vec<u64> = (0..u64::from(k)).map(|i| seed.wrapping_add(i)).collect();
-        let c = Compiled::new(s)?;
-        let opts = BatchOptions {
-            jobs: args.jobs.unwrap_or(0),
-            progress: !args.quiet,
-        };
-        let results = run_all(&c, &seeds, opts)?;
-        let dir = args.out.join(report::folder_name(&c.scenario.name));
-        report::write_all(&dir, &c, &seeds, &results)
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-        if !args.quiet {
-            let policies = report::per_policy(&c, &results);
-            let first = c
-                .scenario
-                .description
-                .trim()
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            if first.is_empty() {
-                println!("{}", c.scenario.name);
-            } else {
-                println!("{}: {first}", c.scenario.name);
-            }
-            if k > 1 {
-                println!("means over {k} seeds from {seed}, ± the 95% interval of the mean");
-            }
-            let styled = args.color.styled();
-            let table = report::table::table(&policies, styled);
-            println!("{table}");
-            if styled {
-                println!("green: best of its column, red: worst");
-            }
-            let text =
-                report::conclusion::conclusion(&c, &policies, report::conclusion::Style::Plain);
-            println!(
-                "\n{}\n",
-                report::conclusion::wrap(&text, wrap_width(&table))
-            );
+        for s in all {
+            run_one(&args, s)?;
         }
+    }
+    Ok(())
+}
+
+/// Runs one scenario of a file and writes its reports.
+fn run_one(args: &RunArgs, s: scenario::Scenario) -> Result<(), String> {
+    let seed = args.seed.unwrap_or(s.seed);
+    let k = args.seeds.unwrap_or(s.seeds).max(1);
+    let seeds: Vec<u64> = (0..u64::from(k)).map(|i| seed.wrapping_add(i)).collect();
+    let c = Compiled::new(s)?;
+    let opts = BatchOptions {
+        jobs: args.jobs.unwrap_or(0),
+        progress: !args.quiet,
+    };
+    let results = run_all(&c, &seeds, opts)?;
+    let dir = args.out.join(report::folder_name(&c.scenario.name));
+    report::write_all(&dir, &c, &seeds, &results).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !args.quiet {
+        let policies = report::per_policy(&c, &results);
+        let first = c
+            .scenario
+            .description
+            .trim()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if first.is_empty() {
+            println!("{}", c.scenario.name);
+        } else {
+            println!("{}: {first}", c.scenario.name);
+        }
+        if k > 1 {
+            println!("means over {k} seeds from {seed}, ± the 95% interval of the mean");
+        }
+        let styled = args.color.styled();
+        let table = report::table::table(&policies, styled);
+        println!("{table}");
+        if styled {
+            println!("green: best of its column, red: worst");
+        }
+        let text = report::conclusion::conclusion(&c, &policies, report::conclusion::Style::Plain);
         println!(
-            "wrote {}: summary.md (open it first), summary.json, timeseries.csv, and {} as SVG and PNG",
-            dir.display(),
-            report::FIGURES.join(", ")
+            "\n{}\n",
+            report::conclusion::wrap(&text, wrap_width(&table))
         );
     }
+    println!(
+        "wrote {}: summary.md (open it first), summary.json, timeseries.csv, and {} as SVG and PNG",
+        dir.display(),
+        report::FIGURES.join(", ")
+    );
     Ok(())
 }

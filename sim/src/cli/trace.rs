@@ -17,6 +17,9 @@ use sim::scenario;
 pub struct TraceArgs {
     /// Scenario file.
     pub file: PathBuf,
+    /// Scenario to trace, by name (required when the file holds several).
+    #[arg(long)]
+    pub scenario: Option<String>,
     /// Policy to trace (required when the scenario has several).
     #[arg(long)]
     pub policy: Option<String>,
@@ -29,7 +32,8 @@ pub struct TraceArgs {
 }
 
 pub fn trace(args: TraceArgs) -> Result<(), String> {
-    let s = scenario::load_file(&args.file).map_err(|e| e.to_string())?;
+    let all = scenario::load_file_all(&args.file).map_err(|e| e.to_string())?;
+    let s = pick(all, args.scenario.as_deref(), &args.file)?;
     let names: Vec<&str> = s.policies.iter().map(|p| p.name.as_str()).collect();
     let policy = match &args.policy {
         Some(name) => names.iter().position(|n| n == name).ok_or_else(|| {
@@ -111,6 +115,33 @@ pub fn trace(args: TraceArgs) -> Result<(), String> {
         println!("... {} more rows (raise --limit)", rows.len() - args.limit);
     }
     Ok(())
+}
+
+/// The scenario named `name` among those of `file`, or its only one.
+pub fn pick(
+    mut all: Vec<scenario::Scenario>,
+    name: Option<&str>,
+    file: &std::path::Path,
+) -> Result<scenario::Scenario, String> {
+    let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    match name {
+        Some(n) => match names.iter().position(|x| *x == n) {
+            Some(i) => Ok(all.swap_remove(i)),
+            None => Err(format!(
+                "{} has no scenario named \"{n}\": expected one of {}",
+                file.display(),
+                quoted(&names)
+            )),
+        },
+        None if all.len() == 1 => Ok(all.remove(0)),
+        None => Err(format!(
+            "{} holds {} scenarios: pass --scenario with one of {}",
+            file.display(),
+            all.len(),
+            quoted(&names)
+        )),
+    }
 }
 
 fn quoted(names: &[&str]) -> String {

@@ -12,6 +12,7 @@ use reliable_core::budget::BudgetPolicy;
 use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::ThrottlePolicy;
 
+use crate::model::Sampler;
 use crate::scenario::{Layer, Scope};
 
 /// "No node".
@@ -41,6 +42,9 @@ pub enum NodeKind {
         ds: u16,
         /// Per-call timeout.
         timeout: Option<Duration>,
+        /// Per-request timeout distribution (each logical request draws once, keyed by its
+        /// number).
+        timeout_dist: Option<Sampler>,
     },
     /// A circuit breaker.
     Breaker {
@@ -146,15 +150,21 @@ impl CompiledStack {
             Layer::Call {
                 downstream,
                 timeout,
+                timeout_dist,
             } => {
                 let ds = ds_index(downstream)
                     .ok_or_else(|| format!("no downstream named \"{downstream}\""))?;
                 if let Some(t) = timeout {
                     self.add_timeout(*t);
                 }
+                let timeout_dist = timeout_dist.as_ref().map(Sampler::new);
+                for &v in timeout_dist.iter().filter_map(Sampler::values).flatten() {
+                    self.add_timeout(Duration::from_nanos(v));
+                }
                 NodeKind::Call {
                     ds,
                     timeout: *timeout,
+                    timeout_dist,
                 }
             }
             Layer::Breaker {
@@ -305,6 +315,7 @@ mod tests {
         let call = |d: &str| Layer::Call {
             downstream: d.into(),
             timeout: Some(Duration::from_secs(1)),
+            timeout_dist: None,
         };
         let retry = |inner: Layer| Layer::Retry {
             policy: reliable_core::retry::RetryConfig::new(

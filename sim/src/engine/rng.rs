@@ -28,6 +28,8 @@ pub enum StreamId {
     Client,
     /// Faults that draw (error-rate and throttle shares).
     Faults(u16),
+    /// Per-request timeouts drawn by calls (keyed by request number and node).
+    Timeouts,
     /// Tests.
     Test,
 }
@@ -40,6 +42,7 @@ impl StreamId {
             StreamId::Network(i) => 0x2_0000 | u64::from(i),
             StreamId::Client => 3,
             StreamId::Faults(i) => 0x4_0000 | u64::from(i),
+            StreamId::Timeouts => 5,
             StreamId::Test => 0xFFFF_FFFF,
         }
     }

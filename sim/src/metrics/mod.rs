@@ -36,14 +36,18 @@
 //!   (successes ÷ first tries over the whole buckets before the first fault, leaving out bucket 0
 //!   as warm-up when there are at least two; 1 if there are none). For closed loops and job sets
 //!   it is the mean successes per pre-fault bucket (or, with none, the mean first tries per
-//!   bucket). With `k = ceil(recovery.sustain ÷ w)`, the run has *recovered* at the first window
-//!   of `k` whole buckets that starts at or after the last fault's end, ends by the horizon, and
-//!   whose successes reach `recovery.threshold` × its healthy successes; `recovery_s` is the
-//!   window's start minus the last fault's end. Otherwise it is *stuck* (`recovery_s` null), which
-//!   includes a run whose horizon leaves less than `k` buckets after the faults. Without faults
-//!   the verdict is `no-fault`. Judging a window rather than single buckets keeps Poisson noise
-//!   from delaying the verdict; judging against the scheduled rate means a rate step after the
-//!   fault is not mistaken for a failure to recover.
+//!   bucket). With `k = ceil(recovery.sustain ÷ w)`, consider every window of `k` whole buckets
+//!   that starts at or after the last fault's end and ends by the horizon. A window is *healthy*
+//!   when its successes reach `recovery.threshold` × its healthy successes, and *down* when they
+//!   fall below `recovery.relapse` × them (default 0.5). The run has *recovered* at the first
+//!   healthy window that starts after the last down window, i.e. goodput came back and stayed
+//!   back: a run that returns briefly and then collapses again (a metastable failure can take a
+//!   few seconds to set in) is stuck. `recovery_s` is that window's start minus the last fault's
+//!   end. Otherwise the run is *stuck* (`recovery_s` null), which includes a run whose horizon
+//!   leaves less than `k` buckets after the faults. Without faults the verdict is `no-fault`.
+//!   Judging windows rather than single buckets keeps Poisson noise from delaying the verdict, and
+//!   the gap between `relapse` and `threshold` keeps it from flapping; judging against the
+//!   scheduled rate means a rate step after the fault is not mistaken for a failure to recover.
 //! - **breaker open share** (per bucket): breaker instances whose last transition was to open (or
 //!   forced open), ÷ all breaker instances, at the bucket's end.
 

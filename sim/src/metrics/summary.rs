@@ -166,6 +166,8 @@ pub struct Context<'a> {
     pub fault: Option<(u64, u64)>,
     /// Recovery threshold.
     pub threshold: f64,
+    /// Relapse threshold (see [`recovery`]).
+    pub relapse: f64,
     /// Recovery sustain, ns.
     pub sustain_ns: u64,
     /// Requests in flight at the end.
@@ -271,24 +273,40 @@ pub fn healthy_successes(
     }
 }
 
-/// Recovery time after `fault_end` (see the module docs), or `None` if stuck: the first window of
-/// `ceil(sustain / bucket)` whole buckets, starting at or after `fault_end` and ending by the
-/// horizon, whose successes reach `threshold` × its healthy successes.
+/// Recovery time after `fault_end` (see the module docs), or `None` if stuck.
+///
+/// Windows are `ceil(sustain / bucket)` whole buckets, starting at or after `fault_end` and ending
+/// by the horizon. A window is *healthy* when its successes reach `threshold` × its healthy
+/// successes, and *down* when they fall below `relapse` × them. The run recovered at the first
+/// healthy window that starts after the last down window: goodput came back **and stayed back**.
+/// A run that comes back and then collapses again (a metastable failure that takes a few seconds
+/// to set in) is stuck unless it comes back once more. `relapse = 0` never counts a window as down.
 pub fn recovery(
     buckets: &[Bucket],
     healthy: &[f64],
     bucket_ns: u64,
     fault_end: u64,
     threshold: f64,
+    relapse: f64,
     sustain_ns: u64,
 ) -> Option<u64> {
     let w = bucket_ns.max(1);
     let first = fault_end.div_ceil(w) as usize;
     let k = sustain_ns.div_ceil(w).max(1) as usize;
-    (first..=buckets.len().checked_sub(k)?).find_map(|b0| {
-        let got: u64 = buckets[b0..b0 + k].iter().map(|b| b.successes).sum();
+    let last = buckets.len().checked_sub(k)?;
+    // Each window's successes and healthy successes.
+    let window = |b0: usize| -> Option<(f64, f64)> {
+        let got: u64 = buckets.get(b0..b0 + k)?.iter().map(|b| b.successes).sum();
         let want: f64 = healthy.get(b0..b0 + k)?.iter().sum();
-        (got as f64 >= threshold * want).then(|| (b0 as u64 * w).saturating_sub(fault_end))
+        Some((got as f64, want))
+    };
+    let after_down = (first..=last)
+        .rev()
+        .find(|&b0| window(b0).is_some_and(|(got, want)| got < relapse * want))
+        .map_or(first, |d| d + 1);
+    (after_down..=last).find_map(|b0| {
+        let (got, want) = window(b0)?;
+        (got >= threshold * want).then(|| (b0 as u64 * w).saturating_sub(fault_end))
     })
 }
 
@@ -337,6 +355,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
                 cx.bucket_ns,
                 end,
                 cx.threshold,
+                cx.relapse,
                 cx.sustain_ns,
             ) {
                 Some(ns) => (Verdict::Recovered, Some(ns as f64 / 1e9), base),
@@ -433,15 +452,17 @@ mod tests {
         let flat = healthy_successes(&b, s, 3 * s, None);
         assert_eq!(flat[0], 10.0);
         // Windows of 3 buckets from bucket 5: 22, 23, 30 (>= 27 at 0.9) from bucket 7.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 3 * s), Some(2 * s));
-        // One-bucket windows: bucket 5 has 9 >= 9.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 1), Some(0));
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 3 * s), Some(2 * s));
+        // One-bucket windows: bucket 5 has 9 >= 9, but bucket 6 falls to 3 (below half), so the
+        // recovery counts from bucket 7; without the relapse rule, from bucket 5.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 1), Some(2 * s));
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 1), Some(0));
         // Never enough.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 1.1, s), None);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 1.1, 0.5, s), None);
         // A fault ending mid-bucket: only whole buckets after it count.
-        assert_eq!(recovery(&b, &flat, s, 4 * s + 1, 0.9, 1), Some(s - 1));
+        assert_eq!(recovery(&b, &flat, s, 4 * s + 1, 0.9, 0.0, 1), Some(s - 1));
         // A window longer than what is left after the fault: stuck.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.5, 7 * s), None);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.5, 0.5, 7 * s), None);
         // A fault from t = 0: the baseline is demand.
         assert_eq!(healthy_successes(&b, s, 0, None)[0], 10.0);
         // Open loop: scheduled arrivals scaled by the pre-fault success ratio (here 1). A rate
@@ -450,7 +471,26 @@ mod tests {
         let low = buckets(&[0, 10, 10, 0, 0, 5, 5, 5, 5, 5, 5]);
         let h = healthy_successes(&low, s, 3 * s, Some(&sched));
         assert_eq!(h[5], 5.0);
-        assert_eq!(recovery(&low, &h, s, 5 * s, 0.9, 3 * s), Some(0));
-        assert_eq!(recovery(&low, &flat, s, 5 * s, 0.9, 3 * s), None);
+        assert_eq!(recovery(&low, &h, s, 5 * s, 0.9, 0.5, 3 * s), Some(0));
+        assert_eq!(recovery(&low, &flat, s, 5 * s, 0.9, 0.5, 3 * s), None);
+    }
+
+    #[test]
+    fn a_recovery_that_collapses_again_is_stuck() {
+        let s = 1_000_000_000;
+        // Fault [3 s, 5 s): back at 5-6 s, collapsed again from 7 s (a metastable failure that
+        // takes a moment to set in).
+        let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 2, 0, 0, 0, 0]);
+        let flat = healthy_successes(&b, s, 3 * s, None);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), None);
+        // Without the relapse rule the brief return would count.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 2 * s), Some(0));
+        // Back, down, back again for good: recovered at the second return.
+        let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 0, 0, 10, 10, 10]);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), Some(4 * s));
+        // A dip that stays above the relapse share (degraded, not collapsed) keeps the first
+        // return.
+        let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 6, 6, 10, 10, 10]);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), Some(0));
     }
 }

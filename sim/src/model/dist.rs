@@ -40,6 +40,8 @@ pub enum Sampler {
         /// Highest.
         high: u64,
     },
+    /// One of these, uniformly.
+    Choice(Vec<u64>),
     /// `slow` with probability `p`, else `fast`.
     Bimodal {
         /// Probability of the slow branch.
@@ -81,6 +83,9 @@ impl Sampler {
                 low: low.as_nanos(),
                 high: high.as_nanos().max(low.as_nanos()),
             },
+            Dist::Choice(values) if values.is_empty() => Sampler::Constant(0),
+            Dist::Choice(values) if values.len() == 1 => Sampler::Constant(values[0].as_nanos()),
+            Dist::Choice(values) => Sampler::Choice(values.iter().map(|v| v.as_nanos()).collect()),
             Dist::Bimodal {
                 slow_share,
                 fast,
@@ -98,6 +103,16 @@ impl Sampler {
         matches!(self, Sampler::Constant(0))
     }
 
+    /// The values a draw can take, if there are few of them (a constant or a choice): callers
+    /// give each its own FIFO timer lane.
+    pub fn values(&self) -> Option<&[u64]> {
+        match self {
+            Sampler::Constant(c) => Some(std::slice::from_ref(c)),
+            Sampler::Choice(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// The mean, in seconds (for reports and capacity estimates).
     pub fn mean_secs(&self) -> f64 {
         let ns = match self {
@@ -111,6 +126,9 @@ impl Sampler {
             // Mean of |N| is close to the mean of N when mean >> sd, which is how it is used.
             Sampler::AbsNormal(n) => n.mean().abs(),
             Sampler::Uniform { low, high } => (*low as f64 + *high as f64) / 2.0,
+            Sampler::Choice(values) => {
+                values.iter().map(|&v| v as f64).sum::<f64>() / values.len().max(1) as f64
+            }
             Sampler::Bimodal { p, fast, slow } => {
                 return (1.0 - p) * fast.mean_secs() + p * slow.mean_secs();
             }
@@ -138,6 +156,11 @@ impl Sampler {
                     ((u128::from(r) * (u128::from(span) + 1)) >> 64) as u64
                 };
                 return low + off;
+            }
+            Sampler::Choice(values) => {
+                let n = values.len() as u64;
+                let i = ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as usize;
+                return values.get(i).copied().unwrap_or(0);
             }
             Sampler::Bimodal { p, fast, slow } => {
                 let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
@@ -192,6 +215,7 @@ mod tests {
                 fast: Box::new(Dist::Constant(ms(10))),
                 slow: Box::new(Dist::Constant(ms(500))),
             },
+            Dist::Choice(vec![ms(100), ms(200), ms(300)]),
         ];
         for d in &cases {
             let s = Sampler::new(d);

@@ -6,6 +6,7 @@
 //! (seed, policy) order from an indexed parallel iterator, never in completion order.
 
 pub mod compiled;
+pub mod sweep;
 pub mod world;
 
 use std::io::IsTerminal;

@@ -464,6 +464,7 @@ impl<'c> World<'c> {
             bucket_ns: self.c.bucket_ns,
             fault: self.c.timeline.span(),
             threshold: s.recovery.threshold,
+            relapse: s.recovery.relapse,
             sustain_ns: s.recovery.sustain.as_nanos(),
             unfinished: self.requests.len() as u64,
             makespan_ns,

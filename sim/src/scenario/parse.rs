@@ -16,10 +16,89 @@ use super::types::Scenario;
 /// Parses `text` (from `path`, used only in messages). Checks syntax and types, not meaning: call
 /// [`validate`](super::validate) (or use [`load`](super::load)) before running it.
 pub fn parse(text: &str, path: &str) -> Result<Scenario, ScenarioError> {
+    from_ron::<Scenario>(text, path)
+}
+
+/// Parses a file that holds one `Scenario(..)` or a list `[Scenario(..), ...]` of them (several
+/// set-ups of one study, each run and reported on its own). Checks syntax and types, and that a
+/// list is not empty; [`validate`](super::validate) each one (or use
+/// [`load_all`](super::load_all)) before running them.
+pub fn parse_all(text: &str, path: &str) -> Result<Vec<Scenario>, ScenarioError> {
+    if !starts_with_list(text) {
+        return parse(text, path).map(|s| vec![s]);
+    }
+    let list = from_ron::<Vec<Scenario>>(text, path)?;
+    if list.is_empty() {
+        let (line, col) = position(text, first_token(text));
+        return Err(ScenarioError::Syntax {
+            path: path.to_string(),
+            line,
+            col,
+            message: "an empty list of scenarios: expected `Scenario(..)` or `[Scenario(..), ...]` with at least one".into(),
+        });
+    }
+    Ok(list)
+}
+
+/// Whether the first token after white space, comments and `#![..]` attributes is `[`.
+pub(super) fn starts_with_list(text: &str) -> bool {
+    text.as_bytes().get(first_token(text)) == Some(&b'[')
+}
+
+/// The byte offset of the first token after white space, comments and `#![..]` attributes (the
+/// end of the text if there is none). Always a character boundary: only ASCII is skipped byte by
+/// byte up to an ASCII stop.
+fn first_token(text: &str) -> usize {
+    let b = text.as_bytes();
+    let mut i = 0;
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let mut depth = 0usize;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if b[i..].starts_with(b"#!") {
+            while i < b.len() && b[i] != b']' {
+                i += 1;
+            }
+            i = (i + 1).min(b.len());
+        } else {
+            return i;
+        }
+    }
+}
+
+/// The 1-based line and column of byte offset `i`.
+fn position(text: &str, i: usize) -> (usize, usize) {
+    let before = text.get(..i).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+fn from_ron<T: serde::de::DeserializeOwned>(text: &str, path: &str) -> Result<T, ScenarioError> {
     let options = ron::Options::default()
         .with_default_extension(Extensions::IMPLICIT_SOME | Extensions::UNWRAP_VARIANT_NEWTYPES)
         .with_recursion_limit(128);
-    options.from_str::<Scenario>(text).map_err(|e| {
+    options.from_str::<T>(text).map_err(|e| {
         let line = e.span.start.line.max(1);
         let col = e.span.start.col.max(1);
         let mut message = polish(&e.code.to_string());
@@ -97,6 +176,35 @@ mod tests {
         let e = parse("Scenario(\n  name: \"x\",\n  horizon: 10s,\n)", "f.ron").unwrap_err();
         let text = e.to_string();
         assert!(text.starts_with("f.ron:3:"), "{text}");
+    }
+
+    #[test]
+    fn a_file_may_hold_a_list_of_scenarios() {
+        let one = "Scenario(name: \"a\", horizon: \"1s\", workload: JobSet(clients: 1), downstreams: [], policies: [])";
+        assert_eq!(parse_all(one, "f.ron").unwrap().len(), 1);
+        let two = format!(
+            "// comment [\n/* [ */ #![enable(implicit_some)]\n[{one}, {}]",
+            one.replace("\"a\"", "\"b\"")
+        );
+        let list = parse_all(&two, "f.ron").unwrap();
+        assert_eq!(
+            list.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let e = parse_all("// nothing\n  [ ]", "f.ron")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("f.ron:2:3: an empty list of scenarios"),
+            "{e}"
+        );
+        let e = parse_all("[Scenario(name: 1)]", "f.ron")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f.ron:1:"), "{e}");
+        for garbage in ["", "/*", "#!", "[", "//", "  /* /* */"] {
+            let _ = parse_all(garbage, "f.ron");
+        }
     }
 
     #[test]

@@ -41,6 +41,45 @@ pub struct Scenario {
     /// How recovery after the faults is judged.
     #[serde(default)]
     pub recovery: Recovery,
+    /// A parameter to vary for `sim sweep` (`sim run` uses the value written in the scenario).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+/// What `sim sweep` varies: one parameter of the scenario, set to each value in turn; every value
+/// runs every policy under the same seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// The field to set, as a path from the top of the scenario: fields joined by `.`, list
+    /// elements by index or by name in brackets; enum variants are looked through. E.g.
+    /// `downstreams[api].model.error_rate`, `workload.rate`, `faults[0].rate`,
+    /// `policies[retry].stack.policy.attempt_timeout`.
+    pub parameter: String,
+    /// Short name for tables and plots (default: the path's last field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The values, numbers or durations (`"250ms"`), as the field takes.
+    pub values: Vec<SweepValue>,
+}
+
+/// One value of a [`Sweep`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SweepValue {
+    /// A number (a rate, a share, a count).
+    Number(f64),
+    /// A duration, or any other text the field takes.
+    Text(String),
+}
+
+impl std::fmt::Display for SweepValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SweepValue::Number(x) => write!(f, "{x}"),
+            SweepValue::Text(t) => f.write_str(t),
+        }
+    }
 }
 
 fn default_bucket() -> Duration {
@@ -277,6 +316,8 @@ pub enum Dist {
         /// Largest value.
         high: Duration,
     },
+    /// One of these values, each as likely (`Choice(["100ms", "200ms", "300ms"])`).
+    Choice(Vec<Duration>),
     /// `slow` with probability `slow_share`, else `fast`.
     Bimodal {
         /// Share of slow draws, in [0, 1].
@@ -440,6 +481,13 @@ pub enum Layer {
         /// Per-call timeout. Default: none (only enclosing deadlines apply).
         #[serde(default)]
         timeout: Option<Duration>,
+        /// Instead of one `timeout` for everybody, each logical request draws its own from this
+        /// distribution, once, and every attempt of it through this call uses it: callers with
+        /// different timeouts (Yandex 2024 gives each client 100, 200 or 300 ms:
+        /// `Choice(["100ms", "200ms", "300ms"])`). The draw depends only on the seed and the
+        /// request's number, so every policy sees the same timeouts. Default: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_dist: Option<Dist>,
     },
     /// A circuit breaker (the core's) around `inner`.
     Breaker {
@@ -503,6 +551,11 @@ pub struct Recovery {
     /// Recovered once healthy buckets follow each other for this long. Default 5 s.
     #[serde(default = "default_sustain")]
     pub sustain: Duration,
+    /// A later window of `sustain` whose goodput falls below this share of the pre-fault goodput
+    /// undoes a recovery (the system came back, then collapsed again). In [0, threshold]; 0 turns
+    /// the rule off. Default 0.5.
+    #[serde(default = "default_relapse")]
+    pub relapse: f64,
 }
 
 fn default_threshold() -> f64 {
@@ -511,12 +564,16 @@ fn default_threshold() -> f64 {
 fn default_sustain() -> Duration {
     Duration::from_secs(5)
 }
+fn default_relapse() -> f64 {
+    0.5
+}
 
 impl Default for Recovery {
     fn default() -> Self {
         Recovery {
             threshold: default_threshold(),
             sustain: default_sustain(),
+            relapse: default_relapse(),
         }
     }
 }

@@ -153,6 +153,20 @@ impl Checker<'_> {
                     ));
                 }
             }
+            Dist::Choice(values) => {
+                if values.is_empty() {
+                    return Err(self.fail(path, "an empty Choice: expected at least one value"));
+                }
+                if values.len() > 10_000 {
+                    return Err(self.fail(
+                        path,
+                        format!(
+                            "a Choice of {} values: expected at most 10000",
+                            values.len()
+                        ),
+                    ));
+                }
+            }
             Dist::Bimodal {
                 slow_share,
                 fast,
@@ -204,8 +218,19 @@ pub fn validate_with(
     file: &str,
     limits: Limits,
 ) -> Result<(), ScenarioError> {
+    validate_at(s, text, file, limits, Path::root())
+}
+
+/// [`validate`] for the scenario at `root` in `text`: [`Path::root`] for a file holding one, or
+/// `Path::root().index(i)` for the `i`-th of a list.
+pub fn validate_at(
+    s: &Scenario,
+    text: &str,
+    file: &str,
+    limits: Limits,
+    root: Path,
+) -> Result<(), ScenarioError> {
     let c = Checker { text, file };
-    let root = Path::root();
     if s.name.trim().is_empty() {
         return Err(c.fail(
             &root.field("name"),
@@ -485,6 +510,7 @@ pub fn validate_with(
                 Layer::Call {
                     downstream,
                     timeout,
+                    timeout_dist,
                 } => {
                     if !known(downstream) {
                         return Err(c.fail(
@@ -497,6 +523,16 @@ pub fn validate_with(
                     }
                     if let Some(t) = timeout {
                         c.positive(&lp.field("timeout"), *t, "a timeout")?;
+                    }
+                    if let Some(d) = timeout_dist {
+                        let dp = lp.field("timeout_dist");
+                        if timeout.is_some() {
+                            return Err(c.fail(
+                                &dp,
+                                "both timeout and timeout_dist: expected one of them (a fixed timeout, or one drawn per request)",
+                            ));
+                        }
+                        c.dist(&dp, d, 0)?;
                     }
                 }
                 Layer::Breaker {
@@ -575,6 +611,40 @@ pub fn validate_with(
     let r = root.field("recovery");
     c.fraction(&r.field("threshold"), s.recovery.threshold, false)?;
     c.positive(&r.field("sustain"), s.recovery.sustain, "sustain")?;
+    let relapse = s.recovery.relapse;
+    if !(relapse.is_finite() && (0.0..=s.recovery.threshold).contains(&relapse)) {
+        return Err(c.fail(
+            &r.field("relapse"),
+            format!(
+                "{relapse} is not a share in [0, threshold = {}]: a window is judged down below relapse × healthy and healthy at threshold × healthy",
+                s.recovery.threshold
+            ),
+        ));
+    }
+
+    if let Some(sweep) = &s.sweep {
+        let sp = root.field("sweep");
+        super::sweep::check_path(s, &sweep.parameter)
+            .map_err(|e| c.fail(&sp.field("parameter"), e))?;
+        if sweep.values.is_empty() || sweep.values.len() > 1000 {
+            return Err(c.fail(
+                &sp.field("values"),
+                format!("{} values: expected 1 to 1000", sweep.values.len()),
+            ));
+        }
+        for (i, v) in sweep.values.iter().enumerate() {
+            let vp = sp.field("values").index(i);
+            let variant =
+                super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
+            validate_at(&variant, "", file, limits, Path::root()).map_err(|e| {
+                let what = match e {
+                    ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
+                    other => other.to_string(),
+                };
+                c.fail(&vp, format!("with {} = {v}: {what}", sweep.parameter))
+            })?;
+        }
+    }
     Ok(())
 }
 

@@ -148,7 +148,11 @@ impl World<'_> {
             return;
         };
         match &n.kind {
-            NodeKind::Call { ds, timeout } => {
+            NodeKind::Call {
+                ds,
+                timeout,
+                timeout_dist,
+            } => {
                 if deadline <= self.now {
                     // An enclosing deadline has already passed: the call is not sent.
                     self.m.at(self.now).timeouts += 1;
@@ -157,6 +161,16 @@ impl World<'_> {
                 }
                 let Some(r) = self.requests.get_mut(request) else {
                     return;
+                };
+                let own_timeout = match timeout_dist {
+                    // Keyed by (request number, node): the same draw for every attempt of the
+                    // request and for every policy.
+                    Some(d) => Some(d.sample(&mut Stream::keyed(
+                        self.seed,
+                        StreamId::Timeouts,
+                        (r.id << 16) ^ u64::from(node),
+                    ))),
+                    None => timeout.map(|t| t.as_nanos()),
                 };
                 let first = r.attempts == 0;
                 r.attempts += 1;
@@ -173,7 +187,7 @@ impl World<'_> {
                 );
                 // The attempt's timer: its own timeout or the nearest enclosing deadline, whichever
                 // comes first. A timer of a fixed length armed now goes to that length's FIFO lane.
-                let own = timeout.map_or(u64::MAX, |t| self.now.saturating_add(t.as_nanos()));
+                let own = own_timeout.map_or(u64::MAX, |t| self.now.saturating_add(t));
                 let fire = own.min(deadline);
                 if fire != u64::MAX {
                     let len = Duration::from_nanos(fire - self.now);

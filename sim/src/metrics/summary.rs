@@ -57,7 +57,7 @@ impl Verdict {
 }
 
 /// One downstream's totals.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct DownstreamSummary {
     /// Its name.
     pub name: String,

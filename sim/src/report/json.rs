@@ -238,6 +238,8 @@ struct SummaryMirror {
     give_ups: std::collections::BTreeMap<String, u64>,
     peak_in_flight: u64,
     events: u64,
+    #[serde(default)]
+    downstreams: Vec<crate::metrics::DownstreamSummary>,
 }
 
 #[derive(serde::Deserialize)]
@@ -306,7 +308,7 @@ impl SummaryMirror {
             give_ups: self.give_ups,
             peak_in_flight: self.peak_in_flight,
             events: self.events,
-            downstreams: first.downstreams.clone(),
+            downstreams: self.downstreams,
         }
     }
 }
@@ -400,5 +402,32 @@ mod tests {
         assert_eq!(m.verdict, "recovered");
         assert_eq!(m.verdicts.get("recovered"), Some(&2));
         assert_eq!(m.verdicts.get("stuck"), Some(&1));
+    }
+
+    #[test]
+    fn downstream_totals_are_means_too_not_the_first_seeds() {
+        let ds = |arrivals: u64, conflicts: Option<u64>| crate::metrics::DownstreamSummary {
+            name: "db".into(),
+            arrivals,
+            ok: arrivals,
+            errors: 0,
+            rejections: 0,
+            hung: 0,
+            completions: arrivals,
+            work_s: arrivals as f64 / 10.0,
+            wasted_s: 0.0,
+            commits: conflicts.map(|_| arrivals),
+            conflicts,
+        };
+        let mut a = empty();
+        a.downstreams = vec![ds(100, Some(10))];
+        let mut b = empty();
+        b.downstreams = vec![ds(200, Some(30))];
+        let m = mean_summary(&[a, b]);
+        assert_eq!(m.downstreams.len(), 1);
+        assert_eq!(m.downstreams[0].name, "db");
+        assert_eq!(m.downstreams[0].arrivals, 150);
+        assert_eq!(m.downstreams[0].conflicts, Some(20));
+        assert!((m.downstreams[0].work_s - 15.0).abs() < 1e-9);
     }
 }

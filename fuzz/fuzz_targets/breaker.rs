@@ -6,8 +6,8 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use reliable_core::breaker::{
-    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig, OpenConfig, Outcome, Permit, ProbeRule,
-    RejectReason, SlowCallRule, SlowStartConfig, State, WindowConfig,
+    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig, OpenConfig, Outcome,
+    Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, State, WindowConfig,
 };
 use reliable_core::{Duration, Instant};
 
@@ -66,34 +66,57 @@ fn config(r: &RawConfig) -> BreakerConfig {
     BreakerConfig {
         consecutive_failures: r.consecutive.map(u32::from),
         failure_rate: r.failure_rate.map(frac),
-        slow_calls: r.slow.map(|(ms, rate)| SlowCallRule { threshold: Duration::from_millis(u64::from(ms % 10_000)), rate: frac(rate) }),
+        slow_calls: r.slow.map(|(ms, rate)| SlowCallRule {
+            threshold: Duration::from_millis(u64::from(ms % 10_000)),
+            rate: frac(rate),
+        }),
         minimum_calls: u32::from(r.minimum_calls),
         window: match r.window {
-            RawWindow::Count(c) => WindowConfig::Count { calls: u32::from(c) },
-            RawWindow::Time(ms, b) => WindowConfig::Time { span: Duration::from_millis(u64::from(ms % 100_000)), buckets: u32::from(b % 70) },
+            RawWindow::Count(c) => WindowConfig::Count {
+                calls: u32::from(c),
+            },
+            RawWindow::Time(ms, b) => WindowConfig::Time {
+                span: Duration::from_millis(u64::from(ms % 100_000)),
+                buckets: u32::from(b % 70),
+            },
         },
         open: OpenConfig {
             duration: Duration::from_millis(u64::from(r.open_ms % 3_600_000)),
             growth: 1.0 + f64::from(r.growth) / 16.0,
-            max: Some(Duration::from_millis(u64::from(r.open_ms % 3_600_000) * u64::from(r.max_mult))),
+            max: Some(Duration::from_millis(
+                u64::from(r.open_ms % 3_600_000) * u64::from(r.max_mult),
+            )),
             jitter: frac(r.jitter),
         },
         half_open: HalfOpenConfig {
             max_in_flight: r.max_in_flight.map(|n| u32::from(n % 20)),
             rule: if r.rate_rule {
-                ProbeRule::Rate { calls: u32::from(r.decide) }
+                ProbeRule::Rate {
+                    calls: u32::from(r.decide),
+                }
             } else {
-                ProbeRule::Consecutive { successes: u32::from(r.decide) }
+                ProbeRule::Consecutive {
+                    successes: u32::from(r.decide),
+                }
             },
-            probe_timeout: r.probe_timeout_ms.map_or(Duration::MAX, |ms| Duration::from_millis(u64::from(ms))),
+            probe_timeout: r
+                .probe_timeout_ms
+                .map_or(Duration::MAX, |ms| Duration::from_millis(u64::from(ms))),
         },
-        slow_start: r.slow_start.map(|(ms, init)| SlowStartConfig { ramp: Duration::from_millis(u64::from(ms)), initial: frac(init) }),
+        slow_start: r.slow_start.map(|(ms, init)| SlowStartConfig {
+            ramp: Duration::from_millis(u64::from(ms)),
+            initial: frac(init),
+        }),
     }
 }
 
 fuzz_target!(|input: Input| {
-    let Ok(policy) = BreakerPolicy::new(config(&input.config)) else { return };
-    let Ok(breaker) = CircuitBreaker::<AnyWindow<4, 64>, 16>::new(&policy) else { return };
+    let Ok(policy) = BreakerPolicy::new(config(&input.config)) else {
+        return;
+    };
+    let Ok(breaker) = CircuitBreaker::<AnyWindow<4, 64>, 16>::new(&policy) else {
+        return;
+    };
     let mut b = breaker.with_seed(input.seed);
     let max_open = policy.max_open_time();
     let mut permits: Vec<(Permit, u32)> = Vec::new();
@@ -117,12 +140,18 @@ fuzz_target!(|input: Input| {
                 match b.try_acquire(now) {
                     Ok(p) => {
                         // An open breaker admits nothing until its time is up.
-                        assert!(!matches!(seen, State::Open | State::ForcedOpen), "admitted while {seen}");
+                        assert!(
+                            !matches!(seen, State::Open | State::ForcedOpen),
+                            "admitted while {seen}"
+                        );
                         permits.push((p, b.generation()));
                     }
                     Err(r) => {
                         if let RejectReason::Open { retry_after } = r.reason {
-                            assert!(retry_after <= max_open, "retry_after {retry_after} above the maximum {max_open}");
+                            assert!(
+                                retry_after <= max_open,
+                                "retry_after {retry_after} above the maximum {max_open}"
+                            );
                         }
                     }
                 }

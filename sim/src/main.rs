@@ -1,6 +1,8 @@
-//! The `sim` command (the simulator arrives with its own issue).
+//! The `sim` command: compare retry policies under a storm. See `sim --help`.
+#![forbid(unsafe_code)]
+
+mod cli;
 
 fn main() {
-    eprintln!("sim: the simulator is not built yet");
-    std::process::exit(2);
+    std::process::exit(cli::main());
 }

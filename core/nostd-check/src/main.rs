@@ -4,11 +4,16 @@
 
 use core::panic::PanicInfo;
 
+use reliable_core::backoff::{BackoffConfig, Jitter};
 use reliable_core::breaker::{
-    AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome,
-    RejectReason, SharedBreaker, State,
+    AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow,
+    Outcome, RejectReason, SharedBreaker, State,
 };
+use reliable_core::budget::{AnyBudget, BudgetConfig, RatioConfig};
+use reliable_core::outcome::ErrorClass;
 use reliable_core::registry::Registry;
+use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy};
+use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use reliable_core::{Duration, Instant};
 
 #[panic_handler]
@@ -43,53 +48,130 @@ fn breaker_timeline() -> Result<(), i32> {
 fn windowed_registry() -> Result<(), i32> {
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 20)?;
     let mut reg: Registry<CircuitBreaker<'_, CountWindow<1>, 1>, 4, 16> = Registry::new();
-    reg.insert("primary", CircuitBreaker::new(&policy).map_err(|_| 21)?).map_err(|_| 22)?;
+    reg.insert("primary", CircuitBreaker::new(&policy).map_err(|_| 21)?)
+        .map_err(|_| 22)?;
     let b = reg.get_mut("primary").ok_or(23)?;
     let mut now = Instant::ZERO;
     for i in 0..40u64 {
         now += Duration::from_millis(10);
         if let Ok(p) = b.try_acquire(now) {
-            b.record(p, if i % 2 == 0 { Outcome::Failure } else { Outcome::Success }, now);
+            b.record(
+                p,
+                if i % 2 == 0 {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                },
+                now,
+            );
         }
     }
     check(b.state(now) == State::Open, 24)
 }
 
+fn retry_with_budget_and_backoff() -> Result<(), i32> {
+    let policy = RetryPolicy::new(RetryConfig {
+        max_attempts: Some(3),
+        ..RetryConfig::new(BackoffConfig::brooker_2015(Jitter::Full))
+    })
+    .map_err(|_| 30)?;
+    let mut budget: AnyBudget<10> =
+        AnyBudget::from_config(BudgetConfig::Ratio(RatioConfig::percent(0.1))).map_err(|_| 31)?;
+    let now = Instant::from_secs(1);
+    // A 10% budget: one first try alone earns no retry...
+    let mut request = policy.start(now, &mut budget);
+    let refused = policy.on_failure_with(&mut request, ErrorClass::Transient, now, &mut budget, 7);
+    check(matches!(refused, RetryDecision::GiveUp(_)), 34)?;
+    // ...ten more do.
+    for _ in 0..10 {
+        let _ = policy.start(now, &mut budget);
+    }
+    let mut request = policy.start(now, &mut budget);
+    let mut sample = 0x9E37_79B9_7F4A_7C15u64;
+    let decision = policy.on_failure_with(
+        &mut request,
+        ErrorClass::Transient,
+        now,
+        &mut budget,
+        sample,
+    );
+    // Full jitter on 5 ms * 2^1: the retry is due within 10 ms.
+    check(
+        matches!(decision, RetryDecision::RetryAt(at) if at <= now + Duration::from_millis(10)),
+        32,
+    )?;
+    let mut backoff = policy.backoff_for(ErrorClass::Transient).backoff();
+    for _ in 0..20 {
+        sample = reliable_core::sample::splitmix64(sample);
+        check(
+            backoff.next_delay_with(sample) <= Duration::from_secs(2),
+            33,
+        )?;
+    }
+    Ok(())
+}
+
+fn throttle() -> Result<(), i32> {
+    let policy = ThrottlePolicy::new(ThrottleConfig::google_sre()).map_err(|_| 40)?;
+    let mut throttle: AdaptiveThrottle<12> = AdaptiveThrottle::new(policy).map_err(|_| 41)?;
+    let mut now = Instant::ZERO;
+    let mut rejected = 0;
+    for i in 0..1_000u64 {
+        now += Duration::from_millis(10);
+        match throttle.try_acquire_with(now, reliable_core::sample::splitmix64(i)) {
+            // The downstream accepts nothing: the throttle should soon shed most calls locally.
+            Ok(()) => throttle.record(now, false),
+            Err(_) => rejected += 1,
+        }
+    }
+    check(rejected > 500, 42)
+}
+
 /// The shared breaker, through `&self`: the timeline above, then a windowed breaker that trips.
 fn shared_breaker() -> Result<(), i32> {
-    let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).map_err(|_| 30)?;
-    let b = SharedBreaker::<NoWindow, 1>::new(&policy).map_err(|_| 31)?;
+    let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).map_err(|_| 50)?;
+    let b = SharedBreaker::<NoWindow, 1>::new(&policy).map_err(|_| 51)?;
     let t = Instant::from_secs;
     for now in [15, 20] {
-        let p = b.try_acquire(t(now)).map_err(|_| 32)?;
+        let p = b.try_acquire(t(now)).map_err(|_| 52)?;
         b.record(p, Outcome::Failure, t(now));
     }
     let r = b.try_acquire(t(25)).err().and_then(|r| r.retry_after());
-    check(r == Some(Duration::from_secs(15)), 33)?;
-    let trial = b.try_acquire(t(40)).map_err(|_| 34)?;
+    check(r == Some(Duration::from_secs(15)), 53)?;
+    let trial = b.try_acquire(t(40)).map_err(|_| 54)?;
     let second = b.try_acquire(t(40)).err().map(|r| r.reason);
-    check(second == Some(RejectReason::HalfOpenFull), 35)?;
+    check(second == Some(RejectReason::HalfOpenFull), 55)?;
     let closed = b.record(trial, Outcome::Success, t(40));
-    check(closed.map(|c| c.to) == Some(State::Closed), 36)?;
+    check(closed.map(|c| c.to) == Some(State::Closed), 56)?;
 
-    let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 37)?;
-    let b = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&policy).map_err(|_| 38)?;
+    let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 57)?;
+    let b = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&policy).map_err(|_| 58)?;
     let mut now = Instant::ZERO;
     for i in 0..40u64 {
         now += Duration::from_millis(10);
         if let Ok(p) = b.try_acquire(now) {
-            b.record(p, if i % 2 == 0 { Outcome::Failure } else { Outcome::Success }, now);
+            let outcome = if i % 2 == 0 {
+                Outcome::Failure
+            } else {
+                Outcome::Success
+            };
+            b.record(p, outcome, now);
         }
     }
-    check(b.state(now) == State::Open && b.counts(now).failures == 10, 39)
+    check(
+        b.state(now) == State::Open && b.counts(now).failures == 10,
+        59,
+    )
 }
 
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
-    match breaker_timeline()
+    let all = breaker_timeline()
         .and_then(|()| windowed_registry())
-        .and_then(|()| shared_breaker())
-    {
+        .and_then(|()| retry_with_budget_and_backoff())
+        .and_then(|()| throttle())
+        .and_then(|()| shared_breaker());
+    match all {
         Ok(()) => 0,
         Err(code) => code,
     }

@@ -1,0 +1,49 @@
+//! `sim bench`: events per second on fixed scenarios (one thread), and memory with 10⁶ clients.
+
+use clap::Args;
+use sim::bench::{BenchReport, MILLION, THROUGHPUT, bench as run_bench};
+
+/// Options of `sim bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Also run the 10⁶-client memory scenario (about a minute; measure with /usr/bin/time -v).
+    #[arg(long)]
+    pub million: bool,
+    /// Repetitions of the throughput scenario (the best is reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+}
+
+fn print(r: &BenchReport) {
+    println!(
+        "{}: {} events in {:.3} s = {:.2} M events/s (one thread); peak {} pending events, {} requests in flight; ~{} bytes per in-flight request{}",
+        r.name,
+        r.events,
+        r.seconds,
+        r.events_per_sec() / 1e6,
+        r.peak_events,
+        r.peak_requests,
+        r.bytes_per_request,
+        r.peak_rss
+            .map(|b| format!("; peak RSS {:.0} MiB", b as f64 / 1_048_576.0))
+            .unwrap_or_default()
+    );
+}
+
+pub fn bench(args: BenchArgs) -> Result<(), String> {
+    let mut best: Option<BenchReport> = None;
+    for _ in 0..args.repeat.max(1) {
+        let r = run_bench(THROUGHPUT)?;
+        if best.as_ref().is_none_or(|b| r.seconds < b.seconds) {
+            best = Some(r);
+        }
+    }
+    if let Some(b) = &best {
+        print(b);
+    }
+    print(&run_bench(sim::DEFAULT_SCENARIO)?);
+    if args.million {
+        print(&run_bench(MILLION)?);
+    }
+    Ok(())
+}

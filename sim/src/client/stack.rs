@@ -1,0 +1,357 @@
+//! A policy's layers compiled into a flat array of nodes with parent links.
+//!
+//! Node 0 is the outermost layer. Each node knows its parent (answers travel up), its children
+//! (calls travel down), the index of its per-request frame (the state one logical request keeps in
+//! that layer: a breaker permit, a fallback position) and its `served_by` label: the layer path an
+//! answer produced there went through, fallbacks left out, e.g. `breaker(retry(primary))` for a
+//! call to `primary` inside a retry inside a breaker, or `breaker` for a breaker's own rejection.
+
+use reliable_core::Duration;
+use reliable_core::breaker::BreakerPolicy;
+use reliable_core::budget::BudgetPolicy;
+use reliable_core::retry::RetryPolicy;
+use reliable_core::throttle::ThrottlePolicy;
+
+use crate::model::Sampler;
+use crate::scenario::{Layer, Scope};
+
+/// "No node".
+pub const NONE: u16 = u16::MAX;
+
+/// One compiled layer.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// What it does.
+    pub kind: NodeKind,
+    /// The enclosing layer, or [`NONE`] for the outermost.
+    pub parent: u16,
+    /// Index of this node's per-request frame, or [`NONE`] if it keeps no per-request state.
+    pub frame: u16,
+    /// The layer path of answers produced here.
+    pub served_by: String,
+}
+
+/// A compiled layer.
+// Nodes are few (one per layer of a stack) and read on every call: keep them inline.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    /// A call to downstream `ds`.
+    Call {
+        /// Downstream index.
+        ds: u16,
+        /// Per-call timeout.
+        timeout: Option<Duration>,
+        /// Per-request timeout distribution (each logical request draws once, keyed by its
+        /// number).
+        timeout_dist: Option<Sampler>,
+    },
+    /// A circuit breaker.
+    Breaker {
+        /// The validated policy (breakers borrow it).
+        policy: BreakerPolicy,
+        /// Per client or shared.
+        scope: Scope,
+        /// The protected layer.
+        inner: u16,
+        /// Index among the stack's breakers (state storage and trace columns).
+        slot: u16,
+    },
+    /// A retry policy, with a budget.
+    Retry {
+        /// The validated retry policy.
+        policy: RetryPolicy,
+        /// The validated budget (unlimited when the scenario sets none).
+        budget: BudgetPolicy,
+        /// Per client or shared budget.
+        scope: Scope,
+        /// The retried layer.
+        inner: u16,
+        /// Index among the stack's budgets.
+        slot: u16,
+    },
+    /// Adaptive throttling.
+    Throttle {
+        /// The validated throttle policy.
+        policy: ThrottlePolicy,
+        /// Per client or shared.
+        scope: Scope,
+        /// The protected layer.
+        inner: u16,
+        /// Index among the stack's throttles.
+        slot: u16,
+    },
+    /// Try each child in turn until one succeeds.
+    Fallback {
+        /// The children, in order.
+        children: Vec<u16>,
+    },
+}
+
+/// A policy stack ready to run.
+#[derive(Clone, Debug)]
+pub struct CompiledStack {
+    /// The nodes; node 0 is the outermost.
+    pub nodes: Vec<Node>,
+    /// Per-request frames each logical request needs.
+    pub frames: usize,
+    /// Distinct fixed timer lengths: per-call timeouts and retry layers' per-attempt timeouts. Each
+    /// gets a FIFO lane in the event queue, since timers of one length expire in the order they
+    /// were armed.
+    pub timeouts: Vec<Duration>,
+    /// The breaker nodes, in stack order.
+    pub breakers: Vec<u16>,
+    /// The retry nodes (each owns a budget slot), in stack order.
+    pub retries: Vec<u16>,
+    /// The throttle nodes, in stack order.
+    pub throttles: Vec<u16>,
+}
+
+impl CompiledStack {
+    /// Compiles `layer`, resolving downstream names with `ds_index`. The scenario must have been
+    /// validated; an unknown name or a refused config is returned as a message.
+    pub fn compile(layer: &Layer, ds_index: &dyn Fn(&str) -> Option<u16>) -> Result<Self, String> {
+        let mut s = CompiledStack {
+            nodes: Vec::new(),
+            frames: 0,
+            timeouts: Vec::new(),
+            breakers: Vec::new(),
+            retries: Vec::new(),
+            throttles: Vec::new(),
+        };
+        s.add(layer, NONE, ds_index, 0)?;
+        for i in 0..s.nodes.len() {
+            s.nodes[i].served_by = s.label_path(i as u16);
+        }
+        Ok(s)
+    }
+
+    fn add(
+        &mut self,
+        layer: &Layer,
+        parent: u16,
+        ds_index: &dyn Fn(&str) -> Option<u16>,
+        depth: usize,
+    ) -> Result<u16, String> {
+        if depth > 64 || self.nodes.len() >= usize::from(NONE - 1) {
+            return Err("the stack is too deep or too large".into());
+        }
+        let id = self.nodes.len() as u16;
+        // Placeholder; filled in below once children are known.
+        self.nodes.push(Node {
+            kind: NodeKind::Fallback {
+                children: Vec::new(),
+            },
+            parent,
+            frame: NONE,
+            served_by: String::new(),
+        });
+        let kind = match layer {
+            Layer::Call {
+                downstream,
+                timeout,
+                timeout_dist,
+            } => {
+                let ds = ds_index(downstream)
+                    .ok_or_else(|| format!("no downstream named \"{downstream}\""))?;
+                if let Some(t) = timeout {
+                    self.add_timeout(*t);
+                }
+                let timeout_dist = timeout_dist.as_ref().map(Sampler::new);
+                for &v in timeout_dist.iter().filter_map(Sampler::values).flatten() {
+                    self.add_timeout(Duration::from_nanos(v));
+                }
+                NodeKind::Call {
+                    ds,
+                    timeout: *timeout,
+                    timeout_dist,
+                }
+            }
+            Layer::Breaker {
+                config,
+                scope,
+                inner,
+            } => {
+                let policy = BreakerPolicy::new(*config).map_err(|e| e.to_string())?;
+                self.nodes[id as usize].frame = self.next_frame();
+                let slot = self.breakers.len() as u16;
+                self.breakers.push(id);
+                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                NodeKind::Breaker {
+                    policy,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
+            Layer::Retry {
+                policy,
+                budget,
+                budget_scope,
+                inner,
+            } => {
+                if let Some(t) = policy.attempt_timeout {
+                    self.add_timeout(t);
+                }
+                let policy = RetryPolicy::new(*policy).map_err(|e| e.to_string())?;
+                let budget = match budget {
+                    Some(b) => BudgetPolicy::new(*b).map_err(|e| e.to_string())?,
+                    None => BudgetPolicy::Unlimited,
+                };
+                self.nodes[id as usize].frame = self.next_frame();
+                let slot = self.retries.len() as u16;
+                self.retries.push(id);
+                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                NodeKind::Retry {
+                    policy,
+                    budget,
+                    scope: *budget_scope,
+                    inner,
+                    slot,
+                }
+            }
+            Layer::Throttle {
+                config,
+                scope,
+                inner,
+            } => {
+                let policy = ThrottlePolicy::new(*config).map_err(|e| e.to_string())?;
+                let slot = self.throttles.len() as u16;
+                self.throttles.push(id);
+                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                NodeKind::Throttle {
+                    policy,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
+            Layer::Fallback(layers) => {
+                self.nodes[id as usize].frame = self.next_frame();
+                let mut children = Vec::with_capacity(layers.len());
+                for l in layers {
+                    children.push(self.add(l, id, ds_index, depth + 1)?);
+                }
+                if children.is_empty() {
+                    return Err("an empty Fallback".into());
+                }
+                NodeKind::Fallback { children }
+            }
+        };
+        self.nodes[id as usize].kind = kind;
+        Ok(id)
+    }
+
+    fn add_timeout(&mut self, t: Duration) {
+        if !self.timeouts.contains(&t) && self.timeouts.len() < 16 {
+            self.timeouts.push(t);
+        }
+    }
+
+    fn next_frame(&mut self) -> u16 {
+        self.frames += 1;
+        (self.frames - 1) as u16
+    }
+
+    fn label(&self, id: u16) -> Option<String> {
+        match &self.nodes[id as usize].kind {
+            NodeKind::Call { .. } => None,
+            NodeKind::Breaker { .. } => Some("breaker".into()),
+            NodeKind::Retry { .. } => Some("retry".into()),
+            NodeKind::Throttle { .. } => Some("throttle".into()),
+            NodeKind::Fallback { .. } => None,
+        }
+    }
+
+    /// `served_by` of answers produced at `id`, given the downstream names are filled in later by
+    /// [`CompiledStack::name_calls`].
+    fn label_path(&self, id: u16) -> String {
+        let mut s = match &self.nodes[id as usize].kind {
+            NodeKind::Call { ds, .. } => format!("#{ds}"),
+            _ => self.label(id).unwrap_or_default(),
+        };
+        let mut p = self.nodes[id as usize].parent;
+        while p != NONE {
+            if let Some(l) = self.label(p) {
+                s = format!("{l}({s})");
+            }
+            p = self.nodes[p as usize].parent;
+        }
+        s
+    }
+
+    /// Replaces downstream indices in the `served_by` labels by their names.
+    pub fn name_calls(&mut self, names: &[String]) {
+        for n in &mut self.nodes {
+            for (i, name) in names.iter().enumerate().rev() {
+                n.served_by = n.served_by.replace(&format!("#{i}"), name);
+            }
+        }
+    }
+
+    /// The downstreams this stack calls.
+    pub fn downstreams(&self) -> Vec<u16> {
+        let mut v: Vec<u16> = self
+            .nodes
+            .iter()
+            .filter_map(|n| match n.kind {
+                NodeKind::Call { ds, .. } => Some(ds),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reliable_core::breaker::BreakerConfig;
+
+    #[test]
+    fn served_by_names_the_layers_and_skips_fallbacks() {
+        let call = |d: &str| Layer::Call {
+            downstream: d.into(),
+            timeout: Some(Duration::from_secs(1)),
+            timeout_dist: None,
+        };
+        let retry = |inner: Layer| Layer::Retry {
+            policy: reliable_core::retry::RetryConfig::new(
+                reliable_core::backoff::BackoffConfig::constant(Duration::ZERO),
+            ),
+            budget: None,
+            budget_scope: Scope::PerClient,
+            inner: Box::new(inner),
+        };
+        let layer = Layer::Fallback(vec![
+            Layer::Breaker {
+                config: BreakerConfig::layered_exercise(),
+                scope: Scope::PerClient,
+                inner: Box::new(retry(call("primary"))),
+            },
+            retry(call("backup")),
+        ]);
+        let names = ["primary".to_string(), "backup".to_string()];
+        let index = |n: &str| names.iter().position(|x| x == n).map(|i| i as u16);
+        let mut s = CompiledStack::compile(&layer, &index).unwrap();
+        s.name_calls(&names);
+        let labels: Vec<&str> = s.nodes.iter().map(|n| n.served_by.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "",
+                "breaker",
+                "breaker(retry)",
+                "breaker(retry(primary))",
+                "retry",
+                "retry(backup)"
+            ]
+        );
+        assert_eq!(s.timeouts, [Duration::from_secs(1)]);
+        assert_eq!(s.frames, 4);
+        assert_eq!(s.breakers, [1]);
+        assert_eq!(s.retries, [2, 4]);
+    }
+}

@@ -1,0 +1,58 @@
+//! What a run measures, and how the summary is computed from it.
+//!
+//! # Definitions
+//!
+//! Counts are taken when the event happens, in virtual time; a *bucket* is `[k·w, (k+1)·w)` for the
+//! scenario's bucket width `w`.
+//!
+//! - **first tries**: logical requests started by the workload (one per arrival or client turn).
+//! - **attempts**: calls a client sent to any downstream (first calls, retries, fallback calls).
+//!   **retries** are attempts that were not the first call of their logical request.
+//! - **server arrivals**: calls that reached a downstream (counted at arrival, whatever happens next:
+//!   served, queued, rejected, swallowed by a hanging outage). For a register, the read.
+//! - **completions**: jobs a server finished serving. **rejections**: calls a downstream refused
+//!   without serving (full queue, fail-fast outage, throttling). **local rejections**: calls a
+//!   client layer refused without calling (open breaker). **timeouts**: attempts whose timer ran
+//!   out.
+//! - **successes** / **failures**: logical requests whose final answer was / was not a success.
+//! - **amplification** = server arrivals ÷ first tries. *overall*: over the whole run. *peak*: the
+//!   largest per-bucket ratio among buckets with at least one first try. *during fault*: arrivals
+//!   and first tries counted while any fault is active, i.e. in `[first fault start, last fault
+//!   end)`; *after fault*: in `[last fault end, horizon)`. Both `null` without faults.
+//! - **load vs baseline** (per bucket, for plots): server arrivals ÷ the mean first tries per
+//!   bucket over the run.
+//! - **goodput**: successful logical requests per second of virtual time (per bucket: successes
+//!   finishing in it ÷ bucket width; overall: successes ÷ horizon).
+//! - **success rate** (client): successes ÷ first tries; requests still in flight at the horizon
+//!   count as not successful. **server success rate**: successful answers ÷ server arrivals.
+//! - **latency**: client-observed time from a logical request's start to its final answer, over
+//!   every request that finished (success or failure), recorded in microseconds in an
+//!   hdrhistogram (3 significant digits); `success_latency_ms` covers successes only.
+//! - **wasted work share**: service time a server spent on jobs whose client attempt had already
+//!   ended (timed out, or its request finished) when the job completed, ÷ all service time.
+//! - **recovery** (only with faults): each bucket gets a number of *healthy successes*. For an
+//!   open loop it is the arrivals the bucket is scheduled to get (the configured rate, with its
+//!   steps and load spikes, integrated over the bucket) times the pre-fault success ratio
+//!   (successes ÷ first tries over the whole buckets before the first fault, leaving out bucket 0
+//!   as warm-up when there are at least two; 1 if there are none). For closed loops and job sets
+//!   it is the mean successes per pre-fault bucket (or, with none, the mean first tries per
+//!   bucket). With `k = ceil(recovery.sustain ÷ w)`, consider every window of `k` whole buckets
+//!   that starts at or after the last fault's end and ends by the horizon. A window is *healthy*
+//!   when its successes reach `recovery.threshold` × its healthy successes, and *down* when they
+//!   fall below `recovery.relapse` × them (default 0.5). The run has *recovered* at the first
+//!   healthy window that starts after the last down window, i.e. goodput came back and stayed
+//!   back: a run that returns briefly and then collapses again (a metastable failure can take a
+//!   few seconds to set in) is stuck. `recovery_s` is that window's start minus the last fault's
+//!   end. Otherwise the run is *stuck* (`recovery_s` null), which includes a run whose horizon
+//!   leaves less than `k` buckets after the faults. Without faults the verdict is `no-fault`.
+//!   Judging windows rather than single buckets keeps Poisson noise from delaying the verdict, and
+//!   the gap between `relapse` and `threshold` keeps it from flapping; judging against the
+//!   scheduled rate means a rate step after the fault is not mistaken for a failure to recover.
+//! - **breaker open share** (per bucket): breaker instances whose last transition was to open (or
+//!   forced open), ÷ all breaker instances, at the bucket's end.
+
+pub mod recorder;
+pub mod summary;
+
+pub use recorder::{Bucket, Recorder};
+pub use summary::{Amplification, DownstreamSummary, Latency, PolicySummary, Verdict};

@@ -1,0 +1,256 @@
+//! [`Recorder`]: the counters, gauges and histograms one run fills.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// One metrics bucket of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Bucket {
+    /// Logical requests started.
+    pub first_tries: u64,
+    /// Attempts after the first of their request.
+    pub retries: u64,
+    /// Attempts sent.
+    pub attempts: u64,
+    /// Calls reaching a downstream.
+    pub server_arrivals: u64,
+    /// Jobs finished by servers.
+    pub completions: u64,
+    /// Calls refused by downstreams.
+    pub rejections: u64,
+    /// Calls refused by client layers.
+    pub local_rejections: u64,
+    /// Attempts timed out.
+    pub timeouts: u64,
+    /// Logical requests that succeeded.
+    pub successes: u64,
+    /// Logical requests that failed.
+    pub failures: u64,
+    /// Jobs waiting in all servers at the bucket's end.
+    pub queue_len: u64,
+    /// Busy workers in all servers at the bucket's end.
+    pub busy: u64,
+    /// Logical requests in flight at the bucket's end.
+    pub in_flight: u64,
+    /// Breakers open at the bucket's end.
+    pub breakers_open: u64,
+    /// Service time finished in this bucket, in microseconds.
+    pub work_us: u64,
+    /// Of which wasted.
+    pub wasted_us: u64,
+}
+
+/// Per-downstream counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DsCounters {
+    /// Calls arriving.
+    pub arrivals: u64,
+    /// Successful answers.
+    pub ok: u64,
+    /// Error answers (including full queue and fail-fast outage).
+    pub errors: u64,
+    /// Refused without serving.
+    pub rejections: u64,
+    /// Swallowed by a hanging outage.
+    pub hung: u64,
+    /// Jobs finished.
+    pub completions: u64,
+    /// Service time, microseconds.
+    pub work_us: u64,
+    /// Wasted service time, microseconds.
+    pub wasted_us: u64,
+}
+
+/// Everything one run records.
+#[derive(Debug)]
+pub struct Recorder {
+    bucket_ns: u64,
+    /// The bucket last looked up and its time range (time mostly moves forward, so this saves a
+    /// division per event).
+    cur: (usize, u64, u64),
+    /// Per bucket.
+    pub buckets: Vec<Bucket>,
+    /// Latency of finished logical requests, microseconds.
+    pub latency: Histogram<u64>,
+    /// Latency of successful logical requests, microseconds.
+    pub success_latency: Histogram<u64>,
+    /// Per downstream.
+    pub ds: Vec<DsCounters>,
+    /// `[start, end)` of the fault span, if any.
+    fault: Option<(u64, u64)>,
+    /// First tries and server arrivals during the fault span and after it.
+    pub during: (u64, u64),
+    /// Same, after the fault span.
+    pub after: (u64, u64),
+    /// Replies that arrived after their attempt ended.
+    pub late_replies: u64,
+    /// Breaker state changes.
+    pub breaker_transitions: u64,
+    /// Breakers open now.
+    pub breakers_open: u64,
+    /// Most logical requests in flight at once.
+    pub peak_in_flight: u64,
+    /// Retry layers that gave up, by the core's reason (in [`GIVE_UP_REASONS`] order).
+    pub give_ups: [u64; 7],
+}
+
+/// The core's give-up reasons, as named in reports.
+pub const GIVE_UP_REASONS: [&str; 7] = [
+    "fatal",
+    "dont-retry",
+    "timeout-not-retried",
+    "max-attempts",
+    "deadline",
+    "budget",
+    "finished",
+];
+
+fn histogram() -> Histogram<u64> {
+    // 1 µs to 30 days, 3 significant digits; values are clamped into range.
+    Histogram::new_with_bounds(1, 30 * 86_400 * 1_000_000, 3).unwrap_or_else(|_| {
+        Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant digits is valid"))
+    })
+}
+
+impl Recorder {
+    /// A recorder for `buckets` buckets of `bucket_ns`, `ds` downstreams and the fault span.
+    pub fn new(buckets: usize, bucket_ns: u64, ds: usize, fault: Option<(u64, u64)>) -> Self {
+        Recorder {
+            bucket_ns: bucket_ns.max(1),
+            cur: (0, 0, bucket_ns.max(1)),
+            buckets: vec![Bucket::default(); buckets.max(1)],
+            latency: histogram(),
+            success_latency: histogram(),
+            ds: vec![DsCounters::default(); ds],
+            fault,
+            during: (0, 0),
+            after: (0, 0),
+            late_replies: 0,
+            breaker_transitions: 0,
+            breakers_open: 0,
+            peak_in_flight: 0,
+            give_ups: [0; 7],
+        }
+    }
+
+    /// The bucket holding instant `t`.
+    #[inline]
+    pub fn at(&mut self, t: u64) -> &mut Bucket {
+        let (i, from, until) = self.cur;
+        if t >= from && t < until {
+            return &mut self.buckets[i];
+        }
+        let k = t / self.bucket_ns;
+        let i = (k as usize).min(self.buckets.len() - 1);
+        let from = k.saturating_mul(self.bucket_ns);
+        self.cur = (i, from, from.saturating_add(self.bucket_ns));
+        if i as u64 != k {
+            // Past the last bucket: clamp, but do not cache a range that maps elsewhere.
+            self.cur = (i, 0, 0);
+        }
+        &mut self.buckets[i]
+    }
+
+    #[inline]
+    fn phase(&self, t: u64) -> u8 {
+        match self.fault {
+            Some((a, b)) if t >= a && t < b => 1,
+            Some((_, b)) if t >= b => 2,
+            _ => 0,
+        }
+    }
+
+    /// A logical request started.
+    #[inline]
+    pub fn first_try(&mut self, t: u64) {
+        self.at(t).first_tries += 1;
+        match self.phase(t) {
+            1 => self.during.0 += 1,
+            2 => self.after.0 += 1,
+            _ => {}
+        }
+    }
+
+    /// A call reached downstream `ds`.
+    #[inline]
+    pub fn server_arrival(&mut self, t: u64, ds: u16) {
+        self.at(t).server_arrivals += 1;
+        if let Some(d) = self.ds.get_mut(ds as usize) {
+            d.arrivals += 1;
+        }
+        match self.phase(t) {
+            1 => self.during.1 += 1,
+            2 => self.after.1 += 1,
+            _ => {}
+        }
+    }
+
+    /// A logical request finished.
+    #[inline]
+    pub fn finish(&mut self, t: u64, ok: bool, latency_ns: u64) {
+        let b = self.at(t);
+        if ok {
+            b.successes += 1;
+        } else {
+            b.failures += 1;
+        }
+        let us = (latency_ns / 1_000).clamp(1, self.latency.high());
+        self.latency.saturating_record(us);
+        if ok {
+            self.success_latency.saturating_record(us);
+        }
+    }
+
+    /// A server finished a job of `work_us`, wasted or not.
+    #[inline]
+    pub fn completion(&mut self, t: u64, ds: u16, work_us: u64, wasted: bool) {
+        let b = self.at(t);
+        b.completions += 1;
+        b.work_us += work_us;
+        if wasted {
+            b.wasted_us += work_us;
+        }
+        if let Some(d) = self.ds.get_mut(ds as usize) {
+            d.completions += 1;
+            d.work_us += work_us;
+            if wasted {
+                d.wasted_us += work_us;
+            }
+        }
+    }
+
+    /// Downstream `ds` answered (`ok` or not), or refused (`rejected`).
+    #[inline]
+    pub fn answered(&mut self, t: u64, ds: u16, ok: bool, rejected: bool) {
+        if rejected {
+            self.at(t).rejections += 1;
+        }
+        if let Some(d) = self.ds.get_mut(ds as usize) {
+            if ok {
+                d.ok += 1;
+            } else {
+                d.errors += 1;
+            }
+            if rejected {
+                d.rejections += 1;
+            }
+        }
+    }
+
+    /// A retry layer gave up.
+    pub fn give_up(&mut self, reason: reliable_core::retry::GiveUpReason) {
+        if let Some(i) = GIVE_UP_REASONS.iter().position(|r| *r == reason.name()) {
+            self.give_ups[i] += 1;
+        }
+    }
+
+    /// Gauges at the end of the bucket that holds `t - 1`.
+    pub fn sample(&mut self, t: u64, queue_len: u64, busy: u64, in_flight: u64) {
+        let open = self.breakers_open;
+        let b = self.at(t.saturating_sub(1));
+        b.queue_len = queue_len;
+        b.busy = busy;
+        b.in_flight = in_flight;
+        b.breakers_open = open;
+    }
+}

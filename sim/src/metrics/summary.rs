@@ -1,0 +1,496 @@
+//! [`PolicySummary`]: one run's headline numbers (the `summary.json` contract), computed from a
+//! [`Recorder`] by the rules in the [module docs](super).
+
+use serde::Serialize;
+
+use super::recorder::{Bucket, Recorder};
+
+/// Amplification figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Amplification {
+    /// Server arrivals ÷ first tries, whole run.
+    pub overall: f64,
+    /// Largest per-bucket ratio.
+    pub peak: f64,
+    /// While faults are active; `null` without faults.
+    pub during_fault: Option<f64>,
+    /// After the last fault ends; `null` without faults.
+    pub after_fault: Option<f64>,
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Samples.
+    pub count: u64,
+}
+
+/// How the run ended up after its faults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Goodput came back and stayed back.
+    Recovered,
+    /// Goodput did not come back before the horizon.
+    Stuck,
+    /// The scenario has no faults.
+    NoFault,
+}
+
+impl Verdict {
+    /// As written in reports: `recovered`, `stuck`, `no-fault`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Recovered => "recovered",
+            Verdict::Stuck => "stuck",
+            Verdict::NoFault => "no-fault",
+        }
+    }
+}
+
+/// One downstream's totals.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct DownstreamSummary {
+    /// Its name.
+    pub name: String,
+    /// Calls arriving.
+    pub arrivals: u64,
+    /// Successful answers.
+    pub ok: u64,
+    /// Error answers.
+    pub errors: u64,
+    /// Refused without serving.
+    pub rejections: u64,
+    /// Swallowed by a hanging outage.
+    pub hung: u64,
+    /// Jobs served.
+    pub completions: u64,
+    /// Busy time in seconds.
+    pub work_s: f64,
+    /// Wasted busy time in seconds.
+    pub wasted_s: f64,
+    /// Register: committed writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commits: Option<u64>,
+    /// Register: conflicting writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<u64>,
+}
+
+/// The summary of one (policy, seed) run. The first fields are the `summary.json` contract.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PolicySummary {
+    /// The policy's name.
+    pub name: String,
+    /// Logical requests started.
+    pub first_tries: u64,
+    /// Calls sent.
+    pub attempts: u64,
+    /// Calls reaching a downstream.
+    pub server_arrivals: u64,
+    /// Logical requests that succeeded.
+    pub successes: u64,
+    /// Successes ÷ first tries.
+    pub success_rate: f64,
+    /// Successes per second.
+    pub goodput_per_s: f64,
+    /// Amplification.
+    pub amplification: Amplification,
+    /// Latency of finished requests.
+    pub latency_ms: Latency,
+    /// Wasted service time ÷ all service time.
+    pub wasted_work_share: f64,
+    /// Time from the last fault's end to recovery, or `null`.
+    pub recovery_s: Option<f64>,
+    /// `recovered`, `stuck` or `no-fault`.
+    pub verdict: String,
+    /// With several seeds: how many runs got each verdict (empty for a single run).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub verdicts: std::collections::BTreeMap<String, u64>,
+    /// The seed of this run.
+    pub seed: u64,
+    /// Attempts after the first of their request.
+    pub retries: u64,
+    /// Logical requests that failed.
+    pub failures: u64,
+    /// Logical requests still in flight at the horizon.
+    pub unfinished: u64,
+    /// Attempts timed out.
+    pub timeouts: u64,
+    /// Calls refused by downstreams.
+    pub server_rejections: u64,
+    /// Calls refused by client layers.
+    pub local_rejections: u64,
+    /// Replies that came after their attempt had ended.
+    pub late_replies: u64,
+    /// Successful answers ÷ server arrivals.
+    pub server_success_rate: f64,
+    /// Latency of successful requests.
+    pub success_latency_ms: Latency,
+    /// Pre-fault goodput per second that recovery is judged against (`null` without faults).
+    pub baseline_goodput_per_s: Option<f64>,
+    /// Job sets: when the last job finished successfully, if all did.
+    pub makespan_s: Option<f64>,
+    /// Breaker state changes.
+    pub breaker_transitions: u64,
+    /// Retry layers that gave up, by reason (`max-attempts`, `budget`, `deadline`, ...).
+    pub give_ups: std::collections::BTreeMap<String, u64>,
+    /// Most logical requests in flight at once.
+    pub peak_in_flight: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Per downstream.
+    pub downstreams: Vec<DownstreamSummary>,
+}
+
+/// What [`summarize`] needs besides the recorder.
+#[derive(Clone, Debug)]
+pub struct Context<'a> {
+    /// Policy name.
+    pub name: &'a str,
+    /// Seed.
+    pub seed: u64,
+    /// Horizon, ns.
+    pub horizon_ns: u64,
+    /// Bucket width, ns.
+    pub bucket_ns: u64,
+    /// `[first start, last end)` of the faults.
+    pub fault: Option<(u64, u64)>,
+    /// Recovery threshold.
+    pub threshold: f64,
+    /// Relapse threshold (see [`recovery`]).
+    pub relapse: f64,
+    /// Recovery sustain, ns.
+    pub sustain_ns: u64,
+    /// Requests in flight at the end.
+    pub unfinished: u64,
+    /// Makespan if a job set finished.
+    pub makespan_ns: Option<u64>,
+    /// Events processed.
+    pub events: u64,
+    /// Downstream names.
+    pub ds_names: &'a [String],
+    /// Register commits and conflicts per downstream (None for other models).
+    pub register: Vec<Option<(u64, u64)>>,
+    /// Open loops: the arrivals each bucket is scheduled to get (rate × width, steps and load
+    /// spikes included), which recovery is judged against.
+    pub scheduled: Option<Vec<f64>>,
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+fn latency(h: &hdrhistogram::Histogram<u64>) -> Latency {
+    let q = |p: f64| {
+        if h.is_empty() {
+            0.0
+        } else {
+            h.value_at_quantile(p) as f64 / 1_000.0
+        }
+    };
+    Latency {
+        p50: q(0.5),
+        p99: q(0.99),
+        p999: q(0.999),
+        mean: if h.is_empty() {
+            0.0
+        } else {
+            h.mean() / 1_000.0
+        },
+        count: h.len(),
+    }
+}
+
+/// Steps of the percentile curve, in nines (see [`percentile_curve`]).
+pub const CURVE_STEP_NINES: f64 = 0.05;
+/// The curve goes up to this many nines (p99.999).
+pub const CURVE_MAX_NINES: f64 = 5.0;
+
+/// Latency in milliseconds at percentiles spaced evenly in *nines*: `(n, ms)` where the
+/// percentile is `1 − 10^−n` (n = 0 is the minimum, 1 is p90, 2 is p99, 3 is p99.9), from 0 to
+/// [`CURVE_MAX_NINES`] in steps of [`CURVE_STEP_NINES`]. Empty for an empty histogram.
+pub fn percentile_curve(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let steps = (CURVE_MAX_NINES / CURVE_STEP_NINES).round() as u32;
+    (0..=steps)
+        .map(|k| {
+            let n = f64::from(k) * CURVE_STEP_NINES;
+            let q = 1.0 - 10f64.powf(-n);
+            (n, h.value_at_quantile(q) as f64 / 1_000.0)
+        })
+        .collect()
+}
+
+/// Whole buckets before `fault_start`, leaving out bucket 0 (warm-up) when there are at least two.
+fn pre_fault(buckets: &[Bucket], bucket_ns: u64, fault_start: u64) -> &[Bucket] {
+    let whole = ((fault_start / bucket_ns.max(1)) as usize).min(buckets.len());
+    let from = usize::from(whole >= 2);
+    &buckets[from.min(whole)..whole]
+}
+
+/// The successes each bucket should have if the system were as healthy as before the faults
+/// (see the module docs): for an open loop, the pre-fault success ratio times the scheduled
+/// arrivals of the bucket (`scheduled`); otherwise the pre-fault mean successes per bucket (or,
+/// with no whole bucket before the faults, the mean first tries per bucket).
+pub fn healthy_successes(
+    buckets: &[Bucket],
+    bucket_ns: u64,
+    fault_start: u64,
+    scheduled: Option<&[f64]>,
+) -> Vec<f64> {
+    let pre = pre_fault(buckets, bucket_ns, fault_start);
+    let succ: u64 = pre.iter().map(|b| b.successes).sum();
+    let first: u64 = pre.iter().map(|b| b.first_tries).sum();
+    match scheduled {
+        Some(expected) => {
+            let ratio = if first > 0 {
+                succ as f64 / first as f64
+            } else {
+                1.0
+            };
+            expected.iter().map(|e| e * ratio).collect()
+        }
+        None => {
+            let base = if pre.is_empty() {
+                let n = buckets.len().max(1) as f64;
+                buckets.iter().map(|b| b.first_tries).sum::<u64>() as f64 / n
+            } else {
+                succ as f64 / pre.len() as f64
+            };
+            vec![base; buckets.len()]
+        }
+    }
+}
+
+/// Recovery time after `fault_end` (see the module docs), or `None` if stuck.
+///
+/// Windows are `ceil(sustain / bucket)` whole buckets, starting at or after `fault_end` and ending
+/// by the horizon. A window is *healthy* when its successes reach `threshold` × its healthy
+/// successes, and *down* when they fall below `relapse` × them. The run recovered at the first
+/// healthy window that starts after the last down window: goodput came back **and stayed back**.
+/// A run that comes back and then collapses again (a metastable failure that takes a few seconds
+/// to set in) is stuck unless it comes back once more. `relapse = 0` never counts a window as down.
+pub fn recovery(
+    buckets: &[Bucket],
+    healthy: &[f64],
+    bucket_ns: u64,
+    fault_end: u64,
+    threshold: f64,
+    relapse: f64,
+    sustain_ns: u64,
+) -> Option<u64> {
+    let w = bucket_ns.max(1);
+    let first = fault_end.div_ceil(w) as usize;
+    let k = sustain_ns.div_ceil(w).max(1) as usize;
+    let last = buckets.len().checked_sub(k)?;
+    // Each window's successes and healthy successes.
+    let window = |b0: usize| -> Option<(f64, f64)> {
+        let got: u64 = buckets.get(b0..b0 + k)?.iter().map(|b| b.successes).sum();
+        let want: f64 = healthy.get(b0..b0 + k)?.iter().sum();
+        Some((got as f64, want))
+    };
+    let after_down = (first..=last)
+        .rev()
+        .find(|&b0| window(b0).is_some_and(|(got, want)| got < relapse * want))
+        .map_or(first, |d| d + 1);
+    (after_down..=last).find_map(|b0| {
+        let (got, want) = window(b0)?;
+        (got >= threshold * want).then(|| (b0 as u64 * w).saturating_sub(fault_end))
+    })
+}
+
+/// Computes the summary of one run.
+pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
+    let total = r.buckets.iter().fold(Bucket::default(), |mut a, b| {
+        a.first_tries += b.first_tries;
+        a.retries += b.retries;
+        a.attempts += b.attempts;
+        a.server_arrivals += b.server_arrivals;
+        a.completions += b.completions;
+        a.rejections += b.rejections;
+        a.local_rejections += b.local_rejections;
+        a.timeouts += b.timeouts;
+        a.successes += b.successes;
+        a.failures += b.failures;
+        a.work_us += b.work_us;
+        a.wasted_us += b.wasted_us;
+        a
+    });
+    let horizon_s = cx.horizon_ns as f64 / 1e9;
+    let peak = r
+        .buckets
+        .iter()
+        .filter(|b| b.first_tries > 0)
+        .map(|b| ratio(b.server_arrivals, b.first_tries))
+        .fold(0.0, f64::max);
+    let (during, after) = match cx.fault {
+        Some(_) => (
+            Some(ratio(r.during.1, r.during.0)),
+            Some(ratio(r.after.1, r.after.0)),
+        ),
+        None => (None, None),
+    };
+    let (verdict, recovery_s, base) = match cx.fault {
+        None => (Verdict::NoFault, None, None),
+        Some((start, end)) => {
+            let healthy =
+                healthy_successes(&r.buckets, cx.bucket_ns, start, cx.scheduled.as_deref());
+            let pre = pre_fault(&r.buckets, cx.bucket_ns, start);
+            let base = (!pre.is_empty())
+                .then(|| pre.iter().map(|b| b.successes).sum::<u64>() as f64 / pre.len() as f64);
+            match recovery(
+                &r.buckets,
+                &healthy,
+                cx.bucket_ns,
+                end,
+                cx.threshold,
+                cx.relapse,
+                cx.sustain_ns,
+            ) {
+                Some(ns) => (Verdict::Recovered, Some(ns as f64 / 1e9), base),
+                None => (Verdict::Stuck, None, base),
+            }
+        }
+    };
+    let ok_answers: u64 = r.ds.iter().map(|d| d.ok).sum();
+    PolicySummary {
+        name: cx.name.to_string(),
+        first_tries: total.first_tries,
+        attempts: total.attempts,
+        server_arrivals: total.server_arrivals,
+        successes: total.successes,
+        success_rate: ratio(total.successes, total.first_tries),
+        goodput_per_s: if horizon_s > 0.0 {
+            total.successes as f64 / horizon_s
+        } else {
+            0.0
+        },
+        amplification: Amplification {
+            overall: ratio(total.server_arrivals, total.first_tries),
+            peak,
+            during_fault: during,
+            after_fault: after,
+        },
+        latency_ms: latency(&r.latency),
+        wasted_work_share: ratio(total.wasted_us, total.work_us),
+        recovery_s,
+        verdict: verdict.name().to_string(),
+        verdicts: Default::default(),
+        seed: cx.seed,
+        retries: total.retries,
+        failures: total.failures,
+        unfinished: cx.unfinished,
+        timeouts: total.timeouts,
+        server_rejections: total.rejections,
+        local_rejections: total.local_rejections,
+        late_replies: r.late_replies,
+        server_success_rate: ratio(ok_answers, total.server_arrivals),
+        success_latency_ms: latency(&r.success_latency),
+        baseline_goodput_per_s: base.map(|b| b / (cx.bucket_ns as f64 / 1e9)),
+        makespan_s: cx.makespan_ns.map(|n| n as f64 / 1e9),
+        breaker_transitions: r.breaker_transitions,
+        give_ups: super::recorder::GIVE_UP_REASONS
+            .iter()
+            .zip(r.give_ups)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (k.to_string(), n))
+            .collect(),
+        peak_in_flight: r.peak_in_flight,
+        events: cx.events,
+        downstreams: r
+            .ds
+            .iter()
+            .enumerate()
+            .map(|(i, d)| DownstreamSummary {
+                name: cx.ds_names.get(i).cloned().unwrap_or_default(),
+                arrivals: d.arrivals,
+                ok: d.ok,
+                errors: d.errors,
+                rejections: d.rejections,
+                hung: d.hung,
+                completions: d.completions,
+                work_s: d.work_us as f64 / 1e6,
+                wasted_s: d.wasted_us as f64 / 1e6,
+                commits: cx.register.get(i).copied().flatten().map(|c| c.0),
+                conflicts: cx.register.get(i).copied().flatten().map(|c| c.1),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buckets(successes: &[u64]) -> Vec<Bucket> {
+        successes
+            .iter()
+            .map(|&s| Bucket {
+                successes: s,
+                first_tries: 10,
+                ..Bucket::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn recovery_needs_a_sustained_healthy_window_after_the_fault() {
+        let s = 1_000_000_000;
+        // Fault [3 s, 5 s). Pre-fault buckets 1..3: 10 successes of 10 first tries each.
+        let b = buckets(&[0, 10, 10, 0, 0, 9, 3, 10, 10, 10, 10]);
+        let flat = healthy_successes(&b, s, 3 * s, None);
+        assert_eq!(flat[0], 10.0);
+        // Windows of 3 buckets from bucket 5: 22, 23, 30 (>= 27 at 0.9) from bucket 7.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 3 * s), Some(2 * s));
+        // One-bucket windows: bucket 5 has 9 >= 9, but bucket 6 falls to 3 (below half), so the
+        // recovery counts from bucket 7; without the relapse rule, from bucket 5.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 1), Some(2 * s));
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 1), Some(0));
+        // Never enough.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 1.1, 0.5, s), None);
+        // A fault ending mid-bucket: only whole buckets after it count.
+        assert_eq!(recovery(&b, &flat, s, 4 * s + 1, 0.9, 0.0, 1), Some(s - 1));
+        // A window longer than what is left after the fault: stuck.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.5, 0.5, 7 * s), None);
+        // A fault from t = 0: the baseline is demand.
+        assert_eq!(healthy_successes(&b, s, 0, None)[0], 10.0);
+        // Open loop: scheduled arrivals scaled by the pre-fault success ratio (here 1). A rate
+        // step down to 5 per bucket after the fault is not mistaken for being stuck.
+        let sched = [10.0, 10.0, 10.0, 10.0, 10.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0];
+        let low = buckets(&[0, 10, 10, 0, 0, 5, 5, 5, 5, 5, 5]);
+        let h = healthy_successes(&low, s, 3 * s, Some(&sched));
+        assert_eq!(h[5], 5.0);
+        assert_eq!(recovery(&low, &h, s, 5 * s, 0.9, 0.5, 3 * s), Some(0));
+        assert_eq!(recovery(&low, &flat, s, 5 * s, 0.9, 0.5, 3 * s), None);
+    }
+
+    #[test]
+    fn a_recovery_that_collapses_again_is_stuck() {
+        let s = 1_000_000_000;
+        // Fault [3 s, 5 s): back at 5-6 s, collapsed again from 7 s (a metastable failure that
+        // takes a moment to set in).
+        let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 2, 0, 0, 0, 0]);
+        let flat = healthy_successes(&b, s, 3 * s, None);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), None);
+        // Without the relapse rule the brief return would count.
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 2 * s), Some(0));
+        // Back, down, back again for good: recovered at the second return.
+        let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 0, 0, 10, 10, 10]);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), Some(4 * s));
+        // A dip that stays above the relapse share (degraded, not collapsed) keeps the first
+        // return.
+        let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 6, 6, 10, 10, 10]);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), Some(0));
+    }
+}

@@ -1,0 +1,603 @@
+//! [`World`]: one run of one policy under one seed, from the first event to the horizon.
+//!
+//! The world owns the event queue, the logical requests and attempts (in generational slabs), the
+//! downstream models, the policy state (breakers, per client or shared) and the metrics recorder.
+//! [`World::run`] pops events in `(time, sequence)` order and dispatches them; nothing else moves
+//! virtual time.
+//!
+//! # How a logical request travels through a stack
+//!
+//! Starting a request *invokes* the outermost node. A `Call` node sends an attempt (a network hop,
+//! then the downstream) and arms its timer; a `Breaker` asks the core's breaker for a permit and
+//! either invokes its inner node or answers at once with a rejection; a `Fallback` invokes its
+//! children in turn. An answer produced at a node travels up through its parents (`World::answer`):
+//! a breaker records the outcome with its permit, a fallback tries its next child on failure, and
+//! the answer that leaves the outermost node finishes the request. Per-request state of each
+//! stateful node (a permit, a fallback position) lives in a fixed-stride frame array beside the
+//! request slab, so a request in flight allocates nothing.
+
+use reliable_core::Duration;
+use reliable_core::retry::RetryState;
+
+use crate::client::breakers::BreakerSlot;
+use crate::client::budgets::{BudgetSlot, ThrottleSlot};
+use crate::client::stack::{NONE, NodeKind};
+use crate::client::{Answer, AnswerKind, CompiledStack};
+use crate::engine::event::Reply;
+use crate::engine::{EventKind, EventQueue, Handle, Lane, Slab, Stream, StreamId};
+use crate::metrics::Recorder;
+use crate::metrics::summary::{Context, PolicySummary, summarize};
+use crate::model::Sampler;
+use crate::model::register::Register;
+use crate::model::scripted::Scripted;
+use crate::model::server::{Admission, Job, Server, Started};
+use crate::run::compiled::Compiled;
+use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload};
+use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
+
+mod downstreams;
+mod stack;
+
+/// Events allowed at one instant before the run is declared a livelock (at least; large job sets
+/// get 64 per client, since they all start at once).
+const LIVELOCK_EVENTS: u64 = 10_000_000;
+
+/// Most rows a traced run records (the first requests); `sim trace` is for small scenarios.
+pub const TRACE_ROWS: usize = 1_000_000;
+
+/// A logical request in flight.
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    /// Its number, from 1, in start order.
+    id: u64,
+    start: u64,
+    client: u32,
+    /// Attempts sent so far.
+    attempts: u32,
+}
+
+/// An attempt in flight (sent, not yet answered or timed out).
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    request: Handle,
+    node: u16,
+}
+
+/// Per-request state of one stateful node.
+#[derive(Debug, Default)]
+enum Frame {
+    #[default]
+    Idle,
+    /// A breaker's permit for the call in progress.
+    Permit(reliable_core::breaker::Permit),
+    /// A fallback's current child and the deadline its children inherit.
+    Fallback { index: u16, deadline: u64 },
+    /// A retry layer's per-request state (the core's) and the deadline of the enclosing layers.
+    Retry { state: RetryState, deadline: u64 },
+}
+
+/// A downstream's state in one run.
+#[derive(Debug)]
+enum Ds {
+    Server(Server),
+    Register(Register),
+    Scripted(Scripted),
+}
+
+/// One row of `sim trace`: a finished logical request.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TraceRow {
+    /// Request number, from 1.
+    pub request: u64,
+    /// Start time, ns.
+    pub start_ns: u64,
+    /// The client.
+    pub client: u32,
+    /// State of each breaker of the stack (for this client) just before the request.
+    pub breakers_before: Vec<&'static str>,
+    /// Final answer.
+    pub outcome: &'static str,
+    /// The layer path that produced it.
+    pub served_by: String,
+    /// Attempts the request sent.
+    pub attempts: u32,
+    /// Latency, ns.
+    pub latency_ns: u64,
+    /// Calls each downstream had received when the request finished.
+    pub calls_so_far: Vec<u64>,
+}
+
+/// What one run produced.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The headline numbers.
+    pub summary: PolicySummary,
+    /// Per-bucket metrics.
+    pub buckets: Vec<crate::metrics::Bucket>,
+    /// Latency of finished requests by percentile, for plots (see
+    /// [`percentile_curve`](crate::metrics::summary::percentile_curve)).
+    pub latency_curve: Vec<(f64, f64)>,
+    /// Trace rows, if asked for.
+    pub trace: Option<Vec<TraceRow>>,
+    /// Most events pending at once.
+    pub peak_events: usize,
+    /// Most requests and attempts in flight at once (slab high-water marks).
+    pub peak_requests: usize,
+    /// Most attempts in flight at once.
+    pub peak_attempts: usize,
+}
+
+/// Why a run stopped early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// Too many events at one instant: something retries without delay against a layer that
+    /// answers at once.
+    Livelock {
+        /// The instant, ns.
+        at_ns: u64,
+        /// The limit that was passed.
+        events: u64,
+    },
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Livelock { at_ns, events } => write!(
+                f,
+                "livelock at t = {}: more than {events} events at one instant (a layer retrying without delay against one that answers at once?)",
+                Duration::from_nanos(*at_ns)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Bytes a logical request in flight costs in the world's own structures, for a stack with
+/// `frames` frames: the request slot, its frames, one attempt slot and the two events an attempt
+/// has pending at most (its delivery or reply, and its timer). Server queue entries (8 bytes) and
+/// the slabs' free lists (4 bytes per slot) come on top.
+pub fn bytes_per_request(frames: usize) -> usize {
+    Slab::<Request>::slot_bytes()
+        + frames * std::mem::size_of::<Frame>()
+        + Slab::<Attempt>::slot_bytes()
+        + 2 * std::mem::size_of::<crate::engine::Event>()
+}
+
+/// One run of one policy under one seed.
+pub struct World<'c> {
+    c: &'c Compiled,
+    stack: &'c CompiledStack,
+    seed: u64,
+    now: u64,
+    q: EventQueue,
+    lanes: Vec<Lane>,
+    requests: Slab<Request>,
+    frames: Vec<Frame>,
+    attempts: Slab<Attempt>,
+    ds: Vec<Ds>,
+    net: Vec<(Sampler, Sampler)>,
+    net_rng: Vec<Stream>,
+    fault_rng: Stream,
+    /// Per breaker slot of the stack: one breaker (shared) or one per client.
+    breakers: Vec<Vec<BreakerSlot<'c>>>,
+    /// Per retry node: one budget (shared) or one per client.
+    budgets: Vec<Vec<BudgetSlot>>,
+    /// Per throttle node: one throttle (shared) or one per client.
+    throttles: Vec<Vec<ThrottleSlot>>,
+    /// Client-side randomness: retry jitter, throttle draws.
+    client_rng: Stream,
+    source: Source,
+    pending_client: u32,
+    m: Recorder,
+    trace: Option<Vec<TraceRow>>,
+    next_id: u64,
+    events: u64,
+    livelock: u64,
+    progress: Option<&'c (dyn Fn(u64) + Sync)>,
+}
+
+impl std::fmt::Debug for World<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World")
+            .field("now", &self.now)
+            .field("seed", &self.seed)
+            .field("events", &self.events)
+            .field("requests", &self.requests.len())
+            .field("attempts", &self.attempts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'c> World<'c> {
+    /// A world for policy `policy` of `c` under master seed `seed`.
+    pub fn new(c: &'c Compiled, policy: usize, seed: u64, trace: bool) -> Result<Self, String> {
+        let stack = c
+            .stacks
+            .get(policy)
+            .ok_or_else(|| format!("no policy #{policy}"))?;
+        let s = &c.scenario;
+        let mut q = EventQueue::new();
+        let lanes = stack.timeouts.iter().map(|_| q.lane()).collect();
+        let mut ds = Vec::with_capacity(s.downstreams.len());
+        let mut net = Vec::with_capacity(s.downstreams.len());
+        let mut net_rng = Vec::with_capacity(s.downstreams.len());
+        for (i, d) in s.downstreams.iter().enumerate() {
+            let i = i as u16;
+            ds.push(match &d.model {
+                DownstreamModel::Server {
+                    workers,
+                    queue,
+                    service,
+                    per_in_flight,
+                    error_rate,
+                    cancel_abandoned,
+                } => Ds::Server(Server::new(
+                    *workers,
+                    queue.capacity,
+                    queue.discipline,
+                    Sampler::new(service),
+                    per_in_flight.as_nanos(),
+                    *error_rate,
+                    *cancel_abandoned,
+                    Stream::new(seed, StreamId::Service(i)),
+                )),
+                DownstreamModel::Register => Ds::Register(Register::new()),
+                DownstreamModel::Scripted {
+                    script,
+                    then,
+                    latency,
+                } => Ds::Scripted(Scripted::new(script.clone(), *then, latency.as_nanos())),
+            });
+            net.push((
+                Sampler::new(&d.network.request),
+                Sampler::new(&d.network.response),
+            ));
+            net_rng.push(Stream::new(seed, StreamId::Network(i)));
+        }
+        let clients = c.clients();
+        let mut breakers = Vec::with_capacity(stack.breakers.len());
+        for &node in &stack.breakers {
+            let NodeKind::Breaker {
+                policy,
+                scope,
+                slot,
+                ..
+            } = &stack.nodes[node as usize].kind
+            else {
+                continue;
+            };
+            let n = if *scope == Scope::Shared { 1 } else { clients };
+            let mut v = Vec::with_capacity(n as usize);
+            for client in 0..n {
+                let key = (u64::from(*slot) << 32) | u64::from(client);
+                let seed = crate::engine::rng::derive(seed, StreamId::Client, key);
+                v.push(BreakerSlot::new(policy, seed).map_err(|e| e.to_string())?);
+            }
+            breakers.push(v);
+        }
+        let mut budgets = Vec::with_capacity(stack.retries.len());
+        for &node in &stack.retries {
+            if let NodeKind::Retry { budget, scope, .. } = &stack.nodes[node as usize].kind {
+                let n = if *scope == Scope::Shared { 1 } else { clients };
+                let one = BudgetSlot::new(budget).map_err(|e| e.to_string())?;
+                budgets.push(vec![one; n as usize]);
+            }
+        }
+        let mut throttles = Vec::with_capacity(stack.throttles.len());
+        for &node in &stack.throttles {
+            if let NodeKind::Throttle { policy, scope, .. } = &stack.nodes[node as usize].kind {
+                let n = if *scope == Scope::Shared { 1 } else { clients };
+                let one = ThrottleSlot::new(*policy).map_err(|e| e.to_string())?;
+                throttles.push(vec![one; n as usize]);
+            }
+        }
+        let source = match &s.workload {
+            Workload::OpenLoop {
+                rate,
+                arrivals,
+                clients,
+                start,
+                steps,
+            } => Source::Open(OpenLoop::new(
+                seed,
+                *rate,
+                *arrivals,
+                *clients,
+                start.as_nanos(),
+                steps,
+                c.horizon_ns,
+            )),
+            Workload::ClosedLoop {
+                clients,
+                think,
+                start_spread,
+            } => Source::Closed(ClosedLoop::new(
+                seed,
+                *clients,
+                Sampler::new(think),
+                start_spread.as_nanos(),
+            )),
+            Workload::JobSet {
+                clients,
+                start_spread,
+            } => Source::Jobs(JobSet::new(seed, *clients, start_spread.as_nanos())),
+        };
+        Ok(World {
+            c,
+            stack,
+            seed,
+            now: 0,
+            q,
+            lanes,
+            requests: Slab::new(),
+            frames: Vec::new(),
+            attempts: Slab::new(),
+            ds,
+            net,
+            net_rng,
+            fault_rng: Stream::new(seed, StreamId::Faults(0)),
+            breakers,
+            budgets,
+            throttles,
+            client_rng: Stream::new(seed, StreamId::Client),
+            source,
+            pending_client: 0,
+            m: Recorder::new(
+                c.buckets,
+                c.bucket_ns,
+                s.downstreams.len(),
+                c.timeline.span(),
+            ),
+            trace: trace.then(Vec::new),
+            next_id: 1,
+            events: 0,
+            livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
+            progress: None,
+        })
+    }
+
+    /// Sets how many events may run at one instant before the run stops as a livelock.
+    pub fn with_livelock_limit(mut self, events: u64) -> Self {
+        self.livelock = events;
+        self
+    }
+
+    /// Reports progress to `f` every so often: the virtual time advanced since the last report, ns.
+    pub fn with_progress(mut self, f: &'c (dyn Fn(u64) + Sync)) -> Self {
+        self.progress = Some(f);
+        self
+    }
+
+    fn schedule_start(&mut self) {
+        match &mut self.source {
+            Source::Open(src) => {
+                if let Some((t, client)) = src.next(&self.c.timeline) {
+                    self.pending_client = client;
+                    self.q.push(t, EventKind::Arrival);
+                }
+            }
+            Source::Closed(cl) => {
+                for client in 0..cl.clients() {
+                    let t = cl.start_of(client);
+                    self.q.push(t, EventKind::ClientStart { client });
+                }
+            }
+            Source::Jobs(js) => {
+                for client in 0..js.clients() {
+                    let t = js.start_of(client);
+                    self.q.push(t, EventKind::ClientStart { client });
+                }
+            }
+        }
+        for &(t, fault) in self.c.timeline.edges() {
+            if t < self.c.horizon_ns {
+                self.q.push(t, EventKind::FaultEdge { fault });
+            }
+        }
+        for k in 1..self.c.buckets as u64 {
+            self.q.push(k * self.c.bucket_ns, EventKind::Sample);
+        }
+    }
+
+    /// Runs to the horizon and summarises.
+    pub fn run(mut self) -> Result<RunOutput, RunError> {
+        self.schedule_start();
+        let horizon = self.c.horizon_ns;
+        let mut same_instant = 0u64;
+        let mut last_report = 0u64;
+        while let Some(e) = self.q.pop() {
+            if e.time >= horizon {
+                break;
+            }
+            // Time never goes back, whatever was scheduled.
+            let time = e.time.max(self.now);
+            if time == self.now {
+                same_instant += 1;
+                if same_instant > self.livelock {
+                    return Err(RunError::Livelock {
+                        at_ns: time,
+                        events: self.livelock,
+                    });
+                }
+            } else {
+                same_instant = 0;
+            }
+            self.now = time;
+            self.events += 1;
+            if self.events & 0xFFFF == 0
+                && let Some(p) = self.progress
+                && self.now > last_report
+            {
+                p(self.now - last_report);
+                last_report = self.now;
+            }
+            self.dispatch(e.kind);
+        }
+        self.now = horizon;
+        self.sample();
+        if let Some(p) = self.progress {
+            p(horizon.saturating_sub(last_report));
+        }
+        Ok(self.finish())
+    }
+
+    fn finish(self) -> RunOutput {
+        let makespan_ns = match &self.source {
+            Source::Jobs(js) if js.done == u64::from(js.clients()) => Some(js.last_success),
+            _ => None,
+        };
+        let s = &self.c.scenario;
+        let register = self
+            .ds
+            .iter()
+            .map(|d| match d {
+                Ds::Register(r) => Some((r.commits, r.conflicts)),
+                _ => None,
+            })
+            .collect();
+        let cx = Context {
+            name: &s.policies[self.policy_index()].name,
+            seed: self.seed,
+            horizon_ns: self.c.horizon_ns,
+            bucket_ns: self.c.bucket_ns,
+            fault: self.c.timeline.span(),
+            threshold: s.recovery.threshold,
+            relapse: s.recovery.relapse,
+            sustain_ns: s.recovery.sustain.as_nanos(),
+            unfinished: self.requests.len() as u64,
+            makespan_ns,
+            events: self.events,
+            ds_names: &self.c.ds_names,
+            register,
+            scheduled: match &self.source {
+                Source::Open(src) => {
+                    Some(src.scheduled(&self.c.timeline, self.c.bucket_ns, self.c.buckets))
+                }
+                _ => None,
+            },
+        };
+        let mut summary = summarize(&self.m, &cx);
+        summary.peak_in_flight = self.requests.capacity_used() as u64;
+        RunOutput {
+            summary,
+            latency_curve: crate::metrics::summary::percentile_curve(&self.m.latency),
+            buckets: self.m.buckets,
+            trace: self.trace,
+            peak_events: self.q.peak_len(),
+            peak_requests: self.requests.capacity_used(),
+            peak_attempts: self.attempts.capacity_used(),
+        }
+    }
+
+    fn policy_index(&self) -> usize {
+        self.c
+            .stacks
+            .iter()
+            .position(|s| std::ptr::eq(s, self.stack))
+            .unwrap_or(0)
+    }
+
+    fn sample(&mut self) {
+        let (mut queue, mut busy) = (0u64, 0u64);
+        for d in &self.ds {
+            if let Ds::Server(s) = d {
+                queue += s.queue_len() as u64;
+                busy += u64::from(s.busy());
+            }
+        }
+        let in_flight = self.requests.len() as u64;
+        self.m.sample(self.now, queue, busy, in_flight);
+    }
+
+    #[inline]
+    fn dispatch(&mut self, kind: EventKind) {
+        match kind {
+            EventKind::Arrival => {
+                let client = self.pending_client;
+                self.start_request(client);
+                if let Source::Open(src) = &mut self.source
+                    && let Some((t, client)) = src.next(&self.c.timeline)
+                {
+                    self.pending_client = client;
+                    self.q.push(t, EventKind::Arrival);
+                }
+            }
+            EventKind::ClientStart { client } => self.start_request(client),
+            EventKind::AtDownstream { ds, attempt } => self.at_downstream(ds, attempt),
+            EventKind::ServiceDone {
+                ds,
+                attempt,
+                work_us,
+            } => self.service_done(ds, attempt, work_us),
+            EventKind::Reply {
+                attempt,
+                reply,
+                hint,
+            } => self.reply(attempt, reply, hint),
+            EventKind::RegisterRead {
+                ds,
+                attempt,
+                version,
+            } => {
+                if self.attempts.contains(attempt) {
+                    let d = self.hop(ds, true);
+                    self.q.push(
+                        self.now.saturating_add(d),
+                        EventKind::RegisterWrite {
+                            ds,
+                            attempt,
+                            version,
+                        },
+                    );
+                }
+            }
+            EventKind::RegisterWrite {
+                ds,
+                attempt,
+                version,
+            } => {
+                let ok = match self.ds.get_mut(ds as usize) {
+                    Some(Ds::Register(r)) => r.write(version),
+                    _ => false,
+                };
+                self.m.answered(self.now, ds, ok, false);
+                let reply = if ok { Reply::Ok } else { Reply::Conflict };
+                self.send_reply(ds, attempt, reply, 0);
+            }
+            EventKind::Timeout { attempt } => {
+                if let Some(a) = self.attempts.get(attempt).copied() {
+                    self.attempts.remove(attempt);
+                    self.m.at(self.now).timeouts += 1;
+                    self.answer(a.request, a.node, Answer::new(AnswerKind::Timeout, a.node));
+                }
+            }
+            EventKind::Wake { request, node } => self.wake(request, node),
+            EventKind::FaultEdge { fault } => {
+                if let Some(ds) = self.c.timeline.downstream_of(fault) {
+                    self.drain_server(ds as u16);
+                }
+            }
+            EventKind::Sample => self.sample(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_state_stays_small() {
+        let sizes = (
+            Slab::<Request>::slot_bytes(),
+            std::mem::size_of::<Frame>(),
+            Slab::<Attempt>::slot_bytes(),
+            std::mem::size_of::<crate::engine::Event>(),
+        );
+        assert_eq!(sizes, (32, 40, 20, 32));
+        // The default scenario's deepest stack (retry over breaker over call) has 2 frames.
+        assert!(bytes_per_request(2) <= 256);
+    }
+}

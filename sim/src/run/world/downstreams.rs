@@ -1,0 +1,200 @@
+//! The downstream side of a run: network hops, arrivals at servers, registers and scripted
+//! downstreams, service completions and replies back to the client.
+
+use super::*;
+
+impl World<'_> {
+    /// A network delay to (`to_ds`) or from downstream `ds`.
+    #[inline]
+    pub(super) fn hop(&mut self, ds: u16, to_ds: bool) -> u64 {
+        let i = ds as usize;
+        let (req, resp) = &self.net[i];
+        let s = if to_ds { req } else { resp };
+        if s.is_zero() {
+            0
+        } else {
+            s.sample(self.net_rng[i].rng())
+        }
+    }
+
+    pub(super) fn send_reply(&mut self, ds: u16, attempt: Handle, reply: Reply, hint: u16) {
+        if !self.attempts.contains(attempt) {
+            self.m.late_replies += 1;
+            return;
+        }
+        let d = self.hop(ds, false);
+        self.q.push(
+            self.now.saturating_add(d),
+            EventKind::Reply {
+                attempt,
+                reply,
+                hint,
+            },
+        );
+    }
+
+    pub(super) fn at_downstream(&mut self, ds: u16, attempt: Handle) {
+        let now = self.now;
+        self.m.server_arrival(now, ds);
+        let i = ds as usize;
+        let tl = &self.c.timeline;
+        let cond = if tl.has_faults(i) {
+            Some(tl.on_arrival(i, now))
+        } else {
+            None
+        };
+        if let Some(c) = cond {
+            match c.outage {
+                Some(OutageMode::FailFast) => {
+                    self.m.answered(now, ds, false, true);
+                    self.send_reply(ds, attempt, Reply::Unavailable, 0);
+                    return;
+                }
+                Some(OutageMode::Hang) => {
+                    self.m.ds[i].hung += 1;
+                    return;
+                }
+                None => {}
+            }
+            if let Some((share, fault)) = c.throttle
+                && self.fault_rng.chance(share)
+            {
+                self.m.answered(now, ds, false, true);
+                self.send_reply(ds, attempt, Reply::Throttled, fault);
+                return;
+            }
+        }
+        match &mut self.ds[i] {
+            Ds::Server(server) => {
+                let (lost, factor) = if cond.is_some() {
+                    (tl.capacity_lost(i, now), tl.latency_factor(i, now))
+                } else {
+                    (0.0, 1.0)
+                };
+                match server.arrive(Job { attempt }, lost, factor) {
+                    Admission::Started(s) => self.start_service(ds, s),
+                    Admission::Queued => {}
+                    Admission::Rejected => {
+                        self.m.answered(now, ds, false, true);
+                        self.send_reply(ds, attempt, Reply::Unavailable, 0);
+                    }
+                }
+            }
+            Ds::Register(r) => {
+                if self.attempts.contains(attempt) {
+                    let version = r.read();
+                    let d = self.hop(ds, false);
+                    self.q.push(
+                        now.saturating_add(d),
+                        EventKind::RegisterRead {
+                            ds,
+                            attempt,
+                            version,
+                        },
+                    );
+                }
+            }
+            Ds::Scripted(s) => {
+                let answer = s.call();
+                let latency = s.latency_ns;
+                let (reply, hint) = match answer {
+                    ScriptAnswer::Ok => (Reply::Ok, 0),
+                    ScriptAnswer::Error => (Reply::Error, 0),
+                    ScriptAnswer::Fatal => (Reply::Fatal, 0),
+                    ScriptAnswer::Throttled(h) => (Reply::Throttled, self.c.hint_index(h)),
+                    ScriptAnswer::Hang => {
+                        self.m.ds[i].hung += 1;
+                        return;
+                    }
+                };
+                self.m.answered(now, ds, reply == Reply::Ok, false);
+                if !self.attempts.contains(attempt) {
+                    self.m.late_replies += 1;
+                    return;
+                }
+                let d = latency.saturating_add(self.hop(ds, false));
+                self.q.push(
+                    now.saturating_add(d),
+                    EventKind::Reply {
+                        attempt,
+                        reply,
+                        hint,
+                    },
+                );
+            }
+        }
+    }
+
+    pub(super) fn start_service(&mut self, ds: u16, s: Started) {
+        let work_us = (s.work_ns / 1_000).min(u64::from(u32::MAX)) as u32;
+        self.q.push(
+            self.now.saturating_add(s.work_ns),
+            EventKind::ServiceDone {
+                ds,
+                attempt: s.job.attempt,
+                work_us,
+            },
+        );
+    }
+
+    pub(super) fn service_done(&mut self, ds: u16, attempt: Handle, work_us: u32) {
+        let now = self.now;
+        let i = ds as usize;
+        let live = self.attempts.contains(attempt);
+        self.m.completion(now, ds, u64::from(work_us), !live);
+        let fault_rate = self.c.timeline.error_rate(i, now);
+        let Ds::Server(server) = &mut self.ds[i] else {
+            return;
+        };
+        server.finish();
+        let p = 1.0 - (1.0 - server.error_rate) * (1.0 - fault_rate);
+        let failed = server.rng.chance(p);
+        self.m.answered(now, ds, !failed, false);
+        let reply = if failed { Reply::Error } else { Reply::Ok };
+        self.send_reply(ds, attempt, reply, 0);
+        self.drain_server(ds);
+    }
+
+    /// Starts waiting jobs on `ds` while workers are free.
+    pub(super) fn drain_server(&mut self, ds: u16) {
+        let i = ds as usize;
+        let now = self.now;
+        let tl = &self.c.timeline;
+        let (lost, factor) = if tl.has_faults(i) {
+            (tl.capacity_lost(i, now), tl.latency_factor(i, now))
+        } else {
+            (0.0, 1.0)
+        };
+        loop {
+            let attempts = &self.attempts;
+            let Some(Ds::Server(server)) = self.ds.get_mut(i) else {
+                return;
+            };
+            match server.next(lost, factor, |h| attempts.contains(h)) {
+                Some(s) => self.start_service(ds, s),
+                None => return,
+            }
+        }
+    }
+
+    pub(super) fn reply(&mut self, attempt: Handle, reply: Reply, hint: u16) {
+        let Some(a) = self.attempts.get(attempt).copied() else {
+            self.m.late_replies += 1;
+            return;
+        };
+        self.attempts.remove(attempt);
+        let kind = match reply {
+            Reply::Ok => AnswerKind::Ok,
+            Reply::Error => AnswerKind::Error,
+            Reply::Unavailable => AnswerKind::Unavailable,
+            Reply::Throttled => AnswerKind::Throttled,
+            Reply::Fatal => AnswerKind::Fatal,
+            Reply::Conflict => AnswerKind::Conflict,
+        };
+        let mut ans = Answer::new(kind, a.node);
+        if reply == Reply::Throttled {
+            ans.retry_after = self.c.hints.get(hint as usize).copied().unwrap_or_default();
+        }
+        self.answer(a.request, a.node, ans);
+    }
+}

@@ -1,0 +1,405 @@
+//! How a logical request travels through its policy stack: invoking nodes, handing answers up,
+//! retry wake-ups, and finishing the request (see the [parent module](super) for the overview).
+
+use reliable_core::breaker::{Outcome, State, Transition};
+use reliable_core::retry::RetryDecision;
+use reliable_core::{Duration, Instant};
+
+use super::*;
+
+impl World<'_> {
+    pub(super) fn start_request(&mut self, client: u32) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.m.first_try(self.now);
+        let h = self.requests.insert(Request {
+            id,
+            start: self.now,
+            client,
+            attempts: 0,
+        });
+        let stride = self.stack.frames;
+        let need = (h.index as usize + 1) * stride;
+        if self.frames.len() < need {
+            self.frames.resize_with(need, Frame::default);
+        }
+        let in_flight = self.requests.len() as u64;
+        if in_flight > self.m.peak_in_flight {
+            self.m.peak_in_flight = in_flight;
+        }
+        if let Some(trace) = &mut self.trace
+            && trace.len() < TRACE_ROWS
+        {
+            let now = Instant::from_nanos(self.now);
+            let states = self
+                .breakers
+                .iter()
+                .map(|v| {
+                    let b = if v.len() == 1 {
+                        &v[0]
+                    } else {
+                        &v[client as usize % v.len().max(1)]
+                    };
+                    b.state(now).name()
+                })
+                .collect();
+            trace.push(TraceRow {
+                request: id,
+                start_ns: self.now,
+                client,
+                breakers_before: states,
+                outcome: "",
+                served_by: String::new(),
+                attempts: 0,
+                latency_ns: 0,
+                calls_so_far: Vec::new(),
+            });
+        }
+        self.invoke(h, 0, u64::MAX);
+    }
+
+    #[inline]
+    pub(super) fn frame_mut(&mut self, request: Handle, node: u16) -> Option<&mut Frame> {
+        let f = self.stack.nodes.get(node as usize)?.frame;
+        if f == NONE {
+            return None;
+        }
+        let i = request.index as usize * self.stack.frames + f as usize;
+        self.frames.get_mut(i)
+    }
+
+    /// Which of `n` instances (1 when shared, one per client otherwise) serves `request`.
+    #[inline]
+    pub(super) fn instance(&self, n: usize, request: Handle) -> usize {
+        if n <= 1 {
+            return 0;
+        }
+        self.requests.get(request).map_or(0, |r| r.client as usize) % n
+    }
+
+    pub(super) fn breaker_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
+        let n = self.breakers.get(slot as usize).map_or(1, Vec::len);
+        (slot as usize, self.instance(n, request))
+    }
+
+    pub(super) fn budget_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
+        let n = self.budgets.get(slot as usize).map_or(1, Vec::len);
+        (slot as usize, self.instance(n, request))
+    }
+
+    pub(super) fn throttle_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
+        let n = self.throttles.get(slot as usize).map_or(1, Vec::len);
+        (slot as usize, self.instance(n, request))
+    }
+
+    /// A retry layer's backoff is over: send the next attempt through its inner layer, unless an
+    /// enclosing deadline has passed meanwhile (then the retry layer gives up with a timeout).
+    pub(super) fn wake(&mut self, request: Handle, node: u16) {
+        if !self.requests.contains(request) {
+            return;
+        }
+        let stack = self.stack;
+        let Some(NodeKind::Retry {
+            policy,
+            slot,
+            inner,
+            ..
+        }) = stack.nodes.get(node as usize).map(|n| &n.kind)
+        else {
+            return;
+        };
+        let now = Instant::from_nanos(self.now);
+        let (enclosing, attempt_deadline) = match self.frame_mut(request, node) {
+            Some(Frame::Retry { state, deadline }) => {
+                (*deadline, policy.attempt_deadline(state, now).as_nanos())
+            }
+            _ => return,
+        };
+        if enclosing <= self.now {
+            let (s, i) = self.budget_instance(*slot, request);
+            if let Some(Frame::Retry { mut state, .. }) =
+                self.frame_mut(request, node).map(std::mem::take)
+            {
+                policy.abandon(&mut state, now, &mut self.budgets[s][i]);
+            }
+            self.m.at(self.now).timeouts += 1;
+            self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
+            return;
+        }
+        self.invoke(request, *inner, enclosing.min(attempt_deadline));
+    }
+
+    pub(super) fn note_transition(&mut self, t: Option<Transition>) {
+        if let Some(t) = t {
+            self.m.breaker_transitions += 1;
+            let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
+            if open(t.to) && !open(t.from) {
+                self.m.breakers_open += 1;
+            } else if open(t.from) && !open(t.to) {
+                self.m.breakers_open = self.m.breakers_open.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Starts node `node` for `request`; `deadline` (ns) is the nearest enclosing deadline.
+    pub(super) fn invoke(&mut self, request: Handle, node: u16, deadline: u64) {
+        let stack = self.stack;
+        let Some(n) = stack.nodes.get(node as usize) else {
+            return;
+        };
+        match &n.kind {
+            NodeKind::Call {
+                ds,
+                timeout,
+                timeout_dist,
+            } => {
+                if deadline <= self.now {
+                    // An enclosing deadline has already passed: the call is not sent.
+                    self.m.at(self.now).timeouts += 1;
+                    self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
+                    return;
+                }
+                let Some(r) = self.requests.get_mut(request) else {
+                    return;
+                };
+                let own_timeout = match timeout_dist {
+                    // Keyed by (request number, node): the same draw for every attempt of the
+                    // request and for every policy.
+                    Some(d) => Some(d.sample(&mut Stream::keyed(
+                        self.seed,
+                        StreamId::Timeouts,
+                        (r.id << 16) ^ u64::from(node),
+                    ))),
+                    None => timeout.map(|t| t.as_nanos()),
+                };
+                let first = r.attempts == 0;
+                r.attempts += 1;
+                let b = self.m.at(self.now);
+                b.attempts += 1;
+                if !first {
+                    b.retries += 1;
+                }
+                let attempt = self.attempts.insert(Attempt { request, node });
+                let d = self.hop(*ds, true);
+                self.q.push(
+                    self.now.saturating_add(d),
+                    EventKind::AtDownstream { ds: *ds, attempt },
+                );
+                // The attempt's timer: its own timeout or the nearest enclosing deadline, whichever
+                // comes first. A timer of a fixed length armed now goes to that length's FIFO lane.
+                let own = own_timeout.map_or(u64::MAX, |t| self.now.saturating_add(t));
+                let fire = own.min(deadline);
+                if fire != u64::MAX {
+                    let len = Duration::from_nanos(fire - self.now);
+                    let event = EventKind::Timeout { attempt };
+                    match stack.timeouts.iter().position(|t| *t == len) {
+                        Some(i) => self.q.push_lane(self.lanes[i], fire, event),
+                        None => self.q.push(fire, event),
+                    }
+                }
+            }
+            NodeKind::Breaker { slot, inner, .. } => {
+                let (s, i) = self.breaker_instance(*slot, request);
+                let now = Instant::from_nanos(self.now);
+                let decision = self.breakers[s][i].try_acquire(now);
+                match decision {
+                    Ok(permit) => {
+                        self.note_transition(permit.transition());
+                        if let Some(f) = self.frame_mut(request, node) {
+                            *f = Frame::Permit(permit);
+                        }
+                        self.invoke(request, *inner, deadline);
+                    }
+                    Err(rejection) => {
+                        self.note_transition(rejection.transition);
+                        self.m.at(self.now).local_rejections += 1;
+                        let mut a = Answer::new(AnswerKind::Rejected, node);
+                        a.retry_after = rejection.retry_after().unwrap_or(Duration::ZERO);
+                        self.answer(request, node, a);
+                    }
+                }
+            }
+            NodeKind::Retry {
+                policy,
+                slot,
+                inner,
+                ..
+            } => {
+                let (s, i) = self.budget_instance(*slot, request);
+                let now = Instant::from_nanos(self.now);
+                let state = policy.start(now, &mut self.budgets[s][i]);
+                let inner_deadline = deadline.min(policy.attempt_deadline(&state, now).as_nanos());
+                if let Some(f) = self.frame_mut(request, node) {
+                    *f = Frame::Retry { state, deadline };
+                }
+                self.invoke(request, *inner, inner_deadline);
+            }
+            NodeKind::Throttle { slot, inner, .. } => {
+                let (s, i) = self.throttle_instance(*slot, request);
+                let sample = self.client_rng.next_u64();
+                let now = Instant::from_nanos(self.now);
+                match self.throttles[s][i].try_acquire_with(now, sample) {
+                    Ok(()) => self.invoke(request, *inner, deadline),
+                    Err(_) => {
+                        self.m.at(self.now).local_rejections += 1;
+                        self.answer(request, node, Answer::new(AnswerKind::Rejected, node));
+                    }
+                }
+            }
+            NodeKind::Fallback { children } => {
+                if let Some(f) = self.frame_mut(request, node) {
+                    *f = Frame::Fallback { index: 0, deadline };
+                }
+                self.invoke(request, children[0], deadline);
+            }
+        }
+    }
+
+    /// Node `from` produced `ans` for `request`: hand it up through the parents.
+    pub(super) fn answer(&mut self, request: Handle, from: u16, ans: Answer) {
+        let stack = self.stack;
+        let mut child = from;
+        loop {
+            let parent = stack.nodes[child as usize].parent;
+            if parent == NONE {
+                self.finish_request(request, ans);
+                return;
+            }
+            match &stack.nodes[parent as usize].kind {
+                NodeKind::Breaker { slot, .. } => {
+                    let frame = self
+                        .frame_mut(request, parent)
+                        .map(std::mem::take)
+                        .unwrap_or_default();
+                    if let Frame::Permit(permit) = frame {
+                        let outcome = match ans.kind {
+                            AnswerKind::Ok => Outcome::Success,
+                            AnswerKind::Error
+                            | AnswerKind::Unavailable
+                            | AnswerKind::Timeout
+                            | AnswerKind::Throttled
+                            | AnswerKind::Conflict => Outcome::Failure,
+                            // Says nothing about the downstream's health.
+                            AnswerKind::Fatal | AnswerKind::Rejected => Outcome::Ignored,
+                        };
+                        let (s, i) = self.breaker_instance(*slot, request);
+                        let t = self.breakers[s][i].record(
+                            permit,
+                            outcome,
+                            Instant::from_nanos(self.now),
+                        );
+                        self.note_transition(t);
+                    }
+                }
+                NodeKind::Retry { policy, slot, .. } => {
+                    let (s, i) = self.budget_instance(*slot, request);
+                    let now = Instant::from_nanos(self.now);
+                    let Some(Frame::Retry {
+                        mut state,
+                        deadline,
+                    }) = self.frame_mut(request, parent).map(std::mem::take)
+                    else {
+                        child = parent;
+                        continue;
+                    };
+                    let budget = &mut self.budgets[s][i];
+                    if ans.kind.is_ok() {
+                        policy.on_success(&mut state, now, budget);
+                    } else {
+                        let class = ans.kind.error_class(ans.retry_after);
+                        match policy.on_failure(
+                            &mut state,
+                            class,
+                            now,
+                            budget,
+                            self.client_rng.rng(),
+                        ) {
+                            RetryDecision::RetryAt(at) => {
+                                // Wake at the retry time, or at the enclosing deadline if sooner
+                                // (the retry layer then gives up with a timeout).
+                                let at = at.as_nanos().min(deadline).max(self.now);
+                                if let Some(f) = self.frame_mut(request, parent) {
+                                    *f = Frame::Retry { state, deadline };
+                                }
+                                self.q.push(
+                                    at,
+                                    EventKind::Wake {
+                                        request,
+                                        node: parent,
+                                    },
+                                );
+                                return;
+                            }
+                            RetryDecision::GiveUp(reason) => self.m.give_up(reason),
+                        }
+                    }
+                }
+                NodeKind::Throttle { slot, .. } => {
+                    let (s, i) = self.throttle_instance(*slot, request);
+                    let now = Instant::from_nanos(self.now);
+                    self.throttles[s][i].record(now, ans.kind.accepted());
+                }
+                NodeKind::Fallback { children } => {
+                    let (index, deadline) = match self.frame_mut(request, parent) {
+                        Some(Frame::Fallback { index, deadline }) => (*index, *deadline),
+                        _ => (0, u64::MAX),
+                    };
+                    let next = index as usize + 1;
+                    if !ans.kind.is_ok() && next < children.len() {
+                        if let Some(f) = self.frame_mut(request, parent) {
+                            *f = Frame::Fallback {
+                                index: next as u16,
+                                deadline,
+                            };
+                        }
+                        self.invoke(request, children[next], deadline);
+                        return;
+                    }
+                    if let Some(f) = self.frame_mut(request, parent) {
+                        *f = Frame::Idle;
+                    }
+                }
+                NodeKind::Call { .. } => {}
+            }
+            child = parent;
+        }
+    }
+
+    pub(super) fn finish_request(&mut self, request: Handle, ans: Answer) {
+        let Some(r) = self.requests.get(request).copied() else {
+            return;
+        };
+        self.requests.remove(request);
+        let ok = ans.kind.is_ok();
+        let latency = self.now.saturating_sub(r.start);
+        self.m.finish(self.now, ok, latency);
+        // Rows are pushed in request order from request 1, so request `id` is row `id - 1`.
+        if let Some(trace) = &mut self.trace
+            && let Some(row) = trace.get_mut(r.id as usize - 1)
+        {
+            row.outcome = ans.kind.name();
+            row.served_by = self.stack.nodes[ans.by as usize].served_by.clone();
+            row.attempts = r.attempts;
+            row.latency_ns = latency;
+            row.calls_so_far = self.m.ds.iter().map(|d| d.arrivals).collect();
+        }
+        match &mut self.source {
+            Source::Closed(cl) => {
+                let think = cl.think_after(r.client);
+                self.q.push(
+                    self.now.saturating_add(think),
+                    EventKind::ClientStart { client: r.client },
+                );
+            }
+            Source::Jobs(js) => {
+                if ok {
+                    js.done += 1;
+                    js.last_success = self.now;
+                } else {
+                    js.failed += 1;
+                }
+            }
+            Source::Open(_) => {}
+        }
+    }
+}

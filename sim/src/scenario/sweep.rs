@@ -1,0 +1,337 @@
+//! Sweeps: one scenario with one parameter set to each of several values (`sim sweep`).
+//!
+//! A parameter is named by a path from the top of the scenario, written as in error messages:
+//! fields joined by `.`, list elements in brackets by index (`faults[0]`) or by their `name`
+//! (`downstreams[api]`, `policies[retry 3x]`). Enum variants (`Server`, `OpenLoop`, `Retry`,
+//! `Ratio`...) are looked through, so `downstreams[api].model.error_rate` reaches the `error_rate`
+//! of a `Server` model and `policies[budget].stack.budget.ratio` the ratio of a `Ratio` budget.
+//!
+//! A variant is made by writing the scenario out as a JSON tree (the same serde data model the RON
+//! file was read with), setting the one value, and reading it back, so every variant goes through
+//! the same type checks as a file; [`validate`](super::validate) then checks its meaning.
+
+use serde_json::Value;
+
+use super::types::{Scenario, Sweep, SweepValue};
+
+/// One step of a parameter path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Step {
+    Field(String),
+    Index(usize),
+    Named(String),
+}
+
+fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+    let mut steps = Vec::new();
+    let mut rest = path.trim();
+    if rest.is_empty() {
+        return Err(
+            "an empty parameter path: expected e.g. `downstreams[api].model.error_rate`".into(),
+        );
+    }
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('[') {
+            let end = r
+                .find(']')
+                .ok_or_else(|| format!("`[` without `]` in `{path}`"))?;
+            let inner = r[..end].trim();
+            if inner.is_empty() {
+                return Err(format!(
+                    "empty brackets in `{path}`: expected an index or a name"
+                ));
+            }
+            steps.push(match inner.parse::<usize>() {
+                Ok(i) => Step::Index(i),
+                Err(_) => Step::Named(inner.trim_matches('"').to_string()),
+            });
+            rest = &r[end + 1..];
+        } else {
+            let r = rest.strip_prefix('.').unwrap_or(rest);
+            if steps.is_empty() != (r.len() == rest.len()) {
+                return Err(format!(
+                    "`{path}`: expected fields joined by `.` and elements in brackets"
+                ));
+            }
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let name = r[..end].trim();
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!("`{name}` in `{path}` is not a field name"));
+            }
+            steps.push(Step::Field(name.to_string()));
+            rest = &r[end..];
+        }
+    }
+    Ok(steps)
+}
+
+/// An enum variant as serde writes it: an object with one key naming the variant.
+fn variant_inner(v: &mut Value) -> Option<&mut Value> {
+    match v {
+        Value::Object(m) if m.len() == 1 => {
+            let (k, inner) = m.iter_mut().next()?;
+            k.starts_with(|c: char| c.is_ascii_uppercase())
+                .then_some(inner)
+        }
+        _ => None,
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let keys: Vec<String> = m.keys().map(|k| format!("`{k}`")).collect();
+            format!("fields {}", keys.join(", "))
+        }
+        Value::Array(a) => format!("a list of {}", a.len()),
+        Value::Null => "nothing (an unset option)".into(),
+        Value::String(s) => format!("\"{s}\""),
+        other => other.to_string(),
+    }
+}
+
+/// The value at `steps` in `root`, looking through enum variants.
+fn find<'a>(root: &'a mut Value, steps: &[Step], path: &str) -> Result<&'a mut Value, String> {
+    let mut cur = root;
+    let mut done = String::new();
+    for step in steps {
+        // Look through variants until the step fits.
+        loop {
+            let fits = match (step, &*cur) {
+                (Step::Field(name), Value::Object(m)) => m.contains_key(name),
+                (Step::Index(_) | Step::Named(_), Value::Array(_)) => true,
+                _ => false,
+            };
+            if fits {
+                break;
+            }
+            let here = describe(cur);
+            cur = variant_inner(cur).ok_or_else(|| {
+                let at = if done.is_empty() {
+                    "the scenario"
+                } else {
+                    &done
+                };
+                format!("`{path}`: {at} has no {}: it has {here}", show(step))
+            })?;
+        }
+        cur = match step {
+            Step::Field(name) => cur.get_mut(name.as_str()),
+            Step::Index(i) => cur.get_mut(*i),
+            Step::Named(n) => match cur {
+                Value::Array(items) => items.iter_mut().find(|item| named(item, n)),
+                _ => None,
+            },
+        }
+        .ok_or_else(|| format!("`{path}`: {} has no {}", done, show(step)))?;
+        done.push_str(&match step {
+            Step::Field(name) if done.is_empty() => name.clone(),
+            Step::Field(name) => format!(".{name}"),
+            Step::Index(i) => format!("[{i}]"),
+            Step::Named(n) => format!("[{n}]"),
+        });
+    }
+    Ok(cur)
+}
+
+fn show(step: &Step) -> String {
+    match step {
+        Step::Field(name) => format!("field `{name}`"),
+        Step::Index(i) => format!("element {i}"),
+        Step::Named(n) => format!("element named \"{n}\""),
+    }
+}
+
+/// Whether a list element (possibly a variant) has `name: n`.
+fn named(item: &Value, n: &str) -> bool {
+    let mut cur = item;
+    for _ in 0..4 {
+        if cur.get("name").and_then(Value::as_str) == Some(n) {
+            return true;
+        }
+        match cur {
+            Value::Object(m) if m.len() == 1 => match m.values().next() {
+                Some(inner) => cur = inner,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Checks that `parameter` names a field of `s` (whatever its value).
+pub fn check_path(s: &Scenario, parameter: &str) -> Result<(), String> {
+    let steps = parse_path(parameter)?;
+    let mut tree = serde_json::to_value(s).map_err(|e| e.to_string())?;
+    find(&mut tree, &steps, parameter).map(|_| ())
+}
+
+/// `s` with `parameter` set to `value`, not yet validated. The variant has no sweep of its own.
+pub fn variant(s: &Scenario, parameter: &str, value: &SweepValue) -> Result<Scenario, String> {
+    let steps = parse_path(parameter)?;
+    let mut base = s.clone();
+    base.sweep = None;
+    let mut tree = serde_json::to_value(&base).map_err(|e| e.to_string())?;
+    let target = find(&mut tree, &steps, parameter)?;
+    let new = match (value, &*target) {
+        (SweepValue::Number(x), _) if !x.is_finite() => {
+            return Err(format!("{x} is not a finite number"));
+        }
+        (SweepValue::Number(x), Value::Number(old))
+            if (old.is_u64() || old.is_i64()) && x.fract() == 0.0 && *x >= 0.0 && *x < 1.8e19 =>
+        {
+            Value::from(*x as u64)
+        }
+        (SweepValue::Number(x), Value::Number(_) | Value::Null) => Value::from(*x),
+        (SweepValue::Text(t), Value::String(_) | Value::Null) => Value::from(t.clone()),
+        (v, old) => {
+            return Err(format!(
+                "`{parameter}` holds {}, which `{v}` cannot replace: expected {}",
+                describe(old),
+                match old {
+                    Value::Number(_) => "a number",
+                    Value::String(_) =>
+                        "a duration such as \"250ms\" (or the text the field takes)",
+                    _ => "a path to a single number or duration",
+                }
+            ));
+        }
+    };
+    *target = new;
+    serde_json::from_value::<Scenario>(tree).map_err(|e| format!("`{parameter}` = {value}: {e}"))
+}
+
+/// Every variant of `s` under `sweep`, in the order of its values.
+pub fn variants(s: &Scenario, sweep: &Sweep) -> Result<Vec<Scenario>, String> {
+    sweep
+        .values
+        .iter()
+        .map(|v| variant(s, &sweep.parameter, v))
+        .collect()
+}
+
+/// The sweep's short name: its label, or the path's last field.
+pub fn label(sweep: &Sweep) -> String {
+    if let Some(l) = &sweep.label {
+        return l.clone();
+    }
+    parse_path(&sweep.parameter)
+        .ok()
+        .and_then(|steps| {
+            steps.into_iter().rev().find_map(|s| match s {
+                Step::Field(f) => Some(f),
+                _ => None,
+            })
+        })
+        .unwrap_or_else(|| sweep.parameter.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{DownstreamModel, Layer, Workload, parse};
+    use reliable_core::Duration;
+    use reliable_core::budget::BudgetConfig;
+
+    const TEXT: &str = r#"Scenario(
+        name: "s", horizon: "10s",
+        workload: OpenLoop(rate: 100.0, clients: 10),
+        downstreams: [(name: "api", model: Server(workers: 4, service: Constant("1ms")))],
+        faults: [ErrorRate(downstream: "api", from: "1s", until: "2s", rate: 0.5)],
+        policies: [
+            (name: "plain", stack: Call(downstream: "api", timeout: "1s")),
+            (name: "budget", stack: Retry(policy: (backoff: (shape: Constant(delay: "0s"))),
+                budget: Ratio(ratio: 0.1, min_per_sec: 0), inner: Call(downstream: "api"))),
+        ],
+    )"#;
+
+    fn set(path: &str, v: SweepValue) -> Result<Scenario, String> {
+        variant(&parse(TEXT, "t.ron").unwrap(), path, &v)
+    }
+
+    #[test]
+    fn sets_fields_through_variants_lists_and_names() {
+        let n = SweepValue::Number;
+        let s = set("downstreams[api].model.workers", n(8.0)).unwrap();
+        assert!(matches!(
+            s.downstreams[0].model,
+            DownstreamModel::Server { workers: 8, .. }
+        ));
+        let s = set("workload.rate", n(250.0)).unwrap();
+        assert!(matches!(s.workload, Workload::OpenLoop { rate: 250.0, .. }));
+        let s = set("policies[budget].stack.budget.ratio", n(0.2)).unwrap();
+        let Layer::Retry {
+            budget: Some(BudgetConfig::Ratio(r)),
+            ..
+        } = &s.policies[1].stack
+        else {
+            panic!("{:?}", s.policies[1].stack)
+        };
+        assert_eq!(r.ratio, 0.2);
+        let s = set(
+            "policies[0].stack.timeout",
+            SweepValue::Text("250ms".into()),
+        )
+        .unwrap();
+        let Layer::Call { timeout, .. } = &s.policies[0].stack else {
+            panic!()
+        };
+        assert_eq!(*timeout, Some(Duration::from_millis(250)));
+        // An unset option can be set.
+        let s = set(
+            "policies[budget].stack.policy.attempt_timeout",
+            SweepValue::Text("2s".into()),
+        );
+        assert!(s.is_ok(), "{s:?}");
+    }
+
+    #[test]
+    fn bad_paths_and_values_say_what_is_there() {
+        let n = SweepValue::Number;
+        let e = set("downstreams[apii].model.workers", n(8.0)).unwrap_err();
+        assert!(e.contains("no element named \"apii\""), "{e}");
+        let e = set("workload.rte", n(1.0)).unwrap_err();
+        assert!(e.contains("no field `rte`") && e.contains("`rate`"), "{e}");
+        let e = set("downstreams[api].model.workers", n(2.5)).unwrap_err();
+        assert!(e.contains("workers") || e.contains("u32"), "{e}");
+        let e = set("policies[0].stack.timeout", n(1.0)).unwrap_err();
+        assert!(
+            e.contains("cannot replace") && e.contains("duration"),
+            "{e}"
+        );
+        let e = set("policies[0].stack.timeout", SweepValue::Text("fast".into())).unwrap_err();
+        assert!(e.contains("invalid duration"), "{e}");
+        let e = set("downstreams", n(1.0)).unwrap_err();
+        assert!(e.contains("a list of 1"), "{e}");
+        for bad in [
+            "",
+            ".rate",
+            "workload..rate",
+            "faults[",
+            "faults[]",
+            "a b",
+            "workload.rate.x",
+        ] {
+            assert!(set(bad, n(1.0)).is_err(), "{bad}");
+        }
+        assert!(set("workload.rate", n(f64::NAN)).is_err());
+    }
+
+    #[test]
+    fn labels_default_to_the_last_field() {
+        let sweep = Sweep {
+            parameter: "downstreams[api].model.error_rate".into(),
+            label: None,
+            values: vec![],
+        };
+        assert_eq!(label(&sweep), "error_rate");
+        assert_eq!(
+            label(&Sweep {
+                label: Some("p".into()),
+                ..sweep
+            }),
+            "p"
+        );
+    }
+}

@@ -1,0 +1,579 @@
+//! The scenario file's data types, as they appear in RON.
+//!
+//! Field names and variant names here are the file format: renaming one breaks scenario files.
+
+use reliable_core::Duration;
+use reliable_core::breaker::BreakerConfig;
+use reliable_core::budget::BudgetConfig;
+use reliable_core::retry::RetryConfig;
+use reliable_core::throttle::ThrottleConfig;
+use serde::{Deserialize, Serialize};
+
+/// A whole scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name; the report folder is named after it.
+    pub name: String,
+    /// What the scenario shows, in a sentence or two (the first line is what `sim list` prints).
+    #[serde(default)]
+    pub description: String,
+    /// How much virtual time to simulate. Events at or after the horizon do not run.
+    pub horizon: Duration,
+    /// Width of a metrics bucket. Default 1 s.
+    #[serde(default = "default_bucket")]
+    pub bucket: Duration,
+    /// Master seed of the first run. Default 1.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Runs per policy, with seeds `seed, seed + 1, ...`. Default 1.
+    #[serde(default = "default_seeds")]
+    pub seeds: u32,
+    /// Who sends requests, and when.
+    pub workload: Workload,
+    /// The services called, by name.
+    pub downstreams: Vec<Downstream>,
+    /// What goes wrong, and when.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+    /// The client policies to compare; each runs on the same arrivals.
+    pub policies: Vec<Policy>,
+    /// How recovery after the faults is judged.
+    #[serde(default)]
+    pub recovery: Recovery,
+    /// A parameter to vary for `sim sweep` (`sim run` uses the value written in the scenario).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+/// What `sim sweep` varies: one parameter of the scenario, set to each value in turn; every value
+/// runs every policy under the same seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    /// The field to set, as a path from the top of the scenario: fields joined by `.`, list
+    /// elements by index or by name in brackets; enum variants are looked through. E.g.
+    /// `downstreams[api].model.error_rate`, `workload.rate`, `faults[0].rate`,
+    /// `policies[retry].stack.policy.attempt_timeout`.
+    pub parameter: String,
+    /// Short name for tables and plots (default: the path's last field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The values, numbers or durations (`"250ms"`), as the field takes.
+    pub values: Vec<SweepValue>,
+}
+
+/// One value of a [`Sweep`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SweepValue {
+    /// A number (a rate, a share, a count).
+    Number(f64),
+    /// A duration, or any other text the field takes.
+    Text(String),
+}
+
+impl std::fmt::Display for SweepValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SweepValue::Number(x) => write!(f, "{x}"),
+            SweepValue::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+fn default_bucket() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_seeds() -> u32 {
+    1
+}
+
+/// Who sends logical requests, and when.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Workload {
+    /// Requests arrive at a rate whatever happens to earlier ones (users, upstream services).
+    /// One aggregate source; each arrival belongs to a client drawn uniformly from `clients`.
+    OpenLoop {
+        /// Logical requests per second.
+        rate: f64,
+        /// Poisson (exponential gaps) or constant gaps. Default Poisson.
+        #[serde(default)]
+        arrivals: Arrivals,
+        /// Clients the arrivals are spread over (matters for per-client breakers and budgets).
+        /// Default 1.
+        #[serde(default = "default_clients")]
+        clients: u32,
+        /// First possible arrival. With constant gaps, the first arrival is exactly here.
+        #[serde(default)]
+        start: Duration,
+        /// Rate changes over time: from `at` on, the rate is `rate`.
+        #[serde(default)]
+        steps: Vec<RateStep>,
+    },
+    /// `clients` serial clients: each sends a request, waits for its final answer, thinks, repeats.
+    ClosedLoop {
+        /// Number of clients.
+        clients: u32,
+        /// Think time between a final answer and the next request.
+        #[serde(default = "zero_dist")]
+        think: Dist,
+        /// Clients start spread uniformly over `[0, start_spread)`. Default 0 (all at once).
+        #[serde(default)]
+        start_spread: Duration,
+    },
+    /// `clients` clients that each need one logical request done, all starting together.
+    JobSet {
+        /// Number of clients (jobs).
+        clients: u32,
+        /// Clients start spread uniformly over `[0, start_spread)`. Default 0 (all at t = 0).
+        #[serde(default)]
+        start_spread: Duration,
+    },
+}
+
+fn default_clients() -> u32 {
+    1
+}
+fn zero_dist() -> Dist {
+    Dist::Constant(Duration::ZERO)
+}
+
+/// How open-loop gaps are drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Arrivals {
+    /// Exponential gaps (a Poisson process).
+    #[default]
+    Poisson,
+    /// Equal gaps of `1 / rate`.
+    Constant,
+}
+
+/// A change of the open-loop rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateStep {
+    /// From when.
+    pub at: Duration,
+    /// The new rate, per second.
+    pub rate: f64,
+}
+
+/// A named downstream service.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Downstream {
+    /// The name stacks and faults refer to.
+    pub name: String,
+    /// What it is.
+    pub model: DownstreamModel,
+    /// Network delay each way between the clients and it. Default none.
+    #[serde(default)]
+    pub network: Network,
+}
+
+/// The kinds of downstream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum DownstreamModel {
+    /// A queueing server: `workers` serve jobs from a bounded queue. Work goes on after the client
+    /// gave up (counted as wasted) unless `cancel_abandoned`.
+    Server {
+        /// Jobs served at once. A large number models an unlimited-concurrency (delay) server.
+        workers: u32,
+        /// Waiting room and order. Default: unbounded FIFO.
+        #[serde(default)]
+        queue: QueueSpec,
+        /// Service time of one job.
+        service: Dist,
+        /// Added to each job's service time for every job in the server when it starts (itself,
+        /// those in service, those queued): latency that grows with load. Default 0.
+        #[serde(default)]
+        per_in_flight: Duration,
+        /// Share of jobs that fail (after being served) even when healthy. Default 0.
+        #[serde(default)]
+        error_rate: f64,
+        /// Skip queued jobs whose client attempt has already timed out. Default false.
+        #[serde(default)]
+        cancel_abandoned: bool,
+    },
+    /// A register with optimistic concurrency: an attempt reads the version (a round trip), then
+    /// writes conditionally on it (a round trip); the write fails with a conflict if another write
+    /// committed in between. Reads and writes take no time at the register.
+    Register,
+    /// Answers by call number: the `n`-th call (from 1) gets `script[n - 1]`, later calls `then`.
+    Scripted {
+        /// Answers of the first calls, in order.
+        script: Vec<ScriptAnswer>,
+        /// The answer to every call after the script. Default `Ok`.
+        #[serde(default = "default_then")]
+        then: ScriptAnswer,
+        /// Time to answer. Default 0.
+        #[serde(default)]
+        latency: Duration,
+    },
+}
+
+fn default_then() -> ScriptAnswer {
+    ScriptAnswer::Ok
+}
+
+/// One scripted answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScriptAnswer {
+    /// Success.
+    Ok,
+    /// A transient error.
+    Error,
+    /// A permanent error: retrying cannot help.
+    Fatal,
+    /// Throttled, with this Retry-After.
+    Throttled(Duration),
+    /// Never answers (the client's timeout decides).
+    Hang,
+}
+
+/// A server's waiting room.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// Jobs that may wait; an arrival finding it full is rejected at once. `None`: unbounded.
+    #[serde(default)]
+    pub capacity: Option<u32>,
+    /// Which waiting job is served next. Default FIFO.
+    #[serde(default)]
+    pub discipline: Discipline,
+}
+
+/// Queue order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Discipline {
+    /// Oldest first.
+    #[default]
+    Fifo,
+    /// Newest first (keeps latency low for some under overload, starves the rest).
+    Lifo,
+}
+
+/// One-way network delays.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Client to downstream.
+    #[serde(default = "zero_dist")]
+    pub request: Dist,
+    /// Downstream to client.
+    #[serde(default = "zero_dist")]
+    pub response: Dist,
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network {
+            request: zero_dist(),
+            response: zero_dist(),
+        }
+    }
+}
+
+/// A distribution of durations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Dist {
+    /// Always this.
+    Constant(Duration),
+    /// Exponential with this mean.
+    Exponential {
+        /// The mean.
+        mean: Duration,
+    },
+    /// `scale × exp(N(mu, sigma))`: `LogNormal(scale: "10ms", mu: 0.0, sigma: 0.25)` is Yandex's
+    /// handler time.
+    LogNormal {
+        /// Multiplies the log-normal variate.
+        scale: Duration,
+        /// Mean of the underlying normal. Default 0.
+        #[serde(default)]
+        mu: f64,
+        /// Standard deviation of the underlying normal.
+        sigma: f64,
+    },
+    /// `|N(mean, std_dev)|` (Brooker's network hop: `Normal(mean: "10ms", std_dev: "2ms")`).
+    Normal {
+        /// The mean.
+        mean: Duration,
+        /// The standard deviation.
+        std_dev: Duration,
+    },
+    /// Uniform on `[low, high]`.
+    Uniform {
+        /// Smallest value.
+        low: Duration,
+        /// Largest value.
+        high: Duration,
+    },
+    /// One of these values, each as likely (`Choice(["100ms", "200ms", "300ms"])`).
+    Choice(Vec<Duration>),
+    /// `slow` with probability `slow_share`, else `fast`.
+    Bimodal {
+        /// Share of slow draws, in [0, 1].
+        slow_share: f64,
+        /// The usual case.
+        fast: Box<Dist>,
+        /// The slow case.
+        slow: Box<Dist>,
+    },
+}
+
+/// Something that goes wrong during `[from, until)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Fault {
+    /// The downstream is down: arrivals fail at once (`FailFast`) or never get an answer (`Hang`).
+    Outage {
+        /// Which downstream.
+        downstream: String,
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// How it fails. Default `FailFast`.
+        #[serde(default)]
+        mode: OutageMode,
+    },
+    /// Jobs finishing in the window fail with probability `rate` (after being served).
+    ErrorRate {
+        /// Which downstream.
+        downstream: String,
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// Share of jobs that fail, in [0, 1].
+        rate: f64,
+    },
+    /// Service times of jobs starting in the window are multiplied by `factor`.
+    LatencyInflation {
+        /// Which downstream.
+        downstream: String,
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// Multiplier, at least 1.
+        factor: f64,
+    },
+    /// The downstream loses `share` of its workers (jobs in service finish; no new ones start
+    /// while the busy workers exceed what is left).
+    CapacityLoss {
+        /// Which downstream.
+        downstream: String,
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// Share of workers lost, in (0, 1].
+        share: f64,
+    },
+    /// The downstream rejects a `share` of arrivals with a Retry-After of `retry_after`.
+    Throttle {
+        /// Which downstream.
+        downstream: String,
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// Share of arrivals rejected, in (0, 1]. Default 1.
+        #[serde(default = "one")]
+        share: f64,
+        /// The hint sent back.
+        retry_after: Duration,
+    },
+    /// The open-loop arrival rate is multiplied by `factor` (a burst of users, a cron job, a
+    /// cache flush). Needs an open-loop workload.
+    LoadSpike {
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// Multiplier, above 0.
+        factor: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Fault {
+    /// The window `[from, until)`.
+    pub fn window(&self) -> (Duration, Duration) {
+        match self {
+            Fault::Outage { from, until, .. }
+            | Fault::ErrorRate { from, until, .. }
+            | Fault::LatencyInflation { from, until, .. }
+            | Fault::CapacityLoss { from, until, .. }
+            | Fault::Throttle { from, until, .. }
+            | Fault::LoadSpike { from, until, .. } => (*from, *until),
+        }
+    }
+
+    /// The downstream it hits, if it hits one.
+    pub fn downstream(&self) -> Option<&str> {
+        match self {
+            Fault::Outage { downstream, .. }
+            | Fault::ErrorRate { downstream, .. }
+            | Fault::LatencyInflation { downstream, .. }
+            | Fault::CapacityLoss { downstream, .. }
+            | Fault::Throttle { downstream, .. } => Some(downstream),
+            Fault::LoadSpike { .. } => None,
+        }
+    }
+
+    /// The variant's name as written in files.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Fault::Outage { .. } => "Outage",
+            Fault::ErrorRate { .. } => "ErrorRate",
+            Fault::LatencyInflation { .. } => "LatencyInflation",
+            Fault::CapacityLoss { .. } => "CapacityLoss",
+            Fault::Throttle { .. } => "Throttle",
+            Fault::LoadSpike { .. } => "LoadSpike",
+        }
+    }
+}
+
+/// How an outage fails calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutageMode {
+    /// Refused at once (a transient error, no work done).
+    #[default]
+    FailFast,
+    /// Swallowed: no answer ever comes, only the client's timeout ends the attempt.
+    Hang,
+}
+
+/// A client policy to compare: a name and a stack of layers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Shown in tables and reports.
+    pub name: String,
+    /// The layers, outermost first.
+    pub stack: Layer,
+}
+
+/// One layer of a client policy stack. Layers nest: `Breaker(inner: Retry(inner: Call(..)))`
+/// retries inside the breaker (the breaker sees one outcome per retried call), while
+/// `Retry(inner: Breaker(inner: Call(..)))` lets the breaker see every attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Layer {
+    /// One call to a downstream, failing with a timeout after `timeout` (or the nearest deadline
+    /// of an enclosing layer, if sooner).
+    Call {
+        /// The downstream's name.
+        downstream: String,
+        /// Per-call timeout. Default: none (only enclosing deadlines apply).
+        #[serde(default)]
+        timeout: Option<Duration>,
+        /// Instead of one `timeout` for everybody, each logical request draws its own from this
+        /// distribution, once, and every attempt of it through this call uses it: callers with
+        /// different timeouts (Yandex 2024 gives each client 100, 200 or 300 ms:
+        /// `Choice(["100ms", "200ms", "300ms"])`). The draw depends only on the seed and the
+        /// request's number, so every policy sees the same timeouts. Default: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_dist: Option<Dist>,
+    },
+    /// A circuit breaker (the core's) around `inner`.
+    Breaker {
+        /// The core's breaker config.
+        config: BreakerConfig,
+        /// One breaker per client (default) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What it protects.
+        inner: Box<Layer>,
+    },
+    /// Retries `inner` as the core's retry policy decides: attempts, per-attempt timeout (pushed
+    /// down to the calls inside as a deadline), overall deadline, backoff with jitter, server
+    /// delays, and a retry budget.
+    Retry {
+        /// The core's retry config.
+        policy: RetryConfig,
+        /// The core's budget config. Default: none (unlimited).
+        #[serde(default)]
+        budget: Option<BudgetConfig>,
+        /// One budget per client (default) or one shared by all clients.
+        #[serde(default)]
+        budget_scope: Scope,
+        /// What is retried.
+        inner: Box<Layer>,
+    },
+    /// Client-side adaptive throttling (the core's): rejects locally with a probability that grows
+    /// as the downstream accepts less of what it is sent.
+    Throttle {
+        /// The core's throttle config. Default: the SRE book's (K = 2 over 2 minutes).
+        #[serde(default)]
+        config: ThrottleConfig,
+        /// One throttle per client (default) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What it protects.
+        inner: Box<Layer>,
+    },
+    /// Tries each layer in order until one succeeds.
+    Fallback(Vec<Layer>),
+}
+
+/// Whose state a stateful layer keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scope {
+    /// One instance per client.
+    #[default]
+    PerClient,
+    /// One instance shared by every client (a process-wide breaker or budget).
+    Shared,
+}
+
+/// How recovery after the faults is judged (see the metrics docs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recovery {
+    /// A bucket is healthy when its goodput is at least this share of the pre-fault goodput.
+    /// Default 0.9.
+    #[serde(default = "default_threshold")]
+    pub threshold: f64,
+    /// Recovered once healthy buckets follow each other for this long. Default 5 s.
+    #[serde(default = "default_sustain")]
+    pub sustain: Duration,
+    /// A later window of `sustain` whose goodput falls below this share of the pre-fault goodput
+    /// undoes a recovery (the system came back, then collapsed again). In [0, threshold]; 0 turns
+    /// the rule off. Default 0.5.
+    #[serde(default = "default_relapse")]
+    pub relapse: f64,
+}
+
+fn default_threshold() -> f64 {
+    0.9
+}
+fn default_sustain() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_relapse() -> f64 {
+    0.5
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery {
+            threshold: default_threshold(),
+            sustain: default_sustain(),
+            relapse: default_relapse(),
+        }
+    }
+}

@@ -1,0 +1,454 @@
+//! The engine and models against theory and against exact scripts.
+
+mod common;
+
+use common::{compile, run, summaries};
+use sim::run::trace;
+
+/// An M/M/1 queue (Poisson 80/s, exponential service of mean 10 ms, one worker, unbounded FIFO):
+/// the mean time in system is 1 / (μ − λ) = 50 ms and the utilisation 0.8.
+#[test]
+fn mm1_mean_sojourn_matches_theory() {
+    let s = summaries(
+        r#"Scenario(
+            name: "mm1", horizon: "2000s", seed: 3,
+            workload: OpenLoop(rate: 80.0),
+            downstreams: [(name: "q", model: Server(workers: 1, service: Exponential(mean: "10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "q"))],
+        )"#,
+    );
+    let s = &s[0];
+    let mean = s.latency_ms.mean;
+    assert!(
+        (mean - 50.0).abs() / 50.0 < 0.05,
+        "mean sojourn {mean} ms, theory 50 ms"
+    );
+    let util = s.downstreams[0].work_s / 2000.0;
+    assert!((util - 0.8).abs() < 0.01, "utilisation {util}");
+    assert!((s.success_rate - 1.0).abs() < 1e-3);
+    // The median of an exponential sojourn with mean 50 ms is 50·ln 2 ≈ 34.7 ms.
+    assert!(
+        (s.latency_ms.p50 - 34.66).abs() < 2.5,
+        "p50 {}",
+        s.latency_ms.p50
+    );
+}
+
+/// M/M/c with c = 4 and ρ = 0.75 (λ = 300/s, mean service 10 ms): Erlang C gives
+/// P(wait) = 0.5094 and a mean time in system of 10 ms + P(wait) / (cμ − λ) = 15.09 ms.
+#[test]
+fn mmc_mean_sojourn_matches_erlang_c() {
+    let s = summaries(
+        r#"Scenario(
+            name: "mmc", horizon: "1000s", seed: 5,
+            workload: OpenLoop(rate: 300.0),
+            downstreams: [(name: "q", model: Server(workers: 4, service: Exponential(mean: "10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "q"))],
+        )"#,
+    );
+    let mean = s[0].latency_ms.mean;
+    assert!(
+        (mean - 15.09).abs() / 15.09 < 0.04,
+        "mean sojourn {mean} ms, theory 15.09 ms"
+    );
+}
+
+/// A scripted downstream behind a breaker, with a fallback: every value is exact.
+#[test]
+fn scripted_breaker_and_fallback_trace_is_exact() {
+    let c = compile(
+        r#"Scenario(
+            name: "scripted", horizon: "61s",
+            workload: OpenLoop(rate: 0.2, arrivals: Constant, start: "5s"),
+            downstreams: [
+                (name: "primary", model: Scripted(script: [Ok, Ok, Error, Error, Error, Error], then: Ok)),
+                (name: "backup", model: Scripted(script: [])),
+            ],
+            policies: [(name: "p", stack: Fallback([
+                Breaker(config: (consecutive_failures: 2, open: (duration: "20s"), half_open: (probe_timeout: "1h")),
+                        inner: Call(downstream: "primary")),
+                Call(downstream: "backup"),
+            ]))],
+        )"#,
+    );
+    let rows = trace(&c, 0, 1).unwrap();
+    let got: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {} {}",
+                r.request,
+                r.start_ns / 1_000_000_000,
+                r.breakers_before[0],
+                r.served_by,
+                r.calls_so_far[0]
+            )
+        })
+        .collect();
+    // Calls 3 and 4 fail: the breaker opens at 20 s for 20 s; the trial at 40 s is call 5 and
+    // fails; the trial at 60 s is call 7 (6 is the last failure... the script has 6 entries).
+    let want = [
+        "1 5 closed breaker(primary) 1",
+        "2 10 closed breaker(primary) 2",
+        "3 15 closed backup 3",
+        "4 20 closed backup 4",
+        "5 25 open backup 4",
+        "6 30 open backup 4",
+        "7 35 open backup 4",
+        "8 40 half-open backup 5",
+        "9 45 open backup 5",
+        "10 50 open backup 5",
+        "11 55 open backup 5",
+        "12 60 half-open backup 6",
+    ];
+    assert_eq!(got, want);
+    assert!(rows.iter().all(|r| r.outcome == "ok"));
+}
+
+/// The workload's stream does not depend on the policy: the same first tries, bucket by bucket.
+#[test]
+fn policies_see_identical_arrivals() {
+    let (_, results) = run(r#"Scenario(
+            name: "same", horizon: "30s", seed: 9,
+            workload: OpenLoop(rate: 500.0, clients: 50, steps: [(at: "10s", rate: 800.0)]),
+            downstreams: [(name: "api", model: Server(workers: 4, service: Exponential(mean: "10ms")))],
+            faults: [Outage(downstream: "api", from: "12s", until: "18s"), LoadSpike(from: "20s", until: "22s", factor: 2.0)],
+            policies: [
+                (name: "plain", stack: Call(downstream: "api", timeout: "200ms")),
+                (name: "breaker", stack: Breaker(config: (consecutive_failures: 3, open: (duration: "2s")), inner: Call(downstream: "api", timeout: "200ms"))),
+            ],
+        )"#);
+    let firsts = |i: usize| {
+        results[i]
+            .output
+            .buckets
+            .iter()
+            .map(|b| b.first_tries)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(firsts(0), firsts(1));
+    assert_ne!(
+        results[0].output.summary.server_arrivals,
+        results[1].output.summary.server_arrivals
+    );
+    // The load spike doubles first tries in its window.
+    let f = firsts(0);
+    let spike = (f[20] + f[21]) as f64 / 2.0;
+    let after = (f[23] + f[24] + f[25]) as f64 / 3.0;
+    assert!((spike / after - 2.0).abs() < 0.2, "{spike} vs {after}");
+}
+
+/// Timeouts, wasted work and late replies: a server slower than the clients' timeout.
+#[test]
+fn work_for_timed_out_attempts_is_wasted() {
+    let s = summaries(
+        r#"Scenario(
+            name: "slow", horizon: "20s",
+            workload: OpenLoop(rate: 10.0, arrivals: Constant),
+            downstreams: [(name: "api", model: Server(workers: 100, service: Constant("300ms")))],
+            policies: [
+                (name: "short", stack: Call(downstream: "api", timeout: "100ms")),
+                (name: "long", stack: Call(downstream: "api", timeout: "1s")),
+            ],
+        )"#,
+    );
+    let (short, long) = (&s[0], &s[1]);
+    assert_eq!(short.successes, 0);
+    // The request sent at 19.9 s would time out exactly at the horizon: still in flight.
+    assert_eq!(short.unfinished, 1);
+    assert_eq!(short.timeouts, short.first_tries - 1);
+    assert!((short.wasted_work_share - 1.0).abs() < 1e-9);
+    assert_eq!(short.late_replies, short.downstreams[0].completions);
+    assert_eq!(long.wasted_work_share, 0.0);
+    assert_eq!(long.successes + long.unfinished, long.first_tries);
+    assert_eq!(
+        long.unfinished, 3,
+        "the last 300 ms of requests are still in service"
+    );
+    assert!((long.latency_ms.p50 - 300.0).abs() < 1.0);
+}
+
+/// A contended register: simultaneous writers conflict, one commit per read version.
+#[test]
+fn register_conflicts_when_writes_interleave() {
+    let s = summaries(
+        r#"Scenario(
+            name: "occ", horizon: "10s",
+            workload: JobSet(clients: 10),
+            downstreams: [(name: "reg", model: Register, network: (request: Constant("10ms"), response: Constant("10ms")))],
+            policies: [(name: "once", stack: Call(downstream: "reg"))],
+        )"#,
+    );
+    let s = &s[0];
+    // All ten read version 0 at 10 ms and write at 30 ms: the first write commits, nine conflict.
+    assert_eq!(s.first_tries, 10);
+    assert_eq!(s.successes, 1);
+    assert_eq!(s.downstreams[0].commits, Some(1));
+    assert_eq!(s.downstreams[0].conflicts, Some(9));
+    assert!((s.latency_ms.p50 - 40.0).abs() < 0.5);
+    assert_eq!(s.makespan_s, None, "not every job succeeded");
+}
+
+/// Closed-loop clients: throughput is clients ÷ (response time + think time).
+#[test]
+fn closed_loop_throughput_follows_littles_law() {
+    let s = summaries(
+        r#"Scenario(
+            name: "closed", horizon: "100s",
+            workload: ClosedLoop(clients: 20, think: Constant("90ms")),
+            downstreams: [(name: "api", model: Server(workers: 1000, service: Constant("10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "api"))],
+        )"#,
+    );
+    // 20 clients, 100 ms per cycle: 200 requests per second.
+    assert!(
+        (s[0].goodput_per_s - 200.0).abs() < 1.0,
+        "{}",
+        s[0].goodput_per_s
+    );
+}
+
+/// Faults: a fail-fast outage refuses, a hanging one swallows, throttling sends its hint,
+/// capacity loss and latency inflation slow service, an error rate fails served jobs.
+#[test]
+fn faults_do_what_they_say() {
+    let text = |fault: &str| {
+        format!(
+            r#"Scenario(
+                name: "f", horizon: "10s",
+                workload: OpenLoop(rate: 100.0, arrivals: Constant),
+                downstreams: [(name: "api", model: Server(workers: 2, service: Constant("10ms")))],
+                faults: [{fault}],
+                policies: [(name: "plain", stack: Call(downstream: "api", timeout: "1s"))],
+            )"#
+        )
+    };
+    let s = &summaries(&text(
+        r#"Outage(downstream: "api", from: "2s", until: "4s")"#,
+    ))[0];
+    assert_eq!(s.server_rejections, 200);
+    // The request sent at 9.99 s finishes exactly at the horizon: still in flight.
+    assert_eq!(s.unfinished, 1);
+    assert_eq!(s.successes, s.first_tries - 200 - 1);
+    let s = &summaries(&text(
+        r#"Outage(downstream: "api", from: "2s", until: "4s", mode: Hang)"#,
+    ))[0];
+    assert_eq!(s.downstreams[0].hung, 200);
+    assert_eq!(s.timeouts, 200);
+    let s = &summaries(&text(
+        r#"Throttle(downstream: "api", from: "2s", until: "4s", retry_after: "3s")"#,
+    ))[0];
+    assert_eq!(s.server_rejections, 200);
+    let s = &summaries(&text(
+        r#"ErrorRate(downstream: "api", from: "0s", until: "10s", rate: 0.25)"#,
+    ))[0];
+    assert!((s.success_rate - 0.75).abs() < 0.05, "{}", s.success_rate);
+    assert!((s.server_success_rate - 0.75).abs() < 0.05);
+    let s = &summaries(&text(
+        r#"LatencyInflation(downstream: "api", from: "0s", until: "10s", factor: 1.5)"#,
+    ))[0];
+    assert!((s.latency_ms.p50 - 15.0).abs() < 0.5);
+    // One worker left of two, 10 ms service and 100 arrivals/s: still keeps up (ρ = 1 exactly at
+    // constant gaps), so latency stays 10 ms.
+    let s = &summaries(&text(
+        r#"CapacityLoss(downstream: "api", from: "0s", until: "10s", share: 0.5)"#,
+    ))[0];
+    assert!(
+        (s.latency_ms.p99 - 10.0).abs() < 0.5,
+        "{}",
+        s.latency_ms.p99
+    );
+    // Losing every worker: nothing is served during the window, the queue drains after it.
+    let s = &summaries(&text(
+        r#"CapacityLoss(downstream: "api", from: "2s", until: "3s", share: 1.0)"#,
+    ))[0];
+    assert!(s.latency_ms.p999 > 900.0, "{}", s.latency_ms.p999);
+    // The first jobs queued at 2 s wait past their 1 s timeout; the server still serves them.
+    assert!((1..10).contains(&s.timeouts), "{}", s.timeouts);
+    assert!(s.wasted_work_share > 0.0);
+}
+
+/// A bounded LIFO queue under overload: rejections once full, and the newest are served first.
+#[test]
+fn bounded_lifo_queue_rejects_and_serves_newest_first() {
+    let s = summaries(
+        r#"Scenario(
+            name: "lifo", horizon: "10s",
+            workload: OpenLoop(rate: 200.0, arrivals: Constant),
+            downstreams: [(name: "api", model: Server(workers: 1, queue: (capacity: 10, discipline: Lifo), service: Constant("10ms")))],
+            policies: [(name: "plain", stack: Call(downstream: "api"))],
+        )"#,
+    );
+    let s = &s[0];
+    // Capacity 100/s against 200/s offered: about half are rejected.
+    assert!((s.server_rejections as f64 / s.first_tries as f64 - 0.5).abs() < 0.02);
+    // Under LIFO most served jobs wait little, a few wait long.
+    assert!(
+        s.success_latency_ms.p50 < 25.0,
+        "{}",
+        s.success_latency_ms.p50
+    );
+}
+
+/// The layered-stack exercise (issue 7, case 1): fallback over breaker(retry(primary)) and
+/// retry(backup), exact to the call.
+#[test]
+fn layered_stack_trace_is_exact() {
+    let c = compile(
+        r#"Scenario(
+            name: "layered", horizon: "61s",
+            workload: OpenLoop(rate: 0.2, arrivals: Constant, start: "5s"),
+            downstreams: [
+                (name: "primary", model: Scripted(script: [Ok, Ok, Error, Error, Error, Error, Error, Error], then: Ok)),
+                (name: "backup", model: Scripted(script: [])),
+            ],
+            policies: [(name: "layered", stack: Fallback([
+                Breaker(
+                    config: (consecutive_failures: 2, open: (duration: "20s"), half_open: (max_in_flight: 1, probe_timeout: "1h")),
+                    inner: Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), inner: Call(downstream: "primary")),
+                ),
+                Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), inner: Call(downstream: "backup")),
+            ]))],
+        )"#,
+    );
+    let rows = trace(&c, 0, 1).unwrap();
+    let got: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}s {} {} {}",
+                r.request,
+                r.start_ns / 1_000_000_000,
+                r.breakers_before[0],
+                r.served_by,
+                r.calls_so_far[0]
+            )
+        })
+        .collect();
+    let want = [
+        "1 5s closed breaker(retry(primary)) 1",
+        "2 10s closed breaker(retry(primary)) 2",
+        "3 15s closed retry(backup) 4",
+        "4 20s closed retry(backup) 6",
+        "5 25s open retry(backup) 6",
+        "6 30s open retry(backup) 6",
+        "7 35s open retry(backup) 6",
+        "8 40s half-open retry(backup) 8",
+        "9 45s open retry(backup) 8",
+        "10 50s open retry(backup) 8",
+        "11 55s open retry(backup) 8",
+        "12 60s half-open breaker(retry(primary)) 9",
+    ];
+    assert_eq!(got, want);
+}
+
+/// A retry budget bounds amplification during a total outage; immediate retries multiply it.
+#[test]
+fn budget_bounds_amplification_in_an_outage() {
+    let s = summaries(
+        r#"Scenario(
+            name: "amp", horizon: "40s", seed: 2,
+            workload: OpenLoop(rate: 1000.0, clients: 10),
+            downstreams: [(name: "api", model: Server(workers: 100, service: Constant("5ms")))],
+            faults: [Outage(downstream: "api", from: "10s", until: "30s")],
+            policies: [
+                (name: "retry 3x", stack: Retry(policy: (max_attempts: 4, backoff: (shape: Constant(delay: "0s"))),
+                    inner: Call(downstream: "api", timeout: "1s"))),
+                (name: "budget", stack: Retry(policy: (max_attempts: 4, backoff: (shape: Constant(delay: "0s"))),
+                    budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+                    inner: Call(downstream: "api", timeout: "1s"))),
+            ],
+        )"#,
+    );
+    let during = |i: usize| s[i].amplification.during_fault.unwrap();
+    assert!((during(0) - 4.0).abs() < 0.01, "{}", during(0));
+    assert!(during(1) <= 1.11 && during(1) > 1.0, "{}", during(1));
+    assert!(s[1].give_ups.get("budget").copied().unwrap_or(0) > 10_000);
+    assert_eq!(
+        s[0].give_ups.get("max-attempts").copied(),
+        Some(s[0].failures)
+    );
+    assert_eq!(s[0].verdict, "recovered");
+}
+
+/// Adaptive throttling sheds load locally while the downstream refuses most calls.
+#[test]
+fn adaptive_throttle_sheds_load_under_refusals() {
+    let s = summaries(
+        r#"Scenario(
+            name: "throttle", horizon: "60s", seed: 4,
+            workload: OpenLoop(rate: 500.0, clients: 5),
+            downstreams: [(name: "api", model: Server(workers: 50, service: Constant("10ms")))],
+            faults: [Throttle(downstream: "api", from: "10s", until: "50s", share: 0.9, retry_after: "1s")],
+            policies: [
+                (name: "plain", stack: Call(downstream: "api", timeout: "1s")),
+                (name: "throttled", stack: Throttle(config: (k: 2.0, window: "10s", buckets: 10), inner: Call(downstream: "api", timeout: "1s"))),
+            ],
+        )"#,
+    );
+    let (plain, thr) = (&s[0], &s[1]);
+    assert!((plain.amplification.during_fault.unwrap() - 1.0).abs() < 1e-9);
+    // With 10% accepted, K = 2 lets through about 2 × 10% = 20% of requests once the window fills.
+    let during = thr.amplification.during_fault.unwrap();
+    assert!(during < 0.35 && during > 0.15, "{during}");
+    assert!(thr.local_rejections > 10_000);
+}
+
+/// The example in sim/README.md is a valid scenario and runs.
+#[test]
+fn readme_example_is_valid() {
+    let readme = include_str!("../README.md");
+    let start = readme.find("```ron\n").expect("a ron block") + 7;
+    let end = start + readme[start..].find("```").unwrap();
+    let s = summaries(&readme[start..end]);
+    assert_eq!(s.len(), 2);
+    assert!(s.iter().all(|p| (45_000..55_000).contains(&p.first_tries)));
+}
+
+/// Retrying without delay and without limit against a downstream that fails at once would spin
+/// forever at one instant: the run stops with a clear error instead of hanging.
+#[test]
+fn a_zero_delay_retry_loop_is_reported_as_a_livelock() {
+    let c = compile(
+        r#"Scenario(
+            name: "spin", horizon: "10s",
+            workload: OpenLoop(rate: 1.0, arrivals: Constant, start: "1s"),
+            downstreams: [(name: "down", model: Scripted(script: [], then: Error))],
+            policies: [(name: "forever", stack: Retry(policy: (max_attempts: None, backoff: (shape: Constant(delay: "0s"))), inner: Call(downstream: "down")))],
+        )"#,
+    );
+    let err = sim::run::World::new(&c, 0, 1, false)
+        .unwrap()
+        .with_livelock_limit(10_000)
+        .run()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "livelock at t = 1s: more than 10000 events at one instant (a layer retrying without delay against one that answers at once?)"
+    );
+}
+
+/// Extreme but valid values run to the end without panicking or overflowing virtual time.
+#[test]
+fn extreme_values_run_without_panicking() {
+    let s = summaries(
+        r#"Scenario(
+            name: "extreme", horizon: "8760h", bucket: "1h",
+            workload: OpenLoop(rate: 0.0001, clients: 3, arrivals: Constant),
+            downstreams: [
+                (name: "slow", model: Server(workers: 1, queue: (capacity: 0), service: Exponential(mean: "7200h"), per_in_flight: "1000000h"),
+                 network: (request: LogNormal(scale: "1h", sigma: 3.0), response: Uniform(low: "0s", high: "100000h"))),
+                (name: "script", model: Scripted(script: [Hang, Throttled("100000h"), Fatal], then: Error, latency: "500000h")),
+            ],
+            faults: [LatencyInflation(downstream: "slow", from: "0s", until: "8760h", factor: 1000000.0)],
+            policies: [
+                (name: "a", stack: Retry(policy: (max_attempts: None, attempt_timeout: "100000h", deadline: "500000h",
+                    backoff: (shape: Exponential(base: "1h", factor: 65536.0), cap: "500000h", jitter: Decorrelated)),
+                    inner: Fallback([Call(downstream: "slow"), Call(downstream: "script", timeout: "1ns")]))),
+                (name: "b", stack: Throttle(config: (k: 1.0, window: "1ns", buckets: 1), inner: Call(downstream: "script"))),
+            ],
+        )"#,
+    );
+    assert_eq!(s.len(), 2);
+    assert!(s.iter().all(|p| p.first_tries > 0));
+}

@@ -6,6 +6,11 @@
 use core::mem::size_of;
 
 use reliable_core::backoff::{Backoff, BackoffConfig, BackoffPolicy};
+use reliable_core::breaker::{
+    AnyWindow, AtomicAnyWindow, AtomicCountWindow, AtomicTimeWindow, BreakerConfig, BreakerPolicy,
+    CircuitBreaker, CountWindow, NoWindow, Permit, Rejection, SharedBreaker, TimeWindow,
+    Transition,
+};
 use reliable_core::budget::{
     AnyBudget, BudgetConfig, BudgetPolicy, ConcurrencyBudget, Grant, Quota, RatioBudget,
     RetryBreaker, TokenBucket, Unlimited,
@@ -21,6 +26,21 @@ macro_rules! sizes {
 }
 
 fn main() {
+    println!("circuit breakers (state only; each borrows its BreakerPolicy):");
+    sizes!(
+        CircuitBreaker<'static, NoWindow, 1>,
+        CircuitBreaker<'static, CountWindow<1>, 1>,
+        CircuitBreaker<'static, CountWindow<2>, 1>,
+        CircuitBreaker<'static, TimeWindow<10>, 1>,
+        CircuitBreaker<'static, AnyWindow<2, 10>, 10>,
+        SharedBreaker<'static, NoWindow, 1>,
+        SharedBreaker<'static, AtomicCountWindow<1>, 1>,
+        SharedBreaker<'static, AtomicCountWindow<2>, 1>,
+        SharedBreaker<'static, AtomicTimeWindow<10>, 1>,
+        SharedBreaker<'static, AtomicAnyWindow<2, 10>, 10>,
+    );
+    println!("per call through a breaker:");
+    sizes!(Permit, Rejection, Option<Transition>, Result<Permit, Rejection>);
     println!("per request (one per request in flight):");
     sizes!(
         RetryState,
@@ -43,7 +63,19 @@ fn main() {
         AdaptiveThrottle<12>,
     );
     println!("shared, read-only (validated policies):");
-    sizes!(BackoffPolicy, RetryPolicy, BudgetPolicy, ThrottlePolicy);
+    sizes!(
+        BreakerPolicy,
+        BackoffPolicy,
+        RetryPolicy,
+        BudgetPolicy,
+        ThrottlePolicy
+    );
     println!("configs (plain data):");
-    sizes!(BackoffConfig, RetryConfig, BudgetConfig, ThrottleConfig);
+    sizes!(
+        BreakerConfig,
+        BackoffConfig,
+        RetryConfig,
+        BudgetConfig,
+        ThrottleConfig
+    );
 }

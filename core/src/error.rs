@@ -108,6 +108,14 @@ impl core::error::Error for ConfigError {}
 /// (`0.5`, `0.1`, `0.125`) are exact, so inclusive thresholds behave as written.
 pub const PPM: u32 = 1_000_000;
 
+/// `x · ppm / PPM` rounded down, exactly, for `ppm <= PPM`, without a 128-bit division: with
+/// `x = q·PPM + r`, it is `q·ppm + r·ppm / PPM`, and neither product can overflow.
+#[inline]
+pub(crate) const fn mul_ppm(x: u64, ppm: u32) -> u64 {
+    let (p, j) = (PPM as u64, ppm as u64);
+    x / p * j + x % p * j / p
+}
+
 /// Converts a fraction to parts per million, validating its range.
 pub(crate) fn fraction_ppm(
     field: &'static str,

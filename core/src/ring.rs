@@ -47,8 +47,11 @@ pub(crate) struct Ring<const N: usize> {
     width: u64,
     /// Slots in use, in `1..=N`.
     n: u32,
-    /// Index (time / width) of the newest slot.
-    epoch: u64,
+    /// Index in `slots` of the newest slot: `epoch % n`, where `epoch = time / width`.
+    cur: u32,
+    /// Where the newest slot starts: `epoch · width` (ns). A `now` less than `width` past it is in
+    /// the newest slot (or earlier), which the hot path checks without a division.
+    start: u64,
 }
 
 impl<const N: usize> Ring<N> {
@@ -82,7 +85,8 @@ impl<const N: usize> Ring<N> {
             totals: Pair::default(),
             width: width_ns,
             n,
-            epoch: 0,
+            cur: 0,
+            start: 0,
         })
     }
 
@@ -94,7 +98,8 @@ impl<const N: usize> Ring<N> {
             totals: Pair::default(),
             width: 1,
             n: 1,
-            epoch: 0,
+            cur: 0,
+            start: 0,
         }
     }
 
@@ -102,16 +107,32 @@ impl<const N: usize> Ring<N> {
         (epoch % u64::from(self.n)) as usize
     }
 
+    /// The index (time / width) of the newest slot.
+    fn epoch(&self) -> u64 {
+        self.start / self.width
+    }
+
+    /// Whether `now` falls in the newest slot or before it (then it counts as the newest).
+    #[inline]
+    fn in_newest(&self, now: Instant) -> bool {
+        now.as_nanos().saturating_sub(self.start) < self.width
+    }
+
     /// Moves the window to `now` (a `now` earlier than the newest slot changes nothing).
+    #[inline]
     pub(crate) fn advance(&mut self, now: Instant) {
-        let epoch = now.as_nanos() / self.width;
-        if epoch <= self.epoch {
-            return;
+        if !self.in_newest(now) {
+            self.move_to(now.as_nanos() / self.width);
         }
-        if epoch - self.epoch >= u64::from(self.n) {
+    }
+
+    /// Moves the newest slot to `epoch` (later than the current one), zeroing the slots it passes.
+    fn move_to(&mut self, epoch: u64) {
+        let old = self.epoch();
+        if epoch - old >= u64::from(self.n) {
             self.clear();
         } else {
-            for e in self.epoch + 1..=epoch {
+            for e in old + 1..=epoch {
                 let slot = self.slot(e);
                 if let Some(s) = self.slots.get_mut(slot) {
                     self.totals.sub(*s);
@@ -119,14 +140,15 @@ impl<const N: usize> Ring<N> {
                 }
             }
         }
-        self.epoch = epoch;
+        self.start = epoch * self.width;
+        self.cur = self.slot(epoch) as u32;
     }
 
     /// Adds to the slot of `now` (saturating) and returns the totals of the window including it.
+    #[inline]
     pub(crate) fn add(&mut self, now: Instant, a: u32, b: u32) -> Pair {
         self.advance(now);
-        let slot = self.slot(self.epoch);
-        if let Some(s) = self.slots.get_mut(slot) {
+        if let Some(s) = self.slots.get_mut(self.cur as usize) {
             let before = *s;
             s.a = s.a.saturating_add(a);
             s.b = s.b.saturating_add(b);
@@ -137,16 +159,18 @@ impl<const N: usize> Ring<N> {
     }
 
     /// The totals of the window as of `now`, without changing anything.
+    #[inline]
     pub(crate) fn totals(&self, now: Instant) -> Pair {
-        let epoch = now.as_nanos() / self.width;
-        if epoch <= self.epoch {
+        if self.in_newest(now) {
             return self.totals;
         }
-        if epoch - self.epoch >= u64::from(self.n) {
+        let epoch = now.as_nanos() / self.width;
+        let old = self.epoch();
+        if epoch - old >= u64::from(self.n) {
             return Pair::default();
         }
         let mut left = self.totals;
-        for e in self.epoch + 1..=epoch {
+        for e in old + 1..=epoch {
             if let Some(s) = self.slots.get(self.slot(e)) {
                 left.sub(*s);
             }

@@ -153,16 +153,10 @@ impl<const N: usize> AdaptiveThrottle<N> {
 
     /// The rejection probability as the exact fraction `numerator / denominator`, both scaled so
     /// the denominator fits in a `u64`.
+    #[inline]
     fn fraction(&self, now: Instant) -> (u128, u128) {
         let (requests, accepts) = self.counts(now);
-        let ppm = u128::from(PPM);
-        let excess = (u128::from(requests) * ppm)
-            .saturating_sub(u128::from(self.policy.k_ppm) * u128::from(accepts));
-        let den = (u128::from(requests) + 1) * ppm;
-        let num = excess.min(u128::from(self.policy.max_ppm) * (u128::from(requests) + 1));
-        // den <= (2^64) * 10^6 < 2^84: shift both down until den fits in 64 bits.
-        let shift = (128 - den.leading_zeros()).saturating_sub(64);
-        (num >> shift, (den >> shift).max(1))
+        fraction(requests, accepts, self.policy.k_ppm, self.policy.max_ppm)
     }
 
     /// The probability that a request at `now` is rejected:
@@ -190,9 +184,12 @@ impl<const N: usize> AdaptiveThrottle<N> {
         // den - 1 < 2^64 by construction.
         let draw = uniform_inclusive(sample, (den - 1) as u64);
         if u128::from(draw) < num {
-            Err(Throttled {
-                probability_ppm: (num * u128::from(PPM) / den) as u32,
-            })
+            // num <= den < 2^64: u64 arithmetic when num * PPM fits.
+            let probability_ppm = match (num as u64).checked_mul(u64::from(PPM)) {
+                Some(scaled) if num < 1 << 64 => (scaled / den as u64) as u32,
+                _ => (num * u128::from(PPM) / den) as u32,
+            };
+            Err(Throttled { probability_ppm })
         } else {
             Ok(())
         }
@@ -206,9 +203,56 @@ impl<const N: usize> AdaptiveThrottle<N> {
     }
 }
 
+/// `min(max, (requests − K·accepts) / (requests + 1))` as `(numerator, denominator)`, both scaled
+/// so the denominator fits in a `u64` (`k_ppm`, `max_ppm`: K and the cap in ppm).
+#[inline]
+fn fraction(requests: u64, accepts: u64, k_ppm: u64, max_ppm: u32) -> (u128, u128) {
+    if requests < 1 << 32 && accepts < 1 << 32 {
+        // The same arithmetic in u64: every product is below 2^62 (K <= 1000) and den below 2^52,
+        // so nothing overflows and no shift is needed.
+        let ppm = u64::from(PPM);
+        let excess = (requests * ppm).saturating_sub(k_ppm * accepts);
+        let den = (requests + 1) * ppm;
+        let num = excess.min(u64::from(max_ppm) * (requests + 1));
+        return (u128::from(num), u128::from(den));
+    }
+    fraction_u128(requests, accepts, k_ppm, max_ppm)
+}
+
+fn fraction_u128(requests: u64, accepts: u64, k_ppm: u64, max_ppm: u32) -> (u128, u128) {
+    let ppm = u128::from(PPM);
+    let excess =
+        (u128::from(requests) * ppm).saturating_sub(u128::from(k_ppm) * u128::from(accepts));
+    let den = (u128::from(requests) + 1) * ppm;
+    let num = excess.min(u128::from(max_ppm) * (u128::from(requests) + 1));
+    // den <= (2^64) * 10^6 < 2^84: shift both down until den fits in 64 bits.
+    let shift = (128 - den.leading_zeros()).saturating_sub(64);
+    (num >> shift, (den >> shift).max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn u64_fraction_equals_the_u128_one() {
+        let mut x = 12u64;
+        for i in 0..100_000u64 {
+            x = crate::sample::splitmix64(x);
+            let requests = if i % 2 == 0 { x >> 32 } else { x % 1_000 };
+            let accepts = crate::sample::splitmix64(x) >> (32 + i % 32);
+            let k_ppm = 1_000_000 + (x >> 7) % 999_000_001;
+            let max_ppm = if i % 3 == 0 {
+                PPM
+            } else {
+                (x % u64::from(PPM)) as u32
+            };
+            assert_eq!(
+                fraction(requests, accepts, k_ppm, max_ppm),
+                fraction_u128(requests, accepts, k_ppm, max_ppm)
+            );
+        }
+    }
 
     fn throttle(config: ThrottleConfig) -> AdaptiveThrottle {
         AdaptiveThrottle::new(ThrottlePolicy::new(config).unwrap()).unwrap()

@@ -1,4 +1,5 @@
-//! The breaker never allocates: 100,000 mixed operations under a counting global allocator.
+//! The breakers never allocate: 100,000 mixed operations on `CircuitBreaker`s and on
+//! `SharedBreaker`s under a counting global allocator.
 //!
 //! Counts are kept per thread, so tests running in parallel (and the harness's own threads) cannot
 //! disturb each other's figures.
@@ -9,8 +10,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use reliable_core::breaker::{
-    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig, OpenConfig, Outcome,
-    Permit, SlowStartConfig, WindowConfig,
+    AnyWindow, AtomicAnyWindow, AtomicWindow, BreakerConfig, BreakerPolicy, CircuitBreaker,
+    HalfOpenConfig, OpenConfig, Outcome, Permit, Rejection, SharedBreaker, SlowStartConfig,
+    Transition, Window, WindowConfig,
 };
 use reliable_core::sample::splitmix64;
 use reliable_core::{Duration, Instant};
@@ -47,9 +49,53 @@ fn the_counter_sees_allocations() {
     assert_eq!(n, 1);
 }
 
-#[test]
-fn one_hundred_thousand_breaker_operations_allocate_nothing() {
-    let configs = [
+/// The operations the loop makes, for either breaker.
+trait Ops {
+    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection>;
+    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition>;
+    fn force_open(&mut self, now: Instant) -> Option<Transition>;
+    fn disable(&mut self, now: Instant) -> Option<Transition>;
+    fn reset(&mut self, now: Instant) -> Option<Transition>;
+}
+
+impl<W: Window, const P: usize> Ops for CircuitBreaker<'_, W, P> {
+    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
+        CircuitBreaker::try_acquire(self, now)
+    }
+    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
+        CircuitBreaker::record(self, permit, outcome, now)
+    }
+    fn force_open(&mut self, now: Instant) -> Option<Transition> {
+        CircuitBreaker::force_open(self, now)
+    }
+    fn disable(&mut self, now: Instant) -> Option<Transition> {
+        CircuitBreaker::disable(self, now)
+    }
+    fn reset(&mut self, now: Instant) -> Option<Transition> {
+        CircuitBreaker::reset(self, now)
+    }
+}
+
+impl<W: AtomicWindow, const P: usize> Ops for SharedBreaker<'_, W, P> {
+    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
+        SharedBreaker::try_acquire(self, now)
+    }
+    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
+        SharedBreaker::record(self, permit, outcome, now)
+    }
+    fn force_open(&mut self, now: Instant) -> Option<Transition> {
+        SharedBreaker::force_open(self, now)
+    }
+    fn disable(&mut self, now: Instant) -> Option<Transition> {
+        SharedBreaker::disable(self, now)
+    }
+    fn reset(&mut self, now: Instant) -> Option<Transition> {
+        SharedBreaker::reset(self, now)
+    }
+}
+
+fn configs() -> [BreakerConfig; 4] {
+    [
         BreakerConfig::reliablekit(),
         BreakerConfig::layered_exercise(),
         BreakerConfig::resilience4j(),
@@ -76,15 +122,13 @@ fn one_hundred_thousand_breaker_operations_allocate_nothing() {
             }),
             ..BreakerConfig::new()
         },
-    ];
-    let policies = configs.map(|c| BreakerPolicy::new(c).unwrap());
-    let mut breakers: Vec<CircuitBreaker<'_, AnyWindow<2, 16>, 16>> = policies
-        .iter()
-        .enumerate()
-        .map(|(i, p)| CircuitBreaker::new(p).unwrap().with_seed(i as u64))
-        .collect();
-    let mut permits: [Option<Permit>; 64] = [const { None }; 64];
+    ]
+}
 
+/// 100,000 mixed operations on four breakers; asserts that none allocated and that the loop
+/// really exercised them.
+fn mixed_operations_allocate_nothing(breakers: &mut [impl Ops; 4]) {
+    let mut permits: [Option<Permit>; 64] = [const { None }; 64];
     let ((admitted, transitions), allocations) = counted(|| {
         let mut now = Instant::ZERO;
         let mut x = 42u64;
@@ -123,9 +167,34 @@ fn one_hundred_thousand_breaker_operations_allocate_nothing() {
         (admitted, transitions)
     });
     assert_eq!(allocations, 0);
-    // The loop really exercised the breakers.
     assert!(
         admitted > 10_000 && transitions > 1_000,
         "admitted {admitted}, transitions {transitions}"
     );
+}
+
+#[test]
+fn one_hundred_thousand_breaker_operations_allocate_nothing() {
+    let policies = configs().map(|c| BreakerPolicy::new(c).unwrap());
+    let mut seed = 0;
+    let mut breakers = policies.each_ref().map(|p| {
+        seed += 1;
+        CircuitBreaker::<'_, AnyWindow<2, 16>, 16>::new(p)
+            .unwrap()
+            .with_seed(seed)
+    });
+    mixed_operations_allocate_nothing(&mut breakers);
+}
+
+#[test]
+fn one_hundred_thousand_shared_breaker_operations_allocate_nothing() {
+    let policies = configs().map(|c| BreakerPolicy::new(c).unwrap());
+    let mut seed = 0;
+    let mut breakers = policies.each_ref().map(|p| {
+        seed += 1;
+        SharedBreaker::<'_, AtomicAnyWindow<2, 16>, 16>::new(p)
+            .unwrap()
+            .with_seed(seed)
+    });
+    mixed_operations_allocate_nothing(&mut breakers);
 }

@@ -1,11 +1,13 @@
-//! The circuit breaker against a plain reference model, on random operation sequences.
+//! Both circuit breakers against a plain reference model, on random operation sequences.
 //!
 //! The model is written for clarity, not speed: a `VecDeque` of outcomes for the count window, a
 //! list of timestamped outcomes for the time window, a list of leased probes, exact integer rate
 //! comparisons. Random configs are drawn too (every trip rule, both window kinds, growth, jitter,
 //! bounded and unbounded probes, both probe rules, slow start). Time steps go forward, backwards and
-//! by huge jumps. After every step the model and the breaker must give the same answer, and the
-//! invariants of the design must hold.
+//! by huge jumps. Each operation is applied to the `&mut` [`CircuitBreaker`] and to the lock-free
+//! [`SharedBreaker`] alike; after every step each must give the model's answer, and the invariants
+//! of the design must hold for each. So the shared breaker makes the same decisions as the `&mut`
+//! one for every sequential history the generator draws.
 //!
 //! `PROPTEST_CASES=5000 cargo test -p reliable-core --test breaker_state_machine` is CI's long pass.
 
@@ -14,15 +16,81 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 use reliable_core::breaker::{
-    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig, OpenConfig, Outcome,
-    Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, State, Transition,
-    WindowConfig,
+    AnyWindow, AtomicAnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, Counts,
+    HalfOpenConfig, OpenConfig, Outcome, Permit, ProbeRule, RejectReason, Rejection, SharedBreaker,
+    SlowCallRule, SlowStartConfig, State, Transition, WindowConfig,
 };
 use reliable_core::sample::{splitmix64, uniform_between};
 use reliable_core::{Duration, Instant};
 
 const SLOTS: usize = 4;
-type Breaker = CircuitBreaker<'static, AnyWindow<2, 8>, SLOTS>;
+type Mutable = CircuitBreaker<'static, AnyWindow<2, 8>, SLOTS>;
+type Shared = SharedBreaker<'static, AtomicAnyWindow<2, 8>, SLOTS>;
+
+/// What the test asks of a breaker: implemented by both, so one driver checks each.
+trait UnderTest {
+    const NAME: &'static str;
+    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection>;
+    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition>;
+    fn force_open(&mut self, now: Instant) -> Option<Transition>;
+    fn disable(&mut self, now: Instant) -> Option<Transition>;
+    fn reset(&mut self, now: Instant) -> Option<Transition>;
+    fn state(&self, now: Instant) -> State;
+    fn counts(&self, now: Instant) -> Counts;
+    fn consecutive_failures(&self) -> u32;
+    fn reopens(&self) -> u32;
+    fn probes_in_flight(&self) -> u32;
+    fn generation(&self) -> u32;
+}
+
+/// Forwards every method of `UnderTest` to the inherent method of the same name.
+macro_rules! under_test {
+    ($ty:ty, $name:literal) => {
+        impl UnderTest for $ty {
+            const NAME: &'static str = $name;
+            fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
+                <$ty>::try_acquire(self, now)
+            }
+            fn record(
+                &mut self,
+                permit: Permit,
+                outcome: Outcome,
+                now: Instant,
+            ) -> Option<Transition> {
+                <$ty>::record(self, permit, outcome, now)
+            }
+            fn force_open(&mut self, now: Instant) -> Option<Transition> {
+                <$ty>::force_open(self, now)
+            }
+            fn disable(&mut self, now: Instant) -> Option<Transition> {
+                <$ty>::disable(self, now)
+            }
+            fn reset(&mut self, now: Instant) -> Option<Transition> {
+                <$ty>::reset(self, now)
+            }
+            fn state(&self, now: Instant) -> State {
+                <$ty>::state(self, now)
+            }
+            fn counts(&self, now: Instant) -> Counts {
+                <$ty>::counts(self, now)
+            }
+            fn consecutive_failures(&self) -> u32 {
+                <$ty>::consecutive_failures(self)
+            }
+            fn reopens(&self) -> u32 {
+                <$ty>::reopens(self)
+            }
+            fn probes_in_flight(&self) -> u32 {
+                <$ty>::probes_in_flight(self)
+            }
+            fn generation(&self) -> u32 {
+                <$ty>::generation(self)
+            }
+        }
+    };
+}
+under_test!(Mutable, "CircuitBreaker");
+under_test!(Shared, "SharedBreaker");
 
 /// Parameters drawn for one test case, in the units the model uses.
 #[derive(Clone, Debug)]
@@ -679,10 +747,70 @@ impl ReferenceStateMachine for BreakerMachine {
     }
 }
 
-struct Sut {
-    breaker: Breaker,
-    policy: &'static BreakerPolicy,
+/// One breaker under test and the permits it has handed out.
+struct Driven<B> {
+    breaker: B,
     permits: Vec<Permit>,
+}
+
+impl<B: UnderTest> Driven<B> {
+    fn apply(&mut self, op: &Op, now: Instant) -> Answer {
+        match *op {
+            Op::Acquire(_) => match self.breaker.try_acquire(now) {
+                Ok(p) => {
+                    let a = Answer::Admit {
+                        probe: p.is_probe(),
+                        transition: pair(p.transition()),
+                    };
+                    self.permits.push(p);
+                    a
+                }
+                Err(r) => Answer::Reject {
+                    reason: r.reason,
+                    transition: pair(r.transition),
+                },
+            },
+            Op::Record { pick, outcome, .. } => {
+                let p = self.permits.remove(pick % self.permits.len());
+                Answer::Recorded(pair(self.breaker.record(p, outcome, now)))
+            }
+            Op::Wait(_) => Answer::Nothing,
+            Op::ForceOpen => Answer::Manual(pair(self.breaker.force_open(now))),
+            Op::Disable => Answer::Manual(pair(self.breaker.disable(now))),
+            Op::Reset => Answer::Manual(pair(self.breaker.reset(now))),
+        }
+    }
+
+    fn check_invariants(&self, model: &Model, now: Instant) {
+        let name = B::NAME;
+        let b = &self.breaker;
+        assert_eq!(b.state(now), model.visible_state(), "{name}: state");
+        let (calls, failures, slow) = model.window_counts(model.query_time());
+        let c = b.counts(now);
+        assert_eq!(
+            (c.calls, c.failures, c.slow),
+            (calls, failures, slow),
+            "{name}: window counts"
+        );
+        // Half-open probes in flight never exceed the limit.
+        if let Some(max) = model.p.max_in_flight {
+            assert!(b.probes_in_flight() <= max, "{name}: probes in flight");
+        }
+        assert_eq!(b.consecutive_failures(), model.consecutive, "{name}");
+        assert_eq!(b.reopens(), model.reopens, "{name}");
+        assert_eq!(
+            u64::from(b.generation()),
+            model.epoch & u64::from(u32::MAX),
+            "{name}: generation"
+        );
+    }
+}
+
+/// The `&mut` breaker and the shared one, driven by the same operations.
+struct Sut {
+    mutable: Driven<Mutable>,
+    shared: Driven<Shared>,
+    policy: &'static BreakerPolicy,
     clock: u64,
 }
 
@@ -699,9 +827,15 @@ impl StateMachineTest for Sut {
             BreakerPolicy::new(model.p.config()).expect("valid config"),
         ));
         Sut {
-            breaker: Breaker::new(policy).expect("fits").with_seed(model.p.seed),
+            mutable: Driven {
+                breaker: Mutable::new(policy).expect("fits").with_seed(model.p.seed),
+                permits: Vec::new(),
+            },
+            shared: Driven {
+                breaker: Shared::new(policy).expect("fits").with_seed(model.p.seed),
+                permits: Vec::new(),
+            },
             policy,
-            permits: Vec::new(),
             clock: 0,
         }
     }
@@ -710,33 +844,11 @@ impl StateMachineTest for Sut {
         // The model has already applied `op`; `model.clock` is the time of this call.
         sut.clock = model.clock;
         let now = Instant::from_nanos(model.clock);
-        let got = match op {
-            Op::Acquire(_) => match sut.breaker.try_acquire(now) {
-                Ok(p) => {
-                    let a = Answer::Admit {
-                        probe: p.is_probe(),
-                        transition: pair(p.transition()),
-                    };
-                    sut.permits.push(p);
-                    a
-                }
-                Err(r) => Answer::Reject {
-                    reason: r.reason,
-                    transition: pair(r.transition),
-                },
-            },
-            Op::Record { pick, outcome, .. } => {
-                let p = sut.permits.remove(pick % sut.permits.len());
-                Answer::Recorded(pair(sut.breaker.record(p, outcome, now)))
-            }
-            Op::Wait(_) => Answer::Nothing,
-            Op::ForceOpen => Answer::Manual(pair(sut.breaker.force_open(now))),
-            Op::Disable => Answer::Manual(pair(sut.breaker.disable(now))),
-            Op::Reset => Answer::Manual(pair(sut.breaker.reset(now))),
-        };
+        let got = sut.mutable.apply(&op, now);
+        let got_shared = sut.shared.apply(&op, now);
         if std::env::var_os("SM_DEBUG").is_some() {
             eprintln!(
-                "{op:?} clock={} latest={} got={got:?} model_state={:?} leases={:?} s/f={}/{} issued={}",
+                "{op:?} clock={} latest={} got={got:?} shared={got_shared:?} model_state={:?} leases={:?} s/f={}/{} issued={}",
                 model.clock,
                 model.latest,
                 model.state,
@@ -746,7 +858,8 @@ impl StateMachineTest for Sut {
                 model.issued
             );
         }
-        assert_eq!(&got, &model.last_answer, "op {op:?}");
+        assert_eq!(&got, &model.last_answer, "CircuitBreaker: op {op:?}");
+        assert_eq!(&got_shared, &model.last_answer, "SharedBreaker: op {op:?}");
         // Open rejects until its time is up, and never asks to wait longer than the maximum.
         if let Answer::Reject {
             reason: RejectReason::Open { retry_after },
@@ -767,27 +880,13 @@ impl StateMachineTest for Sut {
 
     fn check_invariants(sut: &Sut, model: &Model) {
         let now = Instant::from_nanos(sut.clock);
-        let b = &sut.breaker;
-        assert_eq!(b.state(now), model.visible_state());
-        let (calls, failures, slow) = model.window_counts(model.query_time());
-        let c = b.counts(now);
-        assert_eq!(
-            (c.calls, c.failures, c.slow),
-            (calls, failures, slow),
-            "window counts"
-        );
-        // Half-open probes in flight never exceed the limit.
-        if let Some(max) = model.p.max_in_flight {
-            assert!(b.probes_in_flight() <= max);
-        }
-        assert_eq!(b.consecutive_failures(), model.consecutive);
-        assert_eq!(b.reopens(), model.reopens);
-        assert_eq!(u64::from(b.generation()), model.epoch & u64::from(u32::MAX));
+        sut.mutable.check_invariants(model, now);
+        sut.shared.check_invariants(model, now);
     }
 }
 
 prop_state_machine! {
     #![proptest_config(ProptestConfig { cases: 256, max_shrink_iters: 4096, .. ProptestConfig::default() })]
     #[test]
-    fn breaker_matches_the_reference_model(sequential 1..120 => Sut);
+    fn breakers_match_the_reference_model(sequential 1..120 => Sut);
 }

@@ -6,7 +6,8 @@ use core::panic::PanicInfo;
 
 use reliable_core::backoff::{BackoffConfig, Jitter};
 use reliable_core::breaker::{
-    BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome, State,
+    AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow,
+    Outcome, RejectReason, SharedBreaker, State,
 };
 use reliable_core::budget::{AnyBudget, BudgetConfig, RatioConfig};
 use reliable_core::outcome::ErrorClass;
@@ -126,12 +127,50 @@ fn throttle() -> Result<(), i32> {
     check(rejected > 500, 42)
 }
 
+/// The shared breaker, through `&self`: the timeline above, then a windowed breaker that trips.
+fn shared_breaker() -> Result<(), i32> {
+    let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).map_err(|_| 50)?;
+    let b = SharedBreaker::<NoWindow, 1>::new(&policy).map_err(|_| 51)?;
+    let t = Instant::from_secs;
+    for now in [15, 20] {
+        let p = b.try_acquire(t(now)).map_err(|_| 52)?;
+        b.record(p, Outcome::Failure, t(now));
+    }
+    let r = b.try_acquire(t(25)).err().and_then(|r| r.retry_after());
+    check(r == Some(Duration::from_secs(15)), 53)?;
+    let trial = b.try_acquire(t(40)).map_err(|_| 54)?;
+    let second = b.try_acquire(t(40)).err().map(|r| r.reason);
+    check(second == Some(RejectReason::HalfOpenFull), 55)?;
+    let closed = b.record(trial, Outcome::Success, t(40));
+    check(closed.map(|c| c.to) == Some(State::Closed), 56)?;
+
+    let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 57)?;
+    let b = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&policy).map_err(|_| 58)?;
+    let mut now = Instant::ZERO;
+    for i in 0..40u64 {
+        now += Duration::from_millis(10);
+        if let Ok(p) = b.try_acquire(now) {
+            let outcome = if i % 2 == 0 {
+                Outcome::Failure
+            } else {
+                Outcome::Success
+            };
+            b.record(p, outcome, now);
+        }
+    }
+    check(
+        b.state(now) == State::Open && b.counts(now).failures == 10,
+        59,
+    )
+}
+
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
     let all = breaker_timeline()
         .and_then(|()| windowed_registry())
         .and_then(|()| retry_with_budget_and_backoff())
-        .and_then(|()| throttle());
+        .and_then(|()| throttle())
+        .and_then(|()| shared_breaker());
     match all {
         Ok(()) => 0,
         Err(code) => code,

@@ -57,7 +57,7 @@ mod config;
 
 pub use config::{BackoffConfig, Jitter, Shape};
 
-use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range};
+use crate::error::{ConfigError, Problem, fraction_ppm, in_range, mul_ppm};
 use crate::sample::{uniform_between, uniform_inclusive};
 use crate::time::Duration;
 
@@ -167,6 +167,7 @@ impl BackoffPolicy {
     }
 
     /// `d(k) = min(cap, shape(n))` for retry `k` (from 1; `0` counts as 1), before jitter.
+    #[inline]
     pub fn delay_before_jitter(&self, retry: u32) -> Duration {
         let n = retry.saturating_sub(1).saturating_add(self.first_exponent);
         let d = if self.step != 0 {
@@ -207,14 +208,15 @@ impl BackoffPolicy {
     }
 
     fn proportional_range(&self, d: u64) -> (u64, u64) {
-        // d <= cap < 2^64 and jitter_ppm <= PPM, so the spread fits and d - spread cannot underflow.
-        let spread = (u128::from(d) * u128::from(self.jitter_ppm) / u128::from(PPM)) as u64;
+        // jitter_ppm <= PPM, so the spread is at most d and d - spread cannot underflow.
+        let spread = mul_ppm(d, self.jitter_ppm);
         (d - spread, d.saturating_add(spread).min(self.cap))
     }
 
     /// The delay before retry `retry` (from 1), given the previous delay `prev` (zero before the
     /// first retry; only decorrelated jitter reads it) and a uniform random `sample`. Pure: the same
     /// inputs give the same delay. Never above the cap.
+    #[inline]
     pub fn delay(&self, retry: u32, prev: Duration, sample: u64) -> Duration {
         let d = self.delay_before_jitter(retry).as_nanos();
         let delay = match self.jitter {
@@ -249,10 +251,25 @@ impl BackoffPolicy {
 }
 
 /// `min(cap, base·factor^n)` in 32.32 fixed point: square-and-multiply that stops once past the cap.
+#[inline]
 fn grow(base: u64, factor_fp: u64, n: u32, cap: u64) -> u64 {
     if base == 0 || factor_fp == FP_ONE || n == 0 {
         return base.min(cap);
     }
+    if factor_fp.is_power_of_two() {
+        // A factor of 2^k (2, 4, ...): every fixed-point product below is exact, so the loop's
+        // answer is `min(cap, base << k·n)`; computed directly, it costs a shift.
+        let shift = u64::from(factor_fp.trailing_zeros() - FP_SHIFT) * u64::from(n);
+        return match base.checked_shl(shift.min(64) as u32) {
+            Some(d) if shift < 64 && d >> shift == base => d.min(cap),
+            _ => cap,
+        };
+    }
+    grow_by_squaring(base, factor_fp, n, cap)
+}
+
+/// [`grow`] for any factor.
+fn grow_by_squaring(base: u64, factor_fp: u64, n: u32, cap: u64) -> u64 {
     let cap_fp = u128::from(cap) << FP_SHIFT;
     let mut result = u128::from(base) << FP_SHIFT;
     let mut factor = u128::from(factor_fp);
@@ -281,6 +298,7 @@ pub struct Backoff<'p> {
 
 impl Backoff<'_> {
     /// The delay before the next retry, drawing one `u64` from `rng` (none without jitter).
+    #[inline]
     pub fn next_delay<R: rand_core::Rng + ?Sized>(&mut self, rng: &mut R) -> Duration {
         let sample = if self.policy.is_random() {
             rng.next_u64()
@@ -291,6 +309,7 @@ impl Backoff<'_> {
     }
 
     /// The delay before the next retry, from a given uniform sample.
+    #[inline]
     pub fn next_delay_with(&mut self, sample: u64) -> Duration {
         self.retries = self.retries.saturating_add(1);
         let d = self.policy.delay(self.retries, self.prev, sample);

@@ -371,3 +371,37 @@ proptest! {
         prop_assert!((got - want).abs() <= want * 1e-12 + 1.0, "{got} vs {want}");
     }
 }
+
+/// `grow`'s shift for factors of 2^k gives exactly what the square-and-multiply loop gives.
+#[test]
+fn power_of_two_factors_shift_exactly_as_the_loop_multiplies() {
+    let mut x = 2015u64;
+    for i in 0..200_000u64 {
+        x = crate::sample::splitmix64(x);
+        let k = 1 + (x % 16) as u32;
+        let factor_fp = 1u64 << (FP_SHIFT + k);
+        let base = match i % 4 {
+            0 => 1 + (x >> 40) % 1_000,
+            1 => 1 + (x >> 20) % 10_000_000_000,
+            2 => x >> (x % 64) | 1,
+            _ => u64::MAX >> (x % 8),
+        };
+        let cap = match i % 3 {
+            0 => base,
+            1 => base.saturating_add(x >> 3),
+            _ => u64::MAX,
+        };
+        let n = match i % 5 {
+            0 => (x >> 7) as u32 % 8,
+            1 => (x >> 7) as u32 % 70,
+            2 => (x >> 7) as u32,
+            3 => u32::MAX,
+            _ => 64 / k,
+        };
+        assert_eq!(
+            grow(base, factor_fp, n, cap),
+            grow_by_squaring(base, factor_fp, n, cap),
+            "base {base} factor 2^{k} n {n} cap {cap}"
+        );
+    }
+}

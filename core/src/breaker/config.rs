@@ -32,8 +32,25 @@
 //! assert_eq!(policy.max_open_time(), Duration::from_secs(60));
 //! ```
 
-use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range};
-use crate::time::Duration;
+use super::window::Counts;
+use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm};
+use crate::sample::splitmix64;
+use crate::time::{Duration, Instant};
+
+/// What a half-open probe round has decided so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Undecided,
+    Close,
+    Reopen,
+}
+
+/// The open-time jitter sample of the opening that leaves generation `generation`: one draw per
+/// opening, derived from the breaker's seed, so no generator state is kept.
+#[inline]
+pub(crate) fn jitter_sample(seed: u64, generation: u32) -> u64 {
+    splitmix64(seed ^ u64::from(generation).wrapping_mul(0x2545_F491_4F6C_DD1D))
+}
 
 /// What a breaker does: when it trips, how long it stays open, how it probes and how it closes.
 ///
@@ -382,6 +399,10 @@ pub struct BreakerPolicy {
     pub(crate) probe_timeout: Duration,
     pub(crate) ramp: Duration,
     pub(crate) ramp_initial_ppm: u32,
+    /// `consecutive`, or 2³² (never reached) when the rule is off: one comparison on the hot path.
+    consecutive_limit: u64,
+    /// `minimum_calls`, or `u64::MAX` when no rate rule is on.
+    decide_from: u64,
     config: BreakerConfig,
 }
 
@@ -530,6 +551,15 @@ impl BreakerPolicy {
             probe_timeout: half.probe_timeout,
             ramp,
             ramp_initial_ppm,
+            consecutive_limit: match consecutive {
+                0 => 1 << 32,
+                n => u64::from(n),
+            },
+            decide_from: if needs_window {
+                u64::from(config.minimum_calls)
+            } else {
+                u64::MAX
+            },
             config,
         })
     }
@@ -584,6 +614,77 @@ impl BreakerPolicy {
         Duration::from_nanos((result.min(cap) >> 32) as u64)
     }
 
+    /// Whether a call that started at `started` and ended at `now` counts as slow.
+    #[inline]
+    pub(crate) fn is_slow(&self, started: Instant, now: Instant) -> bool {
+        // Without the slow-call rule the threshold is `Duration::MAX`, which nothing exceeds.
+        now.saturating_duration_since(started) > self.slow_threshold
+    }
+
+    /// Whether the rate rules fire on `c` (inclusive thresholds, fixed point).
+    #[inline]
+    pub(crate) fn rates_trip(&self, c: Counts) -> bool {
+        let over = |n: u64, ppm: u32| ppm != 0 && n * u64::from(PPM) >= u64::from(ppm) * c.calls;
+        c.calls > 0 && (over(c.failures, self.failure_ppm) || over(c.slow, self.slow_ppm))
+    }
+
+    /// Whether a closed breaker trips, with `consecutive` failures in a row and `counts` in its
+    /// window after the call just recorded.
+    #[inline]
+    pub(crate) fn trips(&self, consecutive: u32, counts: Counts) -> bool {
+        self.consecutive_trips(consecutive)
+            || (counts.calls >= self.decide_from && self.rates_trip(counts))
+    }
+
+    /// Whether `consecutive` failures in a row trip the breaker.
+    #[inline]
+    pub(crate) fn consecutive_trips(&self, consecutive: u32) -> bool {
+        u64::from(consecutive) >= self.consecutive_limit
+    }
+
+    /// Whether the rate rules fire on a window of `calls` calls. Only once the window holds enough
+    /// calls to decide does it ask `counts(failures, slow)` for the counts, and then only for those
+    /// its rules read.
+    #[inline]
+    pub(crate) fn rates_fire(&self, calls: u64, counts: impl FnOnce(bool, bool) -> Counts) -> bool {
+        calls >= self.decide_from
+            && self.rates_trip(counts(self.failure_ppm != 0, self.slow_ppm != 0))
+    }
+
+    /// The verdict of a [`ProbeRule::Rate`] round with these tallies so far.
+    pub(crate) fn rate_verdict(&self, successes: u32, failures: u32, slow: u32) -> Verdict {
+        let ProbeRule::Rate { calls } = self.rule else {
+            return Verdict::Undecided;
+        };
+        let done = successes.saturating_add(failures);
+        if done < calls {
+            return Verdict::Undecided;
+        }
+        if self.rates_trip(Counts {
+            calls: u64::from(done),
+            failures: u64::from(failures),
+            slow: u64::from(slow),
+        }) {
+            Verdict::Reopen
+        } else {
+            Verdict::Close
+        }
+    }
+
+    /// The share of calls slow start admits `elapsed` into the ramp, in ppm (`elapsed < ramp`).
+    #[inline]
+    pub(crate) fn ramp_share(&self, elapsed: Duration) -> u32 {
+        let initial = u64::from(self.ramp_initial_ppm);
+        let rest = u64::from(PPM) - initial;
+        let (elapsed, ramp) = (elapsed.as_nanos(), self.ramp.as_nanos());
+        // rest * elapsed / ramp, exact; in u64 unless the product needs more (ramps over ~5 h).
+        let gained = match rest.checked_mul(elapsed) {
+            Some(p) => p / ramp,
+            None => (u128::from(rest) * u128::from(elapsed) / u128::from(ramp)) as u64,
+        };
+        (initial + gained) as u32
+    }
+
     /// The open time after `reopens` failed probe rounds, jittered by the uniform sample `sample`:
     /// `d * U[1 - jitter, 1 + jitter]`, never above the cap.
     pub fn open_time(&self, reopens: u32, sample: u64) -> Duration {
@@ -591,7 +692,7 @@ impl BreakerPolicy {
         if self.jitter_ppm == 0 {
             return Duration::from_nanos(d);
         }
-        let spread = (u128::from(d) * u128::from(self.jitter_ppm) / u128::from(PPM)) as u64;
+        let spread = mul_ppm(d, self.jitter_ppm);
         let lo = d - spread;
         let hi = d.saturating_add(spread).min(self.open_max.as_nanos());
         Duration::from_nanos(crate::sample::uniform_between(sample, lo, hi))
@@ -833,6 +934,34 @@ mod tests {
             .field,
             "slow_start.initial"
         );
+    }
+
+    #[test]
+    fn u64_arithmetic_matches_the_128_bit_formulas() {
+        let mut x = 7u64;
+        for i in 0..20_000u64 {
+            x = splitmix64(x);
+            let d = match i % 3 {
+                0 => x,
+                1 => x >> 20,
+                _ => x % 5_000_000,
+            };
+            let j = splitmix64(x) % 1_000_001;
+            let want = (u128::from(d) * u128::from(j) / 1_000_000) as u64;
+            assert_eq!(mul_ppm(d, j as u32), want);
+            let p = BreakerPolicy {
+                ramp: Duration::from_nanos(d.max(1)),
+                ramp_initial_ppm: (j as u32).min(PPM),
+                ..BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap()
+            };
+            let elapsed = splitmix64(d) % d.max(1);
+            let initial = u128::from(p.ramp_initial_ppm);
+            let want = initial + (1_000_000 - initial) * u128::from(elapsed) / u128::from(d.max(1));
+            assert_eq!(
+                u128::from(p.ramp_share(Duration::from_nanos(elapsed))),
+                want
+            );
+        }
     }
 
     #[test]

@@ -45,19 +45,6 @@ impl<const WORDS: usize> CountWindow<WORDS> {
     };
 }
 
-#[inline]
-fn bit(ring: &[u64], pos: usize) -> bool {
-    ring.get(pos / 64).is_some_and(|w| w >> (pos % 64) & 1 == 1)
-}
-
-#[inline]
-fn set_bit(ring: &mut [u64], pos: usize, on: bool) {
-    if let Some(w) = ring.get_mut(pos / 64) {
-        let mask = 1u64 << (pos % 64);
-        if on { *w |= mask } else { *w &= !mask }
-    }
-}
-
 impl<const WORDS: usize> Window for CountWindow<WORDS> {
     fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
         let WindowSpec::Count { calls } = spec else {
@@ -91,17 +78,17 @@ impl<const WORDS: usize> Window for CountWindow<WORDS> {
     #[inline]
     fn record(&mut self, _: Instant, failure: bool, slow: bool) -> Counts {
         let pos = usize::from(self.head);
-        if self.len == self.size {
-            // Evict the oldest call, which sits where the new one goes.
-            self.failures -= u16::from(bit(&self.failed, pos));
-            self.slows -= u16::from(bit(&self.slow, pos));
-        } else {
-            self.len += 1;
+        let (word, shift) = (pos / 64, pos % 64);
+        // Overwrite the call at `pos` (the oldest once the window is full). Until then the bits
+        // there are clear, so subtracting the old bits is right in both cases, without a branch.
+        if let (Some(f), Some(s)) = (self.failed.get_mut(word), self.slow.get_mut(word)) {
+            let (old_f, old_s) = ((*f >> shift) & 1, (*s >> shift) & 1);
+            *f = (*f & !(1 << shift)) | (u64::from(failure) << shift);
+            *s = (*s & !(1 << shift)) | (u64::from(slow) << shift);
+            self.failures = self.failures - old_f as u16 + u16::from(failure);
+            self.slows = self.slows - old_s as u16 + u16::from(slow);
         }
-        set_bit(&mut self.failed, pos, failure);
-        set_bit(&mut self.slow, pos, slow);
-        self.failures += u16::from(failure);
-        self.slows += u16::from(slow);
+        self.len += u16::from(self.len < self.size);
         self.head = if self.head + 1 == self.size {
             0
         } else {

@@ -16,7 +16,11 @@
 //!
 //! The rules live in a [`BreakerPolicy`] (validated once, shared by reference); the breaker holds only
 //! state, so it is small: `CircuitBreaker<CountWindow<1>, 1>` (64-call window, one probe slot) is
-//! 112 bytes on 64-bit targets.
+//! 120 bytes on 64-bit targets (`cargo run -p reliable-core --example sizes` prints them all).
+//!
+//! One breaker shared by many threads is a [`SharedBreaker`] (on targets with 64-bit atomics): the
+//! same policy and decisions through `&self`, with its state packed into atomics, lock-free and
+//! without `unsafe`; its windows are the [`AtomicWindow`] kinds.
 //!
 //! ```
 //! use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, NoWindow, Outcome, RejectReason, State};
@@ -41,21 +45,30 @@
 //! assert_eq!((closed.from, closed.to), (State::HalfOpen, State::Closed));
 //! ```
 
+#[cfg(target_has_atomic = "64")]
+mod atomic_window;
 mod config;
 mod count_window;
+#[cfg(target_has_atomic = "64")]
+mod shared;
 mod time_window;
 mod window;
 
+#[cfg(target_has_atomic = "64")]
+pub use atomic_window::{AtomicAnyWindow, AtomicCountWindow, AtomicTimeWindow, AtomicWindow};
 pub use config::{
     BreakerConfig, BreakerPolicy, HalfOpenConfig, OpenConfig, ProbeRule, SlowCallRule,
     SlowStartConfig, WindowConfig, WindowSpec,
 };
 pub use count_window::CountWindow;
+#[cfg(target_has_atomic = "64")]
+pub use shared::SharedBreaker;
 pub use time_window::TimeWindow;
 pub use window::{AnyWindow, Counts, NoWindow, Window};
 
+use config::{Verdict, jitter_sample};
+
 use crate::error::{ConfigError, PPM, Problem};
-use crate::sample::splitmix64;
 use crate::time::{Duration, Instant};
 
 /// The state of a breaker.
@@ -142,6 +155,11 @@ impl Permit {
     pub fn started(&self) -> Instant {
         self.started
     }
+    /// The breaker generation this permit was issued in. When the breaker's
+    /// [`generation`](CircuitBreaker::generation) has moved on, the permit's result is ignored.
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
         self.lease != NOT_A_PROBE
@@ -216,14 +234,6 @@ impl<const P: usize> Probes<P> {
         failures: 0,
         slow: 0,
     };
-}
-
-/// Tallies a finished probe round as the rate rules see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Verdict {
-    Undecided,
-    Close,
-    Reopen,
 }
 
 /// A circuit breaker: state only, borrowing its [`BreakerPolicy`].
@@ -358,9 +368,9 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
         (from != to).then_some(Transition { from, to, at: now })
     }
 
+    #[inline(never)]
     fn open(&mut self, now: Instant) -> Option<Transition> {
-        let sample =
-            splitmix64(self.seed ^ u64::from(self.generation).wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let sample = jitter_sample(self.seed, self.generation);
         self.since = now + self.policy.open_time(self.reopens, sample);
         self.consecutive = 0;
         self.go(State::Open, now)
@@ -391,8 +401,24 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
     }
 
     /// Asks to make one call. On `Ok`, make the call and hand the permit back to [`record`](Self::record).
+    #[inline]
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe(now);
+        // The two answers of a healthy or a failed downstream stay inline; the rest is out of line.
+        match self.state {
+            State::Closed if !self.ramping => Ok(self.permit(now, NOT_A_PROBE, None)),
+            State::Open if now < self.since => Err(Rejection {
+                reason: RejectReason::Open {
+                    retry_after: self.since.saturating_duration_since(now),
+                },
+                transition: None,
+            }),
+            _ => self.acquire_other(now),
+        }
+    }
+
+    #[inline(never)]
+    fn acquire_other(&mut self, now: Instant) -> Result<Permit, Rejection> {
         match self.state {
             State::Closed => self.acquire_closed(now),
             State::Disabled => Ok(self.permit(now, NOT_A_PROBE, None)),
@@ -422,11 +448,8 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
             if elapsed >= ramp {
                 self.ramping = false;
             } else {
-                let initial = u64::from(self.policy.ramp_initial_ppm);
-                let share = initial
-                    + (u128::from(u64::from(PPM) - initial) * u128::from(elapsed.as_nanos())
-                        / u128::from(ramp.as_nanos())) as u64;
-                self.credit = self.credit.saturating_add(share as u32);
+                let share = self.policy.ramp_share(elapsed);
+                self.credit = self.credit.saturating_add(share);
                 if self.credit < PPM {
                     return Err(Rejection {
                         reason: RejectReason::SlowStart,
@@ -510,60 +533,51 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
 
     /// The verdict of a [`ProbeRule::Rate`] round so far.
     fn rate_verdict(&self) -> Verdict {
-        let ProbeRule::Rate { calls } = self.policy.rule else {
-            return Verdict::Undecided;
-        };
-        let done = self.probes.successes.saturating_add(self.probes.failures);
-        if done < calls {
-            return Verdict::Undecided;
-        }
-        if self.rates_trip(Counts {
-            calls: u64::from(done),
-            failures: u64::from(self.probes.failures),
-            slow: u64::from(self.probes.slow),
-        }) {
-            Verdict::Reopen
-        } else {
-            Verdict::Close
-        }
-    }
-
-    /// Whether the rate rules fire on `c` (inclusive thresholds, fixed point).
-    #[inline]
-    fn rates_trip(&self, c: Counts) -> bool {
-        let p = self.policy;
-        let over = |n: u64, ppm: u32| ppm != 0 && n * u64::from(PPM) >= u64::from(ppm) * c.calls;
-        c.calls > 0 && (over(c.failures, p.failure_ppm) || over(c.slow, p.slow_ppm))
+        self.policy.rate_verdict(
+            self.probes.successes,
+            self.probes.failures,
+            self.probes.slow,
+        )
     }
 
     /// Reports how a permitted call ended. Returns the state change it caused, if any. Results from
     /// permits of an earlier generation are ignored.
+    #[inline]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
         let now = self.observe(now);
         if permit.generation != self.generation {
             return None;
         }
-        let slow = self.policy.slow_ppm != 0
-            && now.saturating_duration_since(permit.started) > self.policy.slow_threshold;
-        match self.state {
-            State::Closed => {
-                if outcome == Outcome::Ignored {
-                    return None;
-                }
-                let failure = outcome == Outcome::Failure;
-                self.consecutive = if failure {
-                    self.consecutive.saturating_add(1)
-                } else {
-                    0
-                };
-                let counts = self.window.record(now, failure, slow);
-                let policy = self.policy;
-                let trip = (policy.consecutive != 0 && self.consecutive >= policy.consecutive)
-                    || (policy.needs_window
-                        && counts.calls >= u64::from(policy.minimum_calls)
-                        && self.rates_trip(counts));
-                if trip { self.open(now) } else { None }
+        let slow = self.policy.is_slow(permit.started, now);
+        if self.state == State::Closed {
+            if outcome == Outcome::Ignored {
+                return None;
             }
+            let failure = outcome == Outcome::Failure;
+            self.consecutive = if failure {
+                self.consecutive.saturating_add(1)
+            } else {
+                0
+            };
+            let counts = self.window.record(now, failure, slow);
+            return if self.policy.trips(self.consecutive, counts) {
+                self.open(now)
+            } else {
+                None
+            };
+        }
+        self.record_other(permit, outcome, slow, now)
+    }
+
+    #[inline(never)]
+    fn record_other(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        slow: bool,
+        now: Instant,
+    ) -> Option<Transition> {
+        match self.state {
             State::Disabled => {
                 if outcome != Outcome::Ignored {
                     self.window.record(now, outcome == Outcome::Failure, slow);
@@ -571,7 +585,7 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
                 None
             }
             State::HalfOpen => self.record_probe(permit, outcome, slow, now),
-            State::Open | State::ForcedOpen => None,
+            State::Closed | State::Open | State::ForcedOpen => None,
         }
     }
 

@@ -1,0 +1,160 @@
+//! Runs one hot path many times, for instruction counts under callgrind (which, unlike wall time
+//! on shared machines, are repeatable):
+//!
+//! ```sh
+//! cargo build -p reliable-benches --example profile --profile bench
+//! valgrind --tool=callgrind target/release/examples/profile closed_rate100 1000000
+//! ```
+//!
+//! Prints the scenario names when called without one. Instructions per call are the total divided
+//! by the count (the setup is a few thousand instructions).
+
+use std::hint::black_box;
+
+use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter};
+use reliable_core::breaker::{
+    AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow,
+    OpenConfig, Outcome, SharedBreaker, WindowConfig,
+};
+use reliable_core::budget::{Budget, RatioBudget, RatioConfig, RatioPolicy};
+use reliable_core::outcome::ErrorClass;
+use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
+use reliable_core::{Duration, Instant};
+
+const STEP: Duration = Duration::from_nanos(25);
+
+fn consecutive() -> BreakerPolicy {
+    BreakerPolicy::new(BreakerConfig {
+        consecutive_failures: Some(3),
+        open: OpenConfig {
+            duration: Duration::from_secs(30),
+            growth: 1.0,
+            max: None,
+            jitter: 0.0,
+        },
+        ..BreakerConfig::new()
+    })
+    .expect("valid")
+}
+
+fn rate100() -> BreakerPolicy {
+    BreakerPolicy::new(BreakerConfig {
+        failure_rate: Some(0.5),
+        minimum_calls: 100,
+        window: WindowConfig::Count { calls: 100 },
+        ..BreakerConfig::new()
+    })
+    .expect("valid")
+}
+
+const SCENARIOS: &[&str] = &[
+    "closed_consecutive",
+    "closed_rate100",
+    "shared_closed_consecutive",
+    "shared_closed_rate100",
+    "backoff_full",
+    "backoff_decorrelated",
+    "backoff_proportional",
+    "ratio_pair",
+    "throttle",
+];
+
+macro_rules! closed_loop {
+    ($b:expr, $n:expr) => {{
+        let mut now = Instant::from_secs(1);
+        for _ in 0..$n {
+            now += black_box(STEP);
+            if let Ok(p) = $b.try_acquire(black_box(now)) {
+                black_box($b.record(p, black_box(Outcome::Success), black_box(now)));
+            }
+        }
+    }};
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(scenario) = args.next() else {
+        println!("scenarios: {}", SCENARIOS.join(" "));
+        return;
+    };
+    let n: u64 = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    match scenario.as_str() {
+        "closed_consecutive" => {
+            let policy = consecutive();
+            let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).expect("fits");
+            closed_loop!(b, n);
+        }
+        "closed_rate100" => {
+            let policy = rate100();
+            let mut b = CircuitBreaker::<CountWindow<2>, 1>::new(&policy).expect("fits");
+            closed_loop!(b, n);
+        }
+        "shared_closed_consecutive" => {
+            let policy = consecutive();
+            let b = SharedBreaker::<NoWindow, 1>::new(&policy).expect("fits");
+            closed_loop!(b, n);
+        }
+        "shared_closed_rate100" => {
+            let policy = rate100();
+            let b = SharedBreaker::<AtomicCountWindow<2>, 1>::new(&policy).expect("fits");
+            closed_loop!(b, n);
+        }
+        "backoff_full" | "backoff_decorrelated" | "backoff_proportional" => {
+            let jitter = match scenario.as_str() {
+                "backoff_full" => Jitter::Full,
+                "backoff_decorrelated" => Jitter::Decorrelated,
+                _ => Jitter::Proportional { fraction: 0.1 },
+            };
+            let policy = BackoffPolicy::new(BackoffConfig::exponential(
+                Duration::from_millis(100),
+                2.0,
+                Duration::from_secs(10),
+                jitter,
+            ))
+            .expect("valid");
+            let mut backoff = policy.backoff();
+            let mut x = 1u64;
+            for _ in 0..n {
+                if backoff.retries() == black_box(8) {
+                    backoff.reset();
+                }
+                x = reliable_core::sample::splitmix64(x);
+                black_box(backoff.next_delay_with(x));
+            }
+        }
+        "ratio_pair" => {
+            let mut b =
+                RatioBudget::<10>::new(RatioPolicy::new(RatioConfig::finagle()).expect("valid"))
+                    .expect("fits");
+            let mut now = Instant::from_secs(1);
+            for _ in 0..n {
+                now += black_box(STEP);
+                b.on_first_try(black_box(now));
+                let _ = black_box(b.try_retry(ErrorClass::Transient, black_box(now)));
+            }
+        }
+        "throttle" => {
+            let policy = ThrottlePolicy::new(ThrottleConfig::google_sre()).expect("valid");
+            let mut t = AdaptiveThrottle::<12>::new(policy).expect("fits");
+            let mut now = Instant::from_secs(1);
+            let mut x = 1u64;
+            for i in 0..n {
+                now += black_box(STEP);
+                x = reliable_core::sample::splitmix64(x);
+                if t.try_acquire_with(black_box(now), x).is_ok() {
+                    t.record(now, i % 3 == 0);
+                }
+            }
+        }
+        other => {
+            eprintln!(
+                "unknown scenario {other}; scenarios: {}",
+                SCENARIOS.join(" ")
+            );
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,550 @@
+//! [`AtomicWindow`]: the windows of a [`SharedBreaker`](super::SharedBreaker), recorded through `&self`
+//! from many threads without locks.
+//!
+//! Each kind keeps the same outcomes as its `&mut` counterpart and, for any sequential history, gives
+//! the same counts: [`AtomicCountWindow`] is [`CountWindow`](super::CountWindow)'s bit ring in atomic
+//! words, [`AtomicTimeWindow`] is [`TimeWindow`](super::TimeWindow)'s buckets in atomic words,
+//! [`AtomicAnyWindow`] picks one at run time, and [`NoWindow`] keeps nothing.
+//!
+//! ```
+//! use reliable_core::breaker::{AtomicCountWindow, AtomicWindow, WindowSpec};
+//! use reliable_core::Instant;
+//!
+//! let w = AtomicCountWindow::<1>::new(WindowSpec::Count { calls: 3 }).unwrap();
+//! std::thread::scope(|s| {
+//!     s.spawn(|| w.record(Instant::ZERO, true, false));
+//!     s.spawn(|| w.record(Instant::ZERO, false, false));
+//! });
+//! let c = w.counts(Instant::ZERO);
+//! assert_eq!((c.calls, c.failures), (2, 1));
+//! ```
+//!
+//! Under concurrency the counts are those of *some* order of the calls, give or take the calls still
+//! being written: a reader racing a writer may miss its call, and a call racing
+//! [`clear`](AtomicWindow::clear) may survive it. Counts never exceed the window
+//! (failures and slow calls never exceed calls).
+
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+use super::config::WindowSpec;
+use super::count_window::CountWindow;
+use super::window::{Counts, NoWindow, wrong_kind};
+use crate::error::{ConfigError, Problem};
+use crate::time::Instant;
+
+/// Storage for the outcomes a [`SharedBreaker`](super::SharedBreaker)'s rate rules look at, written
+/// through `&self` by many threads.
+///
+/// Recording returns only the number of calls in the window; the breaker asks for the failures and
+/// slow calls separately, and only for those its rules read, once the window holds enough calls
+/// to decide. (Counting them is the costly part of an atomic bit ring.)
+pub trait AtomicWindow: Sized + Sync {
+    /// Builds storage for `spec`, or says why this type cannot hold it.
+    fn new(spec: WindowSpec) -> Result<Self, ConfigError>;
+    /// Records one call; returns the number of calls in the window including it.
+    fn record(&self, now: Instant, failure: bool, slow: bool) -> u64;
+    /// The counts as of `now`, with failures counted only if `failures` and slow calls only if
+    /// `slow` (0 otherwise).
+    fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts;
+    /// The counts as of `now` (time windows drop buckets that have aged out).
+    fn counts(&self, now: Instant) -> Counts {
+        self.counts_of(now, true, true)
+    }
+    /// Forgets every call.
+    fn clear(&self);
+    /// Whether this storage really keeps outcomes ([`NoWindow`] does not).
+    fn is_recording(&self) -> bool {
+        true
+    }
+}
+
+impl AtomicWindow for NoWindow {
+    fn new(_: WindowSpec) -> Result<Self, ConfigError> {
+        Ok(NoWindow)
+    }
+    #[inline]
+    fn record(&self, _: Instant, _: bool, _: bool) -> u64 {
+        0
+    }
+    fn counts_of(&self, _: Instant, _: bool, _: bool) -> Counts {
+        Counts::default()
+    }
+    fn clear(&self) {}
+    fn is_recording(&self) -> bool {
+        false
+    }
+}
+
+/// The last `size` calls (at most `64 * WORDS`, and at most 65,535) as two rings of atomic bits.
+///
+/// A call claims its position with one `fetch_add` on a call counter, then sets its bits with
+/// `fetch_or` (a failure) or clears them with `fetch_and` (only if set: a success over a success
+/// writes nothing). Failures and slow calls are counted by `popcount` over the ring, so the counts
+/// can never drift from the bits, whatever the interleaving; recording costs O(`WORDS`).
+#[derive(Debug)]
+#[repr(C)]
+pub struct AtomicCountWindow<const WORDS: usize> {
+    /// Calls recorded since the last clear; the next position is `total % size`. Written by every
+    /// call, so on a cache line of its own: the bits, read by every call but written only when a
+    /// call's outcome differs from the one it replaces, stay shared by the cores.
+    total: Line<AtomicU64>,
+    failed: [AtomicU64; WORDS],
+    slow: [AtomicU64; WORDS],
+    size: u64,
+    /// `size - 1` when `size` is a power of two (positions by masking), else 0 (by division).
+    mask: u64,
+    /// Ring words in use: `ceil(size / 64)`.
+    words: usize,
+}
+
+impl<const WORDS: usize> AtomicCountWindow<WORDS> {
+    /// How many calls this type can hold.
+    pub const CAPACITY: usize = CountWindow::<WORDS>::CAPACITY;
+
+    #[inline]
+    fn counts_after(&self, total: u64, failures: bool, slow: bool) -> Counts {
+        let calls = total.min(self.size);
+        let ones = |ring: &[AtomicU64]| -> u64 {
+            let ring = ring.get(..self.words).unwrap_or(ring);
+            if ring.iter().all(|w| w.load(Relaxed) == 0) {
+                // No bit set (the usual case for failures of a healthy downstream): no counting.
+                return 0;
+            }
+            let n: u32 = ring.iter().map(|w| w.load(Relaxed).count_ones()).sum();
+            // A call racing a clear can leave a bit beyond `calls` for a moment.
+            u64::from(n).min(calls)
+        };
+        Counts {
+            calls,
+            failures: if failures { ones(&self.failed) } else { 0 },
+            slow: if slow { ones(&self.slow) } else { 0 },
+        }
+    }
+}
+
+/// A value alone on a 64-byte cache line, so that writing it does not take its neighbours' line
+/// away from the other cores.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct Line<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+#[inline]
+fn put_bit(ring: &[AtomicU64], word: usize, mask: u64, on: bool) {
+    if let Some(w) = ring.get(word) {
+        if on {
+            w.fetch_or(mask, Relaxed);
+        } else if w.load(Relaxed) & mask != 0 {
+            w.fetch_and(!mask, Relaxed);
+        }
+    }
+}
+
+impl<const WORDS: usize> AtomicWindow for AtomicCountWindow<WORDS> {
+    fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
+        // The same checks, and errors, as the `&mut` window.
+        let WindowSpec::Count { calls } = spec else {
+            return Err(wrong_kind(
+                "the policy asks for a time window; this breaker has an AtomicCountWindow",
+            ));
+        };
+        <CountWindow<WORDS> as super::Window>::new(spec)?;
+        Ok(AtomicCountWindow {
+            total: Line(AtomicU64::new(0)),
+            failed: [const { AtomicU64::new(0) }; WORDS],
+            slow: [const { AtomicU64::new(0) }; WORDS],
+            size: u64::from(calls),
+            mask: if calls.is_power_of_two() {
+                u64::from(calls) - 1
+            } else {
+                0
+            },
+            words: (calls as usize).div_ceil(64),
+        })
+    }
+
+    #[inline]
+    fn record(&self, _: Instant, failure: bool, slow: bool) -> u64 {
+        let n = self.total.fetch_add(1, Relaxed);
+        // Windows of a power-of-two size (64, 128, ...) avoid the division.
+        let pos = if self.mask != 0 {
+            n & self.mask
+        } else {
+            n % self.size
+        };
+        let (word, mask) = ((pos / 64) as usize, 1u64 << (pos % 64));
+        put_bit(&self.failed, word, mask, failure);
+        put_bit(&self.slow, word, mask, slow);
+        n.saturating_add(1).min(self.size)
+    }
+
+    #[inline]
+    fn counts_of(&self, _: Instant, failures: bool, slow: bool) -> Counts {
+        self.counts_after(self.total.load(Relaxed), failures, slow)
+    }
+
+    fn clear(&self) {
+        for w in self.failed.iter().chain(&self.slow) {
+            w.store(0, Relaxed);
+        }
+        self.total.store(0, Relaxed);
+    }
+}
+
+/// A bucket counter: the low 32 bits of the epoch it counts (`epoch = time / width`) in the high
+/// half, the count in the low half. The tag lets a writer of a new epoch reset a bucket with one
+/// compare-and-swap, without losing a call that another thread adds to the new epoch meanwhile.
+#[inline]
+fn tagged(epoch: u64, count: u32) -> u64 {
+    (epoch << 32) | u64::from(count)
+}
+#[inline]
+fn tag_of(word: u64) -> u32 {
+    (word >> 32) as u32
+}
+#[inline]
+fn count_of(word: u64) -> u32 {
+    word as u32
+}
+
+/// Calls of the last `n * width` (at most `BUCKETS` buckets) in atomic bucket counters.
+///
+/// Each bucket is three tagged words (calls, failures, slow calls). The newest epoch is an atomic
+/// maximum; the thread that moves it forward resets the buckets that aged out, as
+/// [`TimeWindow`](super::TimeWindow) does, so a bucket never holds counts of an epoch outside the
+/// window. Reading the counts sums the live buckets: O(`BUCKETS`) per call.
+#[derive(Debug)]
+pub struct AtomicTimeWindow<const BUCKETS: usize> {
+    newest: AtomicU64,
+    calls: [AtomicU64; BUCKETS],
+    failures: [AtomicU64; BUCKETS],
+    slow: [AtomicU64; BUCKETS],
+    width: u64,
+    n: u64,
+}
+
+impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
+    #[inline]
+    fn slot(&self, epoch: u64) -> usize {
+        (epoch % self.n) as usize
+    }
+
+    /// Moves the newest epoch to at least `epoch`; returns the newest epoch.
+    fn advance(&self, epoch: u64) -> u64 {
+        let seen = self.newest.load(Acquire);
+        if epoch <= seen {
+            return seen;
+        }
+        if epoch - seen >= self.n {
+            // A jump past the whole window: every bucket is stale. Zero them before publishing
+            // the new epoch, so no tag can be mistaken for a live one (tags are 32 bits).
+            self.clear();
+            return self.newest.fetch_max(epoch, Release).max(epoch);
+        }
+        let before = self.newest.fetch_max(epoch, Release);
+        if before >= epoch {
+            return before;
+        }
+        // This thread moved the window from `before` to `epoch`: reset the buckets of the epochs
+        // that entered it, which are those that left it.
+        for e in before + 1..=epoch {
+            let slot = self.slot(e);
+            for ring in [&self.calls, &self.failures, &self.slow] {
+                if let Some(w) = ring.get(slot) {
+                    self.reset(w, slot);
+                }
+            }
+        }
+        epoch
+    }
+
+    /// Zeroes `w` unless it already counts the live epoch of `slot` (which another thread may
+    /// have started filling).
+    fn reset(&self, w: &AtomicU64, slot: usize) {
+        let mut cur = w.load(Acquire);
+        loop {
+            let live = self.live_epoch(slot, self.newest.load(Acquire));
+            if tag_of(cur) == live as u32 || count_of(cur) == 0 {
+                return;
+            }
+            match w.compare_exchange_weak(cur, tagged(live, 0), Release, Acquire) {
+                Ok(_) => return,
+                Err(x) => cur = x,
+            }
+        }
+    }
+
+    /// The epoch that `slot` stands for while `newest` is the newest.
+    #[inline]
+    fn live_epoch(&self, slot: usize, newest: u64) -> u64 {
+        let back = (newest % self.n + self.n - slot as u64) % self.n;
+        newest - back.min(newest)
+    }
+
+    /// Adds one to the bucket counter `w` for `epoch`. Returns `false` if the bucket is full
+    /// (`u32::MAX`, as in [`TimeWindow`](super::TimeWindow)) or `epoch` has left the window.
+    fn bump(&self, w: &AtomicU64, epoch: u64) -> bool {
+        let mut cur = w.load(Acquire);
+        loop {
+            let next = if tag_of(cur) == epoch as u32 {
+                match count_of(cur).checked_add(1) {
+                    Some(c) => tagged(epoch, c),
+                    None => return false,
+                }
+            } else if self.newest.load(Acquire) > epoch {
+                // Another thread moved the window on since this call read it.
+                return false;
+            } else {
+                tagged(epoch, 1)
+            };
+            match w.compare_exchange_weak(cur, next, Release, Acquire) {
+                Ok(_) => return true,
+                Err(x) => cur = x,
+            }
+        }
+    }
+
+    fn counts_at(&self, newest: u64, failures: bool, slow: bool) -> Counts {
+        let first = newest.saturating_sub(self.n - 1);
+        let mut c = Counts::default();
+        let mut slot = self.slot(first);
+        for e in first..=newest {
+            let tag = e as u32;
+            let read = |ring: &[AtomicU64]| {
+                ring.get(slot).map_or(0, |w| {
+                    let v = w.load(Acquire);
+                    if tag_of(v) == tag {
+                        u64::from(count_of(v))
+                    } else {
+                        0
+                    }
+                })
+            };
+            c.calls += read(&self.calls);
+            if failures {
+                c.failures += read(&self.failures);
+            }
+            if slow {
+                c.slow += read(&self.slow);
+            }
+            slot += 1;
+            if slot as u64 == self.n {
+                slot = 0;
+            }
+        }
+        // A reader racing a writer may see a failure before its call.
+        c.failures = c.failures.min(c.calls);
+        c.slow = c.slow.min(c.calls);
+        c
+    }
+}
+
+impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
+    fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
+        let WindowSpec::Time { width, buckets } = spec else {
+            return Err(wrong_kind(
+                "the policy asks for a count window; this breaker has an AtomicTimeWindow",
+            ));
+        };
+        if buckets == 0 {
+            return Err(ConfigError::new("window.buckets", Problem::Zero));
+        }
+        if buckets as usize > BUCKETS {
+            return Err(ConfigError::new(
+                "window.buckets",
+                Problem::ExceedsCapacity {
+                    requested: u64::from(buckets),
+                    capacity: BUCKETS as u64,
+                },
+            ));
+        }
+        if width.is_zero() {
+            return Err(ConfigError::new("window.span", Problem::Zero));
+        }
+        Ok(AtomicTimeWindow {
+            newest: AtomicU64::new(0),
+            calls: [const { AtomicU64::new(0) }; BUCKETS],
+            failures: [const { AtomicU64::new(0) }; BUCKETS],
+            slow: [const { AtomicU64::new(0) }; BUCKETS],
+            width: width.as_nanos(),
+            n: u64::from(buckets),
+        })
+    }
+
+    fn record(&self, now: Instant, failure: bool, slow: bool) -> u64 {
+        let mut epoch = self.advance(now.as_nanos() / self.width);
+        loop {
+            let slot = self.slot(epoch);
+            let Some(calls) = self.calls.get(slot) else {
+                return 0;
+            };
+            if self.bump(calls, epoch) {
+                if failure && let Some(w) = self.failures.get(slot) {
+                    self.bump(w, epoch);
+                }
+                if slow && let Some(w) = self.slow.get(slot) {
+                    self.bump(w, epoch);
+                }
+                return self.counts_at(epoch, false, false).calls;
+            }
+            let newest = self.newest.load(Acquire);
+            if newest == epoch {
+                // The bucket is full: the call is not counted, as in `TimeWindow`.
+                return self.counts_at(epoch, false, false).calls;
+            }
+            // The window moved on while this call was being recorded: count it in the newest bucket.
+            epoch = newest;
+        }
+    }
+
+    fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts {
+        let newest = self.newest.load(Acquire);
+        self.counts_at((now.as_nanos() / self.width).max(newest), failures, slow)
+    }
+
+    fn clear(&self) {
+        for w in self.calls.iter().chain(&self.failures).chain(&self.slow) {
+            w.store(0, Release);
+        }
+    }
+}
+
+/// Either kind of atomic window, chosen by the policy at run time. `WORDS` sizes the count window
+/// (64 calls per word), `BUCKETS` the time window.
+#[derive(Debug)]
+pub enum AtomicAnyWindow<const WORDS: usize, const BUCKETS: usize> {
+    /// A count window.
+    Count(AtomicCountWindow<WORDS>),
+    /// A time window.
+    Time(AtomicTimeWindow<BUCKETS>),
+}
+
+impl<const WORDS: usize, const BUCKETS: usize> AtomicWindow for AtomicAnyWindow<WORDS, BUCKETS> {
+    fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
+        Ok(match spec {
+            WindowSpec::Count { .. } => AtomicAnyWindow::Count(AtomicCountWindow::new(spec)?),
+            WindowSpec::Time { .. } => AtomicAnyWindow::Time(AtomicTimeWindow::new(spec)?),
+        })
+    }
+    fn record(&self, now: Instant, failure: bool, slow: bool) -> u64 {
+        match self {
+            AtomicAnyWindow::Count(w) => w.record(now, failure, slow),
+            AtomicAnyWindow::Time(w) => w.record(now, failure, slow),
+        }
+    }
+    fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts {
+        match self {
+            AtomicAnyWindow::Count(w) => w.counts_of(now, failures, slow),
+            AtomicAnyWindow::Time(w) => w.counts_of(now, failures, slow),
+        }
+    }
+    fn clear(&self) {
+        match self {
+            AtomicAnyWindow::Count(w) => w.clear(),
+            AtomicAnyWindow::Time(w) => w.clear(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{TimeWindow, Window};
+    use super::*;
+    use crate::Duration;
+    use crate::sample::splitmix64;
+
+    #[test]
+    fn count_window_matches_the_mut_window() {
+        for size in [1u32, 2, 5, 63, 64, 65, 100, 128] {
+            let spec = WindowSpec::Count { calls: size };
+            let mut w = CountWindow::<2>::new(spec).unwrap();
+            let a = AtomicCountWindow::<2>::new(spec).unwrap();
+            let mut x = 5u64;
+            for i in 0..600 {
+                x = splitmix64(x);
+                let (f, s) = (x & 1 == 1, x & 6 == 6);
+                let want = w.record(Instant::ZERO, f, s);
+                assert_eq!(a.record(Instant::ZERO, f, s), want.calls, "size {size}");
+                assert_eq!(a.counts(Instant::ZERO), want, "size {size}");
+                if i == 300 {
+                    a.clear();
+                    w.clear();
+                }
+            }
+            assert_eq!(a.counts(Instant::ZERO), w.counts(Instant::ZERO));
+        }
+        assert!(AtomicCountWindow::<1>::new(WindowSpec::Count { calls: 65 }).is_err());
+    }
+
+    #[test]
+    fn time_window_matches_the_mut_window() {
+        for (width, n) in [(250u64, 8u32), (7, 1), (1, 3), (1_000, 5)] {
+            let spec = WindowSpec::Time {
+                width: Duration::from_nanos(width),
+                buckets: n,
+            };
+            let mut w = TimeWindow::<8>::new(spec).unwrap();
+            let a = AtomicTimeWindow::<8>::new(spec).unwrap();
+            let (mut x, mut t, mut latest) = (99u64, 0u64, 0u64);
+            for i in 0..4_000 {
+                x = splitmix64(x);
+                match x % 23 {
+                    0 => t = t.saturating_add(5_000),
+                    1 => t = t.saturating_sub(300),
+                    2 => t = t.saturating_add(u64::MAX / 3),
+                    _ => t = t.saturating_add(x % 97),
+                }
+                // The breaker passes the latest time it has seen.
+                latest = latest.max(t);
+                let now = Instant::from_nanos(latest);
+                let (f, s) = (x & 32 != 0, x & 64 != 0);
+                let want = w.record(now, f, s);
+                assert_eq!(a.record(now, f, s), want.calls, "i = {i}");
+                assert_eq!(a.counts(now), want, "i = {i}");
+                let ahead = Instant::from_nanos(latest.saturating_add(x % 3_000));
+                assert_eq!(a.counts(ahead), w.counts(ahead));
+                if i % 1_000 == 999 {
+                    a.clear();
+                    w.clear();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn threads_lose_no_call() {
+        let spec = WindowSpec::Count { calls: 4_000 };
+        let a = AtomicCountWindow::<63>::new(spec).unwrap();
+        let t = AtomicTimeWindow::<4>::new(WindowSpec::Time {
+            width: Duration::from_secs(1),
+            buckets: 4,
+        })
+        .unwrap();
+        std::thread::scope(|s| {
+            for k in 0..4u64 {
+                let (a, t) = (&a, &t);
+                s.spawn(move || {
+                    for i in 0..1_000u64 {
+                        let now = Instant::from_millis(i * 3);
+                        a.record(now, (i + k) % 4 == 0, i % 10 == 0);
+                        t.record(now, (i + k) % 4 == 0, i % 10 == 0);
+                    }
+                });
+            }
+        });
+        let want = Counts {
+            calls: 4_000,
+            failures: 1_000,
+            slow: 400,
+        };
+        assert_eq!(a.counts(Instant::ZERO), want);
+        assert_eq!(t.counts(Instant::from_secs(2)), want);
+    }
+}

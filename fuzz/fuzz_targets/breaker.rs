@@ -1,13 +1,15 @@
 //! Fuzzes the circuit breaker: arbitrary configs and operation sequences (time steps forwards,
 //! backwards and huge, acquire, record, manual controls), checking the design's invariants after
-//! every step.
+//! every step, and that the lock-free `SharedBreaker`, driven through the same history one call at
+//! a time, gives exactly the same answers as the `&mut` `CircuitBreaker`.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use reliable_core::breaker::{
-    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig, OpenConfig, Outcome,
-    Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, State, WindowConfig,
+    AnyWindow, AtomicAnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig,
+    OpenConfig, Outcome, Permit, ProbeRule, RejectReason, SharedBreaker, SlowCallRule,
+    SlowStartConfig, State, WindowConfig,
 };
 use reliable_core::{Duration, Instant};
 
@@ -118,8 +120,14 @@ fuzz_target!(|input: Input| {
         return;
     };
     let mut b = breaker.with_seed(input.seed);
+    // The shared breaker refuses a few configs the `&mut` one takes (packing limits, each a
+    // documented ConfigError); where it accepts one, it must agree call for call.
+    let shared = SharedBreaker::<AtomicAnyWindow<4, 64>, 16>::new(&policy)
+        .ok()
+        .map(|s| s.with_seed(input.seed));
     let max_open = policy.max_open_time();
-    let mut permits: Vec<(Permit, u32)> = Vec::new();
+    // Each permit with its twin from the shared breaker (when there is one).
+    let mut permits: Vec<(Permit, u32, Option<Permit>)> = Vec::new();
     let mut clock = 0u64;
     for op in input.ops.iter().take(2_000) {
         let step = match op {
@@ -137,14 +145,29 @@ fuzz_target!(|input: Input| {
         match op {
             Op::Acquire(_) => {
                 let seen = b.state(now);
-                match b.try_acquire(now) {
+                let answer = b.try_acquire(now);
+                let twin = shared.as_ref().map(|s| s.try_acquire(now));
+                if let Some(twin) = &twin {
+                    let same = match (&answer, twin) {
+                        (Ok(p), Ok(q)) => {
+                            (p.is_probe(), p.transition()) == (q.is_probe(), q.transition())
+                        }
+                        (Err(r), Err(q)) => r == q,
+                        _ => false,
+                    };
+                    assert!(
+                        same,
+                        "shared breaker disagrees on acquire: {answer:?} vs {twin:?}"
+                    );
+                }
+                match answer {
                     Ok(p) => {
                         // An open breaker admits nothing until its time is up.
                         assert!(
                             !matches!(seen, State::Open | State::ForcedOpen),
                             "admitted while {seen}"
                         );
-                        permits.push((p, b.generation()));
+                        permits.push((p, b.generation(), twin.and_then(Result::ok)));
                     }
                     Err(r) => {
                         if let RejectReason::Open { retry_after } = r.reason {
@@ -157,7 +180,7 @@ fuzz_target!(|input: Input| {
                 }
             }
             Op::Record { pick, outcome, .. } if !permits.is_empty() => {
-                let (p, generation) = permits.swap_remove(usize::from(*pick) % permits.len());
+                let (p, generation, twin) = permits.swap_remove(usize::from(*pick) % permits.len());
                 let outcome = match outcome % 3 {
                     0 => Outcome::Success,
                     1 => Outcome::Failure,
@@ -165,16 +188,45 @@ fuzz_target!(|input: Input| {
                 };
                 let before = (b.state(now), b.generation());
                 let t = b.record(p, outcome, now);
+                if let (Some(s), Some(q)) = (&shared, twin) {
+                    assert_eq!(
+                        s.record(q, outcome, now),
+                        t,
+                        "shared breaker disagrees on record"
+                    );
+                }
                 if generation != before.1 {
                     // A stale permit changes nothing.
                     assert!(t.is_none());
                     assert_eq!((b.state(now), b.generation()), before);
                 }
             }
-            Op::ForceOpen => drop(b.force_open(now)),
-            Op::Disable => drop(b.disable(now)),
-            Op::Reset => drop(b.reset(now)),
+            Op::ForceOpen => {
+                let t = b.force_open(now);
+                assert!(shared.as_ref().is_none_or(|s| s.force_open(now) == t));
+            }
+            Op::Disable => {
+                let t = b.disable(now);
+                assert!(shared.as_ref().is_none_or(|s| s.disable(now) == t));
+            }
+            Op::Reset => {
+                let t = b.reset(now);
+                assert!(shared.as_ref().is_none_or(|s| s.reset(now) == t));
+            }
             _ => {}
+        }
+        if let Some(s) = &shared {
+            assert_eq!(
+                s.state(now),
+                b.state(now),
+                "shared breaker disagrees on the state"
+            );
+            assert_eq!(
+                s.counts(now),
+                b.counts(now),
+                "shared breaker disagrees on the counts"
+            );
+            assert_eq!(s.probes_in_flight(), b.probes_in_flight());
         }
         if let Some(max) = policy.max_in_flight() {
             assert!(b.probes_in_flight() <= max);

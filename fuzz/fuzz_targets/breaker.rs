@@ -79,7 +79,7 @@ fn config(r: &RawConfig) -> BreakerConfig {
             },
             RawWindow::Time(ms, b) => WindowConfig::Time {
                 span: Duration::from_millis(u64::from(ms % 100_000)),
-                buckets: u32::from(b % 70),
+                buckets: u32::from(b % 20),
             },
         },
         open: OpenConfig {
@@ -116,20 +116,20 @@ fuzz_target!(|input: Input| {
     let Ok(policy) = BreakerPolicy::new(config(&input.config)) else {
         return;
     };
-    let Ok(breaker) = CircuitBreaker::<AnyWindow<4, 64>, 16>::new(&policy) else {
+    let Ok(breaker) = CircuitBreaker::<AnyWindow<4, 16>, 16>::new(&policy) else {
         return;
     };
     let mut b = breaker.with_seed(input.seed);
     // The shared breaker refuses a few configs the `&mut` one takes (packing limits, each a
     // documented ConfigError); where it accepts one, it must agree call for call.
-    let shared = SharedBreaker::<AtomicAnyWindow<4, 64>, 16>::new(&policy)
+    let shared = SharedBreaker::<AtomicAnyWindow<4, 16>, 16>::new(&policy)
         .ok()
         .map(|s| s.with_seed(input.seed));
     let max_open = policy.max_open_time();
     // Each permit with its twin from the shared breaker (when there is one).
     let mut permits: Vec<(Permit, u32, Option<Permit>)> = Vec::new();
     let mut clock = 0u64;
-    for op in input.ops.iter().take(2_000) {
+    for op in input.ops.iter().take(1_000) {
         let step = match op {
             Op::Acquire(s) | Op::Wait(s) | Op::Record { step: s, .. } => Some(*s),
             _ => None,

@@ -564,6 +564,44 @@ impl BreakerPolicy {
         })
     }
 
+    /// Builds a breaker's window storage for this policy with `new`, refusing storage that keeps
+    /// nothing (`NoWindow`) when a rate rule needs a window. A consecutive-only policy accepts any
+    /// storage and keeps metrics in it if it can.
+    pub(crate) fn build_window<W>(
+        &self,
+        new: impl Fn(WindowSpec) -> Result<W, ConfigError>,
+        is_recording: impl Fn(&W) -> bool,
+    ) -> Result<W, ConfigError> {
+        if !self.needs_window {
+            return new(self.window).or_else(|_| new(WindowSpec::Count { calls: 1 }));
+        }
+        let w = new(self.window)?;
+        if is_recording(&w) {
+            Ok(w)
+        } else {
+            Err(ConfigError::new(
+                "window",
+                Problem::Inconsistent(
+                    "the rate rules need a window, but this breaker type has NoWindow",
+                ),
+            ))
+        }
+    }
+
+    /// Refuses a breaker with fewer probe slots than the probes this policy lets into half-open.
+    pub(crate) fn check_probe_slots(&self, slots: usize) -> Result<(), ConfigError> {
+        if self.max_in_flight != u32::MAX && self.max_in_flight as usize > slots {
+            return Err(ConfigError::new(
+                "half_open.max_in_flight",
+                Problem::ExceedsCapacity {
+                    requested: u64::from(self.max_in_flight),
+                    capacity: slots as u64,
+                },
+            ));
+        }
+        Ok(())
+    }
+
     /// The config this policy was built from.
     pub fn config(&self) -> &BreakerConfig {
         &self.config

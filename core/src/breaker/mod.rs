@@ -68,7 +68,7 @@ pub use window::{AnyWindow, Counts, NoWindow, Window};
 
 use config::{Verdict, jitter_sample};
 
-use crate::error::{ConfigError, PPM, Problem};
+use crate::error::{ConfigError, PPM};
 use crate::time::{Duration, Instant};
 
 /// The state of a breaker.
@@ -266,30 +266,8 @@ impl<'p, W: Window, const P: usize> CircuitBreaker<'p, W, P> {
     /// fewer than the policy's probes in flight.
     pub fn new(policy: &'p BreakerPolicy) -> Result<Self, ConfigError> {
         const { assert!(P <= 64, "at most 64 probe slots") };
-        let window = if policy.needs_window {
-            let w = W::new(policy.window)?;
-            if !w.is_recording() {
-                return Err(ConfigError::new(
-                    "window",
-                    Problem::Inconsistent(
-                        "the rate rules need a window, but this breaker type has NoWindow",
-                    ),
-                ));
-            }
-            w
-        } else {
-            // Consecutive-only: any storage works; keep metrics if it can.
-            W::new(policy.window).or_else(|_| W::new(WindowSpec::Count { calls: 1 }))?
-        };
-        if policy.max_in_flight != u32::MAX && policy.max_in_flight as usize > P {
-            return Err(ConfigError::new(
-                "half_open.max_in_flight",
-                Problem::ExceedsCapacity {
-                    requested: u64::from(policy.max_in_flight),
-                    capacity: P as u64,
-                },
-            ));
-        }
+        let window = policy.build_window(W::new, W::is_recording)?;
+        policy.check_probe_slots(P)?;
         Ok(CircuitBreaker {
             policy,
             window,

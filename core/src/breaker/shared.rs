@@ -44,7 +44,7 @@ use super::atomic_window::{AtomicWindow, Line};
 use super::config::{FP_ONE, Verdict, jitter_sample};
 use super::{
     BreakerPolicy, Counts, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, ProbeRule, RejectReason,
-    Rejection, State, Transition, UNLEASED_PROBE, WindowSpec,
+    Rejection, State, Transition, UNLEASED_PROBE,
 };
 use crate::error::{ConfigError, PPM, Problem};
 use crate::time::Instant;
@@ -323,29 +323,8 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
     /// packing (see [the type's documentation](SharedBreaker#limits-of-the-packing)).
     pub fn new(policy: &'p BreakerPolicy) -> Result<Self, ConfigError> {
         const { assert!(P <= 64, "at most 64 probe slots") };
-        let window = if policy.needs_window {
-            let w = W::new(policy.window)?;
-            if !w.is_recording() {
-                return Err(ConfigError::new(
-                    "window",
-                    Problem::Inconsistent(
-                        "the rate rules need a window, but this breaker type has NoWindow",
-                    ),
-                ));
-            }
-            w
-        } else {
-            W::new(policy.window).or_else(|_| W::new(WindowSpec::Count { calls: 1 }))?
-        };
-        if policy.max_in_flight != u32::MAX && policy.max_in_flight as usize > P {
-            return Err(ConfigError::new(
-                "half_open.max_in_flight",
-                Problem::ExceedsCapacity {
-                    requested: u64::from(policy.max_in_flight),
-                    capacity: P as u64,
-                },
-            ));
-        }
+        let window = policy.build_window(W::new, W::is_recording)?;
+        policy.check_probe_slots(P)?;
         if policy.consecutive > MAX_COUNT {
             return Err(ConfigError::new(
                 "consecutive_failures",

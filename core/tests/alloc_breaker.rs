@@ -1,13 +1,7 @@
 //! The breakers never allocate: 100,000 mixed operations on `CircuitBreaker`s and on
 //! `SharedBreaker`s under a counting global allocator.
 //!
-//! Counts are kept per thread, so tests running in parallel (and the harness's own threads) cannot
-//! disturb each other's figures.
-// A `GlobalAlloc` impl is unsafe by definition; this test file is the only place it is allowed.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+//! Allocations are counted per thread (see `support/counting_alloc.rs`).
 
 use reliable_core::breaker::{
     AnyWindow, AtomicAnyWindow, AtomicWindow, BreakerConfig, BreakerPolicy, CircuitBreaker,
@@ -17,30 +11,9 @@ use reliable_core::breaker::{
 use reliable_core::sample::splitmix64;
 use reliable_core::{Duration, Instant};
 
-struct Counting;
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // `try_with`: the slot may be gone while the thread is being torn down.
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn counted<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let before = ALLOCATIONS.with(Cell::get);
-    let r = f();
-    (r, ALLOCATIONS.with(Cell::get) - before)
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::counted;
 
 #[test]
 fn the_counter_sees_allocations() {

@@ -1,14 +1,7 @@
 //! Backoff, every budget kind, the retry policy and the throttle never allocate: 100,000 mixed
 //! operations under a counting global allocator.
 //!
-//! The allocator counts only on the thread that sets `COUNTING`, into a counter of that thread, so
-//! the test harness's other threads (the negative control runs in parallel) cannot disturb the
-//! figure.
-// A `GlobalAlloc` impl is unsafe by definition; this test file is the only place it is allowed.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+//! Allocations are counted per thread (see `support/counting_alloc.rs`).
 
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -22,34 +15,9 @@ use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy
 use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use reliable_core::{Duration, Instant};
 
-struct Counting;
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.try_with(Cell::get).unwrap_or(false) {
-            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        }
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn counted<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let before = ALLOCATIONS.with(Cell::get);
-    COUNTING.with(|c| c.set(true));
-    let r = f();
-    COUNTING.with(|c| c.set(false));
-    (r, ALLOCATIONS.with(Cell::get) - before)
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::counted;
 
 #[test]
 fn the_counter_sees_allocations() {

@@ -1,5 +1,6 @@
 //! Command-line interface (clap derive). Each subcommand lives in its own file.
 
+mod batch;
 mod bench;
 mod check;
 mod list;

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use sim::report;
-use sim::run::{BatchOptions, Compiled, run_all};
+use sim::run::{Compiled, run_all};
+
+use super::batch::BatchArgs;
 use sim::scenario;
 
 /// Options of `sim run`.
@@ -14,21 +16,8 @@ pub struct RunArgs {
     /// Scenario files (RON).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Master seed of the first run (default: the scenario's).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Runs per policy, seeds seed, seed+1, ... (default: the scenario's).
-    #[arg(long)]
-    pub seeds: Option<u32>,
-    /// Folder for reports; each scenario writes into OUT/<scenario name>/.
-    #[arg(long, default_value = "reports")]
-    pub out: PathBuf,
-    /// Worker threads (default: one per core). Output does not depend on it.
-    #[arg(long)]
-    pub jobs: Option<usize>,
-    /// No progress bar and no table.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub batch: BatchArgs,
     /// Colour the best and worst values of the table: auto (when stdout is a terminal and
     /// NO_COLOR is unset or empty), always, never.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
@@ -42,11 +31,7 @@ impl RunArgs {
     pub fn default_scenario() -> Self {
         RunArgs {
             files: vec![PathBuf::from("default.ron")],
-            seed: None,
-            seeds: None,
-            out: PathBuf::from("reports"),
-            jobs: None,
-            quiet: false,
+            batch: BatchArgs::default(),
             color: ColorChoice::Auto,
             embedded: true,
         }
@@ -100,18 +85,13 @@ pub fn run(args: RunArgs) -> Result<(), String> {
 
 /// Runs one scenario of a file and writes its reports.
 fn run_one(args: &RunArgs, s: scenario::Scenario) -> Result<(), String> {
-    let seed = args.seed.unwrap_or(s.seed);
-    let k = args.seeds.unwrap_or(s.seeds).max(1);
-    let seeds: Vec<u64> = (0..u64::from(k)).map(|i| seed.wrapping_add(i)).collect();
+    let seeds = args.batch.seeds(s.seed, s.seeds);
+    let (k, seed) = (seeds.len(), seeds[0]);
     let c = Compiled::new(s)?;
-    let opts = BatchOptions {
-        jobs: args.jobs.unwrap_or(0),
-        progress: !args.quiet,
-    };
-    let results = run_all(&c, &seeds, opts)?;
-    let dir = args.out.join(report::folder_name(&c.scenario.name));
+    let results = run_all(&c, &seeds, args.batch.options())?;
+    let dir = args.batch.out.join(report::folder_name(&c.scenario.name));
     report::write_all(&dir, &c, &seeds, &results).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if !args.quiet {
+    if !args.batch.quiet {
         let policies = report::per_policy(&c, &results);
         let first = c
             .scenario

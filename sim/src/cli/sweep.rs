@@ -13,9 +13,10 @@ use clap::Args;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 use sim::report;
-use sim::run::BatchOptions;
 use sim::run::sweep::{SweepChart, SweepResult, run_sweep};
 use sim::scenario::{self, Sweep, SweepValue};
+
+use super::batch::BatchArgs;
 
 /// Options of `sim sweep`.
 #[derive(Debug, Args)]
@@ -36,21 +37,8 @@ pub struct SweepArgs {
     /// field).
     #[arg(long)]
     pub label: Option<String>,
-    /// Master seed of the first run (default: the scenario's).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Runs per policy and value, seeds seed, seed+1, ... (default: the scenario's).
-    #[arg(long)]
-    pub seeds: Option<u32>,
-    /// Folder for reports; writes OUT/<scenario name>/sweep.csv and sweep.md.
-    #[arg(long, default_value = "reports")]
-    pub out: PathBuf,
-    /// Worker threads (default: one per core). Output does not depend on it.
-    #[arg(long)]
-    pub jobs: Option<usize>,
-    /// No progress bar and no table.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub batch: BatchArgs,
 }
 
 fn parse_value(v: &str) -> SweepValue {
@@ -86,15 +74,10 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     s.sweep = Some(sweep.clone());
     let shown = format!("{} (sweep)", args.file.display());
     scenario::validate(&s, "", &shown).map_err(|e| e.to_string())?;
-    let seed = args.seed.unwrap_or(s.seed);
-    let k = args.seeds.unwrap_or(s.seeds).max(1);
-    let seeds: Vec<u64> = (0..u64::from(k)).map(|i| seed.wrapping_add(i)).collect();
-    let opts = BatchOptions {
-        jobs: args.jobs.unwrap_or(0),
-        progress: !args.quiet,
-    };
-    let result = run_sweep(&s, &sweep, &seeds, opts)?;
-    let dir = args.out.join(report::folder_name(&s.name));
+    let seeds = args.batch.seeds(s.seed, s.seeds);
+    let (k, seed) = (seeds.len(), seeds[0]);
+    let result = run_sweep(&s, &sweep, &seeds, args.batch.options())?;
+    let dir = args.batch.out.join(report::folder_name(&s.name));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let csv = dir.join("sweep.csv");
     std::fs::write(&csv, result.csv()).map_err(|e| format!("{}: {e}", csv.display()))?;
@@ -106,7 +89,7 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let md = dir.join("sweep.md");
     std::fs::write(&md, markdown(&result, &s.description, &args, &charts))
         .map_err(|e| format!("{}: {e}", md.display()))?;
-    if !args.quiet {
+    if !args.batch.quiet {
         let what = if result.job_set {
             "total calls and makespan (when the last job succeeded)"
         } else {

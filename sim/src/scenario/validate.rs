@@ -63,6 +63,26 @@ struct Checker<'a> {
 type Check = Result<(), ScenarioError>;
 
 impl Checker<'_> {
+    /// `name` (of the item at `item`) is not empty and differs from every `earlier` name in `list`.
+    fn unique_name<'n>(
+        &self,
+        item: &Path,
+        name: &str,
+        earlier: impl Iterator<Item = &'n str>,
+        list: &str,
+    ) -> Result<(), ScenarioError> {
+        if name.trim().is_empty() {
+            return Err(self.fail(&item.field("name"), "empty name"));
+        }
+        match earlier.enumerate().find(|(_, other)| *other == name) {
+            Some((j, _)) => Err(self.fail(
+                &item.field("name"),
+                format!("\"{name}\" is already the name of {list}[{j}]: names must be unique"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn fail(&self, path: &Path, message: impl Into<String>) -> ScenarioError {
         ScenarioError::Invalid {
             path: self.file.to_string(),
@@ -369,18 +389,8 @@ pub fn validate_at(
     }
     for (i, ds) in s.downstreams.iter().enumerate() {
         let p = d.index(i);
-        if ds.name.trim().is_empty() {
-            return Err(c.fail(&p.field("name"), "empty name"));
-        }
-        if let Some(j) = s.downstreams[..i].iter().position(|o| o.name == ds.name) {
-            return Err(c.fail(
-                &p.field("name"),
-                format!(
-                    "\"{}\" is already the name of downstreams[{j}]: names must be unique",
-                    ds.name
-                ),
-            ));
-        }
+        let earlier = s.downstreams[..i].iter().map(|o| o.name.as_str());
+        c.unique_name(&p, &ds.name, earlier, "downstreams")?;
         let m = p.field("model");
         match &ds.model {
             DownstreamModel::Server {
@@ -479,18 +489,8 @@ pub fn validate_at(
     let mut state_bytes: u64 = 0;
     for (i, policy) in s.policies.iter().enumerate() {
         let p = pol.index(i);
-        if policy.name.trim().is_empty() {
-            return Err(c.fail(&p.field("name"), "empty name"));
-        }
-        if let Some(j) = s.policies[..i].iter().position(|o| o.name == policy.name) {
-            return Err(c.fail(
-                &p.field("name"),
-                format!(
-                    "\"{}\" is already the name of policies[{j}]: names must be unique",
-                    policy.name
-                ),
-            ));
-        }
+        let earlier = s.policies[..i].iter().map(|o| o.name.as_str());
+        c.unique_name(&p, &policy.name, earlier, "policies")?;
         // Walk the stack without recursion.
         let mut todo: Vec<(&Layer, Path, usize)> = vec![(&policy.stack, p.field("stack"), 0)];
         let mut layers = 0usize;

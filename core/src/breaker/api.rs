@@ -24,26 +24,9 @@ use core::borrow::Borrow;
 use super::circuit::CircuitBreaker;
 use super::config::BreakerPolicy;
 use super::observer::Observer;
-use super::spec::{Outcome, Permit, Rejection, State};
-use super::window::{Counts, Window};
+use super::spec::{Outcome, Permit, Rejection, Snapshot, State};
+use super::window::Window;
 use crate::time::Instant;
-
-/// A breaker's state as of one instant, as plain data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The state (an open breaker whose time is up reads as half-open).
-    pub state: State,
-    /// Changes on every state change; permits of an older generation are ignored.
-    pub generation: u32,
-    /// Failures in a row while closed.
-    pub consecutive_failures: u32,
-    /// Failed probe rounds since the breaker last closed.
-    pub reopens: u32,
-    /// Half-open probes in flight (with bounded probes; 0 otherwise).
-    pub probes_in_flight: u32,
-    /// Outcomes in the window.
-    pub counts: Counts,
-}
 
 /// The calls every breaker answers. State changes go to the breaker's
 /// [`Observer`](super::Observer), not through these answers.

@@ -62,7 +62,7 @@ mod time_window;
 mod window;
 
 pub use any_window::AnyWindow;
-pub use api::{Breaker, Snapshot};
+pub use api::Breaker;
 #[cfg(target_has_atomic = "64")]
 pub use atomic_window::{AtomicAnyWindow, AtomicCountWindow, AtomicTimeWindow, AtomicWindow};
 pub use circuit::CircuitBreaker;
@@ -74,7 +74,7 @@ pub use count_window::{CountWindow, words_for};
 pub use observer::{LastTransition, Observer};
 #[cfg(target_has_atomic = "64")]
 pub use shared::SharedBreaker;
-pub use spec::{Outcome, Permit, RejectReason, Rejection, State, Transition};
+pub use spec::{Outcome, Permit, RejectReason, Rejection, Snapshot, State, Transition};
 pub use time_window::TimeWindow;
 pub use window::{Counts, NoWindow, Window, WindowSpec};
 

@@ -13,7 +13,7 @@ use super::spec::{
 use super::window::{Counts, Window};
 use crate::error::ConfigError;
 use crate::sample::instance_seed;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// Half-open probe bookkeeping: lease slots and the round's tallies.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -226,23 +226,24 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         }
     }
 
-    /// What the rules read, as of `now` (the latest time seen).
+    /// What the rules read, as of `now` (the latest time seen). Only an acquire in half-open reads
+    /// the probes in flight; other calls pass 0 rather than count them.
     #[inline(always)]
-    fn view(&self, now: Instant) -> View {
+    fn view(&self, now: Instant, in_flight: u32) -> View {
         View {
             state: self.state,
             now,
             until: self.since,
             ramping: self.ramping,
-            ramp_elapsed: now.saturating_duration_since(self.since),
+            ramp_elapsed: if self.ramping {
+                now.saturating_duration_since(self.since)
+            } else {
+                Duration::ZERO
+            },
             credit: self.credit,
             consecutive: self.consecutive,
             round: self.probes.round,
-            in_flight: if self.state == State::HalfOpen {
-                self.probes_in_flight()
-            } else {
-                0
-            },
+            in_flight,
         }
     }
 
@@ -285,15 +286,15 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe_now(now);
         // The answers of a healthy or a failed downstream stay inline; the rest is out of line.
-        match step(self.policy.borrow(), &self.view(now), Event::Acquire) {
-            Decision::Admit { probe: false } if self.state != State::HalfOpen => {
-                Ok(self.permit(now, NOT_A_PROBE))
+        // Half-open first frees expired leases, and counts the probes in flight.
+        if self.state != State::HalfOpen {
+            match step(self.policy.borrow(), self.view(now, 0), Event::Acquire) {
+                Decision::Admit { probe: false } => return Ok(self.permit(now, NOT_A_PROBE)),
+                Decision::Reject(reason) => return Err(Rejection::new(reason)),
+                _ => {}
             }
-            Decision::Reject(reason) if self.state != State::HalfOpen => {
-                Err(Rejection::new(reason))
-            }
-            _ => self.acquire_other(now),
         }
+        self.acquire_other(now)
     }
 
     /// The rest of the table: expired leases, probes, slow start, state changes.
@@ -308,13 +309,18 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
                 if expired > 0 {
                     decision = step(
                         self.policy.borrow(),
-                        &self.view(now),
+                        self.view(now, 0),
                         Event::Expired(expired),
                     );
                 }
             }
             if decision == Decision::Nothing {
-                decision = step(self.policy.borrow(), &self.view(now), Event::Acquire);
+                let in_flight = self.probes_in_flight();
+                decision = step(
+                    self.policy.borrow(),
+                    self.view(now, in_flight),
+                    Event::Acquire,
+                );
             }
             match decision {
                 Decision::Admit { probe: false } => return Ok(self.permit(now, NOT_A_PROBE)),
@@ -341,7 +347,8 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
                         }));
                     }
                 }
-                Decision::Count { round, .. } => self.probes.round = round,
+                Decision::Tally(round) => self.probes.round = round,
+                Decision::Consecutive(consecutive) => self.consecutive = consecutive,
                 Decision::Nothing => {}
             }
         }
@@ -408,11 +415,9 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             slow,
             window,
         };
-        match step(policy, &self.view(now), event) {
-            Decision::Count { consecutive, round } => {
-                self.consecutive = consecutive;
-                self.probes.round = round;
-            }
+        match step(policy, self.view(now, 0), event) {
+            Decision::Consecutive(consecutive) => self.consecutive = consecutive,
+            Decision::Tally(round) => self.probes.round = round,
             Decision::Go(target) => self.go_to(target, now),
             _ => {}
         }

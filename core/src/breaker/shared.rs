@@ -575,7 +575,8 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     #[inline(always)]
     fn view(&self, c: Ctl, now: Instant, credit: u32, round: Round) -> View {
         let state = c.state();
-        let ramping = c.code() == CLOSED && c.flag();
+        let closed = c.code() == CLOSED;
+        let ramping = closed && c.flag();
         View {
             state,
             now,
@@ -591,7 +592,8 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
                 crate::time::Duration::ZERO
             },
             credit,
-            consecutive: c.consecutive(),
+            // Only a closed breaker's results read it.
+            consecutive: if closed { c.count() } else { 0 },
             round,
             in_flight: if state == State::HalfOpen {
                 self.in_flight(c.generation())
@@ -632,7 +634,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
                 else {
                     return Step::Retry;
                 };
-                decision = step(policy, &self.view(c, now, 0, before), event);
+                decision = step(policy, self.view(c, now, 0, before), event);
             }
         }
         let (credit_word, credit) = if c.code() == CLOSED && c.flag() {
@@ -646,7 +648,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         if decision == Decision::Nothing {
             decision = step(
                 policy,
-                &self.view(c, now, credit, self.round(g)),
+                self.view(c, now, credit, self.round(g)),
                 Event::Acquire,
             );
         }
@@ -690,7 +692,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
                 Step::Retry
             }
             // The expired probes left the round undecided (their tallies are written).
-            Decision::Count { .. } | Decision::Nothing => Step::Retry,
+            Decision::Consecutive(_) | Decision::Tally(_) | Decision::Nothing => Step::Retry,
         }
     }
 
@@ -889,13 +891,9 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     fn record_other(&self, mut c: Ctl, event: Event, now: Instant) {
         let g = c.generation();
         loop {
-            let done = match step(
-                self.policy(),
-                &self.view(c, now, 0, Round::default()),
-                event,
-            ) {
+            let done = match step(self.policy(), self.view(c, now, 0, Round::default()), event) {
                 Decision::Go(target) => self.go(c, self.target(c, target), now).is_ok(),
-                Decision::Count { consecutive, .. } if consecutive != c.consecutive() => {
+                Decision::Consecutive(consecutive) if consecutive != c.count() => {
                     let next = Ctl::new(c.code(), c.flag(), consecutive, g);
                     self.control
                         .compare_exchange(c.0, next.0, AcqRel, Acquire)
@@ -922,7 +920,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         else {
             return;
         };
-        if let Decision::Go(target) = step(policy, &self.view(c, now, 0, before), event) {
+        if let Decision::Go(target) = step(policy, self.view(c, now, 0, before), event) {
             let _ = self.go(c, self.target(c, target), now);
         }
     }

@@ -118,22 +118,25 @@ pub(crate) enum Decision {
     RampDone,
     /// Change state (and, for an acquire, decide again in the new state).
     Go(Target),
-    /// No state change; the counters become these.
-    Count { consecutive: u32, round: Round },
+    /// Closed, no state change: failures in a row become this.
+    Consecutive(u32),
+    /// Half-open, no state change: the round's tallies become these.
+    Tally(Round),
     /// Nothing changes.
     Nothing,
 }
 
 /// The rules: what a breaker in `v` does on `event` under `p`. Pure; both breakers call it.
 #[inline(always)]
-pub(crate) fn step(p: &BreakerPolicy, v: &View, event: Event) -> Decision {
+pub(crate) fn step(p: &BreakerPolicy, v: View, event: Event) -> Decision {
+    let v = &v;
     use Decision::*;
     use State::*;
     match (v.state, event) {
         // Closed: every call goes through, unless slow start sheds part of them.
         (Closed, Event::Acquire) if !v.ramping => Admit { probe: false },
         (Closed, Event::Acquire) if v.ramp_elapsed >= p.ramp => RampDone,
-        (Closed, Event::Acquire) => ramp(p, v),
+        (Closed, Event::Acquire) => ramp(p, v.credit, v.ramp_elapsed),
         // Closed: results count; a trip rule that fires opens it.
         (
             Closed,
@@ -147,7 +150,7 @@ pub(crate) fn step(p: &BreakerPolicy, v: &View, event: Event) -> Decision {
             Event::Result {
                 outcome, window, ..
             },
-        ) => closed_result(p, v, outcome, window),
+        ) => closed_result(p, v.consecutive, outcome, window),
         // Open: reject until the open time is up, then probe.
         (Open, Event::Acquire) if v.now < v.until => Reject(RejectReason::Open {
             retry_after: v.until.saturating_duration_since(v.now),
@@ -155,12 +158,14 @@ pub(crate) fn step(p: &BreakerPolicy, v: &View, event: Event) -> Decision {
         (Open, Event::Acquire) => Go(Target::HalfOpen),
         // Half-open: admit probes up to the gate.
         (HalfOpen, Event::Acquire) if p.max_in_flight == u32::MAX => Admit { probe: true },
-        (HalfOpen, Event::Acquire) if probes_full(p, v) => Reject(RejectReason::HalfOpenFull),
+        (HalfOpen, Event::Acquire) if probes_full(p, v.in_flight, v.round) => {
+            Reject(RejectReason::HalfOpenFull)
+        }
         (HalfOpen, Event::Acquire) => Admit { probe: true },
         // Half-open: an expired lease is a failed probe.
-        (HalfOpen, Event::Expired(n)) => expired(p, v, n),
+        (HalfOpen, Event::Expired(n)) => expired(p, v.round, n),
         // Half-open: results decide.
-        (HalfOpen, Event::Result { outcome, slow, .. }) => probe_result(p, v, outcome, slow),
+        (HalfOpen, Event::Result { outcome, slow, .. }) => probe_result(p, v.round, outcome, slow),
         // Manual states: forced open rejects everything, disabled admits everything.
         (ForcedOpen, Event::Acquire) => Reject(RejectReason::ForcedOpen),
         (Disabled, Event::Acquire) => Admit { probe: false },
@@ -188,8 +193,8 @@ pub(crate) fn counts_in_window(state: State, outcome: Outcome) -> bool {
 
 /// Slow start: error diffusion admits the ramp's share of calls.
 #[inline]
-fn ramp(p: &BreakerPolicy, v: &View) -> Decision {
-    let credit = v.credit.saturating_add(p.ramp_share(v.ramp_elapsed));
+fn ramp(p: &BreakerPolicy, credit: u32, elapsed: Duration) -> Decision {
+    let credit = credit.saturating_add(p.ramp_share(elapsed));
     if credit < PPM {
         Decision::Ramp {
             admit: false,
@@ -204,26 +209,28 @@ fn ramp(p: &BreakerPolicy, v: &View) -> Decision {
 }
 
 #[inline(always)]
-fn closed_result(p: &BreakerPolicy, v: &View, outcome: Outcome, window: Counts) -> Decision {
+fn closed_result(
+    p: &BreakerPolicy,
+    consecutive: u32,
+    outcome: Outcome,
+    window: Counts,
+) -> Decision {
     let consecutive = if outcome == Outcome::Failure {
-        v.consecutive.saturating_add(1)
+        consecutive.saturating_add(1)
     } else {
         0
     };
     if p.consecutive_trips(consecutive) || p.window_trips(window) {
         Decision::Go(Target::Trip)
     } else {
-        Decision::Count {
-            consecutive,
-            round: v.round,
-        }
+        Decision::Consecutive(consecutive)
     }
 }
 
 /// Whether half-open admits no more probes: every slot in use, or every probe of a `Rate` round
 /// issued.
-fn probes_full(p: &BreakerPolicy, v: &View) -> bool {
-    v.in_flight >= p.max_in_flight || !round_has_room(p, v.round)
+fn probes_full(p: &BreakerPolicy, in_flight: u32, round: Round) -> bool {
+    in_flight >= p.max_in_flight || !round_has_room(p, round)
 }
 
 /// Whether the round may issue another probe: a `Rate` round issues exactly `calls`.
@@ -231,38 +238,35 @@ pub(crate) fn round_has_room(p: &BreakerPolicy, r: Round) -> bool {
     !matches!(p.rule, ProbeRule::Rate { calls } if r.issued >= calls)
 }
 
-fn expired(p: &BreakerPolicy, v: &View, n: u32) -> Decision {
+fn expired(p: &BreakerPolicy, round: Round, n: u32) -> Decision {
     match (n, p.rule) {
         (0, _) => Decision::Nothing,
         (_, ProbeRule::Consecutive { .. }) => Decision::Go(Target::Reopen),
-        (_, ProbeRule::Rate { .. }) => verdict(p, v, tally(p, v.round, Event::Expired(n))),
+        (_, ProbeRule::Rate { .. }) => verdict(p, tally(p, round, Event::Expired(n))),
     }
 }
 
-fn probe_result(p: &BreakerPolicy, v: &View, outcome: Outcome, slow: bool) -> Decision {
+fn probe_result(p: &BreakerPolicy, round: Round, outcome: Outcome, slow: bool) -> Decision {
     let event = Event::Result {
         outcome,
         slow,
         window: Counts::default(),
     };
     match (outcome, p.rule) {
-        (Outcome::Ignored, _) => verdict(p, v, tally(p, v.round, event)),
+        (Outcome::Ignored, _) => verdict(p, tally(p, round, event)),
         // Consecutive: one bad probe re-opens, `successes` good ones in a row close.
         (Outcome::Failure, ProbeRule::Consecutive { .. }) => Decision::Go(Target::Reopen),
         (Outcome::Success, ProbeRule::Consecutive { .. }) if slow => Decision::Go(Target::Reopen),
         (Outcome::Success, ProbeRule::Consecutive { successes }) => {
-            let round = tally(p, v.round, event);
+            let round = tally(p, round, event);
             if round.successes >= successes {
                 Decision::Go(Target::Close)
             } else {
-                Decision::Count {
-                    consecutive: v.consecutive,
-                    round,
-                }
+                Decision::Tally(round)
             }
         }
         // Rate: count it; the round decides once every probe reported.
-        (_, ProbeRule::Rate { .. }) => verdict(p, v, tally(p, v.round, event)),
+        (_, ProbeRule::Rate { .. }) => verdict(p, tally(p, round, event)),
     }
 }
 
@@ -317,19 +321,13 @@ pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
 }
 
 /// A `Rate` round's verdict on `round`, or the new tallies while it is undecided.
-fn verdict(p: &BreakerPolicy, v: &View, round: Round) -> Decision {
+fn verdict(p: &BreakerPolicy, round: Round) -> Decision {
     let ProbeRule::Rate { calls } = p.rule else {
-        return Decision::Count {
-            consecutive: v.consecutive,
-            round,
-        };
+        return Decision::Tally(round);
     };
     let done = round.successes.saturating_add(round.failures);
     if done < calls {
-        return Decision::Count {
-            consecutive: v.consecutive,
-            round,
-        };
+        return Decision::Tally(round);
     }
     let counts = Counts {
         calls: u64::from(done),

@@ -31,8 +31,8 @@ use crate::time::Instant;
 /// The calls every breaker answers. State changes go to the breaker's
 /// [`Observer`](super::Observer), not through these answers.
 ///
-/// [`SharedBreaker`](super::SharedBreaker) implements it both by value and by reference (`&SharedBreaker`), so a breaker
-/// behind an `Arc` can be driven with `let mut b = &*arc;`.
+/// [`SharedBreaker`](super::SharedBreaker) needs no `&mut`, so it implements it through a shared
+/// reference: a breaker behind an `Arc` is driven with `let mut b = &*arc;`.
 pub trait Breaker {
     /// Asks to make one call; on `Ok`, make it and hand the permit back to [`record`](Self::record).
     fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection>;
@@ -98,37 +98,6 @@ mod shared_impls {
 
     impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer> Breaker
         for &SharedBreaker<R, W, P, O>
-    {
-        #[inline]
-        fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
-            SharedBreaker::try_acquire(self, now)
-        }
-        #[inline]
-        fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) {
-            SharedBreaker::record(self, permit, outcome, now)
-        }
-        fn state(&self, now: Instant) -> State {
-            SharedBreaker::state(self, now)
-        }
-        fn snapshot(&self, now: Instant) -> Snapshot {
-            SharedBreaker::snapshot(self, now)
-        }
-        fn policy(&self) -> &BreakerPolicy {
-            SharedBreaker::policy(self)
-        }
-        fn force_open(&mut self, now: Instant) {
-            SharedBreaker::force_open(self, now)
-        }
-        fn disable(&mut self, now: Instant) {
-            SharedBreaker::disable(self, now)
-        }
-        fn reset(&mut self, now: Instant) {
-            SharedBreaker::reset(self, now)
-        }
-    }
-
-    impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer> Breaker
-        for SharedBreaker<R, W, P, O>
     {
         #[inline]
         fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {

@@ -527,14 +527,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
 
     /// Half-open probes currently in flight (with bounded probes; 0 otherwise).
     pub fn probes_in_flight(&self) -> u32 {
-        let g = self.load().generation();
-        self.slots
-            .iter()
-            .filter(|s| {
-                let w = s.load(Acquire);
-                slot_generation(w) == g && slot_state(w) != SLOT_FREE
-            })
-            .count() as u32
+        self.in_flight(self.load().generation())
     }
 
     /// The generation: it changes on every state change, and permits from an older one are ignored.

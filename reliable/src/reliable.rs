@@ -80,6 +80,11 @@ pub struct Reliable {
     pub(crate) inner: Arc<Inner>,
 }
 
+// A panic in the user's closure leaves the instance consistent: the unwinding call's guard hands
+// its permits and budget grant back, and poisoned locks are recovered (every update is one step).
+impl std::panic::UnwindSafe for Reliable {}
+impl std::panic::RefUnwindSafe for Reliable {}
+
 /// An instance's state and totals as plain data: for dashboards, health endpoints and the
 /// registry's [`snapshot`](crate::Registry::snapshot).
 #[derive(Clone, Debug, PartialEq, Eq)]

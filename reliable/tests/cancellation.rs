@@ -141,7 +141,7 @@ async fn a_cancelled_half_open_probe_frees_its_slot_at_once() {
     trip(&rel).await;
 
     // The probe hangs; while it is in flight the only slot is taken.
-    let probe = rel.call(|| std::future::pending::<Result<u8, std::io::Error>>());
+    let probe = rel.call(std::future::pending::<Result<u8, std::io::Error>>);
     let mut probe = Box::pin(probe);
     assert!(
         futures_poll_once(probe.as_mut()).await.is_none(),
@@ -180,7 +180,7 @@ async fn an_aborted_probe_task_frees_its_slot_at_once() {
     trip(&rel).await;
     let r = rel.clone();
     let task = tokio::spawn(async move {
-        r.call(|| std::future::pending::<Result<u8, std::io::Error>>())
+        r.call(std::future::pending::<Result<u8, std::io::Error>>)
             .await
     });
     tokio::task::yield_now().await; // let it take the slot

@@ -303,7 +303,10 @@ impl Builder {
         let mut observers = self.observers;
         #[cfg(feature = "metrics")]
         if self.metrics {
-            observers.push(Arc::new(crate::metrics::Metrics::new(&name)));
+            observers.push(Arc::new(crate::metrics::Metrics::new(
+                &name,
+                breaker.is_some(),
+            )));
         }
         let observers: Arc<[Arc<dyn Observer>]> = observers.into();
         let config = &self.retry;

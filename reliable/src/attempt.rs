@@ -36,7 +36,7 @@ use crate::observer::{CallEnd, Refusal};
 use crate::reliable::{Inner, Reliable, Scope, Stats};
 use reliable_core::Instant;
 use reliable_core::breaker::{Outcome, Permit, RejectReason};
-use reliable_core::budget::{Budget, Unlimited};
+use reliable_core::budget::Unlimited;
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{GiveUpReason, RetryDecision, RetryState};
 use std::sync::MutexGuard;
@@ -117,12 +117,21 @@ pub struct Run<'r> {
     finished: bool,
 }
 
-/// Runs `f` with the instance's budget, or with no budget.
-fn with_budget<R>(inner: &Inner, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
-    match &inner.budget {
-        Some(m) => f(&mut *lock(m)),
-        None => f(&mut Unlimited),
-    }
+/// Runs `f` with the instance's budget, or with no budget (monomorphised for each, so the
+/// common case without a budget costs nothing).
+macro_rules! with_budget {
+    ($inner:expr, |$b:ident| $body:expr) => {
+        match &$inner.budget {
+            Some(m) => {
+                let $b = &mut *lock(m);
+                $body
+            }
+            None => {
+                let $b = &mut Unlimited;
+                $body
+            }
+        }
+    };
 }
 
 /// A poisoned lock only means another call panicked while holding it; the budget and throttle
@@ -134,6 +143,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> MutexGuard<'_, T> {
 impl Reliable {
     /// Starts a call: the adaptive throttle and (with a per-call breaker) the breaker decide
     /// whether it may go at all. Most code calls [`call`](Self::call) instead.
+    #[inline]
     pub fn start(&self) -> Result<Run<'_>, Refusal> {
         let inner = &*self.inner;
         let now = inner.eager_clock.then(|| inner.clock.now());
@@ -145,9 +155,9 @@ impl Reliable {
             };
             return Err(refuse(inner, Refusal::Rejected(why), 0, Some(now)));
         }
-        let state = with_budget(inner, |b| {
-            inner.retry.start(now.unwrap_or(Instant::ZERO), b)
-        });
+        let state = with_budget!(inner, |b| inner
+            .retry
+            .start(now.unwrap_or(Instant::ZERO), b));
         let mut run = Run {
             inner,
             state,
@@ -210,6 +220,7 @@ impl Run<'_> {
     }
 
     /// Asks the breaker, if there is one.
+    #[inline]
     fn acquire(&mut self) -> Result<Option<Permit>, Refusal> {
         let inner = self.inner;
         let Some(breaker) = &inner.breaker else {
@@ -238,6 +249,7 @@ impl Run<'_> {
 
     /// Admits the next attempt (the breaker asks, per attempt); answers how long it may take
     /// (`None`: no limit), the shorter of its own timeout and what is left of the deadline.
+    #[inline]
     pub fn admit(&mut self) -> Result<Option<Duration>, Refusal> {
         if self.inner.scope == Scope::PerAttempt {
             self.attempt_permit = self.acquire()?;
@@ -261,7 +273,7 @@ impl Run<'_> {
         let at = now.unwrap_or(Instant::ZERO);
         self.record(Outcome::Success, at, true);
         if inner.budget.is_some() {
-            with_budget(inner, |b| inner.retry.on_success(&mut self.state, at, b));
+            with_budget!(inner, |b| inner.retry.on_success(&mut self.state, at, b));
         }
         if let Some(t) = &inner.throttle {
             lock(t).record(at, true);
@@ -301,7 +313,7 @@ impl Run<'_> {
             lock(t).record(now, !class.counts_as_failure());
         }
         let sample = inner.rng.next_u64();
-        let decision = with_budget(inner, |b| {
+        let decision = with_budget!(inner, |b| {
             inner
                 .retry
                 .on_failure_with(&mut self.state, class, now, b, sample)
@@ -345,7 +357,7 @@ impl Run<'_> {
     fn finish(&mut self, now: Instant) {
         self.record(Outcome::Ignored, now, true);
         let inner = self.inner;
-        with_budget(inner, |b| inner.retry.abandon(&mut self.state, now, b));
+        with_budget!(inner, |b| inner.retry.abandon(&mut self.state, now, b));
         self.finished = true;
     }
 }

@@ -85,22 +85,20 @@ impl Owned {
         if let Some(now) = now {
             return self.acquire_at(now, t);
         }
-        if each!(self, b => b.state(Instant::ZERO)) == State::Closed {
-            match each!(self, b => b.try_acquire(Instant::ZERO)) {
-                Ok(p) if !p.is_probe() && p.transition().is_none() => {
-                    return Admission {
-                        result: Ok(p),
-                        now: None,
-                    };
-                }
-                // The state moved under us: hand the stale permit back unused and decide on
-                // the real time.
-                Ok(p) => {
-                    t.emit(p.transition());
-                    self.record(p, Outcome::Ignored, Instant::ZERO, t);
-                }
-                Err(r) => t.emit(r.transition),
+        match each!(self, b => b.try_acquire(Instant::ZERO)) {
+            Ok(p) if !p.is_probe() && p.transition().is_none() => {
+                return Admission {
+                    result: Ok(p),
+                    now: None,
+                };
             }
+            // Not plainly closed: hand a permit judged at a stale time back unused, and decide
+            // again on the real time.
+            Ok(p) => {
+                t.emit(p.transition());
+                self.record(p, Outcome::Ignored, Instant::ZERO, t);
+            }
+            Err(r) => t.emit(r.transition),
         }
         self.acquire_at(clock.now(), t)
     }

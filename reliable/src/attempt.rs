@@ -13,7 +13,7 @@
 //!
 //! A `Run` dropped before it finished (the call future dropped by a timeout, a `select!` or an
 //! abort; a panic unwinding) is a **cancelled** call: its permits go back to the breaker as
-//! [`Outcome::Ignored`](reliable_core::breaker::Outcome::Ignored), so a cancelled half-open probe
+//! `Outcome::Ignored`, so a cancelled half-open probe
 //! frees its slot at once, and a retry it held goes back to the budget unused.
 //!
 //! ```

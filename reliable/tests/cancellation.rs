@@ -115,7 +115,14 @@ fn one_probe_breaker() -> BreakerConfig {
     }
 }
 
-async fn trip(rel: &Reliable) {
+/// An instance with [`one_probe_breaker`], tripped, its open time over: the next call is the probe.
+async fn tripped() -> Reliable {
+    let rel = Reliable::builder("probe")
+        .breaker(one_probe_breaker())
+        .attempts(1)
+        .no_timeout()
+        .build()
+        .unwrap();
     let err = rel
         .call(|| async { Err::<(), _>(std::io::Error::from(ErrorKind::ConnectionReset)) })
         .await
@@ -124,6 +131,7 @@ async fn trip(rel: &Reliable) {
     assert_eq!(rel.state(), Some(State::Open));
     tokio::time::advance(Duration::from_secs(10)).await;
     assert_eq!(rel.state(), Some(State::HalfOpen));
+    rel
 }
 
 async fn succeed(rel: &Reliable) -> Result<u8, Error<std::io::Error>> {
@@ -132,13 +140,7 @@ async fn succeed(rel: &Reliable) -> Result<u8, Error<std::io::Error>> {
 
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_half_open_probe_frees_its_slot_at_once() {
-    let rel = Reliable::builder("probe")
-        .breaker(one_probe_breaker())
-        .attempts(1)
-        .no_timeout()
-        .build()
-        .unwrap();
-    trip(&rel).await;
+    let rel = tripped().await;
 
     // The probe hangs; while it is in flight the only slot is taken.
     let probe = rel.call(std::future::pending::<Result<u8, std::io::Error>>);
@@ -171,13 +173,7 @@ async fn a_cancelled_half_open_probe_frees_its_slot_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn an_aborted_probe_task_frees_its_slot_at_once() {
-    let rel = Reliable::builder("probe")
-        .breaker(one_probe_breaker())
-        .attempts(1)
-        .no_timeout()
-        .build()
-        .unwrap();
-    trip(&rel).await;
+    let rel = tripped().await;
     let r = rel.clone();
     let task = tokio::spawn(async move {
         r.call(std::future::pending::<Result<u8, std::io::Error>>)
@@ -193,13 +189,7 @@ async fn an_aborted_probe_task_frees_its_slot_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_panicking_probe_propagates_its_panic_and_frees_its_slot() {
-    let rel = Reliable::builder("probe")
-        .breaker(one_probe_breaker())
-        .attempts(1)
-        .no_timeout()
-        .build()
-        .unwrap();
-    trip(&rel).await;
+    let rel = tripped().await;
     let r = rel.clone();
     let task = tokio::spawn(async move {
         r.call(|| async {

@@ -175,6 +175,78 @@ impl Reliable {
     }
 }
 
+/// The first attempt of a call on the fast path (see `Inner::fast_first`): just its permit. If
+/// the attempt fails it becomes a full [`Run`]; if it is dropped (a panic, a cancelled future),
+/// the permit goes back as ignored.
+#[derive(Debug)]
+pub(crate) struct FirstAttempt<'r> {
+    inner: &'r Inner,
+    permit: Option<Permit>,
+    over: bool,
+}
+
+impl<'r> FirstAttempt<'r> {
+    /// `None` when the fast path does not apply (the instance needs a full run, or the breaker is
+    /// not plainly closed).
+    #[inline]
+    pub fn start(inner: &'r Inner) -> Option<Self> {
+        if !inner.fast_first {
+            return None;
+        }
+        let permit = match &inner.breaker {
+            Some(b) => Some(b.try_closed(&inner.transitions)?),
+            None => None,
+        };
+        Some(FirstAttempt {
+            inner,
+            permit,
+            over: false,
+        })
+    }
+
+    /// The attempt succeeded: the call is over.
+    #[inline]
+    pub fn succeeded(mut self) {
+        let inner = self.inner;
+        if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
+            b.record(p, Outcome::Success, Instant::ZERO, &inner.transitions);
+        }
+        self.over = true;
+        Stats::bump(&inner.stats.succeeded);
+    }
+
+    /// The attempt failed: the rest of the call is a full run, whose next step is
+    /// [`Run::failed`].
+    pub fn into_run(mut self) -> Run<'r> {
+        let inner = self.inner;
+        self.over = true;
+        Run {
+            inner,
+            // No budget on the fast path, and no deadline: the start time is not needed.
+            state: inner.retry.start(Instant::ZERO, &mut Unlimited),
+            started: None,
+            timed: false,
+            call_permit: None,
+            attempt_permit: self.permit.take(),
+            attempts: 1,
+            finished: false,
+        }
+    }
+}
+
+impl Drop for FirstAttempt<'_> {
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
+        let inner = self.inner;
+        if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
+            b.record(p, Outcome::Ignored, Instant::ZERO, &inner.transitions);
+        }
+        Stats::bump(&inner.stats.cancelled);
+    }
+}
+
 /// Counts and reports a refusal; returns it.
 fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, started: Option<Instant>) -> Refusal {
     Stats::bump(&inner.stats.refused);

@@ -8,7 +8,7 @@
 //! library does: the breaker and the retry policy see the same history either way. The waits
 //! between attempts use [`Sleep::sleep_blocking`](crate::sleep::Sleep::sleep_blocking).
 
-use crate::attempt::Step;
+use crate::attempt::{FirstAttempt, Step};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::error::Error;
@@ -59,20 +59,34 @@ impl Reliable {
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
     ) -> Result<T, Error<E>> {
         let inner = &*self.inner;
-        let mut run = self.start().map_err(|r| r.into_error(None))?;
-        let mut last: Option<E> = None;
-        loop {
-            let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
-            let deadline = limit.map(|l| inner.clock.now() + l.into());
-            let token = CancelToken::new(&*inner.clock, deadline);
-            let result = f(&token);
-            let (class, error) = match result {
-                _ if token.is_cancelled() => (ErrorClass::Timeout, None),
+        // The fast path: a first attempt through a plainly closed breaker, no clock read.
+        let (mut run, mut failure) = match FirstAttempt::start(inner) {
+            Some(first) => match f(&CancelToken::new(&*inner.clock, None)) {
                 Ok(value) => {
-                    run.succeeded();
+                    first.succeeded();
                     return Ok(value);
                 }
-                Err(e) => (classify(&e), Some(e)),
+                Err(e) => (first.into_run(), Some((classify(&e), Some(e)))),
+            },
+            None => (self.start().map_err(|r| r.into_error(None))?, None),
+        };
+        let mut last: Option<E> = None;
+        loop {
+            let (class, error) = match failure.take() {
+                Some(failed) => failed,
+                None => {
+                    let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
+                    let deadline = limit.map(|l| inner.clock.now() + l.into());
+                    let token = CancelToken::new(&*inner.clock, deadline);
+                    match f(&token) {
+                        _ if token.is_cancelled() => (ErrorClass::Timeout, None),
+                        Ok(value) => {
+                            run.succeeded();
+                            return Ok(value);
+                        }
+                        Err(e) => (classify(&e), Some(e)),
+                    }
+                }
             };
             match run.failed(class) {
                 Step::Retry { after } => {

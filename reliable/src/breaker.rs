@@ -85,22 +85,29 @@ impl Owned {
         if let Some(now) = now {
             return self.acquire_at(now, t);
         }
+        if let Some(p) = self.try_closed(t) {
+            return Admission {
+                result: Ok(p),
+                now: None,
+            };
+        }
+        self.acquire_at(clock.now(), t)
+    }
+
+    /// A permit if the breaker is plainly closed, judged without reading the clock (at the
+    /// latest time the breaker has seen). Otherwise `None`, after handing back a permit judged
+    /// at that stale time: the caller decides again on the real time.
+    #[inline]
+    pub fn try_closed(&self, t: &Transitions) -> Option<Permit> {
         match each!(self, b => b.try_acquire(Instant::ZERO)) {
-            Ok(p) if !p.is_probe() && p.transition().is_none() => {
-                return Admission {
-                    result: Ok(p),
-                    now: None,
-                };
-            }
-            // Not plainly closed: hand a permit judged at a stale time back unused, and decide
-            // again on the real time.
+            Ok(p) if !p.is_probe() && p.transition().is_none() => return Some(p),
             Ok(p) => {
                 t.emit(p.transition());
                 self.record(p, Outcome::Ignored, Instant::ZERO, t);
             }
             Err(r) => t.emit(r.transition),
         }
-        self.acquire_at(clock.now(), t)
+        None
     }
 
     fn acquire_at(&self, now: Instant, t: &Transitions) -> Admission {

@@ -346,6 +346,7 @@ impl Builder {
             rng,
             observers,
             eager_clock,
+            fast_first: !eager_clock && self.scope == Scope::PerAttempt,
             stats: Stats::default(),
         }))
     }

@@ -309,3 +309,61 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(mut f: F) -> Option<F
     })
     .await
 }
+
+#[test]
+fn detached_blocking_work_is_abandoned_at_its_deadline_and_told_so() {
+    // The seed's semantics: the caller stops waiting at the attempt's timeout and retries; the
+    // abandoned thread runs on until it sees its token cancelled.
+    let rel = Reliable::builder("legacy")
+        .no_breaker()
+        .attempts(2)
+        .no_backoff()
+        .timeout(Duration::from_millis(100))
+        .clock(reliable::clock::SystemClock::new())
+        .build()
+        .unwrap();
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    let started = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = started.clone();
+    let t0 = Instant::now();
+    let answer = rel.call_blocking_detached(move |token| {
+        let attempt = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if attempt == 1 {
+            // Hangs, checking its token: it learns it was abandoned, and its answer is dropped.
+            let t = Instant::now();
+            while !token.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let _ = seen_tx.send(t.elapsed());
+            return Ok("late answer");
+        }
+        Ok::<_, std::io::Error>("second attempt")
+    });
+    assert_eq!(answer.unwrap(), "second attempt");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let abandoned_after = seen_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(
+        abandoned_after >= Duration::from_millis(90),
+        "{abandoned_after:?}"
+    );
+}
+
+#[test]
+fn a_panic_in_detached_work_comes_out_unchanged() {
+    let rel = Reliable::builder("legacy")
+        .attempts(1)
+        .no_timeout()
+        .build()
+        .unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        rel.call_blocking_detached(|_| -> Result<(), std::io::Error> {
+            std::panic::panic_any("boom on the attempt's thread")
+        })
+    });
+    assert_eq!(
+        caught.unwrap_err().downcast_ref::<&str>(),
+        Some(&"boom on the attempt's thread")
+    );
+    assert_eq!(rel.snapshot().cancelled, 1);
+    assert_eq!(rel.call_blocking(|| Ok::<_, std::io::Error>(1)).unwrap(), 1);
+}

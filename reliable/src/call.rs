@@ -41,13 +41,13 @@ impl Reliable {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn call<T, E, F, Fut>(&self, f: F) -> Result<T, Error<E>>
+    pub fn call<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, Error<E>>>
     where
         E: Classify,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.call_with(|e: &E| e.classify(), f).await
+        self.call_with(|e: &E| e.classify(), f)
     }
 
     /// [`call`](Self::call) with a classifier of your own, for error types that do not implement

@@ -183,3 +183,19 @@ impl Reliable {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_is_shareable_across_threads_and_tasks() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        fn send<T: Send>(_: &T) {}
+        shareable::<Reliable>();
+        shareable::<crate::Registry>();
+        let rel = Reliable::builder("x").build().unwrap();
+        // A call's future is Send when the work's future is: it can be spawned.
+        send(&rel.call(|| async { Ok::<_, std::io::Error>(1) }));
+    }
+}

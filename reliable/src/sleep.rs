@@ -7,7 +7,7 @@
 //!
 //! | sleep | async wait | blocking wait | for |
 //! |---|---|---|---|
-//! | [`TokioSleep`] (feature `tokio`) | `tokio::time::sleep` | `std::thread::sleep` | tokio services and paused-time tests |
+//! | `TokioSleep` (feature `tokio`) | `tokio::time::sleep` | `std::thread::sleep` | tokio services and paused-time tests |
 //! | [`TimerSleep`] | `futures-timer` (a timer thread) | `std::thread::sleep` | other runtimes |
 //! | [`ManualSleep`] | advances a [`ManualClock`], returns at once | same | deterministic tests |
 //!
@@ -72,6 +72,11 @@ impl Sleep for TimerSleep {
 
 /// Sleeping moves a [`ManualClock`] forward and returns at once (the seed's `NoSleep` plus its
 /// clock), so retry schedules can be checked exactly without waiting.
+///
+/// For blocking calls, and async calls without a per-attempt timeout. An async attempt timer
+/// built on it fires at once, so an attempt that is not ready at its first poll times out: for
+/// async timeouts in virtual time use tokio's paused clock (`TokioSleep` and
+/// `TokioClock`).
 #[derive(Clone, Debug)]
 pub struct ManualSleep {
     clock: ManualClock,

@@ -111,6 +111,8 @@ pub struct Run<'r> {
     started: Option<Instant>,
     /// This call has read the clock: from now on every decision uses a fresh reading.
     timed: bool,
+    /// A reading taken a moment ago that the next decision may use instead of reading again.
+    fresh: Option<Instant>,
     call_permit: Option<Permit>,
     attempt_permit: Option<Permit>,
     attempts: u32,
@@ -163,13 +165,14 @@ impl Reliable {
             state,
             started: now,
             timed: now.is_some(),
+            fresh: now,
             call_permit: None,
             attempt_permit: None,
             attempts: 0,
             finished: false,
         };
         if inner.scope == Scope::PerCall {
-            run.call_permit = run.acquire()?;
+            run.call_permit = run.acquire(now)?;
         }
         Ok(run)
     }
@@ -226,6 +229,7 @@ impl<'r> FirstAttempt<'r> {
             state: inner.retry.start(Instant::ZERO, &mut Unlimited),
             started: None,
             timed: false,
+            fresh: None,
             call_permit: None,
             attempt_permit: self.permit.take(),
             attempts: 1,
@@ -283,22 +287,29 @@ impl Run<'_> {
     /// A fresh reading of the clock if this call uses the time, else `None`.
     #[inline]
     fn time(&mut self) -> Option<Instant> {
-        self.timed.then(|| self.inner.clock.now())
+        if !self.timed {
+            return None;
+        }
+        Some(self.fresh.take().unwrap_or_else(|| self.inner.clock.now()))
     }
 
     fn now(&mut self) -> Instant {
         self.timed = true;
-        self.inner.clock.now()
+        self.fresh.take().unwrap_or_else(|| self.inner.clock.now())
     }
 
-    /// Asks the breaker, if there is one.
+    /// Hands the run a clock reading just taken, for its next decision.
+    pub(crate) fn observed(&mut self, now: Instant) {
+        self.fresh = Some(now);
+    }
+
+    /// Asks the breaker, if there is one, at `now` (`None`: the call does not use the time).
     #[inline]
-    fn acquire(&mut self) -> Result<Option<Permit>, Refusal> {
+    fn acquire(&mut self, now: Option<Instant>) -> Result<Option<Permit>, Refusal> {
         let inner = self.inner;
         let Some(breaker) = &inner.breaker else {
             return Ok(None);
         };
-        let now = self.time();
         let admission = breaker.acquire(now, &*inner.clock, &inner.transitions);
         if admission.now.is_some() {
             self.timed = true;
@@ -323,18 +334,29 @@ impl Run<'_> {
     /// (`None`: no limit), the shorter of its own timeout and what is left of the deadline.
     #[inline]
     pub fn admit(&mut self) -> Result<Option<Duration>, Refusal> {
+        let (now, deadline) = self.admit_until()?;
+        Ok(match (now, deadline) {
+            (Some(now), Some(deadline)) => Some((deadline - now).into()),
+            _ => None,
+        })
+    }
+
+    /// [`admit`](Self::admit), answering with the time read and the attempt's deadline.
+    #[inline]
+    pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), Refusal> {
+        let now = self.time();
         if self.inner.scope == Scope::PerAttempt {
-            self.attempt_permit = self.acquire()?;
+            self.attempt_permit = self.acquire(now)?;
         }
         self.attempts = self.attempts.saturating_add(1);
         for o in self.inner.observers.iter() {
             o.on_attempt(&self.inner.name, self.attempts);
         }
-        let Some(now) = self.time() else {
-            return Ok(None);
+        let Some(now) = now else {
+            return Ok((None, None));
         };
         let deadline = self.inner.retry.attempt_deadline(&self.state, now);
-        Ok((deadline != Instant::MAX).then(|| (deadline - now).into()))
+        Ok((Some(now), (deadline != Instant::MAX).then_some(deadline)))
     }
 
     /// The attempt succeeded: the call is over.

@@ -100,8 +100,8 @@ impl Reliable {
         let mut run = self.start().map_err(|r| r.into_error(None))?;
         let mut last: Option<E> = None;
         loop {
-            let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
-            let deadline = limit.map(|l| inner.clock.now() + l.into());
+            let (now, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
+            let limit = now.zip(deadline).map(|(now, d)| (d - now).into());
             let abandoned = Arc::new(AtomicBool::new(false));
             let token = CancelToken::detached(inner.clock.clone(), deadline, abandoned.clone());
             let (class, error) = match detach(&f, token.clone(), limit) {
@@ -154,11 +154,16 @@ impl Reliable {
             let (class, error) = match failure.take() {
                 Some(failed) => failed,
                 None => {
-                    let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
-                    let deadline = limit.map(|l| inner.clock.now() + l.into());
+                    let (_, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
                     let token = CancelToken::new(&*inner.clock, deadline);
-                    match f(&token) {
-                        _ if token.is_cancelled() => (ErrorClass::Timeout, None),
+                    let result = f(&token);
+                    let late = deadline.is_some_and(|d| {
+                        let now = inner.clock.now();
+                        run.observed(now);
+                        now >= d
+                    });
+                    match result {
+                        _ if late => (ErrorClass::Timeout, None),
                         Ok(value) => {
                             run.succeeded();
                             return Ok(value);

@@ -197,7 +197,7 @@ impl<'r> FirstAttempt<'r> {
             return None;
         }
         let permit = match &inner.breaker {
-            Some(b) => Some(b.try_closed(&inner.transitions)?),
+            Some(b) => Some(b.try_closed()?),
             None => None,
         };
         Some(FirstAttempt {
@@ -212,7 +212,7 @@ impl<'r> FirstAttempt<'r> {
     pub fn succeeded(mut self) {
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
-            b.record(p, Outcome::Success, Instant::ZERO, &inner.transitions);
+            b.record(p, Outcome::Success, Instant::ZERO);
         }
         self.over = true;
         Stats::bump(&inner.stats.succeeded);
@@ -245,7 +245,7 @@ impl Drop for FirstAttempt<'_> {
         }
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
-            b.record(p, Outcome::Ignored, Instant::ZERO, &inner.transitions);
+            b.record(p, Outcome::Ignored, Instant::ZERO);
         }
         Stats::bump(&inner.stats.cancelled);
     }
@@ -310,7 +310,7 @@ impl Run<'_> {
         let Some(breaker) = &inner.breaker else {
             return Ok(None);
         };
-        let admission = breaker.acquire(now, &*inner.clock, &inner.transitions);
+        let admission = breaker.acquire(now, &*inner.clock);
         if admission.now.is_some() {
             self.timed = true;
         }
@@ -385,10 +385,10 @@ impl Run<'_> {
             return;
         };
         if let Some(p) = self.attempt_permit.take() {
-            breaker.record(p, outcome, now, &inner.transitions);
+            breaker.record(p, outcome, now);
         }
         if call_over && let Some(p) = self.call_permit.take() {
-            breaker.record(p, outcome, now, &inner.transitions);
+            breaker.record(p, outcome, now);
         }
     }
 
@@ -396,12 +396,8 @@ impl Run<'_> {
     pub fn failed(&mut self, class: ErrorClass) -> Step {
         let inner = self.inner;
         let now = self.now();
-        // A fatal error says nothing about the downstream's health.
-        let outcome = if class.counts_as_failure() {
-            Outcome::Failure
-        } else {
-            Outcome::Ignored
-        };
+        // A fatal error says nothing about the downstream's health: ignored.
+        let outcome = Outcome::from(class);
         self.record(outcome, now, false);
         if let Some(t) = &inner.throttle {
             lock(t).record(now, !class.counts_as_failure());

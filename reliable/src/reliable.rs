@@ -1,6 +1,6 @@
 //! [`Reliable`]: one downstream's breaker, retry policy, budget and timers, shared by every clone.
 
-use crate::breaker::{Owned, Transitions};
+use crate::breaker::Owned;
 use crate::builder::Builder;
 use crate::clock::Clock;
 use crate::observer::Observer;
@@ -43,7 +43,6 @@ pub(crate) struct Inner {
     pub name: Arc<str>,
     pub label: String,
     pub breaker: Option<Owned>,
-    pub transitions: Transitions,
     pub scope: Scope,
     pub retry: RetryPolicy,
     pub budget: Option<Mutex<AnyBudget>>,
@@ -165,16 +164,13 @@ impl Reliable {
         let i = &self.inner;
         let now = i.clock.now();
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let breaker = i.breaker.as_ref().map(|b| b.snapshot(now));
         Snapshot {
             name: i.name.to_string(),
             label: i.label.clone(),
-            state: i.breaker.as_ref().map(|b| b.state(now)),
-            window: i
-                .breaker
-                .as_ref()
-                .map(|b| b.counts(now))
-                .unwrap_or_default(),
-            consecutive_failures: i.breaker.as_ref().map_or(0, |b| b.consecutive_failures()),
+            state: breaker.map(|b| b.state),
+            window: breaker.map(|b| b.counts).unwrap_or_default(),
+            consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
             succeeded: load(&i.stats.succeeded),
             failed: load(&i.stats.failed),
             refused: load(&i.stats.refused),

@@ -66,7 +66,13 @@ pub struct TimerSleep;
 
 impl Sleep for TimerSleep {
     fn sleep(&self, duration: Duration) -> SleepFuture {
-        Box::pin(futures_timer::Delay::new(duration))
+        // The timer adds the duration to `Instant::now()`, which panics past the end of time:
+        // a wait that long never ends.
+        let margin = Duration::from_secs(1);
+        match std::time::Instant::now().checked_add(duration.saturating_add(margin)) {
+            Some(_) => Box::pin(futures_timer::Delay::new(duration)),
+            None => Box::pin(std::future::pending()),
+        }
     }
 }
 
@@ -119,6 +125,13 @@ mod tests {
         let waker = std::task::Waker::noop();
         let mut cx = std::task::Context::from_waker(waker);
         assert!(f.as_mut().poll(&mut cx).is_ready());
+    }
+
+    #[test]
+    fn an_endless_timer_sleep_does_not_panic() {
+        let mut f = TimerSleep.sleep(Duration::MAX);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(f.as_mut().poll(&mut cx).is_pending());
     }
 
     #[tokio::test]

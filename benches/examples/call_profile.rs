@@ -49,8 +49,11 @@ fn ours(consecutive: bool) -> Reliable {
     b.build().expect("valid")
 }
 
-/// Every kind as a closure that makes `n` calls.
-fn kinds() -> Vec<(&'static str, Box<dyn FnMut(u64) -> u64>)> {
+/// A kind of call, and a closure that makes `n` of them.
+type Kind = (&'static str, Box<dyn FnMut(u64) -> u64>);
+
+/// Every kind.
+fn kinds() -> Vec<Kind> {
     let blocking = ours(false);
     let consecutive = ours(true);
     let asynchronous = ours(false);

@@ -16,7 +16,8 @@
 
 use reliable::Reliable;
 use reliable::clock::SystemClock;
-use reliable_core::breaker::BreakerConfig;
+use reliable_core::Instant;
+use reliable_core::breaker::{BreakerConfig, BreakerPolicy, NoWindow, Outcome, SharedBreaker};
 use std::future::Future;
 use std::hint::black_box;
 use std::task::{Context, Poll, Waker};
@@ -34,15 +35,19 @@ fn poll_once<F: Future>(f: F) -> Option<F::Output> {
     }
 }
 
+fn consecutive3() -> BreakerConfig {
+    BreakerConfig {
+        consecutive_failures: Some(3),
+        ..BreakerConfig::new()
+    }
+}
+
 fn ours(consecutive: bool) -> Reliable {
     let b = Reliable::builder("profile")
         .clock(SystemClock::new())
         .no_timeout();
     let b = if consecutive {
-        b.breaker(BreakerConfig {
-            consecutive_failures: Some(3),
-            ..BreakerConfig::new()
-        })
+        b.breaker(consecutive3())
     } else {
         b
     };
@@ -64,7 +69,26 @@ fn kinds() -> Vec<Kind> {
             failsafe::backoff::constant(Duration::from_secs(30)),
         ))
         .build();
+    let breaker = SharedBreaker::<_, NoWindow, 8, ()>::with_storage(
+        BreakerPolicy::new(consecutive3()).expect("valid"),
+    )
+    .expect("fits");
     vec![
+        (
+            "core_shared_breaker_consecutive",
+            // reliable-core's breaker alone, as a closed fast path uses it: acquire + record.
+            Box::new(move |n| {
+                (0..n)
+                    .map(|_| {
+                        let Ok(p) = breaker.try_acquire(Instant::ZERO) else {
+                            return 0;
+                        };
+                        breaker.record(p, Outcome::Success, Instant::ZERO);
+                        ok().unwrap_or(0)
+                    })
+                    .sum()
+            }),
+        ),
         (
             "bare",
             Box::new(|n| (0..n).map(|_| ok().unwrap_or(0)).sum()),

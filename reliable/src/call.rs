@@ -7,7 +7,7 @@
 //! `select!` that picked another branch, an aborted task) cancels the attempt in flight the same
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
-use crate::attempt::{FirstAttempt, Run, Step};
+use crate::attempt::{FirstAttempt, Run};
 use crate::classify::Classify;
 use crate::error::Error;
 use crate::reliable::Reliable;
@@ -112,14 +112,9 @@ impl Reliable {
                     }
                 }
             };
-            match run.failed(class) {
-                Step::Retry { after } => {
-                    last = error;
-                    if !after.is_zero() {
-                        inner.sleep.sleep(after).await;
-                    }
-                }
-                Step::Stop(stop) => return Err(stop.into_error(error, run.attempts())),
+            let wait = run.next(class, error, &mut last)?;
+            if !wait.is_zero() {
+                inner.sleep.sleep(wait).await;
             }
         }
     }

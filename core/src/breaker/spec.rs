@@ -24,7 +24,7 @@
 //! | half-open | acquire, no probe gate | admit as a probe |
 //! | half-open | acquire, `in flight = max` or every probe of a `Rate` round issued | reject: half-open full |
 //! | half-open | acquire | admit as a probe, with a lease |
-//! | half-open | leases expired | count them as failed probes: `Consecutive` → open again; `Rate` → its verdict |
+//! | half-open | leases expired | count them as failed probes: `Consecutive` → open again (the call is rejected as open); `Rate` → its verdict |
 //! | half-open | result, ignored | free the slot; a `Rate` round issues one more probe |
 //! | half-open | result, failed or slow, `Consecutive` | → open again (open time grows) |
 //! | half-open | result, good, `Consecutive` | count it; `successes` in a row → closed (ramp if slow start) |

@@ -133,22 +133,14 @@ mod tests {
 
     #[test]
     fn picks_the_smallest_storage_that_fits() {
-        let plain = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&plain, 1).unwrap(),
-            BreakerSlot::Plain(_)
-        ));
-        let kit = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&kit, 1).unwrap(),
-            BreakerSlot::Count(_)
-        ));
-        let r4j = BreakerPolicy::new(BreakerConfig::resilience4j()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&r4j, 1).unwrap(),
-            BreakerSlot::Any(_)
-        ));
+        let build = |c: BreakerConfig| BreakerProto::new(BreakerPolicy::new(c).unwrap()).unwrap();
+        let plain = build(BreakerConfig::layered_exercise());
+        assert!(matches!(plain.instance(1), BreakerSlot::Plain(_)));
+        let kit = build(BreakerConfig::reliablekit());
+        assert!(matches!(kit.instance(1), BreakerSlot::Count(_)));
+        let r4j = build(BreakerConfig::resilience4j());
+        assert!(matches!(r4j.instance(1), BreakerSlot::Any(_)));
         // 160 bytes of breaker state, and the latest transition kept for the simulator (24).
-        assert!(BreakerSlot::bytes_for(&plain).unwrap() <= 184);
+        assert!(plain.bytes() <= 184, "{}", plain.bytes());
     }
 }

@@ -83,6 +83,7 @@ pub fn load_all_with(
     let all = parse::parse_all(text, path)?;
     let listed = all.len() > 1 || parse::starts_with_list(text);
     let mut names = std::collections::HashSet::with_capacity(all.len());
+    let mut folders = std::collections::HashMap::with_capacity(all.len());
     let mut out = Vec::with_capacity(all.len());
     let shared: std::sync::Arc<str> = std::sync::Arc::from(text);
     for (i, s) in all.into_iter().enumerate() {
@@ -91,6 +92,20 @@ pub fn load_all_with(
         } else {
             Path::root()
         };
+        let folder = crate::report::folder_name(&s.name);
+        if let Some(other) = folders.insert(folder.clone(), s.name.clone()) {
+            let field = root.field("name");
+            return Err(ScenarioError::Invalid {
+                path: path.to_string(),
+                position: locate(text, &field),
+                field: field.to_string(),
+                message: format!(
+                    "\"{}\" writes its report to the same folder ({folder}/) as \"{}\": expected names that differ in letters or digits",
+                    escape(&s.name),
+                    escape(&other)
+                ),
+            });
+        }
         if !names.insert(s.name.clone()) {
             let field = root.field("name");
             return Err(ScenarioError::Invalid {
@@ -157,6 +172,13 @@ fn read(path: &std::path::Path) -> Result<(String, String), ScenarioError> {
     Ok((text, shown))
 }
 
+/// A control character, or an invisible one that changes how text is shown (zero-width spaces,
+/// bidirectional overrides, a byte-order mark).
+pub(crate) fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
 /// [`escape`] line by line: line breaks kept, everything else escaped.
 pub fn escape_lines(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.contains(|c: char| c != '\n' && (c.is_control() || c > '\u{2000}')) {
@@ -168,10 +190,6 @@ pub fn escape_lines(s: &str) -> std::borrow::Cow<'_, str> {
 /// `s` with control characters (and other invisible format characters) written as escapes
 /// (`\u{1b}`), so a name read from a file cannot move the cursor or recolour a terminal.
 pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    };
     if !s.chars().any(hidden) {
         return std::borrow::Cow::Borrowed(s);
     }

@@ -98,6 +98,7 @@ impl Checker<'_> {
         if name.trim().is_empty() {
             return Err(self.fail(&item.field("name"), "empty name"));
         }
+        printable(self, &item.field("name"), name)?;
         match seen.insert(name, i) {
             Some(j) => Err(self.fail(
                 &item.field("name"),
@@ -267,6 +268,22 @@ impl Checker<'_> {
     }
 }
 
+/// A name shown on terminals and in reports must not hold control characters (escape sequences,
+/// bidirectional overrides).
+fn printable(c: &Checker<'_>, at: &Path, name: &str) -> Check {
+    match name.chars().find(|&ch| super::hidden(ch)) {
+        Some(ch) => Err(c.fail(
+            at,
+            format!(
+                "\"{}\" contains the control character U+{:04X}: expected printable text",
+                super::escape(name),
+                u32::from(ch)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Checks what parsing cannot (ranges, cross-references, sizes) and compiles each policy's stack,
 /// building its core policies once. `text` and `file` are only used to point at the offending
 /// field of the scenario at `root` ([`Path::root`] for a file holding one, `Path::root().index(i)`
@@ -292,6 +309,7 @@ pub(crate) fn check(
             "empty name: expected a short name such as \"outage\"",
         ));
     }
+    printable(&c, &root.field("name"), &s.name)?;
     c.positive(&root.field("horizon"), s.horizon, "the horizon")?;
     if s.horizon > limits.max_horizon {
         return Err(c.fail(

@@ -21,7 +21,10 @@ fn load_estimate_run_and_render() {
         ..Limits::default()
     };
     let err = c.estimate(2, 1, 1, &tight).unwrap_err().to_string();
-    assert!(err.starts_with("storm.ron:") && err.contains("--max-events"), "{err}");
+    assert!(
+        err.starts_with("storm.ron:") && err.contains("--max-events"),
+        "{err}"
+    );
 
     let runs = sim::run(
         &c,
@@ -64,5 +67,8 @@ fn a_parameter_can_be_set_and_bad_values_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("workload.rate"), "{err}");
-    assert!(c.with_value("no.such.field", &SweepValue::Number(1.0)).is_err());
+    assert!(
+        c.with_value("no.such.field", &SweepValue::Number(1.0))
+            .is_err()
+    );
 }

@@ -92,6 +92,18 @@ pub fn load_all_with(
         } else {
             Path::root()
         };
+        if !names.insert(s.name.clone()) {
+            let field = root.field("name");
+            return Err(ScenarioError::Invalid {
+                path: path.to_string(),
+                position: locate(text, &field),
+                field: field.to_string(),
+                message: format!(
+                    "\"{}\" is used by an earlier scenario of this file: expected a different name (each writes its own report folder)",
+                    escape(&s.name)
+                ),
+            });
+        }
         let folder = crate::report::folder_name(&s.name);
         if let Some(other) = folders.insert(folder.clone(), s.name.clone()) {
             let field = root.field("name");
@@ -103,18 +115,6 @@ pub fn load_all_with(
                     "\"{}\" writes its report to the same folder ({folder}/) as \"{}\": expected names that differ in letters or digits",
                     escape(&s.name),
                     escape(&other)
-                ),
-            });
-        }
-        if !names.insert(s.name.clone()) {
-            let field = root.field("name");
-            return Err(ScenarioError::Invalid {
-                path: path.to_string(),
-                position: locate(text, &field),
-                field: field.to_string(),
-                message: format!(
-                    "\"{}\" is used by an earlier scenario of this file: expected a different name (each writes its own report folder)",
-                    escape(&s.name)
                 ),
             });
         }

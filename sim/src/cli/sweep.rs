@@ -100,17 +100,8 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let result = run_sweep(&c.scenario, &sweep, &seeds, args.batch.options())?;
     let command = format!("sim sweep {}", args.file.display());
     let (dir, stems) =
-        report::sweep::write(&args.batch.out, &result, &c.scenario.description, &command).map_err(
-            |e| {
-                format!(
-                    "{}: {e}",
-                    args.batch
-                        .out
-                        .join(report::folder_name(&c.scenario.name))
-                        .display()
-                )
-            },
-        )?;
+        report::sweep::write(&args.batch.out, &result, &c.scenario.description, &command)
+            .map_err(|e| args.batch.write_error(&c.scenario.name, e))?;
     if !args.batch.quiet {
         let what = if result.job_set {
             "total calls and makespan (when the last job succeeded)"

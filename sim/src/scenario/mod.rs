@@ -92,31 +92,28 @@ pub fn load_all_with(
         } else {
             Path::root()
         };
-        if !names.insert(s.name.clone()) {
+        let name_error = |message: String| {
             let field = root.field("name");
-            return Err(ScenarioError::Invalid {
+            ScenarioError::Invalid {
                 path: path.to_string(),
                 position: locate(text, &field),
                 field: field.to_string(),
-                message: format!(
-                    "\"{}\" is used by an earlier scenario of this file: expected a different name (each writes its own report folder)",
-                    escape(&s.name)
-                ),
-            });
+                message,
+            }
+        };
+        if !names.insert(s.name.clone()) {
+            return Err(name_error(format!(
+                "\"{}\" is used by an earlier scenario of this file: expected a different name (each writes its own report folder)",
+                escape(&s.name)
+            )));
         }
         let folder = crate::report::folder_name(&s.name);
         if let Some(other) = folders.insert(folder.clone(), s.name.clone()) {
-            let field = root.field("name");
-            return Err(ScenarioError::Invalid {
-                path: path.to_string(),
-                position: locate(text, &field),
-                field: field.to_string(),
-                message: format!(
-                    "\"{}\" writes its report to the same folder ({folder}/) as \"{}\": expected names that differ in letters or digits",
-                    escape(&s.name),
-                    escape(&other)
-                ),
-            });
+            return Err(name_error(format!(
+                "\"{}\" writes its report to the same folder ({folder}/) as \"{}\": expected names that differ in letters or digits",
+                escape(&s.name),
+                escape(&other)
+            )));
         }
         let stacks = validate::check(&s, text, path, limits, root.clone())?;
         let origin = Origin {

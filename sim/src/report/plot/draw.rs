@@ -66,6 +66,14 @@ fn header<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, l: &Layout) -> Res
     Ok(())
 }
 
+/// Dash and gap lengths of a reference line, in backend pixels.
+fn dash_gap(l: &Layout, style: RefStyle) -> (i32, i32) {
+    match style {
+        RefStyle::Dashed => (l.px(9.0), l.px(5.0)),
+        RefStyle::Dotted => (l.px(2.0), l.px(4.0)),
+    }
+}
+
 fn px<DB: DrawingBackend>(cc: &Ctx<'_, DB>, x: f64, y: f64) -> (i32, i32) {
     cc.backend_coord(&(x, y))
 }
@@ -320,10 +328,7 @@ fn data<DB: DrawingBackend>(
             .filter_map(|(x, y)| Some((xr.map(*x)?, yr.map(*y)?.clamp(yr.lo, yr.hi))))
             .collect();
         let style = ShapeStyle::from(&REFERENCE).stroke_width(l.stroke(1.6));
-        let (dash, gap) = match r.style {
-            RefStyle::Dashed => (l.px(9.0), l.px(5.0)),
-            RefStyle::Dotted => (l.px(2.0), l.px(4.0)),
-        };
+        let (dash, gap) = dash_gap(l, r.style);
         cc.draw_series(DashedLineSeries::new(pts, dash, gap, style))
             .map_err(err)?;
     }
@@ -373,10 +378,7 @@ fn legend<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, l: &Layout) -> Res
             }
             Key::Reference(_, st) => {
                 let style = ShapeStyle::from(&REFERENCE).stroke_width(l.stroke(1.6));
-                let (dash, gap) = match st {
-                    RefStyle::Dashed => (l.px(9.0), l.px(5.0)),
-                    RefStyle::Dotted => (l.px(2.0), l.px(4.0)),
-                };
+                let (dash, gap) = dash_gap(l, *st);
                 let mut a = x;
                 while a < x_end {
                     let b = (a + dash).min(x_end);

@@ -210,9 +210,13 @@ impl<const N: usize> SpendWindow<N> {
         for e in oldest..=self.epoch {
             used = used.saturating_sub(self.slots.get(self.index(e)).map_or(0, &get));
             if used.saturating_add(need) <= limit {
-                let leaves =
-                    Instant::from_nanos(e.saturating_add(self.n).saturating_mul(self.width));
-                return Some(leaves.saturating_duration_since(now));
+                // Past the end of representable time, it never leaves.
+                let leaves = e
+                    .checked_add(self.n)
+                    .and_then(|x| x.checked_mul(self.width));
+                return Some(leaves.map_or(Duration::MAX, |at| {
+                    Instant::from_nanos(at).saturating_duration_since(now)
+                }));
             }
         }
         // Unreachable with consistent totals; "after the whole window" is the honest bound.

@@ -86,6 +86,23 @@ pub enum NodeKind {
         /// The children, in order.
         children: Vec<u16>,
     },
+    /// An LLM client: provider signals, a spend breaker, proactive quotas.
+    Llm {
+        /// The `LlmProvider` downstream called inside.
+        ds: u16,
+        /// Read money limits from the provider's answers.
+        signals: bool,
+        /// The validated spend policy, if any (spend breakers borrow it).
+        spend: Option<reliable_core::spend::SpendPolicy>,
+        /// Feed the provider's rate-limit headers to the spend breaker.
+        proactive: bool,
+        /// Per client or shared.
+        scope: Scope,
+        /// The wrapped layer.
+        inner: u16,
+        /// Index among the stack's LLM layers.
+        slot: u16,
+    },
 }
 
 /// A policy stack ready to run.
@@ -105,6 +122,8 @@ pub struct CompiledStack {
     pub retries: Vec<u16>,
     /// The throttle nodes, in stack order.
     pub throttles: Vec<u16>,
+    /// The LLM nodes, in stack order.
+    pub llms: Vec<u16>,
 }
 
 impl CompiledStack {
@@ -118,6 +137,7 @@ impl CompiledStack {
             breakers: Vec::new(),
             retries: Vec::new(),
             throttles: Vec::new(),
+            llms: Vec::new(),
         };
         s.add(layer, NONE, ds_index, 0)?;
         for i in 0..s.nodes.len() {
@@ -226,6 +246,37 @@ impl CompiledStack {
                     slot,
                 }
             }
+            Layer::Llm {
+                downstream,
+                signals,
+                spend,
+                proactive,
+                scope,
+                inner,
+            } => {
+                let ds = ds_index(downstream)
+                    .ok_or_else(|| format!("no downstream named \"{downstream}\""))?;
+                let spend = match spend {
+                    Some(c) => Some(
+                        reliable_core::spend::SpendPolicy::new(*c).map_err(|e| e.to_string())?,
+                    ),
+                    None => None,
+                };
+                // The frame index also indexes the request's spend reservation.
+                self.nodes[id as usize].frame = self.next_frame();
+                let slot = self.llms.len() as u16;
+                self.llms.push(id);
+                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                NodeKind::Llm {
+                    ds,
+                    signals: *signals,
+                    spend,
+                    proactive: *proactive,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
             Layer::Fallback(layers) => {
                 self.nodes[id as usize].frame = self.next_frame();
                 let mut children = Vec::with_capacity(layers.len());
@@ -259,6 +310,8 @@ impl CompiledStack {
             NodeKind::Breaker { .. } => Some("breaker".into()),
             NodeKind::Retry { .. } => Some("retry".into()),
             NodeKind::Throttle { .. } => Some("throttle".into()),
+            NodeKind::Llm { spend: Some(_), .. } => Some("spend".into()),
+            NodeKind::Llm { .. } => Some("llm".into()),
             NodeKind::Fallback { .. } => None,
         }
     }

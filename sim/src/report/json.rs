@@ -240,6 +240,8 @@ struct SummaryMirror {
     events: u64,
     #[serde(default)]
     downstreams: Vec<crate::metrics::DownstreamSummary>,
+    #[serde(default)]
+    llm: Option<crate::metrics::llm::LlmSummary>,
 }
 
 #[derive(serde::Deserialize)]
@@ -309,6 +311,7 @@ impl SummaryMirror {
             peak_in_flight: self.peak_in_flight,
             events: self.events,
             downstreams: self.downstreams,
+            llm: self.llm,
         }
     }
 }
@@ -357,6 +360,7 @@ fn empty() -> PolicySummary {
         peak_in_flight: 0,
         events: 0,
         downstreams: Vec::new(),
+        llm: None,
     }
 }
 

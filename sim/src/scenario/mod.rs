@@ -21,6 +21,7 @@
 //! ```
 
 mod error;
+mod llm;
 mod locate;
 mod parse;
 pub mod sweep;
@@ -28,6 +29,7 @@ mod types;
 mod validate;
 
 pub use error::ScenarioError;
+pub use llm::{LlmProvider, SpendLimit, TokenDist};
 pub use locate::{Path, Seg, locate};
 pub use parse::{parse, parse_all};
 pub use types::*;

@@ -409,6 +409,34 @@ pub fn validate_at(
                 c.fraction(&m.field("error_rate"), *error_rate, true)?;
             }
             DownstreamModel::Register => {}
+            DownstreamModel::LlmProvider(l) => {
+                for (field, d) in [
+                    ("input_tokens", &l.input_tokens),
+                    ("output_tokens", &l.output_tokens),
+                ] {
+                    d.check().map_err(|e| c.fail(&m.field(field), e))?;
+                }
+                c.count(
+                    &m.field("capacity"),
+                    u64::from(l.capacity),
+                    u64::from(u32::MAX),
+                    "capacity",
+                )?;
+                for (field, v) in [("rpm", l.rpm), ("itpm", l.itpm), ("otpm", l.otpm)] {
+                    if v == Some(0) {
+                        return Err(c.fail(
+                            &m.field(field),
+                            "a limit of 0 admits nothing: expected at least 1, or leave it out",
+                        ));
+                    }
+                }
+                if !(l.slowdown.is_finite() && l.slowdown >= 0.0) {
+                    return Err(c.fail(
+                        &m.field("slowdown"),
+                        format!("{} must be a finite number >= 0", l.slowdown),
+                    ));
+                }
+            }
             DownstreamModel::Scripted { script, .. } => {
                 if script.len() > limits.max_script {
                     return Err(c.fail(
@@ -580,6 +608,42 @@ pub fn validate_at(
                         ThrottleSlot::bytes_for(tp).map_err(|e| config_error(&c, &cp, e))?;
                     if *scope == Scope::PerClient {
                         per_client_bytes += bytes as u64;
+                    }
+                    todo.push((inner, lp.field("inner"), depth + 1));
+                }
+                Layer::Llm {
+                    downstream,
+                    spend,
+                    proactive,
+                    scope,
+                    inner,
+                    ..
+                } => {
+                    let is_llm = s.downstreams.iter().any(|d| {
+                        d.name == *downstream && matches!(d.model, DownstreamModel::LlmProvider(_))
+                    });
+                    if !is_llm {
+                        return Err(c.fail(
+                            &lp.field("downstream"),
+                            format!("no LlmProvider downstream named \"{downstream}\""),
+                        ));
+                    }
+                    if let Some(cfg) = spend {
+                        let sp = lp.field("spend");
+                        let policy = reliable_core::spend::SpendPolicy::new(*cfg)
+                            .map_err(|e| config_error(&c, &sp, e))?;
+                        crate::client::llm::spend_slot(&policy)
+                            .map_err(|e| config_error(&c, &sp, e))?;
+                        if *scope == Scope::PerClient {
+                            per_client_bytes += std::mem::size_of::<
+                                crate::client::llm::SpendSlot<'static>,
+                            >() as u64;
+                        }
+                    } else if *proactive {
+                        return Err(c.fail(
+                            &lp.field("proactive"),
+                            "proactive quotas feed a spend breaker: expected `spend` too",
+                        ));
                     }
                     todo.push((inner, lp.field("inner"), depth + 1));
                 }

@@ -11,4 +11,4 @@ pub mod llm;
 pub mod stack;
 
 pub use answer::{Answer, AnswerKind};
-pub use stack::{CompiledStack, Node, NodeKind};
+pub use stack::{CompiledStack, NodeKind};

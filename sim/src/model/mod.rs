@@ -17,4 +17,3 @@ pub mod scripted;
 pub mod server;
 
 pub use dist::Sampler;
-pub use faults::Timeline;

@@ -200,7 +200,9 @@ impl LlmModel {
         self.generating += 1;
         let unloaded = self.spec.first_token.as_nanos() as f64
             + output as f64 * self.spec.per_output_token.as_nanos() as f64;
-        let load = f64::from(self.generating) / f64::from(self.spec.capacity.max(1));
+        // Load relative to what is left of the capacity: a fleet that lost GPUs is slower per
+        // request as well as smaller.
+        let load = f64::from(self.generating) / f64::from(cap.max(1));
         let work_ns = (unloaded * (1.0 + self.spec.slowdown * load)) as u64;
         self.jobs.insert(
             (attempt.index, attempt.generation),
@@ -267,4 +269,99 @@ pub fn pricing(price: Price) -> SpendPolicy {
     };
     // A config with no ceilings is always valid.
     SpendPolicy::new(config).unwrap_or_else(|_| unreachable!("a price-only spend config is valid"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{SpendLimit, TokenDist};
+
+    fn spec() -> Spec {
+        Spec {
+            input_tokens: TokenDist::Constant(1_000),
+            output_tokens: TokenDist::Constant(200),
+            max_tokens: 500,
+            rpm: Some(2),
+            itpm: None,
+            otpm: Some(300),
+            capacity: 2,
+            first_token: Duration::from_millis(100),
+            per_output_token: Duration::from_millis(10),
+            slowdown: 1.0,
+            price: Price::per_million_tokens(3_000_000, 15_000_000),
+            spend_limits: vec![SpendLimit {
+                client: 1,
+                cost: 6_000,
+            }],
+        }
+    }
+
+    fn h(i: u32) -> Handle {
+        Handle {
+            index: i,
+            generation: 0,
+        }
+    }
+
+    #[test]
+    fn limits_overload_billing_and_money() {
+        let mut m = LlmModel::new(&spec(), 0, 2, 7);
+        // Unloaded 100 ms + 200 × 10 ms = 2.1 s, stretched by 1 + 1 × 1/2 (one of two generating).
+        assert_eq!(
+            m.arrive(0, h(0), 0, 1, 0.0),
+            Arrival::Started {
+                work_ns: 3_150_000_000
+            }
+        );
+        // Key 0's second request in the same minute is its last (rpm 2); the third waits 30 s for
+        // half a minute of refill.
+        assert!(matches!(
+            m.arrive(0, h(1), 0, 2, 0.0),
+            Arrival::Started { .. }
+        ));
+        assert_eq!(
+            m.arrive(0, h(2), 0, 3, 0.0),
+            Arrival::RateLimited { retry_after_s: 30 }
+        );
+        // Provider-wide: two generating is the capacity.
+        assert_eq!(m.arrive(0, h(3), 1, 4, 0.0), Arrival::Overloaded);
+        assert_eq!(m.finish(1, h(0)), (1_000, 200, 6_000));
+        assert_eq!(m.finish(1, h(0)), (0, 0, 0), "billed once");
+        // Key 1 spends its 6,000 limit on one request, then gets money answers.
+        assert!(matches!(
+            m.arrive(2, h(4), 1, 5, 0.0),
+            Arrival::Started { .. }
+        ));
+        let _ = m.finish(3, h(4));
+        assert_eq!(m.arrive(4, h(5), 1, 6, 0.0), Arrival::MoneyLimit);
+        // Losing half the capacity leaves one slot, taken by key 0's second request.
+        let mut m2 = LlmModel::new(&spec(), 0, 2, 7);
+        assert!(matches!(
+            m2.arrive(0, h(0), 0, 1, 0.5),
+            Arrival::Started { .. }
+        ));
+        assert_eq!(m2.arrive(0, h(1), 1, 2, 0.5), Arrival::Overloaded);
+        // The headers: requests and output-token buckets of key 0 after one admission.
+        let q = m2.headers(0, 0);
+        assert_eq!(q.len(), 2);
+        assert_eq!(
+            (q[0].kind, q[0].remaining, q[0].limit),
+            (QuotaKind::Requests, 1, Some(2))
+        );
+        assert_eq!(q[0].reset, Instant::from_secs(30));
+    }
+
+    #[test]
+    fn tokens_are_a_function_of_the_request_and_capped_at_max_tokens() {
+        let mut s = spec();
+        s.output_tokens = TokenDist::LogNormal {
+            median: 400,
+            sigma: 1.0,
+        };
+        let a: Vec<_> = (1..200).map(|r| LlmModel::tokens(&s, 9, 0, r)).collect();
+        let b: Vec<_> = (1..200).map(|r| LlmModel::tokens(&s, 9, 0, r)).collect();
+        assert_eq!(a, b);
+        assert!(a.iter().all(|&(_, o)| o <= 500));
+        assert!(a.iter().any(|&(_, o)| o == 500) && a.iter().any(|&(_, o)| o < 400));
+    }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// requests, input tokens and output tokens per minute are answered with 429 and a `retry-after`;
 /// past `capacity` requests generating at once, provider-wide, it answers 529 (overloaded); a
 /// request's latency is `first_token + output × per_output_token`, stretched by
-/// `1 + slowdown × generating / capacity` (latency grows with load). Every served request is
+/// `1 + slowdown × generating / capacity left` (latency grows with load). Every served request is
 /// billed at `price`, whether or not the client still waits for it. A key with a spend limit is
 /// answered 429 with a money-limit body once it has spent that much.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -30,6 +30,21 @@ struct Cx<'a, 'c> {
     max_layers: usize,
 }
 
+impl Cx<'_, '_> {
+    /// The index of downstream `name`, named in the `downstream` field of the layer at `at`.
+    fn downstream(&self, name: &str, at: &Path) -> Result<u16, ScenarioError> {
+        (self.ds_index)(name).ok_or_else(|| {
+            self.c.fail(
+                &at.field("downstream"),
+                format!(
+                    "no downstream named \"{name}\": expected one of {}",
+                    self.c.downstream_names()
+                ),
+            )
+        })
+    }
+}
+
 /// "No node".
 pub const NONE: u16 = u16::MAX;
 
@@ -213,15 +228,7 @@ impl CompiledStack {
                 timeout,
                 timeout_dist,
             } => {
-                let ds = (cx.ds_index)(downstream).ok_or_else(|| {
-                    cx.c.fail(
-                        &at.field("downstream"),
-                        format!(
-                            "no downstream named \"{downstream}\": expected one of {}",
-                            cx.c.downstream_names()
-                        ),
-                    )
-                })?;
+                let ds = cx.downstream(downstream, &at)?;
                 if let Some(t) = timeout {
                     cx.c.positive(&at.field("timeout"), *t, "a timeout")?;
                     self.add_timeout(*t);
@@ -329,15 +336,7 @@ impl CompiledStack {
                 scope,
                 inner,
             } => {
-                let ds = (cx.ds_index)(downstream).ok_or_else(|| {
-                    cx.c.fail(
-                        &at.field("downstream"),
-                        format!(
-                            "no downstream named \"{downstream}\": expected one of {}",
-                            cx.c.downstream_names()
-                        ),
-                    )
-                })?;
+                let ds = cx.downstream(downstream, &at)?;
                 let spend = match spend {
                     Some(config) => {
                         let sp = at.field("spend");

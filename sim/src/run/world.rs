@@ -83,7 +83,8 @@ enum Ds {
     Server(Server),
     Register(Register),
     Scripted(Scripted),
-    Llm(crate::model::llm::LlmModel),
+    // Boxed: a provider keeps its whole spec and per-key state; the other models are small.
+    Llm(Box<crate::model::llm::LlmModel>),
 }
 
 /// One row of `sim trace`: a finished logical request.
@@ -255,9 +256,9 @@ impl<'c> World<'c> {
                     then,
                     latency,
                 } => Ds::Scripted(Scripted::new(script.clone(), *then, latency.as_nanos())),
-                DownstreamModel::LlmProvider(spec) => {
-                    Ds::Llm(crate::model::llm::LlmModel::new(spec, i, c.clients(), seed))
-                }
+                DownstreamModel::LlmProvider(spec) => Ds::Llm(Box::new(
+                    crate::model::llm::LlmModel::new(spec, i, c.clients(), seed),
+                )),
             });
             net.push((
                 Sampler::new(&d.network.request),

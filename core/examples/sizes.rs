@@ -16,7 +16,11 @@ use reliable_core::budget::{
     RetryBreaker, TokenBucket, Unlimited,
 };
 use reliable_core::outcome::{AttemptOutcome, ErrorClass};
+use reliable_core::provider::{QuotaUpdate, Signal};
 use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy, RetryState};
+use reliable_core::spend::{
+    Refusal, Reservation, Settlement, SpendBreaker, SpendConfig, SpendPolicy,
+};
 use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 
 macro_rules! sizes {
@@ -64,13 +68,30 @@ fn main() {
         AnyBudget<1>,
         AdaptiveThrottle<12>,
     );
+    println!("spend breakers (state only; each borrows its SpendPolicy):");
+    sizes!(
+        SpendBreaker<'static>,
+        SpendBreaker<'static, 1, 1, 1>,
+        SpendBreaker<'static, 6, 24, 30>,
+        SpendBreaker<'static, 12, 96, 30>,
+    );
+    println!("per LLM call:");
+    sizes!(
+        Reservation,
+        Refusal,
+        Result<Reservation, Refusal>,
+        Settlement,
+        Signal,
+        QuotaUpdate
+    );
     println!("shared, read-only (validated policies):");
     sizes!(
         BreakerPolicy,
         BackoffPolicy,
         RetryPolicy,
         BudgetPolicy,
-        ThrottlePolicy
+        ThrottlePolicy,
+        SpendPolicy
     );
     println!("configs (plain data):");
     sizes!(
@@ -78,6 +99,7 @@ fn main() {
         BackoffConfig,
         RetryConfig,
         BudgetConfig,
-        ThrottleConfig
+        ThrottleConfig,
+        SpendConfig
     );
 }

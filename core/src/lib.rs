@@ -45,6 +45,10 @@
 //!   rejects much of what it gets.
 //! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
 //!   fatal, don't-retry).
+//! - [`spend`]: a spend breaker for LLM calls: token and cost ceilings over sliding windows,
+//!   reserve-then-settle, throttling on the provider's remaining quota, open on a money limit.
+//! - [`provider`]: what an LLM provider's answer means (server delay, transient, overload, money
+//!   limit, don't retry) and its remaining-quota reports, as typed decisions.
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
 //!   naming the field; after that nothing can fail.
 //! - [`sample`]: how raw random samples become delays and decisions, without floats.
@@ -103,10 +107,12 @@ pub mod breaker;
 pub mod budget;
 pub mod error;
 pub mod outcome;
+pub mod provider;
 pub mod registry;
 pub mod retry;
 mod ring;
 pub mod sample;
+pub mod spend;
 pub mod throttle;
 pub mod time;
 

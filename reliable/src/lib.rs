@@ -64,6 +64,9 @@
 //! - [`attempt`]: the retry loop's steps, for layers that send attempts themselves.
 //! - [`Fallback`]: providers in order, the answer stamped with who served it (`served_by`).
 //! - [`Registry`]: named instances, one per downstream, with snapshots.
+//! - [`llm`]: LLM provider signals: money limits, overload, server delays and remaining quotas
+//!   (Anthropic, OpenAI, OpenRouter, Portkey, LiteLLM, the IETF draft), as the core's typed
+//!   decisions.
 //! - [`observer`]: hooks for logs and traces; `Builder::metrics` under the
 //!   `metrics` feature.
 //!
@@ -87,6 +90,7 @@ pub mod clock;
 pub mod error;
 pub mod fallback;
 pub mod http;
+pub mod llm;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod observer;

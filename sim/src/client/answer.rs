@@ -54,6 +54,9 @@ pub struct Answer {
     pub by: u16,
     /// A Retry-After hint (throttling, an open breaker's `retry_after`); zero when none.
     pub retry_after: Duration,
+    /// An LLM provider's money-limit answer (a 429 whose body says a spend limit is reached): only
+    /// an LLM layer reading provider signals tells it from any other 429.
+    pub money: bool,
 }
 
 impl AnswerKind {
@@ -99,6 +102,7 @@ impl Answer {
             kind,
             by,
             retry_after: Duration::ZERO,
+            money: false,
         }
     }
 }

@@ -30,6 +30,21 @@ struct Cx<'a, 'c> {
     max_layers: usize,
 }
 
+impl Cx<'_, '_> {
+    /// The index of downstream `name`, named in the `downstream` field of the layer at `at`.
+    fn downstream(&self, name: &str, at: &Path) -> Result<u16, ScenarioError> {
+        (self.ds_index)(name).ok_or_else(|| {
+            self.c.fail(
+                &at.field("downstream"),
+                format!(
+                    "no downstream named \"{name}\": expected one of {}",
+                    self.c.downstream_names()
+                ),
+            )
+        })
+    }
+}
+
 /// "No node".
 pub const NONE: u16 = u16::MAX;
 
@@ -104,6 +119,23 @@ pub enum NodeKind {
         /// The children, in order.
         children: Vec<u16>,
     },
+    /// An LLM client: provider signals, a spend breaker, proactive quotas.
+    Llm {
+        /// The `LlmProvider` downstream called inside.
+        ds: u16,
+        /// Read money limits from the provider's answers.
+        signals: bool,
+        /// The validated spend policy, if any (spend breakers borrow it).
+        spend: Option<reliable_core::spend::SpendPolicy>,
+        /// Feed the provider's rate-limit headers to the spend breaker.
+        proactive: bool,
+        /// Per client or shared.
+        scope: Scope,
+        /// The wrapped layer.
+        inner: u16,
+        /// Index among the stack's LLM layers.
+        slot: u16,
+    },
 }
 
 /// A policy stack ready to run.
@@ -126,6 +158,8 @@ pub struct CompiledStack {
     /// Bytes of policy state each client keeps (breakers, budgets and throttles of `PerClient`
     /// scope).
     pub per_client_bytes: u64,
+    /// The LLM nodes, in stack order.
+    pub llms: Vec<u16>,
 }
 
 impl CompiledStack {
@@ -147,6 +181,7 @@ impl CompiledStack {
             retries: Vec::new(),
             throttles: Vec::new(),
             per_client_bytes: 0,
+            llms: Vec::new(),
         };
         let cx = Cx {
             ds_index,
@@ -194,15 +229,7 @@ impl CompiledStack {
                 timeout,
                 timeout_dist,
             } => {
-                let ds = (cx.ds_index)(downstream).ok_or_else(|| {
-                    cx.c.fail(
-                        &at.field("downstream"),
-                        format!(
-                            "no downstream named \"{downstream}\": expected one of {}",
-                            cx.c.downstream_names()
-                        ),
-                    )
-                })?;
+                let ds = cx.downstream(downstream, &at)?;
                 if let Some(t) = timeout {
                     cx.c.positive(&at.field("timeout"), *t, "a timeout")?;
                     self.add_timeout(*t);
@@ -301,6 +328,51 @@ impl CompiledStack {
                     slot,
                 }
             }
+            Layer::Llm {
+                downstream,
+                signals,
+                spend,
+                proactive,
+                scope,
+                inner,
+            } => {
+                let ds = cx.downstream(downstream, &at)?;
+                let spend = match spend {
+                    Some(config) => {
+                        let sp = at.field("spend");
+                        let policy = reliable_core::spend::SpendPolicy::new(*config)
+                            .map_err(|e| cx.c.config_error(&sp, e))?;
+                        crate::client::llm::spend_slot(&policy)
+                            .map_err(|e| cx.c.config_error(&sp, e))?;
+                        self.per_client(
+                            *scope,
+                            std::mem::size_of::<crate::client::llm::SpendSlot<'static>>(),
+                        );
+                        Some(policy)
+                    }
+                    None if *proactive => {
+                        return Err(cx.c.fail(
+                            &at.field("proactive"),
+                            "proactive quotas feed a spend breaker: expected `spend` too",
+                        ));
+                    }
+                    None => None,
+                };
+                // The frame index also indexes the request's spend reservation.
+                self.nodes[id as usize].frame = self.next_frame();
+                let slot = self.llms.len() as u16;
+                self.llms.push(id);
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
+                NodeKind::Llm {
+                    ds,
+                    signals: *signals,
+                    spend,
+                    proactive: *proactive,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
             Layer::Fallback(layers) => {
                 if layers.is_empty() {
                     return Err(cx
@@ -343,6 +415,8 @@ impl CompiledStack {
             NodeKind::Breaker { .. } => Some("breaker".into()),
             NodeKind::Retry { .. } => Some("retry".into()),
             NodeKind::Throttle { .. } => Some("throttle".into()),
+            NodeKind::Llm { spend: Some(_), .. } => Some("spend".into()),
+            NodeKind::Llm { .. } => Some("llm".into()),
             NodeKind::Fallback { .. } => None,
         }
     }

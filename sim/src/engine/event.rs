@@ -114,6 +114,12 @@ pub enum Reply {
     Fatal,
     /// A write lost an optimistic-concurrency race.
     Conflict,
+    /// An LLM provider's 429 for a per-key limit; the event's `hint` is `retry-after` in seconds.
+    RateLimited,
+    /// An LLM provider's 529: overloaded.
+    Overloaded,
+    /// An LLM provider's 429 with a money-limit body.
+    MoneyLimit,
 }
 
 #[cfg(test)]

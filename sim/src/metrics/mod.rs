@@ -59,8 +59,10 @@
 //!   scheduled rate means a rate step after the fault is not mistaken for a failure to recover.
 //! - **breaker open share** (per bucket): breaker instances whose last transition was to open (or
 //!   forced open), ÷ all breaker instances, at the bucket's end.
+//! - **LLM figures** (tokens, cost, cost wasted, cost per success): see [`llm`].
 
 mod give_up;
+pub mod llm;
 pub(crate) mod recorder;
 pub(crate) mod summary;
 mod verdict;

@@ -76,6 +76,8 @@ pub struct Recorder {
     pub success_latency: Histogram<u64>,
     /// Per downstream.
     pub ds: Vec<DsCounters>,
+    /// LLM counters, for runs with an LLM provider.
+    pub llm: Option<super::llm::LlmCounters>,
     /// `[start, end)` of the fault span, if any.
     fault: Option<(u64, u64)>,
     /// First tries and server arrivals during the fault span and after it.
@@ -119,6 +121,7 @@ impl Recorder {
             breakers_open: 0,
             peak_in_flight: 0,
             give_ups: super::GiveUps::default(),
+            llm: None,
         }
     }
 

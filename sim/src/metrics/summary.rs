@@ -128,6 +128,9 @@ pub struct PolicySummary {
     pub events: u64,
     /// Per downstream.
     pub downstreams: Vec<DownstreamSummary>,
+    /// Tokens and money, for scenarios with an LLM provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<super::llm::LlmSummary>,
 }
 
 /// What [`summarize`] needs besides the recorder.
@@ -417,6 +420,10 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
                 conflicts: cx.register.get(i).copied().flatten().map(|c| c.1),
             })
             .collect(),
+        llm: r
+            .llm
+            .as_ref()
+            .map(|c| super::llm::LlmSummary::new(c, total.successes)),
     }
 }
 

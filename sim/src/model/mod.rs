@@ -5,10 +5,13 @@
 //!   latency; work continues after the client gave up.
 //! - [`register`]: a register with optimistic concurrency (reads, conditional writes, conflicts).
 //! - [`scripted`]: answers by call number, for exact tests.
+//! - [`llm`]: an LLM provider: per-key rate limits (429), provider-wide overload (529), token
+//!   billing.
 //! - [`faults`]: what is wrong with each downstream at a given instant.
 
 pub mod dist;
 pub mod faults;
+pub mod llm;
 pub mod register;
 pub mod scripted;
 pub mod server;

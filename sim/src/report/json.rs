@@ -215,6 +215,8 @@ struct SummaryMirror {
     events: u64,
     #[serde(default)]
     downstreams: Vec<crate::metrics::DownstreamSummary>,
+    #[serde(default)]
+    llm: Option<crate::metrics::llm::LlmSummary>,
 }
 
 #[derive(serde::Deserialize)]
@@ -284,6 +286,7 @@ impl SummaryMirror {
             peak_in_flight: self.peak_in_flight,
             events: self.events,
             downstreams: self.downstreams,
+            llm: self.llm,
         }
     }
 }
@@ -332,6 +335,7 @@ fn empty() -> PolicySummary {
         peak_in_flight: 0,
         events: 0,
         downstreams: Vec::new(),
+        llm: None,
     }
 }
 

@@ -88,6 +88,10 @@ pub fn summary_md(
         "\nBold: the best value of each column. {} Definitions: [below](#definitions).\n",
         table::LEGEND
     );
+    if let Some(llm) = super::llm::markdown(policies) {
+        let _ = writeln!(out, "\n### Tokens and money\n");
+        let _ = writeln!(out, "{llm}");
+    }
 
     if !figures.is_empty() {
         let _ = writeln!(out, "## Plots\n");

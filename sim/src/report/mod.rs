@@ -10,6 +10,7 @@
 //! - `csv`: `timeseries.csv`, one row per (policy, seed, bucket).
 //! - `table`: the comparison table. `conclusion`: the plain-language conclusion.
 //! - `markdown`: `summary.md`: description, conclusion, table, plots, parameters, definitions.
+//! - `llm`: the tokens-and-money table, for scenarios with an LLM provider.
 //! - `figures`: the report's plots (amplification, goodput, queue, latency) built from the runs,
 //!   and the capacity and offered-load reference lines computed from the scenario.
 //! - [`plot`]: the drawing code: line charts with bands, shaded windows and reference lines, to
@@ -22,6 +23,7 @@ pub(crate) mod conclusion;
 pub(crate) mod csv;
 pub(crate) mod figures;
 pub(crate) mod json;
+pub(crate) mod llm;
 pub(crate) mod markdown;
 pub mod plot;
 pub mod sweep;

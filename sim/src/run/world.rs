@@ -36,6 +36,7 @@ use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
 mod downstreams;
+mod llm;
 mod stack;
 
 /// Events allowed at one instant before the run is declared a livelock (at least; large job sets
@@ -82,6 +83,8 @@ enum Ds {
     Server(Server),
     Register(Register),
     Scripted(Scripted),
+    // Boxed: a provider keeps its whole spec and per-key state; the other models are small.
+    Llm(Box<crate::model::llm::LlmModel>),
 }
 
 /// One row of `sim trace`: a finished logical request.
@@ -186,6 +189,10 @@ pub struct World<'c> {
     budgets: Vec<Vec<BudgetSlot>>,
     /// Per throttle node: one throttle (shared) or one per client.
     throttles: Vec<Vec<ThrottleSlot>>,
+    /// Per LLM node: one spend breaker (shared) or one per client (empty without `spend`).
+    spends: Vec<Vec<crate::client::llm::SpendSlot<'c>>>,
+    /// Spend reservations of the attempts in flight, indexed like `frames`.
+    held: Vec<Option<reliable_core::spend::Reservation>>,
     /// Client-side randomness: retry jitter, throttle draws.
     client_rng: Stream,
     source: Source,
@@ -248,6 +255,9 @@ impl<'c> World<'c> {
                     then,
                     latency,
                 } => Ds::Scripted(Scripted::new(script.clone(), *then, latency.as_nanos())),
+                DownstreamModel::LlmProvider(spec) => Ds::Llm(Box::new(
+                    crate::model::llm::LlmModel::new(spec, i, c.clients(), seed),
+                )),
             });
             net.push((
                 Sampler::new(&d.network.request),
@@ -291,6 +301,19 @@ impl<'c> World<'c> {
             {
                 let n = if *scope == Scope::Shared { 1 } else { clients };
                 throttles.push(vec![throttle.clone(); n as usize]);
+            }
+        }
+        let mut spends = Vec::with_capacity(stack.llms.len());
+        for &node in &stack.llms {
+            if let NodeKind::Llm { spend, scope, .. } = &stack.nodes[node as usize].kind {
+                let n = if *scope == Scope::Shared { 1 } else { clients };
+                let mut v = Vec::new();
+                if let Some(policy) = spend {
+                    for _ in 0..n {
+                        v.push(crate::client::llm::spend_slot(policy).map_err(|e| e.to_string())?);
+                    }
+                }
+                spends.push(v);
             }
         }
         let source = match &s.workload {
@@ -341,6 +364,8 @@ impl<'c> World<'c> {
             breakers,
             budgets,
             throttles,
+            spends,
+            held: Vec::new(),
             client_rng: Stream::new(seed, StreamId::Client),
             source,
             pending_client: 0,
@@ -472,12 +497,16 @@ impl<'c> World<'c> {
                 _ => None,
             },
         };
-        let mut summary = summarize(&self.m, &cx);
+        let mut m = self.m;
+        if self.ds.iter().any(|d| matches!(d, Ds::Llm(_))) {
+            m.llm.get_or_insert_with(Default::default);
+        }
+        let mut summary = summarize(&m, &cx);
         summary.peak_in_flight = self.requests.capacity_used() as u64;
         RunOutput {
             summary,
-            latency_curve: crate::metrics::summary::percentile_curve(&self.m.latency),
-            buckets: self.m.buckets,
+            latency_curve: crate::metrics::summary::percentile_curve(&m.latency),
+            buckets: m.buckets,
             trace: self.trace,
             peak_events: self.q.peak_len(),
             peak_requests: self.requests.capacity_used(),
@@ -496,9 +525,13 @@ impl<'c> World<'c> {
     fn sample(&mut self) {
         let (mut queue, mut busy) = (0u64, 0u64);
         for d in &self.ds {
-            if let Ds::Server(s) = d {
-                queue += s.queue_len() as u64;
-                busy += u64::from(s.busy());
+            match d {
+                Ds::Server(s) => {
+                    queue += s.queue_len() as u64;
+                    busy += u64::from(s.busy());
+                }
+                Ds::Llm(m) => busy += u64::from(m.generating()),
+                _ => {}
             }
         }
         let in_flight = self.requests.len() as u64;

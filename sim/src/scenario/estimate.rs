@@ -96,6 +96,10 @@ fn round_trip(s: &Scenario, i: usize) -> (f64, f64) {
             lo *= 2.0;
             mean *= 2.0;
         }
+        // Refusals (429, 529) come back at once; the unloaded answer takes the first token.
+        DownstreamModel::LlmProvider(l) => {
+            mean += l.first_token.as_secs_f64();
+        }
     }
     (lo, mean)
 }
@@ -478,12 +482,14 @@ pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &super::Path) -> Option<
                     ..
                 } => zero(service) && (*error_rate > 0.0 || faulty),
                 DownstreamModel::Register => false,
+                // A 429 or a 529 comes back at once.
+                DownstreamModel::LlmProvider(_) => true,
             }
     }
     fn zero_answer(s: &Scenario, layer: &Layer) -> bool {
         match layer {
             Layer::Call { downstream, .. } => fails_at_once(s, downstream),
-            Layer::Breaker { .. } | Layer::Throttle { .. } => true,
+            Layer::Breaker { .. } | Layer::Throttle { .. } | Layer::Llm { .. } => true,
             Layer::Retry { inner, .. } => zero_answer(s, inner),
             Layer::Fallback(children) => children.iter().all(|c| zero_answer(s, c)),
         }
@@ -503,7 +509,7 @@ pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &super::Path) -> Option<
             }
             livelock(s, inner, &at.field("inner"))
         }
-        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } => {
+        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } | Layer::Llm { inner, .. } => {
             livelock(s, inner, &at.field("inner"))
         }
         Layer::Fallback(children) => children

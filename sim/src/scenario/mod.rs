@@ -24,6 +24,7 @@
 mod compiled;
 mod error;
 mod estimate;
+mod llm;
 mod locate;
 pub(crate) mod parse;
 mod shipped;
@@ -35,6 +36,7 @@ pub use compiled::Compiled;
 pub(crate) use compiled::Origin;
 pub use error::ScenarioError;
 pub use estimate::Estimate;
+pub use llm::{LlmProvider, SpendLimit, TokenDist};
 pub(crate) use locate::{Path, locate};
 pub use shipped::{SHIPPED, shipped};
 pub use types::*;

@@ -216,6 +216,8 @@ pub enum DownstreamModel {
         #[serde(default)]
         latency: Duration,
     },
+    /// An LLM provider (see [`LlmProvider`]).
+    LlmProvider(super::LlmProvider),
 }
 
 fn default_then() -> ScriptAnswer {
@@ -528,6 +530,29 @@ pub enum Layer {
     },
     /// Tries each layer in order until one succeeds.
     Fallback(Vec<Layer>),
+    /// An LLM client around `inner` (which calls the `LlmProvider` named `downstream`): with
+    /// `signals`, money-limit answers are read from the body and never retried (without it a money
+    /// 429 looks like any 429, as to an SDK); with `spend`, each attempt reserves input +
+    /// `max_tokens` in the core's spend breaker first and settles to the usage after; with
+    /// `proactive`, the provider's rate-limit headers feed the spend breaker.
+    Llm {
+        /// The `LlmProvider` downstream called inside.
+        downstream: String,
+        /// Read provider signals (money limits). Default false.
+        #[serde(default)]
+        signals: bool,
+        /// The core's spend-breaker config. Default: none.
+        #[serde(default)]
+        spend: Option<reliable_core::spend::SpendConfig>,
+        /// Feed the provider's remaining-quota headers to the spend breaker. Default false.
+        #[serde(default)]
+        proactive: bool,
+        /// One spend breaker per client (default: per key) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What it wraps.
+        inner: Box<Layer>,
+    },
 }
 
 /// Whose state a stateful layer keeps.

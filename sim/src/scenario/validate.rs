@@ -518,6 +518,34 @@ fn check_downstreams<'s>(
                 c.fraction(&m.field("error_rate"), *error_rate, true)?;
             }
             DownstreamModel::Register => {}
+            DownstreamModel::LlmProvider(l) => {
+                for (field, d) in [
+                    ("input_tokens", &l.input_tokens),
+                    ("output_tokens", &l.output_tokens),
+                ] {
+                    d.check().map_err(|e| c.fail(&m.field(field), e))?;
+                }
+                c.count(
+                    &m.field("capacity"),
+                    u64::from(l.capacity),
+                    u64::from(u32::MAX),
+                    "capacity",
+                )?;
+                for (field, v) in [("rpm", l.rpm), ("itpm", l.itpm), ("otpm", l.otpm)] {
+                    if v == Some(0) {
+                        return Err(c.fail(
+                            &m.field(field),
+                            "a limit of 0 admits nothing: expected at least 1, or leave it out",
+                        ));
+                    }
+                }
+                if !(l.slowdown.is_finite() && l.slowdown >= 0.0) {
+                    return Err(c.fail(
+                        &m.field("slowdown"),
+                        format!("{} must be a finite number >= 0", l.slowdown),
+                    ));
+                }
+            }
             DownstreamModel::Scripted { script, .. } => {
                 if script.len() > limits.max_script {
                     return Err(c.fail(
@@ -631,6 +659,20 @@ fn check_policies(
             &p.field("stack"),
             limits.max_layers,
         )?;
+        for n in &stack.nodes {
+            if let crate::client::NodeKind::Llm { ds, .. } = n.kind {
+                let is_llm = s
+                    .downstreams
+                    .get(usize::from(ds))
+                    .is_some_and(|d| matches!(d.model, DownstreamModel::LlmProvider(_)));
+                if !is_llm {
+                    return Err(c.fail(
+                        &p.field("stack"),
+                        "an Llm layer names a downstream that is not an LlmProvider",
+                    ));
+                }
+            }
+        }
         if let Some(at) = super::estimate::livelock(s, &policy.stack, &p.field("stack")) {
             return Err(c.fail(&at, LIVELOCK));
         }

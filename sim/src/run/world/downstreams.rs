@@ -94,6 +94,7 @@ impl World<'_> {
                     );
                 }
             }
+            Ds::Llm(_) => self.llm_arrival(ds, attempt),
             Ds::Scripted(s) => {
                 let answer = s.call();
                 let latency = s.latency_ns;
@@ -142,6 +143,10 @@ impl World<'_> {
         let i = ds as usize;
         let live = self.attempts.contains(attempt);
         self.m.completion(now, ds, u64::from(work_us), !live);
+        if let Some(Ds::Llm(_)) = self.ds.get(i) {
+            self.llm_done(ds, attempt, live);
+            return;
+        }
         let fault_rate = self.c.timeline.error_rate(i, now);
         let Ds::Server(server) = &mut self.ds[i] else {
             return;
@@ -190,10 +195,16 @@ impl World<'_> {
             Reply::Throttled => AnswerKind::Throttled,
             Reply::Fatal => AnswerKind::Fatal,
             Reply::Conflict => AnswerKind::Conflict,
+            Reply::RateLimited | Reply::Overloaded | Reply::MoneyLimit => AnswerKind::Throttled,
         };
         let mut ans = Answer::new(kind, a.node);
-        if reply == Reply::Throttled {
-            ans.retry_after = self.c.hints.get(hint as usize).copied().unwrap_or_default();
+        match reply {
+            Reply::Throttled => {
+                ans.retry_after = self.c.hints.get(hint as usize).copied().unwrap_or_default();
+            }
+            Reply::RateLimited => ans.retry_after = Duration::from_secs(u64::from(hint)),
+            Reply::MoneyLimit => ans.money = true,
+            _ => {}
         }
         self.answer(a.request, a.node, ans);
     }

@@ -251,11 +251,12 @@ impl World<'_> {
                 }
                 self.invoke(request, children[0], deadline);
             }
+            NodeKind::Llm { .. } => self.invoke_llm(request, node, deadline),
         }
     }
 
     /// Node `from` produced `ans` for `request`: hand it up through the parents.
-    pub(super) fn answer(&mut self, request: Handle, from: u16, ans: Answer) {
+    pub(super) fn answer(&mut self, request: Handle, from: u16, mut ans: Answer) {
         let stack = self.stack;
         let mut child = from;
         loop {
@@ -358,6 +359,7 @@ impl World<'_> {
                         *f = Frame::Idle;
                     }
                 }
+                NodeKind::Llm { .. } => ans = self.answer_llm(request, parent, ans),
                 NodeKind::Call { .. } => {}
             }
             child = parent;

@@ -164,6 +164,19 @@ pub struct HttpCaller {
     pub breakers: Arc<Breakers>,
 }
 
+impl HttpCaller {
+    /// A caller reaching what `guard` allows, within `limits`, through `breakers`.
+    pub fn new(guard: Guard, limits: Limits, breakers: Arc<Breakers>) -> Result<Self, String> {
+        let guard = Arc::new(guard);
+        Ok(HttpCaller {
+            client: crate::ssrf::build_client(guard.clone(), &limits)?,
+            guard,
+            limits,
+            breakers,
+        })
+    }
+}
+
 /// A checked request, ready to send any number of times.
 struct Prepared {
     method: reqwest::Method,

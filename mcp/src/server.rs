@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::backoff::{self, BackoffArgs, BackoffReport};
 use crate::breakers::{BreakerState, Breakers, CreateBreakerArgs, Created, check_name};
 use crate::http_call::{self, HttpCallArgs, HttpCallResult, HttpCaller};
-use crate::ssrf::{Guard, Limits, build_client};
+use crate::ssrf::{Guard, Limits};
 use crate::storm::{self, ScenarioInfo, StormLimits};
 
 /// The prefix of every breaker resource.
@@ -98,17 +98,10 @@ pub struct ScenarioList {
 impl ReliableServer {
     /// A server with `settings`, its breakers empty.
     pub fn new(settings: Settings) -> Result<Self, String> {
-        let guard = Arc::new(settings.guard);
-        let client = build_client(guard.clone(), &settings.limits)?;
         let breakers = Arc::new(Breakers::default());
         Ok(ReliableServer {
             shared: Arc::new(Shared {
-                caller: HttpCaller {
-                    client,
-                    guard,
-                    limits: settings.limits,
-                    breakers: breakers.clone(),
-                },
+                caller: HttpCaller::new(settings.guard, settings.limits, breakers.clone())?,
                 breakers,
                 storm: settings.storm,
             }),

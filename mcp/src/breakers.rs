@@ -1,39 +1,37 @@
-//! Named circuit breakers, one per downstream an agent calls: created by `create_breaker`, read
-//! by `get_breaker_state` and `reliable://breaker/{name}`, and consulted by `reliable_http_call`.
+//! Named downstreams, one per service an agent calls: each a [`Reliable`] (a circuit breaker and
+//! the retry policy of calls through it) in the `reliable` crate's [`Registry`], created by
+//! `create_breaker`, read by `get_breaker_state` and `reliable://breaker/{name}`, and used by
+//! `reliable_http_call`.
 //!
-//! Each is reliable-core's lock-free [`SharedBreaker`], driven by the server's monotonic clock,
-//! with a short log of its recent transitions (what an agent or an operator diagnosing it needs).
-//!
-//! This is the adapter over the core until the `reliable` crate's registry is merged. The core's
-//! breakers borrow their policy, so policies live for the process: they are interned (one per
-//! distinct config) and capped at [`MAX_POLICIES`], which bounds that memory.
+//! Beside each instance the server keeps what a diagnosis needs and the instance does not report:
+//! its config, and a log of its recent state changes (from an [`Observer`]), with the time until
+//! an open breaker lets a probe through.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant as WallInstant;
+use std::time::{Duration as StdDuration, Instant as WallInstant};
 
-use reliable_core::Instant;
+use reliable::observer::Observer;
+use reliable::{Registry, Reliable};
 use reliable_core::breaker::{
-    AtomicAnyWindow, BreakerConfig, BreakerPolicy, Outcome, Permit, ProbeRule, Rejection,
-    SharedBreaker, State, Transition, WindowConfig,
+    BreakerConfig, BreakerPolicy, ProbeRule, State, Transition, WindowConfig,
 };
+use reliable_core::retry::RetryConfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::duration::{ms, parse_duration};
+use crate::backoff::BackoffSpec;
+use crate::duration::parse_duration;
+use crate::ssrf::Limits;
 
 /// Breakers at most.
 pub const MAX_BREAKERS: usize = 64;
-/// Distinct breaker configs at most over the server's life.
-pub const MAX_POLICIES: usize = 256;
 /// Transitions kept per breaker.
 pub const TRANSITIONS_KEPT: usize = 32;
 /// Longest count window, in calls.
-pub const MAX_WINDOW_CALLS: u32 = 256;
+pub const MAX_WINDOW_CALLS: u32 = 1000;
 /// Most probes in flight at once.
 pub const MAX_PROBES: u32 = 16;
-
-type Inner = SharedBreaker<'static, AtomicAnyWindow<4, 64>, 16>;
 
 /// A named preset to start from.
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
@@ -49,8 +47,9 @@ pub enum Preset {
     Resilience4j,
 }
 
-/// Arguments of `create_breaker`: a preset, and the seed library's parameters to change in it.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+/// Arguments of `create_breaker`: a preset, the seed library's parameters to change in it, and
+/// the retry policy of calls made through it.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBreakerArgs {
     /// The breaker's name, e.g. the downstream it protects ("openai", "search-api"): 1 to 64
@@ -62,7 +61,7 @@ pub struct CreateBreakerArgs {
     /// Trip when failures ÷ calls in the window reaches this, in (0, 1].
     #[serde(default)]
     pub failure_rate: Option<f64>,
-    /// Window: the last this many calls, 1 to 256.
+    /// Window: the last this many calls, 1 to 1000.
     #[serde(default)]
     pub window: Option<u32>,
     /// No rate decision before the window holds this many calls (at most the window).
@@ -80,11 +79,28 @@ pub struct CreateBreakerArgs {
     /// Probes allowed in flight at once, 1 to 16 (the seed library has no limit: omit it there).
     #[serde(default)]
     pub max_probes_in_flight: Option<u32>,
+    /// Attempts per call made through this breaker (reliable_http_call), 1 to 5. Default 3.
+    #[serde(default)]
+    pub attempts: Option<u32>,
+    /// Per-attempt timeout of calls through it, e.g. "10s". Default "10s".
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Backoff between attempts. Default: 200ms doubling up to 10s, full jitter.
+    #[serde(default)]
+    pub backoff: Option<BackoffSpec>,
 }
 
 impl CreateBreakerArgs {
-    /// The core's config, or an error naming the field.
-    pub fn config(&self) -> Result<BreakerConfig, String> {
+    /// A breaker `name` with every default.
+    pub fn named(name: &str) -> Self {
+        CreateBreakerArgs {
+            name: name.to_string(),
+            ..CreateBreakerArgs::default()
+        }
+    }
+
+    /// The core's breaker config, or an error naming the field.
+    pub fn breaker_config(&self) -> Result<BreakerConfig, String> {
         check_name(&self.name)?;
         let mut c = match self.preset.unwrap_or_default() {
             Preset::Reliablekit => BreakerConfig::reliablekit(),
@@ -121,6 +137,7 @@ impl CreateBreakerArgs {
             }
             c.half_open.max_in_flight = Some(p);
         }
+        BreakerPolicy::new(c).map_err(|e| e.to_string())?;
         Ok(c)
     }
 }
@@ -165,11 +182,28 @@ pub struct WindowCounts {
     pub failure_rate: Option<f64>,
 }
 
+/// Calls through the breaker since it was created.
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+pub struct Totals {
+    /// Calls that succeeded.
+    pub succeeded: u64,
+    /// Calls that failed after their attempts.
+    pub failed: u64,
+    /// Calls refused (breaker open, probes full).
+    pub refused: u64,
+    /// Calls dropped before they finished.
+    pub cancelled: u64,
+    /// Retries sent.
+    pub retries: u64,
+}
+
 /// What `get_breaker_state` and the resource return.
 #[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 pub struct BreakerState {
     /// The name.
     pub name: String,
+    /// The layers a call goes through, e.g. retry(breaker(api)).
+    pub layers: String,
     /// closed, open, half-open, forced-open or disabled.
     pub state: String,
     /// While open: milliseconds until it lets a probe through.
@@ -178,139 +212,19 @@ pub struct BreakerState {
     pub window: WindowCounts,
     /// Failures in a row.
     pub consecutive_failures: u32,
-    /// Re-opens since it last closed.
-    pub reopens: u32,
-    /// Probes in flight.
-    pub probes_in_flight: u32,
-    /// Calls it admitted.
-    pub admitted: u64,
-    /// Calls it rejected.
-    pub rejected: u64,
+    /// Calls through it since it was created.
+    pub totals: Totals,
     /// Recent transitions, oldest first (at most 32).
     pub transitions: Vec<TransitionRecord>,
-    /// Its config, as in the simulator's scenario files.
+    /// Its breaker config, as in the simulator's scenario files.
     pub config: serde_json::Value,
+    /// The retry policy of calls through it.
+    pub retry: serde_json::Value,
     /// Seconds since the server started, when this was read.
     pub now_s: f64,
 }
 
-/// One named breaker.
-#[derive(Debug)]
-pub struct NamedBreaker {
-    name: String,
-    config: BreakerConfig,
-    breaker: Inner,
-    log: Mutex<Log>,
-    clock: Clock,
-}
-
-#[derive(Debug, Default)]
-struct Log {
-    transitions: VecDeque<Transition>,
-    admitted: u64,
-    rejected: u64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The guarded data is a log; a panic elsewhere cannot leave it inconsistent.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl NamedBreaker {
-    fn note(&self, t: Option<Transition>, admitted: bool) {
-        let mut log = lock(&self.log);
-        if admitted {
-            log.admitted += 1;
-        } else {
-            log.rejected += 1;
-        }
-        if let Some(t) = t {
-            if log.transitions.len() == TRANSITIONS_KEPT {
-                log.transitions.pop_front();
-            }
-            log.transitions.push_back(t);
-        }
-    }
-
-    /// Asks to make a call now.
-    pub fn acquire(&self) -> Result<Permit, Rejection> {
-        let r = self.breaker.try_acquire(self.clock.now());
-        match &r {
-            Ok(p) => self.note(p.transition(), true),
-            Err(rej) => self.note(rej.transition, false),
-        }
-        r
-    }
-
-    /// Reports how a permitted call ended.
-    pub fn record(&self, permit: Permit, outcome: Outcome) {
-        let t = self.breaker.record(permit, outcome, self.clock.now());
-        if t.is_some() {
-            let mut log = lock(&self.log);
-            if log.transitions.len() == TRANSITIONS_KEPT {
-                log.transitions.pop_front();
-            }
-            log.transitions.extend(t);
-        }
-    }
-
-    /// The state now, as a word.
-    pub fn state_name(&self) -> &'static str {
-        self.breaker.state(self.clock.now()).name()
-    }
-
-    /// Its state, counts and recent transitions.
-    pub fn snapshot(&self) -> BreakerState {
-        let now = self.clock.now();
-        let state = self.breaker.state(now);
-        let counts = self.breaker.counts(now);
-        let log = lock(&self.log);
-        // Open since the last transition into open, for the open time of this re-open (exact:
-        // these breakers have no open-time jitter).
-        let retry_after_ms = (state == State::Open).then(|| {
-            let opened = log.transitions.iter().rev().find(|t| t.to == State::Open);
-            let open_time = self
-                .breaker
-                .policy()
-                .open_time_before_jitter(self.breaker.reopens());
-            opened.map_or(0.0, |t| {
-                ms(t.at
-                    .saturating_add(open_time)
-                    .saturating_duration_since(now))
-            })
-        });
-        BreakerState {
-            name: self.name.clone(),
-            state: state.name().to_string(),
-            retry_after_ms,
-            window: WindowCounts {
-                calls: counts.calls,
-                failures: counts.failures,
-                slow: counts.slow,
-                failure_rate: (counts.calls > 0)
-                    .then(|| counts.failures as f64 / counts.calls as f64),
-            },
-            consecutive_failures: self.breaker.consecutive_failures(),
-            reopens: self.breaker.reopens(),
-            probes_in_flight: self.breaker.probes_in_flight(),
-            admitted: log.admitted,
-            rejected: log.rejected,
-            transitions: log
-                .transitions
-                .iter()
-                .map(|t| TransitionRecord {
-                    from: t.from.name().into(),
-                    to: t.to.name().into(),
-                    at_s: t.at.since_origin().as_nanos() as f64 / 1e9,
-                })
-                .collect(),
-            config: serde_json::to_value(self.config).unwrap_or(serde_json::Value::Null),
-            now_s: now.since_origin().as_nanos() as f64 / 1e9,
-        }
-    }
-}
-
-/// The server's monotonic clock, as reliable-core instants since the server started.
+/// The server's monotonic clock: seconds since it started.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock(WallInstant);
 
@@ -321,100 +235,205 @@ impl Clock {
     }
 
     /// Time since the start.
-    pub fn now(&self) -> Instant {
-        Instant::from_nanos(u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    pub fn elapsed(&self) -> StdDuration {
+        self.0.elapsed()
+    }
+}
+
+/// The transitions an instance reported, each stamped on the server's clock.
+#[derive(Debug, Default)]
+struct Log {
+    transitions: VecDeque<(Transition, StdDuration)>,
+    /// When it last opened, and for how long (its open time before jitter at that re-open).
+    open_until: Option<StdDuration>,
+    reopens: u32,
+}
+
+/// Receives an instance's transitions into its [`Log`].
+#[derive(Debug)]
+struct Recorder {
+    log: Arc<Mutex<Log>>,
+    policy: BreakerPolicy,
+    clock: Clock,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every update is one step; a panic elsewhere cannot leave the data inconsistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Observer for Recorder {
+    fn on_transition(&self, _name: &str, t: Transition) {
+        let at = self.clock.elapsed();
+        let mut log = lock(&self.log);
+        if log.transitions.len() == TRANSITIONS_KEPT {
+            log.transitions.pop_front();
+        }
+        log.transitions.push_back((t, at));
+        match t.to {
+            State::Open => {
+                let reopens = if t.from == State::HalfOpen {
+                    log.reopens + 1
+                } else {
+                    0
+                };
+                let open = self.policy.open_time_before_jitter(reopens);
+                log.reopens = reopens;
+                log.open_until = Some(at + StdDuration::from_nanos(open.as_nanos()));
+            }
+            State::Closed => {
+                log.reopens = 0;
+                log.open_until = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One named downstream: its instance and what the server keeps beside it.
+#[derive(Debug, Clone)]
+pub struct NamedBreaker {
+    /// The instance calls go through.
+    pub reliable: Reliable,
+    config: BreakerConfig,
+    retry: RetryConfig,
+    log: Arc<Mutex<Log>>,
+    clock: Clock,
+}
+
+impl NamedBreaker {
+    /// The state now, as a word.
+    pub fn state_name(&self) -> &'static str {
+        self.reliable.state().map_or("none", State::name)
+    }
+
+    /// While open: the time until it lets a probe through (exact: these breakers have no
+    /// open-time jitter).
+    pub fn retry_after(&self) -> Option<StdDuration> {
+        if self.reliable.state() != Some(State::Open) {
+            return None;
+        }
+        let until = lock(&self.log).open_until?;
+        Some(until.saturating_sub(self.clock.elapsed()))
+    }
+
+    /// Its state, counts, totals and recent transitions.
+    pub fn snapshot(&self) -> BreakerState {
+        let s = self.reliable.snapshot();
+        let retry_after_ms = self.retry_after().map(|d| d.as_secs_f64() * 1e3);
+        let log = lock(&self.log);
+        BreakerState {
+            name: s.name,
+            layers: s.label,
+            state: s.state.map_or("none", State::name).to_string(),
+            retry_after_ms,
+            window: WindowCounts {
+                calls: s.window.calls,
+                failures: s.window.failures,
+                slow: s.window.slow,
+                failure_rate: (s.window.calls > 0)
+                    .then(|| s.window.failures as f64 / s.window.calls as f64),
+            },
+            consecutive_failures: s.consecutive_failures,
+            totals: Totals {
+                succeeded: s.succeeded,
+                failed: s.failed,
+                refused: s.refused,
+                cancelled: s.cancelled,
+                retries: s.retries,
+            },
+            transitions: log
+                .transitions
+                .iter()
+                .map(|(t, at)| TransitionRecord {
+                    from: t.from.name().into(),
+                    to: t.to.name().into(),
+                    at_s: at.as_secs_f64(),
+                })
+                .collect(),
+            config: serde_json::to_value(self.config).unwrap_or_default(),
+            retry: serde_json::to_value(self.retry).unwrap_or_default(),
+            now_s: self.clock.elapsed().as_secs_f64(),
+        }
     }
 }
 
 /// What `create_breaker` did.
 #[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 pub struct Created {
-    /// `created`, `unchanged` (same name and config: its state is kept) or `replaced` (a new
-    /// config: the old breaker's state is gone).
+    /// `created`, `unchanged` (same name and settings: its state is kept) or `replaced` (new
+    /// settings: the old breaker's state is gone).
     pub action: String,
     /// The breaker now.
     pub breaker: BreakerState,
 }
 
-/// Every named breaker of the server.
+/// Every named downstream of the server.
 #[derive(Debug)]
 pub struct Breakers {
     clock: Clock,
-    by_name: Mutex<BTreeMap<String, Arc<NamedBreaker>>>,
-    policies: Mutex<HashMap<String, &'static BreakerPolicy>>,
-}
-
-impl Default for Breakers {
-    fn default() -> Self {
-        Breakers::new(Clock::start())
-    }
+    limits: Limits,
+    registry: Registry,
+    extra: Mutex<BTreeMap<String, NamedBreaker>>,
 }
 
 impl Breakers {
-    /// No breakers yet.
-    pub fn new(clock: Clock) -> Self {
+    /// None yet; calls through them keep within `limits`.
+    pub fn new(limits: Limits) -> Self {
         Breakers {
-            clock,
-            by_name: Mutex::new(BTreeMap::new()),
-            policies: Mutex::new(HashMap::new()),
+            clock: Clock::start(),
+            limits,
+            registry: Registry::with_limit(MAX_BREAKERS),
+            extra: Mutex::new(BTreeMap::new()),
         }
     }
 
-    fn policy(&self, config: BreakerConfig) -> Result<&'static BreakerPolicy, String> {
-        let key = format!("{config:?}");
-        let mut policies = lock(&self.policies);
-        if let Some(p) = policies.get(&key) {
-            return Ok(p);
-        }
-        if policies.len() >= MAX_POLICIES {
-            return Err(format!(
-                "this server has built {MAX_POLICIES} distinct breaker configs, its limit; reuse one"
-            ));
-        }
-        let policy = BreakerPolicy::new(config).map_err(|e| e.to_string())?;
-        // Lives for the process (the core's breakers borrow their policy); bounded above.
-        let policy: &'static BreakerPolicy = Box::leak(Box::new(policy));
-        policies.insert(key, policy);
-        Ok(policy)
-    }
-
-    /// Creates (or keeps, or replaces) the breaker `name`.
+    /// Creates (or keeps, or replaces) the breaker `args.name`.
     pub fn create(&self, args: &CreateBreakerArgs) -> Result<Created, String> {
-        let config = args.config()?;
-        if let Some(b) = self.get(&args.name)
+        let config = args.breaker_config()?;
+        let retry = crate::retry::config(
+            args.attempts,
+            args.timeout.as_deref(),
+            args.backoff.as_ref(),
+            true,
+            &self.limits,
+        )?;
+        let mut extra = lock(&self.extra);
+        if let Some(b) = extra.get(&args.name)
             && b.config == config
+            && b.retry == retry
         {
             return Ok(Created {
                 action: "unchanged".into(),
                 breaker: b.snapshot(),
             });
         }
-        // Validate before touching the registry, so a bad config leaves the old breaker in place.
-        BreakerPolicy::new(config).map_err(|e| e.to_string())?;
-        let mut by_name = lock(&self.by_name);
-        if !by_name.contains_key(&args.name) && by_name.len() >= MAX_BREAKERS {
-            return Err(format!(
-                "this server holds {MAX_BREAKERS} breakers, its limit"
-            ));
-        }
-        let policy = self.policy(config)?;
-        let seed = reliable_core::sample::splitmix64(
-            args.name
-                .bytes()
-                .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)),
-        );
-        let breaker = Inner::new(policy)
-            .map_err(|e| e.to_string())?
-            .with_seed(seed);
-        let named = Arc::new(NamedBreaker {
-            name: args.name.clone(),
-            config,
-            breaker,
-            log: Mutex::new(Log::default()),
+        let log = Arc::new(Mutex::new(Log::default()));
+        let recorder = Recorder {
+            log: log.clone(),
+            policy: BreakerPolicy::new(config).map_err(|e| e.to_string())?,
             clock: self.clock,
-        });
-        let replaced = by_name.insert(args.name.clone(), named.clone()).is_some();
-        drop(by_name);
+        };
+        let builder = Reliable::builder(&args.name)
+            .breaker(config)
+            .retry(retry)
+            .observer(recorder);
+        let replaced = self.registry.remove(&args.name).is_some();
+        let reliable = match self.registry.create(builder) {
+            Ok(r) => r,
+            Err(e) => {
+                extra.remove(&args.name);
+                return Err(e.to_string());
+            }
+        };
+        let named = NamedBreaker {
+            reliable,
+            config,
+            retry,
+            log,
+            clock: self.clock,
+        };
+        extra.insert(args.name.clone(), named.clone());
         Ok(Created {
             action: if replaced { "replaced" } else { "created" }.into(),
             breaker: named.snapshot(),
@@ -422,13 +441,13 @@ impl Breakers {
     }
 
     /// The breaker `name`.
-    pub fn get(&self, name: &str) -> Option<Arc<NamedBreaker>> {
-        lock(&self.by_name).get(name).cloned()
+    pub fn get(&self, name: &str) -> Option<NamedBreaker> {
+        lock(&self.extra).get(name).cloned()
     }
 
     /// Every breaker's name, sorted.
     pub fn names(&self) -> Vec<String> {
-        lock(&self.by_name).keys().cloned().collect()
+        self.registry.names()
     }
 
     /// The breaker `name`'s snapshot, or an error listing the names there are.
@@ -446,5 +465,81 @@ pub fn unknown(name: &str, names: &[String]) -> String {
         format!("no breaker named {name:?}; there are none yet: create one with create_breaker")
     } else {
         format!("no breaker named {name:?}; there are: {}", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_keeps_replaces_and_names_bad_fields() {
+        let b = Breakers::new(Limits::default());
+        assert_eq!(
+            b.create(&CreateBreakerArgs::named("api")).unwrap().action,
+            "created"
+        );
+        assert_eq!(
+            b.create(&CreateBreakerArgs::named("api")).unwrap().action,
+            "unchanged"
+        );
+        let other = CreateBreakerArgs {
+            window: Some(50),
+            ..CreateBreakerArgs::named("api")
+        };
+        assert_eq!(b.create(&other).unwrap().action, "replaced");
+        assert_eq!(b.names(), ["api"]);
+        let e = |a: CreateBreakerArgs| b.create(&a).unwrap_err();
+        assert!(e(CreateBreakerArgs::named("bad name")).starts_with("name"));
+        assert!(
+            e(CreateBreakerArgs {
+                failure_rate: Some(1.5),
+                ..CreateBreakerArgs::named("x")
+            })
+            .contains("failure_rate")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                window: Some(0),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("window")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                cooldown: Some("later".into()),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("cooldown")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                attempts: Some(6),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("attempts")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                max_probes_in_flight: Some(0),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("max_probes")
+        );
+        assert!(b.snapshot("x").unwrap_err().contains("there are: api"));
+    }
+
+    #[test]
+    fn the_registry_is_bounded() {
+        let b = Breakers::new(Limits::default());
+        for i in 0..MAX_BREAKERS {
+            b.create(&CreateBreakerArgs::named(&format!("b{i}")))
+                .unwrap();
+        }
+        assert!(
+            b.create(&CreateBreakerArgs::named("one-more"))
+                .unwrap_err()
+                .contains("full")
+        );
     }
 }

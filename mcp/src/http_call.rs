@@ -1,39 +1,37 @@
-//! `reliable_http_call`: one HTTP request made the way this project says requests should be made,
-//! through a named breaker, with bounded retries and jittered backoff, and through the SSRF guard.
+//! `reliable_http_call`: one HTTP request made the way this project says requests should be made:
+//! through a [`Reliable`] (a named downstream's breaker and retry policy, or, without a breaker,
+//! one built for the call from its own attempts, timeout and backoff), and through the SSRF
+//! guard.
 //!
-//! The loop: check the URL (refused requests never touch the breaker), then for each attempt ask
-//! the breaker, send, classify, tell the breaker, and wait before the next attempt (the backoff's
-//! delay, or the server's `Retry-After` if longer) while the call's deadline allows it.
-//!
-//! - Success for the breaker: any answer but 408, 429 and 5xx (a 404 says the downstream is
-//!   healthy). Those three and transport failures (connect, timeout, reset) count as failures and
-//!   are retried. A refusal by the guard, an oversized body and bad arguments are nobody's health:
-//!   they free the permit without counting and end the call.
-//! - POST and PATCH are retried only when the connection failed (the request never left), unless
-//!   the caller says the request is idempotent.
-//! - While the breaker is open the request is not sent: the caller's `fallback` is returned, with
-//!   the time until the breaker will let a probe through.
+//! - The URL is checked first: a refused request never reaches a breaker.
+//! - Each attempt's answer is classified by the `reliable` crate's HTTP rules (408, 409, 5xx:
+//!   transient; 429, 503, 529: throttled, honouring `Retry-After`/`retry-after-ms`; other 4xx:
+//!   fatal, neither retried nor counted against the downstream; `x-should-retry` overrides).
+//!   Transport failures (connect, reset, read timeout) are transient. A refusal by the guard
+//!   (a redirect to a private address) or an oversized body is fatal: nobody's health.
+//! - POST and PATCH are retried only when the connection failed (the request never left),
+//!   unless the caller says the request is idempotent.
+//! - While the breaker is open nothing is sent: the caller's `fallback` is returned, with the
+//!   time until the breaker lets a probe through.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::{Duration as StdDuration, Instant as WallInstant};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant as WallInstant, SystemTime};
 
-use reliable_core::Duration;
-use reliable_core::breaker::{Outcome, Permit};
+use reliable::Reliable;
+use reliable::http::{Signals, classify_status};
+use reliable_core::outcome::ErrorClass;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::backoff::BackoffSpec;
-use crate::breakers::{Breakers, NamedBreaker, unknown};
-use crate::duration::{ms, parse_duration};
+use crate::breakers::{Breakers, unknown};
 use crate::redact::{REDACTED, Secrets, is_sensitive, url_without_credentials};
 use crate::ssrf::client::{describe, refusal};
 use crate::ssrf::{BodyError, Guard, Limits, read_capped};
 
-/// Most attempts per call.
-pub const MAX_ATTEMPTS: u32 = 5;
 /// Largest request body, in bytes.
 pub const MAX_REQUEST_BODY: usize = 1 << 20;
 /// Body bytes read by default.
@@ -72,16 +70,18 @@ pub struct HttpCallArgs {
     /// Request body, as text (at most 1 MiB).
     #[serde(default)]
     pub body: Option<String>,
-    /// A breaker made with create_breaker: the call goes through it, and is not sent while it is open.
+    /// A breaker made with create_breaker: the call goes through it with its retry policy
+    /// (attempts, timeout, backoff set there), and is not sent while it is open.
     #[serde(default)]
     pub breaker: Option<String>,
-    /// Per-attempt timeout, e.g. "10s" (headers and body; at most the server's limit). Default "10s".
+    /// Without a breaker: per-attempt timeout, e.g. "10s" (headers and body; at most the server's
+    /// limit). Default "10s".
     #[serde(default)]
     pub timeout: Option<String>,
-    /// Attempts in all, 1 to 5. Default 3.
+    /// Without a breaker: attempts in all, 1 to 5. Default 3.
     #[serde(default)]
     pub attempts: Option<u32>,
-    /// Backoff between attempts. Default: 200ms doubling up to 10s, full jitter.
+    /// Without a breaker: backoff between attempts. Default: 200ms doubling up to 10s, full jitter.
     #[serde(default)]
     pub backoff: Option<BackoffSpec>,
     /// POST/PATCH are idempotent here (e.g. they carry an Idempotency-Key), so they may be retried
@@ -183,10 +183,7 @@ struct Prepared {
     url: Url,
     headers: HeaderMap,
     body: Option<String>,
-    attempts: u32,
-    attempt_timeout: StdDuration,
-    backoff: reliable_core::backoff::BackoffPolicy,
-    retry_sent: bool,
+    idempotent: bool,
     max_body: usize,
     secrets: Secrets,
 }
@@ -246,22 +243,6 @@ fn prepare(args: &HttpCallArgs, caller: &HttpCaller) -> Result<Prepared, String>
             b.len()
         ));
     }
-    let attempts = args.attempts.unwrap_or(3);
-    if !(1..=MAX_ATTEMPTS).contains(&attempts) {
-        return Err(format!(
-            "attempts: {attempts} is outside 1..={MAX_ATTEMPTS}"
-        ));
-    }
-    let timeout = parse_duration("timeout", args.timeout.as_deref(), Duration::from_secs(10))?;
-    let max = caller.limits.max_attempt_timeout;
-    let attempt_timeout = StdDuration::from_nanos(timeout.as_nanos());
-    if attempt_timeout.is_zero() || attempt_timeout > max {
-        return Err(format!(
-            "timeout: {timeout} is outside (0, {}]",
-            Duration::from_nanos(max.as_nanos() as u64)
-        ));
-    }
-    let backoff = args.backoff.clone().unwrap_or_default().policy()?;
     let max_body = args.max_body_bytes.unwrap_or(DEFAULT_BODY_BYTES);
     if max_body == 0 || max_body > caller.limits.max_body_bytes {
         return Err(format!(
@@ -276,82 +257,116 @@ fn prepare(args: &HttpCallArgs, caller: &HttpCaller) -> Result<Prepared, String>
         url,
         headers,
         body: args.body.clone(),
-        attempts,
-        attempt_timeout,
-        backoff,
-        retry_sent: idempotent,
+        idempotent,
         max_body,
         secrets,
     })
 }
 
-/// How one attempt ended.
-enum Ended {
-    /// An answer, read whole.
-    Answer {
-        status: u16,
-        headers: BTreeMap<String, String>,
-        body: Vec<u8>,
-        url: Url,
-        retry_after: Option<StdDuration>,
-    },
-    /// No answer: the request may not have been sent (connect) or may have been (other).
-    Transport { error: String, connect: bool },
-    /// Refused or unusable: ends the call, counts for nothing.
-    Stop { error: String, status: Option<u16> },
+/// An answer, read whole.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+    url: Url,
 }
 
-async fn attempt(caller: &HttpCaller, p: &Prepared, timeout: StdDuration) -> Ended {
+/// Why an attempt failed, and its class for the retry policy and the breaker.
+#[derive(Debug)]
+struct Failed {
+    class: ErrorClass,
+    /// The answer, when the failure is a status.
+    answer: Option<Answer>,
+    error: String,
+}
+
+/// One attempt, timed on the server's clock.
+#[derive(Debug)]
+struct Timed {
+    started: WallInstant,
+    ended: Option<(WallInstant, Option<u16>, Option<String>)>,
+}
+
+async fn attempt(caller: &HttpCaller, p: &Prepared) -> Result<Answer, Failed> {
     let mut req = caller
         .client
         .request(p.method.clone(), p.url.clone())
-        .headers(p.headers.clone())
-        .timeout(timeout);
+        .headers(p.headers.clone());
     if let Some(b) = &p.body {
         req = req.body(b.clone());
     }
-    let started = WallInstant::now();
+    // A retry class, softened for a request that may have reached the server and must not be
+    // sent twice.
+    let retry = |class: ErrorClass| {
+        if p.idempotent {
+            class
+        } else {
+            ErrorClass::DontRetry
+        }
+    };
     let mut resp = match req.send().await {
         Ok(r) => r,
         Err(e) => {
-            return match refusal(&e) {
-                Some(r) => Ended::Stop {
+            return Err(match refusal(&e) {
+                Some(r) => Failed {
+                    class: ErrorClass::Fatal,
+                    answer: None,
                     error: r.to_string(),
-                    status: None,
                 },
-                None => Ended::Transport {
+                None => Failed {
+                    class: if e.is_connect() {
+                        ErrorClass::Transient
+                    } else {
+                        retry(ErrorClass::Transient)
+                    },
+                    answer: None,
                     error: p.secrets.scrub(&describe(&e)),
-                    connect: e.is_connect(),
                 },
-            };
+            });
         }
     };
     let status = resp.status().as_u16();
     let url = resp.url().clone();
     let headers = echoed_headers(resp.headers(), &p.secrets);
-    let retry_after = retry_after(resp.headers());
-    // The body shares the attempt's timeout: reqwest's `timeout` covers the whole response.
-    let left = timeout.saturating_sub(started.elapsed());
-    match tokio::time::timeout(left, read_capped(&mut resp, p.max_body)).await {
-        Err(_) => Ended::Transport {
-            error: format!("timed out reading the body after {timeout:?}"),
-            connect: false,
-        },
-        Ok(Err(BodyError::Transfer(e))) => Ended::Transport {
-            error: p.secrets.scrub(&describe(&e)),
-            connect: false,
-        },
-        Ok(Err(e)) => Ended::Stop {
-            error: e.to_string(),
-            status: Some(status),
-        },
-        Ok(Ok(body)) => Ended::Answer {
-            status,
-            headers,
-            body,
-            url,
-            retry_after,
-        },
+    let class = classify_status(
+        status,
+        &Signals::from_headers(resp.headers(), SystemTime::now()),
+    );
+    let body = match read_capped(&mut resp, p.max_body).await {
+        Ok(body) => body,
+        Err(BodyError::Transfer(e)) => {
+            return Err(Failed {
+                class: retry(ErrorClass::Transient),
+                answer: None,
+                error: p.secrets.scrub(&describe(&e)),
+            });
+        }
+        Err(e) => {
+            return Err(Failed {
+                class: ErrorClass::Fatal,
+                answer: None,
+                error: e.to_string(),
+            });
+        }
+    };
+    let answer = Answer {
+        status,
+        headers,
+        body,
+        url,
+    };
+    match class {
+        None => Ok(answer),
+        Some(class) => Err(Failed {
+            class: if class.counts_as_failure() {
+                retry(class)
+            } else {
+                class
+            },
+            answer: Some(answer),
+            error: format!("HTTP {status}"),
+        }),
     }
 }
 
@@ -380,210 +395,197 @@ fn echoed_headers(h: &HeaderMap, secrets: &Secrets) -> BTreeMap<String, String> 
     out
 }
 
-/// `retry-after-ms`, else `Retry-After` in seconds (an HTTP date is ignored).
-fn retry_after(h: &HeaderMap) -> Option<StdDuration> {
-    let get = |n: &str| h.get(n).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = get("retry-after-ms")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-    {
-        return Some(StdDuration::from_secs_f64(ms / 1000.0));
+/// The instance a call goes through: the named breaker's, or one built for this call.
+fn instance(
+    args: &HttpCallArgs,
+    p: &Prepared,
+    caller: &HttpCaller,
+) -> Result<(Reliable, bool), String> {
+    let Some(name) = &args.breaker else {
+        let retry = crate::retry::config(
+            args.attempts,
+            args.timeout.as_deref(),
+            args.backoff.as_ref(),
+            p.idempotent,
+            &caller.limits,
+        )?;
+        let rel = Reliable::builder("http")
+            .no_breaker()
+            .retry(retry)
+            .build()
+            .map_err(|e| e.to_string())?;
+        return Ok((rel, false));
+    };
+    for (given, field) in [
+        (args.attempts.is_some(), "attempts"),
+        (args.timeout.is_some(), "timeout"),
+        (args.backoff.is_some(), "backoff"),
+    ] {
+        if given {
+            return Err(format!(
+                "{field}: a call through breaker {name:?} uses the retry policy set by create_breaker; leave {field} out"
+            ));
+        }
     }
-    get("retry-after")
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(StdDuration::from_secs)
+    let named = caller
+        .breakers
+        .get(name)
+        .ok_or_else(|| format!("breaker: {}", unknown(name, &caller.breakers.names())))?;
+    Ok((named.reliable, true))
 }
 
-/// Whether a status says the downstream is unwell (and the request may be retried).
-fn failing(status: u16) -> bool {
-    status == 408 || status == 429 || status >= 500
-}
-
-/// Makes the call. `Err` is for requests that were refused before anything was sent (bad
-/// arguments, the SSRF guard); everything after that is a result, failed or not.
+/// Makes the call. `Err` is for requests refused before anything was sent (bad arguments, the
+/// SSRF guard); everything after that is a result, failed or not.
 pub async fn call(caller: &HttpCaller, args: &HttpCallArgs) -> Result<HttpCallResult, String> {
     let p = prepare(args, caller)?;
-    let breaker: Option<Arc<NamedBreaker>> = match &args.breaker {
-        None => None,
-        Some(name) => Some(
-            caller
-                .breakers
-                .get(name)
-                .ok_or_else(|| format!("breaker: {}", unknown(name, &caller.breakers.names())))?,
-        ),
-    };
+    let (rel, named) = instance(args, &p, caller)?;
     let started = WallInstant::now();
-    let deadline = started + caller.limits.max_call_time;
+    let timed: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
+    let result = rel
+        .call_with(
+            |f: &Failed| f.class,
+            || {
+                let slot = {
+                    let mut t = timed.lock().unwrap_or_else(|e| e.into_inner());
+                    t.push(Timed {
+                        started: WallInstant::now(),
+                        ended: None,
+                    });
+                    t.len() - 1
+                };
+                let (p, timed) = (&p, &timed);
+                async move {
+                    let r = attempt(caller, p).await;
+                    let (status, error) = match &r {
+                        Ok(a) => (Some(a.status), None),
+                        Err(f) => (f.answer.as_ref().map(|a| a.status), Some(f.error.clone())),
+                    };
+                    if let Some(t) = timed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_mut(slot)
+                    {
+                        t.ended = Some((WallInstant::now(), status, error));
+                    }
+                    r
+                }
+            },
+        )
+        .await;
+    let finished = WallInstant::now();
     let mut out = HttpCallResult {
         ok: false,
-        served_by: String::new(),
+        served_by: rel.label().to_string(),
         status: None,
         headers: BTreeMap::new(),
         body: None,
         body_bytes: 0,
         url: url_without_credentials(&p.url),
-        attempts: Vec::new(),
-        elapsed_ms: 0.0,
+        attempts: records(
+            &timed.into_inner().unwrap_or_else(|e| e.into_inner()),
+            finished,
+        ),
+        elapsed_ms: (finished - started).as_secs_f64() * 1e3,
         error: None,
         breaker: None,
     };
-    let mut backoff = p.backoff.backoff();
-    // Jitter needs only to differ between calls and processes, not to be secret.
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-        ^ u64::from(std::process::id()).rotate_left(32);
-    let mut rejected_retry_after = None;
-    for n in 1..=p.attempts {
-        let permit: Option<Permit> = match &breaker {
-            None => None,
-            Some(b) => match b.acquire() {
-                Ok(permit) => Some(permit),
-                Err(rejection) => {
-                    rejected_retry_after = rejection.retry_after().map(ms);
-                    let why = match rejection.retry_after() {
-                        Some(d) => format!(
-                            "breaker {:?} is open: no call sent; it lets a probe through in {d}",
-                            args.breaker.as_deref().unwrap_or_default()
-                        ),
-                        None => format!(
-                            "breaker {:?} refused the call ({:?})",
-                            args.breaker.as_deref().unwrap_or_default(),
-                            rejection.reason
-                        ),
-                    };
-                    if n == 1 && args.fallback.is_some() {
-                        out.ok = true;
-                        out.served_by = "fallback".into();
-                        out.body = args.fallback.clone();
-                    }
-                    out.error = Some(why);
-                    break;
-                }
-            },
-        };
-        let now = WallInstant::now();
-        let left = deadline.saturating_duration_since(now);
-        let t0 = now;
-        let ended = attempt(caller, &p, p.attempt_timeout.min(left)).await;
-        let elapsed = t0.elapsed();
-        let mut rec = AttemptRecord {
-            attempt: n,
-            status: None,
-            error: None,
-            elapsed_ms: elapsed.as_secs_f64() * 1e3,
-            waited_ms: None,
-        };
-        let (outcome, retryable, server_delay) = match ended {
-            Ended::Answer {
-                status,
-                headers,
-                body,
-                url,
-                retry_after,
-            } => {
-                rec.status = Some(status);
-                out.status = Some(status);
-                out.headers = headers;
-                out.body_bytes = body.len();
-                out.body = Some(p.secrets.scrub(&String::from_utf8_lossy(&body)));
-                out.url = url_without_credentials(&url);
-                out.ok = (200..300).contains(&status);
-                out.error = None;
-                if failing(status) {
-                    let e = format!("HTTP {status}");
-                    rec.error = Some(e.clone());
-                    out.error = Some(e);
-                    (Outcome::Failure, p.retry_sent, retry_after)
-                } else {
-                    (Outcome::Success, false, None)
-                }
-            }
-            Ended::Transport { error, connect } => {
-                rec.error = Some(error.clone());
-                out.error = Some(error);
-                (Outcome::Failure, connect || p.retry_sent, None)
-            }
-            Ended::Stop { error, status } => {
-                rec.status = status;
-                rec.error = Some(error.clone());
-                out.status = status;
-                out.ok = false;
-                out.error = Some(error);
-                (Outcome::Ignored, false, None)
-            }
-        };
-        if let (Some(b), Some(permit)) = (&breaker, permit) {
-            b.record(permit, outcome);
-        }
-        out.attempts.push(rec);
-        if !retryable || n == p.attempts {
-            break;
-        }
-        let delay = StdDuration::from_nanos(
-            backoff
-                .next_delay_with(reliable_core::sample::splitmix64(seed ^ u64::from(n)))
-                .as_nanos(),
-        );
-        let delay = delay.max(server_delay.unwrap_or_default());
-        if WallInstant::now() + delay >= deadline {
+    let answer = match result {
+        Ok(answer) => Some(answer),
+        Err(reliable::Error::GaveUp {
+            last,
+            reason,
+            attempts,
+        }) => {
             out.error = Some(format!(
-                "{}; no retry: waiting {delay:?} would pass the call's deadline",
-                out.error.take().unwrap_or_default()
+                "{}{}",
+                last.error,
+                if attempts > 1 || reason.name() != "max-attempts" {
+                    format!(" (gave up after {attempts} attempt(s): {})", reason.name())
+                } else {
+                    String::new()
+                }
             ));
-            break;
+            last.answer
         }
-        if let Some(last) = out.attempts.last_mut() {
-            last.waited_ms = Some(delay.as_secs_f64() * 1e3);
+        Err(reliable::Error::Timeout { attempts }) => {
+            out.error = Some(format!(
+                "timed out: attempt {attempts} took longer than its timeout"
+            ));
+            None
         }
-        tokio::time::sleep(delay).await;
+        Err(reliable::Error::Open { retry_after }) => {
+            out.error = Some(match retry_after {
+                Some(d) => format!(
+                    "the breaker is open: no request sent; it lets a probe through in {d:?}"
+                ),
+                None => "the breaker is forced open: no request sent".to_string(),
+            });
+            if out.attempts.is_empty()
+                && let Some(fallback) = &args.fallback
+            {
+                out.ok = true;
+                out.served_by = "fallback".into();
+                out.body = Some(fallback.clone());
+            }
+            None
+        }
+        Err(reliable::Error::Rejected { why, last }) => {
+            out.error = Some(format!(
+                "refused by the breaker: {why:?}; no (further) request sent"
+            ));
+            last.and_then(|l| l.answer)
+        }
+    };
+    if let Some(a) = answer {
+        out.ok = (200..300).contains(&a.status);
+        out.status = Some(a.status);
+        out.headers = a.headers;
+        out.body_bytes = a.body.len();
+        out.body = Some(p.secrets.scrub(&String::from_utf8_lossy(&a.body)));
+        out.url = url_without_credentials(&a.url);
+    } else if let Some(last) = out.attempts.last() {
+        out.status = last.status;
     }
-    let retried = out.attempts.len() > 1 || p.attempts > 1;
-    if out.served_by.is_empty() {
-        let inner = if retried { "retry(http)" } else { "http" };
-        out.served_by = if breaker.is_some() {
-            format!("breaker({inner})")
-        } else {
-            inner.to_string()
-        };
+    if named && let Some(b) = args.breaker.as_ref().and_then(|n| caller.breakers.get(n)) {
+        out.breaker = Some(BreakerBrief {
+            name: b.reliable.name().to_string(),
+            state: b.state_name().to_string(),
+            retry_after_ms: b.retry_after().map(|d| d.as_secs_f64() * 1e3),
+        });
     }
-    out.breaker = breaker.map(|b| BreakerBrief {
-        name: args.breaker.clone().unwrap_or_default(),
-        state: b.state_name().to_string(),
-        retry_after_ms: rejected_retry_after,
-    });
-    out.elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok(out)
+}
+
+/// The attempts as records: one whose future was dropped by its timeout has no end, so it ran
+/// until the next attempt started (or the call ended).
+fn records(timed: &[Timed], finished: WallInstant) -> Vec<AttemptRecord> {
+    timed
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let next = timed.get(i + 1).map(|n| n.started);
+            let (end, status, error) = match &t.ended {
+                Some((end, status, error)) => (*end, *status, error.clone()),
+                None => (
+                    next.unwrap_or(finished),
+                    None,
+                    Some("timed out".to_string()),
+                ),
+            };
+            AttemptRecord {
+                attempt: i as u32 + 1,
+                status,
+                error,
+                elapsed_ms: (end - t.started).as_secs_f64() * 1e3,
+                waited_ms: next.map(|n| n.saturating_duration_since(end).as_secs_f64() * 1e3),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statuses_that_count_as_failures() {
-        for s in [408, 429, 500, 502, 503, 504, 529] {
-            assert!(failing(s), "{s}");
-        }
-        for s in [200, 201, 204, 301, 304, 400, 401, 403, 404, 409, 422] {
-            assert!(!failing(s), "{s}");
-        }
-    }
-
-    #[test]
-    fn retry_after_in_milliseconds_or_seconds() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&h), Some(StdDuration::from_secs(2)));
-        h.insert("retry-after-ms", HeaderValue::from_static("150"));
-        assert_eq!(retry_after(&h), Some(StdDuration::from_millis(150)));
-        let mut d = HeaderMap::new();
-        d.insert(
-            "retry-after",
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(retry_after(&d), None);
-    }
 
     #[test]
     fn echoed_headers_are_selected_and_redacted() {

@@ -21,6 +21,7 @@ pub mod breakers;
 mod duration;
 pub mod http_call;
 pub mod redact;
+pub mod retry;
 pub mod server;
 pub mod ssrf;
 pub mod storm;

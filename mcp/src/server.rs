@@ -98,7 +98,7 @@ pub struct ScenarioList {
 impl ReliableServer {
     /// A server with `settings`, its breakers empty.
     pub fn new(settings: Settings) -> Result<Self, String> {
-        let breakers = Arc::new(Breakers::default());
+        let breakers = Arc::new(Breakers::new(settings.limits.clone()));
         Ok(ReliableServer {
             shared: Arc::new(Shared {
                 caller: HttpCaller::new(settings.guard, settings.limits, breakers.clone())?,
@@ -226,7 +226,8 @@ impl ReliableServer {
         let text = format!(
             "You are diagnosing the circuit breaker \"{name}\", which protects one downstream service.\n\n\
              Its state now is {state}{retry}. Its window holds {calls} calls, {failures} of them failures; \
-             {consecutive} failures in a row; {reopens} re-opens since it last closed. \
+             {consecutive} failures in a row. Since it was created: {succeeded} calls succeeded, \
+             {failed} failed, {refused} were refused while it was open, {retries} retries were sent. \
              Recent transitions (seconds since the server started) and its config:\n\n```json\n{json}\n```\n\n\
              Diagnose it: is the downstream failing, recovering or healthy? Is the breaker tuned sensibly \
              for this traffic (window, failure rate, cooldown, probes)? Say what to do next: wait \
@@ -241,7 +242,10 @@ impl ReliableServer {
             calls = state.window.calls,
             failures = state.window.failures,
             consecutive = state.consecutive_failures,
-            reopens = state.reopens,
+            succeeded = state.totals.succeeded,
+            failed = state.totals.failed,
+            refused = state.totals.refused,
+            retries = state.totals.retries,
         );
         Ok(
             GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])

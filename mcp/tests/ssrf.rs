@@ -34,7 +34,7 @@ fn caller_with(allow: &[&str]) -> HttpCaller {
     HttpCaller::new(
         Guard::new(AllowList::parse(allow).unwrap()),
         limits(),
-        Arc::new(Breakers::default()),
+        Arc::new(Breakers::new(limits())),
     )
     .unwrap()
 }
@@ -304,24 +304,20 @@ async fn failures_are_retried_and_trip_the_breaker() {
     let c = caller();
     c.breakers
         .create(&CreateBreakerArgs {
-            name: "api".into(),
             preset: Some(Preset::LayeredExercise), // opens after 2 failures in a row, for 20 s
-            failure_rate: None,
-            window: None,
-            minimum_calls: None,
-            consecutive_failures: None,
-            cooldown: None,
-            probes: None,
-            max_probes_in_flight: None,
+            attempts: Some(4),
+            timeout: Some("2s".into()),
+            backoff: Some(reliable_mcp::backoff::BackoffSpec {
+                base: Some("10ms".into()),
+                ..Default::default()
+            }),
+            ..CreateBreakerArgs::named("api")
         })
         .unwrap();
     let args = HttpCallArgs {
         breaker: Some("api".into()),
-        attempts: Some(4),
-        backoff: Some(reliable_mcp::backoff::BackoffSpec {
-            base: Some("10ms".into()),
-            ..Default::default()
-        }),
+        attempts: None,
+        timeout: None,
         ..get(&good.url("/status?code=503"))
     };
     let r = ok(&c, args.clone()).await;
@@ -333,7 +329,7 @@ async fn failures_are_retried_and_trip_the_breaker() {
     assert_eq!(good.requests(), 2);
     assert!(r.error.as_deref().unwrap().contains("is open"), "{r:?}");
     assert_eq!(r.breaker.as_ref().unwrap().state, "open");
-    assert_eq!(r.served_by, "breaker(retry(http))");
+    assert_eq!(r.served_by, "retry(breaker(api))");
 
     // Open: nothing is sent, the fallback is served with the time until a probe.
     let r = ok(

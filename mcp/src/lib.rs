@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod args;
 pub mod backoff;
 pub mod breakers;
 mod duration;

@@ -23,6 +23,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::args::Args;
 use crate::backoff::{self, BackoffArgs, BackoffReport};
 use crate::breakers::{BreakerState, Breakers, CreateBreakerArgs, Created, check_name};
 use crate::http_call::{self, HttpCallArgs, HttpCallResult, HttpCaller};
@@ -121,7 +122,7 @@ impl ReliableServer {
     #[tool(annotations(idempotent_hint = true, open_world_hint = false))]
     async fn create_breaker(
         &self,
-        Parameters(args): Parameters<CreateBreakerArgs>,
+        Parameters(Args(args)): Parameters<Args<CreateBreakerArgs>>,
     ) -> Result<Json<Created>, String> {
         self.shared.breakers.create(&args).map(Json)
     }
@@ -131,7 +132,7 @@ impl ReliableServer {
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn get_breaker_state(
         &self,
-        Parameters(args): Parameters<NameArgs>,
+        Parameters(Args(args)): Parameters<Args<NameArgs>>,
     ) -> Result<Json<BreakerState>, String> {
         self.shared.breakers.snapshot(&args.name).map(Json)
     }
@@ -142,7 +143,7 @@ impl ReliableServer {
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn compute_backoff(
         &self,
-        Parameters(args): Parameters<BackoffArgs>,
+        Parameters(Args(args)): Parameters<Args<BackoffArgs>>,
     ) -> Result<Json<BackoffReport>, String> {
         backoff::compute(&args).map(Json)
     }
@@ -155,7 +156,7 @@ impl ReliableServer {
     #[tool(annotations(open_world_hint = true))]
     async fn reliable_http_call(
         &self,
-        Parameters(args): Parameters<HttpCallArgs>,
+        Parameters(Args(args)): Parameters<Args<HttpCallArgs>>,
     ) -> Result<Json<HttpCallResult>, String> {
         http_call::call(&self.shared.caller, &args).await.map(Json)
     }
@@ -168,7 +169,7 @@ impl ReliableServer {
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn simulate_storm(
         &self,
-        Parameters(args): Parameters<StormArgs>,
+        Parameters(Args(args)): Parameters<Args<StormArgs>>,
     ) -> Result<CallToolResult, String> {
         let scenario = match (&args.scenario, &args.ron) {
             (Some(name), None) => storm::by_name(name, &self.shared.storm)?,
@@ -214,7 +215,7 @@ impl ReliableServer {
     #[prompt]
     async fn diagnose_breaker(
         &self,
-        Parameters(args): Parameters<NameArgs>,
+        Parameters(Args(args)): Parameters<Args<NameArgs>>,
     ) -> Result<GetPromptResult, ErrorData> {
         let state = self
             .shared

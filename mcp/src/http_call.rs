@@ -88,7 +88,8 @@ pub struct HttpCallArgs {
     /// after the request was sent. Default false.
     #[serde(default)]
     pub idempotent: Option<bool>,
-    /// Returned instead of calling while the breaker is open (the seed library's on_open fallback).
+    /// Returned instead of calling while the breaker refuses calls (open, or its probe slots
+    /// taken): the seed library's on_open fallback.
     #[serde(default)]
     pub fallback: Option<String>,
     /// Largest response body to read, in bytes (at most the server's cap). Default 65536.
@@ -489,6 +490,8 @@ pub async fn call(caller: &HttpCaller, args: &HttpCallArgs) -> Result<HttpCallRe
         error: None,
         breaker: None,
     };
+    // The breaker refused (open, probes taken, slow start): the case the fallback is for.
+    let refused = matches!(&result, Err(e) if e.is_open());
     let answer = match result {
         Ok(answer) => Some(answer),
         Err(reliable::Error::GaveUp {
@@ -520,22 +523,24 @@ pub async fn call(caller: &HttpCaller, args: &HttpCallArgs) -> Result<HttpCallRe
                 ),
                 None => "the breaker is forced open: no request sent".to_string(),
             });
-            if out.attempts.is_empty()
-                && let Some(fallback) = &args.fallback
-            {
-                out.ok = true;
-                out.served_by = "fallback".into();
-                out.body = Some(fallback.clone());
-            }
             None
         }
         Err(reliable::Error::Rejected { why, last }) => {
             out.error = Some(format!(
-                "refused by the breaker: {why:?}; no (further) request sent"
+                "refused by the breaker ({why}): no (further) request sent"
             ));
             last.and_then(|l| l.answer)
         }
     };
+    if refused
+        && out.attempts.is_empty()
+        && let Some(fallback) = &args.fallback
+    {
+        out.ok = true;
+        out.served_by = "fallback".into();
+        out.body = Some(fallback.clone());
+        return Ok(with_breaker(out, args, caller));
+    }
     if let Some(a) = answer {
         out.ok = (200..300).contains(&a.status);
         out.status = Some(a.status);
@@ -546,14 +551,27 @@ pub async fn call(caller: &HttpCaller, args: &HttpCallArgs) -> Result<HttpCallRe
     } else if let Some(last) = out.attempts.last() {
         out.status = last.status;
     }
-    if named && let Some(b) = args.breaker.as_ref().and_then(|n| caller.breakers.get(n)) {
+    Ok(if named {
+        with_breaker(out, args, caller)
+    } else {
+        out
+    })
+}
+
+/// `out` with the named breaker's state after the call.
+fn with_breaker(
+    mut out: HttpCallResult,
+    args: &HttpCallArgs,
+    caller: &HttpCaller,
+) -> HttpCallResult {
+    if let Some(b) = args.breaker.as_ref().and_then(|n| caller.breakers.get(n)) {
         out.breaker = Some(BreakerBrief {
             name: b.reliable.name().to_string(),
             state: b.state_name().to_string(),
             retry_after_ms: b.retry_after().map(|d| d.as_secs_f64() * 1e3),
         });
     }
-    Ok(out)
+    out
 }
 
 /// The attempts as records: one whose future was dropped by its timeout has no end, so it ran

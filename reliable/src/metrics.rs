@@ -36,10 +36,13 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(name: &Arc<str>) -> Self {
-        Metrics {
-            name: SharedString::from(name.clone()),
+    /// Also publishes the breaker's initial state, so the gauge exists from the start.
+    pub fn new(name: &Arc<str>, breaker: bool) -> Self {
+        let name = SharedString::from(name.clone());
+        if breaker {
+            gauge!("reliable_breaker_state", "name" => name.clone()).set(state_code(State::Closed));
         }
+        Metrics { name }
     }
 }
 

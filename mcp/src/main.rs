@@ -45,9 +45,9 @@ struct Args {
     /// Largest response body reliable_http_call reads, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body: usize,
-    /// Largest estimated simulation work (attempts over all runs) simulate_storm accepts.
-    #[arg(long, default_value_t = StormLimits::default().max_work)]
-    max_sim_work: u64,
+    /// Most events (the simulator's estimate) one simulate_storm may process.
+    #[arg(long, default_value_t = StormLimits::default().max_events)]
+    max_events: f64,
     /// Offer the scenario files of this folder instead of the shipped ones.
     #[arg(long, value_name = "DIR")]
     scenarios: Option<PathBuf>,
@@ -72,7 +72,7 @@ fn settings(a: &Args) -> Result<Settings, String> {
             ..Limits::default()
         },
         storm: StormLimits {
-            max_work: a.max_sim_work,
+            max_events: a.max_events,
             dir: a.scenarios.clone(),
         },
     })

@@ -82,7 +82,7 @@ pub struct StormArgs {
     /// Master seed of the first run (default: the scenario's).
     #[serde(default)]
     pub seed: Option<u64>,
-    /// Runs per policy, seeds seed, seed+1, ... (default: the scenario's; at most 32).
+    /// Runs per policy, seeds seed, seed+1, ... (default: the scenario's; at most 1000, and within the event budget).
     #[serde(default)]
     pub seeds: Option<u32>,
 }
@@ -92,8 +92,8 @@ pub struct StormArgs {
 pub struct ScenarioList {
     /// The scenarios, in file order.
     pub scenarios: Vec<ScenarioInfo>,
-    /// The largest work estimate this server runs.
-    pub work_budget: u64,
+    /// The most events (the simulator's estimate) this server runs in one simulation.
+    pub event_budget: f64,
 }
 
 impl ReliableServer {
@@ -165,20 +165,25 @@ impl ReliableServer {
     /// list_scenarios) or your own in RON, and get the comparison table of the policies (load on
     /// the downstream, success rate, recovery), the conclusion in words, the summary as JSON and
     /// the amplification plot as a PNG. Deterministic for a seed. Scenarios over the server's work
-    /// budget are refused with their estimate.
+    /// budget (estimated events) are refused with their estimate.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn simulate_storm(
         &self,
         Parameters(Args(args)): Parameters<Args<StormArgs>>,
     ) -> Result<CallToolResult, String> {
-        let scenario = match (&args.scenario, &args.ron) {
-            (Some(name), None) => storm::by_name(name, &self.shared.storm)?,
-            (None, Some(text)) => storm::from_ron(text)?,
-            _ => return Err("give exactly one of scenario (a name from list_scenarios) and ron (a scenario in RON)".into()),
-        };
         let limits = self.shared.storm.clone();
+        let scenario = match (&args.scenario, &args.ron) {
+            (Some(name), None) => storm::by_name(name, &limits)?,
+            (None, Some(text)) => storm::from_ron(text, &limits)?,
+            _ => {
+                return Err(
+                    "give exactly one of scenario (a name from list_scenarios) and ron (a scenario in RON)"
+                        .into(),
+                );
+            }
+        };
         let report = tokio::task::spawn_blocking(move || {
-            storm::run(scenario, args.seed, args.seeds, &limits)
+            storm::run(&scenario, args.seed, args.seeds, &limits)
         })
         .await
         .map_err(|e| format!("the simulation stopped: {e}"))??;
@@ -189,19 +194,19 @@ impl ReliableServer {
         ]);
         result.structured_content = Some(serde_json::json!({
             "conclusion": report.conclusion,
-            "estimated_work": report.estimated_work,
+            "estimated_events": report.estimated_events,
             "summary": report.summary,
         }));
         Ok(result)
     }
 
     /// The storm scenarios this server can simulate: name, description, policies compared, the
-    /// simulated time and the work estimate (compare with work_budget).
+    /// simulated time and the estimated events (compare with event_budget).
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn list_scenarios(&self) -> Result<Json<ScenarioList>, String> {
         Ok(Json(ScenarioList {
             scenarios: storm::list(&self.shared.storm)?,
-            work_budget: self.shared.storm.max_work,
+            event_budget: self.shared.storm.max_events,
         }))
     }
 }

@@ -3,33 +3,30 @@
 //!
 //! An agent can run a shipped scenario by name, or its own in RON, and get back the comparison
 //! table, the plain-language conclusion, the summary as JSON and the amplification plot as a PNG.
-//! A simulation runs on the server's CPU, so it is bounded: before running, the work is estimated
-//! (logical requests × the most attempts a request can make × policies × seeds) and a scenario
-//! over the operator's budget is refused with the estimate in the message.
+//! A simulation runs on the server's CPU, so it is bounded: the simulator estimates the events a
+//! batch will process before it runs ([`sim::scenario::Compiled::estimate`]), and a batch over the
+//! operator's budget is refused with the estimate, the limit and the field that drives it.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sim::report;
-use sim::run::{BatchOptions, Compiled, run_all};
-use sim::scenario::{self, DownstreamModel, Layer, Scenario, Workload};
+use sim::run::BatchOptions;
+use sim::scenario::{self, Compiled, Limits};
 
 mod shipped {
     include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
 }
 
-/// Attempts assumed for a retry layer without `max_attempts` (bounded only by its deadline).
-const UNBOUNDED_ATTEMPTS: u64 = 10;
 /// Largest scenario text accepted, in bytes.
 pub const MAX_RON_BYTES: usize = 256 * 1024;
-/// Most seeds per policy.
-pub const MAX_SEEDS: u32 = 32;
+/// Most seeds per policy (a sanity bound: the event budget is what limits the work).
+pub const MAX_SEEDS: u32 = 1000;
 
 /// The operator's bounds on simulations.
 #[derive(Clone, Debug)]
 pub struct StormLimits {
-    /// Largest estimated work (attempts over all runs) a simulation may take.
-    pub max_work: u64,
+    /// Most events (the simulator's estimate) one simulation may process.
+    pub max_events: f64,
     /// A folder of scenario files to offer instead of the shipped ones.
     pub dir: Option<PathBuf>,
 }
@@ -37,8 +34,19 @@ pub struct StormLimits {
 impl Default for StormLimits {
     fn default() -> Self {
         StormLimits {
-            max_work: 20_000_000,
+            max_events: 2e8,
             dir: None,
+        }
+    }
+}
+
+impl StormLimits {
+    /// The simulator's limits with this budget.
+    fn sim(&self) -> Limits {
+        Limits {
+            max_events: self.max_events,
+            max_seeds: MAX_SEEDS,
+            ..Limits::default()
         }
     }
 }
@@ -56,8 +64,10 @@ pub struct ScenarioInfo {
     pub policies: Vec<String>,
     /// Simulated time, in seconds.
     pub horizon_s: f64,
-    /// Estimated work with the scenario's own seeds (see [`estimate`]).
-    pub estimated_work: u64,
+    /// Seeds it runs by default.
+    pub seeds: u32,
+    /// Events the simulator expects to process with those seeds (compare with the budget).
+    pub estimated_events: f64,
 }
 
 /// The scenario files on offer: the operator's folder, or the shipped ones.
@@ -89,16 +99,36 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Every scenario on offer, in file order. Files that do not load are left out.
-pub fn list(limits: &StormLimits) -> Result<Vec<ScenarioInfo>, String> {
+/// Every scenario on offer, in file order, loaded without the budget (so big ones are listed
+/// with their estimate). Files that do not load are left out.
+fn loaded(limits: &StormLimits) -> Result<Vec<(String, Compiled)>, String> {
     let mut out = Vec::new();
     for (file, text) in files(limits)? {
         let Ok(all) = scenario::load_all(&text, &file) else {
             continue;
         };
-        for s in all {
-            out.push(ScenarioInfo {
-                estimated_work: estimate(&s, s.seeds.max(1)),
+        out.extend(all.into_iter().map(|c| (file.clone(), c)));
+    }
+    Ok(out)
+}
+
+fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
+/// Every scenario on offer, with its estimate.
+pub fn list(limits: &StormLimits) -> Result<Vec<ScenarioInfo>, String> {
+    Ok(loaded(limits)?
+        .into_iter()
+        .map(|(file, c)| {
+            let seeds = c.scenario.seeds.max(1);
+            let estimated_events = c
+                .estimate(seeds, 1, threads(), &Limits::default())
+                .map_or(f64::INFINITY, |e| e.events);
+            let s = &c.scenario;
+            ScenarioInfo {
+                name: s.name.clone(),
+                file,
                 description: s
                     .description
                     .trim()
@@ -109,114 +139,50 @@ pub fn list(limits: &StormLimits) -> Result<Vec<ScenarioInfo>, String> {
                     .to_string(),
                 policies: s.policies.iter().map(|p| p.name.clone()).collect(),
                 horizon_s: s.horizon.as_nanos() as f64 / 1e9,
-                name: s.name,
-                file: file.clone(),
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// The shipped (or operator's) scenario called `name` (its name, or its file name with or without
-/// `.ron`).
-pub fn by_name(name: &str, limits: &StormLimits) -> Result<Scenario, String> {
-    let mut names = Vec::new();
-    for (file, text) in files(limits)? {
-        let Ok(all) = scenario::load_all(&text, &file) else {
-            continue;
-        };
-        let stem = file.trim_end_matches(".ron");
-        let single = all.len() == 1;
-        for s in all {
-            if s.name == name || (single && (file == name || stem == name)) {
-                return Ok(s);
+                seeds,
+                estimated_events,
             }
-            names.push(s.name);
-        }
-    }
-    Err(format!(
-        "no scenario named {name:?}; there are: {}",
-        names.join(", ")
-    ))
+        })
+        .collect())
 }
 
-/// A scenario written by the caller in RON (one scenario; the first if the text holds several).
-pub fn from_ron(text: &str) -> Result<Scenario, String> {
+/// The scenario on offer called `name` (its name, or for a file of one scenario its file name
+/// with or without `.ron`).
+pub fn by_name(name: &str, limits: &StormLimits) -> Result<Compiled, String> {
+    let all = loaded(limits)?;
+    let mut by_file: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (file, _) in &all {
+        *by_file.entry(file.clone()).or_default() += 1;
+    }
+    let names: Vec<String> = all.iter().map(|(_, c)| c.scenario.name.clone()).collect();
+    let found = all.into_iter().find(|(file, c)| {
+        let single = by_file.get(file) == Some(&1);
+        c.scenario.name == name
+            || (single && (file == name || file.trim_end_matches(".ron") == name))
+    });
+    found.map(|(_, c)| c).ok_or_else(|| {
+        format!(
+            "no scenario named {name:?}; there are: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// A scenario written by the caller in RON (one scenario; the first if the text holds several),
+/// checked against the budget with its own seeds.
+pub fn from_ron(text: &str, limits: &StormLimits) -> Result<Compiled, String> {
     if text.len() > MAX_RON_BYTES {
         return Err(format!(
             "scenario text is {} bytes, over the limit of {MAX_RON_BYTES}",
             text.len()
         ));
     }
-    let mut all = scenario::load_all(text, "scenario.ron").map_err(|e| e.to_string())?;
+    let mut all =
+        scenario::load_all_with(text, "scenario.ron", &limits.sim()).map_err(|e| e.to_string())?;
     if all.is_empty() {
         return Err("the text holds no scenario".into());
     }
     Ok(all.swap_remove(0))
-}
-
-/// Estimated work of running every policy of `s` under `seeds` seeds: logical requests × the most
-/// attempts one request can make under the policy, summed over policies, times the seeds. An
-/// estimate (closed-loop clients are assumed to cycle at think time + the fastest mean service
-/// time; a retry layer without an attempt limit counts as 10), good to an order of magnitude.
-pub fn estimate(s: &Scenario, seeds: u32) -> u64 {
-    let horizon = s.horizon.as_nanos() as f64 / 1e9;
-    let requests = match &s.workload {
-        Workload::OpenLoop {
-            rate, steps, start, ..
-        } => {
-            let mut total = 0.0;
-            let mut t = start.as_nanos() as f64 / 1e9;
-            let mut r = *rate;
-            for step in steps {
-                let at = (step.at.as_nanos() as f64 / 1e9).min(horizon);
-                if at > t {
-                    total += r * (at - t);
-                    t = at;
-                }
-                r = step.rate;
-            }
-            total + r * (horizon - t).max(0.0)
-        }
-        Workload::ClosedLoop { clients, think, .. } => {
-            let service = s
-                .downstreams
-                .iter()
-                .filter_map(|d| match &d.model {
-                    DownstreamModel::Server { service, .. } => Some(mean_secs(service)),
-                    _ => None,
-                })
-                .fold(f64::INFINITY, f64::min);
-            let service = if service.is_finite() { service } else { 0.0 };
-            let cycle = (mean_secs(think) + service).max(1e-3);
-            f64::from(*clients) * horizon / cycle
-        }
-        Workload::JobSet { clients, .. } => f64::from(*clients),
-    };
-    let attempts: u64 = s.policies.iter().map(|p| attempts(&p.stack)).sum();
-    let work = requests.max(0.0) * attempts as f64 * f64::from(seeds.max(1));
-    if work >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        work.ceil() as u64
-    }
-}
-
-fn mean_secs(d: &scenario::Dist) -> f64 {
-    sim::model::dist::Sampler::new(d).mean_secs()
-}
-
-/// The most calls one logical request can make through `layer`.
-fn attempts(layer: &Layer) -> u64 {
-    match layer {
-        Layer::Call { .. } => 1,
-        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } => attempts(inner),
-        Layer::Retry { policy, inner, .. } => policy
-            .max_attempts
-            .map_or(UNBOUNDED_ATTEMPTS, u64::from)
-            .saturating_mul(attempts(inner)),
-        Layer::Fallback(layers) => layers.iter().map(attempts).fold(0, u64::saturating_add),
-    }
 }
 
 /// What a simulation returns.
@@ -230,61 +196,45 @@ pub struct StormReport {
     pub summary: serde_json::Value,
     /// The amplification plot, PNG.
     pub amplification_png: Vec<u8>,
-    /// The work estimate it was admitted with.
-    pub estimated_work: u64,
+    /// The simulator's estimate of the events it would process, on which it was admitted.
+    pub estimated_events: f64,
 }
 
-/// Runs `s` (with `seed`/`seeds` overriding the scenario's) if its estimate is within budget.
+/// Runs `c` (with `seed`/`seeds` overriding the scenario's) if its estimate is within budget.
 /// Blocking and CPU-bound: call it off the async runtime.
 pub fn run(
-    s: Scenario,
+    c: &Compiled,
     seed: Option<u64>,
     seeds: Option<u32>,
     limits: &StormLimits,
 ) -> Result<StormReport, String> {
-    let k = seeds.unwrap_or(s.seeds).max(1);
+    let k = seeds.unwrap_or(c.scenario.seeds).max(1);
     if k > MAX_SEEDS {
         return Err(format!("seeds: {k} is over the limit of {MAX_SEEDS}"));
     }
-    let estimated_work = estimate(&s, k);
-    if estimated_work > limits.max_work {
-        return Err(format!(
-            "refused: scenario {:?} is estimated at {estimated_work} attempts over {} policies × {k} seeds, over this server's budget of {}; shorten the horizon, lower the rate or use fewer seeds",
-            s.name,
-            s.policies.len(),
-            limits.max_work
-        ));
-    }
-    let first = seed.unwrap_or(s.seed);
+    let estimate = c
+        .estimate(k, 1, threads(), &limits.sim())
+        .map_err(|e| format!("refused: {e}"))?;
+    let first = seed.unwrap_or(c.scenario.seed);
     let seeds: Vec<u64> = (0..u64::from(k)).map(|i| first.wrapping_add(i)).collect();
-    let c = Compiled::new(s)?;
-    let results = run_all(
-        &c,
+    let runs = sim::run(
+        c,
         &seeds,
         BatchOptions {
             jobs: 0,
             progress: false,
         },
     )?;
-    let policies = report::per_policy(&c, &results);
-    let table = report::table::table(&policies, false).to_string();
-    let conclusion =
-        report::conclusion::conclusion(&c, &policies, report::conclusion::Style::Plain);
-    let summary = serde_json::from_str(&report::json::summary_json(&c, &seeds, &policies))
+    let summary = serde_json::from_str(&sim::report::summary_json(&runs))
         .map_err(|e| format!("summary.json: {e}"))?;
-    let amplification_png = report::figures::figures(&c, &seeds, &results)
-        .into_iter()
-        .find(|f| f.stem == "amplification")
-        .ok_or("the report has no amplification plot")
-        .and_then(|f| {
-            report::plot::png(&f.chart).map_err(|_| "drawing the amplification plot failed")
-        })?;
+    let amplification_png = sim::report::figure_png(&runs, "amplification")
+        .map_err(|e| format!("drawing the amplification plot failed: {e}"))?;
     Ok(StormReport {
-        table,
-        conclusion,
+        table: sim::report::table(&runs, false),
+        conclusion: sim::report::conclusion(&runs),
         summary,
         amplification_png,
-        estimated_work,
+        estimated_events: estimate.events,
     })
 }
 
@@ -295,15 +245,11 @@ mod tests {
     #[test]
     fn every_shipped_scenario_is_listed_with_an_estimate() {
         let all = list(&StormLimits::default()).unwrap();
-        assert!(
-            all.iter()
-                .any(|s| s.name == "default" || s.file == "default.ron"),
-            "{all:?}"
-        );
+        assert!(all.iter().any(|s| s.name == "default"), "{all:?}");
         assert!(all.len() >= shipped::SHIPPED.len());
         assert!(
             all.iter()
-                .all(|s| s.estimated_work > 0 && !s.policies.is_empty())
+                .all(|s| s.estimated_events > 0.0 && !s.policies.is_empty())
         );
     }
 
@@ -311,40 +257,39 @@ mod tests {
     fn scenarios_are_found_by_name_or_file() {
         let l = StormLimits::default();
         let first = &list(&l).unwrap()[0];
-        assert_eq!(by_name(&first.name, &l).unwrap().name, first.name);
+        assert_eq!(by_name(&first.name, &l).unwrap().scenario.name, first.name);
+        assert_eq!(by_name("default.ron", &l).unwrap().scenario.name, "default");
         let err = by_name("no-such-scenario", &l).unwrap_err();
         assert!(err.contains(&first.name), "{err}");
     }
 
     #[test]
-    fn estimate_scales_with_seeds_and_attempts() {
-        let s = by_name("default", &StormLimits::default()).unwrap();
-        let one = estimate(&s, 1);
-        assert!(one > 0);
-        assert_eq!(estimate(&s, 4), 4 * one);
-    }
-
-    #[test]
     fn over_budget_is_refused_with_the_estimate() {
-        let s = by_name("default", &StormLimits::default()).unwrap();
-        let e = estimate(&s, 1);
+        let c = by_name("default", &StormLimits::default()).unwrap();
+        let e = c
+            .estimate(1, 1, threads(), &Limits::default())
+            .unwrap()
+            .events;
         let limits = StormLimits {
-            max_work: e - 1,
+            max_events: e / 2.0,
             dir: None,
         };
-        let err = run(s, None, Some(1), &limits).unwrap_err();
+        let err = run(&c, None, Some(1), &limits).unwrap_err();
         assert!(
-            err.contains(&e.to_string()) && err.contains("budget"),
+            err.starts_with("refused") && err.contains("events") && err.contains("limit"),
             "{err}"
         );
+        let err = run(&c, None, Some(MAX_SEEDS + 1), &StormLimits::default()).unwrap_err();
+        assert!(err.starts_with("seeds"), "{err}");
     }
 
     #[test]
     fn bad_ron_is_an_error_with_a_position() {
-        let err = from_ron("(name: \"x\", horizon: 12)").unwrap_err();
-        assert!(err.contains(':'), "{err}");
+        let err = from_ron("(name: \"x\", horizon: 12)", &StormLimits::default()).unwrap_err();
+        assert!(err.contains("scenario.ron:"), "{err}");
+        let big = " ".repeat(MAX_RON_BYTES + 1);
         assert!(
-            from_ron(&" ".repeat(MAX_RON_BYTES + 1))
+            from_ron(&big, &StormLimits::default())
                 .unwrap_err()
                 .contains("limit")
         );

@@ -57,7 +57,7 @@ fn settings() -> Settings {
     Settings {
         guard: Guard::new(AllowList::parse(&["127.0.0.1"]).unwrap()),
         storm: StormLimits {
-            max_work: 10_000,
+            max_events: 1e6,
             dir: None,
         },
         ..Settings::default()
@@ -329,7 +329,7 @@ async fn storms_are_simulated_and_bounded() {
         names.contains(&"default") && names.contains(&"layered-stack"),
         "{names:?}"
     );
-    assert_eq!(list["work_budget"], 10_000);
+    assert_eq!(list["event_budget"], 1e6);
 
     // A shipped scenario by name: the table and conclusion as text, the plot as a PNG.
     let r = call(
@@ -369,7 +369,7 @@ async fn storms_are_simulated_and_bounded() {
     // Over the budget: refused with the estimate.
     let e = in_band_error(&client, "simulate_storm", json!({"scenario": "default"})).await;
     assert!(
-        e.contains("estimated at") && e.contains("budget of 10000"),
+        e.contains("events") && e.contains("more than the limit of 1.00e6"),
         "{e}"
     );
     let e = in_band_error(
@@ -442,7 +442,7 @@ async fn bad_arguments_come_back_in_band_naming_the_field() {
         ),
         (
             "simulate_storm",
-            json!({"scenario": "layered-stack", "seeds": 100}),
+            json!({"scenario": "layered-stack", "seeds": 5000}),
             "seeds",
         ),
     ];

@@ -10,8 +10,8 @@
 
 use std::time::Instant as WallClock;
 
+use crate::run::World;
 use crate::run::world::bytes_per_request;
-use crate::run::{Compiled, World};
 use crate::scenario;
 
 /// The throughput scenario.
@@ -93,8 +93,7 @@ impl BenchReport {
 /// Runs every policy of `text` once, one after the other on the calling thread, and times them
 /// together.
 pub fn bench(text: &str) -> Result<BenchReport, String> {
-    let s = scenario::load(text, "bench").map_err(|e| e.to_string())?;
-    let c = Compiled::new(s)?;
+    let c = scenario::load(text, "bench").map_err(|e| e.to_string())?;
     let mut report = BenchReport {
         name: c.scenario.name.clone(),
         events: 0,
@@ -105,7 +104,7 @@ pub fn bench(text: &str) -> Result<BenchReport, String> {
         peak_rss: None,
     };
     for p in 0..c.stacks.len() {
-        let world = World::new(&c, p, c.scenario.seed, false)?;
+        let world = World::new(&c, p, c.scenario.seed, false);
         let t0 = WallClock::now();
         let out = world.run().map_err(|e| e.to_string())?;
         report.seconds += t0.elapsed().as_secs_f64();

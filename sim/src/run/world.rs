@@ -31,7 +31,7 @@ use crate::model::Sampler;
 use crate::model::register::Register;
 use crate::model::scripted::Scripted;
 use crate::model::server::{Admission, Job, Server, Started};
-use crate::run::compiled::Compiled;
+use crate::scenario::Compiled;
 use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload};
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
@@ -108,14 +108,14 @@ pub struct TraceRow {
 }
 
 /// What one run produced.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RunOutput {
     /// The headline numbers.
     pub summary: PolicySummary,
     /// Per-bucket metrics.
     pub buckets: Vec<crate::metrics::Bucket>,
     /// Latency of finished requests by percentile, for plots (see
-    /// [`percentile_curve`](crate::metrics::summary::percentile_curve)).
+    /// `metrics::summary::percentile_curve`).
     pub latency_curve: Vec<(f64, f64)>,
     /// Trace rows, if asked for.
     pub trace: Option<Vec<TraceRow>>,
@@ -181,7 +181,7 @@ pub struct World<'c> {
     net_rng: Vec<Stream>,
     fault_rng: Stream,
     /// Per breaker slot of the stack: one breaker (shared) or one per client.
-    breakers: Vec<Vec<BreakerSlot<'c>>>,
+    breakers: Vec<Vec<BreakerSlot>>,
     /// Per retry node: one budget (shared) or one per client.
     budgets: Vec<Vec<BudgetSlot>>,
     /// Per throttle node: one throttle (shared) or one per client.
@@ -211,12 +211,11 @@ impl std::fmt::Debug for World<'_> {
 }
 
 impl<'c> World<'c> {
-    /// A world for policy `policy` of `c` under master seed `seed`.
-    pub fn new(c: &'c Compiled, policy: usize, seed: u64, trace: bool) -> Result<Self, String> {
-        let stack = c
-            .stacks
-            .get(policy)
-            .ok_or_else(|| format!("no policy #{policy}"))?;
+    /// A world for policy `policy` (an index below the number of policies) of `c` under master
+    /// seed `seed`. Cannot fail: everything that could was checked and built by
+    /// [`load`](crate::scenario::load), and per-client state is copied from prototypes.
+    pub fn new(c: &'c Compiled, policy: usize, seed: u64, trace: bool) -> Self {
+        let stack = &c.stacks[policy.min(c.stacks.len() - 1)];
         let s = &c.scenario;
         let mut q = EventQueue::new();
         let lanes = stack.timeouts.iter().map(|_| q.lane()).collect();
@@ -260,7 +259,7 @@ impl<'c> World<'c> {
         let mut breakers = Vec::with_capacity(stack.breakers.len());
         for &node in &stack.breakers {
             let NodeKind::Breaker {
-                policy,
+                breaker,
                 scope,
                 slot,
                 ..
@@ -273,7 +272,7 @@ impl<'c> World<'c> {
             for client in 0..n {
                 let key = (u64::from(*slot) << 32) | u64::from(client);
                 let seed = crate::engine::rng::derive(seed, StreamId::Client, key);
-                v.push(BreakerSlot::new(policy, seed).map_err(|e| e.to_string())?);
+                v.push(breaker.instance(seed));
             }
             breakers.push(v);
         }
@@ -281,16 +280,17 @@ impl<'c> World<'c> {
         for &node in &stack.retries {
             if let NodeKind::Retry { budget, scope, .. } = &stack.nodes[node as usize].kind {
                 let n = if *scope == Scope::Shared { 1 } else { clients };
-                let one = BudgetSlot::new(budget).map_err(|e| e.to_string())?;
-                budgets.push(vec![one; n as usize]);
+                budgets.push(vec![budget.clone(); n as usize]);
             }
         }
         let mut throttles = Vec::with_capacity(stack.throttles.len());
         for &node in &stack.throttles {
-            if let NodeKind::Throttle { policy, scope, .. } = &stack.nodes[node as usize].kind {
+            if let NodeKind::Throttle {
+                throttle, scope, ..
+            } = &stack.nodes[node as usize].kind
+            {
                 let n = if *scope == Scope::Shared { 1 } else { clients };
-                let one = ThrottleSlot::new(*policy).map_err(|e| e.to_string())?;
-                throttles.push(vec![one; n as usize]);
+                throttles.push(vec![throttle.clone(); n as usize]);
             }
         }
         let source = match &s.workload {
@@ -324,7 +324,7 @@ impl<'c> World<'c> {
                 start_spread,
             } => Source::Jobs(JobSet::new(seed, *clients, start_spread.as_nanos())),
         };
-        Ok(World {
+        World {
             c,
             stack,
             seed,
@@ -355,13 +355,7 @@ impl<'c> World<'c> {
             events: 0,
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
-        })
-    }
-
-    /// Sets how many events may run at one instant before the run stops as a livelock.
-    pub fn with_livelock_limit(mut self, events: u64) -> Self {
-        self.livelock = events;
-        self
+        }
     }
 
     /// Reports progress to `f` every so often: the virtual time advanced since the last report, ns.

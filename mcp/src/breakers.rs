@@ -1,0 +1,545 @@
+//! Named downstreams, one per service an agent calls: each a [`Reliable`] (a circuit breaker and
+//! the retry policy of calls through it) in the `reliable` crate's [`Registry`], created by
+//! `create_breaker`, read by `get_breaker_state` and `reliable://breaker/{name}`, and used by
+//! `reliable_http_call`.
+//!
+//! Beside each instance the server keeps what a diagnosis needs and the instance does not report:
+//! its config, and a log of its recent state changes (from an [`Observer`]), with the time until
+//! an open breaker lets a probe through.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration as StdDuration, Instant as WallInstant};
+
+use reliable::observer::Observer;
+use reliable::{Registry, Reliable};
+use reliable_core::breaker::{
+    BreakerConfig, BreakerPolicy, ProbeRule, State, Transition, WindowConfig,
+};
+use reliable_core::retry::RetryConfig;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::backoff::BackoffSpec;
+use crate::duration::parse_duration;
+use crate::ssrf::Limits;
+
+/// Breakers at most.
+pub const MAX_BREAKERS: usize = 64;
+/// Transitions kept per breaker.
+pub const TRANSITIONS_KEPT: usize = 32;
+/// Longest count window, in calls.
+pub const MAX_WINDOW_CALLS: u32 = 1000;
+/// Most probes in flight at once.
+pub const MAX_PROBES: u32 = 16;
+
+/// A named preset to start from.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// The Python seed library's breaker: trips at >= 50% failures over the last 20 calls, stays
+    /// open 30 s, then every call is a probe; 3 successes in a row close it.
+    #[default]
+    Reliablekit,
+    /// Opens after 2 failures in a row, open 20 s, one trial call.
+    LayeredExercise,
+    /// resilience4j's defaults: >= 50% over 100 calls, open 60 s, 10 probes judged together.
+    Resilience4j,
+}
+
+/// Arguments of `create_breaker`: a preset, the seed library's parameters to change in it, and
+/// the retry policy of calls made through it.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBreakerArgs {
+    /// The breaker's name, e.g. the downstream it protects ("openai", "search-api"): 1 to 64
+    /// letters, digits, '-', '_' or '.'.
+    pub name: String,
+    /// Preset to start from. Default reliablekit (the seed library's breaker).
+    #[serde(default)]
+    pub preset: Option<Preset>,
+    /// Trip when failures ÷ calls in the window reaches this, in (0, 1].
+    #[serde(default)]
+    pub failure_rate: Option<f64>,
+    /// Window: the last this many calls, 1 to 1000.
+    #[serde(default)]
+    pub window: Option<u32>,
+    /// No rate decision before the window holds this many calls (at most the window).
+    #[serde(default)]
+    pub minimum_calls: Option<u32>,
+    /// Also trip after this many failures in a row.
+    #[serde(default)]
+    pub consecutive_failures: Option<u32>,
+    /// How long it stays open before probing, e.g. "30s".
+    #[serde(default)]
+    pub cooldown: Option<String>,
+    /// Successes in a row (half-open) that close it.
+    #[serde(default)]
+    pub probes: Option<u32>,
+    /// Probes allowed in flight at once, 1 to 16 (the seed library has no limit: omit it there).
+    #[serde(default)]
+    pub max_probes_in_flight: Option<u32>,
+    /// Attempts per call made through this breaker (reliable_http_call), 1 to 5. Default 3.
+    #[serde(default)]
+    pub attempts: Option<u32>,
+    /// Per-attempt timeout of calls through it, e.g. "10s". Default "10s".
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Backoff between attempts. Default: 200ms doubling up to 10s, full jitter.
+    #[serde(default)]
+    pub backoff: Option<BackoffSpec>,
+}
+
+impl CreateBreakerArgs {
+    /// A breaker `name` with every default.
+    pub fn named(name: &str) -> Self {
+        CreateBreakerArgs {
+            name: name.to_string(),
+            ..CreateBreakerArgs::default()
+        }
+    }
+
+    /// The core's breaker config, or an error naming the field.
+    pub fn breaker_config(&self) -> Result<BreakerConfig, String> {
+        check_name(&self.name)?;
+        let mut c = match self.preset.unwrap_or_default() {
+            Preset::Reliablekit => BreakerConfig::reliablekit(),
+            Preset::LayeredExercise => BreakerConfig::layered_exercise(),
+            Preset::Resilience4j => BreakerConfig::resilience4j(),
+        };
+        if let Some(r) = self.failure_rate {
+            c.failure_rate = Some(r);
+        }
+        if let Some(w) = self.window {
+            if !(1..=MAX_WINDOW_CALLS).contains(&w) {
+                return Err(format!(
+                    "window: {w} calls is outside 1..={MAX_WINDOW_CALLS}"
+                ));
+            }
+            c.window = WindowConfig::Count { calls: w };
+            c.minimum_calls = c.minimum_calls.min(w);
+        }
+        if let Some(m) = self.minimum_calls {
+            c.minimum_calls = m;
+        }
+        if self.consecutive_failures.is_some() {
+            c.consecutive_failures = self.consecutive_failures;
+        }
+        c.open.duration = parse_duration("cooldown", self.cooldown.as_deref(), c.open.duration)?;
+        if let Some(p) = self.probes {
+            c.half_open.rule = ProbeRule::Consecutive { successes: p };
+        }
+        if let Some(p) = self.max_probes_in_flight {
+            if !(1..=MAX_PROBES).contains(&p) {
+                return Err(format!(
+                    "max_probes_in_flight: {p} is outside 1..={MAX_PROBES}"
+                ));
+            }
+            c.half_open.max_in_flight = Some(p);
+        }
+        BreakerPolicy::new(c).map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+}
+
+/// Checks a breaker name (it appears in resource URIs).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "name: {name:?} must be 1 to 64 letters, digits, '-', '_' or '.'"
+        ))
+    }
+}
+
+/// A state change, for reports.
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+pub struct TransitionRecord {
+    /// State before.
+    pub from: String,
+    /// State after.
+    pub to: String,
+    /// When, in seconds since the server started.
+    pub at_s: f64,
+}
+
+/// Calls, failures and slow calls in the window.
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+pub struct WindowCounts {
+    /// Calls recorded.
+    pub calls: u64,
+    /// Of which failed.
+    pub failures: u64,
+    /// Of which were slow.
+    pub slow: u64,
+    /// failures ÷ calls, if there were calls.
+    pub failure_rate: Option<f64>,
+}
+
+/// Calls through the breaker since it was created.
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+pub struct Totals {
+    /// Calls that succeeded.
+    pub succeeded: u64,
+    /// Calls that failed after their attempts.
+    pub failed: u64,
+    /// Calls refused (breaker open, probes full).
+    pub refused: u64,
+    /// Calls dropped before they finished.
+    pub cancelled: u64,
+    /// Retries sent.
+    pub retries: u64,
+}
+
+/// What `get_breaker_state` and the resource return.
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+pub struct BreakerState {
+    /// The name.
+    pub name: String,
+    /// The layers a call goes through, e.g. retry(breaker(api)).
+    pub layers: String,
+    /// closed, open, half-open, forced-open or disabled.
+    pub state: String,
+    /// While open: milliseconds until it lets a probe through.
+    pub retry_after_ms: Option<f64>,
+    /// The window's counts now.
+    pub window: WindowCounts,
+    /// Failures in a row.
+    pub consecutive_failures: u32,
+    /// Calls through it since it was created.
+    pub totals: Totals,
+    /// Recent transitions, oldest first (at most 32).
+    pub transitions: Vec<TransitionRecord>,
+    /// Its breaker config, as in the simulator's scenario files.
+    pub config: serde_json::Value,
+    /// The retry policy of calls through it.
+    pub retry: serde_json::Value,
+    /// Seconds since the server started, when this was read.
+    pub now_s: f64,
+}
+
+/// The server's monotonic clock: seconds since it started.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock(WallInstant);
+
+impl Clock {
+    /// Starts now.
+    pub fn start() -> Self {
+        Clock(WallInstant::now())
+    }
+
+    /// Time since the start.
+    pub fn elapsed(&self) -> StdDuration {
+        self.0.elapsed()
+    }
+}
+
+/// The transitions an instance reported, each stamped on the server's clock.
+#[derive(Debug, Default)]
+struct Log {
+    transitions: VecDeque<(Transition, StdDuration)>,
+    /// When it last opened, and for how long (its open time before jitter at that re-open).
+    open_until: Option<StdDuration>,
+    reopens: u32,
+}
+
+/// Receives an instance's transitions into its [`Log`].
+#[derive(Debug)]
+struct Recorder {
+    log: Arc<Mutex<Log>>,
+    policy: BreakerPolicy,
+    clock: Clock,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every update is one step; a panic elsewhere cannot leave the data inconsistent.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Observer for Recorder {
+    fn on_transition(&self, _name: &str, t: Transition) {
+        let at = self.clock.elapsed();
+        let mut log = lock(&self.log);
+        if log.transitions.len() == TRANSITIONS_KEPT {
+            log.transitions.pop_front();
+        }
+        log.transitions.push_back((t, at));
+        match t.to {
+            State::Open => {
+                let reopens = if t.from == State::HalfOpen {
+                    log.reopens + 1
+                } else {
+                    0
+                };
+                let open = self.policy.open_time_before_jitter(reopens);
+                log.reopens = reopens;
+                log.open_until = Some(at + StdDuration::from_nanos(open.as_nanos()));
+            }
+            State::Closed => {
+                log.reopens = 0;
+                log.open_until = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One named downstream: its instance and what the server keeps beside it.
+#[derive(Debug, Clone)]
+pub struct NamedBreaker {
+    /// The instance calls go through.
+    pub reliable: Reliable,
+    config: BreakerConfig,
+    retry: RetryConfig,
+    log: Arc<Mutex<Log>>,
+    clock: Clock,
+}
+
+impl NamedBreaker {
+    /// The state now, as a word.
+    pub fn state_name(&self) -> &'static str {
+        self.reliable.state().map_or("none", State::name)
+    }
+
+    /// While open: the time until it lets a probe through (exact: these breakers have no
+    /// open-time jitter).
+    pub fn retry_after(&self) -> Option<StdDuration> {
+        if self.reliable.state() != Some(State::Open) {
+            return None;
+        }
+        let until = lock(&self.log).open_until?;
+        Some(until.saturating_sub(self.clock.elapsed()))
+    }
+
+    /// Its state, counts, totals and recent transitions.
+    pub fn snapshot(&self) -> BreakerState {
+        let s = self.reliable.snapshot();
+        let retry_after_ms = self.retry_after().map(|d| d.as_secs_f64() * 1e3);
+        let log = lock(&self.log);
+        BreakerState {
+            name: s.name,
+            layers: s.label,
+            state: s.state.map_or("none", State::name).to_string(),
+            retry_after_ms,
+            window: WindowCounts {
+                calls: s.window.calls,
+                failures: s.window.failures,
+                slow: s.window.slow,
+                failure_rate: (s.window.calls > 0)
+                    .then(|| s.window.failures as f64 / s.window.calls as f64),
+            },
+            consecutive_failures: s.consecutive_failures,
+            totals: Totals {
+                succeeded: s.succeeded,
+                failed: s.failed,
+                refused: s.refused,
+                cancelled: s.cancelled,
+                retries: s.retries,
+            },
+            transitions: log
+                .transitions
+                .iter()
+                .map(|(t, at)| TransitionRecord {
+                    from: t.from.name().into(),
+                    to: t.to.name().into(),
+                    at_s: at.as_secs_f64(),
+                })
+                .collect(),
+            config: serde_json::to_value(self.config).unwrap_or_default(),
+            retry: serde_json::to_value(self.retry).unwrap_or_default(),
+            now_s: self.clock.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// What `create_breaker` did.
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
+pub struct Created {
+    /// `created`, `unchanged` (same name and settings: its state is kept) or `replaced` (new
+    /// settings: the old breaker's state is gone).
+    pub action: String,
+    /// The breaker now.
+    pub breaker: BreakerState,
+}
+
+/// Every named downstream of the server.
+#[derive(Debug)]
+pub struct Breakers {
+    clock: Clock,
+    limits: Limits,
+    registry: Registry,
+    extra: Mutex<BTreeMap<String, NamedBreaker>>,
+}
+
+impl Breakers {
+    /// None yet; calls through them keep within `limits`.
+    pub fn new(limits: Limits) -> Self {
+        Breakers {
+            clock: Clock::start(),
+            limits,
+            registry: Registry::with_limit(MAX_BREAKERS),
+            extra: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Creates (or keeps, or replaces) the breaker `args.name`.
+    pub fn create(&self, args: &CreateBreakerArgs) -> Result<Created, String> {
+        let config = args.breaker_config()?;
+        let retry = crate::retry::config(
+            args.attempts,
+            args.timeout.as_deref(),
+            args.backoff.as_ref(),
+            true,
+            &self.limits,
+        )?;
+        let mut extra = lock(&self.extra);
+        if let Some(b) = extra.get(&args.name)
+            && b.config == config
+            && b.retry == retry
+        {
+            return Ok(Created {
+                action: "unchanged".into(),
+                breaker: b.snapshot(),
+            });
+        }
+        let log = Arc::new(Mutex::new(Log::default()));
+        let recorder = Recorder {
+            log: log.clone(),
+            policy: BreakerPolicy::new(config).map_err(|e| e.to_string())?,
+            clock: self.clock,
+        };
+        let builder = Reliable::builder(&args.name)
+            .breaker(config)
+            .retry(retry)
+            .observer(recorder);
+        let replaced = self.registry.remove(&args.name).is_some();
+        let reliable = match self.registry.create(builder) {
+            Ok(r) => r,
+            Err(e) => {
+                extra.remove(&args.name);
+                return Err(e.to_string());
+            }
+        };
+        let named = NamedBreaker {
+            reliable,
+            config,
+            retry,
+            log,
+            clock: self.clock,
+        };
+        extra.insert(args.name.clone(), named.clone());
+        Ok(Created {
+            action: if replaced { "replaced" } else { "created" }.into(),
+            breaker: named.snapshot(),
+        })
+    }
+
+    /// The breaker `name`.
+    pub fn get(&self, name: &str) -> Option<NamedBreaker> {
+        lock(&self.extra).get(name).cloned()
+    }
+
+    /// Every breaker's name, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.registry.names()
+    }
+
+    /// The breaker `name`'s snapshot, or an error listing the names there are.
+    pub fn snapshot(&self, name: &str) -> Result<BreakerState, String> {
+        match self.get(name) {
+            Some(b) => Ok(b.snapshot()),
+            None => Err(unknown(name, &self.names())),
+        }
+    }
+}
+
+/// The message for a name with no breaker.
+pub fn unknown(name: &str, names: &[String]) -> String {
+    if names.is_empty() {
+        format!("no breaker named {name:?}; there are none yet: create one with create_breaker")
+    } else {
+        format!("no breaker named {name:?}; there are: {}", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_keeps_replaces_and_names_bad_fields() {
+        let b = Breakers::new(Limits::default());
+        assert_eq!(
+            b.create(&CreateBreakerArgs::named("api")).unwrap().action,
+            "created"
+        );
+        assert_eq!(
+            b.create(&CreateBreakerArgs::named("api")).unwrap().action,
+            "unchanged"
+        );
+        let other = CreateBreakerArgs {
+            window: Some(50),
+            ..CreateBreakerArgs::named("api")
+        };
+        assert_eq!(b.create(&other).unwrap().action, "replaced");
+        assert_eq!(b.names(), ["api"]);
+        let e = |a: CreateBreakerArgs| b.create(&a).unwrap_err();
+        assert!(e(CreateBreakerArgs::named("bad name")).starts_with("name"));
+        assert!(
+            e(CreateBreakerArgs {
+                failure_rate: Some(1.5),
+                ..CreateBreakerArgs::named("x")
+            })
+            .contains("failure_rate")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                window: Some(0),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("window")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                cooldown: Some("later".into()),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("cooldown")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                attempts: Some(6),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("attempts")
+        );
+        assert!(
+            e(CreateBreakerArgs {
+                max_probes_in_flight: Some(0),
+                ..CreateBreakerArgs::named("x")
+            })
+            .starts_with("max_probes")
+        );
+        assert!(b.snapshot("x").unwrap_err().contains("there are: api"));
+    }
+
+    #[test]
+    fn the_registry_is_bounded() {
+        let b = Breakers::new(Limits::default());
+        for i in 0..MAX_BREAKERS {
+            b.create(&CreateBreakerArgs::named(&format!("b{i}")))
+                .unwrap();
+        }
+        assert!(
+            b.create(&CreateBreakerArgs::named("one-more"))
+                .unwrap_err()
+                .contains("full")
+        );
+    }
+}

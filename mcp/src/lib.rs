@@ -1,0 +1,30 @@
+//! # reliable-mcp: circuit breakers, backoff and storm simulation as tools for agents
+//!
+//! Agents are among the most storm-prone clients there are: they call LLMs and HTTP APIs in
+//! loops, and a naive agent retries whatever fails. This crate is an MCP server (on the official
+//! Rust SDK, `rmcp`) that gives them this project's protection as tools:
+//!
+//! - `create_breaker`, `get_breaker_state`: named circuit breakers ([`breakers`]);
+//! - `compute_backoff`: the retry rhythm of a backoff with jitter ([`backoff`]);
+//! - `reliable_http_call`: an HTTP request through a breaker with bounded retries ([`http_call`]),
+//!   which cannot be turned against the operator's network ([`ssrf`]) and never echoes
+//!   credentials ([`redact`]);
+//! - `simulate_storm`, `list_scenarios`: the simulator, bounded ([`storm`]);
+//! - the resource `reliable://breaker/{name}` and the prompt `diagnose_breaker` ([`server`]).
+//!
+//! The binary `reliable-mcp` serves it over stdio (the default) or streamable HTTP.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod args;
+pub mod backoff;
+pub mod breakers;
+mod duration;
+pub mod http_call;
+pub mod redact;
+pub mod retry;
+pub mod server;
+pub mod ssrf;
+pub mod storm;
+
+pub use server::{ReliableServer, Settings};

@@ -1,0 +1,131 @@
+//! `reliable-mcp`: the MCP server, over stdio (the default) or streamable HTTP (`--http ADDR`).
+//! stdout is the protocol on stdio: everything else goes to stderr.
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use reliable_mcp::ssrf::{AllowList, Guard, Limits};
+use reliable_mcp::storm::StormLimits;
+use reliable_mcp::{ReliableServer, Settings};
+use rmcp::ServiceExt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+/// Circuit breakers, backoff, an SSRF-safe reliable HTTP call and storm simulations, as MCP tools.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Serve streamable HTTP on this address (at /mcp) instead of stdio, e.g. 127.0.0.1:8931.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// With --http: a Host header value to accept (repeat for more). Default: localhost,
+    /// 127.0.0.1 and ::1, which guards a loopback server against DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Let reliable_http_call reach this non-public address or CIDR block (repeat for more), e.g.
+    /// 10.1.2.3 or 10.1.0.0/16. By default only public addresses are reachable.
+    #[arg(long = "allow-ip", value_name = "IP[/LEN]")]
+    allow_ip: Vec<String>,
+    /// Connect timeout of reliable_http_call, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    connect_timeout: f64,
+    /// Read timeout (longest silence while waiting for data), in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    read_timeout: f64,
+    /// Longest per-attempt timeout a caller may ask for, in seconds.
+    #[arg(long, default_value_t = 30.0)]
+    max_attempt_timeout: f64,
+    /// Longest time one reliable_http_call may take, retries included, in seconds.
+    #[arg(long, default_value_t = 120.0)]
+    max_call_time: f64,
+    /// Largest response body reliable_http_call reads, in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_body: usize,
+    /// Most events (the simulator's estimate) one simulate_storm may process.
+    #[arg(long, default_value_t = StormLimits::default().max_events)]
+    max_events: f64,
+    /// Offer the scenario files of this folder instead of the shipped ones.
+    #[arg(long, value_name = "DIR")]
+    scenarios: Option<PathBuf>,
+}
+
+fn secs(name: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("--{name}: {s} is not a positive number of seconds"))
+}
+
+fn settings(a: &Args) -> Result<Settings, String> {
+    Ok(Settings {
+        guard: Guard::new(AllowList::parse(&a.allow_ip)?),
+        limits: Limits {
+            connect_timeout: secs("connect-timeout", a.connect_timeout)?,
+            read_timeout: secs("read-timeout", a.read_timeout)?,
+            max_attempt_timeout: secs("max-attempt-timeout", a.max_attempt_timeout)?,
+            max_call_time: secs("max-call-time", a.max_call_time)?,
+            max_body_bytes: a.max_body,
+            ..Limits::default()
+        },
+        storm: StormLimits {
+            max_events: a.max_events,
+            dir: a.scenarios.clone(),
+        },
+    })
+}
+
+async fn serve(a: Args) -> Result<(), String> {
+    let server = ReliableServer::new(settings(&a)?)?;
+    let Some(addr) = a.http else {
+        eprintln!("reliable-mcp: serving MCP on stdio");
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("stdio: {e}"))?;
+        running.waiting().await.map_err(|e| format!("stdio: {e}"))?;
+        return Ok(());
+    };
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "reliable-mcp: warning: {addr} is not a loopback address; the server has no authentication, \
+             so anyone who can reach it can use its tools"
+        );
+    }
+    let mut config = StreamableHttpServerConfig::default();
+    if !a.allowed_hosts.is_empty() {
+        config = config.with_allowed_hosts(a.allowed_hosts.clone());
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("--http {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("reliable-mcp: serving MCP over streamable HTTP at http://{local}/mcp");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|e| format!("http: {e}"))
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    match serve(args).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("reliable-mcp: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! [`ReliableServer`]: the MCP surface. Tools, the breaker resource and the diagnosis prompt are
+//! thin: each parses its arguments (schemas come from the argument types' doc comments), calls
+//! the module that does the work, and returns structured output; bad arguments come back in-band
+//! as tool errors (`isError: true`) naming the field.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rmcp::handler::server::router::prompt::PromptRouter;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, ErrorData, GetPromptResult, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, PromptMessage,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{
+    Json, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, tool, tool_handler,
+    tool_router,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::args::Args;
+use crate::backoff::{self, BackoffArgs, BackoffReport};
+use crate::breakers::{BreakerState, Breakers, CreateBreakerArgs, Created, check_name};
+use crate::http_call::{self, HttpCallArgs, HttpCallResult, HttpCaller};
+use crate::ssrf::{Guard, Limits};
+use crate::storm::{self, ScenarioInfo, StormLimits};
+
+/// The prefix of every breaker resource.
+pub const BREAKER_URI: &str = "reliable://breaker/";
+
+/// The operator's settings.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// What `reliable_http_call` may reach besides public addresses.
+    pub guard: Guard,
+    /// Limits on outgoing requests.
+    pub limits: Limits,
+    /// Limits on simulations.
+    pub storm: StormLimits,
+}
+
+/// State shared by every session (over HTTP, each client session gets a server value; the
+/// breakers are the same).
+#[derive(Debug)]
+struct Shared {
+    breakers: Arc<Breakers>,
+    caller: HttpCaller,
+    storm: StormLimits,
+}
+
+/// The MCP server.
+#[derive(Debug, Clone)]
+pub struct ReliableServer {
+    shared: Arc<Shared>,
+    tool_router: ToolRouter<Self>,
+    prompt_router: PromptRouter<Self>,
+}
+
+/// A breaker's name.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NameArgs {
+    /// The breaker's name, as given to create_breaker.
+    pub name: String,
+}
+
+/// Arguments of `simulate_storm`: a shipped scenario by name, or a scenario in RON.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StormArgs {
+    /// A scenario from list_scenarios, by name.
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// A scenario written in RON (the simulator's format; see scenarios/README.md).
+    #[serde(default)]
+    pub ron: Option<String>,
+    /// Master seed of the first run (default: the scenario's).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Runs per policy, seeds seed, seed+1, ... (default: the scenario's; at most 1000, and within the event budget).
+    #[serde(default)]
+    pub seeds: Option<u32>,
+}
+
+/// What `list_scenarios` returns.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ScenarioList {
+    /// The scenarios, in file order.
+    pub scenarios: Vec<ScenarioInfo>,
+    /// The most events (the simulator's estimate) this server runs in one simulation.
+    pub event_budget: f64,
+}
+
+impl ReliableServer {
+    /// A server with `settings`, its breakers empty.
+    pub fn new(settings: Settings) -> Result<Self, String> {
+        let breakers = Arc::new(Breakers::new(settings.limits.clone()));
+        Ok(ReliableServer {
+            shared: Arc::new(Shared {
+                caller: HttpCaller::new(settings.guard, settings.limits, breakers.clone())?,
+                breakers,
+                storm: settings.storm,
+            }),
+            tool_router: Self::tool_router(),
+            prompt_router: Self::prompt_router(),
+        })
+    }
+}
+
+#[tool_router]
+impl ReliableServer {
+    /// Create a named circuit breaker for one downstream (an LLM provider, an API). Start from a
+    /// preset (default: the Python reliablekit breaker: >= 50% failures over 20 calls opens it for
+    /// 30 s, then 3 successes in a row close it) and change any of failure_rate, window,
+    /// minimum_calls, consecutive_failures, cooldown, probes, max_probes_in_flight. Creating the
+    /// same name with the same settings keeps its state; new settings replace it.
+    #[tool(annotations(idempotent_hint = true, open_world_hint = false))]
+    async fn create_breaker(
+        &self,
+        Parameters(Args(args)): Parameters<Args<CreateBreakerArgs>>,
+    ) -> Result<Json<Created>, String> {
+        self.shared.breakers.create(&args).map(Json)
+    }
+
+    /// A breaker's state (closed, open, half-open), the calls and failures in its window,
+    /// retry_after while open, and its recent transitions.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_breaker_state(
+        &self,
+        Parameters(Args(args)): Parameters<Args<NameArgs>>,
+    ) -> Result<Json<BreakerState>, String> {
+        self.shared.breakers.snapshot(&args.name).map(Json)
+    }
+
+    /// The delays before retries 1..n for an exponential backoff (base, factor, cap) with a
+    /// jitter (none, full, equal, decorrelated, proportional) and a seed, each with the range
+    /// jitter could have put it in. Pure: the same arguments give the same delays.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn compute_backoff(
+        &self,
+        Parameters(Args(args)): Parameters<Args<BackoffArgs>>,
+    ) -> Result<Json<BackoffReport>, String> {
+        backoff::compute(&args).map(Json)
+    }
+
+    /// Make an HTTP request through a named breaker with bounded retries and jittered backoff.
+    /// Returns status, selected headers, a capped body, every attempt, time taken and what
+    /// served it. While the breaker is open nothing is sent and `fallback` is returned. Only
+    /// http/https to public addresses (private, loopback, link-local and metadata addresses are
+    /// refused, also after DNS and on every redirect); Authorization and Cookie are never echoed.
+    #[tool(annotations(open_world_hint = true))]
+    async fn reliable_http_call(
+        &self,
+        Parameters(Args(args)): Parameters<Args<HttpCallArgs>>,
+    ) -> Result<Json<HttpCallResult>, String> {
+        http_call::call(&self.shared.caller, &args).await.map(Json)
+    }
+
+    /// Simulate a retry storm before choosing a retry policy: run a shipped scenario (see
+    /// list_scenarios) or your own in RON, and get the comparison table of the policies (load on
+    /// the downstream, success rate, recovery), the conclusion in words, the summary as JSON and
+    /// the amplification plot as a PNG. Deterministic for a seed. Scenarios over the server's work
+    /// budget (estimated events) are refused with their estimate.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn simulate_storm(
+        &self,
+        Parameters(Args(args)): Parameters<Args<StormArgs>>,
+    ) -> Result<CallToolResult, String> {
+        let limits = self.shared.storm.clone();
+        let scenario = match (&args.scenario, &args.ron) {
+            (Some(name), None) => storm::by_name(name, &limits)?,
+            (None, Some(text)) => storm::from_ron(text, &limits)?,
+            _ => {
+                return Err(
+                    "give exactly one of scenario (a name from list_scenarios) and ron (a scenario in RON)"
+                        .into(),
+                );
+            }
+        };
+        let report = tokio::task::spawn_blocking(move || {
+            storm::run(&scenario, args.seed, args.seeds, &limits)
+        })
+        .await
+        .map_err(|e| format!("the simulation stopped: {e}"))??;
+        let png = base64::engine::general_purpose::STANDARD.encode(&report.amplification_png);
+        let mut result = CallToolResult::success(vec![
+            ContentBlock::text(format!("{}\n\n{}", report.table, report.conclusion)),
+            ContentBlock::image(png, "image/png"),
+        ]);
+        result.structured_content = Some(serde_json::json!({
+            "conclusion": report.conclusion,
+            "estimated_events": report.estimated_events,
+            "summary": report.summary,
+        }));
+        Ok(result)
+    }
+
+    /// The storm scenarios this server can simulate: name, description, policies compared, the
+    /// simulated time and the estimated events (compare with event_budget).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_scenarios(&self) -> Result<Json<ScenarioList>, String> {
+        Ok(Json(ScenarioList {
+            scenarios: storm::list(&self.shared.storm)?,
+            event_budget: self.shared.storm.max_events,
+        }))
+    }
+}
+
+// The macro generates an undocumented accessor for the prompt's definition.
+#[allow(missing_docs)]
+#[prompt_router]
+impl ReliableServer {
+    /// Diagnose a circuit breaker: its state, window counts and recent transitions, with a
+    /// request for a diagnosis and a next step.
+    #[prompt]
+    async fn diagnose_breaker(
+        &self,
+        Parameters(Args(args)): Parameters<Args<NameArgs>>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let state = self
+            .shared
+            .breakers
+            .snapshot(&args.name)
+            .map_err(|e| ErrorData::invalid_params(e, None))?;
+        let json = serde_json::to_string_pretty(&state)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let text = format!(
+            "You are diagnosing the circuit breaker \"{name}\", which protects one downstream service.\n\n\
+             Its state now is {state}{retry}. Its window holds {calls} calls, {failures} of them failures; \
+             {consecutive} failures in a row. Since it was created: {succeeded} calls succeeded, \
+             {failed} failed, {refused} were refused while it was open, {retries} retries were sent. \
+             Recent transitions (seconds since the server started) and its config:\n\n```json\n{json}\n```\n\n\
+             Diagnose it: is the downstream failing, recovering or healthy? Is the breaker tuned sensibly \
+             for this traffic (window, failure rate, cooldown, probes)? Say what to do next: wait \
+             (and how long), lower the load, change the breaker, or investigate the downstream. \
+             Do not suggest retrying harder while it is open: that is how retry storms start.",
+            name = state.name,
+            state = state.state,
+            retry = state
+                .retry_after_ms
+                .map(|ms| format!(" (a probe goes through in {:.1} s)", ms / 1e3))
+                .unwrap_or_default(),
+            calls = state.window.calls,
+            failures = state.window.failures,
+            consecutive = state.consecutive_failures,
+            succeeded = state.totals.succeeded,
+            failed = state.totals.failed,
+            refused = state.totals.refused,
+            retries = state.totals.retries,
+        );
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(format!("Diagnose breaker {}", state.name)),
+        )
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+#[prompt_handler(router = self.prompt_router)]
+impl ServerHandler for ReliableServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build())
+            .with_server_info(Implementation::new("reliable-mcp", env!("CARGO_PKG_VERSION")).with_title("reliable"))
+            .with_instructions(
+                "Circuit breakers, backoff and storm simulation for agents that call flaky services. \
+                 Create one breaker per downstream (create_breaker), send requests through it \
+                 (reliable_http_call), check it (get_breaker_state, reliable://breaker/{name}, the \
+                 diagnose_breaker prompt), and try retry policies in simulation first (list_scenarios, \
+                 simulate_storm). Do not retry a call the breaker refused: wait for retry_after.",
+            )
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = self
+            .shared
+            .breakers
+            .names()
+            .into_iter()
+            .map(|name| {
+                Resource::new(format!("{BREAKER_URI}{name}"), format!("breaker {name}"))
+                    .with_description(format!(
+                        "State, window counts and transitions of breaker {name}"
+                    ))
+                    .with_mime_type("application/json")
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(format!("{BREAKER_URI}{{name}}"), "breaker")
+                .with_description(
+                    "A named circuit breaker's state, window counts and recent transitions",
+                )
+                .with_mime_type("application/json"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.as_str();
+        let name = uri.strip_prefix(BREAKER_URI).ok_or_else(|| {
+            ErrorData::resource_not_found(
+                format!("no resource {uri:?}: resources are {BREAKER_URI}{{name}}"),
+                None,
+            )
+        })?;
+        check_name(name).map_err(|e| ErrorData::resource_not_found(e, None))?;
+        let state = self
+            .shared
+            .breakers
+            .snapshot(name)
+            .map_err(|e| ErrorData::resource_not_found(e, None))?;
+        let json = serde_json::to_string_pretty(&state)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(json, uri).with_mime_type("application/json"),
+        ])
+        .into())
+    }
+}

@@ -1,0 +1,456 @@
+//! The server as an MCP client sees it: an in-process rmcp client over a duplex pipe lists and
+//! calls every tool, reads the breaker resource, gets the prompt, and checks that bad arguments
+//! come back in-band (`isError: true`, naming the field) while the session carries on.
+
+mod support;
+
+use base64::Engine as _;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
+    ResourceContents,
+};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+use reliable_mcp::ssrf::{AllowList, Guard};
+use reliable_mcp::storm::StormLimits;
+use reliable_mcp::{ReliableServer, Settings};
+
+const TOOLS: [&str; 6] = [
+    "compute_backoff",
+    "create_breaker",
+    "get_breaker_state",
+    "list_scenarios",
+    "reliable_http_call",
+    "simulate_storm",
+];
+
+/// A small scenario in RON: 50 jobs against a flaky server, two policies.
+const RON: &str = r#"Scenario(
+    name: "tiny",
+    description: "Fifty jobs, a server failing 30% of calls.",
+    horizon: "20s",
+    workload: JobSet(clients: 50, start_spread: "1s"),
+    downstreams: [(name: "api", model: Server(workers: 4, service: Constant("50ms"), error_rate: 0.3))],
+    policies: [
+        (name: "no retries", stack: Call(downstream: "api", timeout: "1s")),
+        (name: "3 attempts", stack: Retry(
+            policy: (max_attempts: 3, backoff: (shape: Exponential(base: "100ms"), cap: "1s", jitter: Full)),
+            inner: Call(downstream: "api", timeout: "1s"),
+        )),
+    ],
+)"#;
+
+async fn connect(settings: Settings) -> RunningService<RoleClient, ()> {
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let server = ReliableServer::new(settings).unwrap();
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_io).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_io).await.expect("initialize")
+}
+
+fn settings() -> Settings {
+    Settings {
+        guard: Guard::new(AllowList::parse(&["127.0.0.1"]).unwrap()),
+        storm: StormLimits {
+            max_events: 1e6,
+            dir: None,
+        },
+        ..Settings::default()
+    }
+}
+
+async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: protocol error {e}"))
+}
+
+/// The structured result of a successful call.
+async fn ok(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> Value {
+    let r = call(client, tool, args).await;
+    assert_ne!(r.is_error, Some(true), "{tool}: {:?}", r.content);
+    r.structured_content
+        .unwrap_or_else(|| panic!("{tool}: no structured content"))
+}
+
+/// The in-band error text of a failed call.
+async fn in_band_error(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> String {
+    let r = call(client, tool, args).await;
+    assert_eq!(
+        r.is_error,
+        Some(true),
+        "{tool}: expected an in-band error, got {r:?}"
+    );
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn every_tool_is_listed_with_a_documented_schema() {
+    let client = connect(settings()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort();
+    assert_eq!(names, TOOLS);
+    for t in &tools {
+        assert!(
+            t.description.as_deref().is_some_and(|d| d.len() > 40),
+            "{}: {:?}",
+            t.name,
+            t.description
+        );
+        let schema = serde_json::to_value(&t.input_schema).unwrap();
+        for (field, spec) in schema["properties"].as_object().into_iter().flatten() {
+            let described = spec.get("description").is_some()
+                || spec.get("$ref").is_some()
+                || spec.get("anyOf").is_some();
+            assert!(described, "{}.{field} has no description: {spec}", t.name);
+        }
+    }
+    let by_name = |n: &str| tools.iter().find(|t| t.name == n).unwrap();
+    for structured in [
+        "create_breaker",
+        "get_breaker_state",
+        "compute_backoff",
+        "reliable_http_call",
+        "list_scenarios",
+    ] {
+        assert!(
+            by_name(structured).output_schema.is_some(),
+            "{structured} declares its output"
+        );
+    }
+    let create = serde_json::to_value(&by_name("create_breaker").input_schema).unwrap();
+    assert_eq!(create["required"], json!(["name"]));
+    assert!(
+        create["properties"]["failure_rate"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("failures")
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn breakers_backoff_resource_and_prompt() {
+    let client = connect(settings()).await;
+    let created = ok(
+        &client,
+        "create_breaker",
+        json!({"name": "openai", "failure_rate": 0.25, "window": 40, "cooldown": "5s"}),
+    )
+    .await;
+    assert_eq!(created["action"], "created");
+    assert_eq!(created["breaker"]["state"], "closed");
+    assert_eq!(created["breaker"]["config"]["failure_rate"], 0.25);
+    let again = ok(
+        &client,
+        "create_breaker",
+        json!({"name": "openai", "failure_rate": 0.25, "window": 40, "cooldown": "5s"}),
+    )
+    .await;
+    assert_eq!(again["action"], "unchanged");
+
+    let state = ok(&client, "get_breaker_state", json!({"name": "openai"})).await;
+    assert_eq!(
+        (state["state"].as_str(), state["window"]["calls"].as_u64()),
+        (Some("closed"), Some(0))
+    );
+
+    let backoff = ok(
+        &client,
+        "compute_backoff",
+        json!({"retries": 4, "backoff": {"base": "100ms", "jitter": "none"}, "seed": 3}),
+    )
+    .await;
+    let delays: Vec<f64> = backoff["delays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["delay_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(delays, [100.0, 200.0, 400.0, 800.0]);
+
+    // The resource: a template, a concrete resource per breaker, and its content.
+    let templates = client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates.len(), 1);
+    assert_eq!(templates[0].uri_template, "reliable://breaker/{name}");
+    let resources = client.list_all_resources().await.unwrap();
+    assert_eq!(
+        resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(),
+        ["reliable://breaker/openai"]
+    );
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("reliable://breaker/openai"))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents {
+        text, mime_type, ..
+    } = &read.contents[0]
+    else {
+        panic!("text")
+    };
+    assert_eq!(mime_type.as_deref(), Some("application/json"));
+    let body: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(body["name"], "openai");
+    // A missing breaker is a protocol error (resource not found), not an empty document.
+    let missing = client
+        .read_resource(ReadResourceRequestParams::new("reliable://breaker/nope"))
+        .await;
+    assert!(
+        missing
+            .unwrap_err()
+            .to_string()
+            .contains("no breaker named")
+    );
+    assert!(
+        client
+            .read_resource(ReadResourceRequestParams::new("file:///etc/passwd"))
+            .await
+            .is_err()
+    );
+
+    // The prompt: listed with its argument, and it carries the state.
+    let prompts = client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].name, "diagnose_breaker");
+    let arg = &prompts[0].arguments.as_ref().unwrap()[0];
+    assert_eq!((arg.name.as_str(), arg.required), ("name", Some(true)));
+    let Value::Object(args) = json!({"name": "openai"}) else {
+        unreachable!()
+    };
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("diagnose_breaker").with_arguments(args))
+        .await
+        .unwrap();
+    let text = serde_json::to_string(&prompt.messages).unwrap();
+    assert!(
+        text.contains("openai") && text.contains("closed") && text.contains("Diagnose"),
+        "{text}"
+    );
+    let Value::Object(args) = json!({"name": "nope"}) else {
+        unreachable!()
+    };
+    assert!(
+        client
+            .get_prompt(GetPromptRequestParams::new("diagnose_breaker").with_arguments(args))
+            .await
+            .is_err()
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn reliable_http_call_through_a_breaker_to_loopback() {
+    let good = support::serve("127.0.0.1").await;
+    let client = connect(settings()).await;
+    ok(
+        &client,
+        "create_breaker",
+        json!({"name": "local", "attempts": 1}),
+    )
+    .await;
+    let headers = json!({"Authorization": "Bearer sk-mcp-secret-1"});
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": good.url("/echo"), "breaker": "local", "headers": headers}),
+    )
+    .await;
+    assert_eq!(
+        (r["status"].as_u64(), r["ok"].as_bool()),
+        (Some(200), Some(true))
+    );
+    assert_eq!(
+        r["served_by"], "breaker(local)",
+        "one attempt: no retry layer"
+    );
+    assert_eq!(r["breaker"]["state"], "closed");
+    let everything = serde_json::to_string(
+        &call(
+            &client,
+            "reliable_http_call",
+            json!({"url": good.url("/echo"), "breaker": "local", "headers": headers}),
+        )
+        .await,
+    )
+    .unwrap();
+    assert!(
+        !everything.contains("sk-mcp-secret-1"),
+        "the token never reaches the agent: {everything}"
+    );
+    let state = ok(&client, "get_breaker_state", json!({"name": "local"})).await;
+    assert_eq!(state["totals"]["succeeded"], 2);
+
+    // Refused targets are in-band errors, and nothing is dialled.
+    let other = support::serve("127.0.0.2").await;
+    let e = in_band_error(
+        &client,
+        "reliable_http_call",
+        json!({"url": other.url("/ok")}),
+    )
+    .await;
+    assert!(e.contains("refused") && e.contains("127.0.0.2"), "{e}");
+    let e = in_band_error(
+        &client,
+        "reliable_http_call",
+        json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+    )
+    .await;
+    assert!(e.contains("link-local"), "{e}");
+    assert_eq!(other.connections(), 0);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn storms_are_simulated_and_bounded() {
+    let client = connect(settings()).await;
+    let list = ok(&client, "list_scenarios", json!({})).await;
+    let names: Vec<&str> = list["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"default") && names.contains(&"layered-stack"),
+        "{names:?}"
+    );
+    assert_eq!(list["event_budget"], 1e6);
+
+    // A shipped scenario by name: the table and conclusion as text, the plot as a PNG.
+    let r = call(
+        &client,
+        "simulate_storm",
+        json!({"scenario": "layered-stack"}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{:?}", r.content);
+    let text = r.content[0].as_text().unwrap().text.clone();
+    assert!(text.contains("layered"), "{text}");
+    let image = r.content[1].as_image().expect("an image");
+    assert_eq!(image.mime_type, "image/png");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(&image.data)
+        .unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let structured = r.structured_content.unwrap();
+    assert_eq!(structured["summary"]["scenario"], "layered-stack");
+
+    // The caller's own scenario, with seeds; the same seed gives the same summary.
+    let a = ok(
+        &client,
+        "simulate_storm",
+        json!({"ron": RON, "seed": 7, "seeds": 2}),
+    )
+    .await;
+    let b = ok(
+        &client,
+        "simulate_storm",
+        json!({"ron": RON, "seed": 7, "seeds": 2}),
+    )
+    .await;
+    assert_eq!(a["summary"], b["summary"]);
+    assert_eq!(a["summary"]["seeds"], json!([7, 8]));
+
+    // Over the budget: refused with the estimate.
+    let e = in_band_error(&client, "simulate_storm", json!({"scenario": "default"})).await;
+    assert!(
+        e.contains("events") && e.contains("more than the limit of 1.00e6"),
+        "{e}"
+    );
+    let e = in_band_error(
+        &client,
+        "simulate_storm",
+        json!({"ron": "Scenario(name: \"x\")"}),
+    )
+    .await;
+    assert!(e.contains("1:"), "a parse error with its position: {e}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_arguments_come_back_in_band_naming_the_field() {
+    let client = connect(settings()).await;
+    let cases = [
+        ("create_breaker", json!({}), "name"),
+        (
+            "create_breaker",
+            json!({"name": "x", "failure_rate": "half"}),
+            "failure_rate",
+        ),
+        (
+            "create_breaker",
+            json!({"name": "x", "failure_rate": 1.5}),
+            "failure_rate",
+        ),
+        (
+            "create_breaker",
+            json!({"name": "x", "colour": "red"}),
+            "colour",
+        ),
+        ("create_breaker", json!({"name": "x y"}), "name"),
+        (
+            "create_breaker",
+            json!({"name": "x", "cooldown": "soon"}),
+            "cooldown",
+        ),
+        (
+            "get_breaker_state",
+            json!({"name": "nope"}),
+            "no breaker named",
+        ),
+        ("compute_backoff", json!({"retries": 0}), "retries"),
+        (
+            "compute_backoff",
+            json!({"retries": 3, "backoff": {"factor": 0.5}}),
+            "factor",
+        ),
+        (
+            "reliable_http_call",
+            json!({"url": "gopher://127.0.0.1/"}),
+            "scheme",
+        ),
+        (
+            "reliable_http_call",
+            json!({"url": "http://127.0.0.1/", "attempts": 50}),
+            "attempts",
+        ),
+        (
+            "reliable_http_call",
+            json!({"url": "http://127.0.0.1/", "method": "TRACE"}),
+            "method",
+        ),
+        ("simulate_storm", json!({}), "exactly one"),
+        (
+            "simulate_storm",
+            json!({"scenario": "nope"}),
+            "no scenario named",
+        ),
+        (
+            "simulate_storm",
+            json!({"scenario": "layered-stack", "seeds": 5000}),
+            "seeds",
+        ),
+    ];
+    for (tool, args, needle) in cases {
+        let e = in_band_error(&client, tool, args.clone()).await;
+        assert!(e.contains(needle), "{tool} {args}: {e}");
+    }
+    // The session is still usable.
+    ok(&client, "list_scenarios", json!({})).await;
+    client.cancel().await.unwrap();
+}

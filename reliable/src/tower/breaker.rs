@@ -1,0 +1,335 @@
+//! [`BreakerLayer`]: the core's circuit breaker around a service, following tower's contract.
+//!
+//! - `poll_ready` only asks the inner service: an open breaker is *ready*, and `call` fails at once
+//!   with [`Open`] carrying `retry_after` (an error from `poll_ready` would kill the service, and
+//!   `Pending` would stall every caller until the breaker closes).
+//! - The permit is taken in `call`, never in `poll_ready` (a ready service may never be called).
+//! - The outcome is recorded when the response future completes: success, failure (by the
+//!   [`Classify`] given), or ignored (a fatal error, or a local rejection from a layer below). A
+//!   response future dropped before it completes records `Outcome::Ignored`, so a cancelled
+//!   half-open probe frees its slot at once instead of after `probe_timeout`.
+//!
+//! Every clone of a [`Breaker`] shares one breaker. A layer built with [`BreakerLayer::new`] gives
+//! each service it wraps a breaker of its own; [`BreakerLayer::shared`] gives them all one.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use reliable_core::ConfigError;
+use reliable_core::breaker::{
+    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, Outcome, Permit, Transition,
+};
+use reliable_core::outcome::ErrorClass;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::classify::Classify;
+use super::clock::{Clock, TokioClock};
+use super::error::{BoxError, Open, Throttled};
+use super::rng::fresh_seed;
+
+/// The breaker storage: count windows up to 256 calls, time windows up to 64 buckets, 16 probes.
+type Core = CircuitBreaker<'static, AnyWindow<4, 64>, 16>;
+
+/// Called with every state change of a breaker (to log it, export it, count it).
+pub type BreakerListener = Arc<dyn Fn(Transition) + Send + Sync>;
+
+struct Shared {
+    breaker: Mutex<Core>,
+    listener: Option<BreakerListener>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        // A panic while holding the lock cannot leave the breaker half-updated (its methods do not
+        // panic), so a poisoned lock is still a consistent breaker.
+        self.breaker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn notify(&self, t: Option<Transition>) {
+        if let (Some(t), Some(f)) = (t, &self.listener) {
+            f(t);
+        }
+    }
+}
+
+/// Builds [`Breaker`]s from a validated config.
+#[derive(Clone)]
+pub struct BreakerLayer<C, K = TokioClock> {
+    policy: &'static BreakerPolicy,
+    classify: C,
+    clock: K,
+    shared: Option<Arc<Shared>>,
+    listener: Option<BreakerListener>,
+    seed: Option<u64>,
+}
+
+impl<C, K> fmt::Debug for BreakerLayer<C, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerLayer")
+            .field("policy", &self.policy)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> BreakerLayer<C, TokioClock> {
+    /// A layer that gives each service it wraps its own breaker, on tokio's clock. Refuses an
+    /// invalid config, or one whose window needs more than 256 calls or 64 buckets.
+    pub fn new(config: BreakerConfig, classify: C) -> Result<Self, ConfigError> {
+        let policy = BreakerPolicy::new(config)?;
+        // The core's breaker borrows its policy; one policy per layer lives as long as the program.
+        let policy: &'static BreakerPolicy = Box::leak(Box::new(policy));
+        Core::new(policy)?;
+        Ok(BreakerLayer {
+            policy,
+            classify,
+            clock: TokioClock::new(),
+            shared: None,
+            listener: None,
+            seed: None,
+        })
+    }
+}
+
+impl<C, K: Clock> BreakerLayer<C, K> {
+    /// The same layer reading time from `clock`.
+    pub fn with_clock<K2: Clock>(self, clock: K2) -> BreakerLayer<C, K2> {
+        BreakerLayer {
+            policy: self.policy,
+            classify: self.classify,
+            clock,
+            shared: None,
+            listener: self.listener,
+            seed: self.seed,
+        }
+    }
+
+    /// Calls `f` with every state change.
+    pub fn on_transition(mut self, f: impl Fn(Transition) + Send + Sync + 'static) -> Self {
+        self.listener = Some(Arc::new(f));
+        self.shared = None;
+        self
+    }
+
+    /// Seeds the open-time jitter (by default each breaker draws its own seed).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self.shared = None;
+        self
+    }
+
+    /// One breaker for every service this layer wraps (a process-wide breaker per downstream).
+    pub fn shared(mut self) -> Self {
+        self.shared = Some(self.make());
+        self
+    }
+
+    fn make(&self) -> Arc<Shared> {
+        let breaker = match Core::new(self.policy) {
+            Ok(b) => b,
+            // Checked in `new` for this very policy.
+            Err(_) => unreachable!("the policy was accepted when the layer was built"),
+        };
+        Arc::new(Shared {
+            breaker: Mutex::new(breaker.with_seed(self.seed.unwrap_or_else(fresh_seed))),
+            listener: self.listener.clone(),
+        })
+    }
+}
+
+impl<S, C: Clone, K: Clock> Layer<S> for BreakerLayer<C, K> {
+    type Service = Breaker<S, C, K>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Breaker {
+            inner,
+            shared: self.shared.clone().unwrap_or_else(|| self.make()),
+            classify: self.classify.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+/// A service behind a circuit breaker (see the [module docs](self)).
+#[derive(Clone)]
+pub struct Breaker<S, C, K = TokioClock> {
+    inner: S,
+    shared: Arc<Shared>,
+    classify: C,
+    clock: K,
+}
+
+impl<S: fmt::Debug, C, K: Clock> fmt::Debug for Breaker<S, C, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.lock().state(self.clock.now());
+        f.debug_struct("Breaker")
+            .field("inner", &self.inner)
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, C, K: Clock> Breaker<S, C, K> {
+    /// The breaker's state now.
+    pub fn state(&self) -> reliable_core::breaker::State {
+        self.shared.lock().state(self.clock.now())
+    }
+}
+
+impl<S, Req, C, K> Service<Req> for Breaker<S, C, K>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+    C: Classify<S::Response>,
+    K: Clock,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future, C, K>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        let now = self.clock.now();
+        let decision = self.shared.lock().try_acquire(now);
+        match decision {
+            Ok(permit) => {
+                self.shared.notify(permit.transition());
+                ResponseFuture {
+                    state: State::Called {
+                        fut: self.inner.call(req),
+                    },
+                    guard: Guard {
+                        permit: Some(permit),
+                        shared: self.shared.clone(),
+                        clock: self.clock.clone(),
+                    },
+                    classify: self.classify.clone(),
+                }
+            }
+            Err(rejection) => {
+                self.shared.notify(rejection.transition);
+                ResponseFuture {
+                    state: State::Rejected {
+                        open: Some(Open {
+                            retry_after: rejection.retry_after(),
+                        }),
+                    },
+                    guard: Guard {
+                        permit: None,
+                        shared: self.shared.clone(),
+                        clock: self.clock.clone(),
+                    },
+                    classify: self.classify.clone(),
+                }
+            }
+        }
+    }
+}
+
+/// Holds the permit until the call ends; dropped early, it records `Outcome::Ignored`.
+struct Guard<K: Clock> {
+    permit: Option<Permit>,
+    shared: Arc<Shared>,
+    clock: K,
+}
+
+impl<K: Clock> Guard<K> {
+    fn record(&mut self, outcome: Outcome) {
+        if let Some(permit) = self.permit.take() {
+            let now = self.clock.now();
+            let t = self.shared.lock().record(permit, outcome, now);
+            self.shared.notify(t);
+        }
+    }
+}
+
+impl<K: Clock> Drop for Guard<K> {
+    fn drop(&mut self) {
+        self.record(Outcome::Ignored);
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Called { #[pin] fut: F },
+        Rejected { open: Option<Open> },
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The [`Breaker`]'s response future.
+    pub struct ResponseFuture<F, C, K: Clock> {
+        #[pin]
+        state: State<F>,
+        guard: Guard<K>,
+        classify: C,
+    }
+}
+
+impl<F, C, K: Clock> fmt::Debug for ResponseFuture<F, C, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("holds_permit", &self.guard.permit.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a failure of `class` tells the breaker about the downstream.
+fn outcome_of(class: Option<ErrorClass>) -> Outcome {
+    match class {
+        None => Outcome::Success,
+        // A bad request says nothing about the downstream's health.
+        Some(ErrorClass::Fatal) => Outcome::Ignored,
+        Some(_) => Outcome::Failure,
+    }
+}
+
+impl<F, Res, E, C, K> Future for ResponseFuture<F, C, K>
+where
+    F: Future<Output = Result<Res, E>>,
+    E: Into<BoxError>,
+    C: Classify<Res>,
+    K: Clock,
+{
+    type Output = Result<Res, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.state.project() {
+            StateProj::Rejected { open } => {
+                let open = open.take().unwrap_or(Open { retry_after: None });
+                Poll::Ready(Err(Box::new(open)))
+            }
+            StateProj::Called { fut } => {
+                let result = std::task::ready!(fut.poll(cx));
+                match result {
+                    Ok(res) => {
+                        this.guard.record(outcome_of(this.classify.response(&res)));
+                        Poll::Ready(Ok(res))
+                    }
+                    Err(e) => {
+                        let e: BoxError = e.into();
+                        // A layer below refused locally: the downstream was not asked.
+                        let outcome = if e.is::<Open>() || e.is::<Throttled>() {
+                            Outcome::Ignored
+                        } else {
+                            outcome_of(Some(this.classify.error(&e)))
+                        };
+                        this.guard.record(outcome);
+                        Poll::Ready(Err(e))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! [`RetryLayer`]: the core's retry policy and retry budget around a service, one decision per
+//! failed attempt.
+//!
+//! tower's own `Retry` asks a policy "retry?" and leaves the wait, the deadline and the budget to
+//! separate layers that cannot see each other. Here one call of the core's
+//! [`RetryPolicy::on_failure`](reliable_core::retry::RetryPolicy::on_failure) weighs them all: the
+//! attempt limit, the overall deadline, the backoff with jitter, the server's `Retry-After`
+//! (clamped), and the budget, which every clone of the service shares (a retry budget belongs to
+//! a client process, not to a request).
+//!
+//! Each attempt gets the policy's per-attempt timeout (or what is left of the overall deadline,
+//! if sooner), enforced here and also handed to the request through
+//! [`Policy::set_deadline`], so a timeout below a breaker can fail the call first and the breaker
+//! counts it. [`Policy::clone_request`] returning `None` means the request cannot be sent twice:
+//! its first answer is final. A dropped response future returns any budget it holds.
+//!
+//! When the policy gives up on an error *response* (an HTTP 503), that response is returned; on
+//! an error, a [`GaveUp`] carrying the reason and the last error.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use reliable_core::ConfigError;
+use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy};
+use reliable_core::outcome::ErrorClass;
+use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryState};
+use reliable_core::Instant;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::classify::Policy;
+use super::clock::{Clock, TokioClock};
+use super::error::{BoxError, GaveUp, TimedOut};
+use super::rng::{Samples, fresh_seed};
+
+/// Budget storage: sliding windows up to 64 slots.
+type CoreBudget = AnyBudget<64>;
+
+/// Called with the reason whenever the layer gives up on a request it could have retried.
+pub type GiveUpListener = Arc<dyn Fn(GiveUpReason) + Send + Sync>;
+
+struct Shared {
+    budget: Mutex<CoreBudget>,
+    samples: Samples,
+}
+
+impl Shared {
+    fn budget(&self) -> MutexGuard<'_, CoreBudget> {
+        self.budget
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Builds [`Retry`] services from a validated retry config and an optional budget.
+#[derive(Clone)]
+pub struct RetryLayer<P, K = TokioClock> {
+    retry: RetryPolicy,
+    budget: BudgetPolicy,
+    policy: P,
+    clock: K,
+    shared: Option<Arc<Shared>>,
+    seed: Option<u64>,
+    on_give_up: Option<GiveUpListener>,
+}
+
+impl<P, K> fmt::Debug for RetryLayer<P, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryLayer")
+            .field("retry", &self.retry)
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P> RetryLayer<P, TokioClock> {
+    /// Retries as `config` says, without a budget, on tokio's clock.
+    pub fn new(config: RetryConfig, policy: P) -> Result<Self, ConfigError> {
+        Ok(RetryLayer {
+            retry: RetryPolicy::new(config)?,
+            budget: BudgetPolicy::Unlimited,
+            policy,
+            clock: TokioClock::new(),
+            shared: None,
+            seed: None,
+            on_give_up: None,
+        })
+    }
+}
+
+impl<P, K: Clock> RetryLayer<P, K> {
+    /// Adds a retry budget. Each service this layer wraps gets its own (shared by its clones);
+    /// see [`shared`](Self::shared). Refuses an invalid config or a window over 64 slots.
+    pub fn budget(mut self, config: BudgetConfig) -> Result<Self, ConfigError> {
+        let budget = BudgetPolicy::new(config)?;
+        CoreBudget::new(&budget)?;
+        self.budget = budget;
+        self.shared = None;
+        Ok(self)
+    }
+
+    /// The same layer reading time from `clock`.
+    pub fn with_clock<K2: Clock>(self, clock: K2) -> RetryLayer<P, K2> {
+        RetryLayer {
+            retry: self.retry,
+            budget: self.budget,
+            policy: self.policy,
+            clock,
+            shared: None,
+            seed: self.seed,
+            on_give_up: self.on_give_up,
+        }
+    }
+
+    /// Seeds the backoff jitter.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self.shared = None;
+        self
+    }
+
+    /// Calls `f` whenever a request that failed is not retried, with the core's reason.
+    pub fn on_give_up(mut self, f: impl Fn(GiveUpReason) + Send + Sync + 'static) -> Self {
+        self.on_give_up = Some(Arc::new(f));
+        self
+    }
+
+    /// One budget for every service this layer wraps (one per client process).
+    pub fn shared(mut self) -> Self {
+        self.shared = Some(self.make());
+        self
+    }
+
+    fn make(&self) -> Arc<Shared> {
+        let budget = match CoreBudget::new(&self.budget) {
+            Ok(b) => b,
+            Err(_) => unreachable!("the budget was accepted when it was set"),
+        };
+        Arc::new(Shared {
+            budget: Mutex::new(budget),
+            samples: Samples::new(self.seed.unwrap_or_else(fresh_seed)),
+        })
+    }
+}
+
+impl<S, P: Clone, K: Clock> Layer<S> for RetryLayer<P, K> {
+    type Service = Retry<S, P, K>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Retry {
+            inner,
+            retry: Arc::new(self.retry),
+            shared: self.shared.clone().unwrap_or_else(|| self.make()),
+            policy: self.policy.clone(),
+            clock: self.clock.clone(),
+            on_give_up: self.on_give_up.clone(),
+        }
+    }
+}
+
+/// A service whose failed calls are retried (see the [module docs](self)).
+#[derive(Clone)]
+pub struct Retry<S, P, K = TokioClock> {
+    inner: S,
+    retry: Arc<RetryPolicy>,
+    shared: Arc<Shared>,
+    policy: P,
+    clock: K,
+    on_give_up: Option<GiveUpListener>,
+}
+
+impl<S: fmt::Debug, P, K> fmt::Debug for Retry<S, P, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Retry")
+            .field("inner", &self.inner)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The response future of [`Retry`].
+pub type ResponseFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
+
+/// The request's retry state; dropped before the request is over, it hands back any budget grant.
+struct Request {
+    state: RetryState,
+    retry: Arc<RetryPolicy>,
+    shared: Arc<Shared>,
+    now: Box<dyn Fn() -> Instant + Send>,
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        if !self.state.is_finished() {
+            let now = (self.now)();
+            self.retry
+                .abandon(&mut self.state, now, &mut *self.shared.budget());
+        }
+    }
+}
+
+/// Polls `fut` first, then the timer: an answer that is ready when the deadline passes wins, and a
+/// timeout below (set from the same deadline) reports the timeout as its own failure.
+async fn within<F: Future>(fut: F, timer: Option<crate::tower::Sleep>) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut timer = timer;
+    std::future::poll_fn(move |cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if let Some(t) = timer.as_mut()
+            && t.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+impl<S, Req, P, K> Service<Req> for Retry<S, P, K>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    Req: Send + 'static,
+    P: Policy<Req, S::Response>,
+    K: Clock,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        // The readied service takes the first attempt; a fresh clone waits for readiness before
+        // each retry.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let (retry, shared, policy, clock) = (
+            self.retry.clone(),
+            self.shared.clone(),
+            self.policy.clone(),
+            self.clock.clone(),
+        );
+        let on_give_up = self.on_give_up.clone();
+        Box::pin(async move {
+            let now = clock.now();
+            let state = retry.start(now, &mut *shared.budget());
+            let tick = clock.clone();
+            let mut request = Request {
+                state,
+                retry: retry.clone(),
+                shared: shared.clone(),
+                now: Box::new(move || tick.now()),
+            };
+            let mut current = req;
+            let mut first = true;
+            loop {
+                let copy = policy.clone_request(&current);
+                if !first {
+                    std::future::poll_fn(|cx| inner.poll_ready(cx))
+                        .await
+                        .map_err(Into::into)?;
+                }
+                first = false;
+                let sent = clock.now();
+                let deadline = retry.attempt_deadline(&request.state, sent);
+                let timer = (deadline != Instant::MAX).then(|| {
+                    policy.set_deadline(&mut current, deadline);
+                    clock.sleep_until(deadline)
+                });
+                let result = match within(inner.call(current), timer).await {
+                    Some(r) => r.map_err(Into::into),
+                    None => Err(Box::new(TimedOut) as BoxError),
+                };
+                let class: Option<ErrorClass> = match &result {
+                    Ok(res) => policy.response(res),
+                    Err(e) => Some(policy.error(e)),
+                };
+                let now = clock.now();
+                let Some(class) = class else {
+                    retry.on_success(&mut request.state, now, &mut *shared.budget());
+                    return result;
+                };
+                let sample = shared.samples.next();
+                let decision = retry.on_failure_with(
+                    &mut request.state,
+                    class,
+                    now,
+                    &mut *shared.budget(),
+                    sample,
+                );
+                let reason = match (decision, copy) {
+                    (RetryDecision::RetryAt(at), Some(next)) => {
+                        clock.sleep_until(at).await;
+                        current = next;
+                        continue;
+                    }
+                    // Retryable, but the request cannot be sent twice: the answer is final.
+                    (RetryDecision::RetryAt(_), None) => {
+                        retry.abandon(&mut request.state, now, &mut *shared.budget());
+                        None
+                    }
+                    (RetryDecision::GiveUp(reason), _) => Some(reason),
+                };
+                if let (Some(reason), Some(f)) = (reason, &on_give_up) {
+                    f(reason);
+                }
+                return match (result, reason) {
+                    (Err(last), Some(reason)) => Err(Box::new(GaveUp {
+                        reason,
+                        attempts: request.state.attempts(),
+                        last,
+                    }) as BoxError),
+                    (other, _) => other,
+                };
+            }
+        })
+    }
+}

@@ -1,0 +1,266 @@
+//! [`ThrottleLayer`]: client-side adaptive throttling (Google SRE) around a service.
+//!
+//! Each `call` asks the core's [`AdaptiveThrottle`] first: with probability
+//! `(requests − K·accepts) / (requests + 1)` the call fails at once with [`Throttled`] and the
+//! downstream never sees it. Like the breaker it is always ready (a local refusal happens in
+//! `call`), and what the downstream answered is recorded when the response future completes; a
+//! dropped future records nothing (the downstream's answer is unknown).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use reliable_core::ConfigError;
+use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::classify::Classify;
+use super::clock::{Clock, TokioClock};
+use super::error::{BoxError, Open, Throttled};
+use super::rng::{Samples, fresh_seed};
+
+/// Slots of the throttle's window (the policy's `buckets` must fit).
+type Core = AdaptiveThrottle<64>;
+
+struct Shared {
+    throttle: Mutex<Core>,
+    samples: Samples,
+}
+
+/// Builds [`Throttle`]s from a validated config.
+#[derive(Clone)]
+pub struct ThrottleLayer<C, K = TokioClock> {
+    /// `None`: a pass-through (no throttling).
+    policy: Option<ThrottlePolicy>,
+    classify: C,
+    clock: K,
+    shared: Option<Arc<Shared>>,
+    seed: Option<u64>,
+}
+
+impl<C, K> fmt::Debug for ThrottleLayer<C, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThrottleLayer")
+            .field("policy", &self.policy)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> ThrottleLayer<C, TokioClock> {
+    /// A layer that gives each service it wraps its own throttle. Refuses an invalid config or
+    /// more than 64 buckets.
+    pub fn new(config: ThrottleConfig, classify: C) -> Result<Self, ConfigError> {
+        let policy = ThrottlePolicy::new(config)?;
+        Core::new(policy)?;
+        Ok(ThrottleLayer {
+            policy: Some(policy),
+            classify,
+            clock: TokioClock::new(),
+            shared: None,
+            seed: None,
+        })
+    }
+}
+
+impl<C> ThrottleLayer<C, TokioClock> {
+    /// A layer that throttles nothing (for stacks where throttling is optional).
+    pub fn disabled(classify: C) -> Self {
+        ThrottleLayer {
+            policy: None,
+            classify,
+            clock: TokioClock::new(),
+            shared: None,
+            seed: None,
+        }
+    }
+}
+
+impl<C, K: Clock> ThrottleLayer<C, K> {
+    /// The same layer reading time from `clock`.
+    pub fn with_clock<K2: Clock>(self, clock: K2) -> ThrottleLayer<C, K2> {
+        ThrottleLayer {
+            policy: self.policy,
+            classify: self.classify,
+            clock,
+            shared: None,
+            seed: self.seed,
+        }
+    }
+
+    /// Seeds the rejection draws.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self.shared = None;
+        self
+    }
+
+    /// One throttle for every service this layer wraps.
+    pub fn shared(mut self) -> Self {
+        self.shared = self.make();
+        self
+    }
+
+    fn make(&self) -> Option<Arc<Shared>> {
+        let throttle = match Core::new(self.policy?) {
+            Ok(t) => t,
+            Err(_) => unreachable!("the policy was accepted when the layer was built"),
+        };
+        Some(Arc::new(Shared {
+            throttle: Mutex::new(throttle),
+            samples: Samples::new(self.seed.unwrap_or_else(fresh_seed)),
+        }))
+    }
+}
+
+impl<S, C: Clone, K: Clock> Layer<S> for ThrottleLayer<C, K> {
+    type Service = Throttle<S, C, K>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Throttle {
+            inner,
+            shared: self.shared.clone().or_else(|| self.make()),
+            classify: self.classify.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+/// A service behind an adaptive throttle (see the [module docs](self)).
+#[derive(Clone)]
+pub struct Throttle<S, C, K = TokioClock> {
+    inner: S,
+    shared: Option<Arc<Shared>>,
+    classify: C,
+    clock: K,
+}
+
+impl<S: fmt::Debug, C, K> fmt::Debug for Throttle<S, C, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Throttle")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, C, K: Clock> Throttle<S, C, K> {
+    /// The probability that a call now is rejected (0 for a pass-through).
+    pub fn rejection_probability(&self) -> f64 {
+        let now = self.clock.now();
+        self.shared
+            .as_ref()
+            .map_or(0.0, |s| lock(&s.throttle).rejection_probability(now))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<S, Req, C, K> Service<Req> for Throttle<S, C, K>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+    C: Classify<S::Response>,
+    K: Clock,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future, C, K>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        let admitted = match &self.shared {
+            Some(s) => {
+                let now = self.clock.now();
+                let sample = s.samples.next();
+                lock(&s.throttle).try_acquire_with(now, sample)
+            }
+            None => Ok(()),
+        };
+        let fut = match admitted {
+            Ok(()) => Ok(self.inner.call(req)),
+            Err(t) => Err(Throttled {
+                probability_ppm: t.probability_ppm,
+            }),
+        };
+        ResponseFuture {
+            fut: Inner::from(fut),
+            shared: self.shared.clone(),
+            classify: self.classify.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = InnerProj]
+    enum Inner<F> {
+        Called { #[pin] fut: F },
+        Refused { refused: Option<Throttled> },
+    }
+}
+
+impl<F> From<Result<F, Throttled>> for Inner<F> {
+    fn from(r: Result<F, Throttled>) -> Self {
+        match r {
+            Ok(fut) => Inner::Called { fut },
+            Err(t) => Inner::Refused { refused: Some(t) },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The [`Throttle`]'s response future.
+    pub struct ResponseFuture<F, C, K> {
+        #[pin]
+        fut: Inner<F>,
+        shared: Option<Arc<Shared>>,
+        classify: C,
+        clock: K,
+    }
+}
+
+impl<F, C, K> fmt::Debug for ResponseFuture<F, C, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, Res, E, C, K> Future for ResponseFuture<F, C, K>
+where
+    F: Future<Output = Result<Res, E>>,
+    E: Into<BoxError>,
+    C: Classify<Res>,
+    K: Clock,
+{
+    type Output = Result<Res, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.fut.project() {
+            InnerProj::Refused { refused } => Poll::Ready(Err(Box::new(
+                refused.take().unwrap_or(Throttled { probability_ppm: 0 }),
+            ))),
+            InnerProj::Called { fut } => {
+                let result = std::task::ready!(fut.poll(cx)).map_err(Into::into);
+                let accepted = match &result {
+                    Ok(res) => Some(this.classify.accepted(this.classify.response(res))),
+                    // A layer below refused locally: the downstream was not asked.
+                    Err(e) if e.is::<Open>() || e.is::<Throttled>() => None,
+                    Err(e) => Some(this.classify.accepted(Some(this.classify.error(e)))),
+                };
+                if let (Some(accepted), Some(s)) = (accepted, this.shared.as_ref()) {
+                    lock(&s.throttle).record(this.clock.now(), accepted);
+                }
+                Poll::Ready(result)
+            }
+        }
+    }
+}

@@ -40,6 +40,7 @@ pub type BreakerListener = Arc<dyn Fn(Transition) + Send + Sync>;
 struct Shared {
     breaker: Mutex<Core>,
     listener: Option<BreakerListener>,
+    on_reject: Option<Arc<dyn Fn(&Open) + Send + Sync>>,
 }
 
 impl Shared {
@@ -66,6 +67,7 @@ pub struct BreakerLayer<C, K = TokioClock> {
     clock: K,
     shared: Option<Arc<Shared>>,
     listener: Option<BreakerListener>,
+    on_reject: Option<Arc<dyn Fn(&Open) + Send + Sync>>,
     seed: Option<u64>,
 }
 
@@ -92,6 +94,7 @@ impl<C> BreakerLayer<C, TokioClock> {
             clock: TokioClock::new(),
             shared: None,
             listener: None,
+            on_reject: None,
             seed: None,
         })
     }
@@ -106,8 +109,16 @@ impl<C, K: Clock> BreakerLayer<C, K> {
             clock,
             shared: None,
             listener: self.listener,
+            on_reject: self.on_reject,
             seed: self.seed,
         }
+    }
+
+    /// Calls `f` with every call the breaker refuses.
+    pub fn on_reject(mut self, f: impl Fn(&Open) + Send + Sync + 'static) -> Self {
+        self.on_reject = Some(Arc::new(f));
+        self.shared = None;
+        self
     }
 
     /// Calls `f` with every state change.
@@ -139,6 +150,7 @@ impl<C, K: Clock> BreakerLayer<C, K> {
         Arc::new(Shared {
             breaker: Mutex::new(breaker.with_seed(self.seed.unwrap_or_else(fresh_seed))),
             listener: self.listener.clone(),
+            on_reject: self.on_reject.clone(),
         })
     }
 }
@@ -217,12 +229,14 @@ where
             }
             Err(rejection) => {
                 self.shared.notify(rejection.transition);
+                let open = Open {
+                    retry_after: rejection.retry_after(),
+                };
+                if let Some(f) = &self.shared.on_reject {
+                    f(&open);
+                }
                 ResponseFuture {
-                    state: State::Rejected {
-                        open: Some(Open {
-                            retry_after: rejection.retry_after(),
-                        }),
-                    },
+                    state: State::Rejected { open: Some(open) },
                     guard: Guard {
                         permit: None,
                         shared: self.shared.clone(),

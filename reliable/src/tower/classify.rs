@@ -20,9 +20,10 @@ pub trait Classify<Res>: Clone + Send + Sync + 'static {
         error_class(e)
     }
 
-    /// Whether the downstream took the request (for the adaptive throttle): everything but
-    /// overload refusals and timeouts.
-    fn accepted(&self, class: Option<ErrorClass>) -> bool {
+    /// Whether the downstream took the request (for the adaptive throttle), given the response
+    /// (`None` for an error) and its class: everything but overload refusals and timeouts.
+    fn accepted(&self, res: Option<&Res>, class: Option<ErrorClass>) -> bool {
+        let _ = res;
         !matches!(
             class,
             Some(ErrorClass::Throttled { .. } | ErrorClass::Timeout)
@@ -141,11 +142,13 @@ where
         })
     }
 
-    fn accepted(&self, class: Option<ErrorClass>) -> bool {
-        !matches!(
-            class,
-            Some(ErrorClass::Throttled { .. } | ErrorClass::Timeout)
-        )
+    /// A 503 is an overload refusal too, with or without a delay.
+    fn accepted(&self, res: Option<&http::Response<B>>, class: Option<ErrorClass>) -> bool {
+        res.is_none_or(|r| r.status() != http::StatusCode::SERVICE_UNAVAILABLE)
+            && !matches!(
+                class,
+                Some(ErrorClass::Throttled { .. } | ErrorClass::Timeout)
+            )
     }
 }
 
@@ -212,8 +215,13 @@ mod tests {
         );
         assert!(!Classify::<http::Response<()>>::accepted(
             &p,
+            None,
             Some(ErrorClass::Throttled { retry_after: None })
         ));
+        let unavailable = res(503, &[]);
+        assert!(!p.accepted(Some(&unavailable), p.response(&unavailable)));
+        let failed = res(500, &[]);
+        assert!(p.accepted(Some(&failed), p.response(&failed)));
     }
 
     #[test]
@@ -221,11 +229,12 @@ mod tests {
         let get = http::Request::get("/x").header("a", "b").body(()).unwrap();
         let post = http::Request::post("/x").body(()).unwrap();
         let p = HttpPolicy::new();
-        let copy = p.clone_request(&get).unwrap();
+        let copy = <HttpPolicy as Policy<_, http::Response<()>>>::clone_request(&p, &get).unwrap();
         assert_eq!(copy.uri(), "/x");
         assert_eq!(copy.headers()["a"], "b");
-        assert!(p.clone_request(&post).is_none());
-        assert!(HttpPolicy::new().all_methods().clone_request(&post).is_some());
+        let all = HttpPolicy::new().all_methods();
+        assert!(<HttpPolicy as Policy<_, http::Response<()>>>::clone_request(&p, &post).is_none());
+        assert!(<HttpPolicy as Policy<_, http::Response<()>>>::clone_request(&all, &post).is_some());
     }
 
     #[test]

@@ -25,9 +25,13 @@ use super::rng::{Samples, fresh_seed};
 /// Slots of the throttle's window (the policy's `buckets` must fit).
 type Core = AdaptiveThrottle<64>;
 
+/// Called with every local rejection.
+pub type RejectListener = Arc<dyn Fn(&Throttled) + Send + Sync>;
+
 struct Shared {
     throttle: Mutex<Core>,
     samples: Samples,
+    on_reject: Option<RejectListener>,
 }
 
 /// Builds [`Throttle`]s from a validated config.
@@ -39,6 +43,7 @@ pub struct ThrottleLayer<C, K = TokioClock> {
     clock: K,
     shared: Option<Arc<Shared>>,
     seed: Option<u64>,
+    on_reject: Option<RejectListener>,
 }
 
 impl<C, K> fmt::Debug for ThrottleLayer<C, K> {
@@ -62,6 +67,7 @@ impl<C> ThrottleLayer<C, TokioClock> {
             clock: TokioClock::new(),
             shared: None,
             seed: None,
+            on_reject: None,
         })
     }
 }
@@ -75,6 +81,7 @@ impl<C> ThrottleLayer<C, TokioClock> {
             clock: TokioClock::new(),
             shared: None,
             seed: None,
+            on_reject: None,
         }
     }
 }
@@ -88,7 +95,15 @@ impl<C, K: Clock> ThrottleLayer<C, K> {
             clock,
             shared: None,
             seed: self.seed,
+            on_reject: self.on_reject,
         }
+    }
+
+    /// Calls `f` with every call the throttle refuses.
+    pub fn on_reject(mut self, f: impl Fn(&Throttled) + Send + Sync + 'static) -> Self {
+        self.on_reject = Some(Arc::new(f));
+        self.shared = None;
+        self
     }
 
     /// Seeds the rejection draws.
@@ -112,6 +127,7 @@ impl<C, K: Clock> ThrottleLayer<C, K> {
         Some(Arc::new(Shared {
             throttle: Mutex::new(throttle),
             samples: Samples::new(self.seed.unwrap_or_else(fresh_seed)),
+            on_reject: self.on_reject.clone(),
         }))
     }
 }
@@ -186,9 +202,15 @@ where
         };
         let fut = match admitted {
             Ok(()) => Ok(self.inner.call(req)),
-            Err(t) => Err(Throttled {
-                probability_ppm: t.probability_ppm,
-            }),
+            Err(t) => {
+                let refused = Throttled {
+                    probability_ppm: t.probability_ppm,
+                };
+                if let Some(f) = self.shared.as_ref().and_then(|s| s.on_reject.as_ref()) {
+                    f(&refused);
+                }
+                Err(refused)
+            }
         };
         ResponseFuture {
             fut: Inner::from(fut),
@@ -251,10 +273,13 @@ where
             InnerProj::Called { fut } => {
                 let result = std::task::ready!(fut.poll(cx)).map_err(Into::into);
                 let accepted = match &result {
-                    Ok(res) => Some(this.classify.accepted(this.classify.response(res))),
+                    Ok(res) => Some(
+                        this.classify
+                            .accepted(Some(res), this.classify.response(res)),
+                    ),
                     // A layer below refused locally: the downstream was not asked.
                     Err(e) if e.is::<Open>() || e.is::<Throttled>() => None,
-                    Err(e) => Some(this.classify.accepted(Some(this.classify.error(e)))),
+                    Err(e) => Some(this.classify.accepted(None, Some(this.classify.error(e)))),
                 };
                 if let (Some(accepted), Some(s)) = (accepted, this.shared.as_ref()) {
                     lock(&s.throttle).record(this.clock.now(), accepted);

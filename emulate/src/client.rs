@@ -23,8 +23,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use reliable::tower::{
-    BoxError, BreakerLayer, Classify, Clock, Deadline, FallbackLayer, HttpPolicy, Policy,
-    RetryLayer, ThrottleLayer, TimedOut,
+    BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, HttpPolicy, Policy, RetryLayer,
+    ThrottleLayer, TimedOut,
 };
 use reliable_core::Instant;
 use reliable_core::outcome::ErrorClass;
@@ -203,7 +203,7 @@ impl Service<Req> for HttpCall {
         let fut = self.client.request(out);
         Box::pin(async move {
             let mut pending = Pending { meter, done: false };
-            let timer = (deadline != u64::MAX).then(|| Clock::sleep_until(&tb, Instant::from_nanos(deadline)));
+            let timer = (deadline != u64::MAX).then(|| tb.sleep_until_wall(deadline));
             let answer = within(fut, timer).await;
             match answer {
                 Some(Ok(res)) => {
@@ -223,7 +223,10 @@ impl Service<Req> for HttpCall {
 }
 
 /// Polls `fut` first, then the timer (`None`: the timer fired first).
-async fn within<F: Future>(fut: F, timer: Option<reliable::tower::Sleep>) -> Option<F::Output> {
+async fn within<F: Future>(
+    fut: F,
+    timer: Option<reliable::sleep::SleepFuture>,
+) -> Option<F::Output> {
     let mut fut = std::pin::pin!(fut);
     let mut timer = timer;
     std::future::poll_fn(move |cx| {
@@ -249,9 +252,9 @@ enum Node {
         timeout_dist: Option<Arc<Sampler>>,
         node: u16,
     },
-    Breaker(Box<BreakerLayer<EmuPolicy, Timebase>>, bool, Box<Node>),
-    Retry(Box<RetryLayer<EmuPolicy, Timebase>>, bool, Box<Node>),
-    Throttle(Box<ThrottleLayer<EmuPolicy, Timebase>>, bool, Box<Node>),
+    Breaker(Box<BreakerLayer<EmuPolicy>>, bool, Box<Node>),
+    Retry(Box<RetryLayer<EmuPolicy>>, bool, Box<Node>),
+    Throttle(Box<ThrottleLayer<EmuPolicy>>, bool, Box<Node>),
     Fallback(Vec<Node>),
 }
 
@@ -304,7 +307,7 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             let m2 = env.meter.clone();
             let mut layer = BreakerLayer::new(*config, policy)
                 .map_err(err)?
-                .with_clock(tb)
+                .with_time(tb, tb)
                 .on_transition(move |t| note_transition(&m1, t))
                 .on_reject(move |_| m2.at(|r, t| r.at(t).local_rejections += 1));
             let shared = *scope == Scope::Shared;
@@ -326,7 +329,7 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             let m = env.meter.clone();
             let mut layer = RetryLayer::new(*config, policy)
                 .map_err(err)?
-                .with_clock(tb)
+                .with_time(tb, tb)
                 .on_give_up(move |reason| {
                     m.at(|r, _| r.give_up(reason));
                 });
@@ -351,7 +354,7 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             let m = env.meter.clone();
             let mut layer = ThrottleLayer::new(*config, policy)
                 .map_err(err)?
-                .with_clock(tb)
+                .with_time(tb, tb)
                 .on_reject(move |_| m.at(|r, t| r.at(t).local_rejections += 1));
             let shared = *scope == Scope::Shared;
             if shared {

@@ -7,7 +7,8 @@
 
 use std::time::Duration as StdDuration;
 
-use reliable::tower::{Clock, Sleep};
+use reliable::clock::Clock;
+use reliable::sleep::{Sleep, SleepFuture};
 use reliable_core::Instant;
 
 /// Virtual time on tokio's clock.
@@ -51,6 +52,12 @@ impl Timebase {
         (wall.as_nanos() as f64 / self.scale) as u64
     }
 
+    /// A boxed wait until virtual instant `v_ns` (an absolute wall instant, so every timer armed
+    /// for the same deadline fires together).
+    pub fn sleep_until_wall(&self, v_ns: u64) -> SleepFuture {
+        Box::pin(tokio::time::sleep_until(self.wall(v_ns)))
+    }
+
     /// Waits until virtual instant `v_ns`.
     pub async fn sleep_until_ns(&self, v_ns: u64) {
         tokio::time::sleep_until(self.wall(v_ns)).await;
@@ -61,13 +68,13 @@ impl Clock for Timebase {
     fn now(&self) -> Instant {
         Instant::from_nanos(self.now_ns())
     }
+}
 
-    fn sleep_until(&self, at: Instant) -> Sleep {
-        if at == Instant::MAX {
-            return Box::pin(std::future::pending());
-        }
-        let wake = self.wall(at.as_nanos());
-        Box::pin(tokio::time::sleep_until(wake))
+/// Waits a virtual duration (stretched by the scale).
+impl Sleep for Timebase {
+    fn sleep(&self, duration: StdDuration) -> SleepFuture {
+        let wall = self.to_wall(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX));
+        Box::pin(tokio::time::sleep(wall))
     }
 }
 
@@ -82,7 +89,8 @@ mod tests {
         assert_eq!(tb.now_ns(), 2_000_000_000);
         assert_eq!(tb.to_wall(1_000_000), StdDuration::from_millis(2));
         assert_eq!(tb.to_virtual(StdDuration::from_millis(10)), 5_000_000);
-        Clock::sleep_until(&tb, Instant::from_nanos(3_000_000_000)).await;
+        Sleep::sleep(&tb, StdDuration::from_secs(1)).await;
         assert_eq!(tb.now_ns(), 3_000_000_000);
+        assert_eq!(Clock::now(&tb), Instant::from_nanos(3_000_000_000));
     }
 }

@@ -1,9 +1,106 @@
-//! # reliable: reliable-core's decisions applied to real calls in std and async Rust
+//! # reliable: wrap a real call in std and async Rust
 //!
-//! - [`tower`] (feature `tower`): tower layers (breaker, retry, adaptive throttle, fallback, and
-//!   one layer that stacks them from one config).
+//! A flaky model call behind a circuit breaker, a per-attempt timeout, retries with jittered
+//! exponential backoff, and a cached answer while the breaker is open
+//! (`examples/llm_client.rs`):
+//!
+//! ```no_run
+//! use reliable::{OrOpen, Reliable};
+//! use std::time::Duration;
+//! # async fn complete(_: &str) -> Result<String, std::io::Error> { Ok(String::new()) }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let llm = Reliable::builder("llm") // failure rate >= 50% over 20 calls opens it for 30 s
+//!     .timeout(Duration::from_secs(8)) // per attempt: a slow answer is dropped, its socket closed
+//!     .attempts(5) // the first try included
+//!     .backoff(Duration::from_millis(200), 2.0, Duration::from_secs(5))
+//!     .jitter(0.1) // ±10%, so clients that failed together do not retry together
+//!     .build()?;
+//!
+//! let prompt = "hello";
+//! let answer = llm
+//!     .call(|| complete(prompt))
+//!     .await
+//!     .or_open(|_retry_after| "cached answer".to_string())?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The same in the seed library (Python, `reliablekit`), for comparison:
+//!
+//! ```text
+//! breaker = CircuitBreaker(failure_rate=0.5, window=20, cooldown=30.0, probe=3)
+//!
+//! @reliable(breaker=breaker, timeout=8.0, max_attempts=5, base_delay=0.2, jitter=0.1,
+//!           on_open=lambda *a, **k: cache_fallback())
+//! def call_llm(prompt: str) -> str: ...
+//! ```
+//!
+//! What differs, and why it matters when a downstream is failing:
+//!
+//! - **Cancellation is real.** A timed-out async attempt is dropped, so its socket closes; the seed
+//!   stops waiting while the thread keeps the connection open. A call dropped by its caller (a
+//!   `select!`, a timeout around it, an aborted task) hands its breaker permit back as ignored, so
+//!   a cancelled half-open probe frees its slot at once. Blocking calls get a
+//!   [`CancelToken`](cancel::CancelToken) with the attempt's deadline (see [`blocking`]).
+//! - **Half-open is gated and leased**: one probe at a time by default, released when it ends in
+//!   any way, instead of letting every caller through to a downstream that is just recovering.
+//! - **Server signals are honoured**: `Retry-After` (seconds or HTTP-date), `retry-after-ms` and
+//!   `x-should-retry` through [`http`] and [`Classify`]; fatal errors are not retried and do not
+//!   count against the downstream's health.
+//! - **Retry storms are bounded across calls** with an optional retry budget shared by every clone
+//!   ([`Builder::budget`]) and adaptive throttling ([`Builder::throttle`]).
+//! - **Time, timers and randomness are injected** ([`clock`], [`sleep`], [`Builder::seed`]), so tests
+//!   run minutes of retries in virtual time under `tokio::time::pause()`.
+//!
+//! ## The pieces
+//!
+//! - [`Reliable`]: one downstream's breaker, retry policy, budget, timers; clones share them.
+//!   Built with [`Reliable::builder`] (std `Duration`s), from the core's configs, or a preset
+//!   ([`Reliable::reliablekit`], [`Reliable::layered_exercise`]).
+//! - [`Reliable::call`] (async), [`Reliable::call_blocking`] (sync); [`Error`] says what happened;
+//!   [`OrOpen::or_open`] is the seed's `on_open`.
+//! - [`attempt`]: the retry loop's steps, for layers that send attempts themselves.
+//! - [`Fallback`]: providers in order, the answer stamped with who served it (`served_by`).
+//! - [`Registry`]: named instances, one per downstream, with snapshots.
+//! - [`observer`]: hooks for logs and traces; [`metrics`](crate::Builder::metrics) under the
+//!   `metrics` feature.
+//!
+//! Features: `tokio` (default: tokio's clock and timer), `metrics`, `tower`, `http` (read signals
+//! from an `http::HeaderMap`).
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
+pub mod attempt;
+pub mod blocking;
+mod breaker;
+mod builder;
+mod call;
+pub mod cancel;
+pub mod classify;
+pub mod clock;
+pub mod error;
+pub mod fallback;
+pub mod http;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+pub mod observer;
+pub mod registry;
+mod reliable;
+mod rng;
+pub mod sleep;
 #[cfg(feature = "tower")]
 pub mod tower;
+
+pub use builder::Builder;
+pub use classify::Classify;
+pub use error::{ConfigError, Error, OrOpen, Rejection};
+pub use fallback::{AllFailed, Fallback, Served};
+pub use registry::{Registry, RegistryError};
+pub use reliable::{Reliable, Snapshot};
+pub use reliable_core;

@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use reliable::tower::{
-    AnyOk, BoxError, BreakerLayer, Classify, FallbackLayer, GaveUp, Open, Policy, ReliableConfig,
-    ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled, TimedOut,
+    AnyOk, BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, GaveUp, HttpPolicy, Open,
+    Policy, ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled,
+    TimedOut,
 };
 use reliable_core::Duration;
 use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
@@ -251,7 +252,34 @@ async fn an_attempt_that_runs_out_of_time_is_timed_out_and_retried() {
     let err = call.await.unwrap().unwrap_err();
     let gave_up = err.downcast_ref::<GaveUp>().expect("GaveUp");
     assert!(gave_up.last.is::<TimedOut>());
-    assert_eq!(start.elapsed(), StdDuration::from_millis(600));
+    // Nothing below enforces the deadline, so the retry layer drops each attempt itself, 1 ms
+    // after it (the grace that lets a timeout below report first).
+    assert_eq!(start.elapsed(), StdDuration::from_millis(602));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_attempt_deadline_is_handed_to_the_request() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let inner = tower::service_fn(move |req: http::Request<()>| {
+        log.lock()
+            .unwrap()
+            .push(req.extensions().get::<Deadline>().copied());
+        async { Ok::<_, BoxError>(http::Response::builder().status(503).body(()).unwrap()) }
+    });
+    let mut cfg = constant(2, 50);
+    cfg.attempt_timeout = Some(Duration::from_millis(300));
+    let svc = RetryLayer::new(cfg, HttpPolicy::new()).unwrap().layer(inner);
+    let res = svc.oneshot(http::Request::new(())).await.unwrap();
+    assert_eq!(res.status(), 503);
+    // The clock started at 0: attempts at 0 and 50 ms, each with 300 ms.
+    let deadlines: Vec<u64> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|d| d.unwrap().0.as_nanos() / 1_000_000)
+        .collect();
+    assert_eq!(deadlines, vec![300, 350]);
 }
 
 #[tokio::test(start_paused = true)]

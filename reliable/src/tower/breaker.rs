@@ -27,9 +27,11 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Classify;
-use super::clock::{Clock, TokioClock};
+use super::time::Time;
+use crate::clock::Clock;
+use crate::sleep::Sleep;
 use super::error::{BoxError, Open, Throttled};
-use super::rng::fresh_seed;
+use crate::rng::random_seed;
 
 /// The breaker storage: count windows up to 256 calls, time windows up to 64 buckets, 16 probes.
 type Core = CircuitBreaker<'static, AnyWindow<4, 64>, 16>;
@@ -61,17 +63,17 @@ impl Shared {
 
 /// Builds [`Breaker`]s from a validated config.
 #[derive(Clone)]
-pub struct BreakerLayer<C, K = TokioClock> {
+pub struct BreakerLayer<C> {
     policy: &'static BreakerPolicy,
     classify: C,
-    clock: K,
+    time: Time,
     shared: Option<Arc<Shared>>,
     listener: Option<BreakerListener>,
     on_reject: Option<Arc<dyn Fn(&Open) + Send + Sync>>,
     seed: Option<u64>,
 }
 
-impl<C, K> fmt::Debug for BreakerLayer<C, K> {
+impl<C> fmt::Debug for BreakerLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerLayer")
             .field("policy", &self.policy)
@@ -80,7 +82,7 @@ impl<C, K> fmt::Debug for BreakerLayer<C, K> {
     }
 }
 
-impl<C> BreakerLayer<C, TokioClock> {
+impl<C> BreakerLayer<C> {
     /// A layer that gives each service it wraps its own breaker, on tokio's clock. Refuses an
     /// invalid config, or one whose window needs more than 256 calls or 64 buckets.
     pub fn new(config: BreakerConfig, classify: C) -> Result<Self, ConfigError> {
@@ -91,7 +93,7 @@ impl<C> BreakerLayer<C, TokioClock> {
         Ok(BreakerLayer {
             policy,
             classify,
-            clock: TokioClock::new(),
+            time: Time::tokio(),
             shared: None,
             listener: None,
             on_reject: None,
@@ -100,18 +102,12 @@ impl<C> BreakerLayer<C, TokioClock> {
     }
 }
 
-impl<C, K: Clock> BreakerLayer<C, K> {
-    /// The same layer reading time from `clock`.
-    pub fn with_clock<K2: Clock>(self, clock: K2) -> BreakerLayer<C, K2> {
-        BreakerLayer {
-            policy: self.policy,
-            classify: self.classify,
-            clock,
-            shared: None,
-            listener: self.listener,
-            on_reject: self.on_reject,
-            seed: self.seed,
-        }
+impl<C> BreakerLayer<C> {
+    /// The same layer reading time from `clock` (and waiting on `sleep`).
+    pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
+        self.time = Time::new(clock, sleep);
+        self.shared = None;
+        self
     }
 
     /// Calls `f` with every call the breaker refuses.
@@ -148,38 +144,38 @@ impl<C, K: Clock> BreakerLayer<C, K> {
             Err(_) => unreachable!("the policy was accepted when the layer was built"),
         };
         Arc::new(Shared {
-            breaker: Mutex::new(breaker.with_seed(self.seed.unwrap_or_else(fresh_seed))),
+            breaker: Mutex::new(breaker.with_seed(self.seed.unwrap_or_else(random_seed))),
             listener: self.listener.clone(),
             on_reject: self.on_reject.clone(),
         })
     }
 }
 
-impl<S, C: Clone, K: Clock> Layer<S> for BreakerLayer<C, K> {
-    type Service = Breaker<S, C, K>;
+impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
+    type Service = Breaker<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Breaker {
             inner,
             shared: self.shared.clone().unwrap_or_else(|| self.make()),
             classify: self.classify.clone(),
-            clock: self.clock.clone(),
+            time: self.time.clone(),
         }
     }
 }
 
 /// A service behind a circuit breaker (see the [module docs](self)).
 #[derive(Clone)]
-pub struct Breaker<S, C, K = TokioClock> {
+pub struct Breaker<S, C> {
     inner: S,
     shared: Arc<Shared>,
     classify: C,
-    clock: K,
+    time: Time,
 }
 
-impl<S: fmt::Debug, C, K: Clock> fmt::Debug for Breaker<S, C, K> {
+impl<S: fmt::Debug, C> fmt::Debug for Breaker<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.shared.lock().state(self.clock.now());
+        let state = self.shared.lock().state(self.time.now());
         f.debug_struct("Breaker")
             .field("inner", &self.inner)
             .field("state", &state)
@@ -187,30 +183,29 @@ impl<S: fmt::Debug, C, K: Clock> fmt::Debug for Breaker<S, C, K> {
     }
 }
 
-impl<S, C, K: Clock> Breaker<S, C, K> {
+impl<S, C> Breaker<S, C> {
     /// The breaker's state now.
     pub fn state(&self) -> reliable_core::breaker::State {
-        self.shared.lock().state(self.clock.now())
+        self.shared.lock().state(self.time.now())
     }
 }
 
-impl<S, Req, C, K> Service<Req> for Breaker<S, C, K>
+impl<S, Req, C> Service<Req> for Breaker<S, C>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
     C: Classify<S::Response>,
-    K: Clock,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, C, K>;
+    type Future = ResponseFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, req: Req) -> Self::Future {
-        let now = self.clock.now();
+        let now = self.time.now();
         let decision = self.shared.lock().try_acquire(now);
         match decision {
             Ok(permit) => {
@@ -222,7 +217,7 @@ where
                     guard: Guard {
                         permit: Some(permit),
                         shared: self.shared.clone(),
-                        clock: self.clock.clone(),
+                        time: self.time.clone(),
                     },
                     classify: self.classify.clone(),
                 }
@@ -240,7 +235,7 @@ where
                     guard: Guard {
                         permit: None,
                         shared: self.shared.clone(),
-                        clock: self.clock.clone(),
+                        time: self.time.clone(),
                     },
                     classify: self.classify.clone(),
                 }
@@ -250,23 +245,23 @@ where
 }
 
 /// Holds the permit until the call ends; dropped early, it records `Outcome::Ignored`.
-struct Guard<K: Clock> {
+struct Guard {
     permit: Option<Permit>,
     shared: Arc<Shared>,
-    clock: K,
+    time: Time,
 }
 
-impl<K: Clock> Guard<K> {
+impl Guard {
     fn record(&mut self, outcome: Outcome) {
         if let Some(permit) = self.permit.take() {
-            let now = self.clock.now();
+            let now = self.time.now();
             let t = self.shared.lock().record(permit, outcome, now);
             self.shared.notify(t);
         }
     }
 }
 
-impl<K: Clock> Drop for Guard<K> {
+impl Drop for Guard {
     fn drop(&mut self) {
         self.record(Outcome::Ignored);
     }
@@ -282,15 +277,15 @@ pin_project_lite::pin_project! {
 
 pin_project_lite::pin_project! {
     /// The [`Breaker`]'s response future.
-    pub struct ResponseFuture<F, C, K: Clock> {
+    pub struct ResponseFuture<F, C> {
         #[pin]
         state: State<F>,
-        guard: Guard<K>,
+        guard: Guard,
         classify: C,
     }
 }
 
-impl<F, C, K: Clock> fmt::Debug for ResponseFuture<F, C, K> {
+impl<F, C> fmt::Debug for ResponseFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture")
             .field("holds_permit", &self.guard.permit.is_some())
@@ -308,12 +303,11 @@ fn outcome_of(class: Option<ErrorClass>) -> Outcome {
     }
 }
 
-impl<F, Res, E, C, K> Future for ResponseFuture<F, C, K>
+impl<F, Res, E, C> Future for ResponseFuture<F, C>
 where
     F: Future<Output = Result<Res, E>>,
     E: Into<BoxError>,
     C: Classify<Res>,
-    K: Clock,
 {
     type Output = Result<Res, BoxError>;
 

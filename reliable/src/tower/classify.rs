@@ -1,9 +1,14 @@
 //! How the layers read an answer: [`Classify`] (is this response a failure, of which class?) and
 //! [`Policy`] (can this request be sent again?), with [`AnyOk`] for plain services and
-//! [`HttpPolicy`] for HTTP (status codes, `Retry-After`, `retry-after-ms`, `x-should-retry`).
+//! [`HttpPolicy`] for HTTP, which reads status codes and the crate's [HTTP signals](crate::http)
+//! (`Retry-After`, `retry-after-ms`, `x-should-retry`) with [`classify_status`].
+
+use std::time::SystemTime;
 
 use reliable_core::outcome::ErrorClass;
 use reliable_core::{Duration, Instant};
+
+use crate::http::{Signals, classify_status, is_overload};
 
 use super::error::{BoxError, Open, Throttled, TimedOut};
 
@@ -79,11 +84,9 @@ pub struct Deadline(pub Instant);
 
 /// HTTP classification and request cloning for `http::Request<B>` with a cloneable body.
 ///
-/// 2xx-3xx succeed. 429 is throttled, with the server's delay from `retry-after-ms`, else
-/// `retry-after` in seconds; a 503 with such a delay is throttled too, without one transient.
-/// 408, 409 and other 5xx are transient; other 4xx fatal. `x-should-retry: false` makes any
-/// failure "don't retry", `true` makes a 4xx transient. Only idempotent methods are retried
-/// unless [`HttpPolicy::all_methods`] is set.
+/// Statuses below 400 succeed; errors are classed by [`classify_status`] (overload answers
+/// throttled with the server's delay, 408/409/5xx transient, other 4xx fatal, `x-should-retry`
+/// honoured). Only idempotent methods are retried unless [`HttpPolicy::all_methods`] is set.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HttpPolicy {
     all_methods: bool,
@@ -101,17 +104,12 @@ impl HttpPolicy {
         self
     }
 
-    /// The server's requested delay in `headers`, if any.
+    /// The server's requested delay in `headers` (`retry-after-ms`, else `Retry-After` in
+    /// seconds or as an HTTP-date), if any.
     pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
-        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        if let Some(ms) = text("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-            && ms.is_finite()
-            && ms >= 0.0
-        {
-            return Some(Duration::from_secs_f64(ms / 1e3));
-        }
-        let secs = text("retry-after")?.trim().parse::<u64>().ok()?;
-        Some(Duration::from_secs(secs))
+        Signals::from_headers(headers, SystemTime::now())
+            .retry_after
+            .map(Duration::from)
     }
 }
 
@@ -124,27 +122,12 @@ where
         if status < 400 {
             return None;
         }
-        let should = res
-            .headers()
-            .get("x-should-retry")
-            .and_then(|v| v.to_str().ok());
-        let hint = Self::retry_after(res.headers());
-        let class = match status {
-            429 => ErrorClass::Throttled { retry_after: hint },
-            503 if hint.is_some() => ErrorClass::Throttled { retry_after: hint },
-            408 | 409 | 500.. => ErrorClass::Transient,
-            _ if should == Some("true") => ErrorClass::Transient,
-            _ => ErrorClass::Fatal,
-        };
-        Some(match should {
-            Some("false") => ErrorClass::DontRetry,
-            _ => class,
-        })
+        classify_status(status, &Signals::from_headers(res.headers(), SystemTime::now()))
     }
 
-    /// A 503 is an overload refusal too, with or without a delay.
+    /// Overload answers (429, 503, 529) are refusals, with or without a delay.
     fn accepted(&self, res: Option<&http::Response<B>>, class: Option<ErrorClass>) -> bool {
-        res.is_none_or(|r| r.status() != http::StatusCode::SERVICE_UNAVAILABLE)
+        res.is_none_or(|r| !is_overload(r.status().as_u16()))
             && !matches!(
                 class,
                 Some(ErrorClass::Throttled { .. } | ErrorClass::Timeout)
@@ -191,7 +174,10 @@ mod tests {
         let p = HttpPolicy::new();
         assert_eq!(p.response(&res(200, &[])), None);
         assert_eq!(p.response(&res(500, &[])), Some(ErrorClass::Transient));
-        assert_eq!(p.response(&res(503, &[])), Some(ErrorClass::Transient));
+        assert_eq!(
+            p.response(&res(503, &[])),
+            Some(ErrorClass::Throttled { retry_after: None })
+        );
         assert_eq!(p.response(&res(404, &[])), Some(ErrorClass::Fatal));
         assert_eq!(
             p.response(&res(429, &[("retry-after", "2")])),

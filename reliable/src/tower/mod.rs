@@ -17,9 +17,13 @@
 //!   path that served it ([`ServedBy`]).
 //! - [`ReliableLayer`]: retry → throttle → breaker from one [`ReliableConfig`].
 //!
-//! Time is injected ([`Clock`]): [`TokioClock`] follows tokio's clock, so tests run in paused
-//! virtual time; the emulator runs scenarios slower or faster than written through its own clock.
-//! Errors are tower's `BoxError`; the layers' own errors are concrete types to downcast to.
+//! The layers share the crate's machinery: the core's policies, its injected
+//! [`Clock`](crate::clock::Clock) and [`Sleep`](crate::sleep::Sleep) (tokio's by default, so tests
+//! run in paused virtual time; `with_time` on each layer), its seeded randomness, and its HTTP
+//! signals ([`crate::http`]). Errors are tower's `BoxError`; the layers' own errors are concrete
+//! types to downcast to. (They drive the core's types directly rather than through
+//! [`attempt::Run`](crate::attempt::Run): a `Run` borrows its `Reliable`, while tower's contract
+//! needs the breaker's permit taken in `call` and held by a `'static` response future.)
 //!
 //! ```
 //! use reliable::tower::{BreakerLayer, RetryLayer, AnyOk};
@@ -42,17 +46,15 @@
 
 mod breaker;
 mod classify;
-mod clock;
 mod error;
 mod fallback;
 mod reliable;
 mod retry;
-mod rng;
 mod throttle;
+mod time;
 
 pub use breaker::{Breaker, BreakerLayer, BreakerListener};
-pub use classify::{AnyOk, Classify, Deadline, HttpPolicy, Policy};
-pub use clock::{Clock, Sleep, TokioClock};
+pub use classify::{AnyOk, Classify, Deadline, HttpPolicy, Policy, error_class};
 pub use error::{BoxError, GaveUp, Open, Throttled, TimedOut};
 pub use fallback::{Fallback, FallbackLayer, ServedBy, Stamp};
 pub use reliable::{ReliableConfig, ReliableLayer};

@@ -11,7 +11,8 @@ use reliable_core::throttle::ThrottleConfig;
 use tower_layer::Layer;
 
 use super::breaker::{Breaker, BreakerLayer};
-use super::clock::{Clock, TokioClock};
+use crate::clock::Clock;
+use crate::sleep::Sleep;
 use super::retry::{Retry, RetryLayer};
 use super::throttle::{Throttle, ThrottleLayer};
 
@@ -46,13 +47,13 @@ impl ReliableConfig {
 /// Retry → throttle → breaker from one config. `P` classifies answers and copies requests for
 /// every layer.
 #[derive(Clone, Debug)]
-pub struct ReliableLayer<P, K = TokioClock> {
-    retry: RetryLayer<P, K>,
-    throttle: ThrottleLayer<P, K>,
-    breaker: BreakerLayer<P, K>,
+pub struct ReliableLayer<P> {
+    retry: RetryLayer<P>,
+    throttle: ThrottleLayer<P>,
+    breaker: BreakerLayer<P>,
 }
 
-impl<P: Clone> ReliableLayer<P, TokioClock> {
+impl<P: Clone> ReliableLayer<P> {
     /// Validates every config; the first invalid one is refused with the field it names.
     pub fn new(config: ReliableConfig, policy: P) -> Result<Self, ConfigError> {
         let mut retry = RetryLayer::new(config.retry, policy.clone())?;
@@ -71,13 +72,13 @@ impl<P: Clone> ReliableLayer<P, TokioClock> {
     }
 }
 
-impl<P: Clone, K: Clock> ReliableLayer<P, K> {
-    /// The same layers reading time from `clock`.
-    pub fn with_clock<K2: Clock>(self, clock: K2) -> ReliableLayer<P, K2> {
+impl<P: Clone> ReliableLayer<P> {
+    /// The same layers reading time from `clock` and waiting on `sleep`.
+    pub fn with_time(self, clock: impl Clock + Clone, sleep: impl Sleep + Clone) -> Self {
         ReliableLayer {
-            retry: self.retry.with_clock(clock.clone()),
-            throttle: self.throttle.with_clock(clock.clone()),
-            breaker: self.breaker.with_clock(clock),
+            retry: self.retry.with_time(clock.clone(), sleep.clone()),
+            throttle: self.throttle.with_time(clock.clone(), sleep.clone()),
+            breaker: self.breaker.with_time(clock, sleep),
         }
     }
 
@@ -92,8 +93,8 @@ impl<P: Clone, K: Clock> ReliableLayer<P, K> {
     }
 }
 
-impl<S, P: Clone, K: Clock> Layer<S> for ReliableLayer<P, K> {
-    type Service = Retry<Throttle<Breaker<S, P, K>, P, K>, P, K>;
+impl<S, P: Clone> Layer<S> for ReliableLayer<P> {
+    type Service = Retry<Throttle<Breaker<S, P>, P>, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
         self.retry

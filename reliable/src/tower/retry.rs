@@ -32,9 +32,14 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Policy;
-use super::clock::{Clock, TokioClock};
+use super::time::Time;
+use crate::clock::Clock;
+use crate::sleep::{Sleep, SleepFuture};
 use super::error::{BoxError, GaveUp, TimedOut};
-use super::rng::{Samples, fresh_seed};
+use crate::rng::{Rng, random_seed};
+
+/// How long after an attempt's deadline this layer drops it, if nothing below has failed it.
+const GRACE: reliable_core::Duration = reliable_core::Duration::from_millis(1);
 
 /// Budget storage: sliding windows up to 64 slots.
 type CoreBudget = AnyBudget<64>;
@@ -44,7 +49,7 @@ pub type GiveUpListener = Arc<dyn Fn(GiveUpReason) + Send + Sync>;
 
 struct Shared {
     budget: Mutex<CoreBudget>,
-    samples: Samples,
+    samples: Rng,
 }
 
 impl Shared {
@@ -57,17 +62,17 @@ impl Shared {
 
 /// Builds [`Retry`] services from a validated retry config and an optional budget.
 #[derive(Clone)]
-pub struct RetryLayer<P, K = TokioClock> {
+pub struct RetryLayer<P> {
     retry: RetryPolicy,
     budget: BudgetPolicy,
     policy: P,
-    clock: K,
+    time: Time,
     shared: Option<Arc<Shared>>,
     seed: Option<u64>,
     on_give_up: Option<GiveUpListener>,
 }
 
-impl<P, K> fmt::Debug for RetryLayer<P, K> {
+impl<P> fmt::Debug for RetryLayer<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryLayer")
             .field("retry", &self.retry)
@@ -76,14 +81,14 @@ impl<P, K> fmt::Debug for RetryLayer<P, K> {
     }
 }
 
-impl<P> RetryLayer<P, TokioClock> {
+impl<P> RetryLayer<P> {
     /// Retries as `config` says, without a budget, on tokio's clock.
     pub fn new(config: RetryConfig, policy: P) -> Result<Self, ConfigError> {
         Ok(RetryLayer {
             retry: RetryPolicy::new(config)?,
             budget: BudgetPolicy::Unlimited,
             policy,
-            clock: TokioClock::new(),
+            time: Time::tokio(),
             shared: None,
             seed: None,
             on_give_up: None,
@@ -91,7 +96,7 @@ impl<P> RetryLayer<P, TokioClock> {
     }
 }
 
-impl<P, K: Clock> RetryLayer<P, K> {
+impl<P> RetryLayer<P> {
     /// Adds a retry budget. Each service this layer wraps gets its own (shared by its clones);
     /// see [`shared`](Self::shared). Refuses an invalid config or a window over 64 slots.
     pub fn budget(mut self, config: BudgetConfig) -> Result<Self, ConfigError> {
@@ -102,17 +107,11 @@ impl<P, K: Clock> RetryLayer<P, K> {
         Ok(self)
     }
 
-    /// The same layer reading time from `clock`.
-    pub fn with_clock<K2: Clock>(self, clock: K2) -> RetryLayer<P, K2> {
-        RetryLayer {
-            retry: self.retry,
-            budget: self.budget,
-            policy: self.policy,
-            clock,
-            shared: None,
-            seed: self.seed,
-            on_give_up: self.on_give_up,
-        }
+    /// The same layer reading time from `clock` and waiting on `sleep`.
+    pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
+        self.time = Time::new(clock, sleep);
+        self.shared = None;
+        self
     }
 
     /// Seeds the backoff jitter.
@@ -141,13 +140,13 @@ impl<P, K: Clock> RetryLayer<P, K> {
         };
         Arc::new(Shared {
             budget: Mutex::new(budget),
-            samples: Samples::new(self.seed.unwrap_or_else(fresh_seed)),
+            samples: Rng::new(self.seed.unwrap_or_else(random_seed)),
         })
     }
 }
 
-impl<S, P: Clone, K: Clock> Layer<S> for RetryLayer<P, K> {
-    type Service = Retry<S, P, K>;
+impl<S, P: Clone> Layer<S> for RetryLayer<P> {
+    type Service = Retry<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Retry {
@@ -155,7 +154,7 @@ impl<S, P: Clone, K: Clock> Layer<S> for RetryLayer<P, K> {
             retry: Arc::new(self.retry),
             shared: self.shared.clone().unwrap_or_else(|| self.make()),
             policy: self.policy.clone(),
-            clock: self.clock.clone(),
+            time: self.time.clone(),
             on_give_up: self.on_give_up.clone(),
         }
     }
@@ -163,16 +162,16 @@ impl<S, P: Clone, K: Clock> Layer<S> for RetryLayer<P, K> {
 
 /// A service whose failed calls are retried (see the [module docs](self)).
 #[derive(Clone)]
-pub struct Retry<S, P, K = TokioClock> {
+pub struct Retry<S, P> {
     inner: S,
     retry: Arc<RetryPolicy>,
     shared: Arc<Shared>,
     policy: P,
-    clock: K,
+    time: Time,
     on_give_up: Option<GiveUpListener>,
 }
 
-impl<S: fmt::Debug, P, K> fmt::Debug for Retry<S, P, K> {
+impl<S: fmt::Debug, P> fmt::Debug for Retry<S, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Retry")
             .field("inner", &self.inner)
@@ -189,13 +188,13 @@ struct Request {
     state: RetryState,
     retry: Arc<RetryPolicy>,
     shared: Arc<Shared>,
-    now: Box<dyn Fn() -> Instant + Send>,
+    time: Time,
 }
 
 impl Drop for Request {
     fn drop(&mut self) {
         if !self.state.is_finished() {
-            let now = (self.now)();
+            let now = self.time.now();
             self.retry
                 .abandon(&mut self.state, now, &mut *self.shared.budget());
         }
@@ -204,7 +203,7 @@ impl Drop for Request {
 
 /// Polls `fut` first, then the timer: an answer that is ready when the deadline passes wins, and a
 /// timeout below (set from the same deadline) reports the timeout as its own failure.
-async fn within<F: Future>(fut: F, timer: Option<crate::tower::Sleep>) -> Option<F::Output> {
+async fn within<F: Future>(fut: F, timer: Option<SleepFuture>) -> Option<F::Output> {
     let mut fut = std::pin::pin!(fut);
     let mut timer = timer;
     std::future::poll_fn(move |cx| {
@@ -221,7 +220,7 @@ async fn within<F: Future>(fut: F, timer: Option<crate::tower::Sleep>) -> Option
     .await
 }
 
-impl<S, Req, P, K> Service<Req> for Retry<S, P, K>
+impl<S, Req, P> Service<Req> for Retry<S, P>
 where
     S: Service<Req> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
@@ -229,7 +228,6 @@ where
     S::Response: Send + 'static,
     Req: Send + 'static,
     P: Policy<Req, S::Response>,
-    K: Clock,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -248,18 +246,17 @@ where
             self.retry.clone(),
             self.shared.clone(),
             self.policy.clone(),
-            self.clock.clone(),
+            self.time.clone(),
         );
         let on_give_up = self.on_give_up.clone();
         Box::pin(async move {
             let now = clock.now();
             let state = retry.start(now, &mut *shared.budget());
-            let tick = clock.clone();
             let mut request = Request {
                 state,
                 retry: retry.clone(),
                 shared: shared.clone(),
-                now: Box::new(move || tick.now()),
+                time: clock.clone(),
             };
             let mut current = req;
             let mut first = true;
@@ -275,7 +272,10 @@ where
                 let deadline = retry.attempt_deadline(&request.state, sent);
                 let timer = (deadline != Instant::MAX).then(|| {
                     policy.set_deadline(&mut current, deadline);
-                    clock.sleep_until(deadline)
+                    // A millisecond of grace: a timeout below, armed from the same deadline a
+                    // moment later, fires first and reports the timeout itself (so a breaker
+                    // between them counts it as a failure, not as a cancelled call).
+                    clock.sleep_until(deadline.saturating_add(GRACE))
                 });
                 let result = match within(inner.call(current), timer).await {
                     Some(r) => r.map_err(Into::into),
@@ -290,7 +290,7 @@ where
                     retry.on_success(&mut request.state, now, &mut *shared.budget());
                     return result;
                 };
-                let sample = shared.samples.next();
+                let sample = shared.samples.next_u64();
                 let decision = retry.on_failure_with(
                     &mut request.state,
                     class,

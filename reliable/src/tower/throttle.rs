@@ -18,9 +18,11 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Classify;
-use super::clock::{Clock, TokioClock};
+use super::time::Time;
+use crate::clock::Clock;
+use crate::sleep::Sleep;
 use super::error::{BoxError, Open, Throttled};
-use super::rng::{Samples, fresh_seed};
+use crate::rng::{Rng, random_seed};
 
 /// Slots of the throttle's window (the policy's `buckets` must fit).
 type Core = AdaptiveThrottle<64>;
@@ -30,23 +32,23 @@ pub type RejectListener = Arc<dyn Fn(&Throttled) + Send + Sync>;
 
 struct Shared {
     throttle: Mutex<Core>,
-    samples: Samples,
+    samples: Rng,
     on_reject: Option<RejectListener>,
 }
 
 /// Builds [`Throttle`]s from a validated config.
 #[derive(Clone)]
-pub struct ThrottleLayer<C, K = TokioClock> {
+pub struct ThrottleLayer<C> {
     /// `None`: a pass-through (no throttling).
     policy: Option<ThrottlePolicy>,
     classify: C,
-    clock: K,
+    time: Time,
     shared: Option<Arc<Shared>>,
     seed: Option<u64>,
     on_reject: Option<RejectListener>,
 }
 
-impl<C, K> fmt::Debug for ThrottleLayer<C, K> {
+impl<C> fmt::Debug for ThrottleLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThrottleLayer")
             .field("policy", &self.policy)
@@ -55,7 +57,7 @@ impl<C, K> fmt::Debug for ThrottleLayer<C, K> {
     }
 }
 
-impl<C> ThrottleLayer<C, TokioClock> {
+impl<C> ThrottleLayer<C> {
     /// A layer that gives each service it wraps its own throttle. Refuses an invalid config or
     /// more than 64 buckets.
     pub fn new(config: ThrottleConfig, classify: C) -> Result<Self, ConfigError> {
@@ -64,7 +66,7 @@ impl<C> ThrottleLayer<C, TokioClock> {
         Ok(ThrottleLayer {
             policy: Some(policy),
             classify,
-            clock: TokioClock::new(),
+            time: Time::tokio(),
             shared: None,
             seed: None,
             on_reject: None,
@@ -72,13 +74,13 @@ impl<C> ThrottleLayer<C, TokioClock> {
     }
 }
 
-impl<C> ThrottleLayer<C, TokioClock> {
+impl<C> ThrottleLayer<C> {
     /// A layer that throttles nothing (for stacks where throttling is optional).
     pub fn disabled(classify: C) -> Self {
         ThrottleLayer {
             policy: None,
             classify,
-            clock: TokioClock::new(),
+            time: Time::tokio(),
             shared: None,
             seed: None,
             on_reject: None,
@@ -86,17 +88,12 @@ impl<C> ThrottleLayer<C, TokioClock> {
     }
 }
 
-impl<C, K: Clock> ThrottleLayer<C, K> {
-    /// The same layer reading time from `clock`.
-    pub fn with_clock<K2: Clock>(self, clock: K2) -> ThrottleLayer<C, K2> {
-        ThrottleLayer {
-            policy: self.policy,
-            classify: self.classify,
-            clock,
-            shared: None,
-            seed: self.seed,
-            on_reject: self.on_reject,
-        }
+impl<C> ThrottleLayer<C> {
+    /// The same layer reading time from `clock` (`sleep` is not used: the throttle never waits).
+    pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
+        self.time = Time::new(clock, sleep);
+        self.shared = None;
+        self
     }
 
     /// Calls `f` with every call the throttle refuses.
@@ -126,35 +123,35 @@ impl<C, K: Clock> ThrottleLayer<C, K> {
         };
         Some(Arc::new(Shared {
             throttle: Mutex::new(throttle),
-            samples: Samples::new(self.seed.unwrap_or_else(fresh_seed)),
+            samples: Rng::new(self.seed.unwrap_or_else(random_seed)),
             on_reject: self.on_reject.clone(),
         }))
     }
 }
 
-impl<S, C: Clone, K: Clock> Layer<S> for ThrottleLayer<C, K> {
-    type Service = Throttle<S, C, K>;
+impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
+    type Service = Throttle<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Throttle {
             inner,
             shared: self.shared.clone().or_else(|| self.make()),
             classify: self.classify.clone(),
-            clock: self.clock.clone(),
+            time: self.time.clone(),
         }
     }
 }
 
 /// A service behind an adaptive throttle (see the [module docs](self)).
 #[derive(Clone)]
-pub struct Throttle<S, C, K = TokioClock> {
+pub struct Throttle<S, C> {
     inner: S,
     shared: Option<Arc<Shared>>,
     classify: C,
-    clock: K,
+    time: Time,
 }
 
-impl<S: fmt::Debug, C, K> fmt::Debug for Throttle<S, C, K> {
+impl<S: fmt::Debug, C> fmt::Debug for Throttle<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Throttle")
             .field("inner", &self.inner)
@@ -162,10 +159,10 @@ impl<S: fmt::Debug, C, K> fmt::Debug for Throttle<S, C, K> {
     }
 }
 
-impl<S, C, K: Clock> Throttle<S, C, K> {
+impl<S, C> Throttle<S, C> {
     /// The probability that a call now is rejected (0 for a pass-through).
     pub fn rejection_probability(&self) -> f64 {
-        let now = self.clock.now();
+        let now = self.time.now();
         self.shared
             .as_ref()
             .map_or(0.0, |s| lock(&s.throttle).rejection_probability(now))
@@ -176,16 +173,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl<S, Req, C, K> Service<Req> for Throttle<S, C, K>
+impl<S, Req, C> Service<Req> for Throttle<S, C>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
     C: Classify<S::Response>,
-    K: Clock,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, C, K>;
+    type Future = ResponseFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -194,8 +190,8 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         let admitted = match &self.shared {
             Some(s) => {
-                let now = self.clock.now();
-                let sample = s.samples.next();
+                let now = self.time.now();
+                let sample = s.samples.next_u64();
                 lock(&s.throttle).try_acquire_with(now, sample)
             }
             None => Ok(()),
@@ -216,7 +212,7 @@ where
             fut: Inner::from(fut),
             shared: self.shared.clone(),
             classify: self.classify.clone(),
-            clock: self.clock.clone(),
+            time: self.time.clone(),
         }
     }
 }
@@ -240,27 +236,26 @@ impl<F> From<Result<F, Throttled>> for Inner<F> {
 
 pin_project_lite::pin_project! {
     /// The [`Throttle`]'s response future.
-    pub struct ResponseFuture<F, C, K> {
+    pub struct ResponseFuture<F, C> {
         #[pin]
         fut: Inner<F>,
         shared: Option<Arc<Shared>>,
         classify: C,
-        clock: K,
+        time: Time,
     }
 }
 
-impl<F, C, K> fmt::Debug for ResponseFuture<F, C, K> {
+impl<F, C> fmt::Debug for ResponseFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }
 }
 
-impl<F, Res, E, C, K> Future for ResponseFuture<F, C, K>
+impl<F, Res, E, C> Future for ResponseFuture<F, C>
 where
     F: Future<Output = Result<Res, E>>,
     E: Into<BoxError>,
     C: Classify<Res>,
-    K: Clock,
 {
     type Output = Result<Res, BoxError>;
 
@@ -282,7 +277,7 @@ where
                     Err(e) => Some(this.classify.accepted(None, Some(this.classify.error(e)))),
                 };
                 if let (Some(accepted), Some(s)) = (accepted, this.shared.as_ref()) {
-                    lock(&s.throttle).record(this.clock.now(), accepted);
+                    lock(&s.throttle).record(this.time.now(), accepted);
                 }
                 Poll::Ready(result)
             }

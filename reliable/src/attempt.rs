@@ -1,0 +1,363 @@
+//! The attempt machinery every kind of call shares: [`Run`], one logical call's walk through the
+//! throttle, the breaker, the retry policy and the budget.
+//!
+//! [`Reliable::call`](crate::Reliable::call) and [`call_blocking`](crate::Reliable::call_blocking)
+//! are loops over a `Run`; a layer that sends its attempts itself (a tower service, a batch
+//! scheduler) drives one directly:
+//!
+//! 1. [`Reliable::start`] once: the throttle and (with a per-call breaker) the breaker admit it;
+//! 2. [`Run::admit`] before each attempt: the breaker (per attempt) admits it, and the answer is
+//!    the time the attempt may take;
+//! 3. after the attempt, [`Run::succeeded`], or [`Run::failed`] with the error's class, which
+//!    answers [`Step::Retry`] (wait, then admit again) or [`Step::Stop`].
+//!
+//! A `Run` dropped before it finished (the call future dropped by a timeout, a `select!` or an
+//! abort; a panic unwinding) is a **cancelled** call: its permits go back to the breaker as
+//! [`Outcome::Ignored`](reliable_core::breaker::Outcome::Ignored), so a cancelled half-open probe
+//! frees its slot at once, and a retry it held goes back to the budget unused.
+//!
+//! ```
+//! use reliable::attempt::Step;
+//! use reliable::Reliable;
+//! use reliable_core::outcome::ErrorClass;
+//!
+//! let rel = Reliable::builder("svc").no_backoff().attempts(2).build()?;
+//! let mut run = rel.start().expect("closed breaker");
+//! run.admit().expect("admitted");
+//! assert!(matches!(run.failed(ErrorClass::Transient), Step::Retry { .. }));
+//! run.admit().expect("admitted");
+//! run.succeeded();
+//! assert_eq!(rel.snapshot().retries, 1);
+//! # Ok::<(), reliable::ConfigError>(())
+//! ```
+
+use crate::error::{Error, Rejection};
+use crate::observer::{CallEnd, Refusal};
+use crate::reliable::{Inner, Reliable, Scope, Stats};
+use reliable_core::Instant;
+use reliable_core::breaker::{Outcome, Permit, RejectReason};
+use reliable_core::budget::{Budget, Unlimited};
+use reliable_core::outcome::ErrorClass;
+use reliable_core::retry::{GiveUpReason, RetryDecision, RetryState};
+use std::sync::MutexGuard;
+use std::time::Duration;
+
+/// What to do after a failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// Wait `after` (it may be zero), then [`admit`](Run::admit) the next attempt.
+    Retry {
+        /// The wait: the backoff's, or the server's delay if longer.
+        after: Duration,
+    },
+    /// The call is over; this is why.
+    Stop(Stop),
+}
+
+/// Why a call stopped after a failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Stop {
+    /// The retry policy gave up (fatal error, "don't retry", attempt limit, deadline).
+    GaveUp(GiveUpReason),
+    /// The retry budget refused the retry.
+    Rejected(Rejection),
+}
+
+impl Stop {
+    /// The error a call returns when it stops after an attempt that ended with `last` (`None`:
+    /// the attempt timed out).
+    pub fn into_error<E>(self, last: Option<E>, attempts: u32) -> Error<E> {
+        match (self, last) {
+            (_, None) => Error::Timeout { attempts },
+            (Stop::Rejected(why), Some(e)) => Error::Rejected { why, last: Some(e) },
+            (Stop::GaveUp(reason), Some(last)) => Error::GaveUp {
+                reason,
+                last,
+                attempts,
+            },
+        }
+    }
+}
+
+impl Refusal {
+    /// The error a call returns when it is refused, `last` being the error of the attempt before
+    /// (a refused retry), if any.
+    pub fn into_error<E>(self, last: Option<E>) -> Error<E> {
+        match self {
+            Refusal::Open { retry_after } => Error::Open { retry_after },
+            Refusal::Rejected(why) => Error::Rejected { why, last },
+        }
+    }
+
+    fn from_breaker(reason: RejectReason) -> Self {
+        match reason {
+            RejectReason::Open { retry_after } => Refusal::Open {
+                retry_after: Some(retry_after.into()),
+            },
+            RejectReason::ForcedOpen => Refusal::Open { retry_after: None },
+            RejectReason::HalfOpenFull => Refusal::Rejected(Rejection::HalfOpenFull),
+            RejectReason::SlowStart => Refusal::Rejected(Rejection::SlowStart),
+        }
+    }
+}
+
+/// One logical call in progress. Made by [`Reliable::start`]; see the [module docs](self).
+#[derive(Debug)]
+#[must_use = "a Run dropped unfinished counts as a cancelled call"]
+pub struct Run<'r> {
+    inner: &'r Inner,
+    state: RetryState,
+    /// When the call started, if the clock was read then.
+    started: Option<Instant>,
+    /// This call has read the clock: from now on every decision uses a fresh reading.
+    timed: bool,
+    call_permit: Option<Permit>,
+    attempt_permit: Option<Permit>,
+    attempts: u32,
+    finished: bool,
+}
+
+/// Runs `f` with the instance's budget, or with no budget.
+fn with_budget<R>(inner: &Inner, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+    match &inner.budget {
+        Some(m) => f(&mut *lock(m)),
+        None => f(&mut Unlimited),
+    }
+}
+
+/// A poisoned lock only means another call panicked while holding it; the budget and throttle
+/// states are updated in single steps, so they are still consistent.
+fn lock<T>(m: &std::sync::Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Reliable {
+    /// Starts a call: the adaptive throttle and (with a per-call breaker) the breaker decide
+    /// whether it may go at all. Most code calls [`call`](Self::call) instead.
+    pub fn start(&self) -> Result<Run<'_>, Refusal> {
+        let inner = &*self.inner;
+        let now = inner.eager_clock.then(|| inner.clock.now());
+        if let (Some(t), Some(now)) = (&inner.throttle, now)
+            && let Err(throttled) = lock(t).try_acquire_with(now, inner.rng.next_u64())
+        {
+            let why = Rejection::Throttled {
+                probability: f64::from(throttled.probability_ppm) / 1e6,
+            };
+            return Err(refuse(inner, Refusal::Rejected(why), 0, Some(now)));
+        }
+        let state = with_budget(inner, |b| {
+            inner.retry.start(now.unwrap_or(Instant::ZERO), b)
+        });
+        let mut run = Run {
+            inner,
+            state,
+            started: now,
+            timed: now.is_some(),
+            call_permit: None,
+            attempt_permit: None,
+            attempts: 0,
+            finished: false,
+        };
+        if inner.scope == Scope::PerCall {
+            run.call_permit = run.acquire()?;
+        }
+        Ok(run)
+    }
+}
+
+/// Counts and reports a refusal; returns it.
+fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, started: Option<Instant>) -> Refusal {
+    Stats::bump(&inner.stats.refused);
+    for o in inner.observers.iter() {
+        o.on_reject(&inner.name, refusal);
+    }
+    let name = match refusal {
+        Refusal::Open { .. } => "open",
+        Refusal::Rejected(_) => "rejected",
+    };
+    end(inner, name, attempts, started);
+    refusal
+}
+
+fn end(inner: &Inner, outcome: &'static str, attempts: u32, started: Option<Instant>) {
+    if inner.observers.is_empty() {
+        return;
+    }
+    let elapsed = match started {
+        Some(t0) => (inner.clock.now() - t0).into(),
+        None => Duration::ZERO,
+    };
+    let end = CallEnd {
+        outcome,
+        attempts,
+        elapsed,
+    };
+    for o in inner.observers.iter() {
+        o.on_call_end(&inner.name, &end);
+    }
+}
+
+impl Run<'_> {
+    /// A fresh reading of the clock if this call uses the time, else `None`.
+    #[inline]
+    fn time(&mut self) -> Option<Instant> {
+        self.timed.then(|| self.inner.clock.now())
+    }
+
+    fn now(&mut self) -> Instant {
+        self.timed = true;
+        self.inner.clock.now()
+    }
+
+    /// Asks the breaker, if there is one.
+    fn acquire(&mut self) -> Result<Option<Permit>, Refusal> {
+        let inner = self.inner;
+        let Some(breaker) = &inner.breaker else {
+            return Ok(None);
+        };
+        let now = self.time();
+        let admission = breaker.acquire(now, &*inner.clock, &inner.transitions);
+        if admission.now.is_some() {
+            self.timed = true;
+        }
+        match admission.result {
+            Ok(permit) => Ok(Some(permit)),
+            Err(rejection) => {
+                let refusal = Refusal::from_breaker(rejection.reason);
+                let now = admission.now.unwrap_or_else(|| self.now());
+                self.finish(now);
+                Err(refuse(inner, refusal, self.attempts, self.started))
+            }
+        }
+    }
+
+    /// Attempts sent so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Admits the next attempt (the breaker asks, per attempt); answers how long it may take
+    /// (`None`: no limit), the shorter of its own timeout and what is left of the deadline.
+    pub fn admit(&mut self) -> Result<Option<Duration>, Refusal> {
+        if self.inner.scope == Scope::PerAttempt {
+            self.attempt_permit = self.acquire()?;
+        }
+        self.attempts = self.attempts.saturating_add(1);
+        for o in self.inner.observers.iter() {
+            o.on_attempt(&self.inner.name, self.attempts);
+        }
+        let Some(now) = self.time() else {
+            return Ok(None);
+        };
+        let deadline = self.inner.retry.attempt_deadline(&self.state, now);
+        Ok((deadline != Instant::MAX).then(|| (deadline - now).into()))
+    }
+
+    /// The attempt succeeded: the call is over.
+    #[inline]
+    pub fn succeeded(&mut self) {
+        let inner = self.inner;
+        let now = self.time();
+        let at = now.unwrap_or(Instant::ZERO);
+        self.record(Outcome::Success, at, true);
+        if inner.budget.is_some() {
+            with_budget(inner, |b| inner.retry.on_success(&mut self.state, at, b));
+        }
+        if let Some(t) = &inner.throttle {
+            lock(t).record(at, true);
+        }
+        self.finished = true;
+        Stats::bump(&inner.stats.succeeded);
+        end(inner, "success", self.attempts, self.started);
+    }
+
+    /// Hands the permits back: the attempt's, and the call's when the call is over.
+    #[inline]
+    fn record(&mut self, outcome: Outcome, now: Instant, call_over: bool) {
+        let inner = self.inner;
+        let Some(breaker) = &inner.breaker else {
+            return;
+        };
+        if let Some(p) = self.attempt_permit.take() {
+            breaker.record(p, outcome, now, &inner.transitions);
+        }
+        if call_over && let Some(p) = self.call_permit.take() {
+            breaker.record(p, outcome, now, &inner.transitions);
+        }
+    }
+
+    /// The attempt failed with `class`: retry (after how long) or stop (why).
+    pub fn failed(&mut self, class: ErrorClass) -> Step {
+        let inner = self.inner;
+        let now = self.now();
+        // A fatal error says nothing about the downstream's health.
+        let outcome = if class.counts_as_failure() {
+            Outcome::Failure
+        } else {
+            Outcome::Ignored
+        };
+        self.record(outcome, now, false);
+        if let Some(t) = &inner.throttle {
+            lock(t).record(now, !class.counts_as_failure());
+        }
+        let sample = inner.rng.next_u64();
+        let decision = with_budget(inner, |b| {
+            inner
+                .retry
+                .on_failure_with(&mut self.state, class, now, b, sample)
+        });
+        match decision {
+            RetryDecision::RetryAt(at) => {
+                let after: Duration = (at - now).into();
+                Stats::bump(&inner.stats.retries);
+                for o in inner.observers.iter() {
+                    o.on_retry(&inner.name, self.attempts, class, after);
+                }
+                Step::Retry { after }
+            }
+            RetryDecision::GiveUp(reason) => {
+                self.record(outcome, now, true);
+                self.finished = true;
+                for o in inner.observers.iter() {
+                    o.on_give_up(&inner.name, self.attempts, reason.name());
+                }
+                let (stop, name) = match reason {
+                    GiveUpReason::Budget(d) => (Stop::Rejected(Rejection::Budget(d)), "rejected"),
+                    r => (Stop::GaveUp(r), "gave-up"),
+                };
+                if name == "rejected" {
+                    Stats::bump(&inner.stats.refused);
+                } else {
+                    Stats::bump(&inner.stats.failed);
+                }
+                let name = if class == ErrorClass::Timeout {
+                    "timeout"
+                } else {
+                    name
+                };
+                end(inner, name, self.attempts, self.started);
+                Step::Stop(stop)
+            }
+        }
+    }
+
+    /// Ends the call early (refused, or dropped): permits back unused, budget grant returned.
+    fn finish(&mut self, now: Instant) {
+        self.record(Outcome::Ignored, now, true);
+        let inner = self.inner;
+        with_budget(inner, |b| inner.retry.abandon(&mut self.state, now, b));
+        self.finished = true;
+    }
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let now = self.inner.clock.now();
+        self.finish(now);
+        Stats::bump(&self.inner.stats.cancelled);
+        end(self.inner, "cancelled", self.attempts, self.started);
+    }
+}

@@ -1,0 +1,103 @@
+//! Async calls: [`Reliable::call`] and [`Reliable::call_with`].
+//!
+//! Each attempt is a future made by the caller's closure. A timed-out attempt's future is
+//! **dropped**, which is how Rust cancels: whatever it owned (a socket, a request body, a stream)
+//! is closed there and then, unlike the seed library's thread that keeps running after its caller
+//! stopped waiting. Dropping the call's own future (a `tokio::time::timeout` around it, a
+//! `select!` that picked another branch, an aborted task) cancels the attempt in flight the same
+//! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
+
+use crate::classify::Classify;
+use crate::error::Error;
+use crate::reliable::Reliable;
+use crate::sleep::Sleep;
+use reliable_core::outcome::ErrorClass;
+use std::future::Future;
+use std::task::Poll;
+use std::time::Duration;
+
+impl Reliable {
+    /// Calls `f` (an async closure: `|| async { … }`) until an attempt succeeds or the policy
+    /// stops, with the error type's [`Classify`] deciding what each failure means.
+    ///
+    /// ```
+    /// use reliable::Reliable;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rel = Reliable::builder("inventory").build()?;
+    /// let tries = AtomicU32::new(0);
+    /// let stock = rel
+    ///     .call(|| async {
+    ///         match tries.fetch_add(1, Ordering::Relaxed) {
+    ///             0 => Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+    ///             _ => Ok(17),
+    ///         }
+    ///     })
+    ///     .await?;
+    /// assert_eq!((stock, tries.load(Ordering::Relaxed)), (17, 2));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call<T, E, F, Fut>(&self, f: F) -> Result<T, Error<E>>
+    where
+        E: Classify,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_with(|e: &E| e.classify(), f).await
+    }
+
+    /// [`call`](Self::call) with a classifier of your own, for error types that do not implement
+    /// [`Classify`] (`anyhow::Error`, a client library's error).
+    pub async fn call_with<T, E, C, F, Fut>(&self, classify: C, mut f: F) -> Result<T, Error<E>>
+    where
+        C: Fn(&E) -> ErrorClass,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let mut run = self.start().map_err(|r| r.into_error(None))?;
+        let mut last: Option<E> = None;
+        loop {
+            let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
+            let result = match limit {
+                None => Some(f().await),
+                Some(limit) => within(limit, f(), &*self.inner.sleep).await,
+            };
+            let (class, error) = match result {
+                Some(Ok(value)) => {
+                    run.succeeded();
+                    return Ok(value);
+                }
+                Some(Err(e)) => (classify(&e), Some(e)),
+                None => (ErrorClass::Timeout, None),
+            };
+            match run.failed(class) {
+                crate::attempt::Step::Retry { after } => {
+                    last = error;
+                    if !after.is_zero() {
+                        self.inner.sleep.sleep(after).await;
+                    }
+                }
+                crate::attempt::Step::Stop(stop) => {
+                    return Err(stop.into_error(error, run.attempts()));
+                }
+            }
+        }
+    }
+}
+
+/// Runs `fut` for at most `limit`: its output, or `None` once the timer fires, in which case
+/// `fut` is dropped (cancelled) before this returns.
+async fn within<F: Future>(limit: Duration, fut: F, sleep: &dyn Sleep) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut timer = sleep.sleep(limit);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}

@@ -1,0 +1,118 @@
+//! [`Classify`]: what a caller's error means for retrying, as the core's [`ErrorClass`].
+//!
+//! A call's error type implements `Classify` (or the call passes a closure, see
+//! [`Reliable::call_with`](crate::Reliable::call_with)); the retry policy, the budget and the
+//! breaker all read the same class. Implementations here:
+//!
+//! | type | class |
+//! |---|---|
+//! | [`ErrorClass`] | itself |
+//! | [`std::io::Error`] | `TimedOut`, `WouldBlock`: Timeout; `InvalidInput`, `InvalidData`, `NotFound`, `PermissionDenied`, `Unsupported`: Fatal; the rest (connection refused, reset, broken pipe, …): Transient |
+//! | [`HttpError`](crate::http::HttpError) | by status and headers (see [`http`](crate::http)) |
+//! | `Box<dyn Error + Send + Sync>` | an `io::Error` or `HttpError` inside by its rule; anything else Transient |
+//!
+//! Transient is the default for unknown errors: retrying an unknown failure a bounded number of
+//! times, under a budget and a breaker, is the safe side; a validation error that should not be
+//! retried deserves its own `Fatal`.
+//!
+//! ```
+//! use reliable::Classify;
+//! use reliable_core::outcome::ErrorClass;
+//!
+//! #[derive(Debug)]
+//! enum ApiError { BadPrompt, Overloaded }
+//!
+//! impl Classify for ApiError {
+//!     fn classify(&self) -> ErrorClass {
+//!         match self {
+//!             ApiError::BadPrompt => ErrorClass::Fatal,
+//!             ApiError::Overloaded => ErrorClass::Throttled { retry_after: None },
+//!         }
+//!     }
+//! }
+//! assert!(!ApiError::BadPrompt.classify().is_retryable());
+//! let io = std::io::Error::from(std::io::ErrorKind::TimedOut);
+//! assert_eq!(io.classify(), ErrorClass::Timeout);
+//! ```
+
+use crate::http::HttpError;
+use reliable_core::outcome::ErrorClass;
+use std::io::ErrorKind;
+
+/// Maps an error to the class every retry decision reads.
+pub trait Classify {
+    /// The class of this error.
+    fn classify(&self) -> ErrorClass;
+}
+
+impl Classify for ErrorClass {
+    fn classify(&self) -> ErrorClass {
+        *self
+    }
+}
+
+impl Classify for std::io::Error {
+    fn classify(&self) -> ErrorClass {
+        match self.kind() {
+            ErrorKind::TimedOut | ErrorKind::WouldBlock => ErrorClass::Timeout,
+            ErrorKind::InvalidInput
+            | ErrorKind::InvalidData
+            | ErrorKind::NotFound
+            | ErrorKind::PermissionDenied
+            | ErrorKind::Unsupported => ErrorClass::Fatal,
+            _ => ErrorClass::Transient,
+        }
+    }
+}
+
+impl Classify for Box<dyn std::error::Error + Send + Sync> {
+    fn classify(&self) -> ErrorClass {
+        if let Some(io) = self.downcast_ref::<std::io::Error>() {
+            io.classify()
+        } else if let Some(http) = self.downcast_ref::<HttpError>() {
+            http.classify()
+        } else {
+            ErrorClass::Transient
+        }
+    }
+}
+
+impl Classify for std::convert::Infallible {
+    fn classify(&self) -> ErrorClass {
+        match *self {}
+    }
+}
+
+impl<E: Classify + ?Sized> Classify for &E {
+    fn classify(&self) -> ErrorClass {
+        (**self).classify()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_kinds() {
+        let c = |k: ErrorKind| std::io::Error::from(k).classify();
+        assert_eq!(c(ErrorKind::TimedOut), ErrorClass::Timeout);
+        assert_eq!(c(ErrorKind::ConnectionReset), ErrorClass::Transient);
+        assert_eq!(c(ErrorKind::ConnectionRefused), ErrorClass::Transient);
+        assert_eq!(c(ErrorKind::InvalidInput), ErrorClass::Fatal);
+    }
+
+    #[test]
+    fn boxed_errors_look_inside() {
+        let b: Box<dyn std::error::Error + Send + Sync> =
+            Box::new(std::io::Error::from(ErrorKind::PermissionDenied));
+        assert_eq!(b.classify(), ErrorClass::Fatal);
+        let b: Box<dyn std::error::Error + Send + Sync> = Box::new(HttpError {
+            status: 429,
+            signals: Default::default(),
+        });
+        assert_eq!(b.classify(), ErrorClass::Throttled { retry_after: None });
+        let b: Box<dyn std::error::Error + Send + Sync> = "boom".into();
+        assert_eq!(b.classify(), ErrorClass::Transient);
+    }
+}

@@ -1,0 +1,66 @@
+//! Metrics through the [`metrics`] 0.24 facade (feature `metrics`): add them with
+//! [`Builder::metrics`](crate::Builder::metrics); they go to whatever recorder the application
+//! installed (Prometheus, StatsD, …), and cost a no-op call without one.
+//!
+//! | series | kind | labels |
+//! |---|---|---|
+//! | `reliable_calls_total` | counter | `name`, `outcome` (`success`, `open`, `rejected`, `timeout`, `gave-up`, `cancelled`) |
+//! | `reliable_breaker_transitions_total` | counter | `name`, `from`, `to` (`closed`, `open`, `half-open`, `forced-open`, `disabled`) |
+//! | `reliable_breaker_state` | gauge | `name`; 0 closed, 1 open, 2 half-open, 3 forced open, 4 disabled |
+//! | `reliable_call_attempts` | histogram | `name` |
+//! | `reliable_call_duration_seconds` | histogram | `name` |
+//!
+//! Labels stay low-cardinality: the instance's name (one per downstream), never a URL or a
+//! prompt. Durations are measured on the instance's clock.
+
+use crate::observer::{CallEnd, Observer};
+use metrics::{SharedString, counter, gauge, histogram};
+use reliable_core::breaker::{State, Transition};
+use std::sync::Arc;
+
+/// The gauge value of a state.
+pub fn state_code(state: State) -> f64 {
+    match state {
+        State::Closed => 0.0,
+        State::Open => 1.0,
+        State::HalfOpen => 2.0,
+        State::ForcedOpen => 3.0,
+        State::Disabled => 4.0,
+    }
+}
+
+/// The observer [`Builder::metrics`](crate::Builder::metrics) adds.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    name: SharedString,
+}
+
+impl Metrics {
+    /// Also publishes the breaker's initial state, so the gauge exists from the start.
+    pub fn new(name: &Arc<str>, breaker: bool) -> Self {
+        let name = SharedString::from(name.clone());
+        if breaker {
+            gauge!("reliable_breaker_state", "name" => name.clone()).set(state_code(State::Closed));
+        }
+        Metrics { name }
+    }
+}
+
+impl Observer for Metrics {
+    fn on_transition(&self, _: &str, t: Transition) {
+        let name = self.name.clone();
+        counter!("reliable_breaker_transitions_total", "name" => name.clone(), "from" => t.from.name(), "to" => t.to.name())
+            .increment(1);
+        gauge!("reliable_breaker_state", "name" => name).set(state_code(t.to));
+    }
+
+    fn on_call_end(&self, _: &str, end: &CallEnd) {
+        let name = self.name.clone();
+        counter!("reliable_calls_total", "name" => name.clone(), "outcome" => end.outcome)
+            .increment(1);
+        histogram!("reliable_call_attempts", "name" => name.clone())
+            .record(f64::from(end.attempts));
+        histogram!("reliable_call_duration_seconds", "name" => name)
+            .record(end.elapsed.as_secs_f64());
+    }
+}

@@ -1,0 +1,86 @@
+//! Hooks for logs, traces and metrics: the [`Observer`] trait.
+//!
+//! A [`Reliable`](crate::Reliable) tells each of its observers what it does, as plain values:
+//! every attempt sent, every retry scheduled (with its class and wait), every refusal, every
+//! breaker state change, every give-up, and how each call ended. Every method has an empty default,
+//! so an observer implements only what it needs. Observers run inline on the calling task: keep
+//! them short and non-blocking. Under the `metrics` feature, [`Builder::metrics`](crate::Builder::metrics)
+//! adds one that exports through the `metrics` facade.
+//!
+//! ```
+//! use reliable::observer::{CallEnd, Observer};
+//! use reliable_core::breaker::Transition;
+//!
+//! #[derive(Debug)]
+//! struct Log;
+//! impl Observer for Log {
+//!     fn on_transition(&self, name: &str, t: Transition) {
+//!         eprintln!("{name}: {} -> {}", t.from, t.to);
+//!     }
+//!     fn on_call_end(&self, name: &str, end: &CallEnd) {
+//!         eprintln!("{name}: {} after {} attempt(s) in {:?}", end.outcome, end.attempts, end.elapsed);
+//!     }
+//! }
+//! let rel = reliable::Reliable::builder("llm").observer(Log).build()?;
+//! # Ok::<(), reliable::ConfigError>(())
+//! ```
+
+use crate::error::Rejection;
+use reliable_core::breaker::Transition;
+use reliable_core::outcome::ErrorClass;
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// Why a call (or a retry) was not sent: the breaker's answer or a local refusal.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Refusal {
+    /// The breaker is open; `retry_after` is `None` when it was forced open.
+    Open {
+        /// Time until it turns half-open.
+        retry_after: Option<Duration>,
+    },
+    /// Refused locally (probe slots full, slow start, throttling, budget).
+    Rejected(Rejection),
+}
+
+/// How a call ended, for [`Observer::on_call_end`]: `success`, `open`, `rejected`, `timeout`,
+/// `gave-up`, or `cancelled` (dropped before it finished).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallEnd {
+    /// `success`, `open`, `rejected`, `timeout`, `gave-up` or `cancelled`.
+    pub outcome: &'static str,
+    /// Attempts sent.
+    pub attempts: u32,
+    /// From the start of the call to its end, on the instance's clock (zero when the instance does
+    /// not read its clock on a successful call: see [`Builder::clock`](crate::Builder::clock)).
+    pub elapsed: Duration,
+}
+
+/// Receives what a [`Reliable`](crate::Reliable) does. `name` is the instance's name.
+pub trait Observer: Send + Sync + Debug + 'static {
+    /// Attempt number `attempt` (1 for the first try) is being sent.
+    fn on_attempt(&self, name: &str, attempt: u32) {
+        let _ = (name, attempt);
+    }
+    /// Attempt `attempt` failed with `class`; the next one goes after `delay`.
+    fn on_retry(&self, name: &str, attempt: u32, class: ErrorClass, delay: Duration) {
+        let _ = (name, attempt, class, delay);
+    }
+    /// A call or a retry was refused before it was sent.
+    fn on_reject(&self, name: &str, refusal: Refusal) {
+        let _ = (name, refusal);
+    }
+    /// The breaker changed state.
+    fn on_transition(&self, name: &str, transition: Transition) {
+        let _ = (name, transition);
+    }
+    /// The call gives up after `attempts` attempts; `reason` is a short name (`max-attempts`,
+    /// `fatal`, `deadline`, `timeout-not-retried`, `dont-retry`, `budget`).
+    fn on_give_up(&self, name: &str, attempts: u32, reason: &'static str) {
+        let _ = (name, attempts, reason);
+    }
+    /// The call is over (once per call, cancelled calls included).
+    fn on_call_end(&self, name: &str, end: &CallEnd) {
+        let _ = (name, end);
+    }
+}

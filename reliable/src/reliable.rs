@@ -1,0 +1,180 @@
+//! [`Reliable`]: one downstream's breaker, retry policy, budget and timers, shared by every clone.
+
+use crate::breaker::{Owned, Transitions};
+use crate::builder::Builder;
+use crate::clock::Clock;
+use crate::observer::Observer;
+use crate::rng::Rng;
+use crate::sleep::Sleep;
+use reliable_core::breaker::{Counts, State};
+use reliable_core::budget::AnyBudget;
+use reliable_core::retry::RetryPolicy;
+use reliable_core::throttle::AdaptiveThrottle;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Where the breaker sits relative to the retries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// `retry(breaker(call))`: every attempt asks the breaker and reports to it.
+    PerAttempt,
+    /// `breaker(retry(call))`: the breaker sees one outcome per call.
+    PerCall,
+}
+
+/// Totals since the instance was built.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub succeeded: AtomicU64,
+    pub failed: AtomicU64,
+    pub refused: AtomicU64,
+    pub cancelled: AtomicU64,
+    pub retries: AtomicU64,
+}
+
+impl Stats {
+    pub fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub name: Arc<str>,
+    pub label: String,
+    pub breaker: Option<Owned>,
+    pub transitions: Transitions,
+    pub scope: Scope,
+    pub retry: RetryPolicy,
+    pub budget: Option<Mutex<AnyBudget>>,
+    pub throttle: Option<Mutex<AdaptiveThrottle>>,
+    pub clock: Arc<dyn Clock>,
+    pub sleep: Arc<dyn Sleep>,
+    pub rng: Rng,
+    pub observers: Arc<[Arc<dyn Observer>]>,
+    /// Read the clock on every call (a decision or an observer needs the time); otherwise only
+    /// when a call fails or the breaker is not plainly closed.
+    pub eager_clock: bool,
+    pub stats: Stats,
+}
+
+/// Calls to one downstream made reliable: a circuit breaker, a retry policy with backoff and
+/// jitter, per-attempt timeouts, an overall deadline, an optional retry budget and adaptive
+/// throttle, an injectable clock, timer and seed, and observers.
+///
+/// Cheap to clone (an `Arc`); every clone shares the breaker, the budget and the counts, which is
+/// what they are for: one breaker per downstream, one budget per client process. Build it with
+/// [`Reliable::builder`] or a preset, then [`call`](Reliable::call) (async) or
+/// [`call_blocking`](Reliable::call_blocking).
+///
+/// ```
+/// use reliable::Reliable;
+///
+/// let rel = Reliable::builder("inventory").build()?;
+/// let n: Result<u32, _> = rel.call_blocking(|| Ok::<_, std::io::Error>(42));
+/// assert_eq!(n.unwrap(), 42);
+/// # Ok::<(), reliable::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Reliable {
+    pub(crate) inner: Arc<Inner>,
+}
+
+// A panic in the user's closure leaves the instance consistent: the unwinding call's guard hands
+// its permits and budget grant back, and poisoned locks are recovered (every update is one step).
+impl std::panic::UnwindSafe for Reliable {}
+impl std::panic::RefUnwindSafe for Reliable {}
+
+/// An instance's state and totals as plain data: for dashboards, health endpoints and the
+/// registry's [`snapshot`](crate::Registry::snapshot).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The instance's name.
+    pub name: String,
+    /// Its layers, e.g. `retry(breaker(llm))`.
+    pub label: String,
+    /// The breaker's state, `None` without a breaker.
+    pub state: Option<State>,
+    /// Outcomes in the breaker's window (zero for a breaker that only counts failures in a row).
+    pub window: Counts,
+    /// Failures in a row while closed.
+    pub consecutive_failures: u32,
+    /// Calls that succeeded.
+    pub succeeded: u64,
+    /// Calls that failed after their attempts (gave up or timed out).
+    pub failed: u64,
+    /// Calls refused before or between attempts (breaker open, probes full, throttled, budget).
+    pub refused: u64,
+    /// Calls dropped before they finished.
+    pub cancelled: u64,
+    /// Retries sent.
+    pub retries: u64,
+}
+
+impl Reliable {
+    /// A builder with the defaults: the seed library's numbers (a failure rate of 50% over 20
+    /// calls opens the breaker for 30 s, ±10% jittered; 5 attempts of at most 8 s with
+    /// `0.2 s·2^(a−1)` ±10% between them), except that half-open admits **one probe at a time**
+    /// (leased for 10 s) until 3 succeed, rather than every call; no budget, no throttle.
+    pub fn builder(name: &str) -> Builder {
+        Builder::new(name)
+    }
+
+    /// The seed library's semantics exactly (`reliablekit` 0.1), including its ungated half-open.
+    pub fn reliablekit(name: &str) -> Builder {
+        Builder::reliablekit(name)
+    }
+
+    /// The layered-stack exercise's primary: `breaker(retry(name))`, 2 attempts with no wait, a
+    /// breaker that opens after 2 failed calls in a row for 20 s and then lets one trial through.
+    /// For the exercise's backup, add [`no_breaker`](Builder::no_breaker).
+    pub fn layered_exercise(name: &str) -> Builder {
+        Builder::layered_exercise(name)
+    }
+
+    pub(crate) fn from_inner(inner: Inner) -> Self {
+        Reliable {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The instance's name (a metrics label: keep it low-cardinality, a downstream, not a URL).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The layers a call goes through, outermost first: `breaker(retry(primary))`,
+    /// `retry(breaker(llm))`, `retry(backup)`. A [`Fallback`](crate::Fallback) stamps answers with it.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    /// The breaker's state now, `None` without a breaker.
+    pub fn state(&self) -> Option<State> {
+        let now = self.inner.clock.now();
+        self.inner.breaker.as_ref().map(|b| b.state(now))
+    }
+
+    /// The state and totals now.
+    pub fn snapshot(&self) -> Snapshot {
+        let i = &self.inner;
+        let now = i.clock.now();
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Snapshot {
+            name: i.name.to_string(),
+            label: i.label.clone(),
+            state: i.breaker.as_ref().map(|b| b.state(now)),
+            window: i
+                .breaker
+                .as_ref()
+                .map(|b| b.counts(now))
+                .unwrap_or_default(),
+            consecutive_failures: i.breaker.as_ref().map_or(0, |b| b.consecutive_failures()),
+            succeeded: load(&i.stats.succeeded),
+            failed: load(&i.stats.failed),
+            refused: load(&i.stats.refused),
+            cancelled: load(&i.stats.cancelled),
+            retries: load(&i.stats.retries),
+        }
+    }
+}

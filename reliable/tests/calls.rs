@@ -1,0 +1,456 @@
+//! What a call does, step by step, on injected time: retry schedules, server delays, error
+//! classes, where the breaker sits, deadlines, budgets, throttling, timeouts and the observer.
+
+use reliable::clock::ManualClock;
+use reliable::http::HttpError;
+use reliable::observer::{CallEnd, Observer, Refusal};
+use reliable::{Error, OrOpen, Rejection, Reliable};
+use reliable_core::Duration as D;
+use reliable_core::breaker::{BreakerConfig, State, Transition};
+use reliable_core::budget::{BudgetConfig, Denied, RatioConfig};
+use reliable_core::outcome::ErrorClass;
+use reliable_core::retry::GiveUpReason;
+use reliable_core::throttle::ThrottleConfig;
+use std::cell::Cell;
+use std::io::ErrorKind;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// Every event, as a line of text.
+#[derive(Debug, Default, Clone)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn push(&self, s: String) {
+        self.0.lock().unwrap().push(s);
+    }
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+    fn retries(&self) -> Vec<Duration> {
+        self.lines()
+            .iter()
+            .filter_map(|l| l.strip_prefix("retry after "))
+            .map(|ns| Duration::from_nanos(ns.parse().unwrap()))
+            .collect()
+    }
+}
+
+impl Observer for Log {
+    fn on_attempt(&self, _: &str, attempt: u32) {
+        self.push(format!("attempt {attempt}"));
+    }
+    fn on_retry(&self, _: &str, _: u32, _: ErrorClass, delay: Duration) {
+        self.push(format!("retry after {}", delay.as_nanos()));
+    }
+    fn on_reject(&self, _: &str, refusal: Refusal) {
+        self.push(format!("reject {refusal:?}"));
+    }
+    fn on_transition(&self, _: &str, t: Transition) {
+        self.push(format!("{} -> {}", t.from, t.to));
+    }
+    fn on_give_up(&self, _: &str, attempts: u32, reason: &'static str) {
+        self.push(format!("give up after {attempts}: {reason}"));
+    }
+    fn on_call_end(&self, _: &str, end: &CallEnd) {
+        self.push(format!("end {} ({} attempts)", end.outcome, end.attempts));
+    }
+}
+
+fn reset() -> std::io::Error {
+    std::io::Error::from(ErrorKind::ConnectionReset)
+}
+
+/// A blocking call that fails `fails` times, then answers; counts the attempts in `calls`.
+fn flaky(calls: &Cell<u32>, fails: u32) -> Result<u32, std::io::Error> {
+    calls.set(calls.get() + 1);
+    if calls.get() <= fails {
+        Err(reset())
+    } else {
+        Ok(calls.get())
+    }
+}
+
+#[test]
+fn retries_follow_the_seed_schedule_and_a_seed_replays_it() {
+    let schedule = |seed: u64| {
+        let clock = ManualClock::new();
+        let log = Log::default();
+        let rel = Reliable::reliablekit("x")
+            .no_breaker()
+            .no_timeout()
+            .manual_time(clock.clone())
+            .seed(seed)
+            .observer(log.clone())
+            .build()
+            .unwrap();
+        let calls = Cell::new(0);
+        assert_eq!(rel.call_blocking(|| flaky(&calls, 4)).unwrap(), 5);
+        let waits = log.retries();
+        // The manual sleep advanced the clock by exactly the waits.
+        assert_eq!(clock_secs(&clock), waits.iter().sum::<Duration>());
+        waits
+    };
+    let waits = schedule(1);
+    assert_eq!(waits.len(), 4);
+    for (k, w) in waits.iter().enumerate() {
+        // 0.2 s · 2^k · U[0.9, 1.1]
+        let base = 0.2 * 2f64.powi(k as i32);
+        let s = w.as_secs_f64();
+        assert!(
+            s >= base * 0.9 - 1e-9 && s <= base * 1.1 + 1e-9,
+            "retry {k}: {s}"
+        );
+    }
+    assert_eq!(schedule(1), waits, "same seed, same waits");
+    assert_ne!(schedule(2), waits, "another seed, other waits");
+}
+
+fn clock_secs(clock: &ManualClock) -> Duration {
+    use reliable::clock::Clock;
+    clock.now().since_origin().into()
+}
+
+#[test]
+fn server_delays_are_honoured_up_to_the_limit() {
+    let run = |max: Duration| {
+        let log = Log::default();
+        let rel = Reliable::builder("api")
+            .no_breaker()
+            .attempts(2)
+            .no_timeout()
+            .max_server_delay(max)
+            .manual_time(ManualClock::new())
+            .observer(log.clone())
+            .build()
+            .unwrap();
+        let calls = Cell::new(0);
+        let r = rel.call_blocking(|| {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                Err(HttpError::new(
+                    429,
+                    &[("Retry-After", "3")][..],
+                    SystemTime::now(),
+                ))
+            } else {
+                Ok("ok")
+            }
+        });
+        assert_eq!(r.unwrap(), "ok");
+        log.retries()
+    };
+    assert_eq!(run(Duration::from_secs(30)), [Duration::from_secs(3)]);
+    assert_eq!(
+        run(Duration::from_secs(1)),
+        [Duration::from_secs(1)],
+        "clamped"
+    );
+}
+
+#[test]
+fn fatal_errors_are_neither_retried_nor_held_against_the_downstream() {
+    let rel = Reliable::builder("api")
+        .manual_time(ManualClock::new())
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let err = rel
+        .call_blocking(|| {
+            calls.set(calls.get() + 1);
+            Err::<(), _>(HttpError::new(404, &[("x", "y")][..], SystemTime::now()))
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::GaveUp {
+                reason: GiveUpReason::Fatal,
+                attempts: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(calls.get(), 1);
+    let s = rel.snapshot();
+    assert_eq!((s.window.calls, s.window.failures, s.failed), (0, 0, 1));
+
+    // x-should-retry: false on a 503: not retried, but it is the downstream's failure.
+    let err = rel
+        .call_blocking(|| {
+            Err::<(), _>(HttpError::new(
+                503,
+                &[("x-should-retry", "false")][..],
+                SystemTime::now(),
+            ))
+        })
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::GaveUp {
+            reason: GiveUpReason::DontRetry,
+            attempts: 1,
+            ..
+        }
+    ));
+    assert_eq!(rel.snapshot().window.failures, 1);
+}
+
+fn two_in_a_row() -> BreakerConfig {
+    BreakerConfig {
+        consecutive_failures: Some(2),
+        ..BreakerConfig::new()
+    }
+}
+
+#[test]
+fn a_breaker_per_attempt_stops_the_retries_of_a_call_when_it_opens() {
+    let log = Log::default();
+    let rel = Reliable::builder("api")
+        .breaker(two_in_a_row())
+        .attempts(5)
+        .no_backoff()
+        .no_timeout()
+        .manual_time(ManualClock::new())
+        .observer(log.clone())
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let err = rel.call_blocking(|| flaky(&calls, 100)).unwrap_err();
+    assert_eq!(calls.get(), 2, "the third attempt met the open breaker");
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(30)));
+    assert!(err.is_open());
+    assert_eq!(
+        log.lines(),
+        [
+            "attempt 1",
+            "retry after 0",
+            "attempt 2",
+            "closed -> open",
+            "retry after 0",
+            "reject Open { retry_after: Some(30s) }",
+            "end open (2 attempts)",
+        ]
+    );
+    // The seed's on_open: the next call is answered from the fallback without calling.
+    let answer = rel
+        .call_blocking(|| flaky(&calls, 0))
+        .or_open(|_| 99)
+        .unwrap();
+    assert_eq!((answer, calls.get()), (99, 2));
+}
+
+#[test]
+fn a_breaker_per_call_sees_one_outcome_per_call() {
+    let rel = Reliable::builder("api")
+        .breaker(two_in_a_row())
+        .breaker_per_call()
+        .attempts(3)
+        .no_backoff()
+        .no_timeout()
+        .manual_time(ManualClock::new())
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let err = rel.call_blocking(|| flaky(&calls, 100)).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::GaveUp {
+            reason: GiveUpReason::MaxAttempts,
+            attempts: 3,
+            ..
+        }
+    ));
+    assert_eq!(
+        rel.snapshot().consecutive_failures,
+        1,
+        "three attempts, one verdict"
+    );
+    assert_eq!(rel.state(), Some(State::Closed));
+    let _ = rel.call_blocking(|| flaky(&calls, 100));
+    assert_eq!(rel.state(), Some(State::Open));
+    assert_eq!(calls.get(), 6);
+}
+
+#[test]
+fn the_deadline_stops_retries_that_would_start_after_it() {
+    let rel = Reliable::builder("api")
+        .no_breaker()
+        .attempts(10)
+        .retry(reliable_core::retry::RetryConfig {
+            max_attempts: Some(10),
+            deadline: Some(D::from_secs(1)),
+            ..reliable_core::retry::RetryConfig::new(
+                reliable_core::backoff::BackoffConfig::constant(D::from_millis(400)),
+            )
+        })
+        .manual_time(ManualClock::new())
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let err = rel.call_blocking(|| flaky(&calls, 100)).unwrap_err();
+    // Attempts at 0, 0.4 s, 0.8 s; the next would start at 1.2 s, after the deadline.
+    assert!(
+        matches!(
+            err,
+            Error::GaveUp {
+                reason: GiveUpReason::Deadline,
+                attempts: 3,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_retry_budget_bounds_retries_in_an_outage() {
+    let rel = Reliable::builder("api")
+        .no_breaker()
+        .attempts(4)
+        .no_backoff()
+        .no_timeout()
+        .budget(BudgetConfig::Ratio(RatioConfig {
+            ratio: 0.1,
+            min_per_sec: 0,
+            ttl: D::from_secs(10),
+            slots: 10,
+        }))
+        .manual_time(ManualClock::new())
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let mut budget_refusals = 0;
+    for _ in 0..200 {
+        match rel.call_blocking(|| flaky(&calls, u32::MAX)) {
+            Err(Error::Rejected {
+                why: Rejection::Budget(Denied::Ratio),
+                last: Some(e),
+            }) => {
+                assert_eq!(e.kind(), ErrorKind::ConnectionReset);
+                budget_refusals += 1;
+            }
+            Err(Error::GaveUp { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    // Without the budget: 800 attempts. With 10%: 200 first tries and at most 20 retries.
+    assert!(calls.get() <= 220, "{} attempts", calls.get());
+    assert!(budget_refusals >= 180, "{budget_refusals}");
+    assert_eq!(rel.snapshot().retries, u64::from(calls.get() - 200));
+}
+
+#[test]
+fn adaptive_throttling_rejects_locally_while_the_downstream_fails() {
+    let rel = Reliable::builder("api")
+        .no_breaker()
+        .attempts(1)
+        .no_timeout()
+        .throttle(ThrottleConfig::google_sre())
+        .manual_time(ManualClock::new())
+        .seed(3)
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let mut throttled = 0;
+    for _ in 0..1_000 {
+        if let Err(Error::Rejected {
+            why: Rejection::Throttled { probability },
+            last: None,
+        }) = rel.call_blocking(|| flaky(&calls, u32::MAX))
+        {
+            assert!(probability > 0.0 && probability < 1.0);
+            throttled += 1;
+        }
+    }
+    assert_eq!(calls.get() + throttled, 1_000);
+    assert!(throttled > 900, "{throttled} of 1000 rejected locally");
+}
+
+#[test]
+fn a_blocking_answer_after_the_timeout_counts_as_a_timeout() {
+    let clock = ManualClock::new();
+    let rel = Reliable::builder("api")
+        .no_breaker()
+        .attempts(2)
+        .no_backoff()
+        .timeout(Duration::from_secs(1))
+        .manual_time(clock.clone())
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    let answer = rel.call_blocking(|| {
+        calls.set(calls.get() + 1);
+        if calls.get() == 1 {
+            clock.advance(Duration::from_secs(2)); // the first attempt overruns its second
+        }
+        Ok::<_, std::io::Error>(calls.get())
+    });
+    assert_eq!(
+        answer.unwrap(),
+        2,
+        "the late answer was a timeout; the retry answered"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_timeouts_and_backoff_run_in_virtual_time() {
+    let rel = Reliable::builder("api")
+        .no_breaker()
+        .attempts(3)
+        .backoff(Duration::from_secs(1), 2.0, Duration::from_secs(60))
+        .jitter(0.0)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let t0 = tokio::time::Instant::now();
+    let err = rel
+        .call(|| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok::<(), std::io::Error>(())
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { attempts: 3 }), "{err:?}");
+    // 5 s + 1 s + 5 s + 2 s + 5 s.
+    assert_eq!(t0.elapsed(), Duration::from_secs(18));
+}
+
+#[test]
+fn the_seed_preset_lets_every_call_through_half_open() {
+    let clock = ManualClock::new();
+    let rel = Reliable::reliablekit("seed")
+        .attempts(1)
+        .manual_time(clock.clone())
+        .build()
+        .unwrap();
+    for _ in 0..20 {
+        let _ = rel.call_blocking(|| Err::<(), _>(reset()));
+    }
+    assert_eq!(rel.state(), Some(State::Open));
+    clock.advance(Duration::from_secs(30));
+    // Ungated: two probes at once are both admitted (the default builder gates to one).
+    let mut run_a = rel.start().unwrap();
+    let mut run_b = rel.start().unwrap();
+    assert!(run_a.admit().is_ok() && run_b.admit().is_ok());
+    run_a.succeeded();
+    run_b.succeeded();
+    let gated = Reliable::builder("gated")
+        .attempts(1)
+        .manual_time(clock.clone())
+        .build()
+        .unwrap();
+    for _ in 0..20 {
+        let _ = gated.call_blocking(|| Err::<(), _>(reset()));
+    }
+    clock.advance(Duration::from_secs(40));
+    let mut a = gated.start().unwrap();
+    a.admit().unwrap();
+    let mut b = gated.start().unwrap();
+    assert_eq!(
+        b.admit().unwrap_err(),
+        Refusal::Rejected(Rejection::HalfOpenFull)
+    );
+    a.succeeded();
+}

@@ -1,0 +1,89 @@
+//! The `metrics` feature, through metrics-util's debugging recorder: every series, its labels
+//! and its values after a known history.
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use reliable::Reliable;
+use reliable::clock::ManualClock;
+use reliable_core::breaker::BreakerConfig;
+use std::io::ErrorKind;
+use std::time::Duration;
+
+fn series() -> Vec<String> {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let clock = ManualClock::new();
+        let rel = Reliable::builder("llm")
+            .breaker(BreakerConfig {
+                consecutive_failures: Some(2),
+                ..BreakerConfig::new()
+            })
+            .attempts(2)
+            .no_backoff()
+            .no_timeout()
+            .manual_time(clock.clone())
+            .metrics()
+            .build()
+            .unwrap();
+        // Two successes that take 250 ms each on the manual clock.
+        for _ in 0..2 {
+            let r = rel.call_blocking(|| {
+                clock.advance(Duration::from_millis(250));
+                Ok::<_, std::io::Error>(())
+            });
+            assert!(r.is_ok());
+        }
+        // A call whose two attempts fail: the breaker opens on the second.
+        let reset = || Err::<(), _>(std::io::Error::from(ErrorKind::ConnectionReset));
+        assert!(rel.call_blocking(reset).is_err());
+        // Refused while open.
+        assert!(rel.call_blocking(reset).unwrap_err().is_open());
+        // After the open time, a probe that succeeds closes it.
+        clock.advance(Duration::from_secs(30));
+        assert!(rel.call_blocking(|| Ok::<_, std::io::Error>(())).is_ok());
+    });
+    let mut lines: Vec<String> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let (kind, key) = key.into_parts();
+            let labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
+            let value = match value {
+                DebugValue::Counter(n) => n.to_string(),
+                DebugValue::Gauge(g) => g.to_string(),
+                DebugValue::Histogram(v) => {
+                    format!("{:?}", v.iter().map(|x| x.0).collect::<Vec<_>>())
+                }
+            };
+            format!("{kind:?} {}{{{}}} {value}", key.name(), labels.join(","))
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn every_series_with_its_labels_and_values() {
+    let lines = series();
+    for l in &lines {
+        println!("{l}");
+    }
+    assert_eq!(
+        lines,
+        [
+            "Counter reliable_breaker_transitions_total{name=llm,from=closed,to=open} 1",
+            "Counter reliable_breaker_transitions_total{name=llm,from=half-open,to=closed} 1",
+            "Counter reliable_breaker_transitions_total{name=llm,from=open,to=half-open} 1",
+            "Counter reliable_calls_total{name=llm,outcome=gave-up} 1",
+            "Counter reliable_calls_total{name=llm,outcome=open} 1",
+            "Counter reliable_calls_total{name=llm,outcome=success} 3",
+            "Gauge reliable_breaker_state{name=llm} 0",
+            "Histogram reliable_call_attempts{name=llm} [1.0, 1.0, 2.0, 0.0, 1.0]",
+            "Histogram reliable_call_duration_seconds{name=llm} [0.25, 0.25, 0.0, 0.0, 0.0]",
+        ]
+    );
+}

@@ -39,10 +39,13 @@ type Core = CircuitBreaker<'static, AnyWindow<4, 64>, 16>;
 /// Called with every state change of a breaker (to log it, export it, count it).
 pub type BreakerListener = Arc<dyn Fn(Transition) + Send + Sync>;
 
+/// Called with every call an open breaker refuses.
+pub type OpenListener = Arc<dyn Fn(&Open) + Send + Sync>;
+
 struct Shared {
     breaker: Mutex<Core>,
     listener: Option<BreakerListener>,
-    on_reject: Option<Arc<dyn Fn(&Open) + Send + Sync>>,
+    on_reject: Option<OpenListener>,
 }
 
 impl Shared {
@@ -69,7 +72,7 @@ pub struct BreakerLayer<C> {
     time: Time,
     shared: Option<Arc<Shared>>,
     listener: Option<BreakerListener>,
-    on_reject: Option<Arc<dyn Fn(&Open) + Send + Sync>>,
+    on_reject: Option<OpenListener>,
     seed: Option<u64>,
 }
 

@@ -203,8 +203,12 @@ impl Service<Req> for HttpCall {
         let fut = self.client.request(out);
         Box::pin(async move {
             let mut pending = Pending { meter, done: false };
-            let timer = (deadline != u64::MAX).then(|| tb.sleep_until_wall(deadline));
-            let answer = within(fut, timer).await;
+            // tokio's timeout polls the call first: an answer ready at the deadline wins.
+            let answer = if deadline == u64::MAX {
+                Some(fut.await)
+            } else {
+                tokio::time::timeout_at(tb.wall(deadline), fut).await.ok()
+            };
             match answer {
                 Some(Ok(res)) => {
                     pending.done = true;
@@ -222,27 +226,6 @@ impl Service<Req> for HttpCall {
     }
 }
 
-/// Polls `fut` first, then the timer (`None`: the timer fired first).
-async fn within<F: Future>(
-    fut: F,
-    timer: Option<reliable::sleep::SleepFuture>,
-) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    let mut timer = timer;
-    std::future::poll_fn(move |cx| {
-        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(out));
-        }
-        if let Some(t) = timer.as_mut()
-            && t.as_mut().poll(cx).is_ready()
-        {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
-}
-
 /// A policy's layer tree with its layers configured (shared-scope state already made).
 #[derive(Clone)]
 enum Node {
@@ -252,10 +235,29 @@ enum Node {
         timeout_dist: Option<Arc<Sampler>>,
         node: u16,
     },
-    Breaker(Box<BreakerLayer<EmuPolicy>>, bool, Box<Node>),
-    Retry(Box<RetryLayer<EmuPolicy>>, bool, Box<Node>),
-    Throttle(Box<ThrottleLayer<EmuPolicy>>, bool, Box<Node>),
+    /// A layer around `inner`: builds the service from the inner one and, for per-client state,
+    /// the client's seed; `bool`: the state is shared by every client.
+    Wrap(Wrap, bool, Box<Node>),
     Fallback(Vec<Node>),
+}
+
+/// Wraps a service in a configured layer, reseeded for one client when given a seed.
+type Wrap = Arc<dyn Fn(Svc, Option<u64>) -> Svc + Send + Sync>;
+
+fn wrap<L>(layer: L, shared: bool, inner: Node, reseed: fn(L, u64) -> L) -> Node
+where
+    L: tower::Layer<Svc> + Clone + Send + Sync + 'static,
+    L::Service: Service<Req, Response = Res, Error = BoxError> + Clone + Send + 'static,
+    <L::Service as Service<Req>>::Future: Send + 'static,
+{
+    let f: Wrap = Arc::new(move |svc, seed| {
+        let l = match seed {
+            Some(s) => reseed(layer.clone(), s),
+            None => layer.clone(),
+        };
+        BoxCloneService::new(l.layer(svc))
+    });
+    Node::Wrap(f, shared, Box::new(inner))
 }
 
 /// What every stack of one run shares.
@@ -314,10 +316,11 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             if shared {
                 layer = layer.seed(env.seed ^ u64::from(node)).shared();
             }
-            Node::Breaker(
-                Box::new(layer),
+            wrap(
+                layer,
                 shared,
-                Box::new(compile(inner, c, env, next)?),
+                compile(inner, c, env, next)?,
+                BreakerLayer::seed,
             )
         }
         Layer::Retry {
@@ -340,10 +343,11 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             if shared {
                 layer = layer.seed(env.seed ^ u64::from(node)).shared();
             }
-            Node::Retry(
-                Box::new(layer),
+            wrap(
+                layer,
                 shared,
-                Box::new(compile(inner, c, env, next)?),
+                compile(inner, c, env, next)?,
+                RetryLayer::seed,
             )
         }
         Layer::Throttle {
@@ -360,10 +364,11 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             if shared {
                 layer = layer.seed(env.seed ^ u64::from(node)).shared();
             }
-            Node::Throttle(
-                Box::new(layer),
+            wrap(
+                layer,
                 shared,
-                Box::new(compile(inner, c, env, next)?),
+                compile(inner, c, env, next)?,
+                ThrottleLayer::seed,
             )
         }
         Layer::Fallback(children) => Node::Fallback(
@@ -411,32 +416,9 @@ fn instantiate(n: &Node, env: &Env, client: u32, depth: usize) -> Svc {
             seed: env.seed,
             meter: env.meter.clone(),
         }),
-        Node::Breaker(l, shared, inner) => {
+        Node::Wrap(wrap, shared, inner) => {
             let inner = instantiate(inner, env, client, depth + 1);
-            let l = if *shared {
-                (**l).clone()
-            } else {
-                (**l).clone().seed(seed_for(env, client, depth))
-            };
-            BoxCloneService::new(l.layer(inner))
-        }
-        Node::Retry(l, shared, inner) => {
-            let inner = instantiate(inner, env, client, depth + 1);
-            let l = if *shared {
-                (**l).clone()
-            } else {
-                (**l).clone().seed(seed_for(env, client, depth))
-            };
-            BoxCloneService::new(l.layer(inner))
-        }
-        Node::Throttle(l, shared, inner) => {
-            let inner = instantiate(inner, env, client, depth + 1);
-            let l = if *shared {
-                (**l).clone()
-            } else {
-                (**l).clone().seed(seed_for(env, client, depth))
-            };
-            BoxCloneService::new(l.layer(inner))
+            wrap(inner, (!shared).then(|| seed_for(env, client, depth)))
         }
         Node::Fallback(children) => {
             let mut it = children.iter().rev();
@@ -447,9 +429,7 @@ fn instantiate(n: &Node, env: &Env, client: u32, depth: usize) -> Svc {
             let policy = EmuPolicy::new(*env.meter.timebase());
             for ch in it {
                 let primary = instantiate(ch, env, client, depth + 1);
-                backup = BoxCloneService::new(
-                    FallbackLayer::new(backup, policy).layer(primary),
-                );
+                backup = BoxCloneService::new(FallbackLayer::new(backup, policy).layer(primary));
             }
             backup
         }

@@ -22,6 +22,8 @@ pub struct Row {
     pub success: (f64, f64),
     /// Goodput per second: simulated, emulated.
     pub goodput: (f64, f64),
+    /// Seconds from the fault's end to recovery: simulated, emulated.
+    pub recovery_s: (Option<f64>, Option<f64>),
     /// Verdict: simulated, emulated.
     pub verdict: (String, String),
 }
@@ -39,10 +41,14 @@ impl Row {
     pub fn new(sim: &PolicySummary, emu: &PolicySummary) -> Self {
         Row {
             policy: sim.name.clone(),
-            amp_during: (sim.amplification.during_fault, emu.amplification.during_fault),
+            amp_during: (
+                sim.amplification.during_fault,
+                emu.amplification.during_fault,
+            ),
             amp_after: (sim.amplification.after_fault, emu.amplification.after_fault),
             success: (sim.success_rate, emu.success_rate),
             goodput: (sim.goodput_per_s, emu.goodput_per_s),
+            recovery_s: (sim.recovery_s, emu.recovery_s),
             verdict: (sim.verdict.clone(), emu.verdict.clone()),
         }
     }
@@ -68,10 +74,14 @@ fn amp(pair: (Option<f64>, Option<f64>)) -> String {
     }
 }
 
+fn secs(x: Option<f64>) -> String {
+    x.map_or("-".into(), |s| format!("{s:.0} s"))
+}
+
 /// The table in Markdown (simulated / emulated in each cell).
 pub fn markdown(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| policy | amplification during fault (sim / emu) | amplification after fault (sim / emu) | success (sim / emu) | goodput/s (sim / emu) | verdict (sim / emu) | agree |\n|---|---|---|---|---|---|---|\n",
+        "| policy | amplification during fault (sim / emu) | amplification after fault (sim / emu) | success (sim / emu) | goodput/s (sim / emu) | recovery (sim / emu) | verdict (sim / emu) | agree |\n|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let agree = match (r.same_verdict(), r.amplification_agrees()) {
@@ -80,7 +90,7 @@ pub fn markdown(rows: &[Row]) -> String {
             (false, _) => "**no**",
         };
         s.push_str(&format!(
-            "| {} | {} | {} | {:.1}% / {:.1}% | {:.0} / {:.0} | {} / {} | {} |\n",
+            "| {} | {} | {} | {:.1}% / {:.1}% | {:.0} / {:.0} | {} / {} | {} / {} | {} |\n",
             r.policy,
             amp(r.amp_during),
             amp(r.amp_after),
@@ -88,6 +98,8 @@ pub fn markdown(rows: &[Row]) -> String {
             r.success.1 * 100.0,
             r.goodput.0,
             r.goodput.1,
+            secs(r.recovery_s.0),
+            secs(r.recovery_s.1),
             r.verdict.0,
             r.verdict.1,
             agree

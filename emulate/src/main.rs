@@ -17,7 +17,11 @@ use emulate::simface::{self, Compiled, RunResult};
 use emulate::{calibrate, size};
 
 #[derive(Debug, Parser)]
-#[command(name = "emulate", version, about = "Run a sim scenario on a real HTTP stack (127.0.0.1 only) and compare it with the simulation")]
+#[command(
+    name = "emulate",
+    version,
+    about = "Run a sim scenario on a real HTTP stack (127.0.0.1 only) and compare it with the simulation"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -42,6 +46,9 @@ enum Cmd {
     Run {
         /// Scenario file (RON).
         file: PathBuf,
+        /// The scenario to run, in a file that holds several.
+        #[arg(long)]
+        scenario: Option<String>,
         #[command(flatten)]
         sizing: Sizing,
         /// Only these policies (by name; repeatable).
@@ -61,6 +68,9 @@ enum Cmd {
     Check {
         /// Scenario file (RON).
         file: PathBuf,
+        /// The scenario to check, in a file that holds several.
+        #[arg(long)]
+        scenario: Option<String>,
         #[command(flatten)]
         sizing: Sizing,
     },
@@ -85,8 +95,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(file: &std::path::Path, only: &[String]) -> Result<Compiled, String> {
-    let c = simface::load(file)?;
+fn load(
+    file: &std::path::Path,
+    scenario: Option<&str>,
+    only: &[String],
+) -> Result<Compiled, String> {
+    let c = simface::load(file, scenario)?;
     if only.is_empty() {
         return Ok(c);
     }
@@ -128,14 +142,20 @@ fn sized(c: &Compiled, sizing: &Sizing) -> Result<size::Size, String> {
 
 fn real_main() -> Result<ExitCode, String> {
     match Cli::parse().cmd {
-        Cmd::Check { file, sizing } => {
-            let c = load(&file, &[])?;
+        Cmd::Check {
+            file,
+            scenario,
+            sizing,
+        } => {
+            let c = load(&file, scenario.as_deref(), &[])?;
             sized(&c, &sizing)?;
             println!("{}: can be emulated faithfully", file.display());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Calibrate { rates, seconds } => {
-            println!("| offered/s | goodput/s | success | round trip p50 | p99 | send lag p99 | faithful |");
+            println!(
+                "| offered/s | goodput/s | success | round trip p50 | p99 | send lag p99 | faithful |"
+            );
             println!("|---|---|---|---|---|---|---|");
             for rate in rates {
                 if !(rate.is_finite() && rate > 0.0 && rate <= 20_000.0) {
@@ -143,13 +163,15 @@ fn real_main() -> Result<ExitCode, String> {
                 }
                 let s = calibrate::step(rate, seconds)?;
                 println!(
-                    "| {:.0} | {:.0} | {:.2}% | {:.3} ms | {:.3} ms | {:.3} ms | {} |",
+                    "| {:.0} | {:.0} | {:.2}% | {:.3} ms | {:.3} ms | {:.3} ms | {} | {} |",
                     s.rate,
                     s.goodput,
                     s.success * 100.0,
                     s.rtt_p50_ms,
                     s.rtt_p99_ms,
                     s.lag_p99_ms,
+                    s.cpu_us_per_request
+                        .map_or("-".into(), |c| format!("{c:.0} µs")),
                     if s.faithful { "yes" } else { "no" }
                 );
             }
@@ -157,13 +179,14 @@ fn real_main() -> Result<ExitCode, String> {
         }
         Cmd::Run {
             file,
+            scenario,
             sizing,
             policy,
             seed,
             out,
             strict,
         } => {
-            let c = load(&file, &policy)?;
+            let c = load(&file, scenario.as_deref(), &policy)?;
             let size = sized(&c, &sizing)?;
             let seed = seed.unwrap_or(c.scenario.seed);
             let mut results = Vec::new();
@@ -177,7 +200,11 @@ fn real_main() -> Result<ExitCode, String> {
                 let (output, fid) = run_policy(&c, p, seed, sizing.time_scale)?;
                 eprintln!(
                     "  {} arrivals, send lag p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms; verdict {}",
-                    fid.arrivals, fid.lag_p50_ms, fid.lag_p99_ms, fid.lag_max_ms, output.summary.verdict
+                    fid.arrivals,
+                    fid.lag_p50_ms,
+                    fid.lag_p99_ms,
+                    fid.lag_max_ms,
+                    output.summary.verdict
                 );
                 fidelity.push((pol.name.clone(), fid));
                 results.push(RunResult {
@@ -186,7 +213,10 @@ fn real_main() -> Result<ExitCode, String> {
                     output,
                 });
             }
-            let dir = out.join(format!("{}-emulated", simface::folder_name(&c.scenario.name)));
+            let dir = out.join(format!(
+                "{}-emulated",
+                simface::folder_name(&c.scenario.name)
+            ));
             simface::write_report(&dir, &c, seed, &results)
                 .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
             println!("{}", simface::table(&c, &results));

@@ -112,7 +112,10 @@ impl Downstreams {
     pub fn gauges(&self) -> (u64, u64) {
         self.ds.iter().fold((0, 0), |(q, b), d| {
             let s = lock(&d.state);
-            (q + s.server.queue_len() as u64, b + u64::from(s.server.busy()))
+            (
+                q + s.server.queue_len() as u64,
+                b + u64::from(s.server.busy()),
+            )
         })
     }
 

@@ -16,10 +16,30 @@ pub use sim::scenario::{
 };
 pub use sim::workload::open_loop::OpenLoop;
 
-/// Reads and validates a scenario file and compiles it as `sim run` does.
-pub fn load(path: &std::path::Path) -> Result<Compiled, String> {
-    let scenario = sim::scenario::load_file(path).map_err(|e| e.to_string())?;
-    Compiled::new(scenario)
+/// Reads and validates a scenario file and compiles it as `sim run` does: its only scenario, or
+/// the one called `name` in a file that holds several.
+pub fn load(path: &std::path::Path, name: Option<&str>) -> Result<Compiled, String> {
+    let mut all = sim::scenario::load_file_all(path).map_err(|e| e.to_string())?;
+    let names: Vec<String> = all.iter().map(|s| format!("\"{}\"", s.name)).collect();
+    let pick = match name {
+        Some(n) => all.iter().position(|s| s.name == n).ok_or_else(|| {
+            format!(
+                "no scenario \"{n}\" in {}: it has {}",
+                path.display(),
+                names.join(", ")
+            )
+        })?,
+        None if all.len() == 1 => 0,
+        None => {
+            return Err(format!(
+                "{} holds {} scenarios ({}): pick one with --scenario",
+                path.display(),
+                all.len(),
+                names.join(", ")
+            ));
+        }
+    };
+    Compiled::new(all.swap_remove(pick))
 }
 
 /// The scenario's open-loop arrivals for `seed`, exactly as `sim` draws them.
@@ -78,8 +98,7 @@ pub fn finish(
     peak_in_flight: u64,
 ) -> RunOutput {
     let s = &c.scenario;
-    let scheduled =
-        arrivals(c, seed).map(|src| src.scheduled(&c.timeline, c.bucket_ns, c.buckets));
+    let scheduled = arrivals(c, seed).map(|src| src.scheduled(&c.timeline, c.bucket_ns, c.buckets));
     let cx = SummaryContext {
         name: &s.policies[policy].name,
         seed,

@@ -52,12 +52,6 @@ impl Timebase {
         (wall.as_nanos() as f64 / self.scale) as u64
     }
 
-    /// A boxed wait until virtual instant `v_ns` (an absolute wall instant, so every timer armed
-    /// for the same deadline fires together).
-    pub fn sleep_until_wall(&self, v_ns: u64) -> SleepFuture {
-        Box::pin(tokio::time::sleep_until(self.wall(v_ns)))
-    }
-
     /// Waits until virtual instant `v_ns`.
     pub async fn sleep_until_ns(&self, v_ns: u64) {
         tokio::time::sleep_until(self.wall(v_ns)).await;

@@ -20,7 +20,9 @@ use reliable_core::retry::RetryConfig;
 use tower::{Layer, ServiceExt};
 
 /// Serves on 127.0.0.1: the n-th request (from 0) gets `answer(n)`, a status and a delay.
-async fn server(answer: impl Fn(u32) -> (u16, u64) + Send + Sync + 'static) -> (SocketAddr, Arc<AtomicU32>) {
+async fn server(
+    answer: impl Fn(u32) -> (u16, u64) + Send + Sync + 'static,
+) -> (SocketAddr, Arc<AtomicU32>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     assert!(addr.ip().is_loopback());

@@ -71,7 +71,9 @@ fn constant(attempts: u32, delay_ms: u64) -> RetryConfig {
 #[tokio::test(start_paused = true)]
 async fn open_breaker_is_ready_and_fails_in_call_with_retry_after() {
     let (svc, mut handle) = mock::pair::<u32, u16>();
-    let mut svc = BreakerLayer::new(consecutive(2, 5), Codes).unwrap().layer(svc);
+    let mut svc = BreakerLayer::new(consecutive(2, 5), Codes)
+        .unwrap()
+        .layer(svc);
     for _ in 0..2 {
         let fut = svc.ready().await.unwrap().call(1);
         let (_, send) = handle.next_request().await.unwrap();
@@ -225,7 +227,9 @@ async fn the_budget_shared_by_clones_stops_retries() {
         .unwrap()
         .layer(svc);
     let mut sent = 0;
-    let calls: Vec<_> = (0..3).map(|i| tokio::spawn(svc.clone().oneshot(i))).collect();
+    let calls: Vec<_> = (0..3)
+        .map(|i| tokio::spawn(svc.clone().oneshot(i)))
+        .collect();
     while let Ok(Some((_, send))) =
         tokio::time::timeout(StdDuration::from_secs(1), handle.next_request()).await
     {
@@ -269,7 +273,9 @@ async fn the_attempt_deadline_is_handed_to_the_request() {
     });
     let mut cfg = constant(2, 50);
     cfg.attempt_timeout = Some(Duration::from_millis(300));
-    let svc = RetryLayer::new(cfg, HttpPolicy::new()).unwrap().layer(inner);
+    let svc = RetryLayer::new(cfg, HttpPolicy::new())
+        .unwrap()
+        .layer(inner);
     let res = svc.oneshot(http::Request::new(())).await.unwrap();
     assert_eq!(res.status(), 503);
     // The clock started at 0: attempts at 0 and 50 ms, each with 300 ms.
@@ -317,7 +323,9 @@ async fn fallback_answers_and_says_who_served() {
     struct Http;
     impl Classify<http::Response<()>> for Http {
         fn response(&self, res: &http::Response<()>) -> Option<ErrorClass> {
-            res.status().is_server_error().then_some(ErrorClass::Transient)
+            res.status()
+                .is_server_error()
+                .then_some(ErrorClass::Transient)
         }
     }
     impl Policy<u32, http::Response<()>> for Http {
@@ -325,12 +333,7 @@ async fn fallback_answers_and_says_who_served() {
             Some(*r)
         }
     }
-    let reply = |code: u16| {
-        http::Response::builder()
-            .status(code)
-            .body(())
-            .unwrap()
-    };
+    let reply = |code: u16| http::Response::builder().status(code).body(()).unwrap();
     let primary = tower::service_fn(move |x: u32| async move {
         Ok::<_, BoxError>(reply(if x == 0 { 500 } else { 200 }))
     });

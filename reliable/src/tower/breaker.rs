@@ -27,11 +27,11 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Classify;
+use super::error::{BoxError, Open, Throttled};
 use super::time::Time;
 use crate::clock::Clock;
-use crate::sleep::Sleep;
-use super::error::{BoxError, Open, Throttled};
 use crate::rng::random_seed;
+use crate::sleep::Sleep;
 
 /// The breaker storage: count windows up to 256 calls, time windows up to 64 buckets, 16 probes.
 type Core = CircuitBreaker<'static, AnyWindow<4, 64>, 16>;

@@ -122,7 +122,10 @@ where
         if status < 400 {
             return None;
         }
-        classify_status(status, &Signals::from_headers(res.headers(), SystemTime::now()))
+        classify_status(
+            status,
+            &Signals::from_headers(res.headers(), SystemTime::now()),
+        )
     }
 
     /// Overload answers (429, 503, 529) are refusals, with or without a delay.
@@ -186,7 +189,10 @@ mod tests {
             })
         );
         assert_eq!(
-            p.response(&res(503, &[("retry-after-ms", "250"), ("retry-after", "1")])),
+            p.response(&res(
+                503,
+                &[("retry-after-ms", "250"), ("retry-after", "1")]
+            )),
             Some(ErrorClass::Throttled {
                 retry_after: Some(Duration::from_millis(250))
             })
@@ -220,7 +226,9 @@ mod tests {
         assert_eq!(copy.headers()["a"], "b");
         let all = HttpPolicy::new().all_methods();
         assert!(<HttpPolicy as Policy<_, http::Response<()>>>::clone_request(&p, &post).is_none());
-        assert!(<HttpPolicy as Policy<_, http::Response<()>>>::clone_request(&all, &post).is_some());
+        assert!(
+            <HttpPolicy as Policy<_, http::Response<()>>>::clone_request(&all, &post).is_some()
+        );
     }
 
     #[test]

@@ -11,10 +11,10 @@ use reliable_core::throttle::ThrottleConfig;
 use tower_layer::Layer;
 
 use super::breaker::{Breaker, BreakerLayer};
-use crate::clock::Clock;
-use crate::sleep::Sleep;
 use super::retry::{Retry, RetryLayer};
 use super::throttle::{Throttle, ThrottleLayer};
+use crate::clock::Clock;
+use crate::sleep::Sleep;
 
 /// Everything a [`ReliableLayer`] needs: the core's configs.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -24,19 +24,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use reliable_core::ConfigError;
+use reliable_core::Instant;
 use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryState};
-use reliable_core::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Policy;
+use super::error::{BoxError, GaveUp, TimedOut};
 use super::time::Time;
 use crate::clock::Clock;
-use crate::sleep::{Sleep, SleepFuture};
-use super::error::{BoxError, GaveUp, TimedOut};
 use crate::rng::{Rng, random_seed};
+use crate::sleep::{Sleep, SleepFuture};
 
 /// How long after an attempt's deadline this layer drops it, if nothing below has failed it.
 const GRACE: reliable_core::Duration = reliable_core::Duration::from_millis(1);

@@ -18,11 +18,11 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Classify;
+use super::error::{BoxError, Open, Throttled};
 use super::time::Time;
 use crate::clock::Clock;
-use crate::sleep::Sleep;
-use super::error::{BoxError, Open, Throttled};
 use crate::rng::{Rng, random_seed};
+use crate::sleep::Sleep;
 
 /// Slots of the throttle's window (the policy's `buckets` must fit).
 type Core = AdaptiveThrottle<64>;

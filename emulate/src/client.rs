@@ -22,6 +22,7 @@ use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use reliable::observer::{Observer, Refusal};
 use reliable::tower::{
     BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, HttpPolicy, Policy, RetryLayer,
     ThrottleLayer, TimedOut,
@@ -305,13 +306,10 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             scope,
             inner,
         } => {
-            let m1 = env.meter.clone();
-            let m2 = env.meter.clone();
             let mut layer = BreakerLayer::new(*config, policy)
                 .map_err(err)?
                 .with_time(tb, tb)
-                .on_transition(move |t| note_transition(&m1, t))
-                .on_reject(move |_| m2.at(|r, t| r.at(t).local_rejections += 1));
+                .observer(Counts(env.meter.clone()));
             let shared = *scope == Scope::Shared;
             if shared {
                 layer = layer.seed(env.seed ^ u64::from(node)).shared();
@@ -329,13 +327,10 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             budget_scope,
             inner,
         } => {
-            let m = env.meter.clone();
             let mut layer = RetryLayer::new(*config, policy)
                 .map_err(err)?
                 .with_time(tb, tb)
-                .on_give_up(move |reason| {
-                    m.at(|r, _| r.give_up(reason));
-                });
+                .observer(Counts(env.meter.clone()));
             if let Some(b) = budget {
                 layer = layer.budget(*b).map_err(err)?;
             }
@@ -355,11 +350,10 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             scope,
             inner,
         } => {
-            let m = env.meter.clone();
             let mut layer = ThrottleLayer::new(*config, policy)
                 .map_err(err)?
                 .with_time(tb, tb)
-                .on_reject(move |_| m.at(|r, t| r.at(t).local_rejections += 1));
+                .observer(Counts(env.meter.clone()));
             let shared = *scope == Scope::Shared;
             if shared {
                 layer = layer.seed(env.seed ^ u64::from(node)).shared();
@@ -380,17 +374,32 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
     })
 }
 
-fn note_transition(m: &Meter, t: reliable_core::breaker::Transition) {
-    use reliable_core::breaker::State;
-    let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
-    m.at(|r, _| {
-        r.breaker_transitions += 1;
-        if open(t.to) && !open(t.from) {
-            r.breakers_open += 1;
-        } else if open(t.from) && !open(t.to) {
-            r.breakers_open = r.breakers_open.saturating_sub(1);
-        }
-    });
+/// Counts what the layers report, as `sim` counts it: breaker transitions and open breakers,
+/// local refusals, and give-ups by reason.
+#[derive(Debug)]
+struct Counts(Arc<Meter>);
+
+impl Observer for Counts {
+    fn on_transition(&self, _: &str, t: reliable_core::breaker::Transition) {
+        use reliable_core::breaker::State;
+        let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
+        self.0.at(|r, _| {
+            r.breaker_transitions += 1;
+            if open(t.to) && !open(t.from) {
+                r.breakers_open += 1;
+            } else if open(t.from) && !open(t.to) {
+                r.breakers_open = r.breakers_open.saturating_sub(1);
+            }
+        });
+    }
+
+    fn on_reject(&self, _: &str, _: Refusal) {
+        self.0.at(|r, t| r.at(t).local_rejections += 1);
+    }
+
+    fn on_give_up(&self, _: &str, _: u32, reason: &'static str) {
+        self.0.at(|r, _| crate::simface::give_up(r, reason));
+    }
 }
 
 /// A seed for `(client, node)`.

@@ -16,6 +16,16 @@ pub use sim::scenario::{
 };
 pub use sim::workload::open_loop::OpenLoop;
 
+/// Counts a retry layer giving up, by the core's reason name (`max-attempts`, `budget`, ...).
+pub fn give_up(r: &mut Recorder, reason: &str) {
+    if let Some(i) = sim::metrics::recorder::GIVE_UP_REASONS
+        .iter()
+        .position(|n| *n == reason)
+    {
+        r.give_ups[i] += 1;
+    }
+}
+
 /// Reads and validates a scenario file and compiles it as `sim run` does: its only scenario, or
 /// the one called `name` in a file that holds several.
 pub fn load(path: &std::path::Path, name: Option<&str>) -> Result<Compiled, String> {

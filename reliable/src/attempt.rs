@@ -13,7 +13,7 @@
 //!
 //! A `Run` dropped before it finished (the call future dropped by a timeout, a `select!` or an
 //! abort; a panic unwinding) is a **cancelled** call: its permits go back to the breaker as
-//! [`Outcome::Ignored`](reliable_core::breaker::Outcome::Ignored), so a cancelled half-open probe
+//! `Outcome::Ignored`, so a cancelled half-open probe
 //! frees its slot at once, and a retry it held goes back to the budget unused.
 //!
 //! ```
@@ -36,7 +36,7 @@ use crate::observer::{CallEnd, Refusal};
 use crate::reliable::{Inner, Reliable, Scope, Stats};
 use reliable_core::Instant;
 use reliable_core::breaker::{Outcome, Permit, RejectReason};
-use reliable_core::budget::{Budget, Unlimited};
+use reliable_core::budget::Unlimited;
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{GiveUpReason, RetryDecision, RetryState};
 use std::sync::MutexGuard;
@@ -111,18 +111,29 @@ pub struct Run<'r> {
     started: Option<Instant>,
     /// This call has read the clock: from now on every decision uses a fresh reading.
     timed: bool,
+    /// A reading taken a moment ago that the next decision may use instead of reading again.
+    fresh: Option<Instant>,
     call_permit: Option<Permit>,
     attempt_permit: Option<Permit>,
     attempts: u32,
     finished: bool,
 }
 
-/// Runs `f` with the instance's budget, or with no budget.
-fn with_budget<R>(inner: &Inner, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
-    match &inner.budget {
-        Some(m) => f(&mut *lock(m)),
-        None => f(&mut Unlimited),
-    }
+/// Runs `f` with the instance's budget, or with no budget (monomorphised for each, so the
+/// common case without a budget costs nothing).
+macro_rules! with_budget {
+    ($inner:expr, |$b:ident| $body:expr) => {
+        match &$inner.budget {
+            Some(m) => {
+                let $b = &mut *lock(m);
+                $body
+            }
+            None => {
+                let $b = &mut Unlimited;
+                $body
+            }
+        }
+    };
 }
 
 /// A poisoned lock only means another call panicked while holding it; the budget and throttle
@@ -134,6 +145,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> MutexGuard<'_, T> {
 impl Reliable {
     /// Starts a call: the adaptive throttle and (with a per-call breaker) the breaker decide
     /// whether it may go at all. Most code calls [`call`](Self::call) instead.
+    #[inline]
     pub fn start(&self) -> Result<Run<'_>, Refusal> {
         let inner = &*self.inner;
         let now = inner.eager_clock.then(|| inner.clock.now());
@@ -145,23 +157,97 @@ impl Reliable {
             };
             return Err(refuse(inner, Refusal::Rejected(why), 0, Some(now)));
         }
-        let state = with_budget(inner, |b| {
-            inner.retry.start(now.unwrap_or(Instant::ZERO), b)
-        });
+        let state = with_budget!(inner, |b| inner
+            .retry
+            .start(now.unwrap_or(Instant::ZERO), b));
         let mut run = Run {
             inner,
             state,
             started: now,
             timed: now.is_some(),
+            fresh: now,
             call_permit: None,
             attempt_permit: None,
             attempts: 0,
             finished: false,
         };
         if inner.scope == Scope::PerCall {
-            run.call_permit = run.acquire()?;
+            run.call_permit = run.acquire(now)?;
         }
         Ok(run)
+    }
+}
+
+/// The first attempt of a call on the fast path (see `Inner::fast_first`): just its permit. If
+/// the attempt fails it becomes a full [`Run`]; if it is dropped (a panic, a cancelled future),
+/// the permit goes back as ignored.
+#[derive(Debug)]
+pub(crate) struct FirstAttempt<'r> {
+    inner: &'r Inner,
+    permit: Option<Permit>,
+    over: bool,
+}
+
+impl<'r> FirstAttempt<'r> {
+    /// `None` when the fast path does not apply (the instance needs a full run, or the breaker is
+    /// not plainly closed).
+    #[inline]
+    pub fn start(inner: &'r Inner) -> Option<Self> {
+        if !inner.fast_first {
+            return None;
+        }
+        let permit = match &inner.breaker {
+            Some(b) => Some(b.try_closed()?),
+            None => None,
+        };
+        Some(FirstAttempt {
+            inner,
+            permit,
+            over: false,
+        })
+    }
+
+    /// The attempt succeeded: the call is over.
+    #[inline]
+    pub fn succeeded(mut self) {
+        let inner = self.inner;
+        if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
+            b.record(p, Outcome::Success, Instant::ZERO);
+        }
+        self.over = true;
+        Stats::bump(&inner.stats.succeeded);
+    }
+
+    /// The attempt failed: the rest of the call is a full run, whose next step is
+    /// [`Run::failed`].
+    pub fn into_run(mut self) -> Run<'r> {
+        let inner = self.inner;
+        self.over = true;
+        Run {
+            inner,
+            // No budget on the fast path, and no deadline: the start time is not needed.
+            state: inner.retry.start(Instant::ZERO, &mut Unlimited),
+            started: None,
+            timed: false,
+            fresh: None,
+            call_permit: None,
+            attempt_permit: self.permit.take(),
+            attempts: 1,
+            finished: false,
+        }
+    }
+}
+
+impl Drop for FirstAttempt<'_> {
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
+        let inner = self.inner;
+        if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
+            b.record(p, Outcome::Ignored, Instant::ZERO);
+        }
+        Stats::bump(&inner.stats.cancelled);
     }
 }
 
@@ -201,22 +287,30 @@ impl Run<'_> {
     /// A fresh reading of the clock if this call uses the time, else `None`.
     #[inline]
     fn time(&mut self) -> Option<Instant> {
-        self.timed.then(|| self.inner.clock.now())
+        if !self.timed {
+            return None;
+        }
+        Some(self.fresh.take().unwrap_or_else(|| self.inner.clock.now()))
     }
 
     fn now(&mut self) -> Instant {
         self.timed = true;
-        self.inner.clock.now()
+        self.fresh.take().unwrap_or_else(|| self.inner.clock.now())
     }
 
-    /// Asks the breaker, if there is one.
-    fn acquire(&mut self) -> Result<Option<Permit>, Refusal> {
+    /// Hands the run a clock reading just taken, for its next decision.
+    pub(crate) fn observed(&mut self, now: Instant) {
+        self.fresh = Some(now);
+    }
+
+    /// Asks the breaker, if there is one, at `now` (`None`: the call does not use the time).
+    #[inline]
+    fn acquire(&mut self, now: Option<Instant>) -> Result<Option<Permit>, Refusal> {
         let inner = self.inner;
         let Some(breaker) = &inner.breaker else {
             return Ok(None);
         };
-        let now = self.time();
-        let admission = breaker.acquire(now, &*inner.clock, &inner.transitions);
+        let admission = breaker.acquire(now, &*inner.clock);
         if admission.now.is_some() {
             self.timed = true;
         }
@@ -238,19 +332,31 @@ impl Run<'_> {
 
     /// Admits the next attempt (the breaker asks, per attempt); answers how long it may take
     /// (`None`: no limit), the shorter of its own timeout and what is left of the deadline.
+    #[inline]
     pub fn admit(&mut self) -> Result<Option<Duration>, Refusal> {
+        let (now, deadline) = self.admit_until()?;
+        Ok(match (now, deadline) {
+            (Some(now), Some(deadline)) => Some((deadline - now).into()),
+            _ => None,
+        })
+    }
+
+    /// [`admit`](Self::admit), answering with the time read and the attempt's deadline.
+    #[inline]
+    pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), Refusal> {
+        let now = self.time();
         if self.inner.scope == Scope::PerAttempt {
-            self.attempt_permit = self.acquire()?;
+            self.attempt_permit = self.acquire(now)?;
         }
         self.attempts = self.attempts.saturating_add(1);
         for o in self.inner.observers.iter() {
             o.on_attempt(&self.inner.name, self.attempts);
         }
-        let Some(now) = self.time() else {
-            return Ok(None);
+        let Some(now) = now else {
+            return Ok((None, None));
         };
         let deadline = self.inner.retry.attempt_deadline(&self.state, now);
-        Ok((deadline != Instant::MAX).then(|| (deadline - now).into()))
+        Ok((Some(now), (deadline != Instant::MAX).then_some(deadline)))
     }
 
     /// The attempt succeeded: the call is over.
@@ -261,7 +367,7 @@ impl Run<'_> {
         let at = now.unwrap_or(Instant::ZERO);
         self.record(Outcome::Success, at, true);
         if inner.budget.is_some() {
-            with_budget(inner, |b| inner.retry.on_success(&mut self.state, at, b));
+            with_budget!(inner, |b| inner.retry.on_success(&mut self.state, at, b));
         }
         if let Some(t) = &inner.throttle {
             lock(t).record(at, true);
@@ -279,10 +385,10 @@ impl Run<'_> {
             return;
         };
         if let Some(p) = self.attempt_permit.take() {
-            breaker.record(p, outcome, now, &inner.transitions);
+            breaker.record(p, outcome, now);
         }
         if call_over && let Some(p) = self.call_permit.take() {
-            breaker.record(p, outcome, now, &inner.transitions);
+            breaker.record(p, outcome, now);
         }
     }
 
@@ -290,18 +396,14 @@ impl Run<'_> {
     pub fn failed(&mut self, class: ErrorClass) -> Step {
         let inner = self.inner;
         let now = self.now();
-        // A fatal error says nothing about the downstream's health.
-        let outcome = if class.counts_as_failure() {
-            Outcome::Failure
-        } else {
-            Outcome::Ignored
-        };
+        // A fatal error says nothing about the downstream's health: ignored.
+        let outcome = Outcome::from(class);
         self.record(outcome, now, false);
         if let Some(t) = &inner.throttle {
             lock(t).record(now, !class.counts_as_failure());
         }
         let sample = inner.rng.next_u64();
-        let decision = with_budget(inner, |b| {
+        let decision = with_budget!(inner, |b| {
             inner
                 .retry
                 .on_failure_with(&mut self.state, class, now, b, sample)
@@ -345,7 +447,7 @@ impl Run<'_> {
     fn finish(&mut self, now: Instant) {
         self.record(Outcome::Ignored, now, true);
         let inner = self.inner;
-        with_budget(inner, |b| inner.retry.abandon(&mut self.state, now, b));
+        with_budget!(inner, |b| inner.retry.abandon(&mut self.state, now, b));
         self.finished = true;
     }
 }

@@ -5,15 +5,23 @@
 //! instead the attempt's deadline is handed to the work as a [`CancelToken`] (the `_cancellable`
 //! variants) to pass on to its own client's timeout, and an answer that comes after the deadline
 //! **counts as a timeout**, exactly as if the caller had stopped waiting for it as the seed
-//! library does: the breaker and the retry policy see the same history either way. The waits
-//! between attempts use [`Sleep::sleep_blocking`](crate::sleep::Sleep::sleep_blocking).
+//! library does: the breaker and the retry policy see the same history either way.
+//! [`call_blocking_detached`](Reliable::call_blocking_detached) keeps the seed's semantics
+//! exactly: each attempt runs on a thread of its own and the caller **stops waiting** at the
+//! deadline; the thread runs on (nothing can kill it) until the work checks its token or ends,
+//! and its late answer is dropped. That costs a thread and a few allocations per attempt. The
+//! waits between attempts use [`Sleep::sleep_blocking`](crate::sleep::Sleep::sleep_blocking).
 
-use crate::attempt::Step;
+use crate::attempt::{FirstAttempt, Step};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::error::Error;
 use crate::reliable::Reliable;
 use reliable_core::outcome::ErrorClass;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 impl Reliable {
     /// Calls `f` on this thread until an attempt succeeds or the policy stops.
@@ -53,26 +61,64 @@ impl Reliable {
         self.blocking(|e: &E| e.classify(), f)
     }
 
-    fn blocking<T, E>(
-        &self,
-        classify: impl Fn(&E) -> ErrorClass,
-        mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-    ) -> Result<T, Error<E>> {
+    /// The seed's "stop waiting": each attempt runs on a new thread, and the caller returns to
+    /// its retry loop at the attempt's deadline while the thread runs on, its token cancelled.
+    /// A panic in `f` comes out of this call unchanged. If a thread cannot be spawned, the
+    /// attempt runs on the caller's thread.
+    ///
+    /// ```
+    /// use reliable::{Error, Reliable};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let rel = Reliable::builder("legacy")
+    ///     .clock(reliable::clock::SystemClock::new())
+    ///     .attempts(1)
+    ///     .timeout(Duration::from_millis(50))
+    ///     .build()?;
+    /// let t0 = Instant::now();
+    /// let err = rel
+    ///     .call_blocking_detached(|token| {
+    ///         // Stuck in a call that ignores timeouts, checking the token now and then.
+    ///         while !token.is_cancelled() {
+    ///             std::thread::sleep(Duration::from_millis(5));
+    ///         }
+    ///         Ok::<_, std::io::Error>(())
+    ///     })
+    ///     .unwrap_err();
+    /// assert!(matches!(err, Error::Timeout { attempts: 1 }));
+    /// assert!(t0.elapsed() < Duration::from_secs(5));
+    /// # Ok::<(), reliable::ConfigError>(())
+    /// ```
+    pub fn call_blocking_detached<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        T: Send + 'static,
+        E: Classify + Send + 'static,
+        F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
+    {
         let inner = &*self.inner;
+        let f = Arc::new(f);
         let mut run = self.start().map_err(|r| r.into_error(None))?;
         let mut last: Option<E> = None;
         loop {
-            let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
-            let deadline = limit.map(|l| inner.clock.now() + l.into());
-            let token = CancelToken::new(&*inner.clock, deadline);
-            let result = f(&token);
-            let (class, error) = match result {
-                _ if token.is_cancelled() => (ErrorClass::Timeout, None),
-                Ok(value) => {
+            let (now, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
+            let limit = now.zip(deadline).map(|(now, d)| (d - now).into());
+            let abandoned = Arc::new(AtomicBool::new(false));
+            let token = CancelToken::detached(inner.clock.clone(), deadline, abandoned.clone());
+            let (class, error) = match detach(&f, token.clone(), limit) {
+                // An answer at or after the deadline is a timeout, as on the other paths.
+                Detached::Done(_) if token.is_cancelled() => {
+                    abandoned.store(true, Ordering::Release);
+                    (ErrorClass::Timeout, None)
+                }
+                Detached::Done(Ok(value)) => {
                     run.succeeded();
                     return Ok(value);
                 }
-                Err(e) => (classify(&e), Some(e)),
+                Detached::Done(Err(e)) => (e.classify(), Some(e)),
+                Detached::TimedOut => {
+                    abandoned.store(true, Ordering::Release);
+                    (ErrorClass::Timeout, None)
+                }
             };
             match run.failed(class) {
                 Step::Retry { after } => {
@@ -84,5 +130,99 @@ impl Reliable {
                 Step::Stop(stop) => return Err(stop.into_error(error, run.attempts())),
             }
         }
+    }
+
+    fn blocking<T, E>(
+        &self,
+        classify: impl Fn(&E) -> ErrorClass,
+        mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+    ) -> Result<T, Error<E>> {
+        let inner = &*self.inner;
+        // The fast path: a first attempt through a plainly closed breaker, no clock read.
+        let (mut run, mut failure) = match FirstAttempt::start(inner) {
+            Some(first) => match f(&CancelToken::new(&*inner.clock, None)) {
+                Ok(value) => {
+                    first.succeeded();
+                    return Ok(value);
+                }
+                Err(e) => (first.into_run(), Some((classify(&e), Some(e)))),
+            },
+            None => (self.start().map_err(|r| r.into_error(None))?, None),
+        };
+        let mut last: Option<E> = None;
+        loop {
+            let (class, error) = match failure.take() {
+                Some(failed) => failed,
+                None => {
+                    let (_, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
+                    let token = CancelToken::new(&*inner.clock, deadline);
+                    let result = f(&token);
+                    let late = deadline.is_some_and(|d| {
+                        let now = inner.clock.now();
+                        run.observed(now);
+                        now >= d
+                    });
+                    match result {
+                        _ if late => (ErrorClass::Timeout, None),
+                        Ok(value) => {
+                            run.succeeded();
+                            return Ok(value);
+                        }
+                        Err(e) => (classify(&e), Some(e)),
+                    }
+                }
+            };
+            match run.failed(class) {
+                Step::Retry { after } => {
+                    last = error;
+                    if !after.is_zero() {
+                        inner.sleep.sleep_blocking(after);
+                    }
+                }
+                Step::Stop(stop) => return Err(stop.into_error(error, run.attempts())),
+            }
+        }
+    }
+}
+
+enum Detached<R> {
+    Done(R),
+    TimedOut,
+}
+
+/// Runs `f(token)` on a new thread and waits for it at most `limit`.
+fn detach<R: Send + 'static>(
+    f: &Arc<impl Fn(CancelToken<'static>) -> R + Send + Sync + 'static>,
+    token: CancelToken<'static>,
+    limit: Option<Duration>,
+) -> Detached<R> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let work = f.clone();
+    let spawned = std::thread::Builder::new()
+        .name("reliable-attempt".into())
+        .spawn({
+            let token = token.clone();
+            move || {
+                // The receiver is gone once the caller stopped waiting: nothing to tell.
+                let _ = tx.send(work(token));
+            }
+        });
+    let handle = match spawned {
+        Ok(handle) => handle,
+        Err(_) => return Detached::Done(f(token)),
+    };
+    let answer = match limit {
+        Some(limit) => rx.recv_timeout(limit),
+        None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+    };
+    match answer {
+        Ok(r) => Detached::Done(r),
+        Err(RecvTimeoutError::Timeout) => Detached::TimedOut,
+        // The sender went without sending: `f` panicked. Pass the panic on unchanged.
+        Err(RecvTimeoutError::Disconnected) => match handle.join() {
+            Err(payload) => std::panic::resume_unwind(payload),
+            // Unreachable in practice (a thread that returns has sent); treat as a timeout.
+            Ok(()) => Detached::TimedOut,
+        },
     }
 }

@@ -271,14 +271,6 @@ impl Builder {
         let retry = RetryPolicy::new(self.retry).map_err(|e| ConfigError::new("retry", e))?;
         let seed = self.seed.unwrap_or_else(crate::rng::random_seed);
         let rng = Rng::new(seed);
-        let breaker = match self.breaker {
-            Some(config) => {
-                let policy =
-                    BreakerPolicy::new(config).map_err(|e| ConfigError::new("breaker", e))?;
-                Some(Owned::new(policy, rng.fork(1)).map_err(|e| ConfigError::new("breaker", e))?)
-            }
-            None => None,
-        };
         let budget = match self.budget {
             Some(config) => {
                 let policy =
@@ -305,10 +297,25 @@ impl Builder {
         if self.metrics {
             observers.push(Arc::new(crate::metrics::Metrics::new(
                 &name,
-                breaker.is_some(),
+                self.breaker.is_some(),
             )));
         }
         let observers: Arc<[Arc<dyn Observer>]> = observers.into();
+        let breaker = match self.breaker {
+            Some(config) => {
+                let policy =
+                    BreakerPolicy::new(config).map_err(|e| ConfigError::new("breaker", e))?;
+                let outlet = Transitions {
+                    name: name.clone(),
+                    observers: observers.clone(),
+                };
+                Some(
+                    Owned::new(policy, rng.fork(1), outlet)
+                        .map_err(|e| ConfigError::new("breaker", e))?,
+                )
+            }
+            None => None,
+        };
         let config = &self.retry;
         let breaker_needs_time = breaker.as_ref().is_some_and(|b| {
             let c = b.policy().config();
@@ -330,10 +337,6 @@ impl Builder {
             self.scope,
         );
         Ok(Reliable::from_inner(Inner {
-            transitions: Transitions {
-                name: name.clone(),
-                observers: observers.clone(),
-            },
             name,
             label,
             breaker,
@@ -346,6 +349,7 @@ impl Builder {
             rng,
             observers,
             eager_clock,
+            fast_first: !eager_clock && self.scope == Scope::PerAttempt,
             stats: Stats::default(),
         }))
     }

@@ -7,6 +7,7 @@
 //! `select!` that picked another branch, an aborted task) cancels the attempt in flight the same
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
+use crate::attempt::{FirstAttempt, Step};
 use crate::classify::Classify;
 use crate::error::Error;
 use crate::reliable::Reliable;
@@ -40,13 +41,13 @@ impl Reliable {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn call<T, E, F, Fut>(&self, f: F) -> Result<T, Error<E>>
+    pub fn call<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, Error<E>>>
     where
         E: Classify,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.call_with(|e: &E| e.classify(), f).await
+        self.call_with(|e: &E| e.classify(), f)
     }
 
     /// [`call`](Self::call) with a classifier of your own, for error types that do not implement
@@ -57,32 +58,47 @@ impl Reliable {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut run = self.start().map_err(|r| r.into_error(None))?;
-        let mut last: Option<E> = None;
-        loop {
-            let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
-            let result = match limit {
-                None => Some(f().await),
-                Some(limit) => within(limit, f(), &*self.inner.sleep).await,
-            };
-            let (class, error) = match result {
-                Some(Ok(value)) => {
-                    run.succeeded();
+        let inner = &*self.inner;
+        // The fast path: a first attempt through a plainly closed breaker, no clock read. The
+        // guard hands the permit back if this future is dropped during the attempt.
+        let (mut run, mut failure) = match FirstAttempt::start(inner) {
+            Some(first) => match f().await {
+                Ok(value) => {
+                    first.succeeded();
                     return Ok(value);
                 }
-                Some(Err(e)) => (classify(&e), Some(e)),
-                None => (ErrorClass::Timeout, None),
-            };
-            match run.failed(class) {
-                crate::attempt::Step::Retry { after } => {
-                    last = error;
-                    if !after.is_zero() {
-                        self.inner.sleep.sleep(after).await;
+                Err(e) => (first.into_run(), Some((classify(&e), Some(e)))),
+            },
+            None => (self.start().map_err(|r| r.into_error(None))?, None),
+        };
+        let mut last: Option<E> = None;
+        loop {
+            let (class, error) = match failure.take() {
+                Some(failed) => failed,
+                None => {
+                    let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
+                    let result = match limit {
+                        None => Some(f().await),
+                        Some(limit) => within(limit, f(), &*inner.sleep).await,
+                    };
+                    match result {
+                        Some(Ok(value)) => {
+                            run.succeeded();
+                            return Ok(value);
+                        }
+                        Some(Err(e)) => (classify(&e), Some(e)),
+                        None => (ErrorClass::Timeout, None),
                     }
                 }
-                crate::attempt::Step::Stop(stop) => {
-                    return Err(stop.into_error(error, run.attempts()));
+            };
+            match run.failed(class) {
+                Step::Retry { after } => {
+                    last = error;
+                    if !after.is_zero() {
+                        inner.sleep.sleep(after).await;
+                    }
                 }
+                Step::Stop(stop) => return Err(stop.into_error(error, run.attempts())),
             }
         }
     }

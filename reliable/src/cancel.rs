@@ -4,7 +4,9 @@
 //! let it stop itself. The token carries the attempt's deadline: pass
 //! [`remaining`](CancelToken::remaining) to your client's own timeout (a blocking HTTP client's
 //! `timeout`, a socket's `set_read_timeout`), so the socket really closes on time, and check
-//! [`is_cancelled`](CancelToken::is_cancelled) between steps of long work.
+//! [`is_cancelled`](CancelToken::is_cancelled) between steps of long work. With
+//! [`call_blocking_detached`](crate::Reliable::call_blocking_detached) the caller also stops
+//! waiting at the deadline, and the token is cancelled then.
 //!
 //! ```
 //! use reliable::Reliable;
@@ -25,28 +27,67 @@
 
 use crate::clock::Clock;
 use reliable_core::Instant;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The deadline of one blocking attempt, as the work sees it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct CancelToken<'a> {
-    clock: &'a dyn Clock,
+    clock: Source<'a>,
     deadline: Option<Instant>,
+    /// Set when the caller stopped waiting (detached work only).
+    abandoned: Option<Arc<AtomicBool>>,
+}
+
+#[derive(Clone, Debug)]
+enum Source<'a> {
+    Borrowed(&'a dyn Clock),
+    Shared(Arc<dyn Clock>),
 }
 
 impl<'a> CancelToken<'a> {
     pub(crate) fn new(clock: &'a dyn Clock, deadline: Option<Instant>) -> Self {
-        CancelToken { clock, deadline }
+        CancelToken {
+            clock: Source::Borrowed(clock),
+            deadline,
+            abandoned: None,
+        }
     }
 
-    /// Whether the attempt's time is up: the work should stop, its answer will count as a timeout.
+    fn now(&self) -> Instant {
+        match &self.clock {
+            Source::Borrowed(c) => c.now(),
+            Source::Shared(c) => c.now(),
+        }
+    }
+
+    /// Whether the attempt's time is up (or the caller stopped waiting): the work should stop;
+    /// its answer will count as a timeout.
     pub fn is_cancelled(&self) -> bool {
-        self.deadline.is_some_and(|d| self.clock.now() >= d)
+        self.abandoned
+            .as_ref()
+            .is_some_and(|a| a.load(Ordering::Acquire))
+            || self.deadline.is_some_and(|d| self.now() >= d)
     }
 
     /// Time left for this attempt (`None`: no limit); zero once it is up.
     pub fn remaining(&self) -> Option<Duration> {
         self.deadline
-            .map(|d| d.saturating_duration_since(self.clock.now()).into())
+            .map(|d| d.saturating_duration_since(self.now()).into())
+    }
+}
+
+impl CancelToken<'static> {
+    pub(crate) fn detached(
+        clock: Arc<dyn Clock>,
+        deadline: Option<Instant>,
+        abandoned: Arc<AtomicBool>,
+    ) -> Self {
+        CancelToken {
+            clock: Source::Shared(clock),
+            deadline,
+            abandoned: Some(abandoned),
+        }
     }
 }

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`ErrorClass`] | itself |
 //! | [`std::io::Error`] | `TimedOut`, `WouldBlock`: Timeout; `InvalidInput`, `InvalidData`, `NotFound`, `PermissionDenied`, `Unsupported`: Fatal; the rest (connection refused, reset, broken pipe, …): Transient |
-//! | [`HttpError`](crate::http::HttpError) | by status and headers (see [`http`](crate::http)) |
+//! | [`HttpError`] | by status and headers (see [`http`](crate::http)) |
 //! | `Box<dyn Error + Send + Sync>` | an `io::Error` or `HttpError` inside by its rule; anything else Transient |
 //!
 //! Transient is the default for unknown errors: retrying an unknown failure a bounded number of

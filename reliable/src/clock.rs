@@ -4,7 +4,7 @@
 //! here too, as in the seed library (`clock=` on its breaker). Pick:
 //!
 //! - [`SystemClock`]: `std::time::Instant`, for production without tokio;
-//! - [`TokioClock`] (feature `tokio`): `tokio::time::Instant`, which stands still under
+//! - `TokioClock` (feature `tokio`): `tokio::time::Instant`, which stands still under
 //!   `tokio::time::pause()` and moves with `tokio::time::advance`, so a test of minutes of retries
 //!   and open breakers runs in microseconds of real time;
 //! - [`ManualClock`]: set and advanced by hand (and by [`ManualSleep`](crate::sleep::ManualSleep)),

@@ -298,6 +298,17 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "http")]
+    #[test]
+    fn an_http_header_map_is_read_too() {
+        let mut map = http::HeaderMap::new();
+        map.insert("retry-after", http::HeaderValue::from_static("4"));
+        map.insert("x-should-retry", http::HeaderValue::from_static("true"));
+        let s = Signals::from_headers(&map, at(0));
+        assert_eq!(s.retry_after, Some(Duration::from_secs(4)));
+        assert_eq!(s.should_retry, Some(true));
+    }
+
     #[test]
     fn the_status_table() {
         let none = Signals::default();

@@ -64,7 +64,7 @@
 //! - [`attempt`]: the retry loop's steps, for layers that send attempts themselves.
 //! - [`Fallback`]: providers in order, the answer stamped with who served it (`served_by`).
 //! - [`Registry`]: named instances, one per downstream, with snapshots.
-//! - [`observer`]: hooks for logs and traces; [`metrics`](crate::Builder::metrics) under the
+//! - [`observer`]: hooks for logs and traces; `Builder::metrics` under the
 //!   `metrics` feature.
 //!
 //! Features: `tokio` (default: tokio's clock and timer), `metrics`, `tower`, `http` (read signals

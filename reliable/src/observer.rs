@@ -4,7 +4,7 @@
 //! every attempt sent, every retry scheduled (with its class and wait), every refusal, every
 //! breaker state change, every give-up, and how each call ended. Every method has an empty default,
 //! so an observer implements only what it needs. Observers run inline on the calling task: keep
-//! them short and non-blocking. Under the `metrics` feature, [`Builder::metrics`](crate::Builder::metrics)
+//! them short and non-blocking. Under the `metrics` feature, `Builder::metrics`
 //! adds one that exports through the `metrics` facade.
 //!
 //! ```

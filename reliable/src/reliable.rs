@@ -1,6 +1,6 @@
 //! [`Reliable`]: one downstream's breaker, retry policy, budget and timers, shared by every clone.
 
-use crate::breaker::{Owned, Transitions};
+use crate::breaker::Owned;
 use crate::builder::Builder;
 use crate::clock::Clock;
 use crate::observer::Observer;
@@ -43,7 +43,6 @@ pub(crate) struct Inner {
     pub name: Arc<str>,
     pub label: String,
     pub breaker: Option<Owned>,
-    pub transitions: Transitions,
     pub scope: Scope,
     pub retry: RetryPolicy,
     pub budget: Option<Mutex<AnyBudget>>,
@@ -55,6 +54,11 @@ pub(crate) struct Inner {
     /// Read the clock on every call (a decision or an observer needs the time); otherwise only
     /// when a call fails or the breaker is not plainly closed.
     pub eager_clock: bool,
+    /// A first attempt may skip the bookkeeping of a full [`Run`](crate::attempt::Run): the clock
+    /// is not eager (so no timeout, deadline, budget, throttle or observer) and the breaker, if
+    /// any, is asked per attempt. A success is then one breaker permit and one counter; a failure
+    /// continues as a full run.
+    pub fast_first: bool,
     pub stats: Stats,
 }
 
@@ -160,21 +164,34 @@ impl Reliable {
         let i = &self.inner;
         let now = i.clock.now();
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let breaker = i.breaker.as_ref().map(|b| b.snapshot(now));
         Snapshot {
             name: i.name.to_string(),
             label: i.label.clone(),
-            state: i.breaker.as_ref().map(|b| b.state(now)),
-            window: i
-                .breaker
-                .as_ref()
-                .map(|b| b.counts(now))
-                .unwrap_or_default(),
-            consecutive_failures: i.breaker.as_ref().map_or(0, |b| b.consecutive_failures()),
+            state: breaker.map(|b| b.state),
+            window: breaker.map(|b| b.counts).unwrap_or_default(),
+            consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
             succeeded: load(&i.stats.succeeded),
             failed: load(&i.stats.failed),
             refused: load(&i.stats.refused),
             cancelled: load(&i.stats.cancelled),
             retries: load(&i.stats.retries),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_is_shareable_across_threads_and_tasks() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        fn send<T: Send>(_: &T) {}
+        shareable::<Reliable>();
+        shareable::<crate::Registry>();
+        let rel = Reliable::builder("x").build().unwrap();
+        // A call's future is Send when the work's future is: it can be spawned.
+        send(&rel.call(|| async { Ok::<_, std::io::Error>(1) }));
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! | sleep | async wait | blocking wait | for |
 //! |---|---|---|---|
-//! | [`TokioSleep`] (feature `tokio`) | `tokio::time::sleep` | `std::thread::sleep` | tokio services and paused-time tests |
+//! | `TokioSleep` (feature `tokio`) | `tokio::time::sleep` | `std::thread::sleep` | tokio services and paused-time tests |
 //! | [`TimerSleep`] | `futures-timer` (a timer thread) | `std::thread::sleep` | other runtimes |
 //! | [`ManualSleep`] | advances a [`ManualClock`], returns at once | same | deterministic tests |
 //!
@@ -66,12 +66,23 @@ pub struct TimerSleep;
 
 impl Sleep for TimerSleep {
     fn sleep(&self, duration: Duration) -> SleepFuture {
-        Box::pin(futures_timer::Delay::new(duration))
+        // The timer adds the duration to `Instant::now()`, which panics past the end of time:
+        // a wait that long never ends.
+        let margin = Duration::from_secs(1);
+        match std::time::Instant::now().checked_add(duration.saturating_add(margin)) {
+            Some(_) => Box::pin(futures_timer::Delay::new(duration)),
+            None => Box::pin(std::future::pending()),
+        }
     }
 }
 
 /// Sleeping moves a [`ManualClock`] forward and returns at once (the seed's `NoSleep` plus its
 /// clock), so retry schedules can be checked exactly without waiting.
+///
+/// For blocking calls, and async calls without a per-attempt timeout. An async attempt timer
+/// built on it fires at once, so an attempt that is not ready at its first poll times out: for
+/// async timeouts in virtual time use tokio's paused clock (`TokioSleep` and
+/// `TokioClock`).
 #[derive(Clone, Debug)]
 pub struct ManualSleep {
     clock: ManualClock,
@@ -114,6 +125,13 @@ mod tests {
         let waker = std::task::Waker::noop();
         let mut cx = std::task::Context::from_waker(waker);
         assert!(f.as_mut().poll(&mut cx).is_ready());
+    }
+
+    #[test]
+    fn an_endless_timer_sleep_does_not_panic() {
+        let mut f = TimerSleep.sleep(Duration::MAX);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(f.as_mut().poll(&mut cx).is_pending());
     }
 
     #[tokio::test]

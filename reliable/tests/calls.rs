@@ -454,3 +454,39 @@ fn the_seed_preset_lets_every_call_through_half_open() {
     );
     a.succeeded();
 }
+
+#[test]
+fn without_timers_or_observers_a_failed_first_attempt_continues_as_a_full_call() {
+    // No timeout, deadline, budget, throttle or observer: the first attempt takes the fast path
+    // (no clock read); its failure must carry on into retries exactly like any other.
+    let clock = ManualClock::new();
+    let rel = Reliable::builder("fast")
+        .no_timeout()
+        .attempts(3)
+        .manual_time(clock.clone())
+        .seed(9)
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    assert_eq!(rel.call_blocking(|| flaky(&calls, 2)).unwrap(), 3);
+    let s = rel.snapshot();
+    assert_eq!(
+        (s.succeeded, s.retries, s.window.calls, s.window.failures),
+        (1, 2, 3, 2)
+    );
+    assert!(
+        clock_secs(&clock) >= Duration::from_millis(540),
+        "two backoff waits"
+    );
+    calls.set(0);
+    let err = rel.call_blocking(|| flaky(&calls, 100)).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::GaveUp {
+            reason: GiveUpReason::MaxAttempts,
+            attempts: 3,
+            ..
+        }
+    ));
+    assert_eq!(rel.snapshot().failed, 1);
+}

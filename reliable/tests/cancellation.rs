@@ -115,7 +115,14 @@ fn one_probe_breaker() -> BreakerConfig {
     }
 }
 
-async fn trip(rel: &Reliable) {
+/// An instance with [`one_probe_breaker`], tripped, its open time over: the next call is the probe.
+async fn tripped() -> Reliable {
+    let rel = Reliable::builder("probe")
+        .breaker(one_probe_breaker())
+        .attempts(1)
+        .no_timeout()
+        .build()
+        .unwrap();
     let err = rel
         .call(|| async { Err::<(), _>(std::io::Error::from(ErrorKind::ConnectionReset)) })
         .await
@@ -124,6 +131,7 @@ async fn trip(rel: &Reliable) {
     assert_eq!(rel.state(), Some(State::Open));
     tokio::time::advance(Duration::from_secs(10)).await;
     assert_eq!(rel.state(), Some(State::HalfOpen));
+    rel
 }
 
 async fn succeed(rel: &Reliable) -> Result<u8, Error<std::io::Error>> {
@@ -132,13 +140,7 @@ async fn succeed(rel: &Reliable) -> Result<u8, Error<std::io::Error>> {
 
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_half_open_probe_frees_its_slot_at_once() {
-    let rel = Reliable::builder("probe")
-        .breaker(one_probe_breaker())
-        .attempts(1)
-        .no_timeout()
-        .build()
-        .unwrap();
-    trip(&rel).await;
+    let rel = tripped().await;
 
     // The probe hangs; while it is in flight the only slot is taken.
     let probe = rel.call(std::future::pending::<Result<u8, std::io::Error>>);
@@ -171,13 +173,7 @@ async fn a_cancelled_half_open_probe_frees_its_slot_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn an_aborted_probe_task_frees_its_slot_at_once() {
-    let rel = Reliable::builder("probe")
-        .breaker(one_probe_breaker())
-        .attempts(1)
-        .no_timeout()
-        .build()
-        .unwrap();
-    trip(&rel).await;
+    let rel = tripped().await;
     let r = rel.clone();
     let task = tokio::spawn(async move {
         r.call(std::future::pending::<Result<u8, std::io::Error>>)
@@ -193,13 +189,7 @@ async fn an_aborted_probe_task_frees_its_slot_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_panicking_probe_propagates_its_panic_and_frees_its_slot() {
-    let rel = Reliable::builder("probe")
-        .breaker(one_probe_breaker())
-        .attempts(1)
-        .no_timeout()
-        .build()
-        .unwrap();
-    trip(&rel).await;
+    let rel = tripped().await;
     let r = rel.clone();
     let task = tokio::spawn(async move {
         r.call(|| async {
@@ -318,4 +308,62 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(mut f: F) -> Option<F
         })
     })
     .await
+}
+
+#[test]
+fn detached_blocking_work_is_abandoned_at_its_deadline_and_told_so() {
+    // The seed's semantics: the caller stops waiting at the attempt's timeout and retries; the
+    // abandoned thread runs on until it sees its token cancelled.
+    let rel = Reliable::builder("legacy")
+        .no_breaker()
+        .attempts(2)
+        .no_backoff()
+        .timeout(Duration::from_millis(100))
+        .clock(reliable::clock::SystemClock::new())
+        .build()
+        .unwrap();
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    let started = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = started.clone();
+    let t0 = Instant::now();
+    let answer = rel.call_blocking_detached(move |token| {
+        let attempt = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if attempt == 1 {
+            // Hangs, checking its token: it learns it was abandoned, and its answer is dropped.
+            let t = Instant::now();
+            while !token.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let _ = seen_tx.send(t.elapsed());
+            return Ok("late answer");
+        }
+        Ok::<_, std::io::Error>("second attempt")
+    });
+    assert_eq!(answer.unwrap(), "second attempt");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let abandoned_after = seen_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(
+        abandoned_after >= Duration::from_millis(90),
+        "{abandoned_after:?}"
+    );
+}
+
+#[test]
+fn a_panic_in_detached_work_comes_out_unchanged() {
+    let rel = Reliable::builder("legacy")
+        .attempts(1)
+        .no_timeout()
+        .build()
+        .unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        rel.call_blocking_detached(|_| -> Result<(), std::io::Error> {
+            std::panic::panic_any("boom on the attempt's thread")
+        })
+    });
+    assert_eq!(
+        caught.unwrap_err().downcast_ref::<&str>(),
+        Some(&"boom on the attempt's thread")
+    );
+    assert_eq!(rel.snapshot().cancelled, 1);
+    assert_eq!(rel.call_blocking(|| Ok::<_, std::io::Error>(1)).unwrap(), 1);
 }

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
+use reliable::observer::Observer;
 use reliable::tower::{
     AnyOk, BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, GaveUp, HttpPolicy, Open,
     Policy, ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled,
@@ -169,12 +170,20 @@ async fn retry_after_from_the_server_is_honoured_over_a_shorter_backoff() {
 
 #[tokio::test(start_paused = true)]
 async fn gives_up_at_max_attempts_with_the_last_response_or_a_reason() {
-    let reasons = Arc::new(Mutex::new(Vec::new()));
-    let seen = reasons.clone();
+    #[derive(Clone, Debug, Default)]
+    struct GiveUps(Arc<Mutex<Vec<&'static str>>>);
+    impl Observer for GiveUps {
+        fn on_give_up(&self, name: &str, attempts: u32, reason: &'static str) {
+            assert_eq!((name, attempts), ("api", 2));
+            self.0.lock().unwrap().push(reason);
+        }
+    }
+    let reasons = GiveUps::default();
     let (svc, mut handle) = mock::pair::<u32, u16>();
     let svc = RetryLayer::new(constant(2, 10), Codes)
         .unwrap()
-        .on_give_up(move |r| seen.lock().unwrap().push(r))
+        .named("api")
+        .observer(reasons.clone())
         .layer(svc);
     let call = tokio::spawn(svc.clone().oneshot(1));
     handle.next_request().await.unwrap().1.send_response(500);
@@ -190,10 +199,7 @@ async fn gives_up_at_max_attempts_with_the_last_response_or_a_reason() {
     let gave_up = err.downcast_ref::<GaveUp>().expect("GaveUp");
     assert_eq!(gave_up.reason, GiveUpReason::MaxAttempts);
     assert_eq!(gave_up.attempts, 2);
-    assert_eq!(
-        *reasons.lock().unwrap(),
-        vec![GiveUpReason::MaxAttempts, GiveUpReason::MaxAttempts]
-    );
+    assert_eq!(*reasons.0.lock().unwrap(), vec!["max-attempts"; 2]);
 }
 
 #[tokio::test(start_paused = true)]

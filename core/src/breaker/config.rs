@@ -32,7 +32,7 @@
 //! assert_eq!(policy.max_open_time(), Duration::from_secs(60));
 //! ```
 
-use super::window::Counts;
+use super::window::{Counts, WindowSpec};
 use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm};
 use crate::sample::splitmix64;
 use crate::time::{Duration, Instant};
@@ -359,23 +359,6 @@ impl Default for BreakerConfig {
     fn default() -> Self {
         BreakerConfig::new()
     }
-}
-
-/// The window a policy asks for, in the form window storage checks against its capacity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WindowSpec {
-    /// The last `calls` calls.
-    Count {
-        /// Calls counted.
-        calls: u32,
-    },
-    /// `buckets` buckets of `width` each.
-    Time {
-        /// Width of one bucket (at least 1 ns).
-        width: Duration,
-        /// Number of buckets.
-        buckets: u32,
-    },
 }
 
 /// A validated [`BreakerConfig`] in fixed point. Build once, share by reference.

@@ -15,13 +15,11 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use reliable_core::ConfigError;
-use reliable_core::breaker::{
-    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, Outcome, Permit, Transition,
-};
+use reliable_core::breaker::{BreakerConfig, BreakerPolicy, Outcome, Permit, RejectReason};
 use reliable_core::outcome::ErrorClass;
 use tower_layer::Layer;
 use tower_service::Service;
@@ -29,37 +27,23 @@ use tower_service::Service;
 use super::classify::Classify;
 use super::error::{BoxError, Open, Throttled};
 use super::time::Time;
+use crate::breaker::{Owned, Transitions};
 use crate::clock::Clock;
+use crate::error::Rejection;
+use crate::observer::{Observer, Refusal};
 use crate::rng::random_seed;
 use crate::sleep::Sleep;
 
-/// The breaker storage: count windows up to 256 calls, time windows up to 64 buckets, 16 probes.
-type Core = CircuitBreaker<'static, AnyWindow<4, 64>, 16>;
-
-/// Called with every state change of a breaker (to log it, export it, count it).
-pub type BreakerListener = Arc<dyn Fn(Transition) + Send + Sync>;
-
-/// Called with every call an open breaker refuses.
-pub type OpenListener = Arc<dyn Fn(&Open) + Send + Sync>;
-
 struct Shared {
-    breaker: Mutex<Core>,
-    listener: Option<BreakerListener>,
-    on_reject: Option<OpenListener>,
+    breaker: Owned,
+    name: Arc<str>,
+    observers: Arc<[Arc<dyn Observer>]>,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Core> {
-        // A panic while holding the lock cannot leave the breaker half-updated (its methods do not
-        // panic), so a poisoned lock is still a consistent breaker.
-        self.breaker
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn notify(&self, t: Option<Transition>) {
-        if let (Some(t), Some(f)) = (t, &self.listener) {
-            f(t);
+    fn refused(&self, refusal: Refusal) {
+        for o in self.observers.iter() {
+            o.on_reject(&self.name, refusal);
         }
     }
 }
@@ -67,12 +51,12 @@ impl Shared {
 /// Builds [`Breaker`]s from a validated config.
 #[derive(Clone)]
 pub struct BreakerLayer<C> {
-    policy: &'static BreakerPolicy,
+    policy: BreakerPolicy,
     classify: C,
     time: Time,
     shared: Option<Arc<Shared>>,
-    listener: Option<BreakerListener>,
-    on_reject: Option<OpenListener>,
+    name: Arc<str>,
+    observers: Vec<Arc<dyn Observer>>,
     seed: Option<u64>,
 }
 
@@ -86,20 +70,28 @@ impl<C> fmt::Debug for BreakerLayer<C> {
 }
 
 impl<C> BreakerLayer<C> {
-    /// A layer that gives each service it wraps its own breaker, on tokio's clock. Refuses an
-    /// invalid config, or one whose window needs more than 256 calls or 64 buckets.
+    /// A layer that gives each service it wraps its own breaker (the crate's lock-free one), on
+    /// tokio's clock. Refuses an invalid config, or one whose window needs more than 256 calls or
+    /// 64 buckets.
     pub fn new(config: BreakerConfig, classify: C) -> Result<Self, ConfigError> {
         let policy = BreakerPolicy::new(config)?;
-        // The core's breaker borrows its policy; one policy per layer lives as long as the program.
-        let policy: &'static BreakerPolicy = Box::leak(Box::new(policy));
-        Core::new(policy)?;
+        let name: Arc<str> = "breaker".into();
+        let none: Arc<[Arc<dyn Observer>]> = Arc::new([]);
+        Owned::new(
+            policy.clone(),
+            0,
+            Transitions {
+                name: name.clone(),
+                observers: none,
+            },
+        )?;
         Ok(BreakerLayer {
             policy,
             classify,
             time: Time::tokio(),
             shared: None,
-            listener: None,
-            on_reject: None,
+            name,
+            observers: Vec::new(),
             seed: None,
         })
     }
@@ -113,16 +105,17 @@ impl<C> BreakerLayer<C> {
         self
     }
 
-    /// Calls `f` with every call the breaker refuses.
-    pub fn on_reject(mut self, f: impl Fn(&Open) + Send + Sync + 'static) -> Self {
-        self.on_reject = Some(Arc::new(f));
+    /// Names the breaker in what observers receive (default `breaker`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.into();
         self.shared = None;
         self
     }
 
-    /// Calls `f` with every state change.
-    pub fn on_transition(mut self, f: impl Fn(Transition) + Send + Sync + 'static) -> Self {
-        self.listener = Some(Arc::new(f));
+    /// Tells `observer` every state change (`on_transition`) and every refused call
+    /// (`on_reject`).
+    pub fn observer(mut self, observer: impl Observer) -> Self {
+        self.observers.push(Arc::new(observer));
         self.shared = None;
         self
     }
@@ -141,15 +134,21 @@ impl<C> BreakerLayer<C> {
     }
 
     fn make(&self) -> Arc<Shared> {
-        let breaker = match Core::new(self.policy) {
+        let observers: Arc<[Arc<dyn Observer>]> = self.observers.clone().into();
+        let outlet = Transitions {
+            name: self.name.clone(),
+            observers: observers.clone(),
+        };
+        let seed = self.seed.unwrap_or_else(random_seed);
+        let breaker = match Owned::new(self.policy.clone(), seed, outlet) {
             Ok(b) => b,
             // Checked in `new` for this very policy.
             Err(_) => unreachable!("the policy was accepted when the layer was built"),
         };
         Arc::new(Shared {
-            breaker: Mutex::new(breaker.with_seed(self.seed.unwrap_or_else(random_seed))),
-            listener: self.listener.clone(),
-            on_reject: self.on_reject.clone(),
+            breaker,
+            name: self.name.clone(),
+            observers,
         })
     }
 }
@@ -178,7 +177,7 @@ pub struct Breaker<S, C> {
 
 impl<S: fmt::Debug, C> fmt::Debug for Breaker<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.shared.lock().state(self.time.now());
+        let state = self.shared.breaker.state(self.time.now());
         f.debug_struct("Breaker")
             .field("inner", &self.inner)
             .field("state", &state)
@@ -189,7 +188,7 @@ impl<S: fmt::Debug, C> fmt::Debug for Breaker<S, C> {
 impl<S, C> Breaker<S, C> {
     /// The breaker's state now.
     pub fn state(&self) -> reliable_core::breaker::State {
-        self.shared.lock().state(self.time.now())
+        self.shared.breaker.state(self.time.now())
     }
 }
 
@@ -209,30 +208,31 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         let now = self.time.now();
-        let decision = self.shared.lock().try_acquire(now);
+        let decision = self.shared.breaker.acquire(Some(now), &NoClock).result;
         match decision {
-            Ok(permit) => {
-                self.shared.notify(permit.transition());
-                ResponseFuture {
-                    state: State::Called {
-                        fut: self.inner.call(req),
-                    },
-                    guard: Guard {
-                        permit: Some(permit),
-                        shared: self.shared.clone(),
-                        time: self.time.clone(),
-                    },
-                    classify: self.classify.clone(),
-                }
-            }
+            Ok(permit) => ResponseFuture {
+                state: State::Called {
+                    fut: self.inner.call(req),
+                },
+                guard: Guard {
+                    permit: Some(permit),
+                    shared: self.shared.clone(),
+                    time: self.time.clone(),
+                },
+                classify: self.classify.clone(),
+            },
             Err(rejection) => {
-                self.shared.notify(rejection.transition);
                 let open = Open {
                     retry_after: rejection.retry_after(),
                 };
-                if let Some(f) = &self.shared.on_reject {
-                    f(&open);
-                }
+                self.shared.refused(match rejection.reason {
+                    RejectReason::Open { retry_after } => Refusal::Open {
+                        retry_after: Some(retry_after.into()),
+                    },
+                    RejectReason::ForcedOpen => Refusal::Open { retry_after: None },
+                    RejectReason::HalfOpenFull => Refusal::Rejected(Rejection::HalfOpenFull),
+                    RejectReason::SlowStart => Refusal::Rejected(Rejection::SlowStart),
+                });
                 ResponseFuture {
                     state: State::Rejected { open: Some(open) },
                     guard: Guard {
@@ -258,8 +258,7 @@ impl Guard {
     fn record(&mut self, outcome: Outcome) {
         if let Some(permit) = self.permit.take() {
             let now = self.time.now();
-            let t = self.shared.lock().record(permit, outcome, now);
-            self.shared.notify(t);
+            self.shared.breaker.record(permit, outcome, now);
         }
     }
 }
@@ -342,5 +341,15 @@ where
                 }
             }
         }
+    }
+}
+
+/// `Owned::acquire` takes a clock for when it is given no time; the layer always gives one.
+#[derive(Debug)]
+struct NoClock;
+
+impl crate::clock::Clock for NoClock {
+    fn now(&self) -> reliable_core::Instant {
+        reliable_core::Instant::ZERO
     }
 }

@@ -53,10 +53,10 @@ mod retry;
 mod throttle;
 mod time;
 
-pub use breaker::{Breaker, BreakerLayer, BreakerListener, OpenListener};
+pub use breaker::{Breaker, BreakerLayer};
 pub use classify::{AnyOk, Classify, Deadline, HttpPolicy, Policy, error_class};
 pub use error::{BoxError, GaveUp, Open, Throttled, TimedOut};
 pub use fallback::{Fallback, FallbackLayer, ServedBy, Stamp};
 pub use reliable::{ReliableConfig, ReliableLayer};
-pub use retry::{GiveUpListener, Retry, RetryLayer};
-pub use throttle::{RejectListener, Throttle, ThrottleLayer};
+pub use retry::{Retry, RetryLayer};
+pub use throttle::{Throttle, ThrottleLayer};

@@ -27,7 +27,7 @@ use reliable_core::ConfigError;
 use reliable_core::Instant;
 use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy};
 use reliable_core::outcome::ErrorClass;
-use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryState};
+use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy, RetryState};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -35,6 +35,7 @@ use super::classify::Policy;
 use super::error::{BoxError, GaveUp, TimedOut};
 use super::time::Time;
 use crate::clock::Clock;
+use crate::observer::Observer;
 use crate::rng::{Rng, random_seed};
 use crate::sleep::{Sleep, SleepFuture};
 
@@ -43,9 +44,6 @@ const GRACE: reliable_core::Duration = reliable_core::Duration::from_millis(1);
 
 /// Budget storage: sliding windows up to 64 slots.
 type CoreBudget = AnyBudget<64>;
-
-/// Called with the reason whenever the layer gives up on a request it could have retried.
-pub type GiveUpListener = Arc<dyn Fn(GiveUpReason) + Send + Sync>;
 
 struct Shared {
     budget: Mutex<CoreBudget>,
@@ -69,7 +67,8 @@ pub struct RetryLayer<P> {
     time: Time,
     shared: Option<Arc<Shared>>,
     seed: Option<u64>,
-    on_give_up: Option<GiveUpListener>,
+    name: Arc<str>,
+    observers: Arc<[Arc<dyn Observer>]>,
 }
 
 impl<P> fmt::Debug for RetryLayer<P> {
@@ -91,7 +90,8 @@ impl<P> RetryLayer<P> {
             time: Time::tokio(),
             shared: None,
             seed: None,
-            on_give_up: None,
+            name: "retry".into(),
+            observers: Arc::new([]),
         })
     }
 }
@@ -121,9 +121,18 @@ impl<P> RetryLayer<P> {
         self
     }
 
-    /// Calls `f` whenever a request that failed is not retried, with the core's reason.
-    pub fn on_give_up(mut self, f: impl Fn(GiveUpReason) + Send + Sync + 'static) -> Self {
-        self.on_give_up = Some(Arc::new(f));
+    /// Names the layer in what observers receive (default `retry`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Tells `observer` every retry (`on_retry`, with the wait) and every request given up
+    /// (`on_give_up`, with the core's reason: `max-attempts`, `budget`, `deadline`, ...).
+    pub fn observer(mut self, observer: impl Observer) -> Self {
+        let mut all = self.observers.to_vec();
+        all.push(Arc::new(observer));
+        self.observers = all.into();
         self
     }
 
@@ -155,7 +164,8 @@ impl<S, P: Clone> Layer<S> for RetryLayer<P> {
             shared: self.shared.clone().unwrap_or_else(|| self.make()),
             policy: self.policy.clone(),
             time: self.time.clone(),
-            on_give_up: self.on_give_up.clone(),
+            name: self.name.clone(),
+            observers: self.observers.clone(),
         }
     }
 }
@@ -168,7 +178,8 @@ pub struct Retry<S, P> {
     shared: Arc<Shared>,
     policy: P,
     time: Time,
-    on_give_up: Option<GiveUpListener>,
+    name: Arc<str>,
+    observers: Arc<[Arc<dyn Observer>]>,
 }
 
 impl<S: fmt::Debug, P> fmt::Debug for Retry<S, P> {
@@ -248,7 +259,7 @@ where
             self.policy.clone(),
             self.time.clone(),
         );
-        let on_give_up = self.on_give_up.clone();
+        let (name, observers) = (self.name.clone(), self.observers.clone());
         Box::pin(async move {
             let now = clock.now();
             let state = retry.start(now, &mut *shared.budget());
@@ -300,6 +311,10 @@ where
                 );
                 let reason = match (decision, copy) {
                     (RetryDecision::RetryAt(at), Some(next)) => {
+                        let wait = at.saturating_duration_since(now).into();
+                        for o in observers.iter() {
+                            o.on_retry(&name, request.state.attempts() - 1, class, wait);
+                        }
                         clock.sleep_until(at).await;
                         current = next;
                         continue;
@@ -311,8 +326,10 @@ where
                     }
                     (RetryDecision::GiveUp(reason), _) => Some(reason),
                 };
-                if let (Some(reason), Some(f)) = (reason, &on_give_up) {
-                    f(reason);
+                if let Some(reason) = reason {
+                    for o in observers.iter() {
+                        o.on_give_up(&name, request.state.attempts(), reason.name());
+                    }
                 }
                 return match (result, reason) {
                     (Err(last), Some(reason)) => Err(Box::new(GaveUp {

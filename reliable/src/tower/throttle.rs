@@ -21,19 +21,19 @@ use super::classify::Classify;
 use super::error::{BoxError, Open, Throttled};
 use super::time::Time;
 use crate::clock::Clock;
+use crate::error::Rejection;
+use crate::observer::{Observer, Refusal};
 use crate::rng::{Rng, random_seed};
 use crate::sleep::Sleep;
 
 /// Slots of the throttle's window (the policy's `buckets` must fit).
 type Core = AdaptiveThrottle<64>;
 
-/// Called with every local rejection.
-pub type RejectListener = Arc<dyn Fn(&Throttled) + Send + Sync>;
-
 struct Shared {
     throttle: Mutex<Core>,
     samples: Rng,
-    on_reject: Option<RejectListener>,
+    name: Arc<str>,
+    observers: Arc<[Arc<dyn Observer>]>,
 }
 
 /// Builds [`Throttle`]s from a validated config.
@@ -45,7 +45,8 @@ pub struct ThrottleLayer<C> {
     time: Time,
     shared: Option<Arc<Shared>>,
     seed: Option<u64>,
-    on_reject: Option<RejectListener>,
+    name: Arc<str>,
+    observers: Vec<Arc<dyn Observer>>,
 }
 
 impl<C> fmt::Debug for ThrottleLayer<C> {
@@ -69,7 +70,8 @@ impl<C> ThrottleLayer<C> {
             time: Time::tokio(),
             shared: None,
             seed: None,
-            on_reject: None,
+            name: "throttle".into(),
+            observers: Vec::new(),
         })
     }
 }
@@ -83,7 +85,8 @@ impl<C> ThrottleLayer<C> {
             time: Time::tokio(),
             shared: None,
             seed: None,
-            on_reject: None,
+            name: "throttle".into(),
+            observers: Vec::new(),
         }
     }
 }
@@ -96,9 +99,16 @@ impl<C> ThrottleLayer<C> {
         self
     }
 
-    /// Calls `f` with every call the throttle refuses.
-    pub fn on_reject(mut self, f: impl Fn(&Throttled) + Send + Sync + 'static) -> Self {
-        self.on_reject = Some(Arc::new(f));
+    /// Names the throttle in what observers receive (default `throttle`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.into();
+        self.shared = None;
+        self
+    }
+
+    /// Tells `observer` every call the throttle refuses (`on_reject`).
+    pub fn observer(mut self, observer: impl Observer) -> Self {
+        self.observers.push(Arc::new(observer));
         self.shared = None;
         self
     }
@@ -124,7 +134,8 @@ impl<C> ThrottleLayer<C> {
         Some(Arc::new(Shared {
             throttle: Mutex::new(throttle),
             samples: Rng::new(self.seed.unwrap_or_else(random_seed)),
-            on_reject: self.on_reject.clone(),
+            name: self.name.clone(),
+            observers: self.observers.clone().into(),
         }))
     }
 }
@@ -202,8 +213,13 @@ where
                 let refused = Throttled {
                     probability_ppm: t.probability_ppm,
                 };
-                if let Some(f) = self.shared.as_ref().and_then(|s| s.on_reject.as_ref()) {
-                    f(&refused);
+                if let Some(s) = &self.shared {
+                    let why = Rejection::Throttled {
+                        probability: f64::from(refused.probability_ppm) / 1e6,
+                    };
+                    for o in s.observers.iter() {
+                        o.on_reject(&s.name, Refusal::Rejected(why));
+                    }
                 }
                 Err(refused)
             }

@@ -10,7 +10,6 @@
 use serde::Serialize;
 
 use crate::run::run_policy;
-use crate::simface::Compiled;
 
 /// The largest 99th-percentile send lag of a faithful run, ms: 1% of the shortest timeout the
 /// shipped scaled scenarios use (1 s of wall time).
@@ -58,8 +57,7 @@ fn scenario(rate: f64, seconds: u64) -> String {
 /// Runs one step at `rate` for `seconds`.
 pub fn step(rate: f64, seconds: u64) -> Result<Step, String> {
     let text = scenario(rate, seconds);
-    let s = sim::scenario::load(&text, "calibrate.ron").map_err(|e| e.to_string())?;
-    let c = Compiled::new(s)?;
+    let c = sim::scenario::load(&text, "calibrate.ron").map_err(|e| e.to_string())?;
     let cpu0 = cpu_seconds();
     let (out, fid) = run_policy(&c, 0, 1, 1.0)?;
     let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);

@@ -292,8 +292,7 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             timeout,
             timeout_dist,
         } => Node::Call {
-            ds: c
-                .ds_names
+            ds: crate::simface::downstreams(c)
                 .iter()
                 .position(|n| n == downstream)
                 .ok_or_else(|| format!("unknown downstream \"{downstream}\""))?,
@@ -449,7 +448,7 @@ fn instantiate(n: &Node, env: &Env, client: u32, depth: usize) -> Svc {
 pub fn build(c: &Compiled, p: usize, env: &Env) -> Result<Vec<Svc>, String> {
     let mut next = 0;
     let tree = compile(&c.scenario.policies[p].stack, c, env, &mut next)?;
-    Ok((0..c.clients().max(1))
+    Ok((0..crate::simface::clients(c).max(1))
         .map(|client| instantiate(&tree, env, client, 0))
         .collect())
 }

@@ -49,7 +49,7 @@ impl Row {
             success: (sim.success_rate, emu.success_rate),
             goodput: (sim.goodput_per_s, emu.goodput_per_s),
             recovery_s: (sim.recovery_s, emu.recovery_s),
-            verdict: (sim.verdict.clone(), emu.verdict.clone()),
+            verdict: (sim.verdict.name().into(), emu.verdict.name().into()),
         }
     }
 

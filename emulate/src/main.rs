@@ -116,7 +116,7 @@ fn load(
         }
     }
     s.policies.retain(|p| only.contains(&p.name));
-    Compiled::new(s)
+    simface::compile(&s)
 }
 
 fn sized(c: &Compiled, sizing: &Sizing) -> Result<size::Size, String> {
@@ -186,7 +186,7 @@ fn real_main() -> Result<ExitCode, String> {
             out,
             strict,
         } => {
-            let c = load(&file, scenario.as_deref(), &policy)?;
+            let mut c = load(&file, scenario.as_deref(), &policy)?;
             let size = sized(&c, &sizing)?;
             let seed = seed.unwrap_or(c.scenario.seed);
             let mut results = Vec::new();
@@ -195,7 +195,7 @@ fn real_main() -> Result<ExitCode, String> {
                 eprintln!(
                     "emulating \"{}\" for {:.0} s of wall time ...",
                     pol.name,
-                    c.horizon_ns as f64 / 1e9 * sizing.time_scale
+                    simface::buckets(&c).0 as f64 / 1e9 * sizing.time_scale
                 );
                 let (output, fid) = run_policy(&c, p, seed, sizing.time_scale)?;
                 eprintln!(
@@ -213,14 +213,15 @@ fn real_main() -> Result<ExitCode, String> {
                     output,
                 });
             }
-            let dir = out.join(format!(
-                "{}-emulated",
-                simface::folder_name(&c.scenario.name)
-            ));
-            simface::write_report(&dir, &c, seed, &results)
-                .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
-            println!("{}", simface::table(&c, &results));
             let simulated = simface::simulate(&c, seed)?;
+            // The report is the emulation's: `sim`'s files, in a folder of its own.
+            let name = c.scenario.name.clone();
+            c.scenario.name = format!("{}-emulated", simface::folder_name(&name));
+            let runs = simface::runs(&c, seed, results);
+            let dir = simface::write_report(&out, &runs)
+                .map_err(|e| format!("cannot write the report under {}: {e}", out.display()))?;
+            println!("{}", simface::table(&runs));
+            let results = runs.results;
             let rows: Vec<Row> = results
                 .iter()
                 .zip(&simulated)
@@ -239,14 +240,14 @@ fn real_main() -> Result<ExitCode, String> {
                 .collect();
             let md = format!(
                 "# {}: simulated vs emulated\n\nSeed {seed}, time scale {}. Emulated on a real HTTP/2 stack on 127.0.0.1 (`emulate run`); simulated by `sim` with the same scenario and seed. Agreement: same verdict, and amplification during and after the fault within {:.0}%.\n\n{table}\n## Emulator fidelity\n\n| policy | arrivals | send lag p50 (ms) | p99 (ms) | max (ms) | wall (s) |\n|---|---|---|---|---|---|\n{fid_md}",
-                c.scenario.name,
+                name,
                 sizing.time_scale,
                 TOLERANCE * 100.0
             );
             std::fs::write(dir.join("comparison.md"), md)
                 .map_err(|e| format!("cannot write comparison.md: {e}"))?;
             let json = serde_json::json!({
-                "scenario": c.scenario.name,
+                "scenario": name,
                 "seed": seed,
                 "time_scale": sizing.time_scale,
                 "tolerance": TOLERANCE,

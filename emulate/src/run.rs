@@ -12,7 +12,7 @@ use tower::ServiceExt;
 use crate::client::{Env, Logical, Req, build, http_client, succeeded};
 use crate::meter::Meter;
 use crate::server::Downstreams;
-use crate::simface::{Compiled, Recorder, RunOutput, arrivals, finish};
+use crate::simface::{self, Compiled, RunOutput, arrivals, finish};
 use crate::timebase::Timebase;
 
 /// How faithfully the run kept to its schedule.
@@ -63,8 +63,8 @@ pub fn run_policy(
 
 async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Meter>, u64), String> {
     let tb = Timebase::new(scale);
-    let rec = Recorder::new(c.buckets, c.bucket_ns, c.ds_names.len(), c.timeline.span());
-    let meter = Arc::new(Meter::new(tb, c.horizon_ns, rec));
+    let (horizon_ns, bucket_ns, buckets) = simface::buckets(c);
+    let meter = Arc::new(Meter::new(tb, horizon_ns, simface::recorder(c)));
     let server = Downstreams::new(c, seed, meter.clone())?;
     let addr = server
         .serve()
@@ -92,7 +92,7 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
     // Gauges at the end of every bucket.
     {
         let (meter, server) = (meter.clone(), server.clone());
-        let (bucket, buckets) = (c.bucket_ns, c.buckets as u64);
+        let (bucket, buckets) = (bucket_ns, buckets as u64);
         tokio::spawn(async move {
             for k in 1..=buckets {
                 let t = k * bucket;
@@ -104,7 +104,7 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
     }
     let mut src = arrivals(c, seed).ok_or("only open-loop workloads can be emulated")?;
     let mut sent = 0u64;
-    while let Some((t, client)) = src.next(&c.timeline) {
+    while let Some((t, client)) = src.next(simface::timeline(c)) {
         tb.sleep_until_ns(t).await;
         meter.send_lag(tokio::time::Instant::now().saturating_duration_since(tb.wall(t)));
         sent += 1;
@@ -120,7 +120,7 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
             meter.request_finished(ok, latency);
         });
     }
-    tb.sleep_until_ns(c.horizon_ns).await;
+    tb.sleep_until_ns(horizon_ns).await;
     // Let the gauge task write the last bucket.
     tokio::task::yield_now().await;
     Ok((meter, sent))

@@ -102,8 +102,11 @@ impl Downstreams {
         }
         Ok(Arc::new(Downstreams {
             ds,
-            timeline: c.timeline.clone(),
-            hints: c.hints.iter().map(|h| h.as_nanos()).collect(),
+            timeline: crate::simface::timeline(c).clone(),
+            hints: crate::simface::hints(c)
+                .iter()
+                .map(|h| h.as_nanos())
+                .collect(),
             meter,
         }))
     }

@@ -92,10 +92,10 @@ pub fn measure(c: &Compiled, scale: f64, policies: usize) -> Result<Size, String
             } => {
                 min_service = min_service.min(Sampler::new(service).mean_secs() * 1e3 * scale);
                 // An unbounded queue holds at most every attempt of the run.
-                let waiting = queue
-                    .capacity
-                    .map_or(u64::MAX, u64::from)
-                    .min((peak_rate * spike * most * c.horizon_ns as f64 / 1e9).min(1e18) as u64);
+                let waiting = queue.capacity.map_or(u64::MAX, u64::from).min(
+                    (peak_rate * spike * most * crate::simface::buckets(c).0 as f64 / 1e9).min(1e18)
+                        as u64,
+                );
                 max_jobs = max_jobs.max(u64::from(*workers).saturating_add(waiting));
             }
             _ => {
@@ -116,7 +116,7 @@ pub fn measure(c: &Compiled, scale: f64, policies: usize) -> Result<Size, String
         min_service_ms: min_service,
         min_timeout_ms: t.iter().min().map(|&ns| ns as f64 / 1e6 * scale),
         max_jobs,
-        wall_s: c.horizon_ns as f64 / 1e9 * scale * policies as f64,
+        wall_s: crate::simface::buckets(c).0 as f64 / 1e9 * scale * policies as f64,
     })
 }
 

@@ -6,8 +6,7 @@ use emulate::simface::{Compiled, simulate};
 use emulate::size;
 
 fn compile(text: &str) -> Compiled {
-    let s = sim::scenario::load(text, "test.ron").unwrap();
-    Compiled::new(s).unwrap()
+    sim::scenario::load(text, "test.ron").unwrap()
 }
 
 const OUTAGE: &str = r#"Scenario(

@@ -667,6 +667,7 @@ impl BreakerPolicy {
     /// calls to decide does it ask `counts(failures, slow)` for the counts, and then only for those
     /// its rules read.
     #[inline]
+    #[cfg(target_has_atomic = "64")]
     pub(crate) fn rates_fire(&self, calls: u64, counts: impl FnOnce(bool, bool) -> Counts) -> bool {
         calls >= self.decide_from
             && self.rates_trip(counts(self.failure_ppm != 0, self.slow_ppm != 0))

@@ -78,7 +78,7 @@ impl<C> BreakerLayer<C> {
         let name: Arc<str> = "breaker".into();
         let none: Arc<[Arc<dyn Observer>]> = Arc::new([]);
         Owned::new(
-            policy.clone(),
+            policy,
             0,
             Transitions {
                 name: name.clone(),
@@ -140,7 +140,7 @@ impl<C> BreakerLayer<C> {
             observers: observers.clone(),
         };
         let seed = self.seed.unwrap_or_else(random_seed);
-        let breaker = match Owned::new(self.policy.clone(), seed, outlet) {
+        let breaker = match Owned::new(self.policy, seed, outlet) {
             Ok(b) => b,
             // Checked in `new` for this very policy.
             Err(_) => unreachable!("the policy was accepted when the layer was built"),

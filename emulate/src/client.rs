@@ -245,15 +245,56 @@ enum Node {
 /// Wraps a service in a configured layer, reseeded for one client when given a seed.
 type Wrap = Arc<dyn Fn(Svc, Option<u64>) -> Svc + Send + Sync>;
 
-fn wrap<L>(layer: L, shared: bool, inner: Node, reseed: fn(L, u64) -> L) -> Node
+/// A layer with state (breaker, budget, throttle): per client or shared by all.
+trait Stateful: tower::Layer<Svc> + Clone + Send + Sync + 'static {
+    fn seeded(self, seed: u64) -> Self;
+    fn one_for_all(self) -> Self;
+}
+
+impl Stateful for BreakerLayer<EmuPolicy> {
+    fn seeded(self, seed: u64) -> Self {
+        self.seed(seed)
+    }
+    fn one_for_all(self) -> Self {
+        self.shared()
+    }
+}
+
+impl Stateful for RetryLayer<EmuPolicy> {
+    fn seeded(self, seed: u64) -> Self {
+        self.seed(seed)
+    }
+    fn one_for_all(self) -> Self {
+        self.shared()
+    }
+}
+
+impl Stateful for ThrottleLayer<EmuPolicy> {
+    fn seeded(self, seed: u64) -> Self {
+        self.seed(seed)
+    }
+    fn one_for_all(self) -> Self {
+        self.shared()
+    }
+}
+
+/// `layer` around `inner`: its state made once now (seeded with `seed`) for a shared scope, or
+/// per client (seeded per client) when the stacks are built.
+fn stateful<L>(layer: L, scope: Scope, inner: Node, seed: u64) -> Node
 where
-    L: tower::Layer<Svc> + Clone + Send + Sync + 'static,
+    L: Stateful,
     L::Service: Service<Req, Response = Res, Error = BoxError> + Clone + Send + 'static,
     <L::Service as Service<Req>>::Future: Send + 'static,
 {
+    let shared = scope == Scope::Shared;
+    let layer = if shared {
+        layer.seeded(seed).one_for_all()
+    } else {
+        layer
+    };
     let f: Wrap = Arc::new(move |svc, seed| {
         let l = match seed {
-            Some(s) => reseed(layer.clone(), s),
+            Some(s) => layer.clone().seeded(s),
             None => layer.clone(),
         };
         BoxCloneService::new(l.layer(svc))
@@ -286,6 +327,8 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
     let tb = *env.meter.timebase();
     let policy = EmuPolicy::new(tb);
     let err = |e: reliable_core::ConfigError| e.to_string();
+    // The seed of state shared by every client.
+    let seed = env.seed ^ u64::from(node);
     Ok(match l {
         Layer::Call {
             downstream,
@@ -305,20 +348,11 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             scope,
             inner,
         } => {
-            let mut layer = BreakerLayer::new(*config, policy)
+            let layer = BreakerLayer::new(*config, policy)
                 .map_err(err)?
                 .with_time(tb, tb)
                 .observer(Counts(env.meter.clone()));
-            let shared = *scope == Scope::Shared;
-            if shared {
-                layer = layer.seed(env.seed ^ u64::from(node)).shared();
-            }
-            wrap(
-                layer,
-                shared,
-                compile(inner, c, env, next)?,
-                BreakerLayer::seed,
-            )
+            stateful(layer, *scope, compile(inner, c, env, next)?, seed)
         }
         Layer::Retry {
             policy: config,
@@ -333,36 +367,18 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             if let Some(b) = budget {
                 layer = layer.budget(*b).map_err(err)?;
             }
-            let shared = *budget_scope == Scope::Shared;
-            if shared {
-                layer = layer.seed(env.seed ^ u64::from(node)).shared();
-            }
-            wrap(
-                layer,
-                shared,
-                compile(inner, c, env, next)?,
-                RetryLayer::seed,
-            )
+            stateful(layer, *budget_scope, compile(inner, c, env, next)?, seed)
         }
         Layer::Throttle {
             config,
             scope,
             inner,
         } => {
-            let mut layer = ThrottleLayer::new(*config, policy)
+            let layer = ThrottleLayer::new(*config, policy)
                 .map_err(err)?
                 .with_time(tb, tb)
                 .observer(Counts(env.meter.clone()));
-            let shared = *scope == Scope::Shared;
-            if shared {
-                layer = layer.seed(env.seed ^ u64::from(node)).shared();
-            }
-            wrap(
-                layer,
-                shared,
-                compile(inner, c, env, next)?,
-                ThrottleLayer::seed,
-            )
+            stateful(layer, *scope, compile(inner, c, env, next)?, seed)
         }
         Layer::Fallback(children) => Node::Fallback(
             children

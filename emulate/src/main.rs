@@ -154,9 +154,9 @@ fn real_main() -> Result<ExitCode, String> {
         }
         Cmd::Calibrate { rates, seconds } => {
             println!(
-                "| offered/s | goodput/s | success | round trip p50 | p99 | send lag p99 | faithful |"
+                "| offered/s | goodput/s | success | latency p50 | latency p99 | send lag p99 | CPU per request | faithful |"
             );
-            println!("|---|---|---|---|---|---|---|");
+            println!("|---|---|---|---|---|---|---|---|");
             for rate in rates {
                 if !(rate.is_finite() && rate > 0.0 && rate <= 20_000.0) {
                     return Err(format!("rate {rate}: expected a number in (0, 20000]"));

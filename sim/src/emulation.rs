@@ -29,7 +29,7 @@ pub use crate::workload::OpenLoop;
 
 use crate::metrics::summary::{Context, percentile_curve, summarize};
 use crate::run::RunOutput;
-use crate::scenario::{Compiled, DownstreamModel, Workload};
+use crate::scenario::{Compiled, Workload};
 
 /// The fault timeline.
 pub fn timeline(c: &Compiled) -> &Timeline {
@@ -86,26 +86,7 @@ pub fn arrivals(c: &Compiled, seed: u64) -> Option<OpenLoop> {
 
 /// Downstream `i` as a simulated run starts it, if it is a `Server`.
 pub fn server(c: &Compiled, i: usize, seed: u64) -> Option<Server> {
-    match &c.scenario.downstreams.get(i)?.model {
-        DownstreamModel::Server {
-            workers,
-            queue,
-            service,
-            per_in_flight,
-            error_rate,
-            cancel_abandoned,
-        } => Some(Server::new(
-            *workers,
-            queue.capacity,
-            queue.discipline,
-            Sampler::new(service),
-            per_in_flight.as_nanos(),
-            *error_rate,
-            *cancel_abandoned,
-            Stream::new(seed, StreamId::Service(i as u16)),
-        )),
-        _ => None,
-    }
+    Server::from_model(&c.scenario.downstreams.get(i)?.model, i as u16, seed)
 }
 
 /// Counts a retry layer giving up, by the core's reason name (`max-attempts`, `budget`, ...);

@@ -10,9 +10,9 @@
 
 use crate::simface::{Compiled, DownstreamModel, Fault, Layer, Sampler, Workload};
 
-/// Attempts per wall second the size check admits: half the highest rate `emulate calibrate`
-/// drove with goodput equal to the offered rate on 2 shared cores (4,000/s), as headroom for the
-/// other processes of a shared machine.
+/// Attempts per wall second the size check admits: the highest rate `emulate calibrate` drove
+/// faithfully (send lag p99 within 10 ms, every request answered) on 2 cores shared with other
+/// builds (load average 15-17).
 pub const MAX_ATTEMPTS_PER_S: f64 = 2_000.0;
 /// Shortest wall span for a mean service time or a timeout, in milliseconds.
 pub const MIN_WALL_MS: f64 = 10.0;

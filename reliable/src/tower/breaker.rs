@@ -166,7 +166,7 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
     }
 }
 
-/// A service behind a circuit breaker (see the [module docs](self)).
+/// A service behind a circuit breaker (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
 pub struct Breaker<S, C> {
     inner: S,

@@ -76,7 +76,7 @@ impl<Res> Classify<Res> for AnyOk {
     }
 }
 
-/// When an attempt must end, in the [`Clock`](super::Clock)'s time base: set by the retry layer in
+/// When an attempt must end, in the [`Clock`](crate::clock::Clock)'s time base: set by the retry layer in
 /// an HTTP request's extensions; an HTTP client service below the breaker reads it and fails the
 /// call with [`TimedOut`] then, so the breaker counts the timeout as a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -83,7 +83,7 @@ impl<S, B: Clone, P: Clone> Layer<S> for FallbackLayer<B, P> {
     }
 }
 
-/// A service with a fallback (see the [module docs](self)).
+/// A service with a fallback (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
 pub struct Fallback<S, B, P> {
     primary: S,

@@ -170,7 +170,7 @@ impl<S, P: Clone> Layer<S> for RetryLayer<P> {
     }
 }
 
-/// A service whose failed calls are retried (see the [module docs](self)).
+/// A service whose failed calls are retried (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
 pub struct Retry<S, P> {
     inner: S,

@@ -153,7 +153,7 @@ impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
     }
 }
 
-/// A service behind an adaptive throttle (see the [module docs](self)).
+/// A service behind an adaptive throttle (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
 pub struct Throttle<S, C> {
     inner: S,

@@ -64,23 +64,17 @@ impl<C> ThrottleLayer<C> {
     pub fn new(config: ThrottleConfig, classify: C) -> Result<Self, ConfigError> {
         let policy = ThrottlePolicy::new(config)?;
         Core::new(policy)?;
-        Ok(ThrottleLayer {
-            policy: Some(policy),
-            classify,
-            time: Time::tokio(),
-            shared: None,
-            seed: None,
-            name: "throttle".into(),
-            observers: Vec::new(),
-        })
+        Ok(Self::with_policy(Some(policy), classify))
     }
-}
 
-impl<C> ThrottleLayer<C> {
     /// A layer that throttles nothing (for stacks where throttling is optional).
     pub fn disabled(classify: C) -> Self {
+        Self::with_policy(None, classify)
+    }
+
+    fn with_policy(policy: Option<ThrottlePolicy>, classify: C) -> Self {
         ThrottleLayer {
-            policy: None,
+            policy,
             classify,
             time: Time::tokio(),
             shared: None,

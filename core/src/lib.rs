@@ -1,5 +1,14 @@
 //! # reliable-core: the decisions that stop retry storms, with no I/O, no allocation, no panics
 //!
+//! ## The breaker's spec
+//!
+//! A circuit breaker is a state machine of five states (closed, open, half-open, forced open,
+//! disabled) whose rules are one pure function of (state snapshot, event, policy) → decision. The
+//! `&mut` [`breaker::CircuitBreaker`] and the lock-free [`breaker::SharedBreaker`] both apply that
+//! one function and differ only in how they store state; both implement [`breaker::Breaker`]. The
+//! table of states and events is in the [`breaker`] module's documentation. Every other part
+//! below is a small state machine of the same shape: validated policy in, decisions out.
+//!
 //! ## What a retry storm is
 //!
 //! A client that retries each failed call up to three times sends up to four times the load to a
@@ -42,7 +51,9 @@
 //!
 //! Each decision carries its reason: a breaker answers with a [`breaker::Permit`] or a
 //! [`breaker::Rejection`] saying why (open, with `retry_after`; probes full; forced open), and state
-//! changes come back as [`breaker::Transition`] values to log or export. Configs derive serde under
+//! changes go to the breaker's [`breaker::Observer`] as [`breaker::Transition`] values to log or
+//! export. One classification of a failure serves both sides: `breaker::Outcome::from(class)` for
+//! an [`outcome::ErrorClass`]. Configs derive serde under
 //! the `serde` feature, so the simulator's scenario files embed exactly the types embedded code uses.
 //!
 //! ## Example

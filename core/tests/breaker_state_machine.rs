@@ -42,7 +42,8 @@ impl UnderTest for Mutable {
     }
 }
 
-impl UnderTest for Shared {
+/// `SharedBreaker` implements `Breaker` through `&SharedBreaker`.
+impl UnderTest for &'static Shared {
     const NAME: &'static str = "SharedBreaker";
     fn taken(&self) -> Option<Transition> {
         self.observer().take()
@@ -782,7 +783,7 @@ impl<B: UnderTest> Driven<B> {
 /// The `&mut` breaker and the shared one, driven by the same operations.
 struct Sut {
     mutable: Driven<Mutable>,
-    shared: Driven<Shared>,
+    shared: Driven<&'static Shared>,
     policy: &'static BreakerPolicy,
     clock: u64,
 }
@@ -804,10 +805,12 @@ impl StateMachineTest for Sut {
                 permits: Vec::new(),
             },
             shared: Driven {
-                breaker: Shared::with_storage(policy)
-                    .expect("fits")
-                    .with_seed(model.p.seed)
-                    .observe(LastTransition::default()),
+                breaker: Box::leak(Box::new(
+                    Shared::with_storage(policy)
+                        .expect("fits")
+                        .with_seed(model.p.seed)
+                        .observe(LastTransition::default()),
+                )),
                 permits: Vec::new(),
             },
             policy,

@@ -24,32 +24,15 @@ use core::borrow::Borrow;
 use super::circuit::CircuitBreaker;
 use super::config::BreakerPolicy;
 use super::observer::Observer;
-use super::spec::{Outcome, Permit, Rejection, State};
-use super::window::{Counts, Window};
+use super::spec::{Outcome, Permit, Rejection, Snapshot, State};
+use super::window::Window;
 use crate::time::Instant;
-
-/// A breaker's state as of one instant, as plain data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The state (an open breaker whose time is up reads as half-open).
-    pub state: State,
-    /// Changes on every state change; permits of an older generation are ignored.
-    pub generation: u32,
-    /// Failures in a row while closed.
-    pub consecutive_failures: u32,
-    /// Failed probe rounds since the breaker last closed.
-    pub reopens: u32,
-    /// Half-open probes in flight (with bounded probes; 0 otherwise).
-    pub probes_in_flight: u32,
-    /// Outcomes in the window.
-    pub counts: Counts,
-}
 
 /// The calls every breaker answers. State changes go to the breaker's
 /// [`Observer`](super::Observer), not through these answers.
 ///
-/// [`SharedBreaker`](super::SharedBreaker) implements it both by value and by reference (`&SharedBreaker`), so a breaker
-/// behind an `Arc` can be driven with `let mut b = &*arc;`.
+/// [`SharedBreaker`](super::SharedBreaker) needs no `&mut`, so it implements it through a shared
+/// reference: a breaker behind an `Arc` is driven with `let mut b = &*arc;`.
 pub trait Breaker {
     /// Asks to make one call; on `Ok`, make it and hand the permit back to [`record`](Self::record).
     fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection>;
@@ -115,37 +98,6 @@ mod shared_impls {
 
     impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer> Breaker
         for &SharedBreaker<R, W, P, O>
-    {
-        #[inline]
-        fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
-            SharedBreaker::try_acquire(self, now)
-        }
-        #[inline]
-        fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) {
-            SharedBreaker::record(self, permit, outcome, now)
-        }
-        fn state(&self, now: Instant) -> State {
-            SharedBreaker::state(self, now)
-        }
-        fn snapshot(&self, now: Instant) -> Snapshot {
-            SharedBreaker::snapshot(self, now)
-        }
-        fn policy(&self) -> &BreakerPolicy {
-            SharedBreaker::policy(self)
-        }
-        fn force_open(&mut self, now: Instant) {
-            SharedBreaker::force_open(self, now)
-        }
-        fn disable(&mut self, now: Instant) {
-            SharedBreaker::disable(self, now)
-        }
-        fn reset(&mut self, now: Instant) {
-            SharedBreaker::reset(self, now)
-        }
-    }
-
-    impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer> Breaker
-        for SharedBreaker<R, W, P, O>
     {
         #[inline]
         fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {

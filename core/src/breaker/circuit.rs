@@ -2,17 +2,18 @@
 
 use core::borrow::Borrow;
 
-use super::config::{BreakerPolicy, ProbeRule, Verdict, jitter_sample};
+use super::config::BreakerPolicy;
 use super::count_window::CountWindow;
 use super::observer::Observer;
 use super::spec::{
-    FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, State, Transition,
-    UNLEASED_PROBE,
+    Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, Round,
+    State, Target, Transition, UNLEASED_PROBE, View, counts_in_window, jitter_sample, step, tally,
+    visible,
 };
 use super::window::{Counts, Window};
-use crate::error::{ConfigError, PPM};
+use crate::error::ConfigError;
 use crate::sample::instance_seed;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// Half-open probe bookkeeping: lease slots and the round's tallies.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,11 +25,8 @@ struct Probes<const P: usize> {
     /// leased again since, nor count twice.
     lease: [u32; P],
     next_lease: u32,
-    /// Probes issued in this round (for [`ProbeRule::Rate`]).
-    issued: u32,
-    successes: u32,
-    failures: u32,
-    slow: u32,
+    /// The round's tallies.
+    round: Round,
 }
 
 impl<const P: usize> Probes<P> {
@@ -36,10 +34,12 @@ impl<const P: usize> Probes<P> {
         expires: [Instant::ZERO; P],
         lease: [0; P],
         next_lease: FIRST_LEASE,
-        issued: 0,
-        successes: 0,
-        failures: 0,
-        slow: 0,
+        round: Round {
+            successes: 0,
+            failures: 0,
+            slow: 0,
+            issued: 0,
+        },
     };
 }
 
@@ -178,10 +178,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
     /// The state as of `now`: an open breaker whose time is up reports [`State::HalfOpen`], since the
     /// next call will be a probe.
     pub fn state(&self, now: Instant) -> State {
-        match self.state {
-            State::Open if now.max(self.latest) >= self.since => State::HalfOpen,
-            s => s,
-        }
+        visible(self.state, now.max(self.latest), || self.since)
     }
 
     /// Outcomes in the window as of `now` (calls, failures, slow calls).
@@ -229,7 +226,49 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         }
     }
 
+    /// What the rules read, as of `now` (the latest time seen). Only an acquire in half-open reads
+    /// the probes in flight; other calls pass 0 rather than count them.
+    #[inline(always)]
+    fn view(&self, now: Instant, in_flight: u32) -> View {
+        View {
+            state: self.state,
+            now,
+            until: self.since,
+            ramping: self.ramping,
+            ramp_elapsed: if self.ramping {
+                now.saturating_duration_since(self.since)
+            } else {
+                Duration::ZERO
+            },
+            credit: self.credit,
+            consecutive: self.consecutive,
+            round: self.probes.round,
+            in_flight,
+        }
+    }
+
+    /// Carries out a change of state the rules decided.
     #[inline(never)]
+    fn go_to(&mut self, target: Target, now: Instant) {
+        match target {
+            Target::Trip => self.open(now),
+            Target::Reopen => {
+                self.reopens = self.reopens.saturating_add(1);
+                self.open(now)
+            }
+            Target::HalfOpen => self.go(State::HalfOpen, now),
+            Target::Close => {
+                self.reopens = 0;
+                self.consecutive = 0;
+                self.credit = 0;
+                self.window.clear();
+                self.since = now;
+                self.ramping = !self.policy.borrow().ramp.is_zero();
+                self.go(State::Closed, now)
+            }
+        }
+    }
+
     fn open(&mut self, now: Instant) {
         let sample = jitter_sample(self.seed, self.generation);
         self.since = now + self.policy.borrow().open_time(self.reopens, sample);
@@ -237,89 +276,87 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         self.go(State::Open, now)
     }
 
-    fn reopen(&mut self, now: Instant) {
-        self.reopens = self.reopens.saturating_add(1);
-        self.open(now)
-    }
-
-    fn close(&mut self, now: Instant) {
-        self.reopens = 0;
-        self.consecutive = 0;
-        self.credit = 0;
-        self.window.clear();
-        self.since = now;
-        self.ramping = !self.policy.borrow().ramp.is_zero();
-        self.go(State::Closed, now)
-    }
-
     #[inline]
     fn permit(&self, now: Instant, lease: u32) -> Permit {
         Permit::new(self.generation, lease, now)
-    }
-
-    #[inline]
-    fn open_rejection(&self, now: Instant) -> Rejection {
-        Rejection::new(RejectReason::Open {
-            retry_after: self.since.saturating_duration_since(now),
-        })
     }
 
     /// Asks to make one call. On `Ok`, make the call and hand the permit back to [`record`](Self::record).
     #[inline]
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe_now(now);
-        // The two answers of a healthy or a failed downstream stay inline; the rest is out of line.
-        match self.state {
-            State::Closed if !self.ramping => Ok(self.permit(now, NOT_A_PROBE)),
-            State::Open if now < self.since => Err(self.open_rejection(now)),
-            _ => self.acquire_other(now),
+        // The answers of a healthy or a failed downstream stay inline; the rest is out of line.
+        // Half-open first frees expired leases, and counts the probes in flight.
+        if self.state != State::HalfOpen {
+            match step(self.policy.borrow(), self.view(now, 0), Event::Acquire) {
+                Decision::Admit { probe: false } => return Ok(self.permit(now, NOT_A_PROBE)),
+                Decision::Reject(reason) => return Err(Rejection::new(reason)),
+                _ => {}
+            }
         }
+        self.acquire_other(now)
     }
 
+    /// The rest of the table: expired leases, probes, slow start, state changes.
     #[inline(never)]
     fn acquire_other(&mut self, now: Instant) -> Result<Permit, Rejection> {
-        match self.state {
-            State::Closed => self.acquire_closed(now),
-            State::Disabled => Ok(self.permit(now, NOT_A_PROBE)),
-            State::ForcedOpen => Err(Rejection::new(RejectReason::ForcedOpen)),
-            State::Open if now < self.since => Err(self.open_rejection(now)),
-            State::Open => {
-                self.go(State::HalfOpen, now);
-                self.acquire_half_open(now)
-            }
-            State::HalfOpen => self.acquire_half_open(now),
-        }
-    }
-
-    #[inline]
-    fn acquire_closed(&mut self, now: Instant) -> Result<Permit, Rejection> {
-        if self.ramping {
-            let policy = self.policy.borrow();
-            let elapsed = now.saturating_duration_since(self.since);
-            if elapsed >= policy.ramp {
-                self.ramping = false;
-            } else {
-                let share = policy.ramp_share(elapsed);
-                self.credit = self.credit.saturating_add(share);
-                if self.credit < PPM {
-                    return Err(Rejection::new(RejectReason::SlowStart));
+        // A decision changes the state at most twice (open → half-open, expiry → closed or open)
+        // before it answers; the bound only keeps the loop finite by construction.
+        for _ in 0..4 {
+            let mut decision = Decision::Nothing;
+            if self.state == State::HalfOpen {
+                let expired = self.expire_leases(now);
+                if expired > 0 {
+                    decision = step(
+                        self.policy.borrow(),
+                        self.view(now, 0),
+                        Event::Expired(expired),
+                    );
                 }
-                self.credit -= PPM;
+            }
+            if decision == Decision::Nothing {
+                let in_flight = self.probes_in_flight();
+                decision = step(
+                    self.policy.borrow(),
+                    self.view(now, in_flight),
+                    Event::Acquire,
+                );
+            }
+            match decision {
+                Decision::Admit { probe: false } => return Ok(self.permit(now, NOT_A_PROBE)),
+                Decision::Admit { probe: true } => return Ok(self.lease(now)),
+                Decision::Reject(reason) => return Err(Rejection::new(reason)),
+                Decision::Ramp { admit, credit } => {
+                    self.credit = credit;
+                    return if admit {
+                        Ok(self.permit(now, NOT_A_PROBE))
+                    } else {
+                        Err(Rejection::new(RejectReason::SlowStart))
+                    };
+                }
+                Decision::RampDone => {
+                    self.ramping = false;
+                    return Ok(self.permit(now, NOT_A_PROBE));
+                }
+                Decision::Go(target) => {
+                    self.go_to(target, now);
+                    if target == Target::Reopen {
+                        // The call whose expired probes re-opened it is rejected as open.
+                        return Err(Rejection::new(RejectReason::Open {
+                            retry_after: self.since.saturating_duration_since(now),
+                        }));
+                    }
+                }
+                Decision::Tally(round) => self.probes.round = round,
+                Decision::Consecutive(consecutive) => self.consecutive = consecutive,
+                Decision::Nothing => {}
             }
         }
-        Ok(self.permit(now, NOT_A_PROBE))
+        Err(Rejection::new(RejectReason::HalfOpenFull))
     }
 
-    fn acquire_half_open(&mut self, now: Instant) -> Result<Permit, Rejection> {
-        let policy = self.policy.borrow();
-        let (max_in_flight, rule, probe_timeout) =
-            (policy.max_in_flight, policy.rule, policy.probe_timeout);
-        if max_in_flight == u32::MAX {
-            // No gate: every call is a probe (no lease to expire).
-            self.probes.issued = self.probes.issued.saturating_add(1);
-            return Ok(self.permit(now, UNLEASED_PROBE));
-        }
-        // Leases that ran out count as failed probes.
+    /// Frees the leases that ran out by `now`; returns how many.
+    fn expire_leases(&mut self, now: Instant) -> u32 {
         let mut expired = 0u32;
         for (lease, expires) in self.probes.lease.iter_mut().zip(&self.probes.expires) {
             if *lease != 0 && *expires <= now {
@@ -327,52 +364,31 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
                 expired += 1;
             }
         }
-        if expired > 0 {
-            let verdict = match rule {
-                ProbeRule::Consecutive { .. } => Verdict::Reopen,
-                ProbeRule::Rate { .. } => {
-                    self.probes.failures = self.probes.failures.saturating_add(expired);
-                    self.rate_verdict()
-                }
-            };
-            match verdict {
-                Verdict::Reopen => {
-                    self.reopen(now);
-                    return Err(self.open_rejection(now));
-                }
-                Verdict::Close => {
-                    self.close(now);
-                    return self.acquire_closed(now);
-                }
-                Verdict::Undecided => {}
-            }
-        }
-        let full = self.probes_in_flight() >= max_in_flight
-            || matches!(rule, ProbeRule::Rate { calls } if self.probes.issued >= calls);
-        let free = self.probes.lease.iter().position(|&l| l == 0);
-        let (false, Some(slot)) = (full, free) else {
-            return Err(Rejection::new(RejectReason::HalfOpenFull));
-        };
-        let lease = self.probes.next_lease;
-        self.probes.next_lease = lease.checked_add(1).unwrap_or(FIRST_LEASE);
-        if let (Some(l), Some(e)) = (
-            self.probes.lease.get_mut(slot),
-            self.probes.expires.get_mut(slot),
-        ) {
-            *l = lease;
-            *e = now.saturating_add(probe_timeout);
-        }
-        self.probes.issued = self.probes.issued.saturating_add(1);
-        Ok(self.permit(now, lease))
+        expired
     }
 
-    /// The verdict of a [`ProbeRule::Rate`] round so far.
-    fn rate_verdict(&self) -> Verdict {
-        self.policy.borrow().rate_verdict(
-            self.probes.successes,
-            self.probes.failures,
-            self.probes.slow,
-        )
+    /// A probe permit: with a lease in a free slot when probes are gated.
+    fn lease(&mut self, now: Instant) -> Permit {
+        let policy = self.policy.borrow();
+        self.probes.round = tally(policy, self.probes.round, Event::Acquire);
+        if policy.max_in_flight == u32::MAX {
+            // No gate: nothing to lease.
+            return self.permit(now, UNLEASED_PROBE);
+        }
+        let timeout = policy.probe_timeout;
+        let lease = self.probes.next_lease;
+        self.probes.next_lease = lease.checked_add(1).unwrap_or(FIRST_LEASE);
+        // The rules admitted a probe only with a slot free (in flight < max_in_flight <= P).
+        if let Some(slot) = self.probes.lease.iter().position(|&l| l == 0)
+            && let (Some(l), Some(e)) = (
+                self.probes.lease.get_mut(slot),
+                self.probes.expires.get_mut(slot),
+            )
+        {
+            *l = lease;
+            *e = now.saturating_add(timeout);
+        }
+        self.permit(now, lease)
     }
 
     /// Reports how a permitted call ended. A state change it causes goes to the observer. Results
@@ -383,77 +399,41 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         if permit.generation != self.generation {
             return;
         }
-        let policy = self.policy.borrow();
-        let slow = policy.is_slow(permit.started, now);
-        if self.state == State::Closed {
-            if outcome == Outcome::Ignored {
-                return;
-            }
-            let failure = outcome == Outcome::Failure;
-            self.consecutive = if failure {
-                self.consecutive.saturating_add(1)
-            } else {
-                0
-            };
-            let counts = self.window.record(now, failure, slow);
-            if policy.trips(self.consecutive, counts) {
-                self.open(now);
-            }
+        if self.state == State::HalfOpen && !self.release(&permit) {
+            // Its lease expired and already counted as a failed probe.
             return;
         }
-        self.record_other(permit, outcome, slow, now)
-    }
-
-    #[inline(never)]
-    fn record_other(&mut self, permit: Permit, outcome: Outcome, slow: bool, now: Instant) {
-        match self.state {
-            State::Disabled if outcome != Outcome::Ignored => {
-                self.window.record(now, outcome == Outcome::Failure, slow);
-            }
-            State::Disabled => {}
-            State::HalfOpen => self.record_probe(permit, outcome, slow, now),
-            State::Closed | State::Open | State::ForcedOpen => {}
-        }
-    }
-
-    fn record_probe(&mut self, permit: Permit, outcome: Outcome, slow: bool, now: Instant) {
-        if permit.lease >= FIRST_LEASE {
-            match self.probes.lease.iter_mut().find(|l| **l == permit.lease) {
-                Some(l) => *l = 0,
-                // Its lease expired and already counted as a failed probe.
-                None => return,
-            }
-        }
-        let bad = outcome == Outcome::Failure || slow;
-        let verdict = match (outcome, self.policy.borrow().rule) {
-            (Outcome::Ignored, _) => {
-                // The probe said nothing: let another one take its place.
-                self.probes.issued = self.probes.issued.saturating_sub(1);
-                Verdict::Undecided
-            }
-            (_, ProbeRule::Consecutive { .. }) if bad => Verdict::Reopen,
-            (_, ProbeRule::Consecutive { successes }) => {
-                self.probes.successes = self.probes.successes.saturating_add(1);
-                if self.probes.successes >= successes {
-                    Verdict::Close
-                } else {
-                    Verdict::Undecided
-                }
-            }
-            (_, ProbeRule::Rate { .. }) => {
-                if outcome == Outcome::Failure {
-                    self.probes.failures = self.probes.failures.saturating_add(1);
-                } else {
-                    self.probes.successes = self.probes.successes.saturating_add(1);
-                }
-                self.probes.slow = self.probes.slow.saturating_add(u32::from(slow));
-                self.rate_verdict()
-            }
+        let policy = self.policy.borrow();
+        let slow = policy.is_slow(permit.started, now);
+        let window = if counts_in_window(self.state, outcome) {
+            self.window.record(now, outcome == Outcome::Failure, slow)
+        } else {
+            Counts::default()
         };
-        match verdict {
-            Verdict::Undecided => {}
-            Verdict::Close => self.close(now),
-            Verdict::Reopen => self.reopen(now),
+        let event = Event::Result {
+            outcome,
+            slow,
+            window,
+        };
+        match step(policy, self.view(now, 0), event) {
+            Decision::Consecutive(consecutive) => self.consecutive = consecutive,
+            Decision::Tally(round) => self.probes.round = round,
+            Decision::Go(target) => self.go_to(target, now),
+            _ => {}
+        }
+    }
+
+    /// Frees the slot of a probe's lease; false if the lease already expired.
+    fn release(&mut self, permit: &Permit) -> bool {
+        if permit.lease < FIRST_LEASE {
+            return true;
+        }
+        match self.probes.lease.iter_mut().find(|l| **l == permit.lease) {
+            Some(l) => {
+                *l = 0;
+                true
+            }
+            None => false,
         }
     }
 

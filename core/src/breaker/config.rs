@@ -32,25 +32,9 @@
 //! assert_eq!(policy.max_open_time(), Duration::from_secs(60));
 //! ```
 
-use super::window::{Counts, WindowSpec};
+use super::window::WindowSpec;
 use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm};
-use crate::sample::splitmix64;
-use crate::time::{Duration, Instant};
-
-/// What a half-open probe round has decided so far.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    Undecided,
-    Close,
-    Reopen,
-}
-
-/// The open-time jitter sample of the opening that leaves generation `generation`: one draw per
-/// opening, derived from the breaker's seed, so no generator state is kept.
-#[inline]
-pub(crate) fn jitter_sample(seed: u64, generation: u32) -> u64 {
-    splitmix64(seed ^ u64::from(generation).wrapping_mul(0x2545_F491_4F6C_DD1D))
-}
+use crate::time::Duration;
 
 /// What a breaker does: when it trips, how long it stays open, how it probes and how it closes.
 ///
@@ -383,9 +367,9 @@ pub struct BreakerPolicy {
     pub(crate) ramp: Duration,
     pub(crate) ramp_initial_ppm: u32,
     /// `consecutive`, or 2³² (never reached) when the rule is off: one comparison on the hot path.
-    consecutive_limit: u64,
+    pub(crate) consecutive_limit: u64,
     /// `minimum_calls`, or `u64::MAX` when no rate rule is on.
-    decide_from: u64,
+    pub(crate) decide_from: u64,
     config: BreakerConfig,
 }
 
@@ -635,64 +619,6 @@ impl BreakerPolicy {
         Duration::from_nanos((result.min(cap) >> 32) as u64)
     }
 
-    /// Whether a call that started at `started` and ended at `now` counts as slow.
-    #[inline]
-    pub(crate) fn is_slow(&self, started: Instant, now: Instant) -> bool {
-        // Without the slow-call rule the threshold is `Duration::MAX`, which nothing exceeds.
-        now.saturating_duration_since(started) > self.slow_threshold
-    }
-
-    /// Whether the rate rules fire on `c` (inclusive thresholds, fixed point).
-    #[inline]
-    pub(crate) fn rates_trip(&self, c: Counts) -> bool {
-        let over = |n: u64, ppm: u32| ppm != 0 && n * u64::from(PPM) >= u64::from(ppm) * c.calls;
-        c.calls > 0 && (over(c.failures, self.failure_ppm) || over(c.slow, self.slow_ppm))
-    }
-
-    /// Whether a closed breaker trips, with `consecutive` failures in a row and `counts` in its
-    /// window after the call just recorded.
-    #[inline]
-    pub(crate) fn trips(&self, consecutive: u32, counts: Counts) -> bool {
-        self.consecutive_trips(consecutive)
-            || (counts.calls >= self.decide_from && self.rates_trip(counts))
-    }
-
-    /// Whether `consecutive` failures in a row trip the breaker.
-    #[inline]
-    pub(crate) fn consecutive_trips(&self, consecutive: u32) -> bool {
-        u64::from(consecutive) >= self.consecutive_limit
-    }
-
-    /// Whether the rate rules fire on a window of `calls` calls. Only once the window holds enough
-    /// calls to decide does it ask `counts(failures, slow)` for the counts, and then only for those
-    /// its rules read.
-    #[inline]
-    #[cfg(target_has_atomic = "64")]
-    pub(crate) fn rates_fire(&self, calls: u64, counts: impl FnOnce(bool, bool) -> Counts) -> bool {
-        calls >= self.decide_from
-            && self.rates_trip(counts(self.failure_ppm != 0, self.slow_ppm != 0))
-    }
-
-    /// The verdict of a [`ProbeRule::Rate`] round with these tallies so far.
-    pub(crate) fn rate_verdict(&self, successes: u32, failures: u32, slow: u32) -> Verdict {
-        let ProbeRule::Rate { calls } = self.rule else {
-            return Verdict::Undecided;
-        };
-        let done = successes.saturating_add(failures);
-        if done < calls {
-            return Verdict::Undecided;
-        }
-        if self.rates_trip(Counts {
-            calls: u64::from(done),
-            failures: u64::from(failures),
-            slow: u64::from(slow),
-        }) {
-            Verdict::Reopen
-        } else {
-            Verdict::Close
-        }
-    }
-
     /// The share of calls slow start admits `elapsed` into the ramp, in ppm (`elapsed < ramp`).
     #[inline]
     pub(crate) fn ramp_share(&self, elapsed: Duration) -> u32 {
@@ -724,6 +650,7 @@ impl BreakerPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::splitmix64;
 
     fn err(config: BreakerConfig) -> ConfigError {
         BreakerPolicy::new(config).unwrap_err()

@@ -24,7 +24,7 @@
 //! assert!(CountWindow::<64>::new(WindowSpec::Count { calls: 100 }).is_err());
 //! ```
 //!
-//! ```compile_fail
+//! ```compile_fail,E0080
 //! use reliable_core::breaker::{CountWindow, Window, WindowSpec};
 //! // 100 calls do not fit in one word: a build error, not a run-time one.
 //! let w = CountWindow::<100>::new(WindowSpec::Count { calls: 100 });

@@ -1,28 +1,42 @@
 //! Circuit breakers: stop calling a downstream that is failing, and probe carefully before trusting
 //! it again.
 //!
-//! A breaker sits in front of calls to one downstream. While **closed** it lets calls through and
-//! watches their outcomes. When a trip rule fires (failures in a row, failure rate or slow-call rate
-//! over a window, after a minimum number of calls) it **opens**: calls are rejected at once, with a
-//! `retry_after`, so a struggling downstream gets no load from this client and callers do not wait on
-//! it. When the open time is up it goes **half-open** and admits a few probes, each a lease that
-//! expires after `probe_timeout`; their results close it again or re-open it for a (possibly longer,
-//! jittered) open time. Manual controls force it open, disable it (metrics only) or reset it.
+//! # The spec
 //!
-//! Every answer carries its reason: [`CircuitBreaker::try_acquire`] returns a [`Permit`] or a
-//! [`Rejection`]; state changes go to the breaker's [`Observer`] as [`Transition`] values, and only
-//! there. Permits carry the breaker's generation, so a result that arrives after the state moved on
-//! (a late reply from before the trip) cannot close or re-open it.
+//! A breaker is in one of five states and changes state only as this table says (the rules are
+//! one pure function in `spec.rs`, which both breakers below apply; its module docs give the
+//! table arm by arm):
 //!
-//! The rules live in a [`BreakerPolicy`] (validated once). A breaker owns its policy, or borrows it
-//! (`&BreakerPolicy`, an `Arc`: anything that is `Borrow<BreakerPolicy>`), and holds only state
-//! besides, so it is small: `CircuitBreaker<&BreakerPolicy, CountWindow<64>, 1>` (64-call window,
-//! one probe slot) is 120 bytes on 64-bit targets (`cargo run -p reliable-core --example sizes`
-//! prints them all). Window capacities are in calls. Both breakers implement [`Breaker`].
+//! | state | on a call | on a result | leaves for |
+//! |---|---|---|---|
+//! | **closed** | admit (during slow start after a close: admit a rising share, shed the rest) | count it in the window and in failures in a row | **open** when failures in a row, the failure rate or the slow-call rate reach their limit (rates once `minimum_calls` are in) |
+//! | **open** | reject with `retry_after` | ignore | **half-open** when the open time is up (the next call is a probe) |
+//! | **half-open** | admit up to `max_in_flight` probes, each with a lease of `probe_timeout` | tally it | **closed** when the probes say so (`successes` in a row, or a `Rate` round under the limits); **open** again, for a longer jittered time, when a probe fails, is slow or its lease expires (`Consecutive`), or the round's rates reach the limits (`Rate`) |
+//! | **forced open** | reject | ignore | **closed** on reset |
+//! | **disabled** | admit | count it in the window only | **closed** on reset |
 //!
-//! One breaker shared by many threads is a [`SharedBreaker`] (on targets with 64-bit atomics): the
-//! same policy and decisions through `&self`, with its state packed into atomics, lock-free and
-//! without `unsafe`; its windows are the [`AtomicWindow`] kinds.
+//! Every permit carries the generation it was issued in; a result from an older generation (a late
+//! reply from before a trip) changes nothing. A `now` earlier than the latest one seen counts as
+//! the latest, so a clock that steps back cannot re-open or shorten anything. Each open time is
+//! drawn from `[1 - jitter, 1 + jitter]` of the base by a hash of the breaker's seed and its
+//! generation: breakers built the same way get different seeds ([`CircuitBreaker::new`] derives
+//! one per instance), so a fleet that trips together does not probe together.
+//!
+//! # The pieces
+//!
+//! - [`BreakerPolicy`]: the rules' parameters, validated once from a [`BreakerConfig`].
+//! - [`CircuitBreaker`] (`&mut self`) and [`SharedBreaker`] (`&self`, lock-free atomics, on targets
+//!   with 64-bit atomics): the state, applying the spec. Both implement [`Breaker`]. A breaker owns
+//!   its policy, or borrows it (`&BreakerPolicy`, an `Arc`: anything `Borrow<BreakerPolicy>`), so
+//!   an `Arc<SharedBreaker>` is `'static + Send + Sync`; sharing one policy by reference keeps a
+//!   `CircuitBreaker<&BreakerPolicy, CountWindow<64>>` at 120 bytes on 64-bit targets (`cargo run
+//!   -p reliable-core --example sizes` prints them all).
+//! - Windows, capacities in calls: [`NoWindow`], [`CountWindow`], [`TimeWindow`], [`AnyWindow`],
+//!   and their [`AtomicWindow`] forms for the shared breaker.
+//! - Answers: [`CircuitBreaker::try_acquire`] returns a [`Permit`] or a [`Rejection`] saying why;
+//!   a [`Permit`] goes back to `record` with an [`Outcome`] (`Outcome::from(ErrorClass)` maps the
+//!   retry side's classification). State changes come out in one place: the breaker's
+//!   [`Observer`], as [`Transition`] values.
 //!
 //! ```
 //! use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, NoWindow, Outcome, RejectReason, State};
@@ -62,7 +76,7 @@ mod time_window;
 mod window;
 
 pub use any_window::AnyWindow;
-pub use api::{Breaker, Snapshot};
+pub use api::Breaker;
 #[cfg(target_has_atomic = "64")]
 pub use atomic_window::{AtomicAnyWindow, AtomicCountWindow, AtomicTimeWindow, AtomicWindow};
 pub use circuit::CircuitBreaker;
@@ -74,7 +88,7 @@ pub use count_window::{CountWindow, words_for};
 pub use observer::{LastTransition, Observer};
 #[cfg(target_has_atomic = "64")]
 pub use shared::SharedBreaker;
-pub use spec::{Outcome, Permit, RejectReason, Rejection, State, Transition};
+pub use spec::{Outcome, Permit, RejectReason, Rejection, Snapshot, State, Transition};
 pub use time_window::TimeWindow;
 pub use window::{Counts, NoWindow, Window, WindowSpec};
 

@@ -49,16 +49,16 @@ use core::borrow::Borrow;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-use super::api::Snapshot;
 use super::atomic_window::{AtomicCountWindow, AtomicWindow, Line};
-use super::config::{BreakerPolicy, FP_ONE, ProbeRule, Verdict, jitter_sample};
+use super::config::{BreakerPolicy, FP_ONE, ProbeRule};
 use super::observer::Observer;
 use super::spec::{
-    FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, State, Transition,
-    UNLEASED_PROBE,
+    Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, Round,
+    Snapshot, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window, jitter_sample,
+    round_has_room, step, tally, visible,
 };
 use super::window::Counts;
-use crate::error::{ConfigError, PPM, Problem};
+use crate::error::{ConfigError, Problem};
 use crate::sample::instance_seed;
 use crate::time::Instant;
 
@@ -173,38 +173,30 @@ fn lease_of(slot: usize, seq: u64) -> u32 {
     FIRST_LEASE + (((seq as u32) << 6) | slot as u32)
 }
 
-/// The tallies of a half-open round. [`ProbeRule::Consecutive`] uses all 32 bits for successes;
-/// [`ProbeRule::Rate`] packs successes, failures, slow probes and probes issued in 8 bits each.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Tallies {
-    successes: u32,
-    failures: u32,
-    slow: u32,
-    issued: u32,
+/// The tallies of a half-open round in one 32-bit word: [`ProbeRule::Consecutive`] uses all 32
+/// bits for successes; [`ProbeRule::Rate`] packs successes, failures, slow probes and probes issued
+/// in 8 bits each.
+fn pack(r: Round, rate: bool) -> u32 {
+    if rate {
+        let b = |n: u32| n.min(MAX_RATE_CALLS);
+        b(r.successes) | b(r.failures) << 8 | b(r.slow) << 16 | b(r.issued) << 24
+    } else {
+        r.successes
+    }
 }
 
-impl Tallies {
-    fn pack(self, rate: bool) -> u32 {
-        if rate {
-            let b = |n: u32| n.min(MAX_RATE_CALLS);
-            b(self.successes) | b(self.failures) << 8 | b(self.slow) << 16 | b(self.issued) << 24
-        } else {
-            self.successes
+fn unpack(v: u32, rate: bool) -> Round {
+    if rate {
+        Round {
+            successes: v & 0xff,
+            failures: (v >> 8) & 0xff,
+            slow: (v >> 16) & 0xff,
+            issued: v >> 24,
         }
-    }
-    fn unpack(v: u32, rate: bool) -> Tallies {
-        if rate {
-            Tallies {
-                successes: v & 0xff,
-                failures: (v >> 8) & 0xff,
-                slow: (v >> 16) & 0xff,
-                issued: v >> 24,
-            }
-        } else {
-            Tallies {
-                successes: v,
-                ..Tallies::default()
-            }
+    } else {
+        Round {
+            successes: v,
+            ..Round::default()
         }
     }
 }
@@ -515,10 +507,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     /// The state as of `now`: an open breaker whose time is up reports [`State::HalfOpen`].
     pub fn state(&self, now: Instant) -> State {
         let c = self.load();
-        match c.state() {
-            State::Open if self.query_time(now) >= self.open_until(c) => State::HalfOpen,
-            s => s,
-        }
+        visible(c.state(), self.query_time(now), || self.open_until(c))
     }
 
     /// Outcomes in the window as of `now` (calls, failures, slow calls).
@@ -538,14 +527,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
 
     /// Half-open probes currently in flight (with bounded probes; 0 otherwise).
     pub fn probes_in_flight(&self) -> u32 {
-        let g = self.load().generation();
-        self.slots
-            .iter()
-            .filter(|s| {
-                let w = s.load(Acquire);
-                slot_generation(w) == g && slot_state(w) != SLOT_FREE
-            })
-            .count() as u32
+        self.in_flight(self.load().generation())
     }
 
     /// The generation: it changes on every state change, and permits from an older one are ignored.
@@ -571,168 +553,230 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     }
 
     fn acquire_slow(&self, mut c: Ctl, now: Instant) -> Result<Permit, Rejection> {
-        // Whether this call made a transition already (it makes at most one).
+        // Whether this call made a transition already: it makes at most one.
         let mut caused = false;
-        let answer = loop {
-            let step = match c.state() {
-                State::Closed => self.acquire_closed(c, now),
-                State::Disabled => Step::Done(Ok(Self::permit(c.generation(), NOT_A_PROBE, now))),
-                State::ForcedOpen => Step::Done(Err(RejectReason::ForcedOpen)),
-                State::Open => {
-                    let until = self.open_until(c);
-                    if now < until {
-                        Step::Done(Err(RejectReason::Open {
-                            retry_after: until.saturating_duration_since(now),
-                        }))
-                    } else if caused {
-                        // This call already made one transition and lost a race since: it makes
-                        // no second one.
-                        Step::Done(Err(RejectReason::HalfOpenFull))
-                    } else {
-                        let half = c.next(HALF_OPEN, false, c.count());
-                        match self.go(c, half, now) {
-                            Ok(t) => {
-                                caused = t;
-                                self.acquire_half_open(half, now, &mut caused)
-                            }
-                            Err(()) => Step::Retry,
-                        }
-                    }
-                }
-                State::HalfOpen => self.acquire_half_open(c, now, &mut caused),
-            };
-            match step {
-                Step::Done(answer) => break answer,
+        loop {
+            match self.acquire_step(c, now, &mut caused) {
+                Step::Done(answer) => return answer.map_err(Rejection::new),
                 Step::Retry => c = self.load(),
             }
-        };
-        answer.map_err(Rejection::new)
+        }
     }
 
-    fn acquire_closed(&self, c: Ctl, now: Instant) -> Step<Result<Permit, RejectReason>> {
-        let g = c.generation();
-        if !c.flag() {
-            return Step::Done(Ok(Self::permit(g, NOT_A_PROBE, now)));
-        }
-        let policy = self.policy();
-        let elapsed = now.saturating_duration_since(Instant::from_nanos(self.since.load(Acquire)));
-        if elapsed >= policy.ramp {
-            let done = Ctl::new(CLOSED, false, c.count(), g);
-            return match self.control.compare_exchange(c.0, done.0, AcqRel, Acquire) {
-                Ok(_) => Step::Done(Ok(Self::permit(g, NOT_A_PROBE, now))),
-                Err(_) => Step::Retry,
-            };
-        }
-        let share = policy.ramp_share(elapsed);
-        let mut w = self.credit.load(Acquire);
-        loop {
-            let credit = if (w >> 32) as u32 == g {
-                w as u32
-            } else if self.load().generation() != g {
-                return Step::Retry;
+    /// What the rules read, from control word `c` as of `now`; `credit` and `round` are those of
+    /// `c`'s generation. Only what the state can use is loaded.
+    #[inline(always)]
+    fn view(&self, c: Ctl, now: Instant, credit: u32, round: Round) -> View {
+        let state = c.state();
+        let closed = c.code() == CLOSED;
+        let ramping = closed && c.flag();
+        View {
+            state,
+            now,
+            until: if state == State::Open {
+                self.open_until(c)
+            } else {
+                Instant::ZERO
+            },
+            ramping,
+            ramp_elapsed: if ramping {
+                now.saturating_duration_since(Instant::from_nanos(self.since.load(Acquire)))
+            } else {
+                crate::time::Duration::ZERO
+            },
+            credit,
+            // Only a closed breaker's results read it.
+            consecutive: if closed { c.count() } else { 0 },
+            round,
+            in_flight: if state == State::HalfOpen {
+                self.in_flight(c.generation())
             } else {
                 0
-            };
-            let credit = credit.saturating_add(share);
-            let (left, admit) = if credit < PPM {
-                (credit, false)
-            } else {
-                (credit - PPM, true)
-            };
-            match self
-                .credit
-                .compare_exchange_weak(w, tagged(g, left), AcqRel, Acquire)
-            {
-                Ok(_) if admit => return Step::Done(Ok(Self::permit(g, NOT_A_PROBE, now))),
-                Ok(_) => return Step::Done(Err(RejectReason::SlowStart)),
-                Err(x) => w = x,
-            }
+            },
         }
     }
 
-    /// Updates the tallies of the round of generation `g` with `f` (which may refuse with `None`).
-    /// `Err` if the round is over (the state moved on).
+    /// The control word a decided change of state leads to from `c`.
+    fn target(&self, c: Ctl, target: Target) -> Ctl {
+        match target {
+            // Closed always has zero re-opens.
+            Target::Trip => c.next(OPEN, false, 0),
+            Target::Reopen => c.next(OPEN, false, c.count().saturating_add(1)),
+            Target::HalfOpen => c.next(HALF_OPEN, false, c.count()),
+            Target::Close => c.next(CLOSED, !self.policy().ramp.is_zero(), 0),
+        }
+    }
+
+    /// One pass of an acquire: read the state, ask the rules, try to carry the decision out.
+    fn acquire_step(
+        &self,
+        c: Ctl,
+        now: Instant,
+        caused: &mut bool,
+    ) -> Step<Result<Permit, RejectReason>> {
+        let policy = self.policy();
+        let g = c.generation();
+        let mut decision = Decision::Nothing;
+        if c.code() == HALF_OPEN && !*caused {
+            // Leases that ran out count as failed probes, each counted by the call that frees it.
+            // A call that already made a transition leaves them to the next call.
+            let expired = self.expire_leases(g, now);
+            if expired > 0 {
+                let event = Event::Expired(expired);
+                let Ok(Some((before, _))) = self.update_round(g, |t| Some(tally(policy, t, event)))
+                else {
+                    return Step::Retry;
+                };
+                decision = step(policy, self.view(c, now, 0, before), event);
+            }
+        }
+        let (credit_word, credit) = if c.code() == CLOSED && c.flag() {
+            match self.credit_of(g) {
+                Some(w) => w,
+                None => return Step::Retry,
+            }
+        } else {
+            (0, 0)
+        };
+        if decision == Decision::Nothing {
+            decision = step(
+                policy,
+                self.view(c, now, credit, self.round(g)),
+                Event::Acquire,
+            );
+        }
+        match decision {
+            Decision::Admit { probe: false } => Step::Done(Ok(Self::permit(g, NOT_A_PROBE, now))),
+            Decision::Admit { probe: true } => self.claim_probe(c, now),
+            Decision::Reject(reason) => Step::Done(Err(reason)),
+            Decision::Ramp { admit, credit } => match self.credit.compare_exchange_weak(
+                credit_word,
+                tagged(g, credit),
+                AcqRel,
+                Acquire,
+            ) {
+                Ok(_) if admit => Step::Done(Ok(Self::permit(g, NOT_A_PROBE, now))),
+                Ok(_) => Step::Done(Err(RejectReason::SlowStart)),
+                Err(_) => Step::Retry,
+            },
+            Decision::RampDone => {
+                let done = Ctl::new(CLOSED, false, c.count(), g);
+                match self.control.compare_exchange(c.0, done.0, AcqRel, Acquire) {
+                    Ok(_) => Step::Done(Ok(Self::permit(g, NOT_A_PROBE, now))),
+                    Err(_) => Step::Retry,
+                }
+            }
+            // A call that made a transition and lost a race since rejects rather than make a
+            // second one.
+            Decision::Go(_) if *caused => Step::Done(Err(RejectReason::HalfOpenFull)),
+            Decision::Go(target) => {
+                let to = self.target(c, target);
+                if self.go(c, to, now).is_err() {
+                    return Step::Retry;
+                }
+                *caused = true;
+                if target == Target::Reopen {
+                    // The call whose expired probes re-opened it is rejected as open.
+                    return Step::Done(Err(RejectReason::Open {
+                        retry_after: self.open_until(to).saturating_duration_since(now),
+                    }));
+                }
+                // Decide again in the new state.
+                Step::Retry
+            }
+            // The expired probes left the round undecided (their tallies are written).
+            Decision::Consecutive(_) | Decision::Tally(_) | Decision::Nothing => Step::Retry,
+        }
+    }
+
+    /// The slow-start credit word and the credit of generation `g` (0 if the word is of an older
+    /// one); `None` if the state moved on.
+    fn credit_of(&self, g: u32) -> Option<(u64, u32)> {
+        let w = self.credit.load(Acquire);
+        if (w >> 32) as u32 == g {
+            Some((w, w as u32))
+        } else if self.load().generation() != g {
+            None
+        } else {
+            Some((w, 0))
+        }
+    }
+
+    /// Probes of generation `g` holding a lease.
+    fn in_flight(&self, g: u32) -> u32 {
+        self.slots
+            .iter()
+            .filter(|s| {
+                let w = s.load(Acquire);
+                slot_generation(w) == g && slot_state(w) != SLOT_FREE
+            })
+            .count() as u32
+    }
+
+    /// Frees the leases of generation `g` that ran out by `now`; returns how many this call freed.
+    fn expire_leases(&self, g: u32, now: Instant) -> u32 {
+        let slots = self
+            .slots
+            .get(..self.policy().max_in_flight as usize)
+            .unwrap_or(&[]);
+        let mut expired = 0u32;
+        for (slot, expires) in slots.iter().zip(&self.expires) {
+            let w = slot.load(Acquire);
+            if slot_generation(w) == g
+                && slot_state(w) == SLOT_LEASED
+                && expires.load(Relaxed) <= now.as_nanos()
+                && slot.compare_exchange(w, w & !0b11, AcqRel, Relaxed).is_ok()
+            {
+                expired += 1;
+            }
+        }
+        expired
+    }
+
+    /// Updates the tallies of the round of generation `g` with `f` (which may refuse with `None`):
+    /// the tallies before and after. `Err` if the round is over (the state moved on).
     fn update_round(
         &self,
         g: u32,
-        f: impl Fn(Tallies) -> Option<Tallies>,
-    ) -> Result<Option<Tallies>, ()> {
+        f: impl Fn(Round) -> Option<Round>,
+    ) -> Result<Option<(Round, Round)>, ()> {
         let rate = matches!(self.policy().rule, ProbeRule::Rate { .. });
         let mut w = self.round.load(Acquire);
         loop {
             let current = if (w >> 32) as u32 == g {
-                Tallies::unpack(w as u32, rate)
+                unpack(w as u32, rate)
             } else if self.load().generation() != g {
                 return Err(());
             } else {
-                Tallies::default()
+                Round::default()
             };
             let Some(next) = f(current) else {
                 return Ok(None);
             };
             match self
                 .round
-                .compare_exchange_weak(w, tagged(g, next.pack(rate)), AcqRel, Acquire)
+                .compare_exchange_weak(w, tagged(g, pack(next, rate)), AcqRel, Acquire)
             {
-                Ok(_) => return Ok(Some(next)),
+                Ok(_) => return Ok(Some((current, next))),
                 Err(x) => w = x,
             }
         }
     }
 
-    fn round(&self, g: u32) -> Tallies {
+    fn round(&self, g: u32) -> Round {
         let w = self.round.load(Acquire);
         if (w >> 32) as u32 == g {
-            Tallies::unpack(
+            unpack(
                 w as u32,
                 matches!(self.policy().rule, ProbeRule::Rate { .. }),
             )
         } else {
-            Tallies::default()
+            Round::default()
         }
     }
 
-    /// Acts on a verdict of the round of `c`: `None` if undecided.
-    fn decide(
-        &self,
-        c: Ctl,
-        verdict: Verdict,
-        now: Instant,
-        caused: &mut bool,
-    ) -> Option<Step<Result<Permit, RejectReason>>> {
-        match verdict {
-            Verdict::Undecided => None,
-            Verdict::Reopen => {
-                let open = c.next(OPEN, false, c.count().saturating_add(1));
-                Some(match self.go(c, open, now) {
-                    Ok(t) => {
-                        *caused = t;
-                        Step::Done(Err(RejectReason::Open {
-                            retry_after: self.open_until(open).saturating_duration_since(now),
-                        }))
-                    }
-                    Err(()) => Step::Retry,
-                })
-            }
-            Verdict::Close => {
-                let closed = c.next(CLOSED, !self.policy().ramp.is_zero(), 0);
-                Some(match self.go(c, closed, now) {
-                    Ok(t) => {
-                        *caused = t;
-                        self.acquire_closed(closed, now)
-                    }
-                    Err(()) => Step::Retry,
-                })
-            }
-        }
-    }
-
-    fn acquire_half_open(
-        &self,
-        c: Ctl,
-        now: Instant,
-        caused: &mut bool,
-    ) -> Step<Result<Permit, RejectReason>> {
+    /// Claims a lease slot for a probe the rules admitted in `c`.
+    fn claim_probe(&self, c: Ctl, now: Instant) -> Step<Result<Permit, RejectReason>> {
         let policy = self.policy();
         let g = c.generation();
         if policy.max_in_flight == u32::MAX {
@@ -743,52 +787,13 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             .slots
             .get(..policy.max_in_flight as usize)
             .unwrap_or(&[]);
-        // Leases that ran out count as failed probes; each is counted by the call that frees it.
-        // A call that already made a transition (and lost a race since) leaves them to the next
-        // call, so that it makes no second one.
-        let mut expired = 0u32;
-        for (slot, expires) in slots.iter().zip(&self.expires) {
-            if *caused {
-                break;
-            }
-            let w = slot.load(Acquire);
-            if slot_generation(w) == g
-                && slot_state(w) == SLOT_LEASED
-                && expires.load(Relaxed) <= now.as_nanos()
-                && slot.compare_exchange(w, w & !0b11, AcqRel, Relaxed).is_ok()
-            {
-                expired += 1;
-            }
-        }
-        if expired > 0 {
-            let verdict = match policy.rule {
-                ProbeRule::Consecutive { .. } => Verdict::Reopen,
-                ProbeRule::Rate { .. } => match self.update_round(g, |t| {
-                    Some(Tallies {
-                        failures: t.failures.saturating_add(expired),
-                        ..t
-                    })
-                }) {
-                    Ok(Some(t)) => policy.rate_verdict(t.successes, t.failures, t.slow),
-                    _ => return Step::Retry,
-                },
-            };
-            if let Some(step) = self.decide(c, verdict, now, caused) {
-                return step;
-            }
-        }
-        // The first free slot among the first `max_in_flight`.
+        // The first free slot among the first `max_in_flight` (none: another call took it).
         let Some((index, slot, w)) = slots.iter().enumerate().find_map(|(i, s)| {
             let w = s.load(Acquire);
             (slot_generation(w) != g || slot_state(w) == SLOT_FREE).then_some((i, s, w))
         }) else {
-            return Step::Done(Err(RejectReason::HalfOpenFull));
+            return Step::Retry;
         };
-        if let ProbeRule::Rate { calls } = policy.rule
-            && self.round(g).issued >= calls
-        {
-            return Step::Done(Err(RejectReason::HalfOpenFull));
-        }
         if slot_generation(w) != g && self.load().generation() != g {
             // A slot of a later round: this call's view is stale.
             return Step::Retry;
@@ -801,12 +806,10 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         let release = || {
             let _ = slot.compare_exchange(claiming, slot_word(g, seq, SLOT_FREE), AcqRel, Relaxed);
         };
-        if let ProbeRule::Rate { calls } = policy.rule {
+        if matches!(policy.rule, ProbeRule::Rate { .. }) {
+            // Issue it in the round's tallies, if the round still has room for it.
             match self.update_round(g, |t| {
-                (t.issued < calls).then_some(Tallies {
-                    issued: t.issued + 1,
-                    ..t
-                })
+                round_has_room(policy, t).then(|| tally(policy, t, Event::Acquire))
             }) {
                 Ok(Some(_)) => {}
                 Ok(None) => {
@@ -841,48 +844,55 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         if permit.generation != c.generation() {
             return;
         }
+        let state = c.state();
+        if state == State::HalfOpen && !self.release(c, &permit) {
+            // Its lease expired and already counted as a failed probe.
+            return;
+        }
         let policy = self.policy();
         let slow = policy.is_slow(permit.started, now);
-        match c.code() {
-            CLOSED => {
-                if outcome == Outcome::Ignored {
-                    return;
-                }
-                let failure = outcome == Outcome::Failure;
-                let window = &self.hot.window;
-                let calls = window.record(now, failure, slow);
-                let rates = policy.rates_fire(calls, |f, s| window.counts_of(now, f, s));
-                self.record_closed(c, failure, rates, now)
+        let window = if counts_in_window(state, outcome) {
+            let window = &self.hot.window;
+            let calls = window.record(now, outcome == Outcome::Failure, slow);
+            // Counting the bits is the costly part of an atomic window: only when the rules can
+            // decide, and only the kinds they read.
+            match policy.counts_needed(calls) {
+                Some((f, s)) => window.counts_of(now, f, s),
+                None => Counts {
+                    calls,
+                    ..Counts::default()
+                },
             }
-            DISABLED if outcome != Outcome::Ignored => {
-                self.hot
-                    .window
-                    .record(now, outcome == Outcome::Failure, slow);
-            }
-            HALF_OPEN => self.record_probe(c, permit, outcome, slow, now),
-            _ => {}
+        } else {
+            Counts::default()
+        };
+        let event = Event::Result {
+            outcome,
+            slow,
+            window,
+        };
+        if state == State::HalfOpen {
+            self.record_probe(c, event, now)
+        } else {
+            self.record_other(c, event, now)
         }
     }
 
+    /// A result outside half-open: carried out on the control word, retried while only the
+    /// counter changed under it.
     #[inline]
-    fn record_closed(&self, mut c: Ctl, failure: bool, rates: bool, now: Instant) {
+    fn record_other(&self, mut c: Ctl, event: Event, now: Instant) {
         let g = c.generation();
         loop {
-            let consecutive = if failure {
-                c.count().saturating_add(1).min(MAX_COUNT)
-            } else {
-                0
-            };
-            let done = if rates || self.policy().consecutive_trips(consecutive) {
-                // Closed always has zero re-opens.
-                self.go(c, c.next(OPEN, false, 0), now).is_ok()
-            } else if consecutive != c.count() {
-                let next = Ctl::new(CLOSED, c.flag(), consecutive, g);
-                self.control
-                    .compare_exchange(c.0, next.0, AcqRel, Acquire)
-                    .is_ok()
-            } else {
-                true
+            let done = match step(self.policy(), self.view(c, now, 0, Round::default()), event) {
+                Decision::Go(target) => self.go(c, self.target(c, target), now).is_ok(),
+                Decision::Consecutive(consecutive) if consecutive != c.count() => {
+                    let next = Ctl::new(c.code(), c.flag(), consecutive, g);
+                    self.control
+                        .compare_exchange(c.0, next.0, AcqRel, Acquire)
+                        .is_ok()
+                }
+                _ => true,
             };
             if done {
                 return;
@@ -894,74 +904,37 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         }
     }
 
-    fn record_probe(&self, c: Ctl, permit: Permit, outcome: Outcome, slow: bool, now: Instant) {
-        let g = c.generation();
+    /// A probe's result: counted in the round's tallies by compare-and-swap, then decided on the
+    /// tallies it replaced.
+    fn record_probe(&self, c: Ctl, event: Event, now: Instant) {
         let policy = self.policy();
-        if permit.lease >= FIRST_LEASE {
-            let lease = permit.lease - FIRST_LEASE;
-            let (index, seq) = ((lease & 63) as usize, u64::from(lease >> 6));
-            let Some(slot) = self.slots.get(index) else {
-                return;
-            };
-            if slot
-                .compare_exchange(
-                    slot_word(g, seq, SLOT_LEASED),
-                    slot_word(g, seq, SLOT_FREE),
-                    AcqRel,
-                    Relaxed,
-                )
-                .is_err()
-            {
-                // Its lease expired and already counted as a failed probe.
-                return;
-            }
+        let Ok(Some((before, _))) =
+            self.update_round(c.generation(), |t| Some(tally(policy, t, event)))
+        else {
+            return;
+        };
+        if let Decision::Go(target) = step(policy, self.view(c, now, 0, before), event) {
+            let _ = self.go(c, self.target(c, target), now);
         }
-        let bad = outcome == Outcome::Failure || slow;
-        let verdict = match (outcome, policy.rule) {
-            (Outcome::Ignored, ProbeRule::Rate { .. }) => {
-                // The probe said nothing: let another one take its place.
-                let _ = self.update_round(g, |t| {
-                    Some(Tallies {
-                        issued: t.issued.saturating_sub(1),
-                        ..t
-                    })
-                });
-                Verdict::Undecided
-            }
-            (Outcome::Ignored, _) => Verdict::Undecided,
-            (_, ProbeRule::Consecutive { .. }) if bad => Verdict::Reopen,
-            (_, ProbeRule::Consecutive { successes }) => {
-                match self.update_round(g, |t| {
-                    Some(Tallies {
-                        successes: t.successes.saturating_add(1),
-                        ..t
-                    })
-                }) {
-                    Ok(Some(t)) if t.successes >= successes => Verdict::Close,
-                    _ => Verdict::Undecided,
-                }
-            }
-            (_, ProbeRule::Rate { .. }) => {
-                let failure = outcome == Outcome::Failure;
-                match self.update_round(g, |t| {
-                    Some(Tallies {
-                        successes: t.successes + u32::from(!failure),
-                        failures: t.failures + u32::from(failure),
-                        slow: t.slow + u32::from(slow),
-                        ..t
-                    })
-                }) {
-                    Ok(Some(t)) => policy.rate_verdict(t.successes, t.failures, t.slow),
-                    _ => Verdict::Undecided,
-                }
-            }
-        };
-        let to = match verdict {
-            Verdict::Undecided => return,
-            Verdict::Close => c.next(CLOSED, !policy.ramp.is_zero(), 0),
-            Verdict::Reopen => c.next(OPEN, false, c.count().saturating_add(1)),
-        };
-        let _ = self.go(c, to, now);
+    }
+
+    /// Frees the slot of a probe's lease; false if the lease already expired.
+    fn release(&self, c: Ctl, permit: &Permit) -> bool {
+        if permit.lease < FIRST_LEASE {
+            return true;
+        }
+        let g = c.generation();
+        let lease = permit.lease - FIRST_LEASE;
+        let (index, seq) = ((lease & 63) as usize, u64::from(lease >> 6));
+        self.slots.get(index).is_some_and(|slot| {
+            slot.compare_exchange(
+                slot_word(g, seq, SLOT_LEASED),
+                slot_word(g, seq, SLOT_FREE),
+                AcqRel,
+                Relaxed,
+            )
+            .is_ok()
+        })
     }
 
     /// Makes the manual transition `to(c)` from whatever state the breaker is in.
@@ -1019,18 +992,18 @@ mod tests {
 
     #[test]
     fn tallies_and_leases_round_trip() {
-        let t = Tallies {
+        let t = Round {
             successes: 3,
             failures: 255,
             slow: 0,
             issued: 200,
         };
-        assert_eq!(Tallies::unpack(t.pack(true), true), t);
-        let c = Tallies {
+        assert_eq!(unpack(pack(t, true), true), t);
+        let c = Round {
             successes: u32::MAX,
-            ..Tallies::default()
+            ..Round::default()
         };
-        assert_eq!(Tallies::unpack(c.pack(false), false), c);
+        assert_eq!(unpack(pack(c, false), false), c);
         for (slot, seq) in [(0usize, 0u64), (63, SEQ_MASK), (5, 1234)] {
             let lease = lease_of(slot, seq) - FIRST_LEASE;
             assert_eq!(((lease & 63) as usize, u64::from(lease >> 6)), (slot, seq));

@@ -1,8 +1,390 @@
-//! The breaker's vocabulary: its [`State`]s, the [`Outcome`] of a call, the [`Permit`] for one call,
-//! the [`Rejection`] of one, and the [`Transition`] between states.
+//! The breaker's rules, in one place: a pure function of (state snapshot, event, policy) →
+//! decision, [`step`], that [`CircuitBreaker`](super::CircuitBreaker) and
+//! [`SharedBreaker`](super::SharedBreaker) both apply; and its vocabulary: the [`State`]s, the
+//! [`Outcome`] of a call, the [`Permit`] for one, its [`Rejection`], the [`Transition`]s.
+//!
+//! Neither breaker decides anything itself. Each reads its state into a [`View`], asks [`step`]
+//! what an event does, and carries the [`Decision`] out: the `&mut` breaker by writing fields, the
+//! shared one by compare-and-swap (asking again if another thread changed the state first).
+//!
+//! # The transition table
+//!
+//! One `match` over (state, event); a line per arm. `until` is when the open time is up,
+//! `in flight` the probes holding a lease, `round` the half-open round's tallies.
+//!
+//! | state | event | decision |
+//! |---|---|---|
+//! | closed | acquire, no ramp | admit |
+//! | closed | acquire, ramp over | admit, ramp off |
+//! | closed | acquire, ramping | admit the ramp's share of calls (error diffusion), shed the rest |
+//! | closed | result, ignored | nothing |
+//! | closed | result | count it; trip (→ open) if failures in a row or a window rate reach their limit |
+//! | open | acquire, `now < until` | reject: open, with `retry_after = until - now` |
+//! | open | acquire, `now >= until` | → half-open, then decide again |
+//! | half-open | acquire, no probe gate | admit as a probe |
+//! | half-open | acquire, `in flight = max` or every probe of a `Rate` round issued | reject: half-open full |
+//! | half-open | acquire | admit as a probe, with a lease |
+//! | half-open | leases expired | count them as failed probes: `Consecutive` → open again (the call is rejected as open); `Rate` → its verdict |
+//! | half-open | result, ignored | free the slot; a `Rate` round issues one more probe |
+//! | half-open | result, failed or slow, `Consecutive` | → open again (open time grows) |
+//! | half-open | result, good, `Consecutive` | count it; `successes` in a row → closed (ramp if slow start) |
+//! | half-open | result, `Rate` | count it; once `calls` reported: rate limit reached → open again, else → closed |
+//! | forced open | acquire | reject: forced open |
+//! | disabled | acquire | admit (results only feed the window) |
+//! | any | result of an older generation | nothing (the caller checks the permit's generation) |
+//! | other | other | nothing |
+//!
+//! What the table leaves to the breakers is storage: the window's counts, the probe slots and
+//! their leases, the generation that makes permits of an earlier state stale, and the time of the
+//! latest call (a `now` earlier than it counts as it).
 
+use super::config::{BreakerPolicy, ProbeRule};
+use super::window::Counts;
+use crate::error::PPM;
 use crate::outcome::{AttemptOutcome, ErrorClass};
+use crate::sample::splitmix64;
 use crate::time::{Duration, Instant};
+
+/// A breaker's state as the rules read it, at one instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct View {
+    /// The stored state (an open breaker whose time is up is still `Open` here).
+    pub state: State,
+    /// The latest `now` seen.
+    pub now: Instant,
+    /// Open: when the open time is up.
+    pub until: Instant,
+    /// Closed: whether a slow-start ramp is on, how far into it, and its credit (ppm of a call).
+    pub ramping: bool,
+    pub ramp_elapsed: Duration,
+    pub credit: u32,
+    /// Closed: failures in a row.
+    pub consecutive: u32,
+    /// Half-open: the round's tallies and the probes holding a lease.
+    pub round: Round,
+    pub in_flight: u32,
+}
+
+/// The tallies of a half-open round.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Round {
+    pub successes: u32,
+    pub failures: u32,
+    pub slow: u32,
+    /// Probes issued (for [`ProbeRule::Rate`]).
+    pub issued: u32,
+}
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A call asks to go through.
+    Acquire,
+    /// `n` probe leases ran out (their slots are freed by the caller).
+    Expired(u32),
+    /// A permit of the current generation came back. `window` is the window's counts with this
+    /// call recorded (the caller records it when [`counts_in_window`] says so; zero where the
+    /// counts cannot matter).
+    Result {
+        outcome: Outcome,
+        slow: bool,
+        window: Counts,
+    },
+}
+
+/// Where a decision takes the breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Closed → open: re-opens 0, the first open time.
+    Trip,
+    /// Half-open → open: one more re-open, a longer open time.
+    Reopen,
+    /// Open → half-open: a new round.
+    HalfOpen,
+    /// Half-open → closed: counters cleared, window cleared, slow start if configured.
+    Close,
+}
+
+/// What the breaker does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Admit the call, as a probe or not.
+    Admit { probe: bool },
+    /// Reject the call.
+    Reject(RejectReason),
+    /// Slow start: keep `credit`; admit the call or shed it.
+    Ramp { admit: bool, credit: u32 },
+    /// Slow start is over: admit, and stop ramping.
+    RampDone,
+    /// Change state (and, for an acquire, decide again in the new state).
+    Go(Target),
+    /// Closed, no state change: failures in a row become this.
+    Consecutive(u32),
+    /// Half-open, no state change: the round's tallies become these.
+    Tally(Round),
+    /// Nothing changes.
+    Nothing,
+}
+
+/// The rules: what a breaker in `v` does on `event` under `p`. Pure; both breakers call it.
+#[inline(always)]
+pub(crate) fn step(p: &BreakerPolicy, v: View, event: Event) -> Decision {
+    let v = &v;
+    use Decision::*;
+    use State::*;
+    match (v.state, event) {
+        // Closed: every call goes through, unless slow start sheds part of them.
+        (Closed, Event::Acquire) if !v.ramping => Admit { probe: false },
+        (Closed, Event::Acquire) if v.ramp_elapsed >= p.ramp => RampDone,
+        (Closed, Event::Acquire) => ramp(p, v.credit, v.ramp_elapsed),
+        // Closed: results count; a trip rule that fires opens it.
+        (
+            Closed,
+            Event::Result {
+                outcome: Outcome::Ignored,
+                ..
+            },
+        ) => Nothing,
+        (
+            Closed,
+            Event::Result {
+                outcome, window, ..
+            },
+        ) => closed_result(p, v.consecutive, outcome, window),
+        // Open: reject until the open time is up, then probe.
+        (Open, Event::Acquire) if v.now < v.until => Reject(RejectReason::Open {
+            retry_after: v.until.saturating_duration_since(v.now),
+        }),
+        (Open, Event::Acquire) => Go(Target::HalfOpen),
+        // Half-open: admit probes up to the gate.
+        (HalfOpen, Event::Acquire) if p.max_in_flight == u32::MAX => Admit { probe: true },
+        (HalfOpen, Event::Acquire) if probes_full(p, v.in_flight, v.round) => {
+            Reject(RejectReason::HalfOpenFull)
+        }
+        (HalfOpen, Event::Acquire) => Admit { probe: true },
+        // Half-open: an expired lease is a failed probe.
+        (HalfOpen, Event::Expired(n)) => expired(p, v.round, n),
+        // Half-open: results decide.
+        (HalfOpen, Event::Result { outcome, slow, .. }) => probe_result(p, v.round, outcome, slow),
+        // Manual states: forced open rejects everything, disabled admits everything.
+        (ForcedOpen, Event::Acquire) => Reject(RejectReason::ForcedOpen),
+        (Disabled, Event::Acquire) => Admit { probe: false },
+        // Results while open, forced open or disabled, and expiries outside half-open.
+        _ => Nothing,
+    }
+}
+
+/// The state a caller sees: an open breaker whose time is up reads as half-open, since the next
+/// call will be a probe.
+#[inline]
+pub(crate) fn visible(state: State, now: Instant, until: impl FnOnce() -> Instant) -> State {
+    match state {
+        State::Open if now >= until() => State::HalfOpen,
+        s => s,
+    }
+}
+
+/// Whether a result in `state` is recorded in the window: closed and disabled breakers keep
+/// metrics of every call that said something.
+#[inline(always)]
+pub(crate) fn counts_in_window(state: State, outcome: Outcome) -> bool {
+    matches!(state, State::Closed | State::Disabled) && outcome != Outcome::Ignored
+}
+
+/// Slow start: error diffusion admits the ramp's share of calls.
+#[inline]
+fn ramp(p: &BreakerPolicy, credit: u32, elapsed: Duration) -> Decision {
+    let credit = credit.saturating_add(p.ramp_share(elapsed));
+    if credit < PPM {
+        Decision::Ramp {
+            admit: false,
+            credit,
+        }
+    } else {
+        Decision::Ramp {
+            admit: true,
+            credit: credit - PPM,
+        }
+    }
+}
+
+#[inline(always)]
+fn closed_result(
+    p: &BreakerPolicy,
+    consecutive: u32,
+    outcome: Outcome,
+    window: Counts,
+) -> Decision {
+    let consecutive = if outcome == Outcome::Failure {
+        consecutive.saturating_add(1)
+    } else {
+        0
+    };
+    if p.consecutive_trips(consecutive) || p.window_trips(window) {
+        Decision::Go(Target::Trip)
+    } else {
+        Decision::Consecutive(consecutive)
+    }
+}
+
+/// Whether half-open admits no more probes: every slot in use, or every probe of a `Rate` round
+/// issued.
+fn probes_full(p: &BreakerPolicy, in_flight: u32, round: Round) -> bool {
+    in_flight >= p.max_in_flight || !round_has_room(p, round)
+}
+
+/// Whether the round may issue another probe: a `Rate` round issues exactly `calls`.
+pub(crate) fn round_has_room(p: &BreakerPolicy, r: Round) -> bool {
+    !matches!(p.rule, ProbeRule::Rate { calls } if r.issued >= calls)
+}
+
+fn expired(p: &BreakerPolicy, round: Round, n: u32) -> Decision {
+    match (n, p.rule) {
+        (0, _) => Decision::Nothing,
+        (_, ProbeRule::Consecutive { .. }) => Decision::Go(Target::Reopen),
+        (_, ProbeRule::Rate { .. }) => verdict(p, tally(p, round, Event::Expired(n))),
+    }
+}
+
+fn probe_result(p: &BreakerPolicy, round: Round, outcome: Outcome, slow: bool) -> Decision {
+    let event = Event::Result {
+        outcome,
+        slow,
+        window: Counts::default(),
+    };
+    match (outcome, p.rule) {
+        (Outcome::Ignored, _) => verdict(p, tally(p, round, event)),
+        // Consecutive: one bad probe re-opens, `successes` good ones in a row close.
+        (Outcome::Failure, ProbeRule::Consecutive { .. }) => Decision::Go(Target::Reopen),
+        (Outcome::Success, ProbeRule::Consecutive { .. }) if slow => Decision::Go(Target::Reopen),
+        (Outcome::Success, ProbeRule::Consecutive { successes }) => {
+            let round = tally(p, round, event);
+            if round.successes >= successes {
+                Decision::Go(Target::Close)
+            } else {
+                Decision::Tally(round)
+            }
+        }
+        // Rate: count it; the round decides once every probe reported.
+        (_, ProbeRule::Rate { .. }) => verdict(p, tally(p, round, event)),
+    }
+}
+
+/// A half-open round's tallies after `event`. The shared breaker updates its round word with this
+/// in a compare-and-swap loop, then asks [`step`] with the tallies it replaced.
+pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
+    let rate = matches!(p.rule, ProbeRule::Rate { .. });
+    match event {
+        Event::Acquire => Round {
+            issued: r.issued.saturating_add(1),
+            ..r
+        },
+        Event::Expired(n) => Round {
+            failures: r.failures.saturating_add(n),
+            ..r
+        },
+        // The probe said nothing: a `Rate` round issues another in its place.
+        Event::Result {
+            outcome: Outcome::Ignored,
+            ..
+        } if rate => Round {
+            issued: r.issued.saturating_sub(1),
+            ..r
+        },
+        Event::Result {
+            outcome: Outcome::Ignored,
+            ..
+        } => r,
+        Event::Result {
+            outcome: Outcome::Failure,
+            slow,
+            ..
+        } if rate => Round {
+            failures: r.failures.saturating_add(1),
+            slow: r.slow.saturating_add(u32::from(slow)),
+            ..r
+        },
+        Event::Result { slow, .. } if rate => Round {
+            successes: r.successes.saturating_add(1),
+            slow: r.slow.saturating_add(u32::from(slow)),
+            ..r
+        },
+        Event::Result {
+            outcome: Outcome::Success,
+            ..
+        } => Round {
+            successes: r.successes.saturating_add(1),
+            ..r
+        },
+        Event::Result { .. } => r,
+    }
+}
+
+/// A `Rate` round's verdict on `round`, or the new tallies while it is undecided.
+fn verdict(p: &BreakerPolicy, round: Round) -> Decision {
+    let ProbeRule::Rate { calls } = p.rule else {
+        return Decision::Tally(round);
+    };
+    let done = round.successes.saturating_add(round.failures);
+    if done < calls {
+        return Decision::Tally(round);
+    }
+    let counts = Counts {
+        calls: u64::from(done),
+        failures: u64::from(round.failures),
+        slow: u64::from(round.slow),
+    };
+    Decision::Go(if p.rates_trip(counts) {
+        Target::Reopen
+    } else {
+        Target::Close
+    })
+}
+
+/// The open-time jitter sample of the opening that leaves generation `generation`: one draw per
+/// opening, derived from the breaker's seed, so no generator state is kept.
+#[inline]
+pub(crate) fn jitter_sample(seed: u64, generation: u32) -> u64 {
+    splitmix64(seed ^ u64::from(generation).wrapping_mul(0x2545_F491_4F6C_DD1D))
+}
+
+impl BreakerPolicy {
+    /// Whether a call that started at `started` and ended at `now` counts as slow.
+    #[inline]
+    pub(crate) fn is_slow(&self, started: Instant, now: Instant) -> bool {
+        // Without the slow-call rule the threshold is `Duration::MAX`, which nothing exceeds.
+        now.saturating_duration_since(started) > self.slow_threshold
+    }
+
+    /// Whether the rate rules fire on `c` (inclusive thresholds, fixed point).
+    #[inline]
+    pub(crate) fn rates_trip(&self, c: Counts) -> bool {
+        let over = |n: u64, ppm: u32| ppm != 0 && n * u64::from(PPM) >= u64::from(ppm) * c.calls;
+        c.calls > 0 && (over(c.failures, self.failure_ppm) || over(c.slow, self.slow_ppm))
+    }
+
+    /// Whether the window's counts trip a closed breaker: once it holds `minimum_calls`, a rate at
+    /// or above its limit.
+    #[inline(always)]
+    pub(crate) fn window_trips(&self, c: Counts) -> bool {
+        c.calls >= self.decide_from && self.rates_trip(c)
+    }
+
+    /// Whether `consecutive` failures in a row trip the breaker.
+    #[inline(always)]
+    pub(crate) fn consecutive_trips(&self, consecutive: u32) -> bool {
+        u64::from(consecutive) >= self.consecutive_limit
+    }
+
+    /// The counts a closed breaker's window rules need, with `calls` in the window: none before
+    /// the window holds `minimum_calls` (so an atomic window need not count its bits), and then
+    /// only the kinds the rules read.
+    #[inline(always)]
+    #[cfg(target_has_atomic = "64")]
+    pub(crate) fn counts_needed(&self, calls: u64) -> Option<(bool, bool)> {
+        (calls >= self.decide_from).then_some((self.failure_ppm != 0, self.slow_ppm != 0))
+    }
+}
 
 /// The state of a breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +420,23 @@ impl core::fmt::Display for State {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// A breaker's state as of one instant, as plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The state (an open breaker whose time is up reads as half-open).
+    pub state: State,
+    /// Changes on every state change; permits of an older generation are ignored.
+    pub generation: u32,
+    /// Failures in a row while closed.
+    pub consecutive_failures: u32,
+    /// Failed probe rounds since the breaker last closed.
+    pub reopens: u32,
+    /// Half-open probes in flight (with bounded probes; 0 otherwise).
+    pub probes_in_flight: u32,
+    /// Outcomes in the window.
+    pub counts: Counts,
 }
 
 /// A state change, handed to the breaker's [`Observer`](super::Observer) as a plain value to log,

@@ -443,6 +443,23 @@ impl Run<'_> {
         }
     }
 
+    /// [`failed`](Self::failed) for a call loop: the wait before the next attempt (keeping
+    /// `error` as the call's `last`), or the error the call returns.
+    pub(crate) fn next<E>(
+        &mut self,
+        class: ErrorClass,
+        error: Option<E>,
+        last: &mut Option<E>,
+    ) -> Result<Duration, Error<E>> {
+        match self.failed(class) {
+            Step::Retry { after } => {
+                *last = error;
+                Ok(after)
+            }
+            Step::Stop(stop) => Err(stop.into_error(error, self.attempts)),
+        }
+    }
+
     /// Ends the call early (refused, or dropped): permits back unused, budget grant returned.
     fn finish(&mut self, now: Instant) {
         self.record(Outcome::Ignored, now, true);

@@ -12,7 +12,7 @@
 //! and its late answer is dropped. That costs a thread and a few allocations per attempt. The
 //! waits between attempts use [`Sleep::sleep_blocking`](crate::sleep::Sleep::sleep_blocking).
 
-use crate::attempt::{FirstAttempt, Step};
+use crate::attempt::FirstAttempt;
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::error::Error;
@@ -120,14 +120,9 @@ impl Reliable {
                     (ErrorClass::Timeout, None)
                 }
             };
-            match run.failed(class) {
-                Step::Retry { after } => {
-                    last = error;
-                    if !after.is_zero() {
-                        inner.sleep.sleep_blocking(after);
-                    }
-                }
-                Step::Stop(stop) => return Err(stop.into_error(error, run.attempts())),
+            let wait = run.next(class, error, &mut last)?;
+            if !wait.is_zero() {
+                inner.sleep.sleep_blocking(wait);
             }
         }
     }
@@ -172,14 +167,9 @@ impl Reliable {
                     }
                 }
             };
-            match run.failed(class) {
-                Step::Retry { after } => {
-                    last = error;
-                    if !after.is_zero() {
-                        inner.sleep.sleep_blocking(after);
-                    }
-                }
-                Step::Stop(stop) => return Err(stop.into_error(error, run.attempts())),
+            let wait = run.next(class, error, &mut last)?;
+            if !wait.is_zero() {
+                inner.sleep.sleep_blocking(wait);
             }
         }
     }

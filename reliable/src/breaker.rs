@@ -104,7 +104,7 @@ impl Owned {
     /// latest time the breaker has seen, which a closed breaker does not need). Otherwise `None`,
     /// after handing back a probe permit judged at that stale time: the caller decides again on
     /// the real time.
-    #[inline]
+    #[inline(always)]
     pub fn try_closed(&self) -> Option<Permit> {
         match each!(self, b => b.try_acquire(Instant::ZERO)) {
             Ok(p) if !p.is_probe() => Some(p),
@@ -116,7 +116,7 @@ impl Owned {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn record(&self, permit: Permit, outcome: Outcome, now: Instant) {
         each!(self, b => b.record(permit, outcome, now));
     }

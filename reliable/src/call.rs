@@ -7,7 +7,7 @@
 //! `select!` that picked another branch, an aborted task) cancels the attempt in flight the same
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
-use crate::attempt::{FirstAttempt, Step};
+use crate::attempt::{FirstAttempt, Run};
 use crate::classify::Classify;
 use crate::error::Error;
 use crate::reliable::Reliable;
@@ -58,17 +58,38 @@ impl Reliable {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let inner = &*self.inner;
         // The fast path: a first attempt through a plainly closed breaker, no clock read. The
-        // guard hands the permit back if this future is dropped during the attempt.
-        let (mut run, mut failure) = match FirstAttempt::start(inner) {
+        // guard hands the permit back if this future is dropped during the attempt. The rest of
+        // the call is boxed, so the future of a call that succeeds at once stays small.
+        let failed = match FirstAttempt::start(&self.inner) {
             Some(first) => match f().await {
                 Ok(value) => {
                     first.succeeded();
                     return Ok(value);
                 }
-                Err(e) => (first.into_run(), Some((classify(&e), Some(e)))),
+                Err(e) => Some((first.into_run(), classify(&e), e)),
             },
+            None => None,
+        };
+        Box::pin(self.rest(classify, f, failed)).await
+    }
+
+    /// Everything after the fast path: a full run, starting from the fast path's failed first
+    /// attempt if there was one.
+    async fn rest<T, E, C, F, Fut>(
+        &self,
+        classify: C,
+        mut f: F,
+        failed: Option<(Run<'_>, ErrorClass, E)>,
+    ) -> Result<T, Error<E>>
+    where
+        C: Fn(&E) -> ErrorClass,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let inner = &*self.inner;
+        let (mut run, mut failure) = match failed {
+            Some((run, class, e)) => (run, Some((class, Some(e)))),
             None => (self.start().map_err(|r| r.into_error(None))?, None),
         };
         let mut last: Option<E> = None;
@@ -91,14 +112,9 @@ impl Reliable {
                     }
                 }
             };
-            match run.failed(class) {
-                Step::Retry { after } => {
-                    last = error;
-                    if !after.is_zero() {
-                        inner.sleep.sleep(after).await;
-                    }
-                }
-                Step::Stop(stop) => return Err(stop.into_error(error, run.attempts())),
+            let wait = run.next(class, error, &mut last)?;
+            if !wait.is_zero() {
+                inner.sleep.sleep(wait).await;
             }
         }
     }

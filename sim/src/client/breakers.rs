@@ -11,48 +11,82 @@ use reliable_core::breaker::{
     AnyWindow, BreakerPolicy, CircuitBreaker, CountWindow, LastTransition, NoWindow, Outcome,
     Permit, Rejection, State, Transition,
 };
+use std::sync::Arc;
+
 use reliable_core::{ConfigError, Instant};
 
 /// A breaker of whichever storage fits its policy.
 #[derive(Clone, Debug)]
-pub enum BreakerSlot<'p> {
+pub enum BreakerSlot {
     /// Consecutive-failure breakers: no window.
-    Plain(Core<'p, NoWindow, 1>),
+    Plain(Core<NoWindow, 1>),
     /// Rate rules over at most 64 calls, up to 4 probes.
-    Count(Core<'p, CountWindow<64>, 4>),
+    Count(Core<CountWindow<64>, 4>),
     /// Anything else the core supports: 256-call count windows or 64-bucket time windows, 16 probes.
-    Any(Box<Core<'p, AnyWindow<256, 64, 4>, 16>>),
+    Any(Box<Core<AnyWindow<256, 64, 4>, 16>>),
 }
 
-/// A core breaker sharing its scenario's policy, keeping its latest transition for the caller.
-type Core<'p, W, const P: usize> = CircuitBreaker<&'p BreakerPolicy, W, P, LastTransition>;
+/// A core breaker sharing its scenario's policy (one `Arc` for all clients), keeping its latest
+/// transition for the caller.
+type Core<W, const P: usize> = CircuitBreaker<Arc<BreakerPolicy>, W, P, LastTransition>;
 
-impl<'p> BreakerSlot<'p> {
-    /// A closed breaker for `policy`, its open-time jitter seeded with `seed`.
-    pub fn new(policy: &'p BreakerPolicy, seed: u64) -> Result<Self, ConfigError> {
-        if let Ok(b) = Core::<NoWindow, 1>::with_storage(policy)
-            && !policy.needs_window()
+/// The same without the (single-threaded) transition outlet: what a compiled scenario, shared by
+/// every run's thread, keeps.
+type Fresh<W, const P: usize> = CircuitBreaker<Arc<BreakerPolicy>, W, P>;
+
+/// A closed breaker for a validated policy, in the storage that fits it: built once when the
+/// scenario is compiled (where a config none of the storages fits is refused), then copied for
+/// each client by [`BreakerProto::instance`], which cannot fail.
+#[derive(Clone, Debug)]
+pub enum BreakerProto {
+    /// See [`BreakerSlot::Plain`].
+    Plain(Fresh<NoWindow, 1>),
+    /// See [`BreakerSlot::Count`].
+    Count(Fresh<CountWindow<64>, 4>),
+    /// See [`BreakerSlot::Any`].
+    Any(Box<Fresh<AnyWindow<256, 64, 4>, 16>>),
+}
+
+impl BreakerProto {
+    /// The breaker for `policy`, or why no storage fits it.
+    pub fn new(policy: BreakerPolicy) -> Result<Self, ConfigError> {
+        let needs_window = policy.needs_window();
+        let policy = Arc::new(policy);
+        if let Ok(b) = Fresh::<NoWindow, 1>::with_storage(policy.clone())
+            && !needs_window
         {
-            return Ok(BreakerSlot::Plain(b.with_seed(seed)));
+            return Ok(BreakerProto::Plain(b));
         }
-        if let Ok(b) = Core::<CountWindow<64>, 4>::with_storage(policy) {
-            return Ok(BreakerSlot::Count(b.with_seed(seed)));
+        if let Ok(b) = Fresh::<CountWindow<64>, 4>::with_storage(policy.clone()) {
+            return Ok(BreakerProto::Count(b));
         }
-        let b = Core::<AnyWindow<256, 64, 4>, 16>::with_storage(policy)?;
-        Ok(BreakerSlot::Any(Box::new(b.with_seed(seed))))
+        let b = Fresh::<AnyWindow<256, 64, 4>, 16>::with_storage(policy)?;
+        Ok(BreakerProto::Any(Box::new(b)))
     }
 
-    /// Bytes one breaker for `policy` takes, or why none fits.
-    pub fn bytes_for(policy: &BreakerPolicy) -> Result<usize, ConfigError> {
-        Ok(match BreakerSlot::new(policy, 0)? {
-            BreakerSlot::Plain(_) | BreakerSlot::Count(_) => std::mem::size_of::<Self>(),
-            BreakerSlot::Any(_) => {
-                std::mem::size_of::<Self>()
-                    + std::mem::size_of::<Core<'_, AnyWindow<256, 64, 4>, 16>>()
+    /// A fresh breaker of this kind, its open-time jitter seeded with `seed`.
+    pub fn instance(&self, seed: u64) -> BreakerSlot {
+        let o = LastTransition::default;
+        match self {
+            BreakerProto::Plain(b) => BreakerSlot::Plain(b.clone().with_seed(seed).observe(o())),
+            BreakerProto::Count(b) => BreakerSlot::Count(b.clone().with_seed(seed).observe(o())),
+            BreakerProto::Any(b) => {
+                BreakerSlot::Any(Box::new((**b).clone().with_seed(seed).observe(o())))
             }
-        })
+        }
     }
 
+    /// Bytes one instance takes, its boxed part included.
+    pub fn bytes(&self) -> usize {
+        let own = std::mem::size_of::<BreakerSlot>();
+        match self {
+            BreakerProto::Plain(_) | BreakerProto::Count(_) => own,
+            BreakerProto::Any(_) => own + std::mem::size_of::<Core<AnyWindow<256, 64, 4>, 16>>(),
+        }
+    }
+}
+
+impl BreakerSlot {
     /// See [`CircuitBreaker::try_acquire`]; also returns the transition the call made, if any.
     #[inline]
     pub fn try_acquire(&mut self, now: Instant) -> (Result<Permit, Rejection>, Option<Transition>) {
@@ -99,22 +133,14 @@ mod tests {
 
     #[test]
     fn picks_the_smallest_storage_that_fits() {
-        let plain = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&plain, 1).unwrap(),
-            BreakerSlot::Plain(_)
-        ));
-        let kit = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&kit, 1).unwrap(),
-            BreakerSlot::Count(_)
-        ));
-        let r4j = BreakerPolicy::new(BreakerConfig::resilience4j()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&r4j, 1).unwrap(),
-            BreakerSlot::Any(_)
-        ));
+        let build = |c: BreakerConfig| BreakerProto::new(BreakerPolicy::new(c).unwrap()).unwrap();
+        let plain = build(BreakerConfig::layered_exercise());
+        assert!(matches!(plain.instance(1), BreakerSlot::Plain(_)));
+        let kit = build(BreakerConfig::reliablekit());
+        assert!(matches!(kit.instance(1), BreakerSlot::Count(_)));
+        let r4j = build(BreakerConfig::resilience4j());
+        assert!(matches!(r4j.instance(1), BreakerSlot::Any(_)));
         // 160 bytes of breaker state, and the latest transition kept for the simulator (24).
-        assert!(BreakerSlot::bytes_for(&plain).unwrap() <= 184);
+        assert!(plain.bytes() <= 184, "{}", plain.bytes());
     }
 }

@@ -116,9 +116,7 @@ pub(crate) fn run_all(
         pairs
             .par_iter()
             .map(|&(seed, policy)| {
-                let world = World::new(c, policy, seed, false)
-                    .map_err(|e| format!("policy \"{}\": {e}", c.scenario.policies[policy].name))?
-                    .with_progress(&tick);
+                let world = World::new(c, policy, seed, false).with_progress(&tick);
                 let output = world.run().map_err(|e| {
                     format!(
                         "policy \"{}\", seed {seed}: {e}",
@@ -148,7 +146,13 @@ pub(crate) fn run_all(
 
 /// Runs one policy with tracing on and returns its trace rows in request order.
 pub fn trace(c: &Compiled, policy: usize, seed: u64) -> Result<Vec<TraceRow>, String> {
-    let out = World::new(c, policy, seed, true)?
+    if policy >= c.stacks.len() {
+        return Err(format!(
+            "no policy #{policy}: the scenario has {}",
+            c.stacks.len()
+        ));
+    }
+    let out = World::new(c, policy, seed, true)
         .run()
         .map_err(|e| e.to_string())?;
     let mut rows = out.trace.unwrap_or_default();

@@ -160,19 +160,7 @@ fn context(text: &str, line: usize, col: usize) -> (Option<String>, Option<Strin
             .take_while(|c| !matches!(c, ',' | ')' | ']' | '}' | '(' | '[') && !c.is_whitespace())
             .collect()
     };
-    let before: String = chars[..at].iter().collect();
-    let before = before.trim_end();
-    let field = before.strip_suffix(':').and_then(|b| {
-        let name: String = b
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        (!name.is_empty()).then_some(name)
-    });
+    let field = field_ending(&chars[..at]);
     let token = (!token.is_empty()).then_some(token.chars().take(40).collect());
     (field, token)
 }
@@ -208,8 +196,13 @@ fn field_before_number(text: &str, line: usize, col: usize) -> Option<(String, S
     if start == end {
         return None;
     }
-    let number: String = chars[start..end].iter().collect();
-    let before: String = chars[..start].iter().collect();
+    let number: String = chars[start..end].iter().take(40).collect();
+    Some((field_ending(&chars[..start])?, number))
+}
+
+/// The field name of `name:` at the end of `before` (white space around the colon allowed).
+fn field_ending(before: &[char]) -> Option<String> {
+    let before: String = before.iter().collect();
     let before = before.trim_end().strip_suffix(':')?.trim_end();
     let name: String = before
         .chars()
@@ -219,7 +212,7 @@ fn field_before_number(text: &str, line: usize, col: usize) -> Option<(String, S
         .into_iter()
         .rev()
         .collect();
-    (!name.is_empty()).then_some((name, number.chars().take(40).collect()))
+    (!name.is_empty()).then_some(name)
 }
 
 /// Makes ron's messages read as one sentence and adds a hint where ron's own is terse.

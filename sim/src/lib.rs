@@ -30,6 +30,8 @@
 //! - [`metrics`]: what is measured, the exact definitions, and the typed per-run summary
 //!   ([`metrics::PolicySummary`], [`metrics::Verdict`] ordered by severity).
 //! - [`stats`]: means, standard deviations and 95% intervals, the one place they are computed.
+//! - [`emulation`]: the components a real-time emulation of a scenario drives from outside (the
+//!   `emulate` crate): arrivals, the server model, the fault timeline, the recorder and summary.
 //! - [`report`]: everything rendered from results: the terminal table, the conclusion,
 //!   `summary.json`, `summary.md`, `timeseries.csv`, plots (SVG and PNG), sweep tables and plots.
 //!
@@ -73,6 +75,7 @@
 mod bench;
 mod cli;
 mod client;
+pub mod emulation;
 mod engine;
 pub mod metrics;
 mod model;

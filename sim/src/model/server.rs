@@ -92,6 +92,31 @@ impl Server {
         }
     }
 
+    /// Downstream `i`'s server as a run starts it (its service times drawn from the run's
+    /// `seed`), if `model` is a `Server`.
+    pub fn from_model(model: &crate::scenario::DownstreamModel, i: u16, seed: u64) -> Option<Self> {
+        match model {
+            crate::scenario::DownstreamModel::Server {
+                workers,
+                queue,
+                service,
+                per_in_flight,
+                error_rate,
+                cancel_abandoned,
+            } => Some(Server::new(
+                *workers,
+                queue.capacity,
+                queue.discipline,
+                Sampler::new(service),
+                per_in_flight.as_nanos(),
+                *error_rate,
+                *cancel_abandoned,
+                Stream::new(seed, crate::engine::StreamId::Service(i)),
+            )),
+            _ => None,
+        }
+    }
+
     /// Workers usable when `lost` (a share) of them are gone.
     #[inline]
     fn usable(&self, lost: f64) -> u32 {

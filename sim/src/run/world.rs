@@ -232,23 +232,10 @@ impl<'c> World<'c> {
         for (i, d) in s.downstreams.iter().enumerate() {
             let i = i as u16;
             ds.push(match &d.model {
-                DownstreamModel::Server {
-                    workers,
-                    queue,
-                    service,
-                    per_in_flight,
-                    error_rate,
-                    cancel_abandoned,
-                } => Ds::Server(Server::new(
-                    *workers,
-                    queue.capacity,
-                    queue.discipline,
-                    Sampler::new(service),
-                    per_in_flight.as_nanos(),
-                    *error_rate,
-                    *cancel_abandoned,
-                    Stream::new(seed, StreamId::Service(i)),
-                )),
+                DownstreamModel::Server { .. } => match Server::from_model(&d.model, i, seed) {
+                    Some(server) => Ds::Server(server),
+                    None => unreachable!("a Server model makes a server"),
+                },
                 DownstreamModel::Register => Ds::Register(Register::new()),
                 DownstreamModel::Scripted {
                     script,

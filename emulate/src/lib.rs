@@ -1,0 +1,25 @@
+//! # emulate: a `sim` scenario run for real
+//!
+//! The simulator predicts that one policy collapses and another recovers in 5 s; this crate checks
+//! the prediction on a real stack. It starts an HTTP/2 server on 127.0.0.1 implementing the
+//! scenario's `Server` model ([`server`]), sends the scenario's open-loop arrivals at their
+//! scheduled instants through each policy built from reliable's tower layers with the scenario's
+//! own core configs ([`client`]) over a real HTTP client with real timeouts ([`run`]), measures
+//! with the simulator's own recorder and definitions ([`meter`]), writes the same report as
+//! `sim run`, and sets the simulated and emulated figures side by side ([`compare`]).
+//!
+//! Everything the emulator takes from `sim` goes through [`simface`]. Time can be stretched
+//! ([`timebase`]); scenarios too large for the machine are refused with the numbers ([`size`]).
+//! Traffic goes only to 127.0.0.1, every loop ends at the horizon, and each run stops by itself.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod calibrate;
+pub mod client;
+pub mod compare;
+pub mod meter;
+pub mod run;
+pub mod server;
+pub mod simface;
+pub mod size;
+pub mod timebase;

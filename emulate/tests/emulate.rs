@@ -1,0 +1,85 @@
+//! End-to-end: small scenarios emulated for real on 127.0.0.1 (a few seconds each), checked
+//! against the simulation of the same scenario and seed.
+
+use emulate::run::run_policy;
+use emulate::simface::{Compiled, simulate};
+use emulate::size;
+
+fn compile(text: &str) -> Compiled {
+    sim::scenario::load(text, "test.ron").unwrap()
+}
+
+const OUTAGE: &str = r#"Scenario(
+    name: "outage",
+    horizon: "3s",
+    workload: OpenLoop(rate: 60.0, clients: 4),
+    downstreams: [(name: "api", model: Server(workers: 8, queue: (capacity: 50), service: Exponential(mean: "20ms")))],
+    faults: [Outage(downstream: "api", from: "1s", until: "2s", mode: FailFast)],
+    policies: [(name: "retry", stack: Retry(
+        policy: (max_attempts: 3, attempt_timeout: "500ms", backoff: (shape: Constant(delay: "10ms"))),
+        inner: Call(downstream: "api"),
+    ))],
+)"#;
+
+#[test]
+fn an_emulated_run_sends_the_simulated_arrivals_and_retries_the_outage() {
+    let c = compile(OUTAGE);
+    let (out, fidelity) = run_policy(&c, 0, 1, 1.0).unwrap();
+    let sim = simulate(&c, 1).unwrap();
+    let (e, s) = (&out.summary, &sim[0].output.summary);
+    // The same arrival process and seed: exactly the same first tries.
+    assert_eq!(e.first_tries, s.first_tries);
+    assert_eq!(fidelity.arrivals, s.first_tries);
+    // Every call in the outage fails fast and is retried twice: 3 attempts per request there.
+    let during = e.amplification.during_fault.unwrap();
+    assert!((2.7..=3.05).contains(&during), "amplification {during}");
+    assert!(e.server_rejections > 0);
+    // Outside the outage every request succeeds at once.
+    assert!(
+        e.success_rate > 0.6 && e.success_rate < 0.75,
+        "{}",
+        e.success_rate
+    );
+    assert_eq!(e.verdict, s.verdict);
+}
+
+const HANG: &str = r#"Scenario(
+    name: "hang",
+    horizon: "2s",
+    workload: OpenLoop(rate: 40.0, arrivals: Constant),
+    downstreams: [(name: "api", model: Server(workers: 4, service: Constant("10ms")))],
+    faults: [Outage(downstream: "api", from: "500ms", until: "1s", mode: Hang)],
+    policies: [(name: "timeout", stack: Call(downstream: "api", timeout: "200ms"))],
+)"#;
+
+#[test]
+fn calls_swallowed_by_a_hanging_outage_end_at_the_client_timeout() {
+    let c = compile(HANG);
+    let (out, _) = run_policy(&c, 0, 1, 1.0).unwrap();
+    let e = &out.summary;
+    assert_eq!(e.first_tries, 80);
+    // The 20 arrivals scheduled in [0.5 s, 1 s) hang (one more or less if a send lands across
+    // an edge on a loaded machine), and every hung call ends at its timeout.
+    let hung = e.downstreams[0].hung;
+    assert!((19..=21).contains(&hung), "{hung} hung");
+    assert_eq!(e.timeouts, hung);
+    // The rest succeed (the last may still be in flight at the horizon).
+    assert!(e.successes + hung >= 79, "{} successes", e.successes);
+}
+
+#[test]
+fn the_size_check_refuses_what_two_cores_cannot_drive_with_the_numbers() {
+    let c = compile(&OUTAGE.replace("rate: 60.0", "rate: 5000.0"));
+    let s = size::measure(&c, 1.0, 1).unwrap();
+    assert_eq!(s.peak_attempts_per_s, 15_000.0);
+    let e = size::check(&s, size::MAX_ATTEMPTS_PER_S, 600.0).unwrap_err();
+    assert!(e.contains("15000 attempts per wall second"), "{e}");
+    assert!(e.contains("--time-scale to at least 7.50"), "{e}");
+    // Stretched eightfold it fits.
+    let s = size::measure(&c, 8.0, 1).unwrap();
+    assert!(size::check(&s, size::MAX_ATTEMPTS_PER_S, 600.0).is_ok());
+    // Too fine for millisecond timers once compressed.
+    let s = size::measure(&compile(OUTAGE), 0.1, 1).unwrap();
+    let e = size::check(&s, size::MAX_ATTEMPTS_PER_S, 600.0).unwrap_err();
+    assert!(e.contains("mean service time of 2.00 ms"), "{e}");
+}

@@ -1,0 +1,355 @@
+//! [`BreakerLayer`]: the core's circuit breaker around a service, following tower's contract.
+//!
+//! - `poll_ready` only asks the inner service: an open breaker is *ready*, and `call` fails at once
+//!   with [`Open`] carrying `retry_after` (an error from `poll_ready` would kill the service, and
+//!   `Pending` would stall every caller until the breaker closes).
+//! - The permit is taken in `call`, never in `poll_ready` (a ready service may never be called).
+//! - The outcome is recorded when the response future completes: success, failure (by the
+//!   [`Classify`] given), or ignored (a fatal error, or a local rejection from a layer below). A
+//!   response future dropped before it completes records `Outcome::Ignored`, so a cancelled
+//!   half-open probe frees its slot at once instead of after `probe_timeout`.
+//!
+//! Every clone of a [`Breaker`] shares one breaker. A layer built with [`BreakerLayer::new`] gives
+//! each service it wraps a breaker of its own; [`BreakerLayer::shared`] gives them all one.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use reliable_core::ConfigError;
+use reliable_core::breaker::{BreakerConfig, BreakerPolicy, Outcome, Permit, RejectReason};
+use reliable_core::outcome::ErrorClass;
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::classify::Classify;
+use super::error::{BoxError, Open, Throttled};
+use super::time::Time;
+use crate::breaker::{Owned, Transitions};
+use crate::clock::Clock;
+use crate::error::Rejection;
+use crate::observer::{Observer, Refusal};
+use crate::rng::random_seed;
+use crate::sleep::Sleep;
+
+struct Shared {
+    breaker: Owned,
+    name: Arc<str>,
+    observers: Arc<[Arc<dyn Observer>]>,
+}
+
+impl Shared {
+    fn refused(&self, refusal: Refusal) {
+        for o in self.observers.iter() {
+            o.on_reject(&self.name, refusal);
+        }
+    }
+}
+
+/// Builds [`Breaker`]s from a validated config.
+#[derive(Clone)]
+pub struct BreakerLayer<C> {
+    policy: BreakerPolicy,
+    classify: C,
+    time: Time,
+    shared: Option<Arc<Shared>>,
+    name: Arc<str>,
+    observers: Vec<Arc<dyn Observer>>,
+    seed: Option<u64>,
+}
+
+impl<C> fmt::Debug for BreakerLayer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerLayer")
+            .field("policy", &self.policy)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> BreakerLayer<C> {
+    /// A layer that gives each service it wraps its own breaker (the crate's lock-free one), on
+    /// tokio's clock. Refuses an invalid config, or one whose window needs more than 256 calls or
+    /// 64 buckets.
+    pub fn new(config: BreakerConfig, classify: C) -> Result<Self, ConfigError> {
+        let policy = BreakerPolicy::new(config)?;
+        let name: Arc<str> = "breaker".into();
+        let none: Arc<[Arc<dyn Observer>]> = Arc::new([]);
+        Owned::new(
+            policy,
+            0,
+            Transitions {
+                name: name.clone(),
+                observers: none,
+            },
+        )?;
+        Ok(BreakerLayer {
+            policy,
+            classify,
+            time: Time::tokio(),
+            shared: None,
+            name,
+            observers: Vec::new(),
+            seed: None,
+        })
+    }
+}
+
+impl<C> BreakerLayer<C> {
+    /// The same layer reading time from `clock` (and waiting on `sleep`).
+    pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
+        self.time = Time::new(clock, sleep);
+        self.shared = None;
+        self
+    }
+
+    /// Names the breaker in what observers receive (default `breaker`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.into();
+        self.shared = None;
+        self
+    }
+
+    /// Tells `observer` every state change (`on_transition`) and every refused call
+    /// (`on_reject`).
+    pub fn observer(mut self, observer: impl Observer) -> Self {
+        self.observers.push(Arc::new(observer));
+        self.shared = None;
+        self
+    }
+
+    /// Seeds the open-time jitter (by default each breaker draws its own seed).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self.shared = None;
+        self
+    }
+
+    /// One breaker for every service this layer wraps (a process-wide breaker per downstream).
+    pub fn shared(mut self) -> Self {
+        self.shared = Some(self.make());
+        self
+    }
+
+    fn make(&self) -> Arc<Shared> {
+        let observers: Arc<[Arc<dyn Observer>]> = self.observers.clone().into();
+        let outlet = Transitions {
+            name: self.name.clone(),
+            observers: observers.clone(),
+        };
+        let seed = self.seed.unwrap_or_else(random_seed);
+        let breaker = match Owned::new(self.policy, seed, outlet) {
+            Ok(b) => b,
+            // Checked in `new` for this very policy.
+            Err(_) => unreachable!("the policy was accepted when the layer was built"),
+        };
+        Arc::new(Shared {
+            breaker,
+            name: self.name.clone(),
+            observers,
+        })
+    }
+}
+
+impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
+    type Service = Breaker<S, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Breaker {
+            inner,
+            shared: self.shared.clone().unwrap_or_else(|| self.make()),
+            classify: self.classify.clone(),
+            time: self.time.clone(),
+        }
+    }
+}
+
+/// A service behind a circuit breaker (see the [`tower` module docs](crate::tower)).
+#[derive(Clone)]
+pub struct Breaker<S, C> {
+    inner: S,
+    shared: Arc<Shared>,
+    classify: C,
+    time: Time,
+}
+
+impl<S: fmt::Debug, C> fmt::Debug for Breaker<S, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.shared.breaker.state(self.time.now());
+        f.debug_struct("Breaker")
+            .field("inner", &self.inner)
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, C> Breaker<S, C> {
+    /// The breaker's state now.
+    pub fn state(&self) -> reliable_core::breaker::State {
+        self.shared.breaker.state(self.time.now())
+    }
+}
+
+impl<S, Req, C> Service<Req> for Breaker<S, C>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+    C: Classify<S::Response>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        let now = self.time.now();
+        let decision = self.shared.breaker.acquire(Some(now), &NoClock).result;
+        match decision {
+            Ok(permit) => ResponseFuture {
+                state: State::Called {
+                    fut: self.inner.call(req),
+                },
+                guard: Guard {
+                    permit: Some(permit),
+                    shared: self.shared.clone(),
+                    time: self.time.clone(),
+                },
+                classify: self.classify.clone(),
+            },
+            Err(rejection) => {
+                let open = Open {
+                    retry_after: rejection.retry_after(),
+                };
+                self.shared.refused(match rejection.reason {
+                    RejectReason::Open { retry_after } => Refusal::Open {
+                        retry_after: Some(retry_after.into()),
+                    },
+                    RejectReason::ForcedOpen => Refusal::Open { retry_after: None },
+                    RejectReason::HalfOpenFull => Refusal::Rejected(Rejection::HalfOpenFull),
+                    RejectReason::SlowStart => Refusal::Rejected(Rejection::SlowStart),
+                });
+                ResponseFuture {
+                    state: State::Rejected { open: Some(open) },
+                    guard: Guard {
+                        permit: None,
+                        shared: self.shared.clone(),
+                        time: self.time.clone(),
+                    },
+                    classify: self.classify.clone(),
+                }
+            }
+        }
+    }
+}
+
+/// Holds the permit until the call ends; dropped early, it records `Outcome::Ignored`.
+struct Guard {
+    permit: Option<Permit>,
+    shared: Arc<Shared>,
+    time: Time,
+}
+
+impl Guard {
+    fn record(&mut self, outcome: Outcome) {
+        if let Some(permit) = self.permit.take() {
+            let now = self.time.now();
+            self.shared.breaker.record(permit, outcome, now);
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.record(Outcome::Ignored);
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Called { #[pin] fut: F },
+        Rejected { open: Option<Open> },
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The [`Breaker`]'s response future.
+    pub struct ResponseFuture<F, C> {
+        #[pin]
+        state: State<F>,
+        guard: Guard,
+        classify: C,
+    }
+}
+
+impl<F, C> fmt::Debug for ResponseFuture<F, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("holds_permit", &self.guard.permit.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a failure of `class` tells the breaker about the downstream.
+fn outcome_of(class: Option<ErrorClass>) -> Outcome {
+    match class {
+        None => Outcome::Success,
+        // A bad request says nothing about the downstream's health.
+        Some(ErrorClass::Fatal) => Outcome::Ignored,
+        Some(_) => Outcome::Failure,
+    }
+}
+
+impl<F, Res, E, C> Future for ResponseFuture<F, C>
+where
+    F: Future<Output = Result<Res, E>>,
+    E: Into<BoxError>,
+    C: Classify<Res>,
+{
+    type Output = Result<Res, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.state.project() {
+            StateProj::Rejected { open } => {
+                let open = open.take().unwrap_or(Open { retry_after: None });
+                Poll::Ready(Err(Box::new(open)))
+            }
+            StateProj::Called { fut } => {
+                let result = std::task::ready!(fut.poll(cx));
+                match result {
+                    Ok(res) => {
+                        this.guard.record(outcome_of(this.classify.response(&res)));
+                        Poll::Ready(Ok(res))
+                    }
+                    Err(e) => {
+                        let e: BoxError = e.into();
+                        // A layer below refused locally: the downstream was not asked.
+                        let outcome = if e.is::<Open>() || e.is::<Throttled>() {
+                            Outcome::Ignored
+                        } else {
+                            outcome_of(Some(this.classify.error(&e)))
+                        };
+                        this.guard.record(outcome);
+                        Poll::Ready(Err(e))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `Owned::acquire` takes a clock for when it is given no time; the layer always gives one.
+#[derive(Debug)]
+struct NoClock;
+
+impl crate::clock::Clock for NoClock {
+    fn now(&self) -> reliable_core::Instant {
+        reliable_core::Instant::ZERO
+    }
+}

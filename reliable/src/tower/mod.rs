@@ -1,0 +1,62 @@
+//! tower layers: reliable-core's breaker, retry policy with budget, adaptive throttle and
+//! fallback as small composable [`tower_layer::Layer`]s.
+//!
+//! - [`BreakerLayer`]: a circuit breaker. An open breaker reports *ready* and fails in `call` with
+//!   [`Open`] (carrying `retry_after`): an error from `poll_ready` would kill the service, and
+//!   `Pending` would stall every caller. The permit is taken in `call`; a response future dropped
+//!   before it completes (a timeout above it, `select!`, an aborted task) records
+//!   `Outcome::Ignored`, so a cancelled half-open probe frees its slot at once.
+//! - [`RetryLayer`]: one service that makes one decision per failed attempt from the core's
+//!   [`RetryPolicy`](reliable_core::retry::RetryPolicy): attempts, per-attempt timeout, overall
+//!   deadline, backoff with jitter, the server's `Retry-After`, and a retry budget shared by every
+//!   clone. [`Policy::clone_request`] returning `None` means "not retryable": the first answer is
+//!   final.
+//! - [`ThrottleLayer`]: client-side adaptive throttling (Google SRE): rejects locally, in `call`,
+//!   with [`Throttled`], as the downstream accepts less of what it is sent.
+//! - [`FallbackLayer`]: tries a second service when the first fails, and stamps the answer with the
+//!   path that served it ([`ServedBy`]).
+//! - [`ReliableLayer`]: retry → throttle → breaker from one [`ReliableConfig`].
+//!
+//! The layers share the crate's machinery: the core's policies, its injected
+//! [`Clock`](crate::clock::Clock) and [`Sleep`](crate::sleep::Sleep) (tokio's by default, so tests
+//! run in paused virtual time; `with_time` on each layer), its seeded randomness, and its HTTP
+//! signals ([`crate::http`]). Errors are tower's `BoxError`; the layers' own errors are concrete
+//! types to downcast to. (They drive the core's types directly rather than through
+//! [`attempt::Run`](crate::attempt::Run): a `Run` borrows its `Reliable`, while tower's contract
+//! needs the breaker's permit taken in `call` and held by a `'static` response future.)
+//!
+//! ```
+//! use reliable::tower::{BreakerLayer, RetryLayer, AnyOk};
+//! use reliable_core::breaker::BreakerConfig;
+//! use reliable_core::retry::RetryConfig;
+//! use tower::{ServiceBuilder, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let svc = ServiceBuilder::new()
+//!     .layer(RetryLayer::new(RetryConfig::reliablekit(), CloneAll)?)
+//!     .layer(BreakerLayer::new(BreakerConfig::reliablekit(), AnyOk)?)
+//!     .service(service_fn(|x: u32| async move { Ok::<_, std::io::Error>(x * 2) }));
+//! # use tower::ServiceExt;
+//! assert_eq!(svc.oneshot(21).await.unwrap(), 42);
+//! # Ok(()) }
+//! # #[derive(Clone)] struct CloneAll;
+//! # impl reliable::tower::Classify<u32> for CloneAll { fn response(&self, _: &u32) -> Option<reliable_core::outcome::ErrorClass> { None } }
+//! # impl reliable::tower::Policy<u32, u32> for CloneAll { fn clone_request(&self, r: &u32) -> Option<u32> { Some(*r) } }
+//! ```
+
+mod breaker;
+mod classify;
+mod error;
+mod fallback;
+mod reliable;
+mod retry;
+mod throttle;
+mod time;
+
+pub use breaker::{Breaker, BreakerLayer};
+pub use classify::{AnyOk, Classify, Deadline, HttpPolicy, Policy, error_class};
+pub use error::{BoxError, GaveUp, Open, Throttled, TimedOut};
+pub use fallback::{Fallback, FallbackLayer, ServedBy, Stamp};
+pub use reliable::{ReliableConfig, ReliableLayer};
+pub use retry::{Retry, RetryLayer};
+pub use throttle::{Throttle, ThrottleLayer};

@@ -1,0 +1,103 @@
+//! [`ReliableLayer`]: retry (with its budget) → adaptive throttle → breaker, built from one
+//! [`ReliableConfig`], in the order that keeps retries from amplifying an outage: every attempt
+//! passes the breaker and the throttle, so while the downstream is failing the retries are
+//! refused locally instead of sent, and the budget caps them as a share of first tries.
+
+use reliable_core::ConfigError;
+use reliable_core::breaker::BreakerConfig;
+use reliable_core::budget::BudgetConfig;
+use reliable_core::retry::RetryConfig;
+use reliable_core::throttle::ThrottleConfig;
+use tower_layer::Layer;
+
+use super::breaker::{Breaker, BreakerLayer};
+use super::retry::{Retry, RetryLayer};
+use super::throttle::{Throttle, ThrottleLayer};
+use crate::clock::Clock;
+use crate::sleep::Sleep;
+
+/// Everything a [`ReliableLayer`] needs: the core's configs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReliableConfig {
+    /// Attempts, timeouts, deadline, backoff.
+    pub retry: RetryConfig,
+    /// The retry budget (`None`: unlimited).
+    pub budget: Option<BudgetConfig>,
+    /// The breaker every attempt passes.
+    pub breaker: BreakerConfig,
+    /// Client-side adaptive throttling (`None`: off).
+    pub throttle: Option<ThrottleConfig>,
+}
+
+impl ReliableConfig {
+    /// The seed library's preset: 5 attempts of at most 8 s with jittered exponential backoff,
+    /// its breaker, a 10% retry budget, no throttling.
+    pub fn reliablekit() -> Self {
+        ReliableConfig {
+            retry: RetryConfig::reliablekit(),
+            budget: Some(BudgetConfig::Ratio(
+                reliable_core::budget::RatioConfig::finagle(),
+            )),
+            breaker: BreakerConfig::reliablekit(),
+            throttle: None,
+        }
+    }
+}
+
+/// Retry → throttle → breaker from one config. `P` classifies answers and copies requests for
+/// every layer.
+#[derive(Clone, Debug)]
+pub struct ReliableLayer<P> {
+    retry: RetryLayer<P>,
+    throttle: ThrottleLayer<P>,
+    breaker: BreakerLayer<P>,
+}
+
+impl<P: Clone> ReliableLayer<P> {
+    /// Validates every config; the first invalid one is refused with the field it names.
+    pub fn new(config: ReliableConfig, policy: P) -> Result<Self, ConfigError> {
+        let mut retry = RetryLayer::new(config.retry, policy.clone())?;
+        if let Some(b) = config.budget {
+            retry = retry.budget(b)?;
+        }
+        let throttle = match config.throttle {
+            Some(t) => ThrottleLayer::new(t, policy.clone())?,
+            None => ThrottleLayer::disabled(policy.clone()),
+        };
+        Ok(ReliableLayer {
+            retry,
+            throttle,
+            breaker: BreakerLayer::new(config.breaker, policy)?,
+        })
+    }
+}
+
+impl<P: Clone> ReliableLayer<P> {
+    /// The same layers reading time from `clock` and waiting on `sleep`.
+    pub fn with_time(self, clock: impl Clock + Clone, sleep: impl Sleep + Clone) -> Self {
+        ReliableLayer {
+            retry: self.retry.with_time(clock.clone(), sleep.clone()),
+            throttle: self.throttle.with_time(clock.clone(), sleep.clone()),
+            breaker: self.breaker.with_time(clock, sleep),
+        }
+    }
+
+    /// One budget, throttle and breaker for every service this layer wraps (per process rather
+    /// than per wrapped service).
+    pub fn shared(self) -> Self {
+        ReliableLayer {
+            retry: self.retry.shared(),
+            throttle: self.throttle.shared(),
+            breaker: self.breaker.shared(),
+        }
+    }
+}
+
+impl<S, P: Clone> Layer<S> for ReliableLayer<P> {
+    type Service = Retry<Throttle<Breaker<S, P>, P>, P>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        self.retry
+            .layer(self.throttle.layer(self.breaker.layer(inner)))
+    }
+}

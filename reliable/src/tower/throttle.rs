@@ -1,0 +1,296 @@
+//! [`ThrottleLayer`]: client-side adaptive throttling (Google SRE) around a service.
+//!
+//! Each `call` asks the core's [`AdaptiveThrottle`] first: with probability
+//! `(requests − K·accepts) / (requests + 1)` the call fails at once with [`Throttled`] and the
+//! downstream never sees it. Like the breaker it is always ready (a local refusal happens in
+//! `call`), and what the downstream answered is recorded when the response future completes; a
+//! dropped future records nothing (the downstream's answer is unknown).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use reliable_core::ConfigError;
+use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::classify::Classify;
+use super::error::{BoxError, Open, Throttled};
+use super::time::Time;
+use crate::clock::Clock;
+use crate::error::Rejection;
+use crate::observer::{Observer, Refusal};
+use crate::rng::{Rng, random_seed};
+use crate::sleep::Sleep;
+
+/// Slots of the throttle's window (the policy's `buckets` must fit).
+type Core = AdaptiveThrottle<64>;
+
+struct Shared {
+    throttle: Mutex<Core>,
+    samples: Rng,
+    name: Arc<str>,
+    observers: Arc<[Arc<dyn Observer>]>,
+}
+
+/// Builds [`Throttle`]s from a validated config.
+#[derive(Clone)]
+pub struct ThrottleLayer<C> {
+    /// `None`: a pass-through (no throttling).
+    policy: Option<ThrottlePolicy>,
+    classify: C,
+    time: Time,
+    shared: Option<Arc<Shared>>,
+    seed: Option<u64>,
+    name: Arc<str>,
+    observers: Vec<Arc<dyn Observer>>,
+}
+
+impl<C> fmt::Debug for ThrottleLayer<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThrottleLayer")
+            .field("policy", &self.policy)
+            .field("shared", &self.shared.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> ThrottleLayer<C> {
+    /// A layer that gives each service it wraps its own throttle. Refuses an invalid config or
+    /// more than 64 buckets.
+    pub fn new(config: ThrottleConfig, classify: C) -> Result<Self, ConfigError> {
+        let policy = ThrottlePolicy::new(config)?;
+        Core::new(policy)?;
+        Ok(Self::with_policy(Some(policy), classify))
+    }
+
+    /// A layer that throttles nothing (for stacks where throttling is optional).
+    pub fn disabled(classify: C) -> Self {
+        Self::with_policy(None, classify)
+    }
+
+    fn with_policy(policy: Option<ThrottlePolicy>, classify: C) -> Self {
+        ThrottleLayer {
+            policy,
+            classify,
+            time: Time::tokio(),
+            shared: None,
+            seed: None,
+            name: "throttle".into(),
+            observers: Vec::new(),
+        }
+    }
+}
+
+impl<C> ThrottleLayer<C> {
+    /// The same layer reading time from `clock` (`sleep` is not used: the throttle never waits).
+    pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
+        self.time = Time::new(clock, sleep);
+        self.shared = None;
+        self
+    }
+
+    /// Names the throttle in what observers receive (default `throttle`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.into();
+        self.shared = None;
+        self
+    }
+
+    /// Tells `observer` every call the throttle refuses (`on_reject`).
+    pub fn observer(mut self, observer: impl Observer) -> Self {
+        self.observers.push(Arc::new(observer));
+        self.shared = None;
+        self
+    }
+
+    /// Seeds the rejection draws.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self.shared = None;
+        self
+    }
+
+    /// One throttle for every service this layer wraps.
+    pub fn shared(mut self) -> Self {
+        self.shared = self.make();
+        self
+    }
+
+    fn make(&self) -> Option<Arc<Shared>> {
+        let throttle = match Core::new(self.policy?) {
+            Ok(t) => t,
+            Err(_) => unreachable!("the policy was accepted when the layer was built"),
+        };
+        Some(Arc::new(Shared {
+            throttle: Mutex::new(throttle),
+            samples: Rng::new(self.seed.unwrap_or_else(random_seed)),
+            name: self.name.clone(),
+            observers: self.observers.clone().into(),
+        }))
+    }
+}
+
+impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
+    type Service = Throttle<S, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Throttle {
+            inner,
+            shared: self.shared.clone().or_else(|| self.make()),
+            classify: self.classify.clone(),
+            time: self.time.clone(),
+        }
+    }
+}
+
+/// A service behind an adaptive throttle (see the [`tower` module docs](crate::tower)).
+#[derive(Clone)]
+pub struct Throttle<S, C> {
+    inner: S,
+    shared: Option<Arc<Shared>>,
+    classify: C,
+    time: Time,
+}
+
+impl<S: fmt::Debug, C> fmt::Debug for Throttle<S, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Throttle")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, C> Throttle<S, C> {
+    /// The probability that a call now is rejected (0 for a pass-through).
+    pub fn rejection_probability(&self) -> f64 {
+        let now = self.time.now();
+        self.shared
+            .as_ref()
+            .map_or(0.0, |s| lock(&s.throttle).rejection_probability(now))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<S, Req, C> Service<Req> for Throttle<S, C>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+    C: Classify<S::Response>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        let admitted = match &self.shared {
+            Some(s) => {
+                let now = self.time.now();
+                let sample = s.samples.next_u64();
+                lock(&s.throttle).try_acquire_with(now, sample)
+            }
+            None => Ok(()),
+        };
+        let fut = match admitted {
+            Ok(()) => Ok(self.inner.call(req)),
+            Err(t) => {
+                let refused = Throttled {
+                    probability_ppm: t.probability_ppm,
+                };
+                if let Some(s) = &self.shared {
+                    let why = Rejection::Throttled {
+                        probability: f64::from(refused.probability_ppm) / 1e6,
+                    };
+                    for o in s.observers.iter() {
+                        o.on_reject(&s.name, Refusal::Rejected(why));
+                    }
+                }
+                Err(refused)
+            }
+        };
+        ResponseFuture {
+            fut: Inner::from(fut),
+            shared: self.shared.clone(),
+            classify: self.classify.clone(),
+            time: self.time.clone(),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = InnerProj]
+    enum Inner<F> {
+        Called { #[pin] fut: F },
+        Refused { refused: Option<Throttled> },
+    }
+}
+
+impl<F> From<Result<F, Throttled>> for Inner<F> {
+    fn from(r: Result<F, Throttled>) -> Self {
+        match r {
+            Ok(fut) => Inner::Called { fut },
+            Err(t) => Inner::Refused { refused: Some(t) },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The [`Throttle`]'s response future.
+    pub struct ResponseFuture<F, C> {
+        #[pin]
+        fut: Inner<F>,
+        shared: Option<Arc<Shared>>,
+        classify: C,
+        time: Time,
+    }
+}
+
+impl<F, C> fmt::Debug for ResponseFuture<F, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, Res, E, C> Future for ResponseFuture<F, C>
+where
+    F: Future<Output = Result<Res, E>>,
+    E: Into<BoxError>,
+    C: Classify<Res>,
+{
+    type Output = Result<Res, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.fut.project() {
+            InnerProj::Refused { refused } => Poll::Ready(Err(Box::new(
+                refused.take().unwrap_or(Throttled { probability_ppm: 0 }),
+            ))),
+            InnerProj::Called { fut } => {
+                let result = std::task::ready!(fut.poll(cx)).map_err(Into::into);
+                let accepted = match &result {
+                    Ok(res) => Some(
+                        this.classify
+                            .accepted(Some(res), this.classify.response(res)),
+                    ),
+                    // A layer below refused locally: the downstream was not asked.
+                    Err(e) if e.is::<Open>() || e.is::<Throttled>() => None,
+                    Err(e) => Some(this.classify.accepted(None, Some(this.classify.error(e)))),
+                };
+                if let (Some(accepted), Some(s)) = (accepted, this.shared.as_ref()) {
+                    lock(&s.throttle).record(this.time.now(), accepted);
+                }
+                Poll::Ready(result)
+            }
+        }
+    }
+}

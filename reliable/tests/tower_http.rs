@@ -1,0 +1,135 @@
+//! The tower layers over a real HTTP client (hyper) against a real hyper server on 127.0.0.1.
+#![cfg(feature = "tower")]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration as StdDuration;
+
+use bytes::Bytes;
+use http_body_util::Empty;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use reliable::tower::{HttpPolicy, Open, ReliableConfig, ReliableLayer};
+use reliable_core::Duration;
+use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
+use reliable_core::breaker::BreakerConfig;
+use reliable_core::retry::RetryConfig;
+use tower::{Layer, ServiceExt};
+
+/// Serves on 127.0.0.1: the n-th request (from 0) gets `answer(n)`, a status and a delay.
+async fn server(
+    answer: impl Fn(u32) -> (u16, u64) + Send + Sync + 'static,
+) -> (SocketAddr, Arc<AtomicU32>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    assert!(addr.ip().is_loopback());
+    let seen = Arc::new(AtomicU32::new(0));
+    let answer = Arc::new(answer);
+    let count = seen.clone();
+    tokio::spawn(async move {
+        // Bounded: the test's runtime ends with the test.
+        while let Ok((stream, _)) = listener.accept().await {
+            let (answer, count) = (answer.clone(), count.clone());
+            tokio::spawn(async move {
+                let svc = service_fn(move |_req: http::Request<hyper::body::Incoming>| {
+                    let n = count.fetch_add(1, Ordering::SeqCst);
+                    let (status, delay_ms) = answer(n);
+                    async move {
+                        tokio::time::sleep(StdDuration::from_millis(delay_ms)).await;
+                        let res = http::Response::builder()
+                            .status(status)
+                            .body(Empty::<Bytes>::new())
+                            .unwrap();
+                        Ok::<_, Infallible>(res)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, seen)
+}
+
+fn config(attempts: u32, timeout_ms: u64) -> ReliableConfig {
+    let mut breaker = BreakerConfig::reliablekit();
+    breaker.consecutive_failures = Some(3);
+    breaker.failure_rate = None;
+    breaker.open.duration = Duration::from_secs(30);
+    ReliableConfig {
+        retry: RetryConfig {
+            max_attempts: Some(attempts),
+            attempt_timeout: Some(Duration::from_millis(timeout_ms)),
+            ..RetryConfig::new(BackoffConfig {
+                shape: Shape::Constant {
+                    delay: Duration::from_millis(20),
+                },
+                cap: None,
+                jitter: Jitter::None,
+                first_exponent: 1,
+            })
+        },
+        budget: None,
+        breaker,
+        throttle: None,
+    }
+}
+
+fn get(addr: SocketAddr) -> http::Request<Empty<Bytes>> {
+    http::Request::get(format!("http://{addr}/"))
+        .body(Empty::new())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn retries_503s_over_real_http_until_200() {
+    let (addr, seen) = server(|n| (if n < 2 { 503 } else { 200 }, 0)).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let svc = ReliableLayer::new(config(4, 1_000), HttpPolicy::new())
+        .unwrap()
+        .layer(client);
+    let res = svc.oneshot(get(addr)).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_slow_attempt_times_out_and_the_retry_succeeds() {
+    // The first request takes 5 s; the attempt timeout is 200 ms.
+    let (addr, seen) = server(|n| (200, if n == 0 { 5_000 } else { 0 })).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let svc = ReliableLayer::new(config(3, 200), HttpPolicy::new())
+        .unwrap()
+        .layer(client);
+    let start = std::time::Instant::now();
+    let res = svc.oneshot(get(addr)).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    assert!(start.elapsed() < StdDuration::from_secs(4));
+}
+
+#[tokio::test]
+async fn an_open_breaker_keeps_calls_off_the_server() {
+    let (addr, seen) = server(|_| (500, 0)).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    // One attempt per call: the breaker sees each 500 once.
+    let svc = ReliableLayer::new(config(1, 1_000), HttpPolicy::new())
+        .unwrap()
+        .layer(client);
+    for _ in 0..3 {
+        let res = svc.clone().oneshot(get(addr)).await.unwrap();
+        assert_eq!(res.status(), 500);
+    }
+    for _ in 0..10 {
+        let err = svc.clone().oneshot(get(addr)).await.unwrap_err();
+        let open = err
+            .downcast_ref::<reliable::tower::GaveUp>()
+            .map_or(&err, |g| &g.last);
+        assert!(open.is::<Open>(), "{err}");
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+}

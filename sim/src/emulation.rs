@@ -1,0 +1,148 @@
+//! What running a scenario for real needs from the simulator (the `emulate` crate): the same
+//! arrivals, the same server model and fault timeline, the same recorder and summary definitions,
+//! so that an emulated run differs from a simulated one only in what is real (time, sockets, the
+//! client layers), and its report can be rendered by [`report`](crate::report) like any other.
+//!
+//! These are the simulator's own components, driven from outside in real time: the caller owns
+//! the clock (virtual nanoseconds since the run's start) and calls the recorder as events happen.
+//!
+//! ```
+//! let c = sim::load(r#"Scenario(name: "t", horizon: "2s", workload: OpenLoop(rate: 10.0),
+//!     downstreams: [(name: "api", model: Server(workers: 1, service: Constant("10ms")))],
+//!     policies: [(name: "p", stack: Call(downstream: "api", timeout: "1s"))])"#, "t.ron")?;
+//! let mut arrivals = sim::emulation::arrivals(&c, 1).expect("an open loop");
+//! let (first, _client) = arrivals.next(sim::emulation::timeline(&c)).expect("an arrival");
+//! assert!(first < 2_000_000_000);
+//! # Ok::<(), sim::scenario::ScenarioError>(())
+//! ```
+
+use reliable_core::Duration;
+use reliable_core::budget::Denied;
+use reliable_core::retry::GiveUpReason;
+
+pub use crate::engine::{Handle, Stream, StreamId};
+pub use crate::metrics::recorder::Recorder;
+pub use crate::model::Sampler;
+pub use crate::model::faults::Timeline;
+pub use crate::model::server::{Admission, Job, Server, Started};
+pub use crate::workload::OpenLoop;
+
+use crate::metrics::summary::{Context, percentile_curve, summarize};
+use crate::run::RunOutput;
+use crate::scenario::{Compiled, Workload};
+
+/// The fault timeline.
+pub fn timeline(c: &Compiled) -> &Timeline {
+    &c.timeline
+}
+
+/// Retry-After hints by fault index (throttle faults).
+pub fn hints(c: &Compiled) -> &[Duration] {
+    &c.hints
+}
+
+/// The horizon, the bucket width (both in ns) and the number of buckets.
+pub fn buckets(c: &Compiled) -> (u64, u64, usize) {
+    (c.horizon_ns, c.bucket_ns, c.buckets)
+}
+
+/// Downstream names, by index.
+pub fn downstreams(c: &Compiled) -> &[String] {
+    &c.ds_names
+}
+
+/// Clients of the workload.
+pub fn clients(c: &Compiled) -> u32 {
+    c.clients()
+}
+
+/// An empty recorder for a run of `c`.
+pub fn recorder(c: &Compiled) -> Recorder {
+    Recorder::new(c.buckets, c.bucket_ns, c.ds_names.len(), c.timeline.span())
+}
+
+/// The open-loop arrivals of `c` under `seed`, exactly as a simulated run draws them (`None` for
+/// other workloads).
+pub fn arrivals(c: &Compiled, seed: u64) -> Option<OpenLoop> {
+    match &c.scenario.workload {
+        Workload::OpenLoop {
+            rate,
+            arrivals,
+            clients,
+            start,
+            steps,
+        } => Some(OpenLoop::new(
+            seed,
+            *rate,
+            *arrivals,
+            *clients,
+            start.as_nanos(),
+            steps,
+            c.horizon_ns,
+        )),
+        _ => None,
+    }
+}
+
+/// Downstream `i` as a simulated run starts it, if it is a `Server`.
+pub fn server(c: &Compiled, i: usize, seed: u64) -> Option<Server> {
+    Server::from_model(&c.scenario.downstreams.get(i)?.model, i as u16, seed)
+}
+
+/// Counts a retry layer giving up, by the core's reason name (`max-attempts`, `budget`, ...);
+/// an unknown name counts nothing.
+pub fn give_up(r: &mut Recorder, name: &str) {
+    let reason = match name {
+        "fatal" => GiveUpReason::Fatal,
+        "dont-retry" => GiveUpReason::DontRetry,
+        "timeout-not-retried" => GiveUpReason::TimeoutNotRetried,
+        "max-attempts" => GiveUpReason::MaxAttempts,
+        "deadline" => GiveUpReason::Deadline,
+        // Counted by reason, whichever budget refused.
+        "budget" => GiveUpReason::Budget(Denied::Ratio),
+        "finished" => GiveUpReason::Finished,
+        _ => return,
+    };
+    r.give_up(reason);
+}
+
+/// The output of a run of policy `policy` under `seed` from its recorder, summarised by the
+/// simulator's own definitions.
+pub fn finish(
+    c: &Compiled,
+    policy: usize,
+    seed: u64,
+    rec: Recorder,
+    unfinished: u64,
+    peak_in_flight: u64,
+) -> RunOutput {
+    let s = &c.scenario;
+    let scheduled = arrivals(c, seed).map(|src| src.scheduled(&c.timeline, c.bucket_ns, c.buckets));
+    let cx = Context {
+        name: &s.policies[policy].name,
+        seed,
+        horizon_ns: c.horizon_ns,
+        bucket_ns: c.bucket_ns,
+        fault: c.timeline.span(),
+        threshold: s.recovery.threshold,
+        relapse: s.recovery.relapse,
+        sustain_ns: s.recovery.sustain.as_nanos(),
+        unfinished,
+        makespan_ns: None,
+        events: 0,
+        ds_names: &c.ds_names,
+        register: vec![None; c.ds_names.len()],
+        scheduled,
+    };
+    let mut summary = summarize(&rec, &cx);
+    summary.peak_in_flight = peak_in_flight;
+    RunOutput {
+        summary,
+        latency_curve: percentile_curve(&rec.latency),
+        buckets: rec.buckets,
+        trace: None,
+        peak_events: 0,
+        peak_requests: peak_in_flight as usize,
+        peak_attempts: 0,
+    }
+}

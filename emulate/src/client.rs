@@ -330,6 +330,11 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
     // The seed of state shared by every client.
     let seed = env.seed ^ u64::from(node);
     Ok(match l {
+        Layer::Llm { .. } => {
+            return Err(
+                "the Llm layer cannot be emulated: the emulator's server implements the Server model only, not an LLM provider".into(),
+            );
+        }
         Layer::Call {
             downstream,
             timeout,

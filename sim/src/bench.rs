@@ -10,8 +10,8 @@
 
 use std::time::Instant as WallClock;
 
+use crate::run::World;
 use crate::run::world::bytes_per_request;
-use crate::run::{Compiled, World};
 use crate::scenario;
 
 /// The throughput scenario.
@@ -93,8 +93,7 @@ impl BenchReport {
 /// Runs every policy of `text` once, one after the other on the calling thread, and times them
 /// together.
 pub fn bench(text: &str) -> Result<BenchReport, String> {
-    let s = scenario::load(text, "bench").map_err(|e| e.to_string())?;
-    let c = Compiled::new(s)?;
+    let c = scenario::load(text, "bench").map_err(|e| e.to_string())?;
     let mut report = BenchReport {
         name: c.scenario.name.clone(),
         events: 0,

@@ -1,8 +1,6 @@
 //! The `sim` command: compare retry policies under a storm. See `sim --help`.
 #![forbid(unsafe_code)]
 
-mod cli;
-
 fn main() {
-    std::process::exit(cli::main());
+    std::process::exit(sim::cli_main());
 }

@@ -264,7 +264,7 @@ fn sweep_writes_a_table_and_a_csv() {
     );
     let csv = std::fs::read_to_string(out_dir.join("small-a/sweep.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], sim::run::sweep::CSV_HEADER);
+    assert_eq!(lines[0], sim::report::sweep::CSV_HEADER);
     assert_eq!(lines.len(), 1 + 2 * 2, "{csv}");
     assert!(
         lines[1].starts_with("downstreams[api].model.error_rate,0,plain,1,"),
@@ -398,5 +398,78 @@ fn sweep_writes_a_table_and_a_csv() {
         "{}",
         text(&out.stderr)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn sim_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sim"));
+    c.args(args).env_remove("NO_COLOR");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sim-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn sim_run_prints_the_table_and_conclusion_in_colour_only_when_asked() {
+    let dir = temp_dir("colour");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/storm.ron");
+    let (file, out) = (file.to_str().unwrap(), dir.to_str().unwrap());
+    // Piped: plain, whatever NO_COLOR says.
+    let plain = sim_env(&["run", file, "--out", out], &[]);
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&plain.stdout);
+    assert!(!stdout.contains('\u{1b}'), "{stdout}");
+    assert!(stdout.contains("│ plain "), "{stdout}");
+    assert!(stdout.contains("Bottom line:"), "{stdout}");
+    assert!(
+        stdout.contains("wrote ") && stdout.contains("summary.md"),
+        "{stdout}"
+    );
+    // The conclusion sits right under the table, wrapped.
+    let after_table = stdout
+        .split('┘')
+        .nth(1)
+        .unwrap()
+        .split("\nwrote ")
+        .next()
+        .unwrap();
+    assert!(
+        after_table.trim_start().starts_with("The fault"),
+        "{after_table}"
+    );
+    assert!(
+        after_table.lines().all(|l| l.chars().count() <= 100),
+        "{after_table}"
+    );
+    // Forced colour.
+    let colour = sim_env(&["run", file, "--out", out, "--color", "always"], &[]);
+    let stdout = String::from_utf8_lossy(&colour.stdout);
+    assert!(stdout.contains("\u{1b}["), "{stdout}");
+    assert!(stdout.contains("green: best of its column, red: worst"));
+    // NO_COLOR (non-empty) wins over auto; never is never.
+    for (args, env) in [
+        (vec!["--color", "auto"], vec![("NO_COLOR", "1")]),
+        (vec!["--color", "never"], vec![]),
+    ] {
+        let mut a = vec!["run", file, "--out", out];
+        a.extend(args);
+        let o = sim_env(&a, &env);
+        assert!(!String::from_utf8_lossy(&o.stdout).contains('\u{1b}'));
+    }
+    for f in sim::report::file_names() {
+        assert!(dir.join("test-storm").join(&f).is_file(), "{f}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

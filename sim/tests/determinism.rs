@@ -6,13 +6,13 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use sim::report::{csv, json, per_policy};
-use sim::run::{BatchOptions, Compiled, run_all};
+use sim::run::BatchOptions;
+use sim::scenario::Compiled;
 
 const STORM: &str = include_str!("data/storm.ron");
 
 fn reports(c: &Compiled, seeds: &[u64], jobs: usize) -> (String, String) {
-    let results = run_all(
+    let runs = sim::run(
         c,
         seeds,
         BatchOptions {
@@ -21,10 +21,9 @@ fn reports(c: &Compiled, seeds: &[u64], jobs: usize) -> (String, String) {
         },
     )
     .unwrap();
-    let policies = per_policy(c, &results);
     (
-        json::summary_json(c, seeds, &policies),
-        csv::timeseries(c, &results),
+        sim::report::summary_json(&runs),
+        sim::report::timeseries_csv(&runs),
     )
 }
 

@@ -7,8 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use sim::report::{csv, json, per_policy};
-use sim::run::{BatchOptions, run_all};
+use sim::run::BatchOptions;
 
 fn check(name: &str, got: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -43,7 +42,7 @@ fn check(name: &str, got: &str) {
 fn small_storm_matches_the_snapshot() {
     let c = common::compile(include_str!("data/storm.ron"));
     let seeds = [c.scenario.seed];
-    let results = run_all(
+    let runs = sim::run(
         &c,
         &seeds,
         BatchOptions {
@@ -52,10 +51,6 @@ fn small_storm_matches_the_snapshot() {
         },
     )
     .unwrap();
-    let policies = per_policy(&c, &results);
-    check(
-        "storm.summary.json",
-        &json::summary_json(&c, &seeds, &policies),
-    );
-    check("storm.timeseries.csv", &csv::timeseries(&c, &results));
+    check("storm.summary.json", &sim::report::summary_json(&runs));
+    check("storm.timeseries.csv", &sim::report::timeseries_csv(&runs));
 }

@@ -13,8 +13,9 @@
 use std::path::PathBuf;
 
 use sim::metrics::{Bucket, PolicySummary};
-use sim::run::{BatchOptions, Compiled, RunResult, run_all, trace};
-use sim::scenario::{self, Layer, Scenario};
+use sim::run::{BatchOptions, RunResult, trace};
+use sim::scenario::Compiled;
+use sim::scenario::{self, Layer};
 
 fn file(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -23,15 +24,16 @@ fn file(name: &str) -> PathBuf {
 }
 
 /// Every scenario of `scenarios/<name>`.
-fn load(name: &str) -> Vec<Scenario> {
-    scenario::load_file_all(&file(name)).unwrap_or_else(|e| panic!("{e}"))
+fn load(name: &str) -> Vec<Compiled> {
+    let text = std::fs::read_to_string(file(name)).unwrap();
+    scenario::load_all(&text, name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The scenario called `name` in the file.
-fn one(file_name: &str, name: &str) -> Scenario {
+fn one(file_name: &str, name: &str) -> Compiled {
     load(file_name)
         .into_iter()
-        .find(|s| s.name == name)
+        .find(|c| c.scenario.name == name)
         .unwrap_or_else(|| panic!("no scenario {name} in {file_name}"))
 }
 
@@ -42,10 +44,9 @@ struct Runs {
 }
 
 impl Runs {
-    fn new(s: Scenario, first: u64, n: u64) -> Runs {
-        let c = Compiled::new(s).unwrap();
+    fn new(c: Compiled, first: u64, n: u64) -> Runs {
         let seeds: Vec<u64> = (first..first + n).collect();
-        let results = run_all(
+        let results = sim::run(
             &c,
             &seeds,
             BatchOptions {
@@ -53,7 +54,8 @@ impl Runs {
                 progress: false,
             },
         )
-        .unwrap();
+        .unwrap()
+        .results;
         Runs { c, results }
     }
 
@@ -89,7 +91,7 @@ impl Runs {
     fn count(&self, policy: &str, verdict: &str) -> usize {
         self.summaries(policy)
             .iter()
-            .filter(|s| s.verdict == verdict)
+            .filter(|s| s.verdict.name() == verdict)
             .count()
     }
 }
@@ -151,7 +153,8 @@ const CASE1: [&str; 12] = [
 
 #[test]
 fn case1_layered_stack_trace_is_exact() {
-    let s = one("layered-stack.ron", "layered-stack");
+    let c = one("layered-stack.ron", "layered-stack");
+    let s = &c.scenario;
     // The breaker is the core's named profile, field for field.
     let Layer::Fallback(children) = &s.policies[0].stack else {
         panic!("{:?}", s.policies[0].stack)
@@ -163,7 +166,6 @@ fn case1_layered_stack_trace_is_exact() {
         *config,
         reliable_core::breaker::BreakerConfig::layered_exercise()
     );
-    let c = Compiled::new(s).unwrap();
     let rows = trace(&c, 0, c.scenario.seed).unwrap();
     let got: Vec<String> = rows
         .iter()
@@ -245,7 +247,7 @@ fn case2_metastable_collapse_over_200_seeds() {
     let stuck_runs: Vec<&&[Bucket]> = b
         .iter()
         .zip(r.summaries("immediate retries"))
-        .filter(|(_, s)| s.verdict == "stuck")
+        .filter(|(_, s)| s.verdict == sim::metrics::Verdict::Stuck)
         .map(|(b, _)| b)
         .collect();
     // When each stuck run served its last success: goodput is 0 from then to the horizon.
@@ -321,14 +323,14 @@ fn case3a_outage_amplification() {
     // Exactly the named profiles of the core.
     use reliable_core::budget::{BudgetConfig, RetryBreakerConfig, TokenBucketConfig};
     assert_eq!(
-        retry_budget(&s.policies[1].stack),
+        retry_budget(&s.scenario.policies[1].stack),
         Some(BudgetConfig::TokenBucket(TokenBucketConfig::yandex_2024()))
     );
     assert_eq!(
-        retry_budget(&s.policies[2].stack),
+        retry_budget(&s.scenario.policies[2].stack),
         Some(BudgetConfig::RetryBreaker(RetryBreakerConfig::yandex_2024()))
     );
-    let seeds = u64::from(s.seeds);
+    let seeds = u64::from(s.scenario.seeds);
     let r = Runs::new(s, 1, seeds);
     // 50 ms buckets: the outage is buckets 10..20. Its first 100 ms are the retries' ramp (a retry
     // chain of 4 attempts takes ~60 ms), so the plateau is buckets 12..20.
@@ -498,7 +500,7 @@ fn case4(values: &[f64], seeds: u64) -> Vec<(f64, Row)> {
     };
     let seeds: Vec<u64> = (1..=seeds).collect();
     let result = sim::run::sweep::run_sweep(
-        &s,
+        &s.scenario,
         &sweep,
         &seeds,
         BatchOptions {
@@ -541,11 +543,11 @@ fn case4_failure_rate_sweep_matches_theory() {
     let s = one("failure-rate-sweep.ron", "failure-rate-sweep");
     use reliable_core::budget::{BudgetConfig, RetryBreakerConfig, TokenBucketConfig};
     assert_eq!(
-        retry_budget(&s.policies[2].stack),
+        retry_budget(&s.scenario.policies[2].stack),
         Some(BudgetConfig::TokenBucket(TokenBucketConfig::brooker_2022()))
     );
     assert_eq!(
-        retry_budget(&s.policies[3].stack),
+        retry_budget(&s.scenario.policies[3].stack),
         Some(BudgetConfig::RetryBreaker(
             RetryBreakerConfig::brooker_2022()
         ))
@@ -578,7 +580,7 @@ fn case4_failure_rate_sweep_matches_theory() {
 #[ignore = "slow in debug: 17 failure rates x 10 seeds; run by .ci/run validation in release"]
 fn case4_retry_breaker_knee_sits_below_ten_percent() {
     let s = one("failure-rate-sweep.ron", "failure-rate-sweep");
-    let grid: Vec<f64> = match &s.sweep {
+    let grid: Vec<f64> = match &s.scenario.sweep {
         Some(sw) => sw
             .values
             .iter()
@@ -589,7 +591,7 @@ fn case4_retry_breaker_knee_sits_below_ten_percent() {
             .collect(),
         None => panic!("no sweep"),
     };
-    let rows = case4(&grid, u64::from(s.seeds));
+    let rows = case4(&grid, u64::from(s.scenario.seeds));
     // Share of 3 retries' extra load that the breaker still sends.
     let share: Vec<(f64, f64, f64, f64)> = rows
         .iter()
@@ -696,7 +698,7 @@ fn case5_backoff_open_loop_unchanged_serial_cut_20_seeds() {
 #[ignore = "slow in debug: 3 sizes x 5 policies x 100 seeds; run by .ci/run validation in release"]
 fn case6_jitter_order_over_100_seeds() {
     let base = one("jitter-contention.ron", "jitter-contention");
-    let seeds = u64::from(base.seeds);
+    let seeds = u64::from(base.scenario.seeds);
     assert_eq!(seeds, 100);
     let order = [
         "full jitter",
@@ -706,9 +708,9 @@ fn case6_jitter_order_over_100_seeds() {
         "no backoff",
     ];
     for n in [50.0, 100.0, 150.0] {
-        let s =
-            scenario::sweep::variant(&base, "workload.clients", &scenario::SweepValue::Number(n))
-                .unwrap();
+        let s = base
+            .with_value("workload.clients", &scenario::SweepValue::Number(n))
+            .unwrap();
         let r = Runs::new(s, 1, seeds);
         let calls: Vec<Vec<f64>> = order
             .iter()

@@ -1,7 +1,8 @@
 //! `sim bench`: events per second on fixed scenarios (one thread), and memory with 10⁶ clients.
 
+use crate::bench::{BenchReport, MILLION, THROUGHPUT, bench as run_bench};
+use crate::cli::out::outln;
 use clap::Args;
-use sim::bench::{BenchReport, MILLION, THROUGHPUT, bench as run_bench};
 
 /// Options of `sim bench`.
 #[derive(Debug, Args)]
@@ -10,12 +11,12 @@ pub struct BenchArgs {
     #[arg(long)]
     pub million: bool,
     /// Repetitions of the throughput scenario (the best is reported).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
 }
 
-fn print(r: &BenchReport) {
-    println!(
+fn print(r: &BenchReport) -> Result<(), String> {
+    outln!(
         "{}: {} events in {:.3} s = {:.2} M events/s (one thread); peak {} pending events, {} requests in flight; ~{} bytes per in-flight request{}",
         r.name,
         r.events,
@@ -28,6 +29,7 @@ fn print(r: &BenchReport) {
             .map(|b| format!("; peak RSS {:.0} MiB", b as f64 / 1_048_576.0))
             .unwrap_or_default()
     );
+    Ok(())
 }
 
 pub fn bench(args: BenchArgs) -> Result<(), String> {
@@ -39,11 +41,11 @@ pub fn bench(args: BenchArgs) -> Result<(), String> {
         }
     }
     if let Some(b) = &best {
-        print(b);
+        print(b)?;
     }
-    print(&run_bench(sim::DEFAULT_SCENARIO)?);
+    print(&run_bench(crate::DEFAULT_SCENARIO)?)?;
     if args.million {
-        print(&run_bench(MILLION)?);
+        print(&run_bench(MILLION)?)?;
     }
     Ok(())
 }

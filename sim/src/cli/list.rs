@@ -1,8 +1,10 @@
 //! `sim list`: the shipped scenarios, one line each (file, name, first line of the description).
 
+use crate::cli::out::outln;
 use std::path::PathBuf;
 
-use sim::scenario;
+use super::input::read_scenarios;
+use crate::scenario::{self, Limits, escape};
 
 fn scenarios_dir(dir: Option<PathBuf>) -> Option<PathBuf> {
     if let Some(d) = dir {
@@ -19,8 +21,14 @@ fn scenarios_dir(dir: Option<PathBuf>) -> Option<PathBuf> {
 pub fn list(dir: Option<PathBuf>) -> Result<(), String> {
     let first_line = |s: &str| s.trim().lines().next().unwrap_or("").trim().to_string();
     let Some(dir) = scenarios_dir(dir) else {
-        let s = scenario::load(sim::DEFAULT_SCENARIO, "default.ron").map_err(|e| e.to_string())?;
-        println!("(embedded)  {:<24} {}", s.name, first_line(&s.description));
+        let c =
+            scenario::load(crate::DEFAULT_SCENARIO, "default.ron").map_err(|e| e.to_string())?;
+        let s = &c.scenario;
+        outln!(
+            "(embedded)  {:<24} {}",
+            escape(&s.name),
+            escape(&first_line(&s.description))
+        );
         return Ok(());
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -36,18 +44,22 @@ pub fn list(dir: Option<PathBuf>) -> Result<(), String> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            match scenario::load_file_all(f) {
+            match read_scenarios(f, &Limits::default()) {
                 Ok(all) => all
                     .into_iter()
-                    .map(|s| (file.clone(), s.name, first_line(&s.description)))
+                    .map(|c| {
+                        let s = c.scenario;
+                        (file.clone(), s.name, first_line(&s.description))
+                    })
                     .collect(),
-                Err(e) => vec![(file, "(invalid)".into(), e.to_string())],
+                Err(e) => vec![(file, "(invalid)".into(), e)],
             }
         })
         .collect();
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (file, name, desc) in rows {
-        println!("{file:<w$}  {name:<24} {desc}");
+        let (file, name, desc) = (escape(&file), escape(&name), escape(&desc));
+        outln!("{file:<w$}  {name:<24} {desc}");
     }
     Ok(())
 }

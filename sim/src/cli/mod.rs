@@ -3,7 +3,9 @@
 mod batch;
 mod bench;
 mod check;
+mod input;
 mod list;
+pub(crate) mod out;
 mod run;
 mod sweep;
 mod trace;
@@ -29,11 +31,7 @@ pub enum Command {
     /// Run scenarios and write their reports.
     Run(run::RunArgs),
     /// Validate scenarios without running them.
-    Check {
-        /// Scenario files.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
+    Check(check::CheckArgs),
     /// List the shipped scenarios, one line each.
     List {
         /// Folder to list (default: ./scenarios, else the one next to the sim crate).
@@ -50,11 +48,34 @@ pub enum Command {
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout, usage errors to stderr; neither may panic on a
+            // closed pipe.
+            let code = e.exit_code();
+            let text = e.render();
+            let shown = if e.use_stderr() {
+                text.to_string()
+            } else {
+                text.ansi().to_string()
+            };
+            if e.use_stderr() {
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), shown.as_bytes());
+            } else if let Err(msg) = out::line(shown.trim_end()) {
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!("sim: {msg}\n").as_bytes(),
+                );
+                return 1;
+            }
+            return code;
+        }
+    };
     let result = match cli.command {
         None => run::run(run::RunArgs::default_scenario()),
         Some(Command::Run(args)) => run::run(args),
-        Some(Command::Check { files }) => check::check(&files),
+        Some(Command::Check(args)) => check::check(&args),
         Some(Command::List { dir }) => list::list(dir),
         Some(Command::Trace(args)) => trace::trace(args),
         Some(Command::Sweep(args)) => sweep::sweep(args),
@@ -63,7 +84,12 @@ pub fn main() -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("sim: {e}");
+            // Messages quote names and values from files: escape control characters. stderr
+            // errors are ignored: there is nowhere left to report them.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("sim: {}\n", crate::scenario::escape(&e)).as_bytes(),
+            );
             1
         }
     }

@@ -1,14 +1,20 @@
 //! `sim run FILE... [--seed N] [--seeds K] [--out DIR] [--jobs N]`, and `sim` with no arguments.
+//!
+//! Everything that can be refused is refused before the first simulation: every file is read,
+//! checked and estimated (with the flags), report folder names must not collide, and `--out`
+//! must be writable.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use sim::report;
-use sim::run::{Compiled, run_all};
 
 use super::batch::BatchArgs;
-use sim::scenario;
+use super::input::read_scenarios;
+use crate::cli::out::outln;
+use crate::report;
+use crate::scenario::{self, Compiled, escape};
 
 /// Options of `sim run`.
 #[derive(Debug, Args)]
@@ -63,68 +69,63 @@ impl ColorChoice {
     }
 }
 
-/// Width to wrap the conclusion at: the terminal's (at most 100 columns), else 100.
-fn wrap_width(table: &comfy_table::Table) -> usize {
-    table.width().map_or(100, |w| usize::from(w).clamp(40, 100))
-}
-
 pub fn run(args: RunArgs) -> Result<(), String> {
+    let limits = args.batch.limits.limits();
+    // Read, check and estimate everything first.
+    let mut all: Vec<(Compiled, Vec<u64>)> = Vec::new();
     for file in &args.files {
-        let all = if args.embedded {
-            scenario::load_all(sim::DEFAULT_SCENARIO, "default.ron (embedded)")
+        let scenarios = if args.embedded {
+            scenario::load_all_with(crate::DEFAULT_SCENARIO, "default.ron (embedded)", &limits)
+                .map_err(|e| e.to_string())?
         } else {
-            scenario::load_file_all(file)
+            read_scenarios(file, &limits)?
+        };
+        for c in scenarios {
+            let seeds = args.batch.seeds(&c, 1)?;
+            all.push((c, seeds));
         }
-        .map_err(|e| e.to_string())?;
-        for s in all {
-            run_one(&args, s)?;
+    }
+    let mut folders: HashMap<String, String> = HashMap::new();
+    for (c, _) in &all {
+        let folder = report::folder_name(&c.scenario.name);
+        if let Some(other) = folders.insert(folder.clone(), c.scenario.name.clone()) {
+            return Err(format!(
+                "scenarios \"{}\" and \"{}\" would both write their report to {}: rename one",
+                escape(&other),
+                escape(&c.scenario.name),
+                args.batch.out.join(&folder).display()
+            ));
         }
+    }
+    crate::report::write::check_out(&args.batch.out)?;
+    for (c, seeds) in &all {
+        run_one(&args, c, seeds)?;
     }
     Ok(())
 }
 
 /// Runs one scenario of a file and writes its reports.
-fn run_one(args: &RunArgs, s: scenario::Scenario) -> Result<(), String> {
-    let seeds = args.batch.seeds(s.seed, s.seeds);
-    let (k, seed) = (seeds.len(), seeds[0]);
-    let c = Compiled::new(s)?;
-    let results = run_all(&c, &seeds, args.batch.options())?;
-    let dir = args.batch.out.join(report::folder_name(&c.scenario.name));
-    report::write_all(&dir, &c, &seeds, &results).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn run_one(args: &RunArgs, c: &Compiled, seeds: &[u64]) -> Result<(), String> {
+    let runs = crate::run::run(c, seeds, args.batch.options())?;
+    let dir = report::write(&args.batch.out, &runs).map_err(|e| {
+        format!(
+            "{}: {e}",
+            args.batch
+                .out
+                .join(report::folder_name(&c.scenario.name))
+                .display()
+        )
+    })?;
     if !args.batch.quiet {
-        let policies = report::per_policy(&c, &results);
-        let first = c
-            .scenario
-            .description
-            .trim()
-            .lines()
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        if first.is_empty() {
-            println!("{}", c.scenario.name);
-        } else {
-            println!("{}: {first}", c.scenario.name);
-        }
-        if k > 1 {
-            println!("means over {k} seeds from {seed}, ± the 95% interval of the mean");
-        }
-        let styled = args.color.styled();
-        let table = report::table::table(&policies, styled);
-        println!("{table}");
-        if styled {
-            println!("green: best of its column, red: worst");
-        }
-        let text = report::conclusion::conclusion(&c, &policies, report::conclusion::Style::Plain);
-        println!(
-            "\n{}\n",
-            report::conclusion::wrap(&text, wrap_width(&table))
+        outln!(
+            "{}",
+            report::terminal(&runs, args.color.styled()).trim_end()
         );
+        outln!();
     }
-    println!(
+    outln!(
         "wrote {}: summary.md (open it first), summary.json, timeseries.csv, and {} as SVG and PNG",
-        dir.display(),
+        escape(&dir.display().to_string()),
         report::FIGURES.join(", ")
     );
     Ok(())

@@ -5,12 +5,14 @@
 //! produced the answer), attempts sent, latency, then the calls each downstream had received when
 //! the request finished.
 
+use crate::cli::out::outln;
 use std::path::PathBuf;
 
+use super::input::read_scenarios;
+use crate::run::trace as run_trace;
+use crate::scenario::{Compiled, Limits, escape};
 use clap::Args;
 use reliable_core::Duration;
-use sim::run::{Compiled, trace as run_trace};
-use sim::scenario;
 
 /// Options of `sim trace`.
 #[derive(Debug, Args)]
@@ -32,13 +34,15 @@ pub struct TraceArgs {
 }
 
 pub fn trace(args: TraceArgs) -> Result<(), String> {
-    let all = scenario::load_file_all(&args.file).map_err(|e| e.to_string())?;
-    let s = pick(all, args.scenario.as_deref(), &args.file)?;
+    let all = read_scenarios(&args.file, &Limits::default())?;
+    let c = pick(all, args.scenario.as_deref(), &args.file)?;
+    let s = &c.scenario;
     let names: Vec<&str> = s.policies.iter().map(|p| p.name.as_str()).collect();
     let policy = match &args.policy {
         Some(name) => names.iter().position(|n| n == name).ok_or_else(|| {
             format!(
-                "no policy named \"{name}\": expected one of {}",
+                "no policy named \"{}\": expected one of {}",
+                escape(name),
                 quoted(&names)
             )
         })?,
@@ -53,7 +57,9 @@ pub fn trace(args: TraceArgs) -> Result<(), String> {
         }
     };
     let seed = args.seed.unwrap_or(s.seed);
-    let c = Compiled::new(s)?;
+    // A traced run keeps a row per request: estimate it like one seed of one policy.
+    c.estimate(1, 1, 1, &Limits::default())
+        .map_err(|e| e.to_string())?;
     let rows = run_trace(&c, policy, seed)?;
     let breakers = c.stacks[policy].breakers.len();
     let mut header = vec!["request".to_string(), "time".into()];
@@ -109,28 +115,29 @@ pub fn trace(args: TraceArgs) -> Result<(), String> {
             .enumerate()
             .map(|(i, cell)| format!("{cell:<w$}", w = widths[i]))
             .collect();
-        println!("{}", line.join("  ").trim_end());
+        outln!("{}", escape(line.join("  ").trim_end()));
     }
     if rows.len() > args.limit {
-        println!("... {} more rows (raise --limit)", rows.len() - args.limit);
+        outln!("... {} more rows (raise --limit)", rows.len() - args.limit);
     }
     Ok(())
 }
 
 /// The scenario named `name` among those of `file`, or its only one.
 pub fn pick(
-    mut all: Vec<scenario::Scenario>,
+    mut all: Vec<Compiled>,
     name: Option<&str>,
     file: &std::path::Path,
-) -> Result<scenario::Scenario, String> {
-    let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+) -> Result<Compiled, String> {
+    let names: Vec<String> = all.iter().map(|c| c.scenario.name.clone()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     match name {
         Some(n) => match names.iter().position(|x| *x == n) {
             Some(i) => Ok(all.swap_remove(i)),
             None => Err(format!(
-                "{} has no scenario named \"{n}\": expected one of {}",
+                "{} has no scenario named \"{}\": expected one of {}",
                 file.display(),
+                escape(n),
                 quoted(&names)
             )),
         },
@@ -147,7 +154,7 @@ pub fn pick(
 fn quoted(names: &[&str]) -> String {
     names
         .iter()
-        .map(|n| format!("\"{n}\""))
+        .map(|n| format!("\"{}\"", escape(n)))
         .collect::<Vec<_>>()
         .join(", ")
 }

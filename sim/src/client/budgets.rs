@@ -5,7 +5,7 @@
 //! breakers, [`BudgetSlot`] and [`ThrottleSlot`] try a small inline capacity first and fall back to
 //! a boxed larger one, so a million per-client budgets stay small when the config allows it.
 
-use reliable_core::budget::{AnyBudget, Budget, BudgetPolicy, Denied, Grant};
+use reliable_core::budget::{AnyBudget, Budget, BudgetPolicy, Denied, Grant, Unlimited};
 use reliable_core::outcome::{AttemptOutcome, ErrorClass};
 use reliable_core::throttle::{AdaptiveThrottle, ThrottlePolicy, Throttled};
 use reliable_core::{ConfigError, Instant};
@@ -31,14 +31,19 @@ impl BudgetSlot {
         Ok(BudgetSlot::Large(Box::new(AnyBudget::<64>::new(policy)?)))
     }
 
-    /// Bytes one budget for `policy` takes, or why none fits.
-    pub fn bytes_for(policy: &BudgetPolicy) -> Result<usize, ConfigError> {
-        Ok(match BudgetSlot::new(policy)? {
+    /// No limit: what a retry layer without a budget uses.
+    pub fn unlimited() -> Self {
+        BudgetSlot::Small(AnyBudget::Unlimited(Unlimited))
+    }
+
+    /// Bytes this budget takes, its boxed part included.
+    pub fn bytes(&self) -> usize {
+        match self {
             BudgetSlot::Small(_) => std::mem::size_of::<Self>(),
             BudgetSlot::Large(_) => {
                 std::mem::size_of::<Self>() + std::mem::size_of::<AnyBudget<64>>()
             }
-        })
+        }
     }
 }
 
@@ -90,14 +95,14 @@ impl ThrottleSlot {
         )?)))
     }
 
-    /// Bytes one throttle for `policy` takes, or why none fits.
-    pub fn bytes_for(policy: ThrottlePolicy) -> Result<usize, ConfigError> {
-        Ok(match ThrottleSlot::new(policy)? {
+    /// Bytes this throttle takes, its boxed part included.
+    pub fn bytes(&self) -> usize {
+        match self {
             ThrottleSlot::Small(_) => std::mem::size_of::<Self>(),
             ThrottleSlot::Large(_) => {
                 std::mem::size_of::<Self>() + std::mem::size_of::<AdaptiveThrottle<128>>()
             }
-        })
+        }
     }
 
     /// See [`AdaptiveThrottle::try_acquire_with`].

@@ -10,4 +10,4 @@ pub mod budgets;
 pub mod stack;
 
 pub use answer::{Answer, AnswerKind};
-pub use stack::{CompiledStack, Node, NodeKind};
+pub use stack::{CompiledStack, NodeKind};

@@ -12,8 +12,23 @@ use reliable_core::budget::BudgetPolicy;
 use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::ThrottlePolicy;
 
+use crate::client::breakers::BreakerSlot;
+use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 use crate::model::Sampler;
-use crate::scenario::{Layer, Scope};
+use crate::scenario::validate::Checker;
+use crate::scenario::{Layer, Path, ScenarioError, Scope};
+
+/// Deepest nesting of layers.
+const MAX_DEPTH: usize = 64;
+
+/// What [`CompiledStack::add`] needs besides the layer.
+struct Cx<'a, 'c> {
+    ds_index: &'a dyn Fn(&str) -> Option<u16>,
+    c: &'a Checker<'c>,
+    /// The policy's `stack` field, where size errors point.
+    stack: &'a Path,
+    max_layers: usize,
+}
 
 /// "No node".
 pub const NONE: u16 = u16::MAX;
@@ -61,8 +76,9 @@ pub enum NodeKind {
     Retry {
         /// The validated retry policy.
         policy: RetryPolicy,
-        /// The validated budget (unlimited when the scenario sets none).
-        budget: BudgetPolicy,
+        /// A fresh budget for the validated budget policy (unlimited when the scenario sets
+        /// none); each client (or the shared scope) starts from a copy.
+        budget: BudgetSlot,
         /// Per client or shared budget.
         scope: Scope,
         /// The retried layer.
@@ -72,8 +88,9 @@ pub enum NodeKind {
     },
     /// Adaptive throttling.
     Throttle {
-        /// The validated throttle policy.
-        policy: ThrottlePolicy,
+        /// A fresh throttle for the validated policy; each client (or the shared scope) starts
+        /// from a copy.
+        throttle: ThrottleSlot,
         /// Per client or shared.
         scope: Scope,
         /// The protected layer.
@@ -105,12 +122,22 @@ pub struct CompiledStack {
     pub retries: Vec<u16>,
     /// The throttle nodes, in stack order.
     pub throttles: Vec<u16>,
+    /// Bytes of policy state each client keeps (breakers, budgets and throttles of `PerClient`
+    /// scope).
+    pub per_client_bytes: u64,
 }
 
 impl CompiledStack {
-    /// Compiles `layer`, resolving downstream names with `ds_index`. The scenario must have been
-    /// validated; an unknown name or a refused config is returned as a message.
-    pub fn compile(layer: &Layer, ds_index: &dyn Fn(&str) -> Option<u16>) -> Result<Self, String> {
+    /// Compiles the stack of the policy at `at` (its `stack` field), building every core policy
+    /// once: an unknown downstream, a config the core refuses or a stack too deep is an error at
+    /// its file position. `ds_index` resolves downstream names.
+    pub(crate) fn compile(
+        layer: &Layer,
+        ds_index: &dyn Fn(&str) -> Option<u16>,
+        c: &Checker<'_>,
+        at: &Path,
+        max_layers: usize,
+    ) -> Result<Self, ScenarioError> {
         let mut s = CompiledStack {
             nodes: Vec::new(),
             frames: 0,
@@ -118,8 +145,15 @@ impl CompiledStack {
             breakers: Vec::new(),
             retries: Vec::new(),
             throttles: Vec::new(),
+            per_client_bytes: 0,
         };
-        s.add(layer, NONE, ds_index, 0)?;
+        let cx = Cx {
+            ds_index,
+            c,
+            stack: at,
+            max_layers,
+        };
+        s.add(layer, NONE, &cx, at.clone(), 0)?;
         for i in 0..s.nodes.len() {
             s.nodes[i].served_by = s.label_path(i as u16);
         }
@@ -130,11 +164,18 @@ impl CompiledStack {
         &mut self,
         layer: &Layer,
         parent: u16,
-        ds_index: &dyn Fn(&str) -> Option<u16>,
+        cx: &Cx<'_, '_>,
+        at: Path,
         depth: usize,
-    ) -> Result<u16, String> {
-        if depth > 64 || self.nodes.len() >= usize::from(NONE - 1) {
-            return Err("the stack is too deep or too large".into());
+    ) -> Result<u16, ScenarioError> {
+        if depth > MAX_DEPTH || self.nodes.len() >= cx.max_layers.min(usize::from(NONE - 1)) {
+            return Err(cx.c.fail(
+                cx.stack,
+                format!(
+                    "more than {} layers, or nested deeper than {MAX_DEPTH}: expected a smaller stack",
+                    cx.max_layers
+                ),
+            ));
         }
         let id = self.nodes.len() as u16;
         // Placeholder; filled in below once children are known.
@@ -152,10 +193,28 @@ impl CompiledStack {
                 timeout,
                 timeout_dist,
             } => {
-                let ds = ds_index(downstream)
-                    .ok_or_else(|| format!("no downstream named \"{downstream}\""))?;
+                let ds = (cx.ds_index)(downstream).ok_or_else(|| {
+                    cx.c.fail(
+                        &at.field("downstream"),
+                        format!(
+                            "no downstream named \"{downstream}\": expected one of {}",
+                            cx.c.downstream_names()
+                        ),
+                    )
+                })?;
                 if let Some(t) = timeout {
+                    cx.c.positive(&at.field("timeout"), *t, "a timeout")?;
                     self.add_timeout(*t);
+                }
+                if let Some(d) = timeout_dist {
+                    let dp = at.field("timeout_dist");
+                    if timeout.is_some() {
+                        return Err(cx.c.fail(
+                            &dp,
+                            "both timeout and timeout_dist: expected one of them (a fixed timeout, or one drawn per request)",
+                        ));
+                    }
+                    cx.c.dist(&dp, d, 0)?;
                 }
                 let timeout_dist = timeout_dist.as_ref().map(Sampler::new);
                 for &v in timeout_dist.iter().filter_map(Sampler::values).flatten() {
@@ -172,11 +231,15 @@ impl CompiledStack {
                 scope,
                 inner,
             } => {
-                let policy = BreakerPolicy::new(*config).map_err(|e| e.to_string())?;
+                let cp = at.field("config");
+                let policy = BreakerPolicy::new(*config).map_err(|e| cx.c.config_error(&cp, e))?;
+                let bytes =
+                    BreakerSlot::bytes_for(&policy).map_err(|e| cx.c.config_error(&cp, e))?;
+                self.per_client(*scope, bytes);
                 self.nodes[id as usize].frame = self.next_frame();
                 let slot = self.breakers.len() as u16;
                 self.breakers.push(id);
-                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
                 NodeKind::Breaker {
                     policy,
                     scope: *scope,
@@ -193,15 +256,24 @@ impl CompiledStack {
                 if let Some(t) = policy.attempt_timeout {
                     self.add_timeout(t);
                 }
-                let policy = RetryPolicy::new(*policy).map_err(|e| e.to_string())?;
+                let policy = RetryPolicy::new(*policy)
+                    .map_err(|e| cx.c.config_error(&at.field("policy"), e))?;
                 let budget = match budget {
-                    Some(b) => BudgetPolicy::new(*b).map_err(|e| e.to_string())?,
-                    None => BudgetPolicy::Unlimited,
+                    Some(b) => {
+                        let bp = at.field("budget");
+                        let budget =
+                            BudgetPolicy::new(*b).map_err(|e| cx.c.config_error(&bp, e))?;
+                        let slot =
+                            BudgetSlot::new(&budget).map_err(|e| cx.c.config_error(&bp, e))?;
+                        self.per_client(*budget_scope, slot.bytes());
+                        slot
+                    }
+                    None => BudgetSlot::unlimited(),
                 };
                 self.nodes[id as usize].frame = self.next_frame();
                 let slot = self.retries.len() as u16;
                 self.retries.push(id);
-                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
                 NodeKind::Retry {
                     policy,
                     budget,
@@ -215,31 +287,43 @@ impl CompiledStack {
                 scope,
                 inner,
             } => {
-                let policy = ThrottlePolicy::new(*config).map_err(|e| e.to_string())?;
+                let cp = at.field("config");
+                let policy = ThrottlePolicy::new(*config).map_err(|e| cx.c.config_error(&cp, e))?;
+                let throttle = ThrottleSlot::new(policy).map_err(|e| cx.c.config_error(&cp, e))?;
+                self.per_client(*scope, throttle.bytes());
                 let slot = self.throttles.len() as u16;
                 self.throttles.push(id);
-                let inner = self.add(inner, id, ds_index, depth + 1)?;
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
                 NodeKind::Throttle {
-                    policy,
+                    throttle,
                     scope: *scope,
                     inner,
                     slot,
                 }
             }
             Layer::Fallback(layers) => {
+                if layers.is_empty() {
+                    return Err(cx
+                        .c
+                        .fail(&at, "an empty Fallback: expected at least one layer to try"));
+                }
                 self.nodes[id as usize].frame = self.next_frame();
                 let mut children = Vec::with_capacity(layers.len());
-                for l in layers {
-                    children.push(self.add(l, id, ds_index, depth + 1)?);
-                }
-                if children.is_empty() {
-                    return Err("an empty Fallback".into());
+                for (k, l) in layers.iter().enumerate() {
+                    children.push(self.add(l, id, cx, at.index(k), depth + 1)?);
                 }
                 NodeKind::Fallback { children }
             }
         };
         self.nodes[id as usize].kind = kind;
         Ok(id)
+    }
+
+    /// Counts `bytes` of state per client for a layer of scope `scope`.
+    fn per_client(&mut self, scope: Scope, bytes: usize) {
+        if scope == Scope::PerClient {
+            self.per_client_bytes = self.per_client_bytes.saturating_add(bytes as u64);
+        }
     }
 
     fn add_timeout(&mut self, t: Duration) {
@@ -288,21 +372,6 @@ impl CompiledStack {
             }
         }
     }
-
-    /// The downstreams this stack calls.
-    pub fn downstreams(&self) -> Vec<u16> {
-        let mut v: Vec<u16> = self
-            .nodes
-            .iter()
-            .filter_map(|n| match n.kind {
-                NodeKind::Call { ds, .. } => Some(ds),
-                _ => None,
-            })
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
 }
 
 #[cfg(test)]
@@ -335,7 +404,9 @@ mod tests {
         ]);
         let names = ["primary".to_string(), "backup".to_string()];
         let index = |n: &str| names.iter().position(|x| x == n).map(|i| i as u16);
-        let mut s = CompiledStack::compile(&layer, &index).unwrap();
+        let checker = Checker::for_tests();
+        let stack = Path::root().field("stack");
+        let mut s = CompiledStack::compile(&layer, &index, &checker, &stack, 256).unwrap();
         s.name_calls(&names);
         let labels: Vec<&str> = s.nodes.iter().map(|n| n.served_by.as_str()).collect();
         assert_eq!(

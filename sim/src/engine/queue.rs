@@ -97,6 +97,7 @@ impl EventQueue {
         }
     }
 
+    #[cfg(test)]
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<u64> {
         let mut best = self.heap.peek().map(|e| e.0.0.key());
@@ -134,11 +135,13 @@ impl EventQueue {
         e
     }
 
+    #[cfg(test)]
     /// Pending events.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[cfg(test)]
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

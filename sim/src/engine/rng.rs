@@ -30,6 +30,7 @@ pub enum StreamId {
     Faults(u16),
     /// Per-request timeouts drawn by calls (keyed by request number and node).
     Timeouts,
+    #[cfg(test)]
     /// Tests.
     Test,
 }
@@ -43,6 +44,7 @@ impl StreamId {
             StreamId::Client => 3,
             StreamId::Faults(i) => 0x4_0000 | u64::from(i),
             StreamId::Timeouts => 5,
+            #[cfg(test)]
             StreamId::Test => 0xFFFF_FFFF,
         }
     }

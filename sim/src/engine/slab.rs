@@ -114,11 +114,6 @@ impl<T> Slab<T> {
         self.live
     }
 
-    /// Whether no slot is in use.
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
     /// The largest number of slots ever allocated (the high-water mark of live values).
     pub fn capacity_used(&self) -> usize {
         self.slots.len()

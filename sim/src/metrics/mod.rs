@@ -43,16 +43,30 @@
 //!   healthy window that starts after the last down window, i.e. goodput came back and stayed
 //!   back: a run that returns briefly and then collapses again (a metastable failure can take a
 //!   few seconds to set in) is stuck. `recovery_s` is that window's start minus the last fault's
-//!   end. Otherwise the run is *stuck* (`recovery_s` null), which includes a run whose horizon
-//!   leaves less than `k` buckets after the faults. Without faults the verdict is `no-fault`.
+//!   end. If the horizon leaves less than one whole window after the last fault's end (a fault
+//!   that ends at the horizon, or a sustain longer than what is left), the verdict is
+//!   *inconclusive*: there was no time to judge. Otherwise the run is *stuck* (`recovery_s`
+//!   null). Without faults the verdict is `no-fault`.
+//! - **a fault from t = 0**: there is no healthy level to measure, so the run is judged against
+//!   its demand: for an open loop, every scheduled arrival succeeding (pre-fault success ratio 1);
+//!   for closed loops and job sets, the mean first tries per bucket over the run.
+//!   `baseline_goodput_per_s` is then `null`.
+//! - **verdicts over seeds**: the most common verdict; a tie goes to the more severe
+//!   (`no-fault` < `recovered` < `inconclusive` < `stuck`), so a policy stuck in half its runs
+//!   is reported stuck.
 //!   Judging windows rather than single buckets keeps Poisson noise from delaying the verdict, and
 //!   the gap between `relapse` and `threshold` keeps it from flapping; judging against the
 //!   scheduled rate means a rate step after the fault is not mistaken for a failure to recover.
 //! - **breaker open share** (per bucket): breaker instances whose last transition was to open (or
 //!   forced open), ÷ all breaker instances, at the bucket's end.
 
-pub mod recorder;
-pub mod summary;
+mod give_up;
+pub(crate) mod recorder;
+pub(crate) mod summary;
+mod verdict;
 
-pub use recorder::{Bucket, Recorder};
-pub use summary::{Amplification, DownstreamSummary, Latency, PolicySummary, Verdict};
+pub use give_up::GiveUps;
+pub use recorder::Bucket;
+pub(crate) use recorder::Recorder;
+pub use summary::{Amplification, DownstreamSummary, Latency, PolicySummary};
+pub use verdict::{Verdict, Verdicts};

@@ -90,20 +90,9 @@ pub struct Recorder {
     pub breakers_open: u64,
     /// Most logical requests in flight at once.
     pub peak_in_flight: u64,
-    /// Retry layers that gave up, by the core's reason (in [`GIVE_UP_REASONS`] order).
-    pub give_ups: [u64; 7],
+    /// Retry layers that gave up, by the core's reason.
+    pub give_ups: super::GiveUps,
 }
-
-/// The core's give-up reasons, as named in reports.
-pub const GIVE_UP_REASONS: [&str; 7] = [
-    "fatal",
-    "dont-retry",
-    "timeout-not-retried",
-    "max-attempts",
-    "deadline",
-    "budget",
-    "finished",
-];
 
 fn histogram() -> Histogram<u64> {
     // 1 µs to 30 days, 3 significant digits; values are clamped into range.
@@ -129,7 +118,7 @@ impl Recorder {
             breaker_transitions: 0,
             breakers_open: 0,
             peak_in_flight: 0,
-            give_ups: [0; 7],
+            give_ups: super::GiveUps::default(),
         }
     }
 
@@ -239,9 +228,7 @@ impl Recorder {
 
     /// A retry layer gave up.
     pub fn give_up(&mut self, reason: reliable_core::retry::GiveUpReason) {
-        if let Some(i) = GIVE_UP_REASONS.iter().position(|r| *r == reason.name()) {
-            self.give_ups[i] += 1;
-        }
+        self.give_ups.add(reason);
     }
 
     /// Gauges at the end of the bucket that holds `t - 1`.

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::recorder::{Bucket, Recorder};
+use super::{GiveUps, Verdict, Verdicts};
 
 /// Amplification figures.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -31,29 +32,6 @@ pub struct Latency {
     pub mean: f64,
     /// Samples.
     pub count: u64,
-}
-
-/// How the run ended up after its faults.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// Goodput came back and stayed back.
-    Recovered,
-    /// Goodput did not come back before the horizon.
-    Stuck,
-    /// The scenario has no faults.
-    NoFault,
-}
-
-impl Verdict {
-    /// As written in reports: `recovered`, `stuck`, `no-fault`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Recovered => "recovered",
-            Verdict::Stuck => "stuck",
-            Verdict::NoFault => "no-fault",
-        }
-    }
 }
 
 /// One downstream's totals.
@@ -110,11 +88,12 @@ pub struct PolicySummary {
     pub wasted_work_share: f64,
     /// Time from the last fault's end to recovery, or `null`.
     pub recovery_s: Option<f64>,
-    /// `recovered`, `stuck` or `no-fault`.
-    pub verdict: String,
+    /// How the run ended up after its faults; over several seeds, the most common verdict, a tie
+    /// going to the more severe.
+    pub verdict: Verdict,
     /// With several seeds: how many runs got each verdict (empty for a single run).
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub verdicts: std::collections::BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Verdicts::is_empty")]
+    pub verdicts: Verdicts,
     /// The seed of this run.
     pub seed: u64,
     /// Attempts after the first of their request.
@@ -142,7 +121,7 @@ pub struct PolicySummary {
     /// Breaker state changes.
     pub breaker_transitions: u64,
     /// Retry layers that gave up, by reason (`max-attempts`, `budget`, `deadline`, ...).
-    pub give_ups: std::collections::BTreeMap<String, u64>,
+    pub give_ups: GiveUps,
     /// Most logical requests in flight at once.
     pub peak_in_flight: u64,
     /// Events processed.
@@ -273,7 +252,19 @@ pub fn healthy_successes(
     }
 }
 
-/// Recovery time after `fault_end` (see the module docs), or `None` if stuck.
+/// How the goodput after the faults was judged by [`recovery`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// Back for good, this many ns after the last fault's end.
+    Recovered(u64),
+    /// Not back for good by the horizon.
+    Stuck,
+    /// Not one whole window between the last fault's end and the horizon: too little time to
+    /// judge.
+    Inconclusive,
+}
+
+/// Recovery time after `fault_end` (see the module docs).
 ///
 /// Windows are `ceil(sustain / bucket)` whole buckets, starting at or after `fault_end` and ending
 /// by the horizon. A window is *healthy* when its successes reach `threshold` × its healthy
@@ -289,11 +280,13 @@ pub fn recovery(
     threshold: f64,
     relapse: f64,
     sustain_ns: u64,
-) -> Option<u64> {
+) -> Judged {
     let w = bucket_ns.max(1);
     let first = fault_end.div_ceil(w) as usize;
     let k = sustain_ns.div_ceil(w).max(1) as usize;
-    let last = buckets.len().checked_sub(k)?;
+    let Some(last) = buckets.len().checked_sub(k).filter(|&last| last >= first) else {
+        return Judged::Inconclusive;
+    };
     // Each window's successes and healthy successes.
     let window = |b0: usize| -> Option<(f64, f64)> {
         let got: u64 = buckets.get(b0..b0 + k)?.iter().map(|b| b.successes).sum();
@@ -304,10 +297,12 @@ pub fn recovery(
         .rev()
         .find(|&b0| window(b0).is_some_and(|(got, want)| got < relapse * want))
         .map_or(first, |d| d + 1);
-    (after_down..=last).find_map(|b0| {
-        let (got, want) = window(b0)?;
-        (got >= threshold * want).then(|| (b0 as u64 * w).saturating_sub(fault_end))
-    })
+    (after_down..=last)
+        .find_map(|b0| {
+            let (got, want) = window(b0)?;
+            (got >= threshold * want).then(|| (b0 as u64 * w).saturating_sub(fault_end))
+        })
+        .map_or(Judged::Stuck, Judged::Recovered)
 }
 
 /// Computes the summary of one run.
@@ -358,8 +353,9 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
                 cx.relapse,
                 cx.sustain_ns,
             ) {
-                Some(ns) => (Verdict::Recovered, Some(ns as f64 / 1e9), base),
-                None => (Verdict::Stuck, None, base),
+                Judged::Recovered(ns) => (Verdict::Recovered, Some(ns as f64 / 1e9), base),
+                Judged::Stuck => (Verdict::Stuck, None, base),
+                Judged::Inconclusive => (Verdict::Inconclusive, None, base),
             }
         }
     };
@@ -385,7 +381,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
         latency_ms: latency(&r.latency),
         wasted_work_share: ratio(total.wasted_us, total.work_us),
         recovery_s,
-        verdict: verdict.name().to_string(),
+        verdict,
         verdicts: Default::default(),
         seed: cx.seed,
         retries: total.retries,
@@ -400,12 +396,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
         baseline_goodput_per_s: base.map(|b| b / (cx.bucket_ns as f64 / 1e9)),
         makespan_s: cx.makespan_ns.map(|n| n as f64 / 1e9),
         breaker_transitions: r.breaker_transitions,
-        give_ups: super::recorder::GIVE_UP_REASONS
-            .iter()
-            .zip(r.give_ups)
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| (k.to_string(), n))
-            .collect(),
+        give_ups: r.give_ups,
         peak_in_flight: r.peak_in_flight,
         events: cx.events,
         downstreams: r
@@ -452,17 +443,46 @@ mod tests {
         let flat = healthy_successes(&b, s, 3 * s, None);
         assert_eq!(flat[0], 10.0);
         // Windows of 3 buckets from bucket 5: 22, 23, 30 (>= 27 at 0.9) from bucket 7.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 3 * s), Some(2 * s));
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 3 * s),
+            Judged::Recovered(2 * s)
+        );
         // One-bucket windows: bucket 5 has 9 >= 9, but bucket 6 falls to 3 (below half), so the
         // recovery counts from bucket 7; without the relapse rule, from bucket 5.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 1), Some(2 * s));
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 1), Some(0));
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 1),
+            Judged::Recovered(2 * s)
+        );
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 1),
+            Judged::Recovered(0)
+        );
         // Never enough.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 1.1, 0.5, s), None);
+        assert_eq!(recovery(&b, &flat, s, 5 * s, 1.1, 0.5, s), Judged::Stuck);
         // A fault ending mid-bucket: only whole buckets after it count.
-        assert_eq!(recovery(&b, &flat, s, 4 * s + 1, 0.9, 0.0, 1), Some(s - 1));
-        // A window longer than what is left after the fault: stuck.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.5, 0.5, 7 * s), None);
+        assert_eq!(
+            recovery(&b, &flat, s, 4 * s + 1, 0.9, 0.0, 1),
+            Judged::Recovered(s - 1)
+        );
+        // A window longer than what is left after the fault: too little time to judge.
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.5, 0.5, 7 * s),
+            Judged::Inconclusive
+        );
+        // A fault that ends at the horizon, or a bucket before it with a longer window: the same.
+        assert_eq!(
+            recovery(&b, &flat, s, 11 * s, 0.5, 0.5, s),
+            Judged::Inconclusive
+        );
+        assert_eq!(
+            recovery(&b, &flat, s, 10 * s, 0.5, 0.5, 2 * s),
+            Judged::Inconclusive
+        );
+        // Exactly one window left: judged.
+        assert_eq!(
+            recovery(&b, &flat, s, 10 * s, 0.9, 0.5, s),
+            Judged::Recovered(0)
+        );
         // A fault from t = 0: the baseline is demand.
         assert_eq!(healthy_successes(&b, s, 0, None)[0], 10.0);
         // Open loop: scheduled arrivals scaled by the pre-fault success ratio (here 1). A rate
@@ -471,8 +491,14 @@ mod tests {
         let low = buckets(&[0, 10, 10, 0, 0, 5, 5, 5, 5, 5, 5]);
         let h = healthy_successes(&low, s, 3 * s, Some(&sched));
         assert_eq!(h[5], 5.0);
-        assert_eq!(recovery(&low, &h, s, 5 * s, 0.9, 0.5, 3 * s), Some(0));
-        assert_eq!(recovery(&low, &flat, s, 5 * s, 0.9, 0.5, 3 * s), None);
+        assert_eq!(
+            recovery(&low, &h, s, 5 * s, 0.9, 0.5, 3 * s),
+            Judged::Recovered(0)
+        );
+        assert_eq!(
+            recovery(&low, &flat, s, 5 * s, 0.9, 0.5, 3 * s),
+            Judged::Stuck
+        );
     }
 
     #[test]
@@ -482,15 +508,27 @@ mod tests {
         // takes a moment to set in).
         let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 2, 0, 0, 0, 0]);
         let flat = healthy_successes(&b, s, 3 * s, None);
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), None);
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s),
+            Judged::Stuck
+        );
         // Without the relapse rule the brief return would count.
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 2 * s), Some(0));
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.9, 0.0, 2 * s),
+            Judged::Recovered(0)
+        );
         // Back, down, back again for good: recovered at the second return.
         let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 0, 0, 10, 10, 10]);
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), Some(4 * s));
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s),
+            Judged::Recovered(4 * s)
+        );
         // A dip that stays above the relapse share (degraded, not collapsed) keeps the first
         // return.
         let b = buckets(&[0, 10, 10, 0, 0, 10, 10, 6, 6, 10, 10, 10]);
-        assert_eq!(recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s), Some(0));
+        assert_eq!(
+            recovery(&b, &flat, s, 5 * s, 0.9, 0.5, 2 * s),
+            Judged::Recovered(0)
+        );
     }
 }

@@ -14,4 +14,3 @@ pub mod scripted;
 pub mod server;
 
 pub use dist::Sampler;
-pub use faults::Timeline;

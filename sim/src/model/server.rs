@@ -113,16 +113,6 @@ impl Server {
         self.busy
     }
 
-    /// Number of workers.
-    pub fn workers(&self) -> u32 {
-        self.workers
-    }
-
-    /// Mean service time in seconds (for capacity estimates in reports).
-    pub fn mean_service_secs(&self) -> f64 {
-        self.service.mean_secs()
-    }
-
     fn start(&mut self, job: Job, latency_factor: f64) -> Started {
         // Jobs in the server once this one starts: itself, the others in service, those waiting.
         let in_server = u64::from(self.busy) + self.queue.len() as u64 + 1;

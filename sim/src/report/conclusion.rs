@@ -19,12 +19,13 @@
 //!    stuck ones).
 
 use crate::metrics::PolicySummary;
-use crate::run::Compiled;
+use crate::scenario::Compiled;
 
 use super::figures::{capacity_at, offered_at};
-use super::json::mean_ci;
 use super::plot::group;
+use crate::metrics::Verdict;
 use crate::scenario::{Fault, OutageMode};
+use crate::stats::mean_ci95 as mean_ci;
 
 /// How policy names are set off in the text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,7 +211,7 @@ pub fn conclusion(
             let mut recovered: Vec<&PolicySummary> = policies
                 .iter()
                 .map(|(m, _)| m)
-                .filter(|m| m.verdict == "recovered")
+                .filter(|m| m.verdict == Verdict::Recovered)
                 .collect();
             recovered.sort_by(|x, y| {
                 x.recovery_s
@@ -220,7 +221,7 @@ pub fn conclusion(
             let stuck: Vec<&PolicySummary> = policies
                 .iter()
                 .map(|(m, _)| m)
-                .filter(|m| m.verdict == "stuck")
+                .filter(|m| m.verdict == Verdict::Stuck)
                 .collect();
             if !recovered.is_empty() {
                 let items: Vec<String> = recovered
@@ -289,13 +290,25 @@ pub fn conclusion(
                     }
                 }
             }
+            let inconclusive: Vec<String> = policies
+                .iter()
+                .map(|(m, _)| m)
+                .filter(|m| m.verdict == Verdict::Inconclusive)
+                .map(&name)
+                .collect();
+            if !inconclusive.is_empty() {
+                out.push(format!(
+                    "The horizon leaves less than one recovery window after the fault, too little time to judge whether {} recovered: extend the horizon.",
+                    list(&inconclusive)
+                ));
+            }
             // Mixed verdicts over seeds.
             let mixed: Vec<String> = policies
                 .iter()
                 .map(|(m, _)| m)
-                .filter(|m| m.verdicts.len() > 1)
+                .filter(|m| m.verdicts.mixed())
                 .map(|m| {
-                    let runs: u64 = m.verdicts.values().sum();
+                    let runs = m.verdicts.total();
                     let parts: Vec<String> = m
                         .verdicts
                         .iter()
@@ -413,7 +426,7 @@ pub fn conclusion(
     let candidates: Vec<&PolicySummary> = policies
         .iter()
         .map(|(m, _)| m)
-        .filter(|m| !faulty || m.verdict == "recovered")
+        .filter(|m| !faulty || m.verdict == Verdict::Recovered)
         .collect();
     let pick = candidates.iter().copied().max_by(|x, y| {
         x.goodput_per_s
@@ -423,7 +436,7 @@ pub fn conclusion(
     let stuck: Vec<String> = policies
         .iter()
         .map(|(m, _)| m)
-        .filter(|m| m.verdict == "stuck")
+        .filter(|m| m.verdict == Verdict::Stuck)
         .map(&name)
         .collect();
     match pick {

@@ -11,7 +11,8 @@
 use std::fmt::Write;
 
 use crate::client::stack::NodeKind;
-use crate::run::{Compiled, RunResult};
+use crate::run::RunResult;
+use crate::scenario::Compiled;
 use crate::scenario::Scope;
 
 /// The header row.

@@ -23,11 +23,12 @@
 
 use crate::metrics::Bucket;
 use crate::model::dist::Sampler;
-use crate::run::{Compiled, RunResult};
+use crate::run::RunResult;
+use crate::scenario::Compiled;
 use crate::scenario::{DownstreamModel, Fault, OutageMode, Workload};
 
-use super::json::mean_ci;
 use super::plot::{Axis, Chart, Reference, Series, TickFormat, Window, group};
+use crate::stats::mean_ci95 as mean_ci;
 
 /// One figure of the report.
 #[derive(Clone, Debug)]

@@ -18,8 +18,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::metrics::PolicySummary;
-use crate::run::Compiled;
+use crate::metrics::{GiveUps, PolicySummary, Verdict, Verdicts};
+use crate::scenario::Compiled;
 
 /// The file's text (pretty-printed, with a final newline).
 pub fn summary_json(
@@ -73,20 +73,6 @@ pub fn summary_json(
     text
 }
 
-/// Mean and 95% half-width of `xs`.
-pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    if xs.is_empty() {
-        return (0.0, 0.0);
-    }
-    let mean = xs.iter().sum::<f64>() / n;
-    if xs.len() < 2 {
-        return (mean, 0.0);
-    }
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean, 1.96 * (var / n).sqrt())
-}
-
 /// A named figure of a summary.
 type Field = (&'static str, fn(&PolicySummary) -> Option<f64>);
 
@@ -108,7 +94,7 @@ fn intervals(runs: &[PolicySummary]) -> Value {
         if xs.is_empty() {
             continue;
         }
-        let (mean, half) = mean_ci(&xs);
+        let (mean, half) = crate::stats::mean_ci95(&xs);
         m.insert(name.into(), json!([mean - half, mean + half]));
     }
     Value::Object(m)
@@ -133,20 +119,11 @@ pub fn mean_summary(runs: &[PolicySummary]) -> PolicySummary {
         // numbers rather than fail a report.
         Err(_) => first.clone(),
     };
-    // The most common verdict; ties go to the worst (stuck before recovered).
-    let count = |v: &str| runs.iter().filter(|r| r.verdict == v).count();
-    s.verdict = ["stuck", "recovered", "no-fault"]
-        .into_iter()
-        .max_by_key(|v| (count(v), std::cmp::Reverse(*v == "no-fault")))
-        .unwrap_or("no-fault")
-        .to_string();
-    s.verdicts = ["recovered", "stuck", "no-fault"]
-        .into_iter()
-        .map(|v| (v.to_string(), count(v) as u64))
-        .filter(|(_, n)| *n > 0)
-        .collect();
+    s.verdicts = Verdicts::count(runs.iter().map(|r| r.verdict));
+    s.verdict = s.verdicts.most_common().unwrap_or(first.verdict);
+    s.give_ups = GiveUps::mean(&runs.iter().map(|r| r.give_ups).collect::<Vec<_>>());
     let rec: Vec<f64> = runs.iter().filter_map(|r| r.recovery_s).collect();
-    s.recovery_s = (!rec.is_empty()).then(|| rec.iter().sum::<f64>() / rec.len() as f64);
+    s.recovery_s = (!rec.is_empty()).then(|| crate::stats::mean(&rec));
     s
 }
 
@@ -195,7 +172,7 @@ fn mean_value(vs: &[Value]) -> Value {
             if present.iter().all(|v| v.is_u64()) {
                 // Counts: a run without the key counted none of it.
                 let sum: u64 = present.iter().filter_map(|v| v.as_u64()).sum();
-                return json!((sum as f64 / vs.len() as f64).round() as u64);
+                return json!(crate::stats::mean_count(sum, vs.len()));
             }
             // Optional figures (recovery time, amplification after a fault): the mean over the
             // runs that have one.
@@ -203,7 +180,7 @@ fn mean_value(vs: &[Value]) -> Value {
             if nums.is_empty() {
                 return Value::Null;
             }
-            json!(nums.iter().sum::<f64>() / nums.len() as f64)
+            json!(crate::stats::mean(&nums))
         }
         Some(other) => other.clone(),
         None => Value::Null,
@@ -234,8 +211,6 @@ struct SummaryMirror {
     baseline_goodput_per_s: Option<f64>,
     makespan_s: Option<f64>,
     breaker_transitions: u64,
-    #[serde(default)]
-    give_ups: std::collections::BTreeMap<String, u64>,
     peak_in_flight: u64,
     events: u64,
     #[serde(default)]
@@ -290,7 +265,7 @@ impl SummaryMirror {
             latency_ms: self.latency_ms.into(),
             wasted_work_share: self.wasted_work_share,
             recovery_s: None,
-            verdict: first.verdict.clone(),
+            verdict: first.verdict,
             verdicts: Default::default(),
             seed: first.seed,
             retries: self.retries,
@@ -305,7 +280,7 @@ impl SummaryMirror {
             baseline_goodput_per_s: self.baseline_goodput_per_s,
             makespan_s: self.makespan_s,
             breaker_transitions: self.breaker_transitions,
-            give_ups: self.give_ups,
+            give_ups: first.give_ups,
             peak_in_flight: self.peak_in_flight,
             events: self.events,
             downstreams: self.downstreams,
@@ -338,7 +313,7 @@ fn empty() -> PolicySummary {
         latency_ms: z.clone(),
         wasted_work_share: 0.0,
         recovery_s: None,
-        verdict: "no-fault".into(),
+        verdict: Verdict::NoFault,
         verdicts: Default::default(),
         seed: 0,
         retries: 0,
@@ -363,14 +338,8 @@ fn empty() -> PolicySummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mean_and_interval() {
-        let (m, h) = mean_ci(&[1.0, 2.0, 3.0]);
-        assert_eq!(m, 2.0);
-        assert!((h - 1.96 * (1.0f64 / 3.0).sqrt()).abs() < 1e-12);
-        assert_eq!(mean_ci(&[5.0]), (5.0, 0.0));
-    }
+    use crate::metrics::Verdict;
+    use reliable_core::retry::GiveUpReason;
 
     #[test]
     fn means_round_integers_and_skip_missing_options() {
@@ -378,30 +347,39 @@ mod tests {
         a.first_tries = 10;
         a.success_rate = 0.5;
         a.recovery_s = Some(2.0);
-        a.verdict = "recovered".into();
+        a.verdict = Verdict::Recovered;
         let mut b = empty();
         b.first_tries = 13;
         b.success_rate = 1.0;
-        b.verdict = "stuck".into();
+        b.verdict = Verdict::Stuck;
         let mut c = b.clone();
-        c.verdict = "recovered".into();
+        c.verdict = Verdict::Recovered;
         c.recovery_s = Some(4.0);
-        a.give_ups.insert("budget".into(), 9);
-        b.give_ups.insert("max-attempts".into(), 3);
-        c.give_ups.insert("max-attempts".into(), 6);
-        let m = mean_summary(&[a, b, c]);
+        let budget = GiveUpReason::Budget(reliable_core::budget::Denied::Quota);
+        for _ in 0..9 {
+            a.give_ups.add(budget);
+        }
+        for _ in 0..3 {
+            b.give_ups.add(GiveUpReason::MaxAttempts);
+        }
+        for _ in 0..6 {
+            c.give_ups.add(GiveUpReason::MaxAttempts);
+        }
+        let m = mean_summary(&[a.clone(), b.clone(), c]);
         assert_eq!(m.first_tries, 12);
-        assert_eq!(
-            m.give_ups.get("budget"),
-            Some(&3),
-            "missing counts are zeros"
-        );
-        assert_eq!(m.give_ups.get("max-attempts"), Some(&3));
+        assert_eq!(m.give_ups.get("budget"), 3, "missing counts are zeros");
+        assert_eq!(m.give_ups.get("max-attempts"), 3);
         assert!((m.success_rate - 2.5 / 3.0).abs() < 1e-12);
         assert_eq!(m.recovery_s, Some(3.0));
-        assert_eq!(m.verdict, "recovered");
-        assert_eq!(m.verdicts.get("recovered"), Some(&2));
-        assert_eq!(m.verdicts.get("stuck"), Some(&1));
+        assert_eq!(m.verdict, Verdict::Recovered);
+        assert_eq!(m.verdicts.get(Verdict::Recovered), 2);
+        assert_eq!(m.verdicts.get(Verdict::Stuck), 1);
+        // One run recovered, one stuck (an even number of seeds): stuck, in either order.
+        assert_eq!(
+            mean_summary(&[a.clone(), b.clone()]).verdict,
+            Verdict::Stuck
+        );
+        assert_eq!(mean_summary(&[b, a]).verdict, Verdict::Stuck);
     }
 
     #[test]

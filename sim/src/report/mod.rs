@@ -1,46 +1,44 @@
 //! Reports: what a run leaves behind and prints.
 //!
-//! - [`json`]: `summary.json` (the contract other tools read; see issue 5 item 9).
-//! - [`csv`]: `timeseries.csv`, one row per (policy, seed, bucket).
-//! - [`table`]: the comparison table printed on the terminal.
-//! - [`markdown`]: `summary.md`: description, conclusion, table, plots, parameters, definitions.
-//! - [`conclusion`]: the plain-language conclusion derived from the results.
-//! - [`figures`]: the report's plots (amplification, goodput, queue, latency) built from the
-//!   runs, and the capacity and offered-load reference lines computed from the scenario.
+//! The public entry points render a [`Runs`]: [`write()`] (the whole report folder, written to a
+//! temporary folder and renamed into place), [`table`], [`conclusion`], [`terminal`] (what `sim
+//! run` prints), [`summary_json`], [`timeseries_csv`], [`summary_md`], [`figure_png`] and
+//! [`figure_svg`]; [`sweep`] renders a sweep the same way. Inside:
+//!
+//! - `json`: `summary.json` (the contract other tools read), and the mean of several seeds'
+//!   summaries.
+//! - `csv`: `timeseries.csv`, one row per (policy, seed, bucket).
+//! - `table`: the comparison table. `conclusion`: the plain-language conclusion.
+//! - `markdown`: `summary.md`: description, conclusion, table, plots, parameters, definitions.
+//! - `figures`: the report's plots (amplification, goodput, queue, latency) built from the runs,
+//!   and the capacity and offered-load reference lines computed from the scenario.
 //! - [`plot`]: the drawing code: line charts with bands, shaded windows and reference lines, to
 //!   SVG and PNG, from plain data (reusable for any figure).
 //!
 //! Every writer is a pure function of the runs' results, so reports are byte-identical for the
 //! same scenario and seeds whatever the thread count. Wall-clock figures never go into them.
 
-pub mod conclusion;
-pub mod csv;
-pub mod figures;
-pub mod json;
-pub mod markdown;
+pub(crate) mod conclusion;
+pub(crate) mod csv;
+pub(crate) mod figures;
+pub(crate) mod json;
+pub(crate) mod markdown;
 pub mod plot;
-pub mod table;
+pub mod sweep;
+pub(crate) mod table;
+mod terminal;
+pub(crate) mod write;
 
-use std::path::Path;
+pub use plot::PlotError;
+pub use terminal::terminal;
+pub use write::{folder_name, write};
 
-use crate::metrics::PolicySummary;
-use crate::run::{Compiled, RunResult};
+use crate::run::Runs;
 
-/// Per policy: its summary (the mean over seeds when there are several) and its per-seed runs.
-pub fn per_policy(c: &Compiled, results: &[RunResult]) -> Vec<(PolicySummary, Vec<PolicySummary>)> {
-    (0..c.stacks.len())
-        .map(|p| {
-            let runs: Vec<PolicySummary> = results
-                .iter()
-                .filter(|r| r.policy == p)
-                .map(|r| r.output.summary.clone())
-                .collect();
-            (json::mean_summary(&runs), runs)
-        })
-        .collect()
-}
+/// The stems of the plots every run report has, in order (each written as SVG and PNG).
+pub const FIGURES: [&str; 4] = ["amplification", "goodput", "queue", "latency"];
 
-/// The files [`write_all`] writes, in order.
+/// The files [`write()`] writes, in order.
 pub fn file_names() -> Vec<String> {
     let mut v: Vec<String> = ["summary.md", "summary.json", "timeseries.csv"]
         .map(String::from)
@@ -52,48 +50,55 @@ pub fn file_names() -> Vec<String> {
     v
 }
 
-/// The stems of the plots [`figures::figures`] makes, in order.
-pub const FIGURES: [&str; 4] = ["amplification", "goodput", "queue", "latency"];
-
-/// Writes `summary.json`, `summary.md`, `timeseries.csv` and the plots (SVG and PNG) into `dir`
-/// (created if needed). Plots are drawn in parallel; every file depends only on the results.
-pub fn write_all(
-    dir: &Path,
-    c: &Compiled,
-    seeds: &[u64],
-    results: &[RunResult],
-) -> std::io::Result<()> {
-    use rayon::prelude::*;
-    std::fs::create_dir_all(dir)?;
-    let policies = per_policy(c, results);
-    let figs = figures::figures(c, seeds, results);
-    std::fs::write(
-        dir.join("summary.json"),
-        json::summary_json(c, seeds, &policies),
-    )?;
-    std::fs::write(dir.join("timeseries.csv"), csv::timeseries(c, results))?;
-    std::fs::write(
-        dir.join("summary.md"),
-        markdown::summary_md(c, seeds, &policies, &figs),
-    )?;
-    figs.par_iter()
-        .map(|f| plot::write(&f.chart, dir, f.stem))
-        .collect::<std::io::Result<Vec<()>>>()?;
-    Ok(())
+/// `summary.json` (see the `json` module docs for its shape).
+pub fn summary_json(runs: &Runs<'_>) -> String {
+    json::summary_json(runs.compiled, &runs.seeds, &runs.per_policy())
 }
 
-/// A file-system-safe folder name for a scenario name.
-pub fn folder_name(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|ch| {
-            if ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' {
-                ch.to_ascii_lowercase()
-            } else {
-                '-'
-            }
+/// `timeseries.csv`: one row per (policy, seed, bucket).
+pub fn timeseries_csv(runs: &Runs<'_>) -> String {
+    csv::timeseries(runs.compiled, &runs.results)
+}
+
+/// `summary.md`: description, conclusion, table, plots, parameters and definitions.
+pub fn summary_md(runs: &Runs<'_>) -> String {
+    let figs = figures::figures(runs.compiled, &runs.seeds, &runs.results);
+    markdown::summary_md(runs.compiled, &runs.seeds, &runs.per_policy(), &figs)
+}
+
+/// The comparison table as text, one row per policy (`styled`: colour the best and worst value
+/// of each column with ANSI escapes).
+pub fn table(runs: &Runs<'_>, styled: bool) -> String {
+    table::table(&runs.per_policy(), styled).to_string()
+}
+
+/// The plain-language conclusion: what happened, which policies recovered, the bottom line.
+pub fn conclusion(runs: &Runs<'_>) -> String {
+    conclusion::conclusion(runs.compiled, &runs.per_policy(), conclusion::Style::Plain)
+}
+
+/// One of the report's plots ([`FIGURES`]: `amplification`, `goodput`, `queue`, `latency`) as
+/// PNG bytes.
+pub fn figure_png(runs: &Runs<'_>, stem: &str) -> Result<Vec<u8>, PlotError> {
+    plot::png(&figure(runs, stem)?.chart)
+}
+
+/// One of the report's plots as SVG text.
+pub fn figure_svg(runs: &Runs<'_>, stem: &str) -> Result<String, PlotError> {
+    plot::svg(&figure(runs, stem)?.chart)
+}
+
+fn figure(runs: &Runs<'_>, stem: &str) -> Result<figures::Figure, PlotError> {
+    figures::figures(runs.compiled, &runs.seeds, &runs.results)
+        .into_iter()
+        .find(|f| f.stem == stem)
+        .ok_or_else(|| {
+            PlotError(format!(
+                "no figure named {stem:?}: expected one of {}",
+                FIGURES.join(", ")
+            ))
         })
-        .collect();
-    let s = s.trim_matches('-').to_string();
-    if s.is_empty() { "scenario".into() } else { s }
 }
+
+#[cfg(test)]
+mod tests;

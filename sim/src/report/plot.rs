@@ -4,7 +4,7 @@
 //! A [`Chart`] is plain data: [`Series`] (one line each, with an optional band such as a 95%
 //! interval), [`Window`]s shaded behind the lines (fault windows), dashed or dotted
 //! [`Reference`] lines (capacity, offered load), and two [`Axis`] descriptions (label with its
-//! unit, linear or log scale, how ticks are written). [`svg()`] and [`png()`] draw it; [`write()`]
+//! unit, linear or log scale, how ticks are written). [`svg()`] and [`png()`] draw it; [`render()`]
 //! writes `STEM.svg` and `STEM.png`.
 //!
 //! ```
@@ -39,7 +39,6 @@
 //!   fonts of similar width.
 //! - Output is a pure function of the chart: the same data gives byte-identical files.
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
@@ -350,11 +349,12 @@ pub fn png(chart: &Chart) -> Result<Vec<u8>, PlotError> {
     Ok(bytes)
 }
 
-/// Writes `dir/STEM.svg` and `dir/STEM.png`.
-pub fn write(chart: &Chart, dir: &Path, stem: &str) -> std::io::Result<()> {
-    std::fs::write(dir.join(format!("{stem}.svg")), svg(chart)?)?;
-    std::fs::write(dir.join(format!("{stem}.png")), png(chart)?)?;
-    Ok(())
+/// `STEM.svg` and `STEM.png` of `chart`, as (file name, bytes).
+pub fn render(chart: &Chart, stem: &str) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    Ok(vec![
+        (format!("{stem}.svg"), svg(chart)?.into_bytes()),
+        (format!("{stem}.png"), png(chart)?),
+    ])
 }
 
 /// Sizes in backend pixels for a scale factor.

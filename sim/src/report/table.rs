@@ -6,8 +6,9 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
 
-use super::json::mean_ci;
 use crate::metrics::PolicySummary;
+use crate::metrics::Verdict;
+use crate::stats::mean_ci95 as mean_ci;
 
 /// Formats an optional figure with `digits` decimals, `-` when absent.
 fn opt(v: Option<f64>, digits: usize, unit: &str) -> String {
@@ -155,7 +156,7 @@ pub fn rows(policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Vec<Vec<CellTex
         .iter()
         .map(|(m, runs)| {
             let mut cells = vec![CellText {
-                text: m.name.clone(),
+                text: crate::scenario::escape(&m.name).into_owned(),
                 best: false,
                 worst: false,
             }];
@@ -187,14 +188,14 @@ pub fn rows(policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Vec<Vec<CellTex
                     worst: is_worst,
                 });
             }
-            let n: u64 = m.verdicts.values().sum();
-            let verdict = match m.verdicts.get(&m.verdict) {
-                Some(k) if n > 1 => format!("{} {k}/{n}", m.verdict),
-                _ => m.verdict.clone(),
+            let n = m.verdicts.total();
+            let verdict = match m.verdicts.get(m.verdict) {
+                k if n > 1 => format!("{} {k}/{n}", m.verdict),
+                _ => m.verdict.to_string(),
             };
             cells.push(CellText {
-                best: m.verdict == "recovered",
-                worst: m.verdict == "stuck",
+                best: m.verdict == Verdict::Recovered,
+                worst: m.verdict == Verdict::Stuck,
                 text: verdict,
             });
             cells

@@ -1,13 +1,12 @@
-//! Running a scenario: every (policy, seed) pair as an independent [`World`], in parallel with
+//! Running a scenario: every (policy, seed) pair as an independent world (`World`), in parallel with
 //! rayon, results in a fixed order.
 //!
 //! Runs share nothing mutable: each builds its own world from the read-only [`Compiled`] scenario
 //! and its seed, so the output is the same whatever the number of threads. Results come back in
 //! (seed, policy) order from an indexed parallel iterator, never in completion order.
 
-pub mod compiled;
 pub mod sweep;
-pub mod world;
+pub(crate) mod world;
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,11 +15,53 @@ use std::time::Instant as WallClock;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
-pub use compiled::Compiled;
-pub use world::{RunError, RunOutput, TraceRow, World};
+use crate::metrics::PolicySummary;
+use crate::scenario::Compiled;
+pub(crate) use world::World;
+pub use world::{RunError, RunOutput, TraceRow};
+
+/// Every run of a scenario under a list of seeds: what [`run`] returns and the
+/// [`report`](crate::report) renders.
+#[derive(Debug)]
+pub struct Runs<'c> {
+    /// The scenario.
+    pub compiled: &'c Compiled,
+    /// The seeds, in order.
+    pub seeds: Vec<u64>,
+    /// Every (seed, policy) run, ordered by seed, then policy.
+    pub results: Vec<RunResult>,
+}
+
+impl Runs<'_> {
+    /// Per policy, in file order: its summary (the mean over seeds when there are several, see
+    /// [`report`](crate::report)) and its per-seed summaries.
+    pub fn per_policy(&self) -> Vec<(PolicySummary, Vec<PolicySummary>)> {
+        (0..self.compiled.stacks.len())
+            .map(|p| {
+                let runs: Vec<PolicySummary> = self
+                    .results
+                    .iter()
+                    .filter(|r| r.policy == p)
+                    .map(|r| r.output.summary.clone())
+                    .collect();
+                (crate::report::json::mean_summary(&runs), runs)
+            })
+            .collect()
+    }
+}
+
+/// Runs every policy of `c` under each of `seeds`, in parallel; results ordered by seed, then
+/// policy, whatever the number of threads.
+pub fn run<'c>(c: &'c Compiled, seeds: &[u64], opts: BatchOptions) -> Result<Runs<'c>, String> {
+    Ok(Runs {
+        compiled: c,
+        seeds: seeds.to_vec(),
+        results: run_all(c, seeds, opts)?,
+    })
+}
 
 /// One finished run.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RunResult {
     /// Index of the policy in the scenario.
     pub policy: usize,
@@ -30,8 +71,8 @@ pub struct RunResult {
     pub output: RunOutput,
 }
 
-/// How to run a batch.
-#[derive(Clone, Copy, Debug)]
+/// How to run a batch. The default: one thread per core, no progress bar.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct BatchOptions {
     /// Worker threads (0: rayon's default, one per core).
     pub jobs: usize,
@@ -41,7 +82,11 @@ pub struct BatchOptions {
 }
 
 /// Runs every policy of `c` under each of `seeds`. Results are ordered by seed, then policy.
-pub fn run_all(c: &Compiled, seeds: &[u64], opts: BatchOptions) -> Result<Vec<RunResult>, String> {
+pub(crate) fn run_all(
+    c: &Compiled,
+    seeds: &[u64],
+    opts: BatchOptions,
+) -> Result<Vec<RunResult>, String> {
     let pairs: Vec<(u64, usize)> = seeds
         .iter()
         .flat_map(|&s| (0..c.stacks.len()).map(move |p| (s, p)))
@@ -71,7 +116,9 @@ pub fn run_all(c: &Compiled, seeds: &[u64], opts: BatchOptions) -> Result<Vec<Ru
         pairs
             .par_iter()
             .map(|&(seed, policy)| {
-                let world = World::new(c, policy, seed, false)?.with_progress(&tick);
+                let world = World::new(c, policy, seed, false)
+                    .map_err(|e| format!("policy \"{}\": {e}", c.scenario.policies[policy].name))?
+                    .with_progress(&tick);
                 let output = world.run().map_err(|e| {
                     format!(
                         "policy \"{}\", seed {seed}: {e}",

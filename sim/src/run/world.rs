@@ -31,7 +31,7 @@ use crate::model::Sampler;
 use crate::model::register::Register;
 use crate::model::scripted::Scripted;
 use crate::model::server::{Admission, Job, Server, Started};
-use crate::run::compiled::Compiled;
+use crate::scenario::Compiled;
 use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload};
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
@@ -108,14 +108,14 @@ pub struct TraceRow {
 }
 
 /// What one run produced.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct RunOutput {
     /// The headline numbers.
     pub summary: PolicySummary,
     /// Per-bucket metrics.
     pub buckets: Vec<crate::metrics::Bucket>,
     /// Latency of finished requests by percentile, for plots (see
-    /// [`percentile_curve`](crate::metrics::summary::percentile_curve)).
+    /// `metrics::summary::percentile_curve`).
     pub latency_curve: Vec<(f64, f64)>,
     /// Trace rows, if asked for.
     pub trace: Option<Vec<TraceRow>>,
@@ -281,16 +281,17 @@ impl<'c> World<'c> {
         for &node in &stack.retries {
             if let NodeKind::Retry { budget, scope, .. } = &stack.nodes[node as usize].kind {
                 let n = if *scope == Scope::Shared { 1 } else { clients };
-                let one = BudgetSlot::new(budget).map_err(|e| e.to_string())?;
-                budgets.push(vec![one; n as usize]);
+                budgets.push(vec![budget.clone(); n as usize]);
             }
         }
         let mut throttles = Vec::with_capacity(stack.throttles.len());
         for &node in &stack.throttles {
-            if let NodeKind::Throttle { policy, scope, .. } = &stack.nodes[node as usize].kind {
+            if let NodeKind::Throttle {
+                throttle, scope, ..
+            } = &stack.nodes[node as usize].kind
+            {
                 let n = if *scope == Scope::Shared { 1 } else { clients };
-                let one = ThrottleSlot::new(*policy).map_err(|e| e.to_string())?;
-                throttles.push(vec![one; n as usize]);
+                throttles.push(vec![throttle.clone(); n as usize]);
             }
         }
         let source = match &s.workload {
@@ -356,12 +357,6 @@ impl<'c> World<'c> {
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
         })
-    }
-
-    /// Sets how many events may run at one instant before the run stops as a livelock.
-    pub fn with_livelock_limit(mut self, events: u64) -> Self {
-        self.livelock = events;
-        self
     }
 
     /// Reports progress to `f` every so often: the virtual time advanced since the last report, ns.

@@ -202,15 +202,6 @@ pub fn variant(s: &Scenario, parameter: &str, value: &SweepValue) -> Result<Scen
     serde_json::from_value::<Scenario>(tree).map_err(|e| format!("`{parameter}` = {value}: {e}"))
 }
 
-/// Every variant of `s` under `sweep`, in the order of its values.
-pub fn variants(s: &Scenario, sweep: &Sweep) -> Result<Vec<Scenario>, String> {
-    sweep
-        .values
-        .iter()
-        .map(|v| variant(s, &sweep.parameter, v))
-        .collect()
-}
-
 /// The sweep's short name: its label, or the path's last field.
 pub fn label(sweep: &Sweep) -> String {
     if let Some(l) = &sweep.label {
@@ -230,7 +221,7 @@ pub fn label(sweep: &Sweep) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{DownstreamModel, Layer, Workload, parse};
+    use crate::scenario::{DownstreamModel, Layer, Workload};
     use reliable_core::Duration;
     use reliable_core::budget::BudgetConfig;
 
@@ -247,7 +238,11 @@ mod tests {
     )"#;
 
     fn set(path: &str, v: SweepValue) -> Result<Scenario, String> {
-        variant(&parse(TEXT, "t.ron").unwrap(), path, &v)
+        variant(
+            &super::super::parse::parse(TEXT, "t.ron").unwrap(),
+            path,
+            &v,
+        )
     }
 
     #[test]

@@ -6,18 +6,14 @@
 //! the core refuses (its [`ConfigError`](reliable_core::ConfigError) prefixed with the layer's
 //! path), and sizes that would exhaust memory or time ([`Limits`]).
 
+use std::collections::HashMap;
+
 use reliable_core::Duration;
-use reliable_core::breaker::BreakerPolicy;
 
 use super::error::ScenarioError;
 use super::locate::{Path, Seg, locate};
 use super::types::*;
-use reliable_core::budget::BudgetPolicy;
-use reliable_core::retry::RetryPolicy;
-use reliable_core::throttle::ThrottlePolicy;
-
-use crate::client::breakers::BreakerSlot;
-use crate::client::budgets::{BudgetSlot, ThrottleSlot};
+use crate::client::CompiledStack;
 
 /// Upper bounds that keep a run within memory and time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,6 +34,27 @@ pub struct Limits {
     pub max_script: usize,
     /// Longest horizon.
     pub max_horizon: Duration,
+    /// Most memory a batch may need by its [`Estimate`](super::Estimate), bytes.
+    pub max_memory: u64,
+    /// Most events a batch may process by its [`Estimate`](super::Estimate).
+    pub max_events: f64,
+}
+
+impl Limits {
+    /// Whether `n` seeds are allowed (at least 1, at most `max_seeds`); the same rule for the file's
+    /// `seeds` and for `--seeds`.
+    pub fn check_seeds(&self, n: u64) -> Result<(), String> {
+        if n == 0 {
+            return Err("0 seeds: expected at least 1".into());
+        }
+        if n > u64::from(self.max_seeds) {
+            return Err(format!(
+                "{n} seeds is more than this simulator accepts ({}): expected 1 to {}",
+                self.max_seeds, self.max_seeds
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Limits {
@@ -51,39 +68,64 @@ impl Default for Limits {
             max_layers: 256,
             max_script: 1_000_000,
             max_horizon: Duration::from_secs(366 * 24 * 3600),
+            max_memory: 2 << 30,
+            max_events: 2e9,
         }
     }
 }
 
-struct Checker<'a> {
+/// Turns a problem at a path into a [`ScenarioError`] at its file position.
+pub(crate) struct Checker<'a> {
     text: &'a str,
     file: &'a str,
+    /// The downstreams' names, quoted and joined, for "expected one of" messages.
+    names: String,
 }
 
 type Check = Result<(), ScenarioError>;
 
 impl Checker<'_> {
-    /// `name` (of the item at `item`) is not empty and differs from every `earlier` name in `list`.
+    /// `name` (of item `i` at `item`) is not empty and differs from every earlier name in `list`,
+    /// whose first uses `seen` records (linear in the number of items).
     fn unique_name<'n>(
         &self,
         item: &Path,
-        name: &str,
-        earlier: impl Iterator<Item = &'n str>,
+        i: usize,
+        name: &'n str,
+        seen: &mut HashMap<&'n str, usize>,
         list: &str,
     ) -> Result<(), ScenarioError> {
         if name.trim().is_empty() {
             return Err(self.fail(&item.field("name"), "empty name"));
         }
-        match earlier.enumerate().find(|(_, other)| *other == name) {
-            Some((j, _)) => Err(self.fail(
+        match seen.insert(name, i) {
+            Some(j) => Err(self.fail(
                 &item.field("name"),
-                format!("\"{name}\" is already the name of {list}[{j}]: names must be unique"),
+                format!(
+                    "\"{}\" is already the name of {list}[{j}]: names must be unique",
+                    super::escape(name)
+                ),
             )),
             None => Ok(()),
         }
     }
 
-    fn fail(&self, path: &Path, message: impl Into<String>) -> ScenarioError {
+    /// A checker for unit tests: no text, no file.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Checker<'static> {
+        Checker {
+            text: "",
+            file: "test.ron",
+            names: String::new(),
+        }
+    }
+
+    /// The downstreams' names, for "expected one of" messages.
+    pub(crate) fn downstream_names(&self) -> &str {
+        &self.names
+    }
+
+    pub(crate) fn fail(&self, path: &Path, message: impl Into<String>) -> ScenarioError {
         ScenarioError::Invalid {
             path: self.file.to_string(),
             position: locate(self.text, path),
@@ -111,7 +153,7 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn positive(&self, path: &Path, d: Duration, what: &str) -> Check {
+    pub(crate) fn positive(&self, path: &Path, d: Duration, what: &str) -> Check {
         if d.is_zero() {
             return Err(self.fail(path, format!("{what} must be longer than 0")));
         }
@@ -131,7 +173,7 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn dist(&self, path: &Path, d: &Dist, depth: usize) -> Check {
+    pub(crate) fn dist(&self, path: &Path, d: &Dist, depth: usize) -> Check {
         if depth > 16 {
             return Err(self.fail(path, "distributions nested more than 16 deep"));
         }
@@ -225,32 +267,25 @@ impl Checker<'_> {
     }
 }
 
-/// Checks what parsing cannot: ranges, cross-references and sizes. `text` and `path` are only used
-/// to point at the offending field.
-pub fn validate(s: &Scenario, text: &str, file: &str) -> Result<(), ScenarioError> {
-    validate_with(s, text, file, Limits::default())
-}
-
-/// [`validate`] with explicit [`Limits`].
-pub fn validate_with(
+/// Checks what parsing cannot (ranges, cross-references, sizes) and compiles each policy's stack,
+/// building its core policies once. `text` and `file` are only used to point at the offending
+/// field of the scenario at `root` ([`Path::root`] for a file holding one, `Path::root().index(i)`
+/// for the `i`-th of a list).
+pub(crate) fn check(
     s: &Scenario,
     text: &str,
     file: &str,
-    limits: Limits,
-) -> Result<(), ScenarioError> {
-    validate_at(s, text, file, limits, Path::root())
-}
-
-/// [`validate`] for the scenario at `root` in `text`: [`Path::root`] for a file holding one, or
-/// `Path::root().index(i)` for the `i`-th of a list.
-pub fn validate_at(
-    s: &Scenario,
-    text: &str,
-    file: &str,
-    limits: Limits,
+    limits: &Limits,
     root: Path,
-) -> Result<(), ScenarioError> {
-    let c = Checker { text, file };
+) -> Result<Vec<CompiledStack>, ScenarioError> {
+    let names = s
+        .downstreams
+        .iter()
+        .take(20)
+        .map(|d| format!("\"{}\"", super::escape(&d.name)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let c = Checker { text, file, names };
     if s.name.trim().is_empty() {
         return Err(c.fail(
             &root.field("name"),
@@ -278,12 +313,9 @@ pub fn validate_at(
             ),
         ));
     }
-    c.count(
-        &root.field("seeds"),
-        u64::from(s.seeds),
-        u64::from(limits.max_seeds),
-        "seeds",
-    )?;
+    limits
+        .check_seeds(u64::from(s.seeds))
+        .map_err(|e| c.fail(&root.field("seeds"), e))?;
 
     // Workload.
     let w = root.field("workload");
@@ -387,10 +419,10 @@ pub fn validate_at(
     if s.downstreams.len() > 4096 {
         return Err(c.fail(&d, "more than 4096 downstreams"));
     }
+    let mut seen = HashMap::with_capacity(s.downstreams.len());
     for (i, ds) in s.downstreams.iter().enumerate() {
         let p = d.index(i);
-        let earlier = s.downstreams[..i].iter().map(|o| o.name.as_str());
-        c.unique_name(&p, &ds.name, earlier, "downstreams")?;
+        c.unique_name(&p, i, &ds.name, &mut seen, "downstreams")?;
         let m = p.field("model");
         match &ds.model {
             DownstreamModel::Server {
@@ -425,14 +457,16 @@ pub fn validate_at(
             0,
         )?;
     }
-    let known = |name: &str| s.downstreams.iter().any(|d| d.name == name);
-    let names = || {
-        s.downstreams
-            .iter()
-            .map(|d| format!("\"{}\"", d.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    if super::compiled::scripted_hints(s).len() + s.faults.len() > super::compiled::MAX_HINTS {
+        return Err(c.fail(
+            &d,
+            format!(
+                "more than {} distinct Retry-After hints (faults included)",
+                super::compiled::MAX_HINTS
+            ),
+        ));
+    }
+    let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
 
     // Faults.
     let f = root.field("faults");
@@ -444,13 +478,14 @@ pub fn validate_at(
         let (from, until) = fault.window();
         c.window(&p, from, until, s.horizon)?;
         if let Some(name) = fault.downstream()
-            && !known(name)
+            && ds_index(name).is_none()
         {
             return Err(c.fail(
                 &p.field("downstream"),
                 format!(
-                    "no downstream named \"{name}\": expected one of {}",
-                    names()
+                    "no downstream named \"{}\": expected one of {}",
+                    super::escape(name),
+                    c.names
                 ),
             ));
         }
@@ -487,115 +522,26 @@ pub fn validate_at(
         return Err(c.fail(&pol, "no policies: expected at least one, such as (name: \"plain\", stack: Call(downstream: \"api\"))"));
     }
     let mut state_bytes: u64 = 0;
+    let mut stacks = Vec::with_capacity(s.policies.len());
+    let mut seen = HashMap::with_capacity(s.policies.len());
     for (i, policy) in s.policies.iter().enumerate() {
         let p = pol.index(i);
-        let earlier = s.policies[..i].iter().map(|o| o.name.as_str());
-        c.unique_name(&p, &policy.name, earlier, "policies")?;
-        // Walk the stack without recursion.
-        let mut todo: Vec<(&Layer, Path, usize)> = vec![(&policy.stack, p.field("stack"), 0)];
-        let mut layers = 0usize;
-        let mut per_client_bytes: u64 = 0;
-        while let Some((layer, lp, depth)) = todo.pop() {
-            layers += 1;
-            if layers > limits.max_layers || depth > 64 {
-                return Err(c.fail(
-                    &p.field("stack"),
-                    format!(
-                        "more than {} layers (or nested deeper than 64)",
-                        limits.max_layers
-                    ),
-                ));
-            }
-            match layer {
-                Layer::Call {
-                    downstream,
-                    timeout,
-                    timeout_dist,
-                } => {
-                    if !known(downstream) {
-                        return Err(c.fail(
-                            &lp.field("downstream"),
-                            format!(
-                                "no downstream named \"{downstream}\": expected one of {}",
-                                names()
-                            ),
-                        ));
-                    }
-                    if let Some(t) = timeout {
-                        c.positive(&lp.field("timeout"), *t, "a timeout")?;
-                    }
-                    if let Some(d) = timeout_dist {
-                        let dp = lp.field("timeout_dist");
-                        if timeout.is_some() {
-                            return Err(c.fail(
-                                &dp,
-                                "both timeout and timeout_dist: expected one of them (a fixed timeout, or one drawn per request)",
-                            ));
-                        }
-                        c.dist(&dp, d, 0)?;
-                    }
-                }
-                Layer::Breaker {
-                    config,
-                    scope,
-                    inner,
-                } => {
-                    let cp = lp.field("config");
-                    let policy =
-                        BreakerPolicy::new(*config).map_err(|e| config_error(&c, &cp, e))?;
-                    let bytes =
-                        BreakerSlot::bytes_for(&policy).map_err(|e| config_error(&c, &cp, e))?;
-                    if *scope == Scope::PerClient {
-                        per_client_bytes += bytes as u64;
-                    }
-                    todo.push((inner, lp.field("inner"), depth + 1));
-                }
-                Layer::Retry {
-                    policy,
-                    budget,
-                    budget_scope,
-                    inner,
-                } => {
-                    RetryPolicy::new(*policy)
-                        .map_err(|e| config_error(&c, &lp.field("policy"), e))?;
-                    if let Some(b) = budget {
-                        let bp = lp.field("budget");
-                        let bpol = BudgetPolicy::new(*b).map_err(|e| config_error(&c, &bp, e))?;
-                        let bytes =
-                            BudgetSlot::bytes_for(&bpol).map_err(|e| config_error(&c, &bp, e))?;
-                        if *budget_scope == Scope::PerClient {
-                            per_client_bytes += bytes as u64;
-                        }
-                    }
-                    todo.push((inner, lp.field("inner"), depth + 1));
-                }
-                Layer::Throttle {
-                    config,
-                    scope,
-                    inner,
-                } => {
-                    let cp = lp.field("config");
-                    let tp = ThrottlePolicy::new(*config).map_err(|e| config_error(&c, &cp, e))?;
-                    let bytes =
-                        ThrottleSlot::bytes_for(tp).map_err(|e| config_error(&c, &cp, e))?;
-                    if *scope == Scope::PerClient {
-                        per_client_bytes += bytes as u64;
-                    }
-                    todo.push((inner, lp.field("inner"), depth + 1));
-                }
-                Layer::Fallback(children) => {
-                    if children.is_empty() {
-                        return Err(
-                            c.fail(&lp, "an empty Fallback: expected at least one layer to try")
-                        );
-                    }
-                    for (k, child) in children.iter().enumerate().rev() {
-                        todo.push((child, lp.index(k), depth + 1));
-                    }
-                }
-            }
+        c.unique_name(&p, i, &policy.name, &mut seen, "policies")?;
+        let stack = CompiledStack::compile(
+            &policy.stack,
+            &ds_index,
+            &c,
+            &p.field("stack"),
+            limits.max_layers,
+        )?;
+        if let Some(at) = super::estimate::livelock(s, &policy.stack, &p.field("stack")) {
+            return Err(c.fail(
+                &at,
+                "unlimited attempts with a backoff that can be zero around a layer that can answer at once: a livelock (retries at one instant for ever): set max_attempts, a budget, or a backoff",
+            ));
         }
-        state_bytes = state_bytes.max(per_client_bytes.saturating_mul(u64::from(clients)));
+        state_bytes = state_bytes.max(stack.per_client_bytes.saturating_mul(u64::from(clients)));
+        stacks.push(stack);
     }
     if state_bytes > limits.max_state_bytes {
         return Err(c.fail(
@@ -636,7 +582,7 @@ pub fn validate_at(
             let vp = sp.field("values").index(i);
             let variant =
                 super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
-            validate_at(&variant, "", file, limits, Path::root()).map_err(|e| {
+            check(&variant, "", file, limits, Path::root()).map_err(|e| {
                 let what = match e {
                     ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
                     other => other.to_string(),
@@ -645,10 +591,17 @@ pub fn validate_at(
             })?;
         }
     }
-    Ok(())
+    Ok(stacks)
 }
 
-/// A core [`ConfigError`](reliable_core::ConfigError) as a scenario error at `base` + its field.
+impl Checker<'_> {
+    /// A core [`ConfigError`](reliable_core::ConfigError) as a scenario error at `base` + its
+    /// field.
+    pub(crate) fn config_error(&self, base: &Path, e: reliable_core::ConfigError) -> ScenarioError {
+        config_error(self, base, e)
+    }
+}
+
 fn config_error(c: &Checker<'_>, base: &Path, e: reliable_core::ConfigError) -> ScenarioError {
     let mut path = base.clone();
     for part in e.field.split('.') {

@@ -159,7 +159,7 @@ mod tests {
         let text = format!(
             "Scenario(name: \"t\", horizon: \"100s\", workload: OpenLoop(rate: 1.0), downstreams: [], policies: [], faults: [LoadSpike(from: \"{from}s\", until: \"{until}s\", factor: {factor})])"
         );
-        let s: Scenario = crate::scenario::parse(&text, "t").unwrap();
+        let s: Scenario = crate::scenario::parse::parse(&text, "t").unwrap();
         assert!(matches!(s.faults[0], Fault::LoadSpike { .. }));
         Timeline::new(&s)
     }

@@ -2,28 +2,25 @@
 #![allow(dead_code)]
 
 use sim::metrics::PolicySummary;
-use sim::run::{BatchOptions, Compiled, RunResult, run_all};
-use sim::scenario;
+use sim::run::{BatchOptions, RunResult};
+use sim::scenario::{self, Compiled};
 
 /// Parses, validates and compiles `text`, panicking with the error message if it is refused.
 pub fn compile(text: &str) -> Compiled {
-    let s = scenario::load(text, "test.ron").unwrap_or_else(|e| panic!("{e}"));
-    Compiled::new(s).unwrap()
+    scenario::load(text, "test.ron").unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// One thread, no progress bar.
+pub const ONE_THREAD: BatchOptions = BatchOptions {
+    jobs: 1,
+    progress: false,
+};
 
 /// Runs every policy of `text` under its own seed on one thread.
 pub fn run(text: &str) -> (Compiled, Vec<RunResult>) {
     let c = compile(text);
     let seeds = [c.scenario.seed];
-    let r = run_all(
-        &c,
-        &seeds,
-        BatchOptions {
-            jobs: 1,
-            progress: false,
-        },
-    )
-    .unwrap();
+    let r = sim::run(&c, &seeds, ONE_THREAD).unwrap().results;
     (c, r)
 }
 

@@ -1,19 +1,53 @@
 //! What a run leaves behind: the report folder's files, their content, the plots (SVG and PNG),
 //! the terminal table and the conclusion. Content, not just existence.
 
-mod common;
+use std::path::PathBuf;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use crate::metrics::PolicySummary;
+use crate::report::conclusion::{Style, conclusion};
+use crate::report::figures::{self, Figure};
+use crate::report::plot::{self, PALETTE, PNG_SCALE, WIDTH};
+use crate::report::{self, csv, table};
+use crate::run::{BatchOptions, RunResult, Runs, run_all};
+use crate::scenario::Compiled;
 
-use sim::metrics::PolicySummary;
-use sim::report::conclusion::{Style, conclusion};
-use sim::report::figures::{self, Figure};
-use sim::report::plot::{self, PALETTE, PNG_SCALE, WIDTH};
-use sim::report::{self, csv, per_policy, table};
-use sim::run::{BatchOptions, Compiled, RunResult, run_all};
+const STORM: &str = include_str!("../../tests/data/storm.ron");
 
-const STORM: &str = include_str!("data/storm.ron");
+mod common {
+    /// Parses, checks and compiles `text`, panicking with the error message if it is refused.
+    pub fn compile(text: &str) -> crate::scenario::Compiled {
+        crate::scenario::load(text, "test.ron").unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+fn per_policy(c: &Compiled, results: &[RunResult]) -> Vec<(PolicySummary, Vec<PolicySummary>)> {
+    runs(c, &[], results).per_policy()
+}
+
+/// A [`Runs`] over `results` (which it clones).
+fn runs<'c>(c: &'c Compiled, seeds: &[u64], results: &[RunResult]) -> Runs<'c> {
+    Runs {
+        compiled: c,
+        seeds: seeds.to_vec(),
+        results: results.to_vec(),
+    }
+}
+
+fn write_all(
+    dir: &std::path::Path,
+    c: &Compiled,
+    seeds: &[u64],
+    results: &[RunResult],
+) -> std::io::Result<()> {
+    let r = runs(c, seeds, results);
+    let written = report::write(dir, &r)?;
+    // The tests read the files from `dir`: move them up.
+    for e in std::fs::read_dir(&written)? {
+        let e = e?;
+        std::fs::rename(e.path(), dir.join(e.file_name()))?;
+    }
+    std::fs::remove_dir(&written)
+}
 
 fn run(c: &Compiled, seeds: &[u64], jobs: usize) -> Vec<RunResult> {
     run_all(
@@ -58,7 +92,7 @@ fn the_report_folder_has_every_file_and_the_markdown_shows_table_plots_and_param
     let c = common::compile(STORM);
     let results = run(&c, &[42], 1);
     let dir = temp("folder");
-    report::write_all(&dir, &c, &[42], &results).unwrap();
+    write_all(&dir, &c, &[42], &results).unwrap();
     let names = report::file_names();
     assert_eq!(names.len(), 3 + 2 * report::FIGURES.len());
     for f in &names {
@@ -310,8 +344,8 @@ fn plots_and_files_are_byte_identical_for_the_same_inputs() {
     let c = common::compile(STORM);
     let seeds = [42, 43];
     let (one, two) = (temp("det-one"), temp("det-two"));
-    report::write_all(&one, &c, &seeds, &run(&c, &seeds, 1)).unwrap();
-    report::write_all(&two, &c, &seeds, &run(&c, &seeds, 2)).unwrap();
+    write_all(&one, &c, &seeds, &run(&c, &seeds, 1)).unwrap();
+    write_all(&two, &c, &seeds, &run(&c, &seeds, 2)).unwrap();
     for f in report::file_names() {
         let a = std::fs::read(one.join(&f)).unwrap();
         let b = std::fs::read(two.join(&f)).unwrap();
@@ -319,7 +353,7 @@ fn plots_and_files_are_byte_identical_for_the_same_inputs() {
     }
     // And different inputs give different plots.
     let other = temp("det-other");
-    report::write_all(&other, &c, &[7], &run(&c, &[7], 1)).unwrap();
+    write_all(&other, &c, &[7], &run(&c, &[7], 1)).unwrap();
     assert_ne!(
         std::fs::read(one.join("goodput.png")).unwrap(),
         std::fs::read(other.join("goodput.png")).unwrap()
@@ -446,7 +480,11 @@ fn crafted(
 ) -> (PolicySummary, Vec<PolicySummary>) {
     let mut p = template.clone();
     p.name = name.into();
-    p.verdict = verdict.into();
+    p.verdict = match verdict {
+        "stuck" => crate::metrics::Verdict::Stuck,
+        "recovered" => crate::metrics::Verdict::Recovered,
+        _ => crate::metrics::Verdict::NoFault,
+    };
     p.recovery_s = recovery;
     p.goodput_per_s = goodput;
     p.amplification.during_fault = Some(amp_fault);
@@ -551,70 +589,4 @@ fn the_conclusion_of_a_scenario_without_faults_says_so() {
         let svg = plot::svg(&f.chart).unwrap();
         assert!(!svg.contains("fill=\"#999999\""), "{}", f.stem);
     }
-}
-
-fn sim(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sim"));
-    c.args(args).env_remove("NO_COLOR");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().unwrap()
-}
-
-#[test]
-fn sim_run_prints_the_table_and_conclusion_in_colour_only_when_asked() {
-    let dir = temp("cli");
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/storm.ron");
-    let (file, out) = (file.to_str().unwrap(), dir.to_str().unwrap());
-    // Piped: plain, whatever NO_COLOR says.
-    let plain = sim(&["run", file, "--out", out], &[]);
-    assert!(
-        plain.status.success(),
-        "{}",
-        String::from_utf8_lossy(&plain.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&plain.stdout);
-    assert!(!stdout.contains('\u{1b}'), "{stdout}");
-    assert!(stdout.contains("│ plain "), "{stdout}");
-    assert!(stdout.contains("Bottom line:"), "{stdout}");
-    assert!(
-        stdout.contains("wrote ") && stdout.contains("summary.md"),
-        "{stdout}"
-    );
-    // The conclusion sits right under the table, wrapped.
-    let after_table = stdout
-        .split('┘')
-        .nth(1)
-        .unwrap()
-        .split("\nwrote ")
-        .next()
-        .unwrap();
-    assert!(
-        after_table.trim_start().starts_with("The fault"),
-        "{after_table}"
-    );
-    assert!(
-        after_table.lines().all(|l| l.chars().count() <= 100),
-        "{after_table}"
-    );
-    // Forced colour.
-    let colour = sim(&["run", file, "--out", out, "--color", "always"], &[]);
-    let stdout = String::from_utf8_lossy(&colour.stdout);
-    assert!(stdout.contains("\u{1b}["), "{stdout}");
-    assert!(stdout.contains("green: best of its column, red: worst"));
-    // NO_COLOR (non-empty) wins over auto; never is never.
-    for (args, env) in [
-        (vec!["--color", "auto"], vec![("NO_COLOR", "1")]),
-        (vec!["--color", "never"], vec![]),
-    ] {
-        let mut a = vec!["run", file, "--out", out];
-        a.extend(args);
-        let o = sim(&a, &env);
-        assert!(!String::from_utf8_lossy(&o.stdout).contains('\u{1b}'));
-    }
-    for f in report::file_names() {
-        assert!(dir.join("test-storm").join(&f).is_file(), "{f}");
-    }
-    let _ = std::fs::remove_dir_all(&dir);
 }

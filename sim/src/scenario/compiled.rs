@@ -1,0 +1,152 @@
+//! [`Compiled`]: a checked scenario turned into what runs need, built once by
+//! [`load`](super::load) and shared (read-only) by every (policy, seed) run, including the core
+//! policies that breakers borrow.
+
+use std::collections::HashSet;
+
+use reliable_core::Duration;
+
+use crate::client::CompiledStack;
+use crate::model::faults::Timeline;
+use crate::scenario::{DownstreamModel, Fault, Scenario, ScriptAnswer};
+
+/// Most distinct Retry-After hints a scenario may use (they are indexed by `u16`).
+pub(crate) const MAX_HINTS: usize = u16::MAX as usize;
+
+/// A scenario ready to run: what [`load`](super::load) returns.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The scenario as written (readable by tools that run it elsewhere).
+    pub scenario: Scenario,
+    /// One compiled stack per policy, in file order.
+    pub(crate) stacks: Vec<CompiledStack>,
+    /// Downstream names, by index.
+    pub(crate) ds_names: Vec<String>,
+    /// The fault timeline.
+    pub(crate) timeline: Timeline,
+    /// Retry-After hints by index: fault throttles (at their fault index), then scripted ones.
+    pub(crate) hints: Vec<Duration>,
+    /// Horizon, ns.
+    pub(crate) horizon_ns: u64,
+    /// Bucket width, ns.
+    pub(crate) bucket_ns: u64,
+    /// Number of buckets.
+    pub(crate) buckets: usize,
+    /// Where the scenario was read from, to point at fields in later errors.
+    pub(crate) origin: Origin,
+}
+
+/// Where a compiled scenario came from: the file's name and text and the scenario's path in it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Origin {
+    /// The file, as shown in messages.
+    pub file: String,
+    /// Its text (empty for a scenario built in code).
+    pub text: std::sync::Arc<str>,
+    /// The scenario's path in the file.
+    pub root: super::Path,
+}
+
+impl Origin {
+    /// An error at `field`, with its position when the text has it.
+    pub fn fail(&self, field: &super::Path, message: String) -> super::ScenarioError {
+        super::ScenarioError::Invalid {
+            path: self.file.clone(),
+            position: super::locate(&self.text, field),
+            field: field.to_string(),
+            message,
+        }
+    }
+}
+
+/// The distinct Retry-After hints of scripted downstreams, in order of first use.
+pub(crate) fn scripted_hints(scenario: &Scenario) -> Vec<Duration> {
+    let mut seen = HashSet::new();
+    let mut hints = Vec::new();
+    for d in &scenario.downstreams {
+        if let DownstreamModel::Scripted { script, then, .. } = &d.model {
+            for a in script.iter().chain(std::iter::once(then)) {
+                if let ScriptAnswer::Throttled(h) = a
+                    && seen.insert(*h)
+                {
+                    hints.push(*h);
+                }
+            }
+        }
+    }
+    hints
+}
+
+impl Compiled {
+    /// Puts together a scenario and the stacks [`check`](super::validate::check) compiled for it.
+    pub(crate) fn build(
+        scenario: Scenario,
+        mut stacks: Vec<CompiledStack>,
+        origin: Origin,
+    ) -> Self {
+        let ds_names: Vec<String> = scenario
+            .downstreams
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        for s in &mut stacks {
+            s.name_calls(&ds_names);
+        }
+        let mut hints: Vec<Duration> = scenario
+            .faults
+            .iter()
+            .map(|f| match f {
+                Fault::Throttle { retry_after, .. } => *retry_after,
+                _ => Duration::ZERO,
+            })
+            .collect();
+        hints.extend(scripted_hints(&scenario));
+        let horizon_ns = scenario.horizon.as_nanos();
+        let bucket_ns = scenario.bucket.as_nanos().max(1);
+        let buckets = horizon_ns.div_ceil(bucket_ns).max(1) as usize;
+        Compiled {
+            timeline: Timeline::new(&scenario),
+            scenario,
+            stacks,
+            ds_names,
+            hints,
+            horizon_ns,
+            bucket_ns,
+            buckets,
+            origin,
+        }
+    }
+
+    /// This scenario with `parameter` (a path as in error messages, `downstreams[api].model.error_rate`)
+    /// set to `value`, checked and compiled again: one point of a sweep.
+    pub fn with_value(
+        &self,
+        parameter: &str,
+        value: &super::SweepValue,
+    ) -> Result<Compiled, super::ScenarioError> {
+        let shown = format!("{} ({parameter} = {value})", self.origin.file);
+        let s = super::sweep::variant(&self.scenario, parameter, value).map_err(|message| {
+            super::ScenarioError::Invalid {
+                path: shown.clone(),
+                position: None,
+                field: parameter.to_string(),
+                message,
+            }
+        })?;
+        super::compile(s, &shown, &super::Limits::default())
+    }
+
+    /// The index of hint `d`.
+    pub(crate) fn hint_index(&self, d: Duration) -> u16 {
+        self.hints.iter().position(|h| *h == d).unwrap_or(0) as u16
+    }
+
+    /// Number of clients of the workload.
+    pub(crate) fn clients(&self) -> u32 {
+        match &self.scenario.workload {
+            crate::scenario::Workload::OpenLoop { clients, .. } => *clients,
+            crate::scenario::Workload::ClosedLoop { clients, .. } => *clients,
+            crate::scenario::Workload::JobSet { clients, .. } => *clients,
+        }
+    }
+}

@@ -1,0 +1,511 @@
+//! [`Estimate`]: what a batch of runs will cost in memory and work, computed from the product of
+//! the scenario's dimensions before anything runs, and checked against [`Limits`].
+//!
+//! Per run (one policy, one seed):
+//!
+//! - **requests**: the workload's first tries. Open loop: the rate integrated over the horizon,
+//!   steps and load spikes included (overlapping spikes multiply). Closed loop: clients × horizon
+//!   ÷ one turn (think time plus the quickest downstream's round trip). Job set: clients.
+//! - **attempts per request**: the stack's most (a retry multiplies its inner layer's by
+//!   `max_attempts`; unlimited attempts count as many as fit in the horizon at one backoff plus
+//!   one round trip each; a fallback adds its children's). Against a contended register, each of
+//!   N clients may conflict with every other: min(attempts, N) attempts each (work grows with N²).
+//! - **events**: about [`EVENTS_PER_ATTEMPT`] per attempt, plus one per bucket; the batch's work
+//!   is the sum over policies, times seeds, times a sweep's values.
+//! - **requests in flight**: closed loops and job sets: clients. Open loop: the peak arrival rate
+//!   × the longest a request can live (its timeouts, deadline and backoffs, or the horizon when a
+//!   call has no timeout: a hanging downstream keeps it forever).
+//! - **memory**: in-flight requests × bytes each (request, frames, attempt, events), clients ×
+//!   per-client policy state, buckets and histograms per run in progress (one per thread), and
+//!   the buckets every finished run keeps for the report.
+//!
+//! The estimate is an upper bound in the common cases (the figures are the worst policy's), not an
+//! exact prediction; [`Limits`] leave room for it being off by a small factor.
+
+use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
+
+use super::compiled::Compiled;
+use super::types::{DownstreamModel, Fault, Layer, Scenario, Workload};
+use super::{Dist, Limits, Path, ScenarioError};
+use crate::client::{CompiledStack, NodeKind};
+
+/// Events an attempt costs, about: a network hop each way, a service completion, a timer, and
+/// a backoff wake-up.
+pub const EVENTS_PER_ATTEMPT: f64 = 6.0;
+
+/// Bytes a world needs whatever its load: two latency histograms and the engine's fixed parts.
+const WORLD_FIXED_BYTES: f64 = 2.0 * 1024.0 * 1024.0;
+
+/// Bytes a finished run keeps besides its buckets (its summary and latency curve).
+const RESULT_BYTES: f64 = 8.0 * 1024.0;
+
+/// What a batch of runs costs, by the estimate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// Events all runs process together.
+    pub events: f64,
+    /// Peak memory, bytes.
+    pub memory: f64,
+    /// Logical requests one run starts.
+    pub requests: f64,
+    /// Most requests in flight at once in one run (the worst policy).
+    pub in_flight: f64,
+    /// The field that drives the work most, as a path (`workload.rate`, `policies[2].stack`).
+    pub events_field: String,
+    /// The field that drives the memory most.
+    pub memory_field: String,
+}
+
+/// Shortest time of a distribution, seconds.
+fn min_s(d: &Dist) -> f64 {
+    match d {
+        Dist::Constant(v) => v.as_secs_f64(),
+        Dist::Uniform { low, .. } => low.as_secs_f64(),
+        Dist::Choice(v) => v
+            .iter()
+            .map(|d| d.as_secs_f64())
+            .fold(f64::INFINITY, f64::min),
+        Dist::Bimodal { fast, slow, .. } => min_s(fast).min(min_s(slow)),
+        Dist::Exponential { .. } | Dist::LogNormal { .. } | Dist::Normal { .. } => 0.0,
+    }
+}
+
+fn mean_s(d: &Dist) -> f64 {
+    crate::model::Sampler::new(d).mean_secs()
+}
+
+/// Shortest and mean time for downstream `i` to answer an attempt (network both ways and the
+/// service), seconds.
+fn round_trip(s: &Scenario, i: usize) -> (f64, f64) {
+    let d = &s.downstreams[i];
+    let (mut lo, mut mean) = (
+        min_s(&d.network.request) + min_s(&d.network.response),
+        mean_s(&d.network.request) + mean_s(&d.network.response),
+    );
+    match &d.model {
+        DownstreamModel::Server { service, .. } => {
+            lo += min_s(service);
+            mean += mean_s(service);
+        }
+        DownstreamModel::Scripted { latency, .. } => {
+            lo += latency.as_secs_f64();
+            mean += latency.as_secs_f64();
+        }
+        // A read and a write: two round trips.
+        DownstreamModel::Register => {
+            lo *= 2.0;
+            mean *= 2.0;
+        }
+    }
+    (lo, mean)
+}
+
+/// The shortest wait a backoff can give, and its first wait before jitter, seconds.
+fn backoff_s(b: &BackoffConfig) -> (f64, f64) {
+    let base = match b.shape {
+        Shape::Constant { delay } => delay,
+        Shape::Linear { base, .. } => base,
+        Shape::Exponential { base, .. } => base,
+    };
+    let base = match b.cap {
+        Some(cap) => base.min(cap),
+        None => base,
+    }
+    .as_secs_f64();
+    let lo = match b.jitter {
+        Jitter::None => base,
+        Jitter::Equal => base / 2.0,
+        Jitter::Proportional { fraction } => base * (1.0 - fraction.clamp(0.0, 1.0)),
+        Jitter::Full | Jitter::Decorrelated => 0.0,
+    };
+    (lo, base)
+}
+
+/// Per node: (most attempts, shortest answer time s, mean answer time s, longest life s or
+/// infinity when some call has no timeout).
+#[derive(Clone, Copy, Debug)]
+struct Cost {
+    attempts: f64,
+    min_s: f64,
+    mean_s: f64,
+    life_s: f64,
+}
+
+fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s: f64) -> Cost {
+    let n = &stack.nodes[node as usize];
+    match (&n.kind, layer) {
+        (NodeKind::Call { ds, timeout, .. }, Layer::Call { timeout_dist, .. }) => {
+            let (lo, mean) = round_trip(s, *ds as usize);
+            let life = match (timeout, timeout_dist) {
+                (Some(t), _) => t.as_secs_f64(),
+                (None, Some(d)) => max_s(d),
+                (None, None) => f64::INFINITY,
+            };
+            Cost {
+                attempts: 1.0,
+                min_s: lo,
+                mean_s: mean.min(life),
+                life_s: life,
+            }
+        }
+        (NodeKind::Breaker { inner, .. }, Layer::Breaker { inner: l, .. })
+        | (NodeKind::Throttle { inner, .. }, Layer::Throttle { inner: l, .. }) => {
+            // An open breaker or a throttle answers at once.
+            let c = cost(s, stack, l, *inner, horizon_s);
+            Cost { min_s: 0.0, ..c }
+        }
+        (
+            NodeKind::Retry { inner, .. },
+            Layer::Retry {
+                policy,
+                budget,
+                inner: l,
+                ..
+            },
+        ) => {
+            let c = cost(s, stack, l, *inner, horizon_s);
+            let (lo_wait, wait) = backoff_s(&policy.backoff);
+            let turn = wait + c.mean_s;
+            let attempt_life = policy
+                .attempt_timeout
+                .map_or(c.life_s, |t| t.as_secs_f64().min(c.life_s));
+            let m = match policy.max_attempts {
+                Some(m) => f64::from(m.max(1)),
+                // As many as fit in the horizon (or the deadline).
+                None => {
+                    let span = policy
+                        .deadline
+                        .map_or(horizon_s, |d| d.as_secs_f64().min(horizon_s));
+                    let fit = if turn > 0.0 {
+                        span / turn
+                    } else {
+                        f64::INFINITY
+                    };
+                    // A budget bounds retries to a share of first tries, roughly.
+                    if budget.is_some() {
+                        fit.min(100.0)
+                    } else {
+                        fit
+                    }
+                    .max(1.0)
+                }
+            };
+            let mut life = m * (attempt_life + wait);
+            if let Some(d) = policy.deadline {
+                life = life.min(d.as_secs_f64());
+            }
+            Cost {
+                attempts: m * c.attempts,
+                min_s: c.min_s + if m > 1.0 { lo_wait } else { 0.0 },
+                mean_s: c.mean_s,
+                life_s: life,
+            }
+        }
+        (NodeKind::Fallback { children }, Layer::Fallback(layers)) => {
+            let mut out = Cost {
+                attempts: 0.0,
+                min_s: f64::INFINITY,
+                mean_s: 0.0,
+                life_s: 0.0,
+            };
+            for (&child, l) in children.iter().zip(layers) {
+                let c = cost(s, stack, l, child, horizon_s);
+                out.attempts += c.attempts;
+                out.min_s = out.min_s.min(c.min_s);
+                out.mean_s = out.mean_s.max(c.mean_s);
+                out.life_s += c.life_s;
+            }
+            out
+        }
+        // Compiled from this very layer: the shapes always match.
+        _ => Cost {
+            attempts: 1.0,
+            min_s: 0.0,
+            mean_s: 0.0,
+            life_s: f64::INFINITY,
+        },
+    }
+}
+
+fn max_s(d: &Dist) -> f64 {
+    match d {
+        Dist::Constant(v) => v.as_secs_f64(),
+        Dist::Uniform { high, .. } => high.as_secs_f64(),
+        Dist::Choice(v) => v.iter().map(|d| d.as_secs_f64()).fold(0.0, f64::max),
+        Dist::Bimodal { fast, slow, .. } => max_s(fast).max(max_s(slow)),
+        Dist::Exponential { .. } | Dist::LogNormal { .. } | Dist::Normal { .. } => f64::INFINITY,
+    }
+}
+
+/// Open loops: (requests over the horizon, peak arrival rate per second), with rate steps and
+/// load spikes (overlapping ones multiply).
+fn open_loop(s: &Scenario) -> (f64, f64) {
+    let Workload::OpenLoop {
+        rate, start, steps, ..
+    } = &s.workload
+    else {
+        return (0.0, 0.0);
+    };
+    let h = s.horizon.as_secs_f64();
+    // Boundaries where the rate or the spike product changes: (time, kind), kinds applied in
+    // order of time.
+    enum Edge {
+        Rate(f64),
+        Spike(f64),
+        Unspike(f64),
+    }
+    let mut edges: Vec<(f64, Edge)> = steps
+        .iter()
+        .map(|st| (st.at.as_secs_f64(), Edge::Rate(st.rate)))
+        .collect();
+    for f in &s.faults {
+        if let Fault::LoadSpike { factor, .. } = f {
+            let (from, until) = f.window();
+            edges.push((from.as_secs_f64(), Edge::Spike(*factor)));
+            edges.push((until.as_secs_f64(), Edge::Unspike(*factor)));
+        }
+    }
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let start = start.as_secs_f64();
+    let (mut t, mut r, mut spike, mut total, mut peak) = (0.0f64, *rate, 1.0f64, 0.0, 0.0f64);
+    // Spike factors multiply; track them as a sum of logarithms so leaving one is exact enough.
+    let mut log_spike = 0.0f64;
+    for (at, e) in edges
+        .iter()
+        .chain(std::iter::once(&(h, Edge::Rate(f64::NAN))))
+    {
+        let at = at.min(h);
+        let from = t.max(start);
+        if at > from {
+            total += r * spike * (at - from);
+            peak = peak.max(r * spike);
+        }
+        t = t.max(at);
+        match e {
+            Edge::Rate(x) if x.is_finite() => r = *x,
+            Edge::Rate(_) => {}
+            Edge::Spike(f) => log_spike += f.max(1e-300).ln(),
+            Edge::Unspike(f) => log_spike -= f.max(1e-300).ln(),
+        }
+        spike = log_spike.exp();
+    }
+    (total, peak)
+}
+
+impl Compiled {
+    /// Estimates a batch of `seeds` seeds × `runs_per_seed` (1, or a sweep's number of values) of
+    /// every policy on `threads` threads, and refuses it if it is over `limits`: the error names
+    /// the estimate, the limit and the field that drives it, at its position in the file.
+    pub fn estimate(
+        &self,
+        seeds: u32,
+        runs_per_seed: usize,
+        threads: usize,
+        limits: &Limits,
+    ) -> Result<Estimate, ScenarioError> {
+        let (e, events_at, memory_at) = self.estimate_of(seeds, runs_per_seed, threads);
+        if e.events.is_nan() || e.events > limits.max_events {
+            return Err(self.refuse(
+                &events_at,
+                format!(
+                    "about {:.2e} events for {seeds} seed(s) × {} policies{}, more than the limit of {:.2e} (--max-events): expected a smaller product of rate, horizon, attempts, policies and seeds",
+                    e.events,
+                    self.stacks.len(),
+                    if runs_per_seed > 1 {
+                        format!(" × {runs_per_seed} values")
+                    } else {
+                        String::new()
+                    },
+                    limits.max_events
+                ),
+            ));
+        }
+        if e.memory.is_nan() || e.memory > limits.max_memory as f64 {
+            return Err(self.refuse(
+                &memory_at,
+                format!(
+                    "needs about {} of memory ({:.2e} requests in flight, {} clients, {} buckets × {} runs), more than the limit of {} (--max-memory)",
+                    bytes(e.memory),
+                    e.in_flight,
+                    self.clients(),
+                    self.buckets,
+                    u64::from(seeds) * (runs_per_seed * self.stacks.len()) as u64,
+                    bytes(limits.max_memory as f64)
+                ),
+            ));
+        }
+        Ok(e)
+    }
+
+    fn refuse(&self, field: &Path, message: String) -> ScenarioError {
+        self.origin.fail(field, message)
+    }
+
+    fn estimate_of(
+        &self,
+        seeds: u32,
+        runs_per_seed: usize,
+        threads: usize,
+    ) -> (Estimate, Path, Path) {
+        let root = &self.origin.root;
+        let s = &self.scenario;
+        let h = s.horizon.as_secs_f64();
+        let clients = f64::from(self.clients());
+        let runs = f64::from(seeds) * runs_per_seed as f64;
+        let buckets = self.buckets as f64;
+        let bucket_bytes = std::mem::size_of::<crate::metrics::Bucket>() as f64;
+        let (open_requests, peak_rate) = open_loop(s);
+        let (mut events, mut worst_events, mut worst_policy) = (0.0f64, 0.0f64, 0usize);
+        let (mut world_bytes, mut in_flight, mut mem_policy) = (0.0f64, 0.0f64, 0usize);
+        let mut requests = 0.0f64;
+        let register = s
+            .downstreams
+            .iter()
+            .any(|d| matches!(d.model, DownstreamModel::Register));
+        for (p, (stack, policy)) in self.stacks.iter().zip(&s.policies).enumerate() {
+            let c = cost(s, stack, &policy.stack, 0, h);
+            let req = match &s.workload {
+                Workload::OpenLoop { .. } => open_requests,
+                Workload::ClosedLoop { think, .. } => {
+                    let turn = (mean_s(think) + c.mean_s).max(1e-6);
+                    clients * h / turn
+                }
+                Workload::JobSet { .. } => clients,
+            };
+            requests = requests.max(req);
+            let mut attempts = c.attempts;
+            if register && !matches!(s.workload, Workload::OpenLoop { .. }) {
+                attempts = attempts.min(clients).max(1.0);
+                // Conflicts: every write can invalidate every other client's read.
+                attempts = attempts.max(c.attempts.min(clients));
+            }
+            let ev = req * attempts * EVENTS_PER_ATTEMPT + buckets;
+            events += ev * runs;
+            if ev > worst_events {
+                worst_events = ev;
+                worst_policy = p;
+            }
+            let flight = match &s.workload {
+                Workload::OpenLoop { .. } => peak_rate * c.life_s.min(h),
+                _ => clients,
+            };
+            let per_request = crate::run::world::bytes_per_request(stack.frames) as f64 + 16.0;
+            let wb = flight * per_request
+                + clients * stack.per_client_bytes as f64
+                + buckets * bucket_bytes
+                + WORLD_FIXED_BYTES;
+            if wb > world_bytes {
+                world_bytes = wb;
+                in_flight = flight;
+                mem_policy = p;
+            }
+        }
+        let live = (threads.max(1) as f64).min(runs * self.stacks.len() as f64);
+        let kept = runs * self.stacks.len() as f64 * (buckets * bucket_bytes + RESULT_BYTES);
+        let memory = live * world_bytes + kept;
+        // Name the dimension that dominates.
+        let events_at = if runs >= 10.0 {
+            root.field("seeds")
+        } else if self.stacks[worst_policy].retries.is_empty() {
+            match s.workload {
+                Workload::OpenLoop { .. } => root.field("workload").field("rate"),
+                _ => root.field("workload").field("clients"),
+            }
+        } else {
+            root.field("policies").index(worst_policy).field("stack")
+        };
+        let memory_at = if kept > live * world_bytes {
+            root.field("bucket")
+        } else if clients * self.stacks[mem_policy].per_client_bytes as f64 > world_bytes / 2.0
+            || !matches!(s.workload, Workload::OpenLoop { .. })
+        {
+            root.field("workload").field("clients")
+        } else if in_flight * 200.0 > world_bytes / 2.0 {
+            root.field("policies").index(mem_policy).field("stack")
+        } else {
+            root.field("horizon")
+        };
+        let e = Estimate {
+            events,
+            memory,
+            requests,
+            in_flight,
+            events_field: events_at.to_string(),
+            memory_field: memory_at.to_string(),
+        };
+        (e, events_at, memory_at)
+    }
+}
+
+/// `1.5 GiB`, `300 MiB`.
+fn bytes(b: f64) -> String {
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} GiB", b / (1024.0 * 1024.0 * 1024.0))
+    } else {
+        format!("{:.0} MiB", (b / (1024.0 * 1024.0)).ceil())
+    }
+}
+
+/// Whether `stack` can retry at one instant for ever: a retry with unlimited attempts, no budget
+/// and a backoff that can be zero, around a layer that can answer at once (a zero round trip, or
+/// a breaker or throttle that rejects locally). Returns the retry layer's path below `at`.
+pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &super::Path) -> Option<super::Path> {
+    /// Every draw is 0.
+    fn zero(d: &Dist) -> bool {
+        max_s(d) == 0.0
+            || matches!(d, Dist::Exponential { mean } if mean.is_zero())
+            || matches!(d, Dist::LogNormal { scale, .. } if scale.is_zero())
+            || matches!(d, Dist::Normal { mean, std_dev } if mean.is_zero() && std_dev.is_zero())
+    }
+    /// The downstream can fail with no time passing. A register cannot: each round of conflicts
+    /// commits one write.
+    fn fails_at_once(s: &Scenario, name: &str) -> bool {
+        let Some(d) = s.downstreams.iter().find(|d| d.name == name) else {
+            return false;
+        };
+        let faulty = s.faults.iter().any(|f| f.downstream() == Some(name));
+        zero(&d.network.request)
+            && zero(&d.network.response)
+            && match &d.model {
+                DownstreamModel::Scripted { latency, .. } => latency.is_zero(),
+                DownstreamModel::Server {
+                    service,
+                    error_rate,
+                    ..
+                } => zero(service) && (*error_rate > 0.0 || faulty),
+                DownstreamModel::Register => false,
+            }
+    }
+    fn zero_answer(s: &Scenario, layer: &Layer) -> bool {
+        match layer {
+            Layer::Call { downstream, .. } => fails_at_once(s, downstream),
+            Layer::Breaker { .. } | Layer::Throttle { .. } => true,
+            Layer::Retry { inner, .. } => zero_answer(s, inner),
+            Layer::Fallback(children) => children.iter().all(|c| zero_answer(s, c)),
+        }
+    }
+    match layer {
+        Layer::Retry {
+            policy,
+            budget,
+            inner,
+            ..
+        } => {
+            let unbounded = policy.max_attempts.is_none()
+                && budget
+                    .is_none_or(|b| matches!(b, reliable_core::budget::BudgetConfig::Unlimited));
+            if unbounded && backoff_s(&policy.backoff).0 == 0.0 && zero_answer(s, inner) {
+                return Some(at.clone());
+            }
+            livelock(s, inner, &at.field("inner"))
+        }
+        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } => {
+            livelock(s, inner, &at.field("inner"))
+        }
+        Layer::Fallback(children) => children
+            .iter()
+            .enumerate()
+            .find_map(|(k, c)| livelock(s, c, &at.index(k))),
+        Layer::Call { .. } => None,
+    }
+}

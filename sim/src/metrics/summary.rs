@@ -1,13 +1,13 @@
 //! [`PolicySummary`]: one run's headline numbers (the `summary.json` contract), computed from a
 //! [`Recorder`] by the rules in the [module docs](super).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::recorder::{Bucket, Recorder};
 use super::{GiveUps, Verdict, Verdicts};
 
 /// Amplification figures.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Amplification {
     /// Server arrivals ÷ first tries, whole run.
     pub overall: f64,
@@ -20,7 +20,7 @@ pub struct Amplification {
 }
 
 /// Latency percentiles in milliseconds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,
@@ -64,7 +64,7 @@ pub struct DownstreamSummary {
 }
 
 /// The summary of one (policy, seed) run. The first fields are the `summary.json` contract.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PolicySummary {
     /// The policy's name.
     pub name: String,
@@ -92,7 +92,7 @@ pub struct PolicySummary {
     /// going to the more severe.
     pub verdict: Verdict,
     /// With several seeds: how many runs got each verdict (empty for a single run).
-    #[serde(skip_serializing_if = "Verdicts::is_empty")]
+    #[serde(default, skip_serializing_if = "Verdicts::is_empty")]
     pub verdicts: Verdicts,
     /// The seed of this run.
     pub seed: u64,

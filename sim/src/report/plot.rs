@@ -276,12 +276,12 @@ impl From<PlotError> for std::io::Error {
     }
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> PlotError {
+pub(crate) fn err<E: std::fmt::Debug>(e: E) -> PlotError {
     PlotError(format!("{e:?}"))
 }
 
 /// Registers the vendored font with plotters (once per process).
-fn ensure_font() -> Result<(), PlotError> {
+pub(crate) fn ensure_font() -> Result<(), PlotError> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT)
@@ -336,6 +336,11 @@ pub fn png(chart: &Chart) -> Result<Vec<u8>, PlotError> {
         draw(&root, chart, f64::from(PNG_SCALE))?;
         root.present().map_err(err)?;
     }
+    encode_png(&rgb, w, h)
+}
+
+/// An 8-bit RGB buffer of `w × h` pixels as PNG bytes (maximum compression, deterministic).
+pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, PlotError> {
     let mut bytes = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut bytes, w, h);
@@ -343,7 +348,7 @@ pub fn png(chart: &Chart) -> Result<Vec<u8>, PlotError> {
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::High);
         let mut writer = enc.write_header().map_err(err)?;
-        writer.write_image_data(&rgb).map_err(err)?;
+        writer.write_image_data(rgb).map_err(err)?;
         writer.finish().map_err(err)?;
     }
     Ok(bytes)
@@ -462,7 +467,7 @@ fn keys(chart: &Chart) -> Vec<Key<'_>> {
 
 /// Width of `text` in the vendored font at plotters size `size` (the same for every backend, so
 /// the legend is laid out identically in the SVG and the PNG).
-fn text_width(text: &str, size: f64) -> f64 {
+pub(crate) fn text_width(text: &str, size: f64) -> f64 {
     FontDesc::new(FontFamily::Name(FONT_FAMILY), size, FontStyle::Normal)
         .box_size(text)
         .map_or(text.chars().count() as f64 * size * 0.6, |(w, _)| {

@@ -44,6 +44,20 @@ pub struct Scenario {
     /// A parameter to vary for `sim sweep` (`sim run` uses the value written in the scenario).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// Two parameters to vary together for `sim map` (every x value with every y value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<Map>,
+}
+
+/// What `sim map` varies: two parameters, each given like a [`Sweep`]; every (x, y) pair of
+/// values runs every policy under the same seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Map {
+    /// The horizontal axis.
+    pub x: Sweep,
+    /// The vertical axis.
+    pub y: Sweep,
 }
 
 /// What `sim sweep` varies: one parameter of the scenario, set to each value in turn; every value

@@ -84,6 +84,41 @@ pub(crate) struct Checker<'a> {
 
 type Check = Result<(), ScenarioError>;
 
+/// Most values on each axis of a map (a 100 × 100 grid at most).
+pub(crate) const MAX_MAP_VALUES: usize = 100;
+
+/// Checks one swept parameter (a sweep, or an axis of a map) as if each value were written in the
+/// file: the path exists, there are 1 to `max` values, and each variant passes every check.
+fn check_axis(
+    s: &Scenario,
+    sweep: &super::Sweep,
+    sp: &Path,
+    c: &Checker<'_>,
+    file: &str,
+    limits: &Limits,
+    max: usize,
+) -> Result<(), ScenarioError> {
+    super::sweep::check_path(s, &sweep.parameter).map_err(|e| c.fail(&sp.field("parameter"), e))?;
+    if sweep.values.is_empty() || sweep.values.len() > max {
+        return Err(c.fail(
+            &sp.field("values"),
+            format!("{} values: expected 1 to {max}", sweep.values.len()),
+        ));
+    }
+    for (i, v) in sweep.values.iter().enumerate() {
+        let vp = sp.field("values").index(i);
+        let variant = super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
+        check(&variant, "", file, limits, Path::root()).map_err(|e| {
+            let what = match e {
+                ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
+                other => other.to_string(),
+            };
+            c.fail(&vp, format!("with {} = {v}: {what}", sweep.parameter))
+        })?;
+    }
+    Ok(())
+}
+
 impl Checker<'_> {
     /// `name` (of item `i` at `item`) is not empty and differs from every earlier name in `list`,
     /// whose first uses `seen` records (linear in the number of items).
@@ -569,26 +604,20 @@ pub(crate) fn check(
     }
 
     if let Some(sweep) = &s.sweep {
-        let sp = root.field("sweep");
-        super::sweep::check_path(s, &sweep.parameter)
-            .map_err(|e| c.fail(&sp.field("parameter"), e))?;
-        if sweep.values.is_empty() || sweep.values.len() > 1000 {
+        check_axis(s, sweep, &root.field("sweep"), &c, file, limits, 1000)?;
+    }
+    if let Some(map) = &s.map {
+        let mp = root.field("map");
+        check_axis(s, &map.x, &mp.field("x"), &c, file, limits, MAX_MAP_VALUES)?;
+        check_axis(s, &map.y, &mp.field("y"), &c, file, limits, MAX_MAP_VALUES)?;
+        if map.x.parameter.trim() == map.y.parameter.trim() {
             return Err(c.fail(
-                &sp.field("values"),
-                format!("{} values: expected 1 to 1000", sweep.values.len()),
+                &mp.field("y").field("parameter"),
+                format!(
+                    "`{}` is also the x parameter: expected two different parameters",
+                    map.y.parameter
+                ),
             ));
-        }
-        for (i, v) in sweep.values.iter().enumerate() {
-            let vp = sp.field("values").index(i);
-            let variant =
-                super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
-            check(&variant, "", file, limits, Path::root()).map_err(|e| {
-                let what = match e {
-                    ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
-                    other => other.to_string(),
-                };
-                c.fail(&vp, format!("with {} = {v}: {what}", sweep.parameter))
-            })?;
         }
     }
     Ok(stacks)

@@ -17,13 +17,16 @@ NAME="${NAME:-$(basename "$SCENARIO" .ron)}"
 SIM="${SIM:-$(command -v sim || echo sim)}"
 COMMAND="${COMMAND:-map}"
 mkdir -p "$OUT"
-SCENARIO="$(cd "$(dirname "$SCENARIO")" && pwd)/$(basename "$SCENARIO")"
 OUT="$(cd "$OUT" && pwd)"
+# The jobs run in this folder, so SCENARIO keeps the path it was given: the report quotes the
+# command, and an unsharded run from here writes the same bytes.
 # shellcheck disable=SC2086
-array=$(sbatch --parsable ${SBATCH_ARGS:-} --array="0-$((SHARDS_N - 1))" --chdir="$OUT" \
+array=$(sbatch --parsable ${SBATCH_ARGS:-} --array="0-$((SHARDS_N - 1))" --chdir="$PWD" \
+    --output="$OUT/sim-shard-%A_%a.out" \
     --export="ALL,SIM=$SIM,COMMAND=$COMMAND,SCENARIO=$SCENARIO,OUT=$OUT" "$here/shard.sbatch")
 # shellcheck disable=SC2086
-merge=$(sbatch --parsable ${SBATCH_ARGS:-} --dependency="afterok:$array" --chdir="$OUT" \
+merge=$(sbatch --parsable ${SBATCH_ARGS:-} --dependency="afterok:$array" --chdir="$PWD" \
+    --output="$OUT/sim-merge-%j.out" \
     --export="ALL,SIM=$SIM,SHARDS=$OUT/$NAME.shards,OUT=$OUT" "$here/merge.sbatch")
 echo "shards: job $array (array 0-$((SHARDS_N - 1))); merge: job $merge (after all shards succeed)"
 echo "report: $OUT/$NAME/ once job $merge has finished (squeue -j $array,$merge)"

@@ -547,7 +547,7 @@ pub(crate) fn check(
                     return Err(c.fail(&p, "a LoadSpike multiplies an open-loop arrival rate, but the workload is not OpenLoop"));
                 }
             }
-            Fault::Outage { .. } => {}
+            Fault::Outage { .. } | Fault::Partition { .. } => {}
         }
     }
 
@@ -592,6 +592,13 @@ pub(crate) fn check(
     let r = root.field("recovery");
     c.fraction(&r.field("threshold"), s.recovery.threshold, false)?;
     c.positive(&r.field("sustain"), s.recovery.sustain, "sustain")?;
+    let settle = s.recovery.settle;
+    if !(settle.is_finite() && (1.0..=1e6).contains(&settle)) {
+        return Err(c.fail(
+            &r.field("settle"),
+            format!("{settle}: expected a factor in [1, 1e6]: queue and latency count as back at most settle × their pre-fault level"),
+        ));
+    }
     let relapse = s.recovery.relapse;
     if !(relapse.is_finite() && (0.0..=s.recovery.threshold).contains(&relapse)) {
         return Err(c.fail(

@@ -84,22 +84,24 @@ fn main() {
     match scenario.as_str() {
         "closed_consecutive" => {
             let policy = consecutive();
-            let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).expect("fits");
+            let mut b = CircuitBreaker::<_, NoWindow>::with_storage(&policy).expect("fits");
             closed_loop!(b, n);
         }
         "closed_rate100" => {
             let policy = rate100();
-            let mut b = CircuitBreaker::<CountWindow<2>, 1>::new(&policy).expect("fits");
+            let mut b =
+                CircuitBreaker::<_, CountWindow<100, 2>>::with_storage(&policy).expect("fits");
             closed_loop!(b, n);
         }
         "shared_closed_consecutive" => {
             let policy = consecutive();
-            let b = SharedBreaker::<NoWindow, 1>::new(&policy).expect("fits");
+            let b = SharedBreaker::<_, NoWindow>::with_storage(&policy).expect("fits");
             closed_loop!(b, n);
         }
         "shared_closed_rate100" => {
             let policy = rate100();
-            let b = SharedBreaker::<AtomicCountWindow<2>, 1>::new(&policy).expect("fits");
+            let b =
+                SharedBreaker::<_, AtomicCountWindow<100, 2>>::with_storage(&policy).expect("fits");
             closed_loop!(b, n);
         }
         "backoff_full" | "backoff_decorrelated" | "backoff_proportional" => {

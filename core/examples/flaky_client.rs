@@ -72,7 +72,10 @@ fn main() -> Result<(), ConfigError> {
         },
         ..BreakerConfig::new()
     })?;
-    let mut breaker: CircuitBreaker<'_> = CircuitBreaker::new(&breaker_policy)?.with_seed(7);
+    // Transitions go to one place, the observer: here a function that prints them.
+    let mut breaker = CircuitBreaker::new(&breaker_policy)?
+        .with_seed(7)
+        .observe(log);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
 
     let (mut requests, mut ok, mut attempts, mut shed) = (0u32, 0u32, 0u32, 0u32);
@@ -84,28 +87,18 @@ fn main() -> Result<(), ConfigError> {
         loop {
             let permit = match breaker.try_acquire(now) {
                 Ok(permit) => permit,
-                Err(rejected) => {
+                Err(_rejected) => {
                     // Fail fast: nothing reaches the downstream while the breaker is open.
                     shed += 1;
                     retry.abandon(&mut request, now, &mut budget);
-                    if let Some(t) = rejected.transition {
-                        log(t);
-                    }
                     break;
                 }
             };
             attempts += 1;
             let result = downstream(now, &mut rng);
-            let outcome = if result.is_ok() {
-                Outcome::Success
-            } else {
-                Outcome::Failure
-            };
-            let entered = permit.transition();
-            let decided = breaker.record(permit, outcome, now);
-            for t in entered.into_iter().chain(decided) {
-                log(t);
-            }
+            // One classification serves the breaker and the retry policy.
+            let outcome = result.map_or_else(Outcome::from, |()| Outcome::Success);
+            breaker.record(permit, outcome, now);
             match result {
                 Ok(()) => {
                     ok += 1;

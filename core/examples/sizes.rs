@@ -26,21 +26,23 @@ macro_rules! sizes {
 }
 
 fn main() {
-    println!("circuit breakers (state only; each borrows its BreakerPolicy):");
+    println!("circuit breakers sharing one BreakerPolicy by reference (state only):");
     sizes!(
-        CircuitBreaker<'static, NoWindow, 1>,
-        CircuitBreaker<'static, CountWindow<1>, 1>,
-        CircuitBreaker<'static, CountWindow<2>, 1>,
-        CircuitBreaker<'static, TimeWindow<10>, 1>,
-        CircuitBreaker<'static, AnyWindow<2, 10>, 10>,
-        SharedBreaker<'static, NoWindow, 1>,
-        SharedBreaker<'static, AtomicCountWindow<1>, 1>,
-        SharedBreaker<'static, AtomicCountWindow<2>, 1>,
-        SharedBreaker<'static, AtomicTimeWindow<10>, 1>,
-        SharedBreaker<'static, AtomicAnyWindow<2, 10>, 10>,
+        CircuitBreaker<&BreakerPolicy, NoWindow, 1>,
+        CircuitBreaker<&BreakerPolicy, CountWindow<64>, 1>,
+        CircuitBreaker<&BreakerPolicy, CountWindow<100, 2>, 1>,
+        CircuitBreaker<&BreakerPolicy, TimeWindow<10>, 1>,
+        CircuitBreaker<&BreakerPolicy, AnyWindow<128, 10, 2>, 10>,
+        SharedBreaker<&BreakerPolicy, NoWindow, 1>,
+        SharedBreaker<&BreakerPolicy, AtomicCountWindow<64>, 1>,
+        SharedBreaker<&BreakerPolicy, AtomicCountWindow<100, 2>, 1>,
+        SharedBreaker<&BreakerPolicy, AtomicTimeWindow<10>, 1>,
+        SharedBreaker<&BreakerPolicy, AtomicAnyWindow<128, 10, 2>, 10>,
     );
+    println!("circuit breakers owning their BreakerPolicy (the default):");
+    sizes!(CircuitBreaker, SharedBreaker);
     println!("per call through a breaker:");
-    sizes!(Permit, Rejection, Option<Transition>, Result<Permit, Rejection>);
+    sizes!(Permit, Rejection, Transition, Result<Permit, Rejection>);
     println!("per request (one per request in flight):");
     sizes!(
         RetryState,

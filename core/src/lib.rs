@@ -54,7 +54,7 @@
 //! use reliable_core::{Duration, Instant};
 //!
 //! let policy = BreakerPolicy::new(BreakerConfig::reliablekit())?;
-//! let mut breaker: CircuitBreaker = CircuitBreaker::new(&policy)?;
+//! let mut breaker = CircuitBreaker::new(&policy)?;
 //!
 //! let mut now = Instant::ZERO;
 //! let mut served = 0;
@@ -63,10 +63,7 @@
 //!     let Ok(permit) = breaker.try_acquire(now) else { continue };
 //!     // ... make the call; here every other call fails ...
 //!     let outcome = if call % 2 == 0 { Outcome::Failure } else { Outcome::Success };
-//!     if let Some(t) = breaker.record(permit, outcome, now) {
-//!         // Log it, export it, count it: a transition is a plain value.
-//!         assert_eq!((t.from, t.to), (State::Closed, State::Open));
-//!     }
+//!     breaker.record(permit, outcome, now);
 //!     served += 1;
 //! }
 //! // 50% failures over 20 calls tripped it; it stays open for 30 s.

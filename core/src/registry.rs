@@ -10,12 +10,14 @@
 //! use reliable_core::registry::{InsertError, Registry};
 //!
 //! let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-//! let mut breakers: Registry<CircuitBreaker<'_, NoWindow, 1>, 2, 16> = Registry::new();
-//! breakers.insert("openai", CircuitBreaker::new(&policy).unwrap()).unwrap();
-//! breakers.insert("anthropic", CircuitBreaker::new(&policy).unwrap()).unwrap();
+//! // The breakers share one policy by reference: each stores only its state.
+//! type Breaker<'p> = CircuitBreaker<&'p BreakerPolicy, NoWindow>;
+//! let mut breakers: Registry<Breaker<'_>, 2, 16> = Registry::new();
+//! breakers.insert("openai", Breaker::with_storage(&policy).unwrap()).unwrap();
+//! breakers.insert("anthropic", Breaker::with_storage(&policy).unwrap()).unwrap();
 //! assert!(breakers.get("openai").is_some());
 //! // Full: the value comes back.
-//! let third = CircuitBreaker::new(&policy).unwrap();
+//! let third = Breaker::with_storage(&policy).unwrap();
 //! assert!(matches!(breakers.insert("local", third), Err(InsertError::Full(_))));
 //! ```
 

@@ -31,6 +31,27 @@ pub const fn uniform_between(sample: u64, lo: u64, hi: u64) -> u64 {
     lo + uniform_inclusive(sample, hi - lo)
 }
 
+/// A seed no other call of this function in this program has returned (until 2³² calls), for
+/// things that must not act in lockstep when built the same way: each breaker's open-time jitter.
+///
+/// It counts instances in a static atomic, so it depends on the order in which they are built;
+/// where runs must be reproducible (a simulation, a test), pass a seed explicitly instead. On
+/// targets without atomic read-modify-write (Cortex-M0) two instances built at the same moment
+/// from an interrupt and the main loop may get the same seed.
+pub fn instance_seed() -> u64 {
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    static INSTANCES: AtomicU32 = AtomicU32::new(0);
+    #[cfg(target_has_atomic = "32")]
+    let n = INSTANCES.fetch_add(1, Relaxed);
+    #[cfg(not(target_has_atomic = "32"))]
+    let n = {
+        let n = INSTANCES.load(Relaxed);
+        INSTANCES.store(n.wrapping_add(1), Relaxed);
+        n
+    };
+    splitmix64(0x5EED_0FB4_EA4E_4B45 ^ u64::from(n))
+}
+
 /// SplitMix64: a fast, well-mixed hash of a `u64`. Used to derive per-event samples from a seed
 /// (for example the breaker's open-time jitter from its seed and generation) without keeping
 /// generator state.

@@ -115,9 +115,10 @@ impl ThrottlePolicy {
     }
 }
 
-/// A request rejected locally by the throttle.
+/// A request the throttle shed locally, before it reached the downstream. (Not to be confused with
+/// [`ErrorClass::Throttled`](crate::outcome::ErrorClass::Throttled), the downstream's own refusal.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Throttled {
+pub struct Shed {
     /// The rejection probability at the time, in parts per million (rounded down).
     pub probability_ppm: u32,
 }
@@ -171,14 +172,14 @@ impl<const N: usize> AdaptiveThrottle<N> {
         &mut self,
         now: Instant,
         rng: &mut R,
-    ) -> Result<(), Throttled> {
+    ) -> Result<(), Shed> {
         self.try_acquire_with(now, rng.next_u64())
     }
 
     /// Asks to send one request, with a given uniform sample (rejected when
     /// `sample / 2⁶⁴ < p`, so `u64::MAX` is never rejected and `0` is whenever `p > 0`). Counts the
     /// request either way.
-    pub fn try_acquire_with(&mut self, now: Instant, sample: u64) -> Result<(), Throttled> {
+    pub fn try_acquire_with(&mut self, now: Instant, sample: u64) -> Result<(), Shed> {
         let (num, den) = self.fraction(now);
         self.ring.add(now, 1, 0);
         // den - 1 < 2^64 by construction.
@@ -189,7 +190,7 @@ impl<const N: usize> AdaptiveThrottle<N> {
                 Some(scaled) if num < 1 << 64 => (scaled / den as u64) as u32,
                 _ => (num * u128::from(PPM) / den) as u32,
             };
-            Err(Throttled { probability_ppm })
+            Err(Shed { probability_ppm })
         } else {
             Ok(())
         }
@@ -286,7 +287,7 @@ mod tests {
         let mut probe = t.clone();
         assert_eq!(
             probe.try_acquire_with(now, (edge - 1) as u64),
-            Err(Throttled {
+            Err(Shed {
                 probability_ppm: 790_000
             })
         );

@@ -3,10 +3,12 @@
 //!
 //! Allocations are counted per thread (see `support/counting_alloc.rs`).
 
+use std::cell::Cell;
+
 use reliable_core::breaker::{
-    AnyWindow, AtomicAnyWindow, AtomicWindow, BreakerConfig, BreakerPolicy, CircuitBreaker,
-    HalfOpenConfig, OpenConfig, Outcome, Permit, Rejection, SharedBreaker, SlowStartConfig,
-    Transition, Window, WindowConfig,
+    AnyWindow, AtomicAnyWindow, Breaker, BreakerConfig, BreakerPolicy, CircuitBreaker,
+    HalfOpenConfig, OpenConfig, Outcome, Permit, SharedBreaker, SlowStartConfig, Transition,
+    WindowConfig,
 };
 use reliable_core::sample::splitmix64;
 use reliable_core::{Duration, Instant};
@@ -22,49 +24,14 @@ fn the_counter_sees_allocations() {
     assert_eq!(n, 1);
 }
 
-/// The operations the loop makes, for either breaker.
-trait Ops {
-    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection>;
-    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition>;
-    fn force_open(&mut self, now: Instant) -> Option<Transition>;
-    fn disable(&mut self, now: Instant) -> Option<Transition>;
-    fn reset(&mut self, now: Instant) -> Option<Transition>;
+thread_local! {
+    /// Transitions this thread's breakers reported to their observer.
+    static TRANSITIONS: Cell<u64> = const { Cell::new(0) };
 }
 
-impl<W: Window, const P: usize> Ops for CircuitBreaker<'_, W, P> {
-    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
-        CircuitBreaker::try_acquire(self, now)
-    }
-    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
-        CircuitBreaker::record(self, permit, outcome, now)
-    }
-    fn force_open(&mut self, now: Instant) -> Option<Transition> {
-        CircuitBreaker::force_open(self, now)
-    }
-    fn disable(&mut self, now: Instant) -> Option<Transition> {
-        CircuitBreaker::disable(self, now)
-    }
-    fn reset(&mut self, now: Instant) -> Option<Transition> {
-        CircuitBreaker::reset(self, now)
-    }
-}
-
-impl<W: AtomicWindow, const P: usize> Ops for SharedBreaker<'_, W, P> {
-    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
-        SharedBreaker::try_acquire(self, now)
-    }
-    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
-        SharedBreaker::record(self, permit, outcome, now)
-    }
-    fn force_open(&mut self, now: Instant) -> Option<Transition> {
-        SharedBreaker::force_open(self, now)
-    }
-    fn disable(&mut self, now: Instant) -> Option<Transition> {
-        SharedBreaker::disable(self, now)
-    }
-    fn reset(&mut self, now: Instant) -> Option<Transition> {
-        SharedBreaker::reset(self, now)
-    }
+/// The observer of the breakers under test: counts, so the test can check the loop changed states.
+fn count(_: Transition) {
+    TRANSITIONS.with(|n| n.set(n.get() + 1));
 }
 
 fn configs() -> [BreakerConfig; 4] {
@@ -100,12 +67,13 @@ fn configs() -> [BreakerConfig; 4] {
 
 /// 100,000 mixed operations on four breakers; asserts that none allocated and that the loop
 /// really exercised them.
-fn mixed_operations_allocate_nothing(breakers: &mut [impl Ops; 4]) {
+fn mixed_operations_allocate_nothing(breakers: &mut [impl Breaker; 4]) {
     let mut permits: [Option<Permit>; 64] = [const { None }; 64];
     let ((admitted, transitions), allocations) = counted(|| {
         let mut now = Instant::ZERO;
         let mut x = 42u64;
-        let (mut admitted, mut transitions) = (0u64, 0u64);
+        let mut admitted = 0u64;
+        let before = TRANSITIONS.with(Cell::get);
         for i in 0..100_000u64 {
             x = splitmix64(x);
             let b = &mut breakers[(i % 4) as usize];
@@ -115,7 +83,6 @@ fn mixed_operations_allocate_nothing(breakers: &mut [impl Ops; 4]) {
                 0..=8 => {
                     if let Ok(p) = b.try_acquire(now) {
                         admitted += 1;
-                        transitions += u64::from(p.transition().is_some());
                         permits[slot] = Some(p);
                     }
                 }
@@ -126,18 +93,18 @@ fn mixed_operations_allocate_nothing(breakers: &mut [impl Ops; 4]) {
                         } else {
                             Outcome::Failure
                         };
-                        transitions += u64::from(b.record(p, outcome, now).is_some());
+                        b.record(p, outcome, now);
                     }
                 }
                 14 => now = now - Duration::from_secs(5),
                 _ => match x & 7 {
-                    0 => transitions += u64::from(b.force_open(now).is_some()),
-                    1 => transitions += u64::from(b.disable(now).is_some()),
-                    _ => transitions += u64::from(b.reset(now).is_some()),
+                    0 => b.force_open(now),
+                    1 => b.disable(now),
+                    _ => b.reset(now),
                 },
             }
         }
-        (admitted, transitions)
+        (admitted, TRANSITIONS.with(Cell::get) - before)
     });
     assert_eq!(allocations, 0);
     assert!(
@@ -148,26 +115,29 @@ fn mixed_operations_allocate_nothing(breakers: &mut [impl Ops; 4]) {
 
 #[test]
 fn one_hundred_thousand_breaker_operations_allocate_nothing() {
-    let policies = configs().map(|c| BreakerPolicy::new(c).unwrap());
+    // Each breaker owns its policy.
     let mut seed = 0;
-    let mut breakers = policies.each_ref().map(|p| {
+    let mut breakers = configs().map(|c| {
         seed += 1;
-        CircuitBreaker::<'_, AnyWindow<2, 16>, 16>::new(p)
+        CircuitBreaker::<_, AnyWindow<128, 16, 2>, 16>::with_storage(BreakerPolicy::new(c).unwrap())
             .unwrap()
             .with_seed(seed)
+            .observe(count)
     });
     mixed_operations_allocate_nothing(&mut breakers);
 }
 
 #[test]
 fn one_hundred_thousand_shared_breaker_operations_allocate_nothing() {
+    // The breakers share their policies by reference.
     let policies = configs().map(|c| BreakerPolicy::new(c).unwrap());
     let mut seed = 0;
     let mut breakers = policies.each_ref().map(|p| {
         seed += 1;
-        SharedBreaker::<'_, AtomicAnyWindow<2, 16>, 16>::new(p)
+        SharedBreaker::<_, AtomicAnyWindow<128, 16, 2>, 16>::with_storage(p)
             .unwrap()
             .with_seed(seed)
+            .observe(count)
     });
     mixed_operations_allocate_nothing(&mut breakers);
 }

@@ -16,81 +16,38 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 use reliable_core::breaker::{
-    AnyWindow, AtomicAnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, Counts,
-    HalfOpenConfig, OpenConfig, Outcome, Permit, ProbeRule, RejectReason, Rejection, SharedBreaker,
-    SlowCallRule, SlowStartConfig, State, Transition, WindowConfig,
+    AnyWindow, AtomicAnyWindow, Breaker, BreakerConfig, BreakerPolicy, CircuitBreaker,
+    HalfOpenConfig, LastTransition, OpenConfig, Outcome, Permit, ProbeRule, RejectReason,
+    SharedBreaker, SlowCallRule, SlowStartConfig, State, Transition, WindowConfig,
 };
 use reliable_core::sample::{splitmix64, uniform_between};
 use reliable_core::{Duration, Instant};
 
 const SLOTS: usize = 4;
-type Mutable = CircuitBreaker<'static, AnyWindow<2, 8>, SLOTS>;
-type Shared = SharedBreaker<'static, AtomicAnyWindow<2, 8>, SLOTS>;
+type Mutable = CircuitBreaker<&'static BreakerPolicy, AnyWindow<128, 8, 2>, SLOTS, LastTransition>;
+type Shared =
+    SharedBreaker<&'static BreakerPolicy, AtomicAnyWindow<128, 8, 2>, SLOTS, LastTransition>;
 
-/// What the test asks of a breaker: implemented by both, so one driver checks each.
-trait UnderTest {
+/// A breaker under test: driven through the `Breaker` trait, its transitions read from its
+/// `LastTransition` observer after each call.
+trait UnderTest: Breaker {
     const NAME: &'static str;
-    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection>;
-    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition>;
-    fn force_open(&mut self, now: Instant) -> Option<Transition>;
-    fn disable(&mut self, now: Instant) -> Option<Transition>;
-    fn reset(&mut self, now: Instant) -> Option<Transition>;
-    fn state(&self, now: Instant) -> State;
-    fn counts(&self, now: Instant) -> Counts;
-    fn consecutive_failures(&self) -> u32;
-    fn reopens(&self) -> u32;
-    fn probes_in_flight(&self) -> u32;
-    fn generation(&self) -> u32;
+    fn taken(&self) -> Option<Transition>;
 }
 
-/// Forwards every method of `UnderTest` to the inherent method of the same name.
-macro_rules! under_test {
-    ($ty:ty, $name:literal) => {
-        impl UnderTest for $ty {
-            const NAME: &'static str = $name;
-            fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
-                <$ty>::try_acquire(self, now)
-            }
-            fn record(
-                &mut self,
-                permit: Permit,
-                outcome: Outcome,
-                now: Instant,
-            ) -> Option<Transition> {
-                <$ty>::record(self, permit, outcome, now)
-            }
-            fn force_open(&mut self, now: Instant) -> Option<Transition> {
-                <$ty>::force_open(self, now)
-            }
-            fn disable(&mut self, now: Instant) -> Option<Transition> {
-                <$ty>::disable(self, now)
-            }
-            fn reset(&mut self, now: Instant) -> Option<Transition> {
-                <$ty>::reset(self, now)
-            }
-            fn state(&self, now: Instant) -> State {
-                <$ty>::state(self, now)
-            }
-            fn counts(&self, now: Instant) -> Counts {
-                <$ty>::counts(self, now)
-            }
-            fn consecutive_failures(&self) -> u32 {
-                <$ty>::consecutive_failures(self)
-            }
-            fn reopens(&self) -> u32 {
-                <$ty>::reopens(self)
-            }
-            fn probes_in_flight(&self) -> u32 {
-                <$ty>::probes_in_flight(self)
-            }
-            fn generation(&self) -> u32 {
-                <$ty>::generation(self)
-            }
-        }
-    };
+impl UnderTest for Mutable {
+    const NAME: &'static str = "CircuitBreaker";
+    fn taken(&self) -> Option<Transition> {
+        self.observer().take()
+    }
 }
-under_test!(Mutable, "CircuitBreaker");
-under_test!(Shared, "SharedBreaker");
+
+impl UnderTest for Shared {
+    const NAME: &'static str = "SharedBreaker";
+    fn taken(&self) -> Option<Transition> {
+        self.observer().take()
+    }
+}
 
 /// Parameters drawn for one test case, in the units the model uses.
 #[derive(Clone, Debug)]
@@ -760,33 +717,49 @@ impl<B: UnderTest> Driven<B> {
                 Ok(p) => {
                     let a = Answer::Admit {
                         probe: p.is_probe(),
-                        transition: pair(p.transition()),
+                        transition: self.transition(),
                     };
                     self.permits.push(p);
                     a
                 }
                 Err(r) => Answer::Reject {
                     reason: r.reason,
-                    transition: pair(r.transition),
+                    transition: self.transition(),
                 },
             },
             Op::Record { pick, outcome, .. } => {
                 let p = self.permits.remove(pick % self.permits.len());
-                Answer::Recorded(pair(self.breaker.record(p, outcome, now)))
+                self.breaker.record(p, outcome, now);
+                Answer::Recorded(self.transition())
             }
             Op::Wait(_) => Answer::Nothing,
-            Op::ForceOpen => Answer::Manual(pair(self.breaker.force_open(now))),
-            Op::Disable => Answer::Manual(pair(self.breaker.disable(now))),
-            Op::Reset => Answer::Manual(pair(self.breaker.reset(now))),
+            Op::ForceOpen => {
+                self.breaker.force_open(now);
+                Answer::Manual(self.transition())
+            }
+            Op::Disable => {
+                self.breaker.disable(now);
+                Answer::Manual(self.transition())
+            }
+            Op::Reset => {
+                self.breaker.reset(now);
+                Answer::Manual(self.transition())
+            }
         }
+    }
+
+    /// The transition the last call made, if any, as the model states it.
+    fn transition(&self) -> Option<(State, State)> {
+        self.breaker.taken().map(|t| (t.from, t.to))
     }
 
     fn check_invariants(&self, model: &Model, now: Instant) {
         let name = B::NAME;
-        let b = &self.breaker;
-        assert_eq!(b.state(now), model.visible_state(), "{name}: state");
+        let b = self.breaker.snapshot(now);
+        assert_eq!(b.state, model.visible_state(), "{name}: state");
+        assert_eq!(self.breaker.state(now), b.state, "{name}: state");
         let (calls, failures, slow) = model.window_counts(model.query_time());
-        let c = b.counts(now);
+        let c = b.counts;
         assert_eq!(
             (c.calls, c.failures, c.slow),
             (calls, failures, slow),
@@ -794,12 +767,12 @@ impl<B: UnderTest> Driven<B> {
         );
         // Half-open probes in flight never exceed the limit.
         if let Some(max) = model.p.max_in_flight {
-            assert!(b.probes_in_flight() <= max, "{name}: probes in flight");
+            assert!(b.probes_in_flight <= max, "{name}: probes in flight");
         }
-        assert_eq!(b.consecutive_failures(), model.consecutive, "{name}");
-        assert_eq!(b.reopens(), model.reopens, "{name}");
+        assert_eq!(b.consecutive_failures, model.consecutive, "{name}");
+        assert_eq!(b.reopens, model.reopens, "{name}");
         assert_eq!(
-            u64::from(b.generation()),
+            u64::from(b.generation),
             model.epoch & u64::from(u32::MAX),
             "{name}: generation"
         );
@@ -814,10 +787,6 @@ struct Sut {
     clock: u64,
 }
 
-fn pair(t: Option<Transition>) -> Option<(State, State)> {
-    t.map(|t| (t.from, t.to))
-}
-
 impl StateMachineTest for Sut {
     type SystemUnderTest = Sut;
     type Reference = BreakerMachine;
@@ -828,11 +797,17 @@ impl StateMachineTest for Sut {
         ));
         Sut {
             mutable: Driven {
-                breaker: Mutable::new(policy).expect("fits").with_seed(model.p.seed),
+                breaker: Mutable::with_storage(policy)
+                    .expect("fits")
+                    .with_seed(model.p.seed)
+                    .observe(LastTransition::default()),
                 permits: Vec::new(),
             },
             shared: Driven {
-                breaker: Shared::new(policy).expect("fits").with_seed(model.p.seed),
+                breaker: Shared::with_storage(policy)
+                    .expect("fits")
+                    .with_seed(model.p.seed)
+                    .observe(LastTransition::default()),
                 permits: Vec::new(),
             },
             policy,

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use reliable_core::breaker::{
     AtomicAnyWindow, AtomicCountWindow, AtomicTimeWindow, AtomicWindow, BreakerConfig,
-    BreakerPolicy, Counts, HalfOpenConfig, NoWindow, OpenConfig, Outcome, ProbeRule, SharedBreaker,
-    SlowCallRule, SlowStartConfig, State, Transition, WindowConfig,
+    BreakerPolicy, Counts, HalfOpenConfig, NoWindow, Observer, OpenConfig, Outcome, ProbeRule,
+    SharedBreaker, SlowCallRule, SlowStartConfig, State, Transition, WindowConfig,
 };
 use reliable_core::sample::splitmix64;
 use reliable_core::{Duration, Instant};
@@ -39,11 +39,20 @@ fn state_index(s: State) -> usize {
     }
 }
 
-/// Transitions reported, by (from, to).
-#[derive(Default)]
+/// Transitions reported, by (from, to): the observer of the breakers under test.
+#[derive(Debug, Default)]
 struct Ledger {
     by_pair: [[AtomicU64; 5]; 5],
 }
+
+impl Observer for Ledger {
+    fn on_transition(&self, t: Transition) {
+        self.note(Some(t));
+    }
+}
+
+/// A breaker under test: its transitions go to its `Ledger`.
+type Breaker<'p, W, const P: usize = SLOTS> = SharedBreaker<&'p BreakerPolicy, W, P, Ledger>;
 
 impl Ledger {
     fn note(&self, t: Option<Transition>) {
@@ -80,13 +89,13 @@ struct Run {
 /// Several threads call one breaker with a shared virtual clock; outcomes fail in bursts so the
 /// breaker keeps tripping and recovering. Returns the ledger and the run's tallies.
 fn hammer<W: AtomicWindow>(
-    breaker: &SharedBreaker<'_, W, SLOTS>,
+    breaker: &Breaker<'_, W>,
     max_in_flight: u32,
     probes_expire: bool,
     calls_per_thread: u64,
     seed: u64,
-) -> (Ledger, Run) {
-    let ledger = Ledger::default();
+) -> Run {
+    let ledger = breaker.observer();
     let run = Run {
         admitted: AtomicU64::new(0),
         recorded: AtomicU64::new(0),
@@ -99,7 +108,7 @@ fn hammer<W: AtomicWindow>(
     let start = Barrier::new(THREADS as usize);
     std::thread::scope(|s| {
         for thread in 0..THREADS {
-            let (ledger, run, held, clock, start) = (&ledger, &run, &held, &clock, &start);
+            let (run, held, clock, start) = (&run, &held, &clock, &start);
             s.spawn(move || {
                 let mut x = seed ^ thread.wrapping_mul(0x9E37_79B9);
                 start.wait();
@@ -108,21 +117,19 @@ fn hammer<W: AtomicWindow>(
                     // 1-8 µs per call, shared: time moves with the calls of every thread.
                     let now = Instant::from_nanos(clock.fetch_add(1_000 + x % 7_000, Relaxed));
                     match x % 4_096 {
-                        0 => ledger.note(breaker.force_open(now)),
-                        1 => ledger.note(breaker.disable(now)),
-                        2..=9 => ledger.note(breaker.reset(now)),
+                        0 => breaker.force_open(now),
+                        1 => breaker.disable(now),
+                        2..=9 => breaker.reset(now),
                         _ => {}
                     }
                     let permit = match breaker.try_acquire(now) {
                         Ok(p) => p,
-                        Err(r) => {
+                        Err(_) => {
                             run.rejected.fetch_add(1, Relaxed);
-                            ledger.note(r.transition);
                             continue;
                         }
                     };
                     run.admitted.fetch_add(1, Relaxed);
-                    ledger.note(permit.transition());
                     let gen_slot = permit.generation() as usize % GENERATIONS;
                     if permit.is_probe() {
                         run.probes.fetch_add(1, Relaxed);
@@ -153,7 +160,7 @@ fn hammer<W: AtomicWindow>(
                     if permit.is_probe() {
                         held[gen_slot].fetch_sub(1, Relaxed);
                     }
-                    ledger.note(breaker.record(permit, outcome, end));
+                    breaker.record(permit, outcome, end);
                     run.recorded.fetch_add(1, Relaxed);
                 }
             });
@@ -168,17 +175,13 @@ fn hammer<W: AtomicWindow>(
         run.rejected.load(Relaxed),
         ledger.total()
     );
-    (ledger, run)
+    run
 }
 
 /// After the threads are done: a valid state, consistent counts, the transitions chained, and a
 /// breaker that still trips and recovers when driven by one thread.
-fn check_quiet<W: AtomicWindow>(
-    breaker: &SharedBreaker<'_, W, SLOTS>,
-    ledger: &Ledger,
-    run: &Run,
-    window: u64,
-) {
+fn check_quiet<W: AtomicWindow>(breaker: &Breaker<'_, W>, run: &Run, window: u64) {
+    let ledger = breaker.observer();
     assert_eq!(
         run.admitted.load(Relaxed),
         run.recorded.load(Relaxed),
@@ -216,11 +219,11 @@ fn check_quiet<W: AtomicWindow>(
         .try_acquire(later)
         .expect("a probe after the open time");
     assert!(probe.is_probe());
-    let mut closed = breaker.record(probe, Outcome::Success, later);
+    breaker.record(probe, Outcome::Success, later);
     // A Consecutive { successes: 2 } or Rate round needs more probes.
-    while closed.is_none() {
+    while breaker.state(later) != State::Closed {
         let p = breaker.try_acquire(later).expect("another probe");
-        closed = breaker.record(p, Outcome::Success, later);
+        breaker.record(p, Outcome::Success, later);
     }
     assert_eq!(breaker.state(later), State::Closed);
 }
@@ -263,11 +266,12 @@ fn probe_limit_holds_and_every_transition_is_reported_once() {
     ];
     for (i, (rule, max)) in rules.into_iter().enumerate() {
         let policy = BreakerPolicy::new(config(rule, max, Duration::MAX)).unwrap();
-        let breaker = SharedBreaker::<AtomicCountWindow<1>, SLOTS>::new(&policy)
+        let breaker = Breaker::<AtomicCountWindow<64>>::with_storage(&policy)
             .unwrap()
             .with_seed(i as u64);
-        let (ledger, run) = hammer(&breaker, max, false, 25_000, i as u64);
+        let run = hammer(&breaker, max, false, 25_000, i as u64);
         // The run really went through many rounds and filled them.
+        let ledger = breaker.observer();
         assert!(
             ledger.total() > 100,
             "{rule:?}: {} transitions",
@@ -275,7 +279,7 @@ fn probe_limit_holds_and_every_transition_is_reported_once() {
         );
         assert!(run.probes.load(Relaxed) > 50, "{rule:?}: too few probes");
         assert!(run.rejected.load(Relaxed) > 1_000);
-        check_quiet(&breaker, &ledger, &run, 20);
+        check_quiet(&breaker, &run, 20);
     }
 }
 
@@ -290,12 +294,12 @@ fn expiring_leases_keep_the_limit() {
     .enumerate()
     {
         let policy = BreakerPolicy::new(config(rule, max, Duration::from_micros(30))).unwrap();
-        let breaker = SharedBreaker::<AtomicCountWindow<1>, SLOTS>::new(&policy)
+        let breaker = Breaker::<AtomicCountWindow<64>>::with_storage(&policy)
             .unwrap()
             .with_seed(7 + i as u64);
-        let (ledger, run) = hammer(&breaker, max, true, 25_000, 100 + i as u64);
-        assert!(ledger.total() > 100);
-        check_quiet(&breaker, &ledger, &run, 20);
+        let run = hammer(&breaker, max, true, 25_000, 100 + i as u64);
+        assert!(breaker.observer().total() > 100);
+        check_quiet(&breaker, &run, 20);
     }
 }
 
@@ -308,10 +312,10 @@ fn time_windows_and_unbounded_probes_stay_consistent() {
     };
     c.half_open.max_in_flight = None;
     let policy = BreakerPolicy::new(c).unwrap();
-    let breaker = SharedBreaker::<AtomicAnyWindow<1, 8>, SLOTS>::new(&policy).unwrap();
-    let (ledger, run) = hammer(&breaker, u32::MAX, false, 25_000, 9);
-    assert!(ledger.total() > 100);
-    check_quiet(&breaker, &ledger, &run, u64::MAX);
+    let breaker = Breaker::<AtomicAnyWindow<64, 8>>::with_storage(&policy).unwrap();
+    let run = hammer(&breaker, u32::MAX, false, 25_000, 9);
+    assert!(breaker.observer().total() > 100);
+    check_quiet(&breaker, &run, u64::MAX);
 }
 
 /// A disabled breaker admits every call and only records: no call may be lost.
@@ -326,7 +330,7 @@ fn counts_of_disabled<W: AtomicWindow>(window: WindowConfig, last: Instant) -> C
         ..BreakerConfig::reliablekit()
     })
     .unwrap();
-    let breaker = SharedBreaker::<W, 1>::new(&policy).unwrap();
+    let breaker = Breaker::<W, 1>::with_storage(&policy).unwrap();
     breaker.disable(Instant::ZERO);
     let phase = Barrier::new(THREADS as usize);
     std::thread::scope(|s| {
@@ -348,18 +352,19 @@ fn counts_of_disabled<W: AtomicWindow>(window: WindowConfig, last: Instant) -> C
                     .collect();
                 phase.wait();
                 for (i, p) in (0..).zip(slow) {
-                    assert_eq!(breaker.record(p, outcome(i), Instant::from_millis(2)), None);
+                    breaker.record(p, outcome(i), Instant::from_millis(2));
                 }
                 phase.wait();
                 // 900 calls that take no time.
                 for i in 100..1_000u64 {
                     let p = breaker.try_acquire(Instant::ZERO).expect("disabled admits");
-                    assert_eq!(breaker.record(p, outcome(i), Instant::ZERO), None);
+                    breaker.record(p, outcome(i), Instant::ZERO);
                 }
             });
         }
     });
     assert_eq!(breaker.state(last), State::Disabled);
+    assert_eq!(breaker.observer().total(), 1, "only the switch to disabled");
     breaker.counts(last)
 }
 
@@ -370,7 +375,7 @@ fn no_call_is_lost_by_either_window() {
         failures: 250 * THREADS,
         slow: 100 * THREADS,
     };
-    let count = counts_of_disabled::<AtomicCountWindow<94>>(
+    let count = counts_of_disabled::<AtomicCountWindow<6_016, 94>>(
         WindowConfig::Count { calls: 6_000 },
         Instant::ZERO,
     );
@@ -395,7 +400,7 @@ fn the_ring_ends_with_the_last_calls_of_every_thread() {
         ..BreakerConfig::reliablekit()
     })
     .unwrap();
-    let breaker = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&policy).unwrap();
+    let breaker = SharedBreaker::<_, AtomicCountWindow<64>>::with_storage(&policy).unwrap();
     breaker.disable(Instant::ZERO);
     let phase = Barrier::new(THREADS as usize);
     std::thread::scope(|s| {
@@ -423,18 +428,19 @@ fn consecutive_failures_lose_no_increment() {
         ..BreakerConfig::layered_exercise()
     })
     .unwrap();
-    let breaker = SharedBreaker::<NoWindow, 1>::new(&policy).unwrap();
+    let breaker = Breaker::<NoWindow, 1>::with_storage(&policy).unwrap();
     std::thread::scope(|s| {
         for _ in 0..THREADS {
             s.spawn(|| {
                 for i in 0..10_000u64 {
                     let now = Instant::from_nanos(i);
                     let p = breaker.try_acquire(now).unwrap();
-                    assert_eq!(breaker.record(p, Outcome::Failure, now), None);
+                    breaker.record(p, Outcome::Failure, now);
                 }
             });
         }
     });
+    assert_eq!(breaker.observer().total(), 0);
     assert_eq!(breaker.consecutive_failures(), 10_000 * THREADS as u32);
     let p = breaker.try_acquire(Instant::ZERO).unwrap();
     breaker.record(p, Outcome::Success, Instant::ZERO);
@@ -447,12 +453,12 @@ fn exactly_one_thread_trips_it() {
     // Many threads fail at once: one transition to open, reported once, one generation later.
     for round in 0..50u64 {
         let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-        let breaker = SharedBreaker::<NoWindow, 1>::new(&policy).unwrap();
-        let ledger = Ledger::default();
+        let breaker = Breaker::<NoWindow, 1>::with_storage(&policy).unwrap();
+        let ledger = breaker.observer();
         let start = Barrier::new(THREADS as usize);
         std::thread::scope(|s| {
             for thread in 0..THREADS {
-                let (breaker, ledger, start) = (&breaker, &ledger, &start);
+                let (breaker, start) = (&breaker, &start);
                 s.spawn(move || {
                     let now = Instant::from_millis(round * 10 + thread);
                     let permits: Vec<_> = (0..3)
@@ -460,7 +466,7 @@ fn exactly_one_thread_trips_it() {
                         .collect();
                     start.wait();
                     for p in permits {
-                        ledger.note(breaker.record(p, Outcome::Failure, now));
+                        breaker.record(p, Outcome::Failure, now);
                     }
                 });
             }

@@ -12,7 +12,7 @@
 use proptest::prelude::*;
 use proptest::strategy::Union;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
-use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy, Throttled};
+use reliable_core::throttle::{AdaptiveThrottle, Shed, ThrottleConfig, ThrottlePolicy};
 use reliable_core::{Duration, Instant};
 
 const BUCKETS: usize = 8;
@@ -30,7 +30,7 @@ struct Model {
     /// (time, requests, accepts).
     events: Vec<(u64, u64, u64)>,
     /// The model's answer to the last acquire.
-    answer: Option<Result<(), Throttled>>,
+    answer: Option<Result<(), Shed>>,
 }
 
 impl Model {
@@ -132,7 +132,7 @@ impl ReferenceStateMachine for Machine {
                 s.events.push((s.latest, 1, 0));
                 // Rejected when sample / 2^64 < num / den.
                 s.answer = Some(if u128::from(sample) * den < num << 64 {
-                    Err(Throttled {
+                    Err(Shed {
                         probability_ppm: (num * 1_000_000 / den) as u32,
                     })
                 } else {

@@ -7,9 +7,9 @@
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use reliable_core::breaker::{
-    AnyWindow, AtomicAnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig,
-    OpenConfig, Outcome, Permit, ProbeRule, RejectReason, SharedBreaker, SlowCallRule,
-    SlowStartConfig, State, WindowConfig,
+    AnyWindow, AtomicAnyWindow, Breaker, BreakerConfig, BreakerPolicy, CircuitBreaker,
+    HalfOpenConfig, LastTransition, OpenConfig, Outcome, Permit, ProbeRule, RejectReason,
+    SharedBreaker, SlowCallRule, SlowStartConfig, State, WindowConfig,
 };
 use reliable_core::{Duration, Instant};
 
@@ -112,19 +112,26 @@ fn config(r: &RawConfig) -> BreakerConfig {
     }
 }
 
+/// The shared breaker under test.
+type Shared<'p> = SharedBreaker<&'p BreakerPolicy, AtomicAnyWindow<256, 16, 4>, 16, LastTransition>;
+
 fuzz_target!(|input: Input| {
     let Ok(policy) = BreakerPolicy::new(config(&input.config)) else {
         return;
     };
-    let Ok(breaker) = CircuitBreaker::<AnyWindow<4, 16>, 16>::new(&policy) else {
+    let Ok(breaker) = CircuitBreaker::<_, AnyWindow<256, 16, 4>, 16>::with_storage(&policy) else {
         return;
     };
-    let mut b = breaker.with_seed(input.seed);
+    let mut b = breaker
+        .with_seed(input.seed)
+        .observe(LastTransition::default());
     // The shared breaker refuses a few configs the `&mut` one takes (packing limits, each a
     // documented ConfigError); where it accepts one, it must agree call for call.
-    let shared = SharedBreaker::<AtomicAnyWindow<4, 16>, 16>::new(&policy)
+    let shared = SharedBreaker::<_, AtomicAnyWindow<256, 16, 4>, 16>::with_storage(&policy)
         .ok()
-        .map(|s| s.with_seed(input.seed));
+        .map(|s| s.with_seed(input.seed).observe(LastTransition::default()));
+    // Every call through both breakers, with the transition it reported to its observer.
+    let taken = |s: &Option<Shared<'_>>| s.as_ref().and_then(|s| s.observer().take());
     let max_open = policy.max_open_time();
     // Each permit with its twin from the shared breaker (when there is one).
     let mut permits: Vec<(Permit, u32, Option<Permit>)> = Vec::new();
@@ -146,17 +153,16 @@ fuzz_target!(|input: Input| {
             Op::Acquire(_) => {
                 let seen = b.state(now);
                 let answer = b.try_acquire(now);
+                let t = b.observer().take();
                 let twin = shared.as_ref().map(|s| s.try_acquire(now));
                 if let Some(twin) = &twin {
                     let same = match (&answer, twin) {
-                        (Ok(p), Ok(q)) => {
-                            (p.is_probe(), p.transition()) == (q.is_probe(), q.transition())
-                        }
+                        (Ok(p), Ok(q)) => p.is_probe() == q.is_probe(),
                         (Err(r), Err(q)) => r == q,
                         _ => false,
                     };
                     assert!(
-                        same,
+                        same && taken(&shared) == t,
                         "shared breaker disagrees on acquire: {answer:?} vs {twin:?}"
                     );
                 }
@@ -187,13 +193,11 @@ fuzz_target!(|input: Input| {
                     _ => Outcome::Ignored,
                 };
                 let before = (b.state(now), b.generation());
-                let t = b.record(p, outcome, now);
+                b.record(p, outcome, now);
+                let t = b.observer().take();
                 if let (Some(s), Some(q)) = (&shared, twin) {
-                    assert_eq!(
-                        s.record(q, outcome, now),
-                        t,
-                        "shared breaker disagrees on record"
-                    );
+                    s.record(q, outcome, now);
+                    assert_eq!(taken(&shared), t, "shared breaker disagrees on record");
                 }
                 if generation != before.1 {
                     // A stale permit changes nothing.
@@ -201,17 +205,18 @@ fuzz_target!(|input: Input| {
                     assert_eq!((b.state(now), b.generation()), before);
                 }
             }
-            Op::ForceOpen => {
-                let t = b.force_open(now);
-                assert!(shared.as_ref().is_none_or(|s| s.force_open(now) == t));
-            }
-            Op::Disable => {
-                let t = b.disable(now);
-                assert!(shared.as_ref().is_none_or(|s| s.disable(now) == t));
-            }
-            Op::Reset => {
-                let t = b.reset(now);
-                assert!(shared.as_ref().is_none_or(|s| s.reset(now) == t));
+            Op::ForceOpen | Op::Disable | Op::Reset => {
+                let manual = |b: &mut dyn Breaker| match op {
+                    Op::ForceOpen => b.force_open(now),
+                    Op::Disable => b.disable(now),
+                    _ => b.reset(now),
+                };
+                manual(&mut b);
+                let t = b.observer().take();
+                if let Some(s) = &shared {
+                    manual(&mut &*s);
+                    assert_eq!(taken(&shared), t, "shared breaker disagrees on {op:?}");
+                }
             }
             _ => {}
         }

@@ -104,7 +104,7 @@ pub fn bench(text: &str) -> Result<BenchReport, String> {
         peak_rss: None,
     };
     for p in 0..c.stacks.len() {
-        let world = World::new(&c, p, c.scenario.seed, false)?;
+        let world = World::new(&c, p, c.scenario.seed, false);
         let t0 = WallClock::now();
         let out = world.run().map_err(|e| e.to_string())?;
         report.seconds += t0.elapsed().as_secs_f64();

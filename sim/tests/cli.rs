@@ -410,16 +410,9 @@ fn sim_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     c.output().unwrap()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sim-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn sim_run_prints_the_table_and_conclusion_in_colour_only_when_asked() {
-    let dir = temp_dir("colour");
+    let dir = temp("colour");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/storm.ron");
     let (file, out) = (file.to_str().unwrap(), dir.to_str().unwrap());
     // Piped: plain, whatever NO_COLOR says.

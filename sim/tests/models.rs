@@ -462,3 +462,32 @@ fn extreme_values_run_without_panicking() {
     assert_eq!(s.len(), 2);
     assert!(s.iter().all(|p| p.first_tries > 0));
 }
+
+/// A fault that ends at the horizon leaves no time to judge recovery: the verdict is
+/// "inconclusive", not "stuck". A fault from t = 0 is judged against the demand (there is no
+/// healthy level before it), and a run whose goodput meets the demand after it recovered.
+#[test]
+fn verdicts_for_faults_at_the_edges_of_the_run() {
+    use sim::metrics::Verdict;
+    let scenario = |from: &str, until: &str| {
+        format!(
+            r#"Scenario(
+            name: "edges", horizon: "20s",
+            workload: OpenLoop(rate: 200.0),
+            downstreams: [(name: "api", model: Server(workers: 8, service: Exponential(mean: "10ms")))],
+            faults: [ErrorRate(downstream: "api", from: "{from}", until: "{until}", rate: 0.5)],
+            policies: [(name: "plain", stack: Call(downstream: "api", timeout: "1s"))],
+        )"#
+        )
+    };
+    let at_horizon = summaries(&scenario("10s", "20s"));
+    assert_eq!(at_horizon[0].verdict, Verdict::Inconclusive);
+    assert_eq!(at_horizon[0].recovery_s, None);
+    // Less than one 5 s recovery window left after the fault: inconclusive too.
+    let late = summaries(&scenario("10s", "17s"));
+    assert_eq!(late[0].verdict, Verdict::Inconclusive);
+    let from_zero = summaries(&scenario("0s", "1s"));
+    assert_eq!(from_zero[0].verdict, Verdict::Recovered);
+    assert_eq!(from_zero[0].baseline_goodput_per_s, None);
+    assert!(from_zero[0].success_rate > 0.95);
+}

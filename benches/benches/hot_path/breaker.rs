@@ -120,15 +120,18 @@ fn closed<const EVERY: u32>(g: &mut BenchmarkGroup<'_, WallTime>) {
     }
     #[allow(unused_mut)]
     {
-        let mut b = CircuitBreaker::<NoWindow, 1>::new(consecutive(3, Duration::from_secs(30)))
-            .expect("fits");
+        let mut b =
+            CircuitBreaker::<_, NoWindow>::with_storage(consecutive(3, Duration::from_secs(30)))
+                .expect("fits");
         ours!("reliable_consecutive", &mut b);
-        let mut b = CircuitBreaker::<CountWindow<2>, 1>::new(rate100()).expect("fits");
+        let mut b =
+            CircuitBreaker::<_, CountWindow<100, 2>>::with_storage(rate100()).expect("fits");
         ours!("reliable_rate100", &mut b);
-        let b = SharedBreaker::<NoWindow, 1>::new(consecutive(3, Duration::from_secs(30)))
+        let b = SharedBreaker::<_, NoWindow>::with_storage(consecutive(3, Duration::from_secs(30)))
             .expect("fits");
         ours!("shared_consecutive", &b);
-        let b = SharedBreaker::<AtomicCountWindow<2>, 1>::new(rate100()).expect("fits");
+        let b =
+            SharedBreaker::<_, AtomicCountWindow<100, 2>>::with_storage(rate100()).expect("fits");
         ours!("shared_rate100", &b);
     }
 
@@ -202,9 +205,10 @@ pub fn open_rejection(c: &mut Criterion) {
     }
     #[allow(unused_mut)]
     {
-        let mut b = CircuitBreaker::<NoWindow, 1>::new(consecutive(3, hour)).expect("fits");
+        let mut b =
+            CircuitBreaker::<_, NoWindow>::with_storage(consecutive(3, hour)).expect("fits");
         ours!("reliable_consecutive", &mut b);
-        let b = SharedBreaker::<NoWindow, 1>::new(consecutive(3, hour)).expect("fits");
+        let b = SharedBreaker::<_, NoWindow>::with_storage(consecutive(3, hour)).expect("fits");
         ours!("shared_consecutive", &b);
     }
 
@@ -261,9 +265,9 @@ pub fn half_open_probe(c: &mut Criterion) {
     }
     #[allow(unused_mut)]
     {
-        let mut b = CircuitBreaker::<NoWindow, 1>::new(consecutive(1, ms)).expect("fits");
+        let mut b = CircuitBreaker::<_, NoWindow>::with_storage(consecutive(1, ms)).expect("fits");
         ours!("reliable_consecutive", &mut b);
-        let b = SharedBreaker::<NoWindow, 1>::new(consecutive(1, ms)).expect("fits");
+        let b = SharedBreaker::<_, NoWindow>::with_storage(consecutive(1, ms)).expect("fits");
         ours!("shared_consecutive", &b);
     }
 

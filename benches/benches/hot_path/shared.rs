@@ -77,7 +77,7 @@ pub fn two_threads(c: &mut Criterion) {
     // `now` per call: thread t's i-th call is at 2·i + t (ns), so both threads advance it.
     let at = |t: u64, i: u64| Instant::from_nanos(1_000 + THREADS * i + t);
 
-    let b = SharedBreaker::<NoWindow, 1>::new(consecutive).expect("fits");
+    let b = SharedBreaker::<_, NoWindow>::with_storage(consecutive).expect("fits");
     g.bench_function("shared_consecutive", |bench| {
         bench.iter_custom(|iters| {
             on_two_threads(iters, |t, i| {
@@ -88,7 +88,7 @@ pub fn two_threads(c: &mut Criterion) {
             })
         })
     });
-    let b = SharedBreaker::<AtomicCountWindow<2>, 1>::new(rate100).expect("fits");
+    let b = SharedBreaker::<_, AtomicCountWindow<100, 2>>::with_storage(rate100).expect("fits");
     g.bench_function("shared_rate100", |bench| {
         bench.iter_custom(|iters| {
             on_two_threads(iters, |t, i| {
@@ -101,7 +101,7 @@ pub fn two_threads(c: &mut Criterion) {
     });
     let origin = StdInstant::now();
     let clock = || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
-    let b = SharedBreaker::<AtomicCountWindow<2>, 1>::new(rate100).expect("fits");
+    let b = SharedBreaker::<_, AtomicCountWindow<100, 2>>::with_storage(rate100).expect("fits");
     g.bench_function("shared_rate100_clock", |bench| {
         bench.iter_custom(|iters| {
             on_two_threads(iters, |_, _| {

@@ -6,8 +6,8 @@ use core::panic::PanicInfo;
 
 use reliable_core::backoff::{BackoffConfig, Jitter};
 use reliable_core::breaker::{
-    AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow,
-    Outcome, RejectReason, SharedBreaker, State,
+    AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, LastTransition,
+    NoWindow, Outcome, RejectReason, SharedBreaker, State,
 };
 use reliable_core::budget::{AnyBudget, BudgetConfig, RatioConfig};
 use reliable_core::outcome::ErrorClass;
@@ -32,7 +32,9 @@ fn check(ok: bool, code: i32) -> Result<(), i32> {
 
 fn breaker_timeline() -> Result<(), i32> {
     let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).map_err(|_| 10)?;
-    let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).map_err(|_| 11)?;
+    let mut b = CircuitBreaker::<_, NoWindow>::with_storage(&policy)
+        .map_err(|_| 11)?
+        .observe(LastTransition::default());
     let t = Instant::from_secs;
     for now in [15, 20] {
         let p = b.try_acquire(t(now)).map_err(|_| 12)?;
@@ -41,13 +43,14 @@ fn breaker_timeline() -> Result<(), i32> {
     let r = b.try_acquire(t(25)).err().and_then(|r| r.retry_after());
     check(r == Some(Duration::from_secs(15)), 13)?;
     let trial = b.try_acquire(t(40)).map_err(|_| 14)?;
-    let closed = b.record(trial, Outcome::Success, t(40));
+    b.record(trial, Outcome::Success, t(40));
+    let closed = b.observer().take();
     check(closed.map(|c| c.to) == Some(State::Closed), 15)
 }
 
 fn windowed_registry() -> Result<(), i32> {
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 20)?;
-    let mut reg: Registry<CircuitBreaker<'_, CountWindow<1>, 1>, 4, 16> = Registry::new();
+    let mut reg: Registry<CircuitBreaker<&BreakerPolicy, CountWindow<64>>, 4, 16> = Registry::new();
     reg.insert("primary", CircuitBreaker::new(&policy).map_err(|_| 21)?)
         .map_err(|_| 22)?;
     let b = reg.get_mut("primary").ok_or(23)?;
@@ -130,7 +133,9 @@ fn throttle() -> Result<(), i32> {
 /// The shared breaker, through `&self`: the timeline above, then a windowed breaker that trips.
 fn shared_breaker() -> Result<(), i32> {
     let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).map_err(|_| 50)?;
-    let b = SharedBreaker::<NoWindow, 1>::new(&policy).map_err(|_| 51)?;
+    let b = SharedBreaker::<_, NoWindow>::with_storage(&policy)
+        .map_err(|_| 51)?
+        .observe(LastTransition::default());
     let t = Instant::from_secs;
     for now in [15, 20] {
         let p = b.try_acquire(t(now)).map_err(|_| 52)?;
@@ -141,11 +146,12 @@ fn shared_breaker() -> Result<(), i32> {
     let trial = b.try_acquire(t(40)).map_err(|_| 54)?;
     let second = b.try_acquire(t(40)).err().map(|r| r.reason);
     check(second == Some(RejectReason::HalfOpenFull), 55)?;
-    let closed = b.record(trial, Outcome::Success, t(40));
+    b.record(trial, Outcome::Success, t(40));
+    let closed = b.observer().take();
     check(closed.map(|c| c.to) == Some(State::Closed), 56)?;
 
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).map_err(|_| 57)?;
-    let b = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&policy).map_err(|_| 58)?;
+    let b = SharedBreaker::<_, AtomicCountWindow<64>>::with_storage(&policy).map_err(|_| 58)?;
     let mut now = Instant::ZERO;
     for i in 0..40u64 {
         now += Duration::from_millis(10);

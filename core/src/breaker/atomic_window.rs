@@ -10,7 +10,7 @@
 //! use reliable_core::breaker::{AtomicCountWindow, AtomicWindow, WindowSpec};
 //! use reliable_core::Instant;
 //!
-//! let w = AtomicCountWindow::<1>::new(WindowSpec::Count { calls: 3 }).unwrap();
+//! let w = AtomicCountWindow::<64>::new(WindowSpec::Count { calls: 3 }).unwrap();
 //! std::thread::scope(|s| {
 //!     s.spawn(|| w.record(Instant::ZERO, true, false));
 //!     s.spawn(|| w.record(Instant::ZERO, false, false));
@@ -27,9 +27,8 @@
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-use super::config::WindowSpec;
 use super::count_window::CountWindow;
-use super::window::{Counts, NoWindow, wrong_kind};
+use super::window::{Counts, NoWindow, WindowSpec, wrong_kind};
 use crate::error::{ConfigError, Problem};
 use crate::time::Instant;
 
@@ -76,7 +75,8 @@ impl AtomicWindow for NoWindow {
     }
 }
 
-/// The last `size` calls (at most `64 * WORDS`, and at most 65,535) as two rings of atomic bits.
+/// The last `size` calls (at most `CALLS`, and at most 65,535) as two rings of atomic bits, in
+/// `WORDS = CALLS.div_ceil(64)` words (checked at build time, as for [`CountWindow`]).
 ///
 /// A call claims its position with one `fetch_add` on a call counter, then sets its bits with
 /// `fetch_or` (a failure) or clears them with `fetch_and` (only if set: a success over a success
@@ -84,7 +84,7 @@ impl AtomicWindow for NoWindow {
 /// can never drift from the bits, whatever the interleaving; recording costs O(`WORDS`).
 #[derive(Debug)]
 #[repr(C)]
-pub struct AtomicCountWindow<const WORDS: usize> {
+pub struct AtomicCountWindow<const CALLS: usize, const WORDS: usize = 1> {
     /// Calls recorded since the last clear; the next position is `total % size`. Written by every
     /// call, so on a cache line of its own: the bits, read by every call but written only when a
     /// call's outcome differs from the one it replaces, stay shared by the cores.
@@ -98,9 +98,9 @@ pub struct AtomicCountWindow<const WORDS: usize> {
     words: usize,
 }
 
-impl<const WORDS: usize> AtomicCountWindow<WORDS> {
-    /// How many calls this type can hold.
-    pub const CAPACITY: usize = CountWindow::<WORDS>::CAPACITY;
+impl<const CALLS: usize, const WORDS: usize> AtomicCountWindow<CALLS, WORDS> {
+    /// How many calls this type can hold: `CALLS`.
+    pub const CAPACITY: usize = CALLS;
 
     #[inline]
     fn counts_after(&self, total: u64, failures: bool, slow: bool) -> Counts {
@@ -147,7 +147,7 @@ fn put_bit(ring: &[AtomicU64], word: usize, mask: u64, on: bool) {
     }
 }
 
-impl<const WORDS: usize> AtomicWindow for AtomicCountWindow<WORDS> {
+impl<const CALLS: usize, const WORDS: usize> AtomicWindow for AtomicCountWindow<CALLS, WORDS> {
     fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
         // The same checks, and errors, as the `&mut` window.
         let WindowSpec::Count { calls } = spec else {
@@ -155,7 +155,7 @@ impl<const WORDS: usize> AtomicWindow for AtomicCountWindow<WORDS> {
                 "the policy asks for a time window; this breaker has an AtomicCountWindow",
             ));
         };
-        <CountWindow<WORDS> as super::Window>::new(spec)?;
+        <CountWindow<CALLS, WORDS> as super::Window>::new(spec)?;
         Ok(AtomicCountWindow {
             total: Line(AtomicU64::new(0)),
             failed: [const { AtomicU64::new(0) }; WORDS],
@@ -416,17 +416,19 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
     }
 }
 
-/// Either kind of atomic window, chosen by the policy at run time. `WORDS` sizes the count window
-/// (64 calls per word), `BUCKETS` the time window.
+/// Either kind of atomic window, chosen by the policy at run time: a count window of up to `CALLS`
+/// calls (in `WORDS = CALLS.div_ceil(64)` words) or a time window of up to `BUCKETS` buckets.
 #[derive(Debug)]
-pub enum AtomicAnyWindow<const WORDS: usize, const BUCKETS: usize> {
+pub enum AtomicAnyWindow<const CALLS: usize, const BUCKETS: usize, const WORDS: usize = 1> {
     /// A count window.
-    Count(AtomicCountWindow<WORDS>),
+    Count(AtomicCountWindow<CALLS, WORDS>),
     /// A time window.
     Time(AtomicTimeWindow<BUCKETS>),
 }
 
-impl<const WORDS: usize, const BUCKETS: usize> AtomicWindow for AtomicAnyWindow<WORDS, BUCKETS> {
+impl<const CALLS: usize, const BUCKETS: usize, const WORDS: usize> AtomicWindow
+    for AtomicAnyWindow<CALLS, BUCKETS, WORDS>
+{
     fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
         Ok(match spec {
             WindowSpec::Count { .. } => AtomicAnyWindow::Count(AtomicCountWindow::new(spec)?),
@@ -464,8 +466,8 @@ mod tests {
     fn count_window_matches_the_mut_window() {
         for size in [1u32, 2, 5, 63, 64, 65, 100, 128] {
             let spec = WindowSpec::Count { calls: size };
-            let mut w = CountWindow::<2>::new(spec).unwrap();
-            let a = AtomicCountWindow::<2>::new(spec).unwrap();
+            let mut w = CountWindow::<128, 2>::new(spec).unwrap();
+            let a = AtomicCountWindow::<128, 2>::new(spec).unwrap();
             let mut x = 5u64;
             for i in 0..600 {
                 x = splitmix64(x);
@@ -480,7 +482,7 @@ mod tests {
             }
             assert_eq!(a.counts(Instant::ZERO), w.counts(Instant::ZERO));
         }
-        assert!(AtomicCountWindow::<1>::new(WindowSpec::Count { calls: 65 }).is_err());
+        assert!(AtomicCountWindow::<64>::new(WindowSpec::Count { calls: 65 }).is_err());
     }
 
     #[test]
@@ -521,7 +523,7 @@ mod tests {
     #[test]
     fn threads_lose_no_call() {
         let spec = WindowSpec::Count { calls: 4_000 };
-        let a = AtomicCountWindow::<63>::new(spec).unwrap();
+        let a = AtomicCountWindow::<4032, 63>::new(spec).unwrap();
         let t = AtomicTimeWindow::<4>::new(WindowSpec::Time {
             width: Duration::from_secs(1),
             buckets: 4,

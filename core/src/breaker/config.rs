@@ -32,7 +32,7 @@
 //! assert_eq!(policy.max_open_time(), Duration::from_secs(60));
 //! ```
 
-use super::window::Counts;
+use super::window::{Counts, WindowSpec};
 use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm};
 use crate::sample::splitmix64;
 use crate::time::{Duration, Instant};
@@ -361,23 +361,6 @@ impl Default for BreakerConfig {
     }
 }
 
-/// The window a policy asks for, in the form window storage checks against its capacity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WindowSpec {
-    /// The last `calls` calls.
-    Count {
-        /// Calls counted.
-        calls: u32,
-    },
-    /// `buckets` buckets of `width` each.
-    Time {
-        /// Width of one bucket (at least 1 ns).
-        width: Duration,
-        /// Number of buckets.
-        buckets: u32,
-    },
-}
-
 /// A validated [`BreakerConfig`] in fixed point. Build once, share by reference.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BreakerPolicy {
@@ -684,6 +667,7 @@ impl BreakerPolicy {
     /// calls to decide does it ask `counts(failures, slow)` for the counts, and then only for those
     /// its rules read.
     #[inline]
+    #[cfg(target_has_atomic = "64")]
     pub(crate) fn rates_fire(&self, calls: u64, counts: impl FnOnce(bool, bool) -> Counts) -> bool {
         calls >= self.decide_from
             && self.rates_trip(counts(self.failure_ppm != 0, self.slow_ppm != 0))

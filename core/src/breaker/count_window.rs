@@ -1,31 +1,43 @@
 //! [`CountWindow`]: the outcomes of the last N calls as a bit ring.
 //!
 //! Two bits per call (failed, slow) in `[u64; WORDS]` rings, with running counts that are adjusted
-//! when a call is evicted, so recording and reading are O(1) and a 64-call window costs 24 bytes.
-//! `WORDS` is the capacity in units of 64 calls; a policy may ask for any size up to it.
+//! when a call is evicted, so recording and reading are O(1) and a 64-call window costs 32 bytes.
+//!
+//! `CALLS` is the capacity in calls; a policy may ask for any size up to it. `WORDS`, the number of
+//! 64-bit words that hold `CALLS` bits, must be `CALLS.div_ceil(64)`: stable Rust cannot compute an
+//! array length from another const parameter, so it is written out (it defaults to 1, right for up
+//! to 64 calls) and checked when the code is built. `CountWindow<100>` fails to build with "a
+//! CountWindow of CALLS calls needs WORDS = CALLS.div_ceil(64)"; `CountWindow<100, 2>` builds.
 //!
 //! ```
 //! use reliable_core::breaker::{CountWindow, Window, WindowSpec};
 //! use reliable_core::Instant;
 //!
-//! // Room for 128 calls, used as a window of 100.
-//! let mut w = CountWindow::<2>::new(WindowSpec::Count { calls: 100 }).unwrap();
+//! // Room for 100 calls (two words of bits).
+//! let mut w = CountWindow::<100, 2>::new(WindowSpec::Count { calls: 100 }).unwrap();
 //! for i in 0..150 {
 //!     w.record(Instant::ZERO, i % 2 == 0, false);
 //! }
 //! let c = w.counts(Instant::ZERO);
 //! assert_eq!((c.calls, c.failures), (100, 50));
-//! assert!(CountWindow::<1>::new(WindowSpec::Count { calls: 100 }).is_err());
+//! // A policy asking for more calls than the type holds is refused when the breaker is built.
+//! assert!(CountWindow::<64>::new(WindowSpec::Count { calls: 100 }).is_err());
+//! ```
+//!
+//! ```compile_fail
+//! use reliable_core::breaker::{CountWindow, Window, WindowSpec};
+//! // 100 calls do not fit in one word: a build error, not a run-time one.
+//! let w = CountWindow::<100>::new(WindowSpec::Count { calls: 100 });
 //! ```
 
-use super::config::WindowSpec;
-use super::window::{Counts, Window, wrong_kind};
+use super::window::{Counts, Window, WindowSpec, wrong_kind};
 use crate::error::{ConfigError, Problem};
 use crate::time::Instant;
 
-/// The last `size` calls (at most `64 * WORDS`, and at most 65,535) as two bit rings.
+/// The last `size` calls (at most `CALLS`, and at most 65,535) as two bit rings of `WORDS` words
+/// (`WORDS = CALLS.div_ceil(64)`, checked at build time).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CountWindow<const WORDS: usize> {
+pub struct CountWindow<const CALLS: usize, const WORDS: usize = 1> {
     failed: [u64; WORDS],
     slow: [u64; WORDS],
     size: u16,
@@ -36,17 +48,33 @@ pub struct CountWindow<const WORDS: usize> {
     slows: u16,
 }
 
-impl<const WORDS: usize> CountWindow<WORDS> {
-    /// How many calls this type can hold.
-    pub const CAPACITY: usize = if 64 * WORDS < u16::MAX as usize {
-        64 * WORDS
-    } else {
-        u16::MAX as usize
-    };
+/// The number of 64-bit words that hold `calls` bits: the `WORDS` of a window of `calls` calls.
+pub const fn words_for(calls: usize) -> usize {
+    calls.div_ceil(64)
 }
 
-impl<const WORDS: usize> Window for CountWindow<WORDS> {
+/// Checks, at build time, that `WORDS` words hold exactly `CALLS` calls' bits and that `CALLS` fits
+/// the 16-bit positions.
+pub(crate) const fn check_count_capacity<const CALLS: usize, const WORDS: usize>() {
+    assert!(CALLS > 0, "a CountWindow holds at least one call");
+    assert!(
+        CALLS <= u16::MAX as usize,
+        "a CountWindow holds at most 65,535 calls"
+    );
+    assert!(
+        WORDS == words_for(CALLS),
+        "a CountWindow of CALLS calls needs WORDS = CALLS.div_ceil(64): CountWindow<100, 2>, CountWindow<256, 4>"
+    );
+}
+
+impl<const CALLS: usize, const WORDS: usize> CountWindow<CALLS, WORDS> {
+    /// How many calls this type can hold: `CALLS`.
+    pub const CAPACITY: usize = CALLS;
+}
+
+impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS> {
     fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
+        const { check_count_capacity::<CALLS, WORDS>() };
         let WindowSpec::Count { calls } = spec else {
             return Err(wrong_kind(
                 "the policy asks for a time window; this breaker has a CountWindow",
@@ -123,7 +151,7 @@ mod tests {
     #[test]
     fn matches_a_plain_deque_on_every_size() {
         for size in [1u32, 2, 5, 63, 64, 65, 100, 128] {
-            let mut w = CountWindow::<2>::new(WindowSpec::Count { calls: size }).unwrap();
+            let mut w = CountWindow::<128, 2>::new(WindowSpec::Count { calls: size }).unwrap();
             let mut model = std::collections::VecDeque::new();
             let mut x = 12345u64;
             for _ in 0..500 {
@@ -148,7 +176,7 @@ mod tests {
 
     #[test]
     fn rejects_sizes_over_capacity_and_time_specs() {
-        let e = CountWindow::<1>::new(WindowSpec::Count { calls: 65 }).unwrap_err();
+        let e = CountWindow::<64>::new(WindowSpec::Count { calls: 65 }).unwrap_err();
         assert_eq!(
             e.problem,
             Problem::ExceedsCapacity {
@@ -160,7 +188,7 @@ mod tests {
             width: crate::Duration::from_secs(1),
             buckets: 2,
         };
-        assert!(CountWindow::<1>::new(time).is_err());
-        assert_eq!(CountWindow::<2000>::CAPACITY, 65_535);
+        assert!(CountWindow::<64>::new(time).is_err());
+        assert_eq!(CountWindow::<100, 2>::CAPACITY, 100);
     }
 }

@@ -12,41 +12,54 @@
 //! use reliable_core::breaker::{AtomicCountWindow, BreakerConfig, BreakerPolicy, Outcome, SharedBreaker, State};
 //! use reliable_core::{Duration, Instant};
 //!
-//! let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
-//! let breaker = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&policy).unwrap();
+//! use std::sync::Arc;
+//!
+//! let policy = BreakerPolicy::new(BreakerConfig::reliablekit())?;
+//! // It owns its policy, so an `Arc` of it is 'static + Send + Sync.
+//! let breaker = Arc::new(SharedBreaker::new(policy)?);
 //!
 //! // Four threads share one breaker in front of a downstream that fails every call.
-//! std::thread::scope(|s| {
-//!     for _ in 0..4 {
-//!         s.spawn(|| {
+//! let threads: Vec<_> = (0..4)
+//!     .map(|_| {
+//!         let breaker = Arc::clone(&breaker);
+//!         std::thread::spawn(move || {
 //!             for ms in 0..10 {
 //!                 let now = Instant::from_millis(ms);
 //!                 if let Ok(permit) = breaker.try_acquire(now) {
 //!                     breaker.record(permit, Outcome::Failure, now);
 //!                 }
 //!             }
-//!         });
-//!     }
-//! });
+//!         })
+//!     })
+//!     .collect();
+//! for t in threads {
+//!     t.join().unwrap();
+//! }
 //! // The 20-call window filled with failures and tripped it: rejected for the next 30 s.
 //! let rejection = breaker.try_acquire(Instant::from_millis(10)).unwrap_err();
 //! assert!(rejection.retry_after() > Some(Duration::from_secs(29)));
 //! assert_eq!(breaker.state(Instant::from_millis(10)), State::Open);
+//! # Ok::<(), reliable_core::ConfigError>(())
 //! ```
 //!
 //! [`SharedBreaker`]'s documentation describes how the state is packed, the limits that packing
 //! sets, and what holds when calls race.
 
+use core::borrow::Borrow;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-use super::atomic_window::{AtomicWindow, Line};
-use super::config::{FP_ONE, Verdict, jitter_sample};
-use super::{
-    BreakerPolicy, Counts, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, ProbeRule, RejectReason,
-    Rejection, State, Transition, UNLEASED_PROBE,
+use super::api::Snapshot;
+use super::atomic_window::{AtomicCountWindow, AtomicWindow, Line};
+use super::config::{BreakerPolicy, FP_ONE, ProbeRule, Verdict, jitter_sample};
+use super::observer::Observer;
+use super::spec::{
+    FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, State, Transition,
+    UNLEASED_PROBE,
 };
+use super::window::Counts;
 use crate::error::{ConfigError, PPM, Problem};
+use crate::sample::instance_seed;
 use crate::time::Instant;
 
 /// The largest count the control word holds (consecutive failures, re-opens).
@@ -215,7 +228,9 @@ enum Step<T> {
 /// [`AtomicTimeWindow`](super::AtomicTimeWindow), [`AtomicAnyWindow`](super::AtomicAnyWindow) or
 /// [`NoWindow`](super::NoWindow)); `P` is the number of half-open probe slots (at most 64). For any
 /// sequential history it answers exactly as a `CircuitBreaker` with the same policy, seed and window
-/// size would.
+/// size would. `R` holds the policy and `O` observes the transitions, as for `CircuitBreaker`; with
+/// an owned policy (the default) and a `Sync` observer, `Arc<SharedBreaker>` is `'static + Send +
+/// Sync`.
 ///
 /// # How the state is kept
 ///
@@ -290,11 +305,12 @@ enum Step<T> {
 ///   begins at its own `now`).
 #[derive(Debug)]
 #[repr(C)]
-pub struct SharedBreaker<'p, W = super::AtomicCountWindow<1>, const P: usize = 1> {
+pub struct SharedBreaker<R = BreakerPolicy, W = AtomicCountWindow<64>, const P: usize = 1, O = ()> {
     /// Written by every call: on a cache line of its own, away from the read-mostly words.
     hot: Hot<W>,
     control: AtomicU64,
-    policy: &'p BreakerPolicy,
+    policy: R,
+    observer: O,
     seed: u64,
     /// The `now` of the latest transition into open or into a slow-start ramp (an atomic maximum).
     since: AtomicU64,
@@ -317,12 +333,25 @@ struct Hot<W> {
     window: W,
 }
 
-impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
-    /// A closed breaker for `policy`. Fails if `W` cannot hold the policy's window, if `P` slots are
-    /// fewer than the policy's probes in flight, or if the policy is beyond the limits of the
-    /// packing (see [the type's documentation](SharedBreaker#limits-of-the-packing)).
-    pub fn new(policy: &'p BreakerPolicy) -> Result<Self, ConfigError> {
+impl<R: Borrow<BreakerPolicy>> SharedBreaker<R> {
+    /// A closed breaker for `policy` with the default storage: a 64-call window and one probe
+    /// slot. Fails as [`with_storage`](Self::with_storage) does. Its open-time jitter gets a seed of
+    /// its own, as for [`CircuitBreaker::new`](super::CircuitBreaker::new).
+    pub fn new(policy: R) -> Result<Self, ConfigError> {
+        Self::with_storage(policy)
+    }
+}
+
+impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer + Default>
+    SharedBreaker<R, W, P, O>
+{
+    /// A closed breaker for `policy` with window `W` and `P` probe slots, named in the type. Fails if
+    /// `W` cannot hold the policy's window, if `P` slots are fewer than the policy's probes in
+    /// flight, or if the policy is beyond the limits of the packing (see [the type's
+    /// documentation](SharedBreaker#limits-of-the-packing)).
+    pub fn with_storage(policy_holder: R) -> Result<Self, ConfigError> {
         const { assert!(P <= 64, "at most 64 probe slots") };
+        let policy = policy_holder.borrow();
         let window = policy.build_window(W::new, W::is_recording)?;
         policy.check_probe_slots(P)?;
         if policy.consecutive > MAX_COUNT {
@@ -360,8 +389,9 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                 latest: Line(AtomicU64::new(0)),
                 window,
             },
-            policy,
-            seed: 0,
+            policy: policy_holder,
+            observer: O::default(),
+            seed: instance_seed(),
             control: AtomicU64::new(Ctl::new(CLOSED, false, 0, 0).0),
 
             since: AtomicU64::new(0),
@@ -371,6 +401,26 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             expires: [const { AtomicU64::new(0) }; P],
         })
     }
+}
+
+impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
+    SharedBreaker<R, W, P, O>
+{
+    /// The same breaker, reporting its transitions to `observer` (see [`Observer`]).
+    pub fn observe<O2: Observer>(self, observer: O2) -> SharedBreaker<R, W, P, O2> {
+        SharedBreaker {
+            hot: self.hot,
+            control: self.control,
+            policy: self.policy,
+            observer,
+            seed: self.seed,
+            since: self.since,
+            round: self.round,
+            credit: self.credit,
+            slots: self.slots,
+            expires: self.expires,
+        }
+    }
 
     /// Sets the seed of the open-time jitter (see
     /// [`CircuitBreaker::with_seed`](super::CircuitBreaker::with_seed)).
@@ -379,9 +429,33 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         self
     }
 
+    /// The seed of the open-time jitter.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// The policy this breaker follows.
-    pub fn policy(&self) -> &'p BreakerPolicy {
-        self.policy
+    #[inline]
+    pub fn policy(&self) -> &BreakerPolicy {
+        self.policy.borrow()
+    }
+
+    /// The observer its transitions go to.
+    pub fn observer(&self) -> &O {
+        &self.observer
+    }
+
+    /// Everything a caller can read, as of `now` (each field read on its own: under concurrency
+    /// they may come from moments a few instructions apart).
+    pub fn snapshot(&self, now: Instant) -> Snapshot {
+        Snapshot {
+            state: self.state(now),
+            generation: self.generation(),
+            consecutive_failures: self.consecutive_failures(),
+            reopens: self.reopens(),
+            probes_in_flight: self.probes_in_flight(),
+            counts: self.counts(now),
+        }
     }
 
     #[inline]
@@ -392,7 +466,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
     /// The latest `now` seen, including `now`. A plain store when it grows (see "Under
     /// concurrency" in the type's documentation for what racing stores may do).
     #[inline]
-    fn observe(&self, now: Instant) -> Instant {
+    fn observe_now(&self, now: Instant) -> Instant {
         let now = now.as_nanos();
         let seen = self.hot.latest.load(Relaxed);
         if now <= seen {
@@ -412,11 +486,12 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         // The jitter draw of the opening that left generation `c - 1`, as the `&mut` breaker does.
         let sample = jitter_sample(self.seed, c.generation().wrapping_sub(1));
         Instant::from_nanos(self.since.load(Acquire))
-            .saturating_add(self.policy.open_time(c.reopens(), sample))
+            .saturating_add(self.policy().open_time(c.reopens(), sample))
     }
 
-    /// Makes the transition `from` → `to` if nobody else changed the state first.
-    fn go(&self, from: Ctl, to: Ctl, now: Instant) -> Result<Option<Transition>, ()> {
+    /// Makes the transition `from` → `to` if nobody else changed the state first, and reports it:
+    /// every state change goes through here. `Ok(true)` if the state changed.
+    fn go(&self, from: Ctl, to: Ctl, now: Instant) -> Result<bool, ()> {
         let stamps = to.code() == OPEN || (to.code() == CLOSED && to.flag());
         if stamps {
             // Before publishing: whoever sees `to` also sees its start instant.
@@ -429,7 +504,12 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             self.hot.window.clear();
         }
         let (from, to) = (from.state(), to.state());
-        Ok((from != to).then_some(Transition { from, to, at: now }))
+        if from == to {
+            return Ok(false);
+        }
+        self.observer
+            .on_transition(Transition { from, to, at: now });
+        Ok(true)
     }
 
     /// The state as of `now`: an open breaker whose time is up reports [`State::HalfOpen`].
@@ -475,19 +555,14 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
 
     #[inline]
     fn permit(generation: u32, lease: u32, now: Instant) -> Permit {
-        Permit {
-            generation,
-            lease,
-            started: now,
-            transition: None,
-        }
+        Permit::new(generation, lease, now)
     }
 
     /// Asks to make one call. On `Ok`, make the call and hand the permit back to
     /// [`record`](Self::record).
     #[inline]
     pub fn try_acquire(&self, now: Instant) -> Result<Permit, Rejection> {
-        let now = self.observe(now);
+        let now = self.observe_now(now);
         let c = self.load();
         if c.code() == CLOSED && !c.flag() {
             return Ok(Self::permit(c.generation(), NOT_A_PROBE, now));
@@ -496,7 +571,8 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
     }
 
     fn acquire_slow(&self, mut c: Ctl, now: Instant) -> Result<Permit, Rejection> {
-        let mut caused = None;
+        // Whether this call made a transition already (it makes at most one).
+        let mut caused = false;
         let answer = loop {
             let step = match c.state() {
                 State::Closed => self.acquire_closed(c, now),
@@ -508,7 +584,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                         Step::Done(Err(RejectReason::Open {
                             retry_after: until.saturating_duration_since(now),
                         }))
-                    } else if caused.is_some() {
+                    } else if caused {
                         // This call already made one transition and lost a race since: it makes
                         // no second one.
                         Step::Done(Err(RejectReason::HalfOpenFull))
@@ -530,16 +606,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                 Step::Retry => c = self.load(),
             }
         };
-        match answer {
-            Ok(p) => Ok(Permit {
-                transition: caused,
-                ..p
-            }),
-            Err(reason) => Err(Rejection {
-                reason,
-                transition: caused,
-            }),
-        }
+        answer.map_err(Rejection::new)
     }
 
     fn acquire_closed(&self, c: Ctl, now: Instant) -> Step<Result<Permit, RejectReason>> {
@@ -547,7 +614,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         if !c.flag() {
             return Step::Done(Ok(Self::permit(g, NOT_A_PROBE, now)));
         }
-        let policy = self.policy;
+        let policy = self.policy();
         let elapsed = now.saturating_duration_since(Instant::from_nanos(self.since.load(Acquire)));
         if elapsed >= policy.ramp {
             let done = Ctl::new(CLOSED, false, c.count(), g);
@@ -590,7 +657,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         g: u32,
         f: impl Fn(Tallies) -> Option<Tallies>,
     ) -> Result<Option<Tallies>, ()> {
-        let rate = matches!(self.policy.rule, ProbeRule::Rate { .. });
+        let rate = matches!(self.policy().rule, ProbeRule::Rate { .. });
         let mut w = self.round.load(Acquire);
         loop {
             let current = if (w >> 32) as u32 == g {
@@ -616,7 +683,10 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
     fn round(&self, g: u32) -> Tallies {
         let w = self.round.load(Acquire);
         if (w >> 32) as u32 == g {
-            Tallies::unpack(w as u32, matches!(self.policy.rule, ProbeRule::Rate { .. }))
+            Tallies::unpack(
+                w as u32,
+                matches!(self.policy().rule, ProbeRule::Rate { .. }),
+            )
         } else {
             Tallies::default()
         }
@@ -628,7 +698,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         c: Ctl,
         verdict: Verdict,
         now: Instant,
-        caused: &mut Option<Transition>,
+        caused: &mut bool,
     ) -> Option<Step<Result<Permit, RejectReason>>> {
         match verdict {
             Verdict::Undecided => None,
@@ -645,7 +715,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                 })
             }
             Verdict::Close => {
-                let closed = c.next(CLOSED, !self.policy.ramp.is_zero(), 0);
+                let closed = c.next(CLOSED, !self.policy().ramp.is_zero(), 0);
                 Some(match self.go(c, closed, now) {
                     Ok(t) => {
                         *caused = t;
@@ -661,9 +731,9 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         &self,
         c: Ctl,
         now: Instant,
-        caused: &mut Option<Transition>,
+        caused: &mut bool,
     ) -> Step<Result<Permit, RejectReason>> {
-        let policy = self.policy;
+        let policy = self.policy();
         let g = c.generation();
         if policy.max_in_flight == u32::MAX {
             // No gate: every call is a probe, with nothing to lease and no count to keep.
@@ -678,7 +748,7 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         // call, so that it makes no second one.
         let mut expired = 0u32;
         for (slot, expires) in slots.iter().zip(&self.expires) {
-            if caused.is_some() {
+            if *caused {
                 break;
             }
             let w = slot.load(Acquire);
@@ -762,50 +832,40 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
         Step::Done(Ok(Self::permit(g, lease_of(index, seq), now)))
     }
 
-    /// Reports how a permitted call ended. Returns the state change it caused, if any. Results from
-    /// permits of an earlier generation are ignored.
+    /// Reports how a permitted call ended. A state change it causes goes to the observer. Results
+    /// from permits of an earlier generation are ignored.
     #[inline]
-    pub fn record(&self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
-        let now = self.observe(now);
+    pub fn record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+        let now = self.observe_now(now);
         let c = self.load();
         if permit.generation != c.generation() {
-            return None;
+            return;
         }
-        let slow = self.policy.is_slow(permit.started, now);
+        let policy = self.policy();
+        let slow = policy.is_slow(permit.started, now);
         match c.code() {
             CLOSED => {
                 if outcome == Outcome::Ignored {
-                    return None;
+                    return;
                 }
                 let failure = outcome == Outcome::Failure;
                 let window = &self.hot.window;
                 let calls = window.record(now, failure, slow);
-                let rates = self
-                    .policy
-                    .rates_fire(calls, |f, s| window.counts_of(now, f, s));
+                let rates = policy.rates_fire(calls, |f, s| window.counts_of(now, f, s));
                 self.record_closed(c, failure, rates, now)
             }
-            DISABLED => {
-                if outcome != Outcome::Ignored {
-                    self.hot
-                        .window
-                        .record(now, outcome == Outcome::Failure, slow);
-                }
-                None
+            DISABLED if outcome != Outcome::Ignored => {
+                self.hot
+                    .window
+                    .record(now, outcome == Outcome::Failure, slow);
             }
             HALF_OPEN => self.record_probe(c, permit, outcome, slow, now),
-            _ => None,
+            _ => {}
         }
     }
 
     #[inline]
-    fn record_closed(
-        &self,
-        mut c: Ctl,
-        failure: bool,
-        rates: bool,
-        now: Instant,
-    ) -> Option<Transition> {
+    fn record_closed(&self, mut c: Ctl, failure: bool, rates: bool, now: Instant) {
         let g = c.generation();
         loop {
             let consecutive = if failure {
@@ -813,12 +873,9 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             } else {
                 0
             };
-            let done = if rates || self.policy.consecutive_trips(consecutive) {
+            let done = if rates || self.policy().consecutive_trips(consecutive) {
                 // Closed always has zero re-opens.
-                match self.go(c, c.next(OPEN, false, 0), now) {
-                    Ok(t) => return t,
-                    Err(()) => false,
-                }
+                self.go(c, c.next(OPEN, false, 0), now).is_ok()
             } else if consecutive != c.count() {
                 let next = Ctl::new(CLOSED, c.flag(), consecutive, g);
                 self.control
@@ -828,37 +885,36 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
                 true
             };
             if done {
-                return None;
+                return;
             }
             c = self.load();
             if c.generation() != g {
-                return None;
+                return;
             }
         }
     }
 
-    fn record_probe(
-        &self,
-        c: Ctl,
-        permit: Permit,
-        outcome: Outcome,
-        slow: bool,
-        now: Instant,
-    ) -> Option<Transition> {
+    fn record_probe(&self, c: Ctl, permit: Permit, outcome: Outcome, slow: bool, now: Instant) {
         let g = c.generation();
-        let policy = self.policy;
+        let policy = self.policy();
         if permit.lease >= FIRST_LEASE {
             let lease = permit.lease - FIRST_LEASE;
             let (index, seq) = ((lease & 63) as usize, u64::from(lease >> 6));
-            let slot = self.slots.get(index)?;
-            slot.compare_exchange(
-                slot_word(g, seq, SLOT_LEASED),
-                slot_word(g, seq, SLOT_FREE),
-                AcqRel,
-                Relaxed,
-            )
-            // Its lease expired and already counted as a failed probe.
-            .ok()?;
+            let Some(slot) = self.slots.get(index) else {
+                return;
+            };
+            if slot
+                .compare_exchange(
+                    slot_word(g, seq, SLOT_LEASED),
+                    slot_word(g, seq, SLOT_FREE),
+                    AcqRel,
+                    Relaxed,
+                )
+                .is_err()
+            {
+                // Its lease expired and already counted as a failed probe.
+                return;
+            }
         }
         let bad = outcome == Outcome::Failure || slow;
         let verdict = match (outcome, policy.rule) {
@@ -901,38 +957,38 @@ impl<'p, W: AtomicWindow, const P: usize> SharedBreaker<'p, W, P> {
             }
         };
         let to = match verdict {
-            Verdict::Undecided => return None,
+            Verdict::Undecided => return,
             Verdict::Close => c.next(CLOSED, !policy.ramp.is_zero(), 0),
             Verdict::Reopen => c.next(OPEN, false, c.count().saturating_add(1)),
         };
-        self.go(c, to, now).ok().flatten()
+        let _ = self.go(c, to, now);
     }
 
     /// Makes the manual transition `to(c)` from whatever state the breaker is in.
-    fn manual(&self, now: Instant, to: impl Fn(Ctl) -> Ctl) -> Option<Transition> {
-        let now = self.observe(now);
+    fn manual(&self, now: Instant, to: impl Fn(Ctl) -> Ctl) {
+        let now = self.observe_now(now);
         loop {
             let c = self.load();
-            if let Ok(t) = self.go(c, to(c), now) {
-                return t;
+            if self.go(c, to(c), now).is_ok() {
+                return;
             }
         }
     }
 
     /// Opens the breaker by hand until [`reset`](Self::reset). Permits already out become stale.
-    pub fn force_open(&self, now: Instant) -> Option<Transition> {
+    pub fn force_open(&self, now: Instant) {
         self.manual(now, |c| c.manual(FORCED_OPEN))
     }
 
     /// Switches the breaker off until [`reset`](Self::reset): every call is admitted and outcomes
     /// only feed the window's metrics.
-    pub fn disable(&self, now: Instant) -> Option<Transition> {
+    pub fn disable(&self, now: Instant) {
         self.manual(now, |c| c.manual(DISABLED))
     }
 
     /// Back to closed with nothing remembered: window, counters and open-time growth cleared, no
     /// slow start. Permits already out become stale.
-    pub fn reset(&self, now: Instant) -> Option<Transition> {
+    pub fn reset(&self, now: Instant) {
         self.manual(now, |c| c.next(CLOSED, false, 0))
     }
 }
@@ -988,7 +1044,7 @@ mod tests {
             consecutive_failures: Some(MAX_COUNT + 1),
             ..BreakerConfig::layered_exercise()
         });
-        let e = SharedBreaker::<NoWindow, 1>::new(&p).unwrap_err();
+        let e = SharedBreaker::<_, NoWindow>::with_storage(&p).unwrap_err();
         assert_eq!(e.field, "consecutive_failures");
         let p = policy(BreakerConfig {
             half_open: HalfOpenConfig {
@@ -998,7 +1054,7 @@ mod tests {
             },
             ..BreakerConfig::reliablekit()
         });
-        let e = SharedBreaker::<AtomicCountWindow<1>, 1>::new(&p).unwrap_err();
+        let e = SharedBreaker::<_, AtomicCountWindow<64>>::with_storage(&p).unwrap_err();
         assert_eq!(e.field, "half_open.rule.calls");
         let p = policy(BreakerConfig {
             open: OpenConfig {
@@ -1009,13 +1065,13 @@ mod tests {
             },
             ..BreakerConfig::layered_exercise()
         });
-        let e = SharedBreaker::<NoWindow, 1>::new(&p).unwrap_err();
+        let e = SharedBreaker::<_, NoWindow>::with_storage(&p).unwrap_err();
         assert_eq!(e.field, "open.growth");
         let p = policy(BreakerConfig::resilience4j());
-        let e = SharedBreaker::<AtomicCountWindow<2>, 4>::new(&p).unwrap_err();
+        let e = SharedBreaker::<_, AtomicCountWindow<100, 2>, 4>::with_storage(&p).unwrap_err();
         assert_eq!(e.field, "half_open.max_in_flight");
-        assert!(SharedBreaker::<AtomicCountWindow<2>, 10>::new(&p).is_ok());
-        let e = SharedBreaker::<NoWindow, 10>::new(&p).unwrap_err();
+        assert!(SharedBreaker::<_, AtomicCountWindow<100, 2>, 10>::with_storage(&p).is_ok());
+        let e = SharedBreaker::<_, NoWindow, 10>::with_storage(&p).unwrap_err();
         assert_eq!(e.field, "window");
     }
 }

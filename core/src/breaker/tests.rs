@@ -1,6 +1,7 @@
 //! Timelines of the named breakers and the behaviours the module docs promise.
 
 use super::*;
+use crate::{Duration, Instant};
 
 fn t(secs: u64) -> Instant {
     Instant::from_secs(secs)
@@ -12,20 +13,54 @@ fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
+/// The breaker of these tests: it borrows its policy and keeps its latest transition.
+type Cb<'p, W = CountWindow<64>, const P: usize = 1> =
+    CircuitBreaker<&'p BreakerPolicy, W, P, LastTransition>;
+
+/// Each call with the transition it made, taken from the observer.
+trait Traced {
+    fn acquire_t(&mut self, now: Instant) -> (Result<Permit, Rejection>, Option<Transition>);
+    fn record_t(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition>;
+    fn force_open_t(&mut self, now: Instant) -> Option<Transition>;
+    fn reset_t(&mut self, now: Instant) -> Option<Transition>;
+}
+
+impl<W: Window, const P: usize> Traced for Cb<'_, W, P> {
+    fn acquire_t(&mut self, now: Instant) -> (Result<Permit, Rejection>, Option<Transition>) {
+        self.observer().take();
+        let r = self.try_acquire(now);
+        (r, self.observer().take())
+    }
+    fn record_t(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
+        self.observer().take();
+        self.record(permit, outcome, now);
+        self.observer().take()
+    }
+    fn force_open_t(&mut self, now: Instant) -> Option<Transition> {
+        self.observer().take();
+        self.force_open(now);
+        self.observer().take()
+    }
+    fn reset_t(&mut self, now: Instant) -> Option<Transition> {
+        self.observer().take();
+        self.reset(now);
+        self.observer().take()
+    }
+}
+
 fn call<W: Window, const P: usize>(
-    b: &mut CircuitBreaker<'_, W, P>,
+    b: &mut Cb<'_, W, P>,
     outcome: Outcome,
     now: Instant,
 ) -> Option<Transition> {
     let permit = b.try_acquire(now).expect("admitted");
-    b.record(permit, outcome, now)
+    b.record_t(permit, outcome, now)
 }
 
 fn open_for(r: Result<Permit, Rejection>) -> Duration {
     match r {
         Err(Rejection {
             reason: RejectReason::Open { retry_after },
-            ..
         }) => retry_after,
         other => panic!("expected an open rejection, got {other:?}"),
     }
@@ -35,7 +70,7 @@ fn open_for(r: Result<Permit, Rejection>) -> Duration {
 #[test]
 fn layered_exercise_timeline() {
     let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-    let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).unwrap();
+    let mut b = Cb::<NoWindow, 1>::with_storage(&policy).unwrap();
     for now in [5, 10] {
         assert_eq!(call(&mut b, Outcome::Success, t(now)), None);
     }
@@ -55,19 +90,20 @@ fn layered_exercise_timeline() {
         assert_eq!(open_for(b.try_acquire(t(now))), secs(left), "at {now}s");
     }
     assert_eq!(b.state(t(40)), State::HalfOpen);
-    let trial = b.try_acquire(t(40)).unwrap();
+    let (trial, entered) = b.acquire_t(t(40));
+    let trial = trial.unwrap();
     assert!(trial.is_probe());
     assert_eq!(
-        trial.transition().map(|t| (t.from, t.to)),
+        entered.map(|t| (t.from, t.to)),
         Some((State::Open, State::HalfOpen))
     );
-    let reopened = b.record(trial, Outcome::Failure, t(40)).unwrap();
+    let reopened = b.record_t(trial, Outcome::Failure, t(40)).unwrap();
     assert_eq!((reopened.from, reopened.to), (State::HalfOpen, State::Open));
     for (now, left) in [(45, 15), (50, 10), (55, 5)] {
         assert_eq!(open_for(b.try_acquire(t(now))), secs(left), "at {now}s");
     }
     let trial = b.try_acquire(t(60)).unwrap();
-    let closed = b.record(trial, Outcome::Success, t(60)).unwrap();
+    let closed = b.record_t(trial, Outcome::Success, t(60)).unwrap();
     assert_eq!(
         closed,
         Transition {
@@ -83,7 +119,7 @@ fn layered_exercise_timeline() {
 #[test]
 fn reliablekit_timeline() {
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
-    let mut b: CircuitBreaker<'_> = CircuitBreaker::new(&policy).unwrap();
+    let mut b: Cb<'_> = Cb::with_storage(&policy).unwrap();
     // 19 failures: the window is not full yet, so no decision.
     for i in 0..19 {
         assert_eq!(call(&mut b, Outcome::Failure, ms(i)), None);
@@ -96,17 +132,23 @@ fn reliablekit_timeline() {
     let probes: std::vec::Vec<_> = (0..5).map(|_| b.try_acquire(t0).unwrap()).collect();
     assert!(probes.iter().all(Permit::is_probe));
     let mut probes = probes.into_iter();
-    assert_eq!(b.record(probes.next().unwrap(), Outcome::Success, t0), None);
-    assert_eq!(b.record(probes.next().unwrap(), Outcome::Success, t0), None);
+    assert_eq!(
+        b.record_t(probes.next().unwrap(), Outcome::Success, t0),
+        None
+    );
+    assert_eq!(
+        b.record_t(probes.next().unwrap(), Outcome::Success, t0),
+        None
+    );
     // Any failure re-opens and restarts the 30 s from now.
     let reopen = b
-        .record(probes.next().unwrap(), Outcome::Failure, t0 + secs(1))
+        .record_t(probes.next().unwrap(), Outcome::Failure, t0 + secs(1))
         .unwrap();
     assert_eq!(reopen.to, State::Open);
     assert_eq!(open_for(b.try_acquire(t0 + secs(1))), secs(30));
     // The remaining probes are stale now and change nothing.
     for p in probes {
-        assert_eq!(b.record(p, Outcome::Success, t0 + secs(2)), None);
+        assert_eq!(b.record_t(p, Outcome::Success, t0 + secs(2)), None);
     }
     let t1 = t0 + secs(31);
     assert_eq!(call(&mut b, Outcome::Success, t1), None);
@@ -137,7 +179,7 @@ fn reliablekit_timeline() {
 #[test]
 fn reliablekit_window_slides() {
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
-    let mut b: CircuitBreaker<'_> = CircuitBreaker::new(&policy).unwrap();
+    let mut b: Cb<'_> = Cb::with_storage(&policy).unwrap();
     for i in 0..1_000u64 {
         // Failure on 9 of every 20 calls, spread out.
         let outcome = if i % 20 < 9 {
@@ -154,14 +196,14 @@ fn reliablekit_window_slides() {
 fn resilience4j_timeline() {
     let policy = BreakerPolicy::new(BreakerConfig::resilience4j()).unwrap();
     assert!(
-        CircuitBreaker::<CountWindow<1>, 10>::new(&policy).is_err(),
+        Cb::<CountWindow<64>, 10>::with_storage(&policy).is_err(),
         "100 calls need CountWindow<2>"
     );
     assert!(
-        CircuitBreaker::<CountWindow<2>, 9>::new(&policy).is_err(),
+        Cb::<CountWindow<128, 2>, 9>::with_storage(&policy).is_err(),
         "10 permits need 10 slots"
     );
-    let mut b = CircuitBreaker::<CountWindow<2>, 10>::new(&policy).unwrap();
+    let mut b = Cb::<CountWindow<128, 2>, 10>::with_storage(&policy).unwrap();
     // 99 failures: under the minimum of 100 calls.
     for i in 0..99 {
         assert_eq!(call(&mut b, Outcome::Failure, ms(i)), None);
@@ -187,7 +229,7 @@ fn resilience4j_timeline() {
         } else {
             Outcome::Success
         };
-        let t = b.record(p, outcome, t0);
+        let t = b.record_t(p, outcome, t0);
         assert_eq!(
             t.map(|t| t.to),
             if i == 9 { Some(State::Open) } else { None }
@@ -198,7 +240,7 @@ fn resilience4j_timeline() {
     let permits: std::vec::Vec<_> = (0..10).map(|_| b.try_acquire(t1).unwrap()).collect();
     let mut last = None;
     for (i, p) in permits.into_iter().enumerate() {
-        last = b.record(
+        last = b.record_t(
             p,
             if i < 4 {
                 Outcome::Failure
@@ -214,7 +256,7 @@ fn resilience4j_timeline() {
     for i in 0..100u64 {
         let start = t2 + secs(1_000 * i);
         let p = b.try_acquire(start).unwrap();
-        let t = b.record(p, Outcome::Success, start + Duration::from_millis(60_001));
+        let t = b.record_t(p, Outcome::Success, start + Duration::from_millis(60_001));
         assert_eq!(t.is_some(), i == 99, "call {i}");
     }
 }
@@ -229,7 +271,7 @@ fn probe_lease_expiry_reopens_instead_of_wedging() {
         ..BreakerConfig::layered_exercise()
     };
     let policy = BreakerPolicy::new(config).unwrap();
-    let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).unwrap();
+    let mut b = Cb::<NoWindow, 1>::with_storage(&policy).unwrap();
     call(&mut b, Outcome::Failure, t(0));
     call(&mut b, Outcome::Failure, t(0));
     let lost = b.try_acquire(t(20)).unwrap(); // the probe that never returns
@@ -237,18 +279,19 @@ fn probe_lease_expiry_reopens_instead_of_wedging() {
         b.try_acquire(t(24)).unwrap_err().reason,
         RejectReason::HalfOpenFull
     );
-    let r = b.try_acquire(t(25)).unwrap_err();
+    let (r, caused) = b.acquire_t(t(25));
+    let r = r.unwrap_err();
     assert_eq!(
-        r.transition.map(|t| (t.from, t.to)),
+        caused.map(|t| (t.from, t.to)),
         Some((State::HalfOpen, State::Open))
     );
     assert_eq!(r.retry_after(), Some(secs(20)));
     // The lost probe's late answer is stale.
-    assert_eq!(b.record(lost, Outcome::Success, t(26)), None);
+    assert_eq!(b.record_t(lost, Outcome::Success, t(26)), None);
     assert_eq!(b.state(t(26)), State::Open);
     let probe = b.try_acquire(t(45)).unwrap();
     assert_eq!(
-        b.record(probe, Outcome::Success, t(46)).map(|t| t.to),
+        b.record_t(probe, Outcome::Success, t(46)).map(|t| t.to),
         Some(State::Closed)
     );
 }
@@ -256,24 +299,24 @@ fn probe_lease_expiry_reopens_instead_of_wedging() {
 #[test]
 fn stale_permits_from_before_a_trip_change_nothing() {
     let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-    let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).unwrap();
+    let mut b = Cb::<NoWindow, 1>::with_storage(&policy).unwrap();
     let early = b.try_acquire(t(0)).unwrap();
     let early2 = b.try_acquire(t(0)).unwrap();
     call(&mut b, Outcome::Failure, t(1));
     call(&mut b, Outcome::Failure, t(1));
     let probe = b.try_acquire(t(21)).unwrap();
-    b.record(probe, Outcome::Success, t(21));
+    b.record_t(probe, Outcome::Success, t(21));
     assert_eq!(b.state(t(21)), State::Closed);
     // Late failures from the first generation must not count towards a new trip.
-    assert_eq!(b.record(early, Outcome::Failure, t(22)), None);
-    assert_eq!(b.record(early2, Outcome::Failure, t(22)), None);
+    assert_eq!(b.record_t(early, Outcome::Failure, t(22)), None);
+    assert_eq!(b.record_t(early2, Outcome::Failure, t(22)), None);
     assert_eq!(b.consecutive_failures(), 0);
 }
 
 #[test]
 fn a_clock_stepping_back_counts_as_no_time() {
     let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-    let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).unwrap();
+    let mut b = Cb::<NoWindow, 1>::with_storage(&policy).unwrap();
     call(&mut b, Outcome::Failure, t(100));
     call(&mut b, Outcome::Failure, t(100));
     // A clock that jumps back cannot extend or shorten the open time.
@@ -298,7 +341,7 @@ fn growth_and_jitter_never_exceed_the_cap() {
     };
     let policy = BreakerPolicy::new(config).unwrap();
     for seed in 0..50 {
-        let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy)
+        let mut b = Cb::<NoWindow, 1>::with_storage(&policy)
             .unwrap()
             .with_seed(seed);
         call(&mut b, Outcome::Failure, t(0));
@@ -316,7 +359,7 @@ fn growth_and_jitter_never_exceed_the_cap() {
             seen.push(left);
             now += left;
             let probe = b.try_acquire(now).unwrap();
-            b.record(probe, Outcome::Failure, now);
+            b.record_t(probe, Outcome::Failure, now);
         }
         assert_eq!(b.reopens(), 8);
         assert!(seen.windows(2).any(|w| w[0] != w[1]));
@@ -324,7 +367,7 @@ fn growth_and_jitter_never_exceed_the_cap() {
     // Different seeds spread the first open time.
     let firsts: std::collections::BTreeSet<_> = (0..20)
         .map(|seed| {
-            let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy)
+            let mut b = Cb::<NoWindow, 1>::with_storage(&policy)
                 .unwrap()
                 .with_seed(seed);
             call(&mut b, Outcome::Failure, t(0));
@@ -345,7 +388,7 @@ fn slow_start_admits_a_rising_share() {
         ..BreakerConfig::layered_exercise()
     };
     let policy = BreakerPolicy::new(config).unwrap();
-    let mut b = CircuitBreaker::<NoWindow, 1>::new(&policy).unwrap();
+    let mut b = Cb::<NoWindow, 1>::with_storage(&policy).unwrap();
     // No ramp for a new breaker.
     for _ in 0..10 {
         assert!(b.try_acquire(t(0)).is_ok());
@@ -353,7 +396,7 @@ fn slow_start_admits_a_rising_share() {
     call(&mut b, Outcome::Failure, t(0));
     call(&mut b, Outcome::Failure, t(0));
     let probe = b.try_acquire(t(20)).unwrap();
-    b.record(probe, Outcome::Success, t(20));
+    b.record_t(probe, Outcome::Success, t(20));
     // 1,000 calls per second over the 10 s ramp: the admitted share in each second follows it.
     let mut admitted_per_sec = [0u32; 11];
     for i in 0..11_000u64 {
@@ -361,7 +404,7 @@ fn slow_start_admits_a_rising_share() {
         match b.try_acquire(now) {
             Ok(p) => {
                 admitted_per_sec[(i / 1_000) as usize] += 1;
-                b.record(p, Outcome::Ignored, now);
+                b.record_t(p, Outcome::Ignored, now);
             }
             Err(r) => assert_eq!(r.reason, RejectReason::SlowStart),
         }
@@ -384,15 +427,15 @@ fn slow_start_admits_a_rising_share() {
 #[test]
 fn manual_controls() {
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
-    let mut b: CircuitBreaker<'_> = CircuitBreaker::new(&policy).unwrap();
+    let mut b: Cb<'_> = Cb::with_storage(&policy).unwrap();
     let before = b.try_acquire(t(0)).unwrap();
-    let forced = b.force_open(t(1)).unwrap();
+    let forced = b.force_open_t(t(1)).unwrap();
     assert_eq!((forced.from, forced.to), (State::Closed, State::ForcedOpen));
     assert_eq!(
         b.try_acquire(t(1_000)).unwrap_err().reason,
         RejectReason::ForcedOpen
     );
-    assert_eq!(b.record(before, Outcome::Failure, t(2)), None);
+    assert_eq!(b.record_t(before, Outcome::Failure, t(2)), None);
     // Disabled: everything admitted, outcomes only feed metrics.
     b.disable(t(3));
     for i in 0..100 {
@@ -403,10 +446,10 @@ fn manual_controls() {
     }
     assert_eq!(b.state(t(4)), State::Disabled);
     assert_eq!(b.counts(t(4)).failures, 20);
-    let reset = b.reset(t(5)).unwrap();
+    let reset = b.reset_t(t(5)).unwrap();
     assert_eq!((reset.from, reset.to), (State::Disabled, State::Closed));
     assert_eq!(b.counts(t(5)), Counts::default());
-    assert_eq!(b.reset(t(6)), None, "already closed: no transition");
+    assert_eq!(b.reset_t(t(6)), None, "already closed: no transition");
 }
 
 #[test]
@@ -421,9 +464,9 @@ fn time_window_trips_on_rate_and_forgets_old_failures() {
         ..BreakerConfig::new()
     };
     let policy = BreakerPolicy::new(config).unwrap();
-    assert!(CircuitBreaker::<CountWindow<1>, 1>::new(&policy).is_err());
-    assert!(CircuitBreaker::<NoWindow, 1>::new(&policy).is_err());
-    let mut b = CircuitBreaker::<TimeWindow<10>, 1>::new(&policy).unwrap();
+    assert!(Cb::<CountWindow<64>, 1>::with_storage(&policy).is_err());
+    assert!(Cb::<NoWindow, 1>::with_storage(&policy).is_err());
+    let mut b = Cb::<TimeWindow<10>, 1>::with_storage(&policy).unwrap();
     call(&mut b, Outcome::Failure, t(0));
     call(&mut b, Outcome::Failure, t(1));
     // 12 s later those failures are gone: 1 failure of 4 does not trip.
@@ -438,7 +481,7 @@ fn time_window_trips_on_rate_and_forgets_old_failures() {
         Some(State::Open)
     );
     // AnyWindow picks the kind from the policy.
-    assert!(CircuitBreaker::<AnyWindow<1, 10>, 1>::new(&policy).is_ok());
+    assert!(Cb::<AnyWindow<64, 10>, 1>::with_storage(&policy).is_ok());
 }
 
 #[test]
@@ -452,11 +495,11 @@ fn ignored_outcomes_free_probe_slots_without_deciding() {
         ..BreakerConfig::layered_exercise()
     };
     let policy = BreakerPolicy::new(config).unwrap();
-    let mut b = CircuitBreaker::<NoWindow, 2>::new(&policy).unwrap();
+    let mut b = Cb::<NoWindow, 2>::with_storage(&policy).unwrap();
     call(&mut b, Outcome::Failure, t(0));
     call(&mut b, Outcome::Failure, t(0));
     let p = b.try_acquire(t(20)).unwrap();
-    assert_eq!(b.record(p, Outcome::Ignored, t(20)), None);
+    assert_eq!(b.record_t(p, Outcome::Ignored, t(20)), None);
     assert_eq!(b.probes_in_flight(), 0);
     assert_eq!(call(&mut b, Outcome::Success, t(21)), None);
     assert_eq!(
@@ -467,10 +510,13 @@ fn ignored_outcomes_free_probe_slots_without_deciding() {
 
 #[test]
 fn sizes_stay_small() {
-    // Issue 2's goal: a breaker with a 64-call window and one probe slot in at most 128 bytes.
-    assert!(core::mem::size_of::<CircuitBreaker<'_, CountWindow<1>, 1>>() <= 128);
-    assert!(core::mem::size_of::<Permit>() <= 32);
-    assert!(core::mem::size_of::<CircuitBreaker<'_, NoWindow, 1>>() <= 96);
+    // A breaker sharing its policy, with a 64-call window and one probe slot: 120 bytes.
+    assert_eq!(
+        core::mem::size_of::<CircuitBreaker<&BreakerPolicy, CountWindow<64>, 1>>(),
+        120
+    );
+    assert_eq!(core::mem::size_of::<Permit>(), 16);
+    assert!(core::mem::size_of::<CircuitBreaker<&BreakerPolicy, NoWindow, 1>>() <= 96);
 }
 
 /// Found by the reference-model test: the late answer of a probe whose lease expired must neither
@@ -489,14 +535,14 @@ fn late_answer_of_an_expired_probe_is_ignored() {
         ..BreakerConfig::new()
     };
     let policy = BreakerPolicy::new(config).unwrap();
-    let mut b = CircuitBreaker::<CountWindow<1>, 1>::new(&policy).unwrap();
+    let mut b = Cb::<CountWindow<64>, 1>::with_storage(&policy).unwrap();
     call(&mut b, Outcome::Failure, t(0));
     call(&mut b, Outcome::Failure, t(0));
     let late = b.try_acquire(t(30)).unwrap();
     // Its lease runs out at 31 s: counted as one failed probe of three, and the slot is leased again.
     let second = b.try_acquire(t(31)).unwrap();
     assert_eq!(b.probes_in_flight(), 1);
-    assert_eq!(b.record(late, Outcome::Failure, t(31)), None);
+    assert_eq!(b.record_t(late, Outcome::Failure, t(31)), None);
     assert_eq!(
         b.probes_in_flight(),
         1,
@@ -506,11 +552,11 @@ fn late_answer_of_an_expired_probe_is_ignored() {
         b.try_acquire(t(31)).unwrap_err().reason,
         RejectReason::HalfOpenFull
     );
-    assert_eq!(b.record(second, Outcome::Success, t(31)), None);
+    assert_eq!(b.record_t(second, Outcome::Success, t(31)), None);
     // Round: 1 failure (expired), 1 success, one more to come; 2 successes of 3 -> 33% < 100%: close.
     let third = b.try_acquire(t(31)).unwrap();
     assert_eq!(
-        b.record(third, Outcome::Success, t(31)).map(|t| t.to),
+        b.record_t(third, Outcome::Success, t(31)).map(|t| t.to),
         Some(State::Closed)
     );
 }
@@ -535,17 +581,18 @@ fn a_close_is_reported_even_when_slow_start_rejects_the_call() {
         ..BreakerConfig::new()
     };
     let policy = BreakerPolicy::new(config).unwrap();
-    let mut b = CircuitBreaker::<CountWindow<1>, 2>::new(&policy).unwrap();
+    let mut b = Cb::<CountWindow<64>, 2>::with_storage(&policy).unwrap();
     call(&mut b, Outcome::Failure, t(0));
     let ok = b.try_acquire(t(30)).unwrap();
     let _lost = b.try_acquire(t(30)).unwrap();
-    assert_eq!(b.record(ok, Outcome::Success, t(30)), None);
+    assert_eq!(b.record_t(ok, Outcome::Success, t(30)), None);
     // At 31 s the lost probe's lease has expired: 1 failure of 2 is under 100%, so the breaker
     // closes, and slow start (0% admitted at first) rejects this very call.
-    let r = b.try_acquire(t(31)).unwrap_err();
+    let (r, caused) = b.acquire_t(t(31));
+    let r = r.unwrap_err();
     assert_eq!(r.reason, RejectReason::SlowStart);
     assert_eq!(
-        r.transition.map(|t| (t.from, t.to)),
+        caused.map(|t| (t.from, t.to)),
         Some((State::HalfOpen, State::Closed))
     );
 }

@@ -19,8 +19,7 @@
 //! assert_eq!(w.counts(Instant::from_secs(10)).calls, 1);
 //! ```
 
-use super::config::WindowSpec;
-use super::window::{Counts, Window, wrong_kind};
+use super::window::{Counts, Window, WindowSpec, wrong_kind};
 use crate::error::{ConfigError, Problem};
 use crate::time::Instant;
 

@@ -2,15 +2,15 @@
 //!
 //! The storage is a type parameter of the breaker, so each breaker pays only for what it uses:
 //! [`NoWindow`] (zero bytes, for consecutive-failure breakers), [`CountWindow`] (a bit ring over the
-//! last N calls), [`TimeWindow`] (buckets over the last span of time), or [`AnyWindow`] when the kind
-//! is only known at run time (a scenario file, a settings page). Capacities are const generics; the
+//! last N calls), [`TimeWindow`] (buckets over the last span of time), or [`AnyWindow`](super::AnyWindow)
+//! when the kind is only known at run time (a scenario file, a settings page). Capacities are const generics; the
 //! size a policy asks for is checked against them when the breaker is built.
 //!
 //! ```
 //! use reliable_core::breaker::{CountWindow, Window, WindowSpec};
 //! use reliable_core::Instant;
 //!
-//! let mut w = CountWindow::<1>::new(WindowSpec::Count { calls: 3 }).unwrap();
+//! let mut w = CountWindow::<64>::new(WindowSpec::Count { calls: 3 }).unwrap();
 //! let t = Instant::ZERO;
 //! w.record(t, true, false);
 //! w.record(t, false, false);
@@ -21,11 +21,8 @@
 //! assert_eq!(w.counts(t).calls, 3);
 //! ```
 
-use super::config::WindowSpec;
-use super::count_window::CountWindow;
-use super::time_window::TimeWindow;
 use crate::error::{ConfigError, Problem};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// Calls, failures and slow calls currently in a window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,41 +71,21 @@ impl Window for NoWindow {
     }
 }
 
-/// Either kind of window, chosen by the policy at run time. `WORDS` sizes the count window
-/// (64 calls per word), `BUCKETS` the time window.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AnyWindow<const WORDS: usize, const BUCKETS: usize> {
-    /// A count window.
-    Count(CountWindow<WORDS>),
-    /// A time window.
-    Time(TimeWindow<BUCKETS>),
-}
-
-impl<const WORDS: usize, const BUCKETS: usize> Window for AnyWindow<WORDS, BUCKETS> {
-    fn new(spec: WindowSpec) -> Result<Self, ConfigError> {
-        Ok(match spec {
-            WindowSpec::Count { .. } => AnyWindow::Count(CountWindow::new(spec)?),
-            WindowSpec::Time { .. } => AnyWindow::Time(TimeWindow::new(spec)?),
-        })
-    }
-    fn record(&mut self, now: Instant, failure: bool, slow: bool) -> Counts {
-        match self {
-            AnyWindow::Count(w) => w.record(now, failure, slow),
-            AnyWindow::Time(w) => w.record(now, failure, slow),
-        }
-    }
-    fn counts(&self, now: Instant) -> Counts {
-        match self {
-            AnyWindow::Count(w) => w.counts(now),
-            AnyWindow::Time(w) => w.counts(now),
-        }
-    }
-    fn clear(&mut self) {
-        match self {
-            AnyWindow::Count(w) => w.clear(),
-            AnyWindow::Time(w) => w.clear(),
-        }
-    }
+/// The window a policy asks for, in the form window storage checks against its capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowSpec {
+    /// The last `calls` calls.
+    Count {
+        /// Calls counted.
+        calls: u32,
+    },
+    /// `buckets` buckets of `width` each.
+    Time {
+        /// Width of one bucket (at least 1 ns).
+        width: Duration,
+        /// Number of buckets.
+        buckets: u32,
+    },
 }
 
 pub(crate) fn wrong_kind(expected: &'static str) -> ConfigError {

@@ -155,6 +155,15 @@ impl BatchArgs {
         }
     }
 
+    /// The message for a report of scenario `name` that could not be written.
+    pub fn write_error(&self, name: &str, e: std::io::Error) -> String {
+        let dir = self.out.join(crate::report::folder_name(name));
+        format!(
+            "{}: {e}",
+            crate::scenario::escape(&dir.display().to_string())
+        )
+    }
+
     /// Threads and progress bar for the runner.
     pub fn options(&self) -> BatchOptions {
         BatchOptions {

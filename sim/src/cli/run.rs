@@ -107,15 +107,8 @@ pub fn run(args: RunArgs) -> Result<(), String> {
 /// Runs one scenario of a file and writes its reports.
 fn run_one(args: &RunArgs, c: &Compiled, seeds: &[u64]) -> Result<(), String> {
     let runs = crate::run::run(c, seeds, args.batch.options())?;
-    let dir = report::write(&args.batch.out, &runs).map_err(|e| {
-        format!(
-            "{}: {e}",
-            args.batch
-                .out
-                .join(report::folder_name(&c.scenario.name))
-                .display()
-        )
-    })?;
+    let dir = report::write(&args.batch.out, &runs)
+        .map_err(|e| args.batch.write_error(&c.scenario.name, e))?;
     if !args.batch.quiet {
         outln!(
             "{}",

@@ -82,6 +82,24 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let shown = format!("{} (sweep)", args.file.display());
     let c = scenario::compile(s, &shown, &limits).map_err(|e| e.to_string())?;
     let seeds = args.batch.seeds(&c, sweep.values.len())?;
+    // Each value makes its own scenario, which may cost more than the one in the file (a higher
+    // rate, a longer horizon): estimate every one, and the sweep as a whole.
+    let mut events = 0.0;
+    for v in &sweep.values {
+        let e = c
+            .with_value(&sweep.parameter, v)
+            .and_then(|cv| cv.estimate(seeds.len() as u32, 1, args.batch.threads(), &limits))
+            .map_err(|e| format!("with {} = {v}: {e}", sweep.parameter))?;
+        events += e.events;
+    }
+    if events > limits.max_events {
+        return Err(format!(
+            "{}: the sweep's {} values need about {events:.2e} events in all, more than the limit of {:.2e} (--max-events)",
+            args.file.display(),
+            sweep.values.len(),
+            limits.max_events
+        ));
+    }
     crate::report::write::check_out(&args.batch.out)?;
     let (k, seed) = (seeds.len(), seeds[0]);
     let command = format!("sim sweep {}", args.file.display());
@@ -102,17 +120,8 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     }
     let result = run_sweep(&c, &sweep, &seeds, args.batch.options())?;
     let (dir, stems) =
-        report::sweep::write(&args.batch.out, &result, &c.scenario.description, &command).map_err(
-            |e| {
-                format!(
-                    "{}: {e}",
-                    args.batch
-                        .out
-                        .join(report::folder_name(&c.scenario.name))
-                        .display()
-                )
-            },
-        )?;
+        report::sweep::write(&args.batch.out, &result, &c.scenario.description, &command)
+            .map_err(|e| args.batch.write_error(&c.scenario.name, e))?;
     if !args.batch.quiet {
         let what = if result.job_set {
             "total calls and makespan (when the last job succeeded)"

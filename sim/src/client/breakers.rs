@@ -3,70 +3,116 @@
 //! The core's breaker is generic over its window storage and probe slots. A scenario's config is
 //! only known at run time, so [`BreakerSlot`] picks, in order, a breaker with no window (consecutive
 //! failures only, one probe), one with a 64-call count window and four probes, or a boxed
-//! [`AnyWindow<4, 64>`](reliable_core::breaker::AnyWindow) with 16 probes, whichever the core
+//! [`AnyWindow<256, 64, 4>`](reliable_core::breaker::AnyWindow) with 16 probes, whichever the core
 //! accepts first. A million per-client breakers of the first kind take tens of megabytes, not
 //! gigabytes. A config none of them fits is reported as a scenario error (the core's message).
 
 use reliable_core::breaker::{
-    AnyWindow, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow, Outcome, Permit, Rejection,
-    State, Transition,
+    AnyWindow, BreakerPolicy, CircuitBreaker, CountWindow, LastTransition, NoWindow, Outcome,
+    Permit, Rejection, State, Transition,
 };
+use std::sync::Arc;
+
 use reliable_core::{ConfigError, Instant};
 
 /// A breaker of whichever storage fits its policy.
 #[derive(Clone, Debug)]
-pub enum BreakerSlot<'p> {
+pub enum BreakerSlot {
     /// Consecutive-failure breakers: no window.
-    Plain(CircuitBreaker<'p, NoWindow, 1>),
+    Plain(Core<NoWindow, 1>),
     /// Rate rules over at most 64 calls, up to 4 probes.
-    Count(CircuitBreaker<'p, CountWindow<1>, 4>),
+    Count(Core<CountWindow<64>, 4>),
     /// Anything else the core supports: 256-call count windows or 64-bucket time windows, 16 probes.
-    Any(Box<CircuitBreaker<'p, AnyWindow<4, 64>, 16>>),
+    Any(Box<Core<AnyWindow<256, 64, 4>, 16>>),
 }
 
-impl<'p> BreakerSlot<'p> {
-    /// A closed breaker for `policy`, its open-time jitter seeded with `seed`.
-    pub fn new(policy: &'p BreakerPolicy, seed: u64) -> Result<Self, ConfigError> {
-        if let Ok(b) = CircuitBreaker::<NoWindow, 1>::new(policy)
-            && !policy.needs_window()
+/// A core breaker sharing its scenario's policy (one `Arc` for all clients), keeping its latest
+/// transition for the caller.
+type Core<W, const P: usize> = CircuitBreaker<Arc<BreakerPolicy>, W, P, LastTransition>;
+
+/// The same without the (single-threaded) transition outlet: what a compiled scenario, shared by
+/// every run's thread, keeps.
+type Fresh<W, const P: usize> = CircuitBreaker<Arc<BreakerPolicy>, W, P>;
+
+/// A closed breaker for a validated policy, in the storage that fits it: built once when the
+/// scenario is compiled (where a config none of the storages fits is refused), then copied for
+/// each client by [`BreakerProto::instance`], which cannot fail.
+#[derive(Clone, Debug)]
+pub enum BreakerProto {
+    /// See [`BreakerSlot::Plain`].
+    Plain(Fresh<NoWindow, 1>),
+    /// See [`BreakerSlot::Count`].
+    Count(Fresh<CountWindow<64>, 4>),
+    /// See [`BreakerSlot::Any`].
+    Any(Box<Fresh<AnyWindow<256, 64, 4>, 16>>),
+}
+
+impl BreakerProto {
+    /// The breaker for `policy`, or why no storage fits it.
+    pub fn new(policy: BreakerPolicy) -> Result<Self, ConfigError> {
+        let needs_window = policy.needs_window();
+        let policy = Arc::new(policy);
+        if let Ok(b) = Fresh::<NoWindow, 1>::with_storage(policy.clone())
+            && !needs_window
         {
-            return Ok(BreakerSlot::Plain(b.with_seed(seed)));
+            return Ok(BreakerProto::Plain(b));
         }
-        if let Ok(b) = CircuitBreaker::<CountWindow<1>, 4>::new(policy) {
-            return Ok(BreakerSlot::Count(b.with_seed(seed)));
+        if let Ok(b) = Fresh::<CountWindow<64>, 4>::with_storage(policy.clone()) {
+            return Ok(BreakerProto::Count(b));
         }
-        let b = CircuitBreaker::<AnyWindow<4, 64>, 16>::new(policy)?;
-        Ok(BreakerSlot::Any(Box::new(b.with_seed(seed))))
+        let b = Fresh::<AnyWindow<256, 64, 4>, 16>::with_storage(policy)?;
+        Ok(BreakerProto::Any(Box::new(b)))
     }
 
-    /// Bytes one breaker for `policy` takes, or why none fits.
-    pub fn bytes_for(policy: &BreakerPolicy) -> Result<usize, ConfigError> {
-        Ok(match BreakerSlot::new(policy, 0)? {
-            BreakerSlot::Plain(_) | BreakerSlot::Count(_) => std::mem::size_of::<Self>(),
-            BreakerSlot::Any(_) => {
-                std::mem::size_of::<Self>()
-                    + std::mem::size_of::<CircuitBreaker<'_, AnyWindow<4, 64>, 16>>()
-            }
-        })
-    }
-
-    /// See [`CircuitBreaker::try_acquire`].
-    #[inline]
-    pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
+    /// A fresh breaker of this kind, its open-time jitter seeded with `seed`.
+    pub fn instance(&self, seed: u64) -> BreakerSlot {
+        let o = LastTransition::default;
         match self {
-            BreakerSlot::Plain(b) => b.try_acquire(now),
-            BreakerSlot::Count(b) => b.try_acquire(now),
-            BreakerSlot::Any(b) => b.try_acquire(now),
+            BreakerProto::Plain(b) => BreakerSlot::Plain(b.clone().with_seed(seed).observe(o())),
+            BreakerProto::Count(b) => BreakerSlot::Count(b.clone().with_seed(seed).observe(o())),
+            BreakerProto::Any(b) => {
+                BreakerSlot::Any(Box::new((**b).clone().with_seed(seed).observe(o())))
+            }
         }
     }
 
-    /// See [`CircuitBreaker::record`].
+    /// Bytes one instance takes, its boxed part included.
+    pub fn bytes(&self) -> usize {
+        let own = std::mem::size_of::<BreakerSlot>();
+        match self {
+            BreakerProto::Plain(_) | BreakerProto::Count(_) => own,
+            BreakerProto::Any(_) => own + std::mem::size_of::<Core<AnyWindow<256, 64, 4>, 16>>(),
+        }
+    }
+}
+
+impl BreakerSlot {
+    /// See [`CircuitBreaker::try_acquire`]; also returns the transition the call made, if any.
+    #[inline]
+    pub fn try_acquire(&mut self, now: Instant) -> (Result<Permit, Rejection>, Option<Transition>) {
+        match self {
+            BreakerSlot::Plain(b) => (b.try_acquire(now), b.observer().take()),
+            BreakerSlot::Count(b) => (b.try_acquire(now), b.observer().take()),
+            BreakerSlot::Any(b) => (b.try_acquire(now), b.observer().take()),
+        }
+    }
+
+    /// See [`CircuitBreaker::record`]; returns the transition the call made, if any.
     #[inline]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
         match self {
-            BreakerSlot::Plain(b) => b.record(permit, outcome, now),
-            BreakerSlot::Count(b) => b.record(permit, outcome, now),
-            BreakerSlot::Any(b) => b.record(permit, outcome, now),
+            BreakerSlot::Plain(b) => {
+                b.record(permit, outcome, now);
+                b.observer().take()
+            }
+            BreakerSlot::Count(b) => {
+                b.record(permit, outcome, now);
+                b.observer().take()
+            }
+            BreakerSlot::Any(b) => {
+                b.record(permit, outcome, now);
+                b.observer().take()
+            }
         }
     }
 
@@ -87,21 +133,14 @@ mod tests {
 
     #[test]
     fn picks_the_smallest_storage_that_fits() {
-        let plain = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&plain, 1).unwrap(),
-            BreakerSlot::Plain(_)
-        ));
-        let kit = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&kit, 1).unwrap(),
-            BreakerSlot::Count(_)
-        ));
-        let r4j = BreakerPolicy::new(BreakerConfig::resilience4j()).unwrap();
-        assert!(matches!(
-            BreakerSlot::new(&r4j, 1).unwrap(),
-            BreakerSlot::Any(_)
-        ));
-        assert!(BreakerSlot::bytes_for(&plain).unwrap() <= 160);
+        let build = |c: BreakerConfig| BreakerProto::new(BreakerPolicy::new(c).unwrap()).unwrap();
+        let plain = build(BreakerConfig::layered_exercise());
+        assert!(matches!(plain.instance(1), BreakerSlot::Plain(_)));
+        let kit = build(BreakerConfig::reliablekit());
+        assert!(matches!(kit.instance(1), BreakerSlot::Count(_)));
+        let r4j = build(BreakerConfig::resilience4j());
+        assert!(matches!(r4j.instance(1), BreakerSlot::Any(_)));
+        // 160 bytes of breaker state, and the latest transition kept for the simulator (24).
+        assert!(plain.bytes() <= 184, "{}", plain.bytes());
     }
 }

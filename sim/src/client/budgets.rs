@@ -7,7 +7,7 @@
 
 use reliable_core::budget::{AnyBudget, Budget, BudgetPolicy, Denied, Grant, Unlimited};
 use reliable_core::outcome::{AttemptOutcome, ErrorClass};
-use reliable_core::throttle::{AdaptiveThrottle, ThrottlePolicy, Throttled};
+use reliable_core::throttle::{AdaptiveThrottle, Shed, ThrottlePolicy};
 use reliable_core::{ConfigError, Instant};
 
 /// A retry budget of whichever capacity fits its policy.
@@ -106,7 +106,7 @@ impl ThrottleSlot {
     }
 
     /// See [`AdaptiveThrottle::try_acquire_with`].
-    pub fn try_acquire_with(&mut self, now: Instant, sample: u64) -> Result<(), Throttled> {
+    pub fn try_acquire_with(&mut self, now: Instant, sample: u64) -> Result<(), Shed> {
         match self {
             ThrottleSlot::Small(t) => t.try_acquire_with(now, sample),
             ThrottleSlot::Large(t) => t.try_acquire_with(now, sample),

@@ -12,7 +12,7 @@ use reliable_core::budget::BudgetPolicy;
 use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::ThrottlePolicy;
 
-use crate::client::breakers::BreakerSlot;
+use crate::client::breakers::BreakerProto;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 use crate::model::Sampler;
 use crate::scenario::validate::Checker;
@@ -63,8 +63,9 @@ pub enum NodeKind {
     },
     /// A circuit breaker.
     Breaker {
-        /// The validated policy (breakers borrow it).
-        policy: BreakerPolicy,
+        /// A fresh breaker for the validated policy; each client (or the shared scope) starts
+        /// from a copy with a seed of its own.
+        breaker: BreakerProto,
         /// Per client or shared.
         scope: Scope,
         /// The protected layer.
@@ -233,15 +234,14 @@ impl CompiledStack {
             } => {
                 let cp = at.field("config");
                 let policy = BreakerPolicy::new(*config).map_err(|e| cx.c.config_error(&cp, e))?;
-                let bytes =
-                    BreakerSlot::bytes_for(&policy).map_err(|e| cx.c.config_error(&cp, e))?;
-                self.per_client(*scope, bytes);
+                let breaker = BreakerProto::new(policy).map_err(|e| cx.c.config_error(&cp, e))?;
+                self.per_client(*scope, breaker.bytes());
                 self.nodes[id as usize].frame = self.next_frame();
                 let slot = self.breakers.len() as u16;
                 self.breakers.push(id);
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
                 NodeKind::Breaker {
-                    policy,
+                    breaker,
                     scope: *scope,
                     inner,
                     slot,

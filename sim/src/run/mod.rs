@@ -119,7 +119,6 @@ pub(crate) fn run_one(
 ) -> Result<RunOutput, String> {
     let name = &c.scenario.policies[policy].name;
     World::new(c, policy, seed, false)
-        .map_err(|e| format!("policy \"{name}\": {e}"))?
         .with_progress(tick)
         .run()
         .map_err(|e| format!("policy \"{name}\", seed {seed}: {e}"))
@@ -172,7 +171,13 @@ pub(crate) fn parallel<J: Sync, T: Send>(
 
 /// Runs one policy with tracing on and returns its trace rows in request order.
 pub fn trace(c: &Compiled, policy: usize, seed: u64) -> Result<Vec<TraceRow>, String> {
-    let out = World::new(c, policy, seed, true)?
+    if policy >= c.stacks.len() {
+        return Err(format!(
+            "no policy #{policy}: the scenario has {}",
+            c.stacks.len()
+        ));
+    }
+    let out = World::new(c, policy, seed, true)
         .run()
         .map_err(|e| e.to_string())?;
     let mut rows = out.trace.unwrap_or_default();

@@ -183,7 +183,7 @@ pub struct World<'c> {
     net_rng: Vec<Stream>,
     fault_rng: Stream,
     /// Per breaker slot of the stack: one breaker (shared) or one per client.
-    breakers: Vec<Vec<BreakerSlot<'c>>>,
+    breakers: Vec<Vec<BreakerSlot>>,
     /// Per retry node: one budget (shared) or one per client.
     budgets: Vec<Vec<BudgetSlot>>,
     /// Per throttle node: one throttle (shared) or one per client.
@@ -213,12 +213,11 @@ impl std::fmt::Debug for World<'_> {
 }
 
 impl<'c> World<'c> {
-    /// A world for policy `policy` of `c` under master seed `seed`.
-    pub fn new(c: &'c Compiled, policy: usize, seed: u64, trace: bool) -> Result<Self, String> {
-        let stack = c
-            .stacks
-            .get(policy)
-            .ok_or_else(|| format!("no policy #{policy}"))?;
+    /// A world for policy `policy` (an index below the number of policies) of `c` under master
+    /// seed `seed`. Cannot fail: everything that could was checked and built by
+    /// [`load`](crate::scenario::load), and per-client state is copied from prototypes.
+    pub fn new(c: &'c Compiled, policy: usize, seed: u64, trace: bool) -> Self {
+        let stack = &c.stacks[policy.min(c.stacks.len() - 1)];
         let s = &c.scenario;
         let mut q = EventQueue::new();
         let lanes = stack.timeouts.iter().map(|_| q.lane()).collect();
@@ -262,7 +261,7 @@ impl<'c> World<'c> {
         let mut breakers = Vec::with_capacity(stack.breakers.len());
         for &node in &stack.breakers {
             let NodeKind::Breaker {
-                policy,
+                breaker,
                 scope,
                 slot,
                 ..
@@ -275,7 +274,7 @@ impl<'c> World<'c> {
             for client in 0..n {
                 let key = (u64::from(*slot) << 32) | u64::from(client);
                 let seed = crate::engine::rng::derive(seed, StreamId::Client, key);
-                v.push(BreakerSlot::new(policy, seed).map_err(|e| e.to_string())?);
+                v.push(breaker.instance(seed));
             }
             breakers.push(v);
         }
@@ -327,7 +326,7 @@ impl<'c> World<'c> {
                 start_spread,
             } => Source::Jobs(JobSet::new(seed, *clients, start_spread.as_nanos())),
         };
-        Ok(World {
+        World {
             c,
             stack,
             seed,
@@ -358,7 +357,7 @@ impl<'c> World<'c> {
             events: 0,
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
-        })
+        }
     }
 
     /// Reports progress to `f` every so often: the virtual time advanced since the last report, ns.

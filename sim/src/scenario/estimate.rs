@@ -356,6 +356,7 @@ impl Compiled {
         let bucket_bytes = std::mem::size_of::<crate::metrics::Bucket>() as f64;
         let (open_requests, peak_rate) = open_loop(s);
         let (mut events, mut worst_events, mut worst_policy) = (0.0f64, 0.0f64, 0usize);
+        let mut worst_attempts = 1.0f64;
         let (mut world_bytes, mut in_flight, mut mem_policy) = (0.0f64, 0.0f64, 0usize);
         let mut requests = 0.0f64;
         let register = s
@@ -384,6 +385,7 @@ impl Compiled {
             if ev > worst_events {
                 worst_events = ev;
                 worst_policy = p;
+                worst_attempts = attempts;
             }
             let flight = match &s.workload {
                 Workload::OpenLoop { .. } => peak_rate * c.life_s.min(h),
@@ -404,9 +406,11 @@ impl Compiled {
         let kept = runs * self.stacks.len() as f64 * (buckets * bucket_bytes + RESULT_BYTES);
         let memory = live * world_bytes + kept;
         // Name the dimension that dominates.
-        let events_at = if runs >= 10.0 {
+        // The seeds drive the work when one seed of every policy alone would be well within a
+        // typical limit; otherwise what makes one run big.
+        let events_at = if runs > 1.0 && events / runs <= Limits::default().max_events / 2.0 {
             root.field("seeds")
-        } else if self.stacks[worst_policy].retries.is_empty() {
+        } else if worst_attempts < 10.0 {
             match s.workload {
                 Workload::OpenLoop { .. } => root.field("workload").field("rate"),
                 _ => root.field("workload").field("clients"),

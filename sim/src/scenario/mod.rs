@@ -83,6 +83,7 @@ pub fn load_all_with(
     let all = parse::parse_all(text, path)?;
     let listed = all.len() > 1 || parse::starts_with_list(text);
     let mut names = std::collections::HashSet::with_capacity(all.len());
+    let mut folders = std::collections::HashMap::with_capacity(all.len());
     let mut out = Vec::with_capacity(all.len());
     let shared: std::sync::Arc<str> = std::sync::Arc::from(text);
     for (i, s) in all.into_iter().enumerate() {
@@ -91,17 +92,28 @@ pub fn load_all_with(
         } else {
             Path::root()
         };
-        if !names.insert(s.name.clone()) {
+        let name_error = |message: String| {
             let field = root.field("name");
-            return Err(ScenarioError::Invalid {
+            ScenarioError::Invalid {
                 path: path.to_string(),
                 position: locate(text, &field),
                 field: field.to_string(),
-                message: format!(
-                    "\"{}\" is used by an earlier scenario of this file: expected a different name (each writes its own report folder)",
-                    escape(&s.name)
-                ),
-            });
+                message,
+            }
+        };
+        if !names.insert(s.name.clone()) {
+            return Err(name_error(format!(
+                "\"{}\" is used by an earlier scenario of this file: expected a different name (each writes its own report folder)",
+                escape(&s.name)
+            )));
+        }
+        let folder = crate::report::folder_name(&s.name);
+        if let Some(other) = folders.insert(folder.clone(), s.name.clone()) {
+            return Err(name_error(format!(
+                "\"{}\" writes its report to the same folder ({folder}/) as \"{}\": expected names that differ in letters or digits",
+                escape(&s.name),
+                escape(&other)
+            )));
         }
         let stacks = validate::check(&s, text, path, limits, root.clone())?;
         let origin = Origin {
@@ -157,6 +169,13 @@ fn read(path: &std::path::Path) -> Result<(String, String), ScenarioError> {
     Ok((text, shown))
 }
 
+/// A control character, or an invisible one that changes how text is shown (zero-width spaces,
+/// bidirectional overrides, a byte-order mark).
+pub(crate) fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
 /// [`escape`] line by line: line breaks kept, everything else escaped.
 pub fn escape_lines(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.contains(|c: char| c != '\n' && (c.is_control() || c > '\u{2000}')) {
@@ -168,10 +187,6 @@ pub fn escape_lines(s: &str) -> std::borrow::Cow<'_, str> {
 /// `s` with control characters (and other invisible format characters) written as escapes
 /// (`\u{1b}`), so a name read from a file cannot move the cursor or recolour a terminal.
 pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
-    };
     if !s.chars().any(hidden) {
         return std::borrow::Cow::Borrowed(s);
     }

@@ -102,7 +102,29 @@ fn from_ron<T: serde::de::DeserializeOwned>(text: &str, path: &str) -> Result<T,
         let line = e.span.start.line.max(1);
         let col = e.span.start.col.max(1);
         let mut message = polish(&e.code.to_string());
-        if message.starts_with("Expected") {
+        let number_field = field_before_number(text, line, col);
+        if message.contains("recursion limit") {
+            // ron's hint (raise its recursion limit, use serde_stacker) is for programmers.
+            message = "nested more than 128 levels deep: expected a flatter scenario".into();
+        } else if message.starts_with("Integer is out of bounds")
+            && let Some((field, number)) = &number_field
+        {
+            let (lo, hi) = integer_range(field);
+            message = format!(
+                "{field}: {number} is out of range: expected a whole number from {lo} to {hi}"
+            );
+        } else if message.starts_with("Expected comma")
+            && let Some((field, number)) = &number_field
+            && context(text, line, col)
+                .1
+                .is_some_and(|t| t.starts_with(['.', 'e', 'E']))
+        {
+            let (lo, hi) = integer_range(field);
+            let found = context(text, line, col).1.unwrap_or_default();
+            message = format!(
+                "{field}: expected a whole number from {lo} to {hi}, found `{number}{found}`"
+            );
+        } else if message.starts_with("Expected") {
             let (field, found) = context(text, line, col);
             if let Some(found) = found {
                 message = format!("{message}, found `{found}`");
@@ -138,21 +160,59 @@ fn context(text: &str, line: usize, col: usize) -> (Option<String>, Option<Strin
             .take_while(|c| !matches!(c, ',' | ')' | ']' | '}' | '(' | '[') && !c.is_whitespace())
             .collect()
     };
-    let before: String = chars[..at].iter().collect();
-    let before = before.trim_end();
-    let field = before.strip_suffix(':').and_then(|b| {
-        let name: String = b
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        (!name.is_empty()).then_some(name)
-    });
+    let field = field_ending(&chars[..at]);
     let token = (!token.is_empty()).then_some(token.chars().take(40).collect());
     (field, token)
+}
+
+/// The range of the integer field `name` (every integer field of a scenario is a `u32`, except the
+/// `seed`, a `u64`).
+fn integer_range(name: &str) -> (u64, u64) {
+    match name {
+        "seed" => (0, u64::MAX),
+        _ => (0, u64::from(u32::MAX)),
+    }
+}
+
+/// When `line:col` is in or right after a number written as the value of a field (`workers: 4`
+/// followed by `.0`, or `workers: 99999999999`): the field's name and the number as written.
+fn field_before_number(text: &str, line: usize, col: usize) -> Option<(String, String)> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let chars: Vec<char> = l.chars().collect();
+    // The number may start at the error position (ron points at its start) or end there.
+    let at = (col - 1).min(chars.len());
+    let mut end = at;
+    while end < chars.len()
+        && (chars[end].is_ascii_digit() || chars[end] == '-' || chars[end] == '+')
+    {
+        end += 1;
+    }
+    let mut start = end;
+    while start > 0
+        && (chars[start - 1].is_ascii_digit() || chars[start - 1] == '-' || chars[start - 1] == '+')
+    {
+        start -= 1;
+    }
+    if start == end {
+        return None;
+    }
+    let number: String = chars[start..end].iter().take(40).collect();
+    Some((field_ending(&chars[..start])?, number))
+}
+
+/// The field name of `name:` at the end of `before` (white space around the colon allowed).
+fn field_ending(before: &[char]) -> Option<String> {
+    let before: String = before.iter().collect();
+    let before = before.trim_end().strip_suffix(':')?.trim_end();
+    let name: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    (!name.is_empty()).then_some(name)
 }
 
 /// Makes ron's messages read as one sentence and adds a hint where ron's own is terse.
@@ -205,6 +265,44 @@ mod tests {
         for garbage in ["", "/*", "#!", "[", "//", "  /* /* */"] {
             let _ = parse_all(garbage, "f.ron");
         }
+    }
+
+    #[test]
+    fn numbers_name_their_field_and_range_and_nesting_has_no_ron_hint() {
+        let base = |w: &str| {
+            format!(
+                "Scenario(name: \"x\", horizon: \"10s\", workload: OpenLoop(rate: 10.0),\n downstreams: [(name: \"api\", model: Server(workers: {w}, service: Constant(\"1ms\")))], policies: [])"
+            )
+        };
+        let e = parse(&base("4.0"), "f.ron").unwrap_err().to_string();
+        assert!(
+            e.contains("workers: expected a whole number from 0 to 4294967295, found `4.0`"),
+            "{e}"
+        );
+        let e = parse(&base("99999999999"), "f.ron")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "workers: 99999999999 is out of range: expected a whole number from 0 to 4294967295"
+            ),
+            "{e}"
+        );
+        let e = parse(&base("-3"), "f.ron").unwrap_err().to_string();
+        assert!(
+            e.starts_with("f.ron:2:") && e.contains("workers: -3 is out of range"),
+            "{e}"
+        );
+        let deep = format!(
+            "Scenario(name: \"x\", horizon: \"1s\", workload: OpenLoop(rate: 1.0), downstreams: [(name: \"a\", model: Server(workers: 1, service: {}Constant(\"1ms\"){}))], policies: [])",
+            "Bimodal(slow_share: 0.5, fast: Constant(\"1ms\"), slow: ".repeat(200),
+            ")".repeat(200)
+        );
+        let e = parse(&deep, "f.ron").unwrap_err().to_string();
+        assert!(
+            e.contains("nested more than 128 levels deep") && !e.contains("serde_stacker"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -89,15 +89,17 @@ pub(crate) const MAX_MAP_VALUES: usize = 100;
 
 /// Checks one swept parameter (a sweep, or an axis of a map) as if each value were written in the
 /// file: the path exists, there are 1 to `max` values, and each variant passes every check.
+#[allow(clippy::too_many_arguments)]
 fn check_axis(
+    c: &Checker<'_>,
     s: &Scenario,
     sweep: &super::Sweep,
     sp: &Path,
-    c: &Checker<'_>,
     file: &str,
     limits: &Limits,
     max: usize,
-) -> Result<(), ScenarioError> {
+    stacks: &[CompiledStack],
+) -> Check {
     super::sweep::check_path(s, &sweep.parameter).map_err(|e| c.fail(&sp.field("parameter"), e))?;
     if sweep.values.is_empty() || sweep.values.len() > max {
         return Err(c.fail(
@@ -108,7 +110,7 @@ fn check_axis(
     for (i, v) in sweep.values.iter().enumerate() {
         let vp = sp.field("values").index(i);
         let variant = super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
-        check(&variant, "", file, limits, Path::root()).map_err(|e| {
+        check_variant(&variant, file, limits, &sweep.parameter, stacks).map_err(|e| {
             let what = match e {
                 ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
                 other => other.to_string(),
@@ -133,6 +135,7 @@ impl Checker<'_> {
         if name.trim().is_empty() {
             return Err(self.fail(&item.field("name"), "empty name"));
         }
+        printable(self, &item.field("name"), name)?;
         match seen.insert(name, i) {
             Some(j) => Err(self.fail(
                 &item.field("name"),
@@ -302,6 +305,46 @@ impl Checker<'_> {
     }
 }
 
+/// A name shown on terminals and in reports must not hold control characters (escape sequences,
+/// bidirectional overrides).
+fn printable(c: &Checker<'_>, at: &Path, name: &str) -> Check {
+    match name.chars().find(|&ch| super::hidden(ch)) {
+        Some(ch) => Err(c.fail(
+            at,
+            format!(
+                "\"{}\" contains the control character U+{:04X}: expected printable text",
+                super::escape(name),
+                u32::from(ch)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Why a zero-time retry loop is refused.
+const LIVELOCK: &str = "unlimited attempts with a backoff that can be zero around a layer that can answer at once: a livelock (retries at one instant for ever): set max_attempts, a budget, or a backoff";
+
+/// Per-client policy state of `clients` clients (`state_bytes` in all) within the limit.
+fn state_fits(
+    c: &Checker<'_>,
+    root: &Path,
+    clients: u32,
+    state_bytes: u64,
+    limits: &Limits,
+) -> Check {
+    if state_bytes > limits.max_state_bytes {
+        return Err(c.fail(
+            &root.field("workload").field("clients"),
+            format!(
+                "{clients} clients with per-client policy state need about {} MiB, more than {} MiB: expected fewer clients or Shared scope",
+                state_bytes >> 20,
+                limits.max_state_bytes >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks what parsing cannot (ranges, cross-references, sizes) and compiles each policy's stack,
 /// building its core policies once. `text` and `file` are only used to point at the offending
 /// field of the scenario at `root` ([`Path::root`] for a file holding one, `Path::root().index(i)`
@@ -313,20 +356,40 @@ pub(crate) fn check(
     limits: &Limits,
     root: Path,
 ) -> Result<Vec<CompiledStack>, ScenarioError> {
-    let names = s
-        .downstreams
-        .iter()
-        .take(20)
-        .map(|d| format!("\"{}\"", super::escape(&d.name)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let c = Checker { text, file, names };
+    let c = Checker::new(s, text, file);
+    check_header(&c, s, limits, &root)?;
+    let clients = check_workload(&c, s, limits, &root)?;
+    let seen = check_downstreams(&c, s, limits, &root)?;
+    let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
+    check_faults(&c, s, &root, &ds_index)?;
+    let stacks = check_policies(&c, s, limits, &root, clients, &ds_index)?;
+    check_recovery(&c, s, &root)?;
+    check_sweep(&c, s, file, limits, &root, &stacks)?;
+    Ok(stacks)
+}
+
+impl<'a> Checker<'a> {
+    fn new(s: &Scenario, text: &'a str, file: &'a str) -> Self {
+        let names = s
+            .downstreams
+            .iter()
+            .take(20)
+            .map(|d| format!("\"{}\"", super::escape(&d.name)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Checker { text, file, names }
+    }
+}
+
+/// Name, horizon, bucket and seeds.
+fn check_header(c: &Checker<'_>, s: &Scenario, limits: &Limits, root: &Path) -> Check {
     if s.name.trim().is_empty() {
         return Err(c.fail(
             &root.field("name"),
             "empty name: expected a short name such as \"outage\"",
         ));
     }
+    printable(c, &root.field("name"), &s.name)?;
     c.positive(&root.field("horizon"), s.horizon, "the horizon")?;
     if s.horizon > limits.max_horizon {
         return Err(c.fail(
@@ -352,9 +415,18 @@ pub(crate) fn check(
         .check_seeds(u64::from(s.seeds))
         .map_err(|e| c.fail(&root.field("seeds"), e))?;
 
-    // Workload.
+    Ok(())
+}
+
+/// The workload; returns its number of clients.
+fn check_workload(
+    c: &Checker<'_>,
+    s: &Scenario,
+    limits: &Limits,
+    root: &Path,
+) -> Result<u32, ScenarioError> {
     let w = root.field("workload");
-    let clients = match &s.workload {
+    Ok(match &s.workload {
         Workload::OpenLoop {
             rate,
             clients,
@@ -444,9 +516,16 @@ pub(crate) fn check(
             }
             *clients
         }
-    };
+    })
+}
 
-    // Downstreams.
+/// The downstreams; returns each name's index.
+fn check_downstreams<'s>(
+    c: &Checker<'_>,
+    s: &'s Scenario,
+    limits: &Limits,
+    root: &Path,
+) -> Result<HashMap<&'s str, usize>, ScenarioError> {
     let d = root.field("downstreams");
     if s.downstreams.is_empty() {
         return Err(c.fail(&d, "no downstreams: expected at least one, such as (name: \"api\", model: Server(workers: 8, service: Exponential(mean: \"10ms\")))"));
@@ -501,9 +580,17 @@ pub(crate) fn check(
             ),
         ));
     }
-    let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
 
-    // Faults.
+    Ok(seen)
+}
+
+/// The faults: windows inside the horizon, known downstreams, values in range.
+fn check_faults(
+    c: &Checker<'_>,
+    s: &Scenario,
+    root: &Path,
+    ds_index: &dyn Fn(&str) -> Option<u16>,
+) -> Check {
     let f = root.field("faults");
     if s.faults.len() > u16::MAX as usize {
         return Err(c.fail(&f, "too many faults"));
@@ -551,7 +638,19 @@ pub(crate) fn check(
         }
     }
 
-    // Policies.
+    Ok(())
+}
+
+/// Compiles every policy's stack (linear in their number), refusing livelocks and per-client
+/// state that would not fit.
+fn check_policies(
+    c: &Checker<'_>,
+    s: &Scenario,
+    limits: &Limits,
+    root: &Path,
+    clients: u32,
+    ds_index: &dyn Fn(&str) -> Option<u16>,
+) -> Result<Vec<CompiledStack>, ScenarioError> {
     let pol = root.field("policies");
     if s.policies.is_empty() {
         return Err(c.fail(&pol, "no policies: expected at least one, such as (name: \"plain\", stack: Call(downstream: \"api\"))"));
@@ -564,31 +663,24 @@ pub(crate) fn check(
         c.unique_name(&p, i, &policy.name, &mut seen, "policies")?;
         let stack = CompiledStack::compile(
             &policy.stack,
-            &ds_index,
-            &c,
+            ds_index,
+            c,
             &p.field("stack"),
             limits.max_layers,
         )?;
         if let Some(at) = super::estimate::livelock(s, &policy.stack, &p.field("stack")) {
-            return Err(c.fail(
-                &at,
-                "unlimited attempts with a backoff that can be zero around a layer that can answer at once: a livelock (retries at one instant for ever): set max_attempts, a budget, or a backoff",
-            ));
+            return Err(c.fail(&at, LIVELOCK));
         }
         state_bytes = state_bytes.max(stack.per_client_bytes.saturating_mul(u64::from(clients)));
         stacks.push(stack);
     }
-    if state_bytes > limits.max_state_bytes {
-        return Err(c.fail(
-            &w.field("clients"),
-            format!(
-                "{clients} clients with per-client policy state need about {} MiB, more than {} MiB: expected fewer clients or Shared scope",
-                state_bytes >> 20,
-                limits.max_state_bytes >> 20
-            ),
-        ));
-    }
+    state_fits(c, root, clients, state_bytes, limits)?;
 
+    Ok(stacks)
+}
+
+/// The recovery rule's shares and window.
+fn check_recovery(c: &Checker<'_>, s: &Scenario, root: &Path) -> Check {
     let r = root.field("recovery");
     c.fraction(&r.field("threshold"), s.recovery.threshold, false)?;
     c.positive(&r.field("sustain"), s.recovery.sustain, "sustain")?;
@@ -610,13 +702,54 @@ pub(crate) fn check(
         ));
     }
 
+    Ok(())
+}
+
+/// A sweep's path and values: each value must make a valid scenario. Only the sections the
+/// parameter can change are checked again; a parameter outside `policies` keeps the compiled
+/// stacks (`stacks`), so a file with many policies and many values stays linear.
+fn check_sweep(
+    c: &Checker<'_>,
+    s: &Scenario,
+    file: &str,
+    limits: &Limits,
+    root: &Path,
+    stacks: &[CompiledStack],
+) -> Check {
     if let Some(sweep) = &s.sweep {
-        check_axis(s, sweep, &root.field("sweep"), &c, file, limits, 1000)?;
+        check_axis(
+            c,
+            s,
+            sweep,
+            &root.field("sweep"),
+            file,
+            limits,
+            1000,
+            stacks,
+        )?;
     }
     if let Some(map) = &s.map {
         let mp = root.field("map");
-        check_axis(s, &map.x, &mp.field("x"), &c, file, limits, MAX_MAP_VALUES)?;
-        check_axis(s, &map.y, &mp.field("y"), &c, file, limits, MAX_MAP_VALUES)?;
+        check_axis(
+            c,
+            s,
+            &map.x,
+            &mp.field("x"),
+            file,
+            limits,
+            MAX_MAP_VALUES,
+            stacks,
+        )?;
+        check_axis(
+            c,
+            s,
+            &map.y,
+            &mp.field("y"),
+            file,
+            limits,
+            MAX_MAP_VALUES,
+            stacks,
+        )?;
         if map.x.parameter.trim() == map.y.parameter.trim() {
             return Err(c.fail(
                 &mp.field("y").field("parameter"),
@@ -627,9 +760,53 @@ pub(crate) fn check(
             ));
         }
     }
-    Ok(stacks)
+    Ok(())
 }
 
+/// [`check`] of a sweep's variant (whose errors have no position in the file), recompiling the
+/// policies only when the swept parameter is one of theirs.
+fn check_variant(
+    v: &Scenario,
+    file: &str,
+    limits: &Limits,
+    parameter: &str,
+    stacks: &[CompiledStack],
+) -> Check {
+    if parameter.starts_with("policies") {
+        return check(v, "", file, limits, Path::root()).map(drop);
+    }
+    let c = Checker::new(v, "", file);
+    let root = Path::root();
+    check_header(&c, v, limits, &root)?;
+    let clients = check_workload(&c, v, limits, &root)?;
+    let seen = check_downstreams(&c, v, limits, &root)?;
+    let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
+    check_faults(&c, v, &root, &ds_index)?;
+    // What the new value can change for the policies: a downstream or fault that makes a retry
+    // loop spin at one instant, or more clients for their per-client state.
+    let pol = root.field("policies");
+    if parameter.starts_with("downstreams") || parameter.starts_with("faults") {
+        for (i, policy) in v.policies.iter().enumerate() {
+            let p = pol.index(i).field("stack");
+            if let Some(at) = super::estimate::livelock(v, &policy.stack, &p) {
+                return Err(c.fail(&at, LIVELOCK));
+            }
+        }
+    }
+    let per_client = stacks
+        .iter()
+        .map(|st| st.per_client_bytes)
+        .max()
+        .unwrap_or(0);
+    state_fits(
+        &c,
+        &root,
+        clients,
+        per_client.saturating_mul(u64::from(clients)),
+        limits,
+    )?;
+    check_recovery(&c, v, &root)
+}
 impl Checker<'_> {
     /// A core [`ConfigError`](reliable_core::ConfigError) as a scenario error at `base` + its
     /// field.

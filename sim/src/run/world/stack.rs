@@ -201,17 +201,16 @@ impl World<'_> {
             NodeKind::Breaker { slot, inner, .. } => {
                 let (s, i) = self.breaker_instance(*slot, request);
                 let now = Instant::from_nanos(self.now);
-                let decision = self.breakers[s][i].try_acquire(now);
+                let (decision, transition) = self.breakers[s][i].try_acquire(now);
+                self.note_transition(transition);
                 match decision {
                     Ok(permit) => {
-                        self.note_transition(permit.transition());
                         if let Some(f) = self.frame_mut(request, node) {
                             *f = Frame::Permit(permit);
                         }
                         self.invoke(request, *inner, deadline);
                     }
                     Err(rejection) => {
-                        self.note_transition(rejection.transition);
                         self.m.at(self.now).local_rejections += 1;
                         let mut a = Answer::new(AnswerKind::Rejected, node);
                         a.retry_after = rejection.retry_after().unwrap_or(Duration::ZERO);

@@ -32,7 +32,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::plot::{
-    FONT_FAMILY, PNG_SCALE, PlotError, WIDTH, encode_png, ensure_font, err, text_width,
+    FONT_FAMILY, PNG_SCALE, PlotError, WIDTH, encode_png, ensure_font, err, text_width, with_title,
 };
 
 const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
@@ -268,15 +268,7 @@ pub fn svg(map: &Heatmap) -> Result<String, PlotError> {
         draw(&root, map, 1.0)?;
         root.present().map_err(err)?;
     }
-    if let Some(end) = out.find('>') {
-        let title = map
-            .title
-            .replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;");
-        out.insert_str(end + 1, &format!("\n<title>{title}</title>"));
-    }
-    Ok(out)
+    Ok(with_title(out, &map.title))
 }
 
 /// Draws `map` as a PNG image, [`PNG_SCALE`] times the SVG's size.

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use super::csv::field;
 use super::heatmap::{Cell, ColorScale, Heatmap, Panel, Ramp};
 use crate::metrics::Verdict;
 use crate::run::map::MapResult;
@@ -13,14 +14,6 @@ use crate::scenario::{Sweep, SweepValue};
 
 /// The CSV header of [`csv`].
 pub const CSV_HEADER: &str = "x_parameter,x,y_parameter,y,policy,seeds,stuck,recovered,inconclusive,stuck_share,recovery_median_s,recovery_mean_s,recovery_min_s,recovery_max_s,load,load_after_fault,success_rate";
-
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
 
 fn opt(x: Option<f64>) -> String {
     x.map_or_else(String::new, |v| v.to_string())

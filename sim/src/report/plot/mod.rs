@@ -324,16 +324,19 @@ pub fn svg(chart: &Chart) -> Result<String, PlotError> {
         draw::draw(&root, chart, 1.0)?;
         root.present().map_err(err)?;
     }
-    // An accessible name for the figure (screen readers, hover text in browsers).
-    if let Some(end) = out.find('>') {
-        let title = chart
-            .title
+    Ok(with_title(out, &chart.title))
+}
+
+/// `svg` with an accessible name for the figure (screen readers, hover text in browsers).
+pub(crate) fn with_title(mut svg: String, title: &str) -> String {
+    if let Some(end) = svg.find('>') {
+        let title = title
             .replace('&', "&amp;")
             .replace('<', "&lt;")
             .replace('>', "&gt;");
-        out.insert_str(end + 1, &format!("\n<title>{title}</title>"));
+        svg.insert_str(end + 1, &format!("\n<title>{title}</title>"));
     }
-    Ok(out)
+    svg
 }
 
 /// Draws `chart` as a PNG image, [`PNG_SCALE`] times the SVG's size.

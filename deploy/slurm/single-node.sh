@@ -110,9 +110,11 @@ stop() {
     local pidfile
     # Stop only the daemons this script started (by their pid files), never by name.
     for pidfile in "$RUN/slurmd.pid" "$RUN/slurmctld.pid" /run/munge/munged.pid; do
-        if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-            kill "$(cat "$pidfile")"
-            echo "stopped $(basename "$pidfile" .pid) ($(cat "$pidfile"))"
+        local pid
+        pid=$(cat "$pidfile" 2>/dev/null || true)
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill "$pid"
+            echo "stopped $(basename "$pidfile" .pid) ($pid)"
         fi
     done
 }

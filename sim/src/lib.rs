@@ -47,7 +47,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The estimate of a run's work and memory, to refuse big runs up front, is
+//! A shipped scenario loads by name with [`scenario::shipped`] (`scenario::SHIPPED` lists the
+//! files). The estimate of a run's work and memory, to refuse big runs up front, is
 //! [`scenario::Compiled::estimate`]; a scenario's server model, faults, workload and policy configs
 //! are plain data in [`scenario::Compiled::scenario`].
 //!

@@ -26,6 +26,7 @@ mod error;
 mod estimate;
 mod locate;
 pub(crate) mod parse;
+mod shipped;
 pub(crate) mod sweep;
 mod types;
 pub(crate) mod validate;
@@ -35,6 +36,7 @@ pub(crate) use compiled::Origin;
 pub use error::ScenarioError;
 pub use estimate::Estimate;
 pub(crate) use locate::{Path, locate};
+pub use shipped::{SHIPPED, shipped};
 pub use types::*;
 pub use validate::Limits;
 

@@ -4,10 +4,14 @@
 use super::{Compiled, ScenarioError, load_all};
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 7] = [
+pub const SHIPPED: [(&str, &str); 8] = [
     (
         "backoff-open-vs-closed.ron",
         include_str!("../../../scenarios/backoff-open-vs-closed.ron"),
+    ),
+    (
+        "boundary-map.ron",
+        include_str!("../../../scenarios/boundary-map.ron"),
     ),
     (
         "default.ron",

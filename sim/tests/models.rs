@@ -235,6 +235,23 @@ fn faults_do_what_they_say() {
     ))[0];
     assert_eq!(s.downstreams[0].hung, 200);
     assert_eq!(s.timeouts, 200);
+    // Sent, never arrived: the hung calls are not load on the server.
+    assert_eq!(s.downstreams[0].arrivals, s.first_tries - 200);
+    assert_eq!(s.server_arrivals, s.first_tries - 200);
+    assert_eq!(s.amplification.during_fault, Some(0.0));
+    assert_eq!(s.amplification.sent_during_fault, Some(1.0));
+    // A partition that buffers: nothing arrives during it; the 200 held calls arrive when it
+    // heals, by then past their 1 s timeout, and the server serves them anyway.
+    let s = &summaries(&text(
+        r#"Partition(downstream: "api", from: "2s", until: "4s")"#,
+    ))[0];
+    // 200 calls, and the answer to the call sent at 1.99 s, due back at 2 s.
+    assert_eq!(s.downstreams[0].held, 201);
+    assert_eq!(s.server_arrivals, s.first_tries);
+    assert_eq!(s.amplification.during_fault, Some(0.0));
+    assert!(s.timeouts >= 200, "{}", s.timeouts);
+    assert_eq!(s.downstreams[0].completions, s.first_tries - 1);
+    assert!(s.wasted_work_share > 0.0);
     let s = &summaries(&text(
         r#"Throttle(downstream: "api", from: "2s", until: "4s", retry_after: "3s")"#,
     ))[0];

@@ -500,7 +500,7 @@ fn case4(values: &[f64], seeds: u64) -> Vec<(f64, Row)> {
     };
     let seeds: Vec<u64> = (1..=seeds).collect();
     let result = sim::run::sweep::run_sweep(
-        &s.scenario,
+        &s,
         &sweep,
         &seeds,
         BatchOptions {

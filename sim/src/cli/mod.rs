@@ -5,8 +5,11 @@ mod bench;
 mod check;
 mod input;
 mod list;
+mod map;
+mod merge;
 pub(crate) mod out;
 mod run;
+mod shard;
 mod sweep;
 mod trace;
 
@@ -42,6 +45,10 @@ pub enum Command {
     Trace(trace::TraceArgs),
     /// Run a scenario once per value of one parameter; tabulate load and success per policy.
     Sweep(sweep::SweepArgs),
+    /// Run a scenario over a grid of two parameters; map where each policy stays stuck.
+    Map(map::MapArgs),
+    /// Merge the shards of a sharded `sweep` or `map` into its report.
+    Merge(merge::MergeArgs),
     /// Measure the engine: events per second and memory.
     Bench(bench::BenchArgs),
 }
@@ -79,6 +86,8 @@ pub fn main() -> i32 {
         Some(Command::List { dir }) => list::list(dir),
         Some(Command::Trace(args)) => trace::trace(args),
         Some(Command::Sweep(args)) => sweep::sweep(args),
+        Some(Command::Map(args)) => map::map(args),
+        Some(Command::Merge(args)) => merge::merge(args),
         Some(Command::Bench(args)) => bench::bench(args),
     };
     match result {

@@ -15,6 +15,8 @@ use super::batch::BatchArgs;
 use super::input::read_scenarios;
 use crate::cli::out::outln;
 use crate::report;
+use crate::report::shards::Kind;
+use crate::run::grid::{run_grid, variants};
 use crate::run::sweep::run_sweep;
 use crate::scenario::{self, Sweep, SweepValue, escape};
 
@@ -38,10 +40,12 @@ pub struct SweepArgs {
     #[arg(long)]
     pub label: Option<String>,
     #[command(flatten)]
+    pub shard: super::shard::ShardArg,
+    #[command(flatten)]
     pub batch: BatchArgs,
 }
 
-fn parse_value(v: &str) -> SweepValue {
+pub(super) fn parse_value(v: &str) -> SweepValue {
     match v.trim().parse::<f64>() {
         Ok(x) => SweepValue::Number(x),
         Err(_) => SweepValue::Text(v.trim().to_string()),
@@ -50,6 +54,7 @@ fn parse_value(v: &str) -> SweepValue {
 
 pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let limits = args.batch.limits.limits();
+    let shard = args.shard.resolve()?;
     let all = read_scenarios(&args.file, &limits)?;
     let c = super::trace::pick(all, args.scenario.as_deref(), &args.file)?;
     let mut sweep = match (&args.param, &c.scenario.sweep) {
@@ -97,8 +102,23 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     }
     crate::report::write::check_out(&args.batch.out)?;
     let (k, seed) = (seeds.len(), seeds[0]);
-    let result = run_sweep(&c.scenario, &sweep, &seeds, args.batch.options())?;
     let command = format!("sim sweep {}", args.file.display());
+    if let Some(sh) = shard {
+        let axes = [sweep.clone()];
+        let points = variants(&c, &axes)?;
+        let runs = run_grid(&points, &sh.seeds(&seeds), args.batch.options())?;
+        return super::shard::write(
+            &args.batch,
+            Kind::Sweep,
+            &command,
+            &c.scenario,
+            &axes,
+            &seeds,
+            sh,
+            &runs,
+        );
+    }
+    let result = run_sweep(&c, &sweep, &seeds, args.batch.options())?;
     let (dir, stems) =
         report::sweep::write(&args.batch.out, &result, &c.scenario.description, &command)
             .map_err(|e| args.batch.write_error(&c.scenario.name, e))?;

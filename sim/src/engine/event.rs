@@ -53,6 +53,8 @@ pub enum EventKind {
     },
     /// A reply reaches the client.
     Reply {
+        /// The downstream that answered (a partition of it holds the reply).
+        ds: u16,
         /// The attempt.
         attempt: Handle,
         /// What the downstream answered.

@@ -1,7 +1,7 @@
 //! [`GiveUps`]: how often retry layers gave up, indexed by the core's reason.
 
 use reliable_core::retry::GiveUpReason;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Reasons, in the order they are written (by name).
 const NAMES: [&str; 7] = [
@@ -61,6 +61,21 @@ impl GiveUps {
             *o = crate::stats::mean_count(sum, runs.len());
         }
         GiveUps(out)
+    }
+}
+
+impl<'de> Deserialize<'de> for GiveUps {
+    /// The map [`Serialize`] writes; an unknown reason is an error.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = std::collections::BTreeMap::<String, u64>::deserialize(d)?;
+        let mut n = [0; 7];
+        for (name, k) in m {
+            let i = NAMES.iter().position(|x| *x == name).ok_or_else(|| {
+                serde::de::Error::custom(format!("unknown give-up reason `{name}`"))
+            })?;
+            n[i] = k;
+        }
+        Ok(GiveUps(n))
     }
 }
 

@@ -6,10 +6,12 @@
 //! scenario's bucket width `w`.
 //!
 //! - **first tries**: logical requests started by the workload (one per arrival or client turn).
-//! - **attempts**: calls a client sent to any downstream (first calls, retries, fallback calls).
-//!   **retries** are attempts that were not the first call of their logical request.
-//! - **server arrivals**: calls that reached a downstream (counted at arrival, whatever happens next:
-//!   served, queued, rejected, swallowed by a hanging outage). For a register, the read.
+//! - **attempts** (*sent*): calls a client sent to any downstream (first calls, retries, fallback
+//!   calls). **retries** are attempts that were not the first call of their logical request.
+//! - **server arrivals** (*arrived*): calls that reached a downstream (counted at arrival, whatever
+//!   happens next: served, queued, rejected). A call swallowed by a hanging outage was sent but
+//!   never arrived (`hung`); a call held by a partition arrives when the partition heals (`held`
+//!   counts the calls and answers it held). For a register, the read. Load is what arrived.
 //! - **completions**: jobs a server finished serving. **rejections**: calls a downstream refused
 //!   without serving (full queue, fail-fast outage, throttling). **local rejections**: calls a
 //!   client layer refused without calling (open breaker). **timeouts**: attempts whose timer ran
@@ -19,6 +21,8 @@
 //!   largest per-bucket ratio among buckets with at least one first try. *during fault*: arrivals
 //!   and first tries counted while any fault is active, i.e. in `[first fault start, last fault
 //!   end)`; *after fault*: in `[last fault end, horizon)`. Both `null` without faults.
+//!   *sent during fault*: attempts sent ÷ first tries in the same span, whether or not they
+//!   arrived (a hanging outage or a partition keeps them from the server).
 //! - **load vs baseline** (per bucket, for plots): server arrivals ÷ the mean first tries per
 //!   bucket over the run.
 //! - **goodput**: successful logical requests per second of virtual time (per bucket: successes
@@ -42,8 +46,16 @@
 //!   fall below `recovery.relapse` × them (default 0.5). The run has *recovered* at the first
 //!   healthy window that starts after the last down window, i.e. goodput came back and stayed
 //!   back: a run that returns briefly and then collapses again (a metastable failure can take a
-//!   few seconds to set in) is stuck. `recovery_s` is that window's start minus the last fault's
-//!   end. If the horizon leaves less than one whole window after the last fault's end (a fault
+//!   few seconds to set in) is stuck. That window's start minus the last fault's end is
+//!   `goodput_recovery_s`. Goodput alone cannot see a system that serves at its old rate while a
+//!   backlog still makes every answer slow, so recovery also needs **queue and latency back**:
+//!   from that window on, the first window of `k` buckets whose mean server queue (sampled at
+//!   bucket ends) is at most `recovery.settle` × the largest pre-fault sample (at least 1 job),
+//!   and whose mean *attempt latency* (send to answer or timeout, per attempt that ended in it)
+//!   is at most `recovery.settle` × the largest pre-fault bucket mean (default 1.5; a window in
+//!   which no attempt ended is judged on its queue). `recovery_s` is that window's start minus the
+//!   last fault's end; none: *stuck*. With no pre-fault bucket there is no level to compare with,
+//!   and recovery is judged on goodput alone. If the horizon leaves less than one whole window after the last fault's end (a fault
 //!   that ends at the horizon, or a sustain longer than what is left), the verdict is
 //!   *inconclusive*: there was no time to judge. Otherwise the run is *stuck* (`recovery_s`
 //!   null). Without faults the verdict is `no-fault`.

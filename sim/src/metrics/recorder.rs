@@ -38,6 +38,10 @@ pub struct Bucket {
     pub work_us: u64,
     /// Of which wasted.
     pub wasted_us: u64,
+    /// Attempts that ended in this bucket (answered or timed out).
+    pub attempts_ended: u64,
+    /// Their latency from send to answer or timeout, summed, in microseconds.
+    pub attempt_latency_us: u64,
 }
 
 /// Per-downstream counters.
@@ -51,8 +55,10 @@ pub struct DsCounters {
     pub errors: u64,
     /// Refused without serving.
     pub rejections: u64,
-    /// Swallowed by a hanging outage.
+    /// Swallowed by a hanging outage (sent, never arrived).
     pub hung: u64,
+    /// Calls and answers held by a partition until it healed.
+    pub held: u64,
     /// Jobs finished.
     pub completions: u64,
     /// Service time, microseconds.
@@ -80,10 +86,10 @@ pub struct Recorder {
     pub llm: Option<super::llm::LlmCounters>,
     /// `[start, end)` of the fault span, if any.
     fault: Option<(u64, u64)>,
-    /// First tries and server arrivals during the fault span and after it.
-    pub during: (u64, u64),
+    /// First tries, server arrivals and attempts sent during the fault span.
+    pub during: (u64, u64, u64),
     /// Same, after the fault span.
-    pub after: (u64, u64),
+    pub after: (u64, u64, u64),
     /// Replies that arrived after their attempt ended.
     pub late_replies: u64,
     /// Breaker state changes.
@@ -114,8 +120,8 @@ impl Recorder {
             success_latency: histogram(),
             ds: vec![DsCounters::default(); ds],
             fault,
-            during: (0, 0),
-            after: (0, 0),
+            during: (0, 0, 0),
+            after: (0, 0, 0),
             late_replies: 0,
             breaker_transitions: 0,
             breakers_open: 0,
@@ -161,6 +167,29 @@ impl Recorder {
             2 => self.after.0 += 1,
             _ => {}
         }
+    }
+
+    /// A client sent an attempt (`first`: the first of its request).
+    #[inline]
+    pub fn sent(&mut self, t: u64, first: bool) {
+        let b = self.at(t);
+        b.attempts += 1;
+        if !first {
+            b.retries += 1;
+        }
+        match self.phase(t) {
+            1 => self.during.2 += 1,
+            2 => self.after.2 += 1,
+            _ => {}
+        }
+    }
+
+    /// An attempt ended (answered or timed out) `latency_ns` after it was sent.
+    #[inline]
+    pub fn attempt_ended(&mut self, t: u64, latency_ns: u64) {
+        let b = self.at(t);
+        b.attempts_ended += 1;
+        b.attempt_latency_us += latency_ns / 1_000;
     }
 
     /// A call reached downstream `ds`.

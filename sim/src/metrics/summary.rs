@@ -1,13 +1,13 @@
 //! [`PolicySummary`]: one run's headline numbers (the `summary.json` contract), computed from a
 //! [`Recorder`] by the rules in the [module docs](super).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::recorder::{Bucket, Recorder};
 use super::{GiveUps, Verdict, Verdicts};
 
 /// Amplification figures.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Amplification {
     /// Server arrivals ÷ first tries, whole run.
     pub overall: f64,
@@ -17,10 +17,14 @@ pub struct Amplification {
     pub during_fault: Option<f64>,
     /// After the last fault ends; `null` without faults.
     pub after_fault: Option<f64>,
+    /// Attempts sent ÷ first tries while faults are active (what clients sent, whether or not it
+    /// arrived: a partition or a hanging outage keeps it from the server); `null` without faults.
+    #[serde(default)]
+    pub sent_during_fault: Option<f64>,
 }
 
 /// Latency percentiles in milliseconds.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,
@@ -47,8 +51,11 @@ pub struct DownstreamSummary {
     pub errors: u64,
     /// Refused without serving.
     pub rejections: u64,
-    /// Swallowed by a hanging outage.
+    /// Swallowed by a hanging outage (sent, never arrived).
     pub hung: u64,
+    /// Calls and answers held by a partition until it healed.
+    #[serde(default)]
+    pub held: u64,
     /// Jobs served.
     pub completions: u64,
     /// Busy time in seconds.
@@ -64,7 +71,7 @@ pub struct DownstreamSummary {
 }
 
 /// The summary of one (policy, seed) run. The first fields are the `summary.json` contract.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PolicySummary {
     /// The policy's name.
     pub name: String,
@@ -86,13 +93,17 @@ pub struct PolicySummary {
     pub latency_ms: Latency,
     /// Wasted service time ÷ all service time.
     pub wasted_work_share: f64,
-    /// Time from the last fault's end to recovery, or `null`.
+    /// Time from the last fault's end to recovery (goodput back and staying back, queue and
+    /// latency back to their pre-fault level), or `null`.
     pub recovery_s: Option<f64>,
+    /// Time from the last fault's end until goodput alone was back for good, or `null`.
+    #[serde(default)]
+    pub goodput_recovery_s: Option<f64>,
     /// How the run ended up after its faults; over several seeds, the most common verdict, a tie
     /// going to the more severe.
     pub verdict: Verdict,
     /// With several seeds: how many runs got each verdict (empty for a single run).
-    #[serde(skip_serializing_if = "Verdicts::is_empty")]
+    #[serde(default, skip_serializing_if = "Verdicts::is_empty")]
     pub verdicts: Verdicts,
     /// The seed of this run.
     pub seed: u64,
@@ -150,6 +161,8 @@ pub struct Context<'a> {
     pub threshold: f64,
     /// Relapse threshold (see [`recovery`]).
     pub relapse: f64,
+    /// Queue and latency tolerance (see [`settled_from`]).
+    pub settle: f64,
     /// Recovery sustain, ns.
     pub sustain_ns: u64,
     /// Requests in flight at the end.
@@ -255,6 +268,42 @@ pub fn healthy_successes(
     }
 }
 
+/// The first window of `k` buckets starting at bucket `from` or later (and ending by the last
+/// bucket) in which the server queue and the attempt latency are back to their pre-fault level:
+/// the window's mean queue length (sampled at bucket ends) is at most `settle` × the largest
+/// pre-fault sample (at least 1 job), and its mean attempt latency at most `settle` × the
+/// largest pre-fault bucket mean. A window in which no attempt ended has no latency to judge and
+/// passes on the queue alone. Without pre-fault buckets (a fault from t = 0) there is no healthy
+/// level to compare with, and `from` is returned: recovery is then judged on goodput alone.
+pub fn settled_from(
+    buckets: &[Bucket],
+    pre: &[Bucket],
+    from: usize,
+    k: usize,
+    settle: f64,
+) -> Option<usize> {
+    if pre.is_empty() {
+        return Some(from);
+    }
+    let queue_ref = pre.iter().map(|b| b.queue_len).max().unwrap_or(0).max(1) as f64;
+    let mean_latency = |b: &Bucket| {
+        (b.attempts_ended > 0).then(|| b.attempt_latency_us as f64 / b.attempts_ended as f64)
+    };
+    let latency_ref = pre.iter().filter_map(mean_latency).fold(0.0, f64::max);
+    let k = k.max(1);
+    let last = buckets.len().checked_sub(k)?;
+    (from..=last).find(|&b0| {
+        let w = &buckets[b0..b0 + k];
+        let queue = w.iter().map(|b| b.queue_len).sum::<u64>() as f64 / k as f64;
+        let ended: u64 = w.iter().map(|b| b.attempts_ended).sum();
+        let lat: u64 = w.iter().map(|b| b.attempt_latency_us).sum();
+        queue <= settle * queue_ref
+            && (ended == 0
+                || latency_ref == 0.0
+                || lat as f64 / ended as f64 <= settle * latency_ref)
+    })
+}
+
 /// How the goodput after the faults was judged by [`recovery`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Judged {
@@ -332,13 +381,15 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
         .filter(|b| b.first_tries > 0)
         .map(|b| ratio(b.server_arrivals, b.first_tries))
         .fold(0.0, f64::max);
-    let (during, after) = match cx.fault {
+    let (during, after, sent_during) = match cx.fault {
         Some(_) => (
             Some(ratio(r.during.1, r.during.0)),
             Some(ratio(r.after.1, r.after.0)),
+            Some(ratio(r.during.2, r.during.0)),
         ),
-        None => (None, None),
+        None => (None, None, None),
     };
+    let mut goodput_recovery_s = None;
     let (verdict, recovery_s, base) = match cx.fault {
         None => (Verdict::NoFault, None, None),
         Some((start, end)) => {
@@ -356,7 +407,21 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
                 cx.relapse,
                 cx.sustain_ns,
             ) {
-                Judged::Recovered(ns) => (Verdict::Recovered, Some(ns as f64 / 1e9), base),
+                Judged::Recovered(ns) => {
+                    // Goodput is back from bucket b0; recovered once queue and latency are too.
+                    goodput_recovery_s = Some(ns as f64 / 1e9);
+                    let w = cx.bucket_ns.max(1);
+                    let b0 = (end.saturating_add(ns)).div_ceil(w) as usize;
+                    let k = cx.sustain_ns.div_ceil(w).max(1) as usize;
+                    match settled_from(&r.buckets, pre, b0, k, cx.settle) {
+                        Some(b) => (
+                            Verdict::Recovered,
+                            Some((b as u64 * w).saturating_sub(end) as f64 / 1e9),
+                            base,
+                        ),
+                        None => (Verdict::Stuck, None, base),
+                    }
+                }
                 Judged::Stuck => (Verdict::Stuck, None, base),
                 Judged::Inconclusive => (Verdict::Inconclusive, None, base),
             }
@@ -380,10 +445,12 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
             peak,
             during_fault: during,
             after_fault: after,
+            sent_during_fault: sent_during,
         },
         latency_ms: latency(&r.latency),
         wasted_work_share: ratio(total.wasted_us, total.work_us),
         recovery_s,
+        goodput_recovery_s,
         verdict,
         verdicts: Default::default(),
         seed: cx.seed,
@@ -413,6 +480,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
                 errors: d.errors,
                 rejections: d.rejections,
                 hung: d.hung,
+                held: d.held,
                 completions: d.completions,
                 work_s: d.work_us as f64 / 1e6,
                 wasted_s: d.wasted_us as f64 / 1e6,

@@ -1,11 +1,11 @@
 //! [`Verdict`]: how a run ended up after its faults, ordered by severity, and [`Verdicts`], how
 //! many runs of a policy got each.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How the run ended up after its faults (see the [module docs](super) for the rules). Ordered by
 /// severity: `NoFault < Recovered < Inconclusive < Stuck`, so the worse of two is their `max`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The scenario has no faults.
@@ -94,6 +94,18 @@ impl Verdicts {
         // `max_by_key` keeps the last of equal maxima: iterate least severe first so that the last
         // is the most severe.
         self.iter().max_by_key(|&(_, n)| n).map(|(v, _)| v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Verdicts {
+    /// The map [`Serialize`] writes (raw shard results are read back with it).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = std::collections::BTreeMap::<Verdict, u64>::deserialize(d)?;
+        let mut n = [0; 4];
+        for (v, k) in m {
+            n[v as usize] = k;
+        }
+        Ok(Verdicts(n))
     }
 }
 

@@ -121,6 +121,16 @@ impl Timeline {
         c
     }
 
+    /// If a partition of downstream `ds` is active at `t`: when traffic held at `t` is delivered
+    /// (the latest end among the active partitions).
+    #[inline]
+    pub fn held_until(&self, ds: usize, t: u64) -> Option<u64> {
+        self.active(ds, t)
+            .filter(|e| matches!(e.fault, Fault::Partition { .. }))
+            .map(|e| e.until)
+            .max()
+    }
+
     /// The combined injected error rate at `t`.
     pub fn error_rate(&self, ds: usize, t: u64) -> f64 {
         let mut ok = 1.0;

@@ -80,6 +80,9 @@ pub fn fault_phrase(f: &Fault) -> String {
             OutageMode::FailFast => format!("an outage of {on} that fails calls at once"),
             OutageMode::Hang => format!("an outage of {on} in which calls hang"),
         },
+        Fault::Partition { .. } => {
+            format!("a partition that holds the traffic to {on} and releases it when it heals")
+        }
         Fault::ErrorRate { rate, .. } => format!("a {} error rate on {on}", pct(*rate)),
         Fault::LatencyInflation { factor, .. } => {
             format!("{on}'s service time multiplied by {factor}")
@@ -263,7 +266,7 @@ pub fn conclusion(
                     "their"
                 };
                 out.push(format!(
-                    "{head} ({}, {} after the fault) {pron} goodput never held {}% of its pre-fault level for {}.",
+                    "{head} ({}, {} after the fault) {pron} goodput never held {}% of its pre-fault level for {}, with queue and latency back to theirs.",
                     fmt_s(horizon),
                     fmt_s(horizon - secs(b)),
                     group(c.scenario.recovery.threshold * 100.0, 0),

@@ -212,6 +212,7 @@ pub fn fault_label(f: &Fault, many_downstreams: bool) -> String {
             OutageMode::FailFast => "outage (fail fast)".to_string(),
             OutageMode::Hang => "outage (hang)".to_string(),
         },
+        Fault::Partition { .. } => "partition (buffered)".to_string(),
         Fault::ErrorRate { rate, .. } => format!("errors {}%", group(rate * 100.0, 0)),
         Fault::LatencyInflation { factor, .. } => format!("latency ×{factor}"),
         Fault::CapacityLoss { share, .. } => {

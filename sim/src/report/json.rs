@@ -124,6 +124,8 @@ pub fn mean_summary(runs: &[PolicySummary]) -> PolicySummary {
     s.give_ups = GiveUps::mean(&runs.iter().map(|r| r.give_ups).collect::<Vec<_>>());
     let rec: Vec<f64> = runs.iter().filter_map(|r| r.recovery_s).collect();
     s.recovery_s = (!rec.is_empty()).then(|| crate::stats::mean(&rec));
+    let rec: Vec<f64> = runs.iter().filter_map(|r| r.goodput_recovery_s).collect();
+    s.goodput_recovery_s = (!rec.is_empty()).then(|| crate::stats::mean(&rec));
     s
 }
 
@@ -225,6 +227,8 @@ struct AmpMirror {
     peak: f64,
     during_fault: Option<f64>,
     after_fault: Option<f64>,
+    #[serde(default)]
+    sent_during_fault: Option<f64>,
 }
 
 #[derive(serde::Deserialize)]
@@ -263,10 +267,12 @@ impl SummaryMirror {
                 peak: self.amplification.peak,
                 during_fault: self.amplification.during_fault,
                 after_fault: self.amplification.after_fault,
+                sent_during_fault: self.amplification.sent_during_fault,
             },
             latency_ms: self.latency_ms.into(),
             wasted_work_share: self.wasted_work_share,
             recovery_s: None,
+            goodput_recovery_s: None,
             verdict: first.verdict,
             verdicts: Default::default(),
             seed: first.seed,
@@ -312,10 +318,12 @@ fn empty() -> PolicySummary {
             peak: 0.0,
             during_fault: None,
             after_fault: None,
+            sent_during_fault: None,
         },
         latency_ms: z.clone(),
         wasted_work_share: 0.0,
         recovery_s: None,
+        goodput_recovery_s: None,
         verdict: Verdict::NoFault,
         verdicts: Default::default(),
         seed: 0,
@@ -395,6 +403,7 @@ mod tests {
             errors: 0,
             rejections: 0,
             hung: 0,
+            held: 0,
             completions: arrivals,
             work_s: arrivals as f64 / 10.0,
             wasted_s: 0.0,

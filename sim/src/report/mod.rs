@@ -22,10 +22,13 @@
 pub(crate) mod conclusion;
 pub(crate) mod csv;
 pub(crate) mod figures;
+pub mod heatmap;
 pub(crate) mod json;
 pub(crate) mod llm;
+pub(crate) mod map;
 pub(crate) mod markdown;
 pub mod plot;
+pub(crate) mod shards;
 pub mod sweep;
 pub(crate) mod table;
 mod terminal;

@@ -14,7 +14,7 @@ use crate::scenario::SweepValue;
 use crate::stats::{mean_ci95, mean_sd};
 
 /// The CSV header of [`SweepResult::csv`].
-pub const CSV_HEADER: &str = "parameter,value,policy,seeds,first_tries,attempts,server_arrivals,successes,load,load_sd,success_rate,success_rate_sd,goodput_per_s,amp_during_fault,makespan_s,makespan_sd,verdicts";
+pub const CSV_HEADER: &str = "parameter,value,policy,seeds,first_tries,attempts,server_arrivals,successes,load,load_sd,success_rate,success_rate_sd,goodput_per_s,amp_during_fault,sent_during_fault,amp_after_fault,recovery_s,recovery_sd,makespan_s,makespan_sd,verdicts";
 
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -38,23 +38,28 @@ impl SweepResult {
                 let (succ, succ_sd) = c.success();
                 let goodput =
                     mean_sd(&c.runs.iter().map(|s| s.goodput_per_s).collect::<Vec<_>>()).0;
-                let during: Vec<f64> = c
-                    .runs
-                    .iter()
-                    .filter_map(|s| s.amplification.during_fault)
-                    .collect();
-                let during = if during.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}", mean_sd(&during).0)
+                // Means over the seeds that have the figure (faults; recovered runs); empty if
+                // none has.
+                let mean_of = |f: &dyn Fn(&PolicySummary) -> Option<f64>| {
+                    let xs: Vec<f64> = c.runs.iter().filter_map(f).collect();
+                    if xs.is_empty() {
+                        (String::new(), String::new())
+                    } else {
+                        let (m, sd) = mean_sd(&xs);
+                        (m.to_string(), sd.to_string())
+                    }
                 };
+                let during = mean_of(&|s| s.amplification.during_fault).0;
+                let sent = mean_of(&|s| s.amplification.sent_during_fault).0;
+                let after = mean_of(&|s| s.amplification.after_fault).0;
+                let (recovery, recovery_sd) = mean_of(&|s| s.recovery_s);
                 let (makespan, makespan_sd) = match c.makespan() {
                     Some((m, sd)) => (m.to_string(), sd.to_string()),
                     None => (String::new(), String::new()),
                 };
                 let _ = writeln!(
                     out,
-                    "{},{},{},{},{},{},{},{},{load},{load_sd},{succ},{succ_sd},{goodput},{during},{makespan},{makespan_sd},{}",
+                    "{},{},{},{},{},{},{},{},{load},{load_sd},{succ},{succ_sd},{goodput},{during},{sent},{after},{recovery},{recovery_sd},{makespan},{makespan_sd},{}",
                     field(&self.parameter),
                     field(&value.to_string()),
                     field(&c.policy),

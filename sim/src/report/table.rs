@@ -123,7 +123,7 @@ pub fn header() -> Vec<&'static str> {
 }
 
 /// What each column means, one line (for under the table).
-pub const LEGEND: &str = "amp = server arrivals ÷ first tries (peak bucket, during the faults, after them); success = successful logical requests ÷ started; goodput = successful requests per second; p99 = 99th percentile of client-observed latency; wasted = server time spent on calls whose client had given up; recovery = time from the fault's end until goodput held its healthy level.";
+pub const LEGEND: &str = "amp = server arrivals ÷ first tries (peak bucket, during the faults, after them); success = successful logical requests ÷ started; goodput = successful requests per second; p99 = 99th percentile of client-observed latency; wasted = server time spent on calls whose client had given up; recovery = time from the fault's end until goodput held its healthy level and queue and latency were back to theirs.";
 
 /// One table cell: its text, and whether it holds the column's best or worst value.
 #[derive(Clone, Debug, PartialEq, Eq)]

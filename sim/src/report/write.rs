@@ -63,6 +63,25 @@ pub(crate) fn write_folder(
     name: &str,
     files: impl IntoIterator<Item = (String, Vec<u8>)>,
 ) -> std::io::Result<PathBuf> {
+    put_folder(out, name, files, true)
+}
+
+/// Like [`write_folder`], but nothing of an existing folder is kept: for folders whose files must
+/// all come from one write (a shard's raw runs, where a stale file would be merged).
+pub(crate) fn replace_folder(
+    out: &Path,
+    name: &str,
+    files: impl IntoIterator<Item = (String, Vec<u8>)>,
+) -> std::io::Result<PathBuf> {
+    put_folder(out, name, files, false)
+}
+
+fn put_folder(
+    out: &Path,
+    name: &str,
+    files: impl IntoIterator<Item = (String, Vec<u8>)>,
+    carry_over: bool,
+) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(out)?;
     let pid = std::process::id();
     let tmp = out.join(format!(".{name}.tmp-{pid}"));
@@ -75,7 +94,7 @@ pub(crate) fn write_folder(
             std::fs::write(tmp.join(&file), bytes)?;
             written.insert(std::ffi::OsString::from(file));
         }
-        if dest.is_dir() {
+        if carry_over && dest.is_dir() {
             for entry in std::fs::read_dir(&dest)? {
                 let entry = entry?;
                 if entry.file_type()?.is_file() && !written.contains(&entry.file_name()) {

@@ -5,6 +5,9 @@
 //! and its seed, so the output is the same whatever the number of threads. Results come back in
 //! (seed, policy) order from an indexed parallel iterator, never in completion order.
 
+pub(crate) mod grid;
+pub(crate) mod map;
+pub mod shard;
 pub mod sweep;
 pub(crate) mod world;
 
@@ -92,13 +95,53 @@ pub(crate) fn run_all(
         .flat_map(|&s| (0..c.stacks.len()).map(move |p| (s, p)))
         .collect();
     let total_ms = (c.horizon_ns / 1_000_000).max(1) * pairs.len() as u64;
-    let bar = ProgressBar::with_draw_target(Some(total_ms), ProgressDrawTarget::hidden());
+    parallel(
+        &pairs,
+        total_ms,
+        &c.scenario.name,
+        opts,
+        |&(seed, policy), tick| {
+            Ok(RunResult {
+                policy,
+                seed,
+                output: run_one(c, policy, seed, tick)?,
+            })
+        },
+    )
+}
+
+/// One run, with progress reported to `tick`; errors name the policy and seed.
+pub(crate) fn run_one(
+    c: &Compiled,
+    policy: usize,
+    seed: u64,
+    tick: &(dyn Fn(u64) + Sync),
+) -> Result<RunOutput, String> {
+    let name = &c.scenario.policies[policy].name;
+    World::new(c, policy, seed, false)
+        .with_progress(tick)
+        .run()
+        .map_err(|e| format!("policy \"{name}\", seed {seed}: {e}"))
+}
+
+/// Runs `f` on every job in parallel, on `opts.jobs` threads (0: one per core), and returns the
+/// results in the jobs' order whatever the thread count. `f` reports the virtual time it
+/// advances to its second argument; a progress bar over `total_ms` of virtual time appears on
+/// stderr if the batch takes more than a second, stderr is a terminal and `opts.progress` is set.
+pub(crate) fn parallel<J: Sync, T: Send>(
+    jobs: &[J],
+    total_ms: u64,
+    name: &str,
+    opts: BatchOptions,
+    f: impl Fn(&J, &(dyn Fn(u64) + Sync)) -> Result<T, String> + Sync,
+) -> Result<Vec<T>, String> {
+    let bar = ProgressBar::with_draw_target(Some(total_ms.max(1)), ProgressDrawTarget::hidden());
     if let Ok(style) = ProgressStyle::with_template(
         "{spinner} {msg} [{bar:40}] {percent:>3}% virtual time, eta {eta}",
     ) {
         bar.set_style(style.progress_chars("=> "));
     }
-    bar.set_message(c.scenario.name.clone());
+    bar.set_message(name.to_string());
     let show = opts.progress && std::io::stderr().is_terminal();
     let shown = AtomicBool::new(false);
     let started = WallClock::now();
@@ -112,25 +155,7 @@ pub(crate) fn run_all(
             bar.set_draw_target(ProgressDrawTarget::stderr());
         }
     };
-    let work = || -> Result<Vec<RunResult>, String> {
-        pairs
-            .par_iter()
-            .map(|&(seed, policy)| {
-                let world = World::new(c, policy, seed, false).with_progress(&tick);
-                let output = world.run().map_err(|e| {
-                    format!(
-                        "policy \"{}\", seed {seed}: {e}",
-                        c.scenario.policies[policy].name
-                    )
-                })?;
-                Ok(RunResult {
-                    policy,
-                    seed,
-                    output,
-                })
-            })
-            .collect()
-    };
+    let work = || -> Result<Vec<T>, String> { jobs.par_iter().map(|j| f(j, &tick)).collect() };
     let result = if opts.jobs == 0 {
         work()
     } else {

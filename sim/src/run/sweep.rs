@@ -6,9 +6,10 @@
 //! not arrival noise. Figures are means over the seeds, with their sample standard deviation.
 
 use crate::metrics::{PolicySummary, Verdicts};
-use crate::run::{BatchOptions, run_all};
-use crate::scenario::sweep::{label, variant};
-use crate::scenario::{Scenario, Sweep, SweepValue};
+use crate::run::BatchOptions;
+use crate::run::grid::{RawRun, run_grid, variants};
+use crate::scenario::sweep::label;
+use crate::scenario::{Compiled, Scenario, Sweep, SweepValue};
 use crate::stats::mean_sd;
 
 /// One policy at one value, over the seeds.
@@ -71,46 +72,56 @@ pub struct SweepResult {
     pub rows: Vec<(SweepValue, Vec<SweepCell>)>,
 }
 
-/// Runs `s` once per value of `sweep`, every policy under every seed.
+/// Runs `c` once per value of `sweep`, every policy under every seed, as one parallel batch.
 pub fn run_sweep(
-    s: &Scenario,
+    c: &Compiled,
     sweep: &Sweep,
     seeds: &[u64],
     opts: BatchOptions,
 ) -> Result<SweepResult, String> {
-    let mut rows = Vec::with_capacity(sweep.values.len());
-    for value in &sweep.values {
-        let v = variant(s, &sweep.parameter, value)?;
-        let c = crate::scenario::compile(
-            v,
-            &format!("{} = {value}", sweep.parameter),
-            &crate::scenario::Limits::default(),
-        )
-        .map_err(|e| e.to_string())?;
-        let results = run_all(&c, seeds, opts)?;
-        let cells = (0..c.stacks.len())
-            .map(|p| SweepCell {
-                policy: c.scenario.policies[p].name.clone(),
-                runs: results
-                    .iter()
-                    .filter(|r| r.policy == p)
-                    .map(|r| r.output.summary.clone())
-                    .collect(),
-            })
-            .collect();
-        rows.push((value.clone(), cells));
-    }
-    Ok(SweepResult {
-        scenario: s.name.clone(),
-        parameter: sweep.parameter.clone(),
-        label: label(sweep),
-        seeds: seeds.to_vec(),
-        job_set: matches!(s.workload, crate::scenario::Workload::JobSet { .. }),
-        rows,
-    })
+    let axes = [sweep.clone()];
+    let points = variants(c, &axes)?;
+    let runs = run_grid(&points, seeds, opts)?;
+    Ok(SweepResult::from_runs(&c.scenario, sweep, seeds, runs))
 }
 
 impl SweepResult {
+    /// Puts together the runs of a sweep of `s` over `sweep`, ordered by value, seed, policy (as
+    /// [`run_grid`] returns them and `sim merge` sorts them).
+    pub(crate) fn from_runs(s: &Scenario, sweep: &Sweep, seeds: &[u64], runs: Vec<RawRun>) -> Self {
+        let mut rows: Vec<(SweepValue, Vec<SweepCell>)> = sweep
+            .values
+            .iter()
+            .map(|v| {
+                let cells = s
+                    .policies
+                    .iter()
+                    .map(|p| SweepCell {
+                        policy: p.name.clone(),
+                        runs: Vec::with_capacity(seeds.len()),
+                    })
+                    .collect();
+                (v.clone(), cells)
+            })
+            .collect();
+        for r in runs {
+            if let Some(c) = rows
+                .get_mut(r.point as usize)
+                .and_then(|(_, cells)| cells.get_mut(r.policy as usize))
+            {
+                c.runs.push(r.summary);
+            }
+        }
+        SweepResult {
+            scenario: s.name.clone(),
+            parameter: sweep.parameter.clone(),
+            label: label(sweep),
+            seeds: seeds.to_vec(),
+            job_set: matches!(s.workload, crate::scenario::Workload::JobSet { .. }),
+            rows,
+        }
+    }
+
     /// The policies, in order.
     pub fn policies(&self) -> Vec<&str> {
         self.rows

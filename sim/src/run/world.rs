@@ -62,6 +62,8 @@ struct Request {
 struct Attempt {
     request: Handle,
     node: u16,
+    /// When it was sent, for the attempt latency recovery is judged on.
+    sent: u64,
 }
 
 /// Per-request state of one stateful node.
@@ -475,6 +477,7 @@ impl<'c> World<'c> {
             fault: self.c.timeline.span(),
             threshold: s.recovery.threshold,
             relapse: s.recovery.relapse,
+            settle: s.recovery.settle,
             sustain_ns: s.recovery.sustain.as_nanos(),
             unfinished: self.requests.len() as u64,
             makespan_ns,
@@ -550,15 +553,19 @@ impl<'c> World<'c> {
                 work_us,
             } => self.service_done(ds, attempt, work_us),
             EventKind::Reply {
+                ds,
                 attempt,
                 reply,
                 hint,
-            } => self.reply(attempt, reply, hint),
+            } => self.reply(ds, attempt, reply, hint),
             EventKind::RegisterRead {
                 ds,
                 attempt,
                 version,
             } => {
+                if self.held(ds, kind) {
+                    return;
+                }
                 if self.attempts.contains(attempt) {
                     let d = self.hop(ds, true);
                     self.q.push(
@@ -576,6 +583,9 @@ impl<'c> World<'c> {
                 attempt,
                 version,
             } => {
+                if self.held(ds, kind) {
+                    return;
+                }
                 let ok = match self.ds.get_mut(ds as usize) {
                     Some(Ds::Register(r)) => r.write(version),
                     _ => false,
@@ -588,6 +598,7 @@ impl<'c> World<'c> {
                 if let Some(a) = self.attempts.get(attempt).copied() {
                     self.attempts.remove(attempt);
                     self.m.at(self.now).timeouts += 1;
+                    self.m.attempt_ended(self.now, self.now - a.sent);
                     self.answer(a.request, a.node, Answer::new(AnswerKind::Timeout, a.node));
                 }
             }
@@ -614,7 +625,8 @@ mod tests {
             Slab::<Attempt>::slot_bytes(),
             std::mem::size_of::<crate::engine::Event>(),
         );
-        assert_eq!(sizes, (32, 40, 20, 32));
+        // An attempt carries its send time (for the attempt latency recovery is judged on).
+        assert_eq!(sizes, (32, 40, 32, 32));
         // The default scenario's deepest stack (retry over breaker over call) has 2 frames.
         assert!(bytes_per_request(2) <= 256);
     }

@@ -4,14 +4,26 @@
 use super::{Compiled, ScenarioError, load_all};
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 7] = [
+pub const SHIPPED: [(&str, &str); 11] = [
     (
         "backoff-open-vs-closed.ron",
         include_str!("../../../scenarios/backoff-open-vs-closed.ron"),
     ),
     (
+        "boundary-map.ron",
+        include_str!("../../../scenarios/boundary-map.ron"),
+    ),
+    (
+        "default-scaled.ron",
+        include_str!("../../../scenarios/default-scaled.ron"),
+    ),
+    (
         "default.ron",
         include_str!("../../../scenarios/default.ron"),
+    ),
+    (
+        "emulated-validation.ron",
+        include_str!("../../../scenarios/emulated-validation.ron"),
     ),
     (
         "failure-rate-sweep.ron",
@@ -24,6 +36,10 @@ pub const SHIPPED: [(&str, &str); 7] = [
     (
         "layered-stack.ron",
         include_str!("../../../scenarios/layered-stack.ron"),
+    ),
+    (
+        "llm-provider-storm.ron",
+        include_str!("../../../scenarios/llm-provider-storm.ron"),
     ),
     (
         "metastable-collapse.ron",

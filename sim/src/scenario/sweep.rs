@@ -9,6 +9,10 @@
 //! A variant is made by writing the scenario out as a JSON tree (the same serde data model the RON
 //! file was read with), setting the one value, and reading it back, so every variant goes through
 //! the same type checks as a file; [`validate`](super::validate) then checks its meaning.
+//!
+//! A fault's `duration` is not a field of the file but may be swept: `faults[0].duration` set to
+//! `"5s"` moves the fault's `until` to its `from` + 5 s, so a grid can be written in the
+//! fault's length rather than its end.
 
 use serde_json::Value;
 
@@ -164,7 +168,65 @@ fn named(item: &Value, n: &str) -> bool {
 pub fn check_path(s: &Scenario, parameter: &str) -> Result<(), String> {
     let steps = parse_path(parameter)?;
     let mut tree = serde_json::to_value(s).map_err(|e| e.to_string())?;
-    find(&mut tree, &steps, parameter).map(|_| ())
+    match find(&mut tree, &steps, parameter) {
+        Ok(_) => Ok(()),
+        Err(e) => window_of(&mut tree, &steps, parameter).map(|_| ()).ok_or(e),
+    }
+}
+
+/// For a path ending in `.duration` whose parent has a `from` and an `until` but no `duration` (a
+/// fault), that parent's fields (see the module docs).
+fn window_of<'a>(
+    tree: &'a mut Value,
+    steps: &[Step],
+    parameter: &str,
+) -> Option<&'a mut serde_json::Map<String, Value>> {
+    let (Step::Field(last), parent) = steps.split_last()? else {
+        return None;
+    };
+    if last != "duration" || parent.is_empty() {
+        return None;
+    }
+    let mut cur = find(tree, parent, parameter).ok()?;
+    for _ in 0..4 {
+        if cur.get("until").is_some() && cur.get("from").is_some() {
+            return cur.as_object_mut();
+        }
+        cur = variant_inner(cur)?;
+    }
+    None
+}
+
+/// Sets `until` to `from` + `value` in a fault's fields.
+fn set_duration(
+    fields: &mut serde_json::Map<String, Value>,
+    value: &SweepValue,
+) -> Result<(), String> {
+    use reliable_core::Duration;
+    let SweepValue::Text(t) = value else {
+        return Err(format!(
+            "a duration is expected, such as \"5s\", not the number {value}"
+        ));
+    };
+    let d: Duration = t
+        .trim()
+        .parse()
+        .map_err(|e| format!("\"{t}\" is not a duration: {e}"))?;
+    let from: Duration = fields
+        .get("from")
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .ok_or("the fault's `from` is not a duration")?;
+    let until = from
+        .as_nanos()
+        .checked_add(d.as_nanos())
+        .map(Duration::from_nanos)
+        .ok_or_else(|| format!("`from` + {t} is too far in the future"))?;
+    fields.insert(
+        "until".into(),
+        serde_json::to_value(until).map_err(|e| e.to_string())?,
+    );
+    Ok(())
 }
 
 /// `s` with `parameter` set to `value`, not yet validated. The variant has no sweep of its own.
@@ -172,8 +234,20 @@ pub fn variant(s: &Scenario, parameter: &str, value: &SweepValue) -> Result<Scen
     let steps = parse_path(parameter)?;
     let mut base = s.clone();
     base.sweep = None;
+    base.map = None;
     let mut tree = serde_json::to_value(&base).map_err(|e| e.to_string())?;
-    let target = find(&mut tree, &steps, parameter)?;
+    let target = match find(&mut tree, &steps, parameter) {
+        Ok(t) => t,
+        Err(e) => {
+            let mut copy = tree.clone();
+            let Some(fields) = window_of(&mut copy, &steps, parameter) else {
+                return Err(e);
+            };
+            set_duration(fields, value).map_err(|e| format!("`{parameter}`: {e}"))?;
+            return serde_json::from_value::<Scenario>(copy)
+                .map_err(|e| format!("`{parameter}` = {value}: {e}"));
+        }
+    };
     let new = match (value, &*target) {
         (SweepValue::Number(x), _) if !x.is_finite() => {
             return Err(format!("{x} is not a finite number"));
@@ -279,6 +353,20 @@ mod tests {
             SweepValue::Text("2s".into()),
         );
         assert!(s.is_ok(), "{s:?}");
+    }
+
+    #[test]
+    fn a_fault_duration_moves_its_end() {
+        let t = |v: &str| SweepValue::Text(v.into());
+        let s = set("faults[0].duration", t("2500ms")).unwrap();
+        assert_eq!(s.faults[0].window().1, Duration::from_millis(3500));
+        let base = super::super::parse::parse(TEXT, "t.ron").unwrap();
+        assert!(check_path(&base, "faults[0].duration").is_ok());
+        let e = set("faults[0].duration", SweepValue::Number(2.0)).unwrap_err();
+        assert!(e.contains("a duration is expected"), "{e}");
+        // Only where there is a window to move.
+        assert!(check_path(&base, "workload.duration").is_err());
+        assert!(set("workload.duration", t("1s")).is_err());
     }
 
     #[test]

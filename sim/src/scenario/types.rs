@@ -44,6 +44,20 @@ pub struct Scenario {
     /// A parameter to vary for `sim sweep` (`sim run` uses the value written in the scenario).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// Two parameters to vary together for `sim map` (every x value with every y value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<Map>,
+}
+
+/// What `sim map` varies: two parameters, each given like a [`Sweep`]; every (x, y) pair of
+/// values runs every policy under the same seeds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Map {
+    /// The horizontal axis.
+    pub x: Sweep,
+    /// The vertical axis.
+    pub y: Sweep,
 }
 
 /// What `sim sweep` varies: one parameter of the scenario, set to each value in turn; every value
@@ -347,6 +361,19 @@ pub enum Fault {
         #[serde(default)]
         mode: OutageMode,
     },
+    /// The network to the downstream is partitioned but buffers (a link that queues, a load
+    /// balancer holding connections): calls and answers that would be delivered during the window
+    /// are held and delivered when it ends, in the order they were sent. Nothing reaches the
+    /// downstream meanwhile; clients time out and retry into the same buffer, and the held traffic
+    /// arrives at once when the partition heals (whether or not its clients still wait for it).
+    Partition {
+        /// Which downstream.
+        downstream: String,
+        /// Start.
+        from: Duration,
+        /// End (exclusive): when the held traffic is delivered.
+        until: Duration,
+    },
     /// Jobs finishing in the window fail with probability `rate` (after being served).
     ErrorRate {
         /// Which downstream.
@@ -416,6 +443,7 @@ impl Fault {
     pub fn window(&self) -> (Duration, Duration) {
         match self {
             Fault::Outage { from, until, .. }
+            | Fault::Partition { from, until, .. }
             | Fault::ErrorRate { from, until, .. }
             | Fault::LatencyInflation { from, until, .. }
             | Fault::CapacityLoss { from, until, .. }
@@ -428,6 +456,7 @@ impl Fault {
     pub fn downstream(&self) -> Option<&str> {
         match self {
             Fault::Outage { downstream, .. }
+            | Fault::Partition { downstream, .. }
             | Fault::ErrorRate { downstream, .. }
             | Fault::LatencyInflation { downstream, .. }
             | Fault::CapacityLoss { downstream, .. }
@@ -440,6 +469,7 @@ impl Fault {
     pub fn kind_name(&self) -> &'static str {
         match self {
             Fault::Outage { .. } => "Outage",
+            Fault::Partition { .. } => "Partition",
             Fault::ErrorRate { .. } => "ErrorRate",
             Fault::LatencyInflation { .. } => "LatencyInflation",
             Fault::CapacityLoss { .. } => "CapacityLoss",
@@ -581,6 +611,13 @@ pub struct Recovery {
     /// the rule off. Default 0.5.
     #[serde(default = "default_relapse")]
     pub relapse: f64,
+    /// Queue and latency count as back to their healthy level in a window whose mean server
+    /// queue is at most `settle` × the largest seen in a bucket before the faults (at least one
+    /// job), and whose mean attempt latency (send to answer or timeout) is at most `settle` × the
+    /// largest before the faults. Recovery needs goodput back and, from then on, a window with
+    /// queue and latency back. At least 1. Default 1.5.
+    #[serde(default = "default_settle")]
+    pub settle: f64,
 }
 
 fn default_threshold() -> f64 {
@@ -588,6 +625,9 @@ fn default_threshold() -> f64 {
 }
 fn default_sustain() -> Duration {
     Duration::from_secs(5)
+}
+fn default_settle() -> f64 {
+    1.5
 }
 fn default_relapse() -> f64 {
     0.5
@@ -599,6 +639,7 @@ impl Default for Recovery {
             threshold: default_threshold(),
             sustain: default_sustain(),
             relapse: default_relapse(),
+            settle: default_settle(),
         }
     }
 }

@@ -84,6 +84,43 @@ pub(crate) struct Checker<'a> {
 
 type Check = Result<(), ScenarioError>;
 
+/// Most values on each axis of a map (a 100 × 100 grid at most).
+pub(crate) const MAX_MAP_VALUES: usize = 100;
+
+/// Checks one swept parameter (a sweep, or an axis of a map) as if each value were written in the
+/// file: the path exists, there are 1 to `max` values, and each variant passes every check.
+#[allow(clippy::too_many_arguments)]
+fn check_axis(
+    c: &Checker<'_>,
+    s: &Scenario,
+    sweep: &super::Sweep,
+    sp: &Path,
+    file: &str,
+    limits: &Limits,
+    max: usize,
+    stacks: &[CompiledStack],
+) -> Check {
+    super::sweep::check_path(s, &sweep.parameter).map_err(|e| c.fail(&sp.field("parameter"), e))?;
+    if sweep.values.is_empty() || sweep.values.len() > max {
+        return Err(c.fail(
+            &sp.field("values"),
+            format!("{} values: expected 1 to {max}", sweep.values.len()),
+        ));
+    }
+    for (i, v) in sweep.values.iter().enumerate() {
+        let vp = sp.field("values").index(i);
+        let variant = super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
+        check_variant(&variant, file, limits, &sweep.parameter, stacks).map_err(|e| {
+            let what = match e {
+                ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
+                other => other.to_string(),
+            };
+            c.fail(&vp, format!("with {} = {v}: {what}", sweep.parameter))
+        })?;
+    }
+    Ok(())
+}
+
 impl Checker<'_> {
     /// `name` (of item `i` at `item`) is not empty and differs from every earlier name in `list`,
     /// whose first uses `seen` records (linear in the number of items).
@@ -625,7 +662,7 @@ fn check_faults(
                     return Err(c.fail(&p, "a LoadSpike multiplies an open-loop arrival rate, but the workload is not OpenLoop"));
                 }
             }
-            Fault::Outage { .. } => {}
+            Fault::Outage { .. } | Fault::Partition { .. } => {}
         }
     }
 
@@ -689,6 +726,13 @@ fn check_recovery(c: &Checker<'_>, s: &Scenario, root: &Path) -> Check {
     let r = root.field("recovery");
     c.fraction(&r.field("threshold"), s.recovery.threshold, false)?;
     c.positive(&r.field("sustain"), s.recovery.sustain, "sustain")?;
+    let settle = s.recovery.settle;
+    if !(settle.is_finite() && (1.0..=1e6).contains(&settle)) {
+        return Err(c.fail(
+            &r.field("settle"),
+            format!("{settle}: expected a factor in [1, 1e6]: queue and latency count as back at most settle × their pre-fault level"),
+        ));
+    }
     let relapse = s.recovery.relapse;
     if !(relapse.is_finite() && (0.0..=s.recovery.threshold).contains(&relapse)) {
         return Err(c.fail(
@@ -715,26 +759,47 @@ fn check_sweep(
     stacks: &[CompiledStack],
 ) -> Check {
     if let Some(sweep) = &s.sweep {
-        let sp = root.field("sweep");
-        super::sweep::check_path(s, &sweep.parameter)
-            .map_err(|e| c.fail(&sp.field("parameter"), e))?;
-        if sweep.values.is_empty() || sweep.values.len() > 1000 {
+        check_axis(
+            c,
+            s,
+            sweep,
+            &root.field("sweep"),
+            file,
+            limits,
+            1000,
+            stacks,
+        )?;
+    }
+    if let Some(map) = &s.map {
+        let mp = root.field("map");
+        check_axis(
+            c,
+            s,
+            &map.x,
+            &mp.field("x"),
+            file,
+            limits,
+            MAX_MAP_VALUES,
+            stacks,
+        )?;
+        check_axis(
+            c,
+            s,
+            &map.y,
+            &mp.field("y"),
+            file,
+            limits,
+            MAX_MAP_VALUES,
+            stacks,
+        )?;
+        if map.x.parameter.trim() == map.y.parameter.trim() {
             return Err(c.fail(
-                &sp.field("values"),
-                format!("{} values: expected 1 to 1000", sweep.values.len()),
+                &mp.field("y").field("parameter"),
+                format!(
+                    "`{}` is also the x parameter: expected two different parameters",
+                    map.y.parameter
+                ),
             ));
-        }
-        for (i, v) in sweep.values.iter().enumerate() {
-            let vp = sp.field("values").index(i);
-            let variant =
-                super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
-            check_variant(&variant, file, limits, &sweep.parameter, stacks).map_err(|e| {
-                let what = match e {
-                    ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
-                    other => other.to_string(),
-                };
-                c.fail(&vp, format!("with {} = {v}: {what}", sweep.parameter))
-            })?;
         }
     }
     Ok(())

@@ -110,7 +110,7 @@ pub(super) fn keys(chart: &Chart) -> Vec<Key<'_>> {
 
 /// Width of `text` in the vendored font at plotters size `size` (the same for every backend, so
 /// the legend is laid out identically in the SVG and the PNG).
-fn text_width(text: &str, size: f64) -> f64 {
+pub(crate) fn text_width(text: &str, size: f64) -> f64 {
     FontDesc::new(FontFamily::Name(FONT_FAMILY), size, FontStyle::Normal)
         .box_size(text)
         .map_or(text.chars().count() as f64 * size * 0.6, |(w, _)| {

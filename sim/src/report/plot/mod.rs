@@ -51,6 +51,7 @@ use std::sync::OnceLock;
 
 use plotters::prelude::*;
 
+pub(crate) use layout::text_width;
 use layout::{Layout, legend_rows};
 
 pub use ticks::{group, nice_ticks};
@@ -285,12 +286,12 @@ impl From<PlotError> for std::io::Error {
     }
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> PlotError {
+pub(crate) fn err<E: std::fmt::Debug>(e: E) -> PlotError {
     PlotError(format!("{e:?}"))
 }
 
 /// Registers the vendored font with plotters (once per process).
-fn ensure_font() -> Result<(), PlotError> {
+pub(crate) fn ensure_font() -> Result<(), PlotError> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT)
@@ -323,16 +324,19 @@ pub fn svg(chart: &Chart) -> Result<String, PlotError> {
         draw::draw(&root, chart, 1.0)?;
         root.present().map_err(err)?;
     }
-    // An accessible name for the figure (screen readers, hover text in browsers).
-    if let Some(end) = out.find('>') {
-        let title = chart
-            .title
+    Ok(with_title(out, &chart.title))
+}
+
+/// `svg` with an accessible name for the figure (screen readers, hover text in browsers).
+pub(crate) fn with_title(mut svg: String, title: &str) -> String {
+    if let Some(end) = svg.find('>') {
+        let title = title
             .replace('&', "&amp;")
             .replace('<', "&lt;")
             .replace('>', "&gt;");
-        out.insert_str(end + 1, &format!("\n<title>{title}</title>"));
+        svg.insert_str(end + 1, &format!("\n<title>{title}</title>"));
     }
-    Ok(out)
+    svg
 }
 
 /// Draws `chart` as a PNG image, [`PNG_SCALE`] times the SVG's size.
@@ -345,6 +349,11 @@ pub fn png(chart: &Chart) -> Result<Vec<u8>, PlotError> {
         draw::draw(&root, chart, f64::from(PNG_SCALE))?;
         root.present().map_err(err)?;
     }
+    encode_png(&rgb, w, h)
+}
+
+/// An 8-bit RGB buffer of `w × h` pixels as PNG bytes (maximum compression, deterministic).
+pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, PlotError> {
     let mut bytes = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut bytes, w, h);
@@ -352,7 +361,7 @@ pub fn png(chart: &Chart) -> Result<Vec<u8>, PlotError> {
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::High);
         let mut writer = enc.write_header().map_err(err)?;
-        writer.write_image_data(&rgb).map_err(err)?;
+        writer.write_image_data(rgb).map_err(err)?;
         writer.finish().map_err(err)?;
     }
     Ok(bytes)

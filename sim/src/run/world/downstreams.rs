@@ -26,6 +26,7 @@ impl World<'_> {
         self.q.push(
             self.now.saturating_add(d),
             EventKind::Reply {
+                ds,
                 attempt,
                 reply,
                 hint,
@@ -33,9 +34,30 @@ impl World<'_> {
         );
     }
 
+    /// If a partition of `ds` holds traffic now, queues `event` again for when it heals and
+    /// returns true.
+    #[inline]
+    pub(super) fn held(&mut self, ds: u16, event: EventKind) -> bool {
+        let i = ds as usize;
+        let tl = &self.c.timeline;
+        if !tl.has_faults(i) {
+            return false;
+        }
+        match tl.held_until(i, self.now) {
+            Some(end) => {
+                self.m.ds[i].held += 1;
+                self.q.push(end, event);
+                true
+            }
+            None => false,
+        }
+    }
+
     pub(super) fn at_downstream(&mut self, ds: u16, attempt: Handle) {
+        if self.held(ds, EventKind::AtDownstream { ds, attempt }) {
+            return;
+        }
         let now = self.now;
-        self.m.server_arrival(now, ds);
         let i = ds as usize;
         let tl = &self.c.timeline;
         let cond = if tl.has_faults(i) {
@@ -46,23 +68,26 @@ impl World<'_> {
         if let Some(c) = cond {
             match c.outage {
                 Some(OutageMode::FailFast) => {
+                    self.m.server_arrival(now, ds);
                     self.m.answered(now, ds, false, true);
                     self.send_reply(ds, attempt, Reply::Unavailable, 0);
                     return;
                 }
                 Some(OutageMode::Hang) => {
+                    // Sent, never arrived: not load on the downstream.
                     self.m.ds[i].hung += 1;
                     return;
                 }
                 None => {}
             }
-            if let Some((share, fault)) = c.throttle
-                && self.fault_rng.chance(share)
-            {
-                self.m.answered(now, ds, false, true);
-                self.send_reply(ds, attempt, Reply::Throttled, fault);
-                return;
-            }
+        }
+        self.m.server_arrival(now, ds);
+        if let Some((share, fault)) = cond.and_then(|c| c.throttle)
+            && self.fault_rng.chance(share)
+        {
+            self.m.answered(now, ds, false, true);
+            self.send_reply(ds, attempt, Reply::Throttled, fault);
+            return;
         }
         match &mut self.ds[i] {
             Ds::Server(server) => {
@@ -117,6 +142,7 @@ impl World<'_> {
                 self.q.push(
                     now.saturating_add(d),
                     EventKind::Reply {
+                        ds,
                         attempt,
                         reply,
                         hint,
@@ -182,12 +208,24 @@ impl World<'_> {
         }
     }
 
-    pub(super) fn reply(&mut self, attempt: Handle, reply: Reply, hint: u16) {
+    pub(super) fn reply(&mut self, ds: u16, attempt: Handle, reply: Reply, hint: u16) {
+        if self.held(
+            ds,
+            EventKind::Reply {
+                ds,
+                attempt,
+                reply,
+                hint,
+            },
+        ) {
+            return;
+        }
         let Some(a) = self.attempts.get(attempt).copied() else {
             self.m.late_replies += 1;
             return;
         };
         self.attempts.remove(attempt);
+        self.m.attempt_ended(self.now, self.now - a.sent);
         let kind = match reply {
             Reply::Ok => AnswerKind::Ok,
             Reply::Error => AnswerKind::Error,

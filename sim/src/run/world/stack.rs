@@ -174,12 +174,12 @@ impl World<'_> {
                 };
                 let first = r.attempts == 0;
                 r.attempts += 1;
-                let b = self.m.at(self.now);
-                b.attempts += 1;
-                if !first {
-                    b.retries += 1;
-                }
-                let attempt = self.attempts.insert(Attempt { request, node });
+                self.m.sent(self.now, first);
+                let attempt = self.attempts.insert(Attempt {
+                    request,
+                    node,
+                    sent: self.now,
+                });
                 let d = self.hop(*ds, true);
                 self.q.push(
                     self.now.saturating_add(d),

@@ -13,10 +13,6 @@ use serde::Serialize;
 use sim::run::BatchOptions;
 use sim::scenario::{self, Compiled, Limits};
 
-mod shipped {
-    include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
-}
-
 /// Largest scenario text accepted, in bytes.
 pub const MAX_RON_BYTES: usize = 256 * 1024;
 /// Most seeds per policy (a sanity bound: the event budget is what limits the work).
@@ -73,7 +69,7 @@ pub struct ScenarioInfo {
 /// The scenario files on offer: the operator's folder, or the shipped ones.
 fn files(limits: &StormLimits) -> Result<Vec<(String, String)>, String> {
     let Some(dir) = &limits.dir else {
-        return Ok(shipped::SHIPPED
+        return Ok(scenario::SHIPPED
             .iter()
             .map(|&(f, t)| (f.to_string(), t.to_string()))
             .collect());
@@ -246,7 +242,7 @@ mod tests {
     fn every_shipped_scenario_is_listed_with_an_estimate() {
         let all = list(&StormLimits::default()).unwrap();
         assert!(all.iter().any(|s| s.name == "default"), "{all:?}");
-        assert!(all.len() >= shipped::SHIPPED.len());
+        assert!(all.len() >= scenario::SHIPPED.len());
         assert!(
             all.iter()
                 .all(|s| s.estimated_events > 0.0 && !s.policies.is_empty())

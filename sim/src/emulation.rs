@@ -126,6 +126,7 @@ pub fn finish(
         fault: c.timeline.span(),
         threshold: s.recovery.threshold,
         relapse: s.recovery.relapse,
+        settle: s.recovery.settle,
         sustain_ns: s.recovery.sustain.as_nanos(),
         unfinished,
         makespan_ns: None,

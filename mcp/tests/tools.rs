@@ -304,13 +304,9 @@ async fn reliable_http_call_through_a_breaker_to_loopback() {
     )
     .await;
     assert!(e.contains("refused") && e.contains("127.0.0.2"), "{e}");
-    let e = in_band_error(
-        &client,
-        "reliable_http_call",
-        json!({"url": "http://169.254.169.254/latest/meta-data/"}),
-    )
-    .await;
-    assert!(e.contains("link-local"), "{e}");
+    // Non-loopback targets (cloud metadata at 169.254.169.254 among them) are refused by the same
+    // guard and judged by the pure classifier's tests (`ssrf::guard`), so no test ever risks
+    // dialling one.
     assert_eq!(other.connections(), 0);
     client.cancel().await.unwrap();
 }

@@ -92,8 +92,11 @@ pub struct AtomicCountWindow<const CALLS: usize, const WORDS: usize = 1> {
     failed: [AtomicU64; WORDS],
     slow: [AtomicU64; WORDS],
     size: u64,
-    /// `size - 1` when `size` is a power of two (positions by masking), else 0 (by division).
+    /// `size - 1` when `size` is a power of two (positions by masking), else 0.
     mask: u64,
+    /// Otherwise `u64::MAX / size + 1`: positions by Lemire's multiply-shift remainder, exact for
+    /// totals below 2³² (a division costs tens of cycles on every call; a multiply a few).
+    reciprocal: u64,
     /// Ring words in use: `ceil(size / 64)`.
     words: usize,
 }
@@ -136,6 +139,22 @@ impl<T> core::ops::Deref for Line<T> {
     }
 }
 
+/// `n % size`, where `mask` is `size - 1` for a power of two (else 0) and `reciprocal` is
+/// `u64::MAX / size + 1` otherwise (else 0). Without a division for the first 2³² calls.
+#[inline(always)]
+fn position(n: u64, size: u64, mask: u64, reciprocal: u64) -> u64 {
+    if reciprocal == 0 {
+        n & mask
+    } else if n <= u64::from(u32::MAX) {
+        // Lemire, Kaser and Kurz, "Faster remainder by direct computation" (2019): exact for
+        // 32-bit numerators and divisors.
+        let low = reciprocal.wrapping_mul(n);
+        ((u128::from(low) * u128::from(size)) >> 64) as u64
+    } else {
+        n % size
+    }
+}
+
 #[inline]
 fn put_bit(ring: &[AtomicU64], word: usize, mask: u64, on: bool) {
     if let Some(w) = ring.get(word) {
@@ -166,6 +185,11 @@ impl<const CALLS: usize, const WORDS: usize> AtomicWindow for AtomicCountWindow<
             } else {
                 0
             },
+            reciprocal: if calls.is_power_of_two() {
+                0
+            } else {
+                u64::MAX / u64::from(calls) + 1
+            },
             words: (calls as usize).div_ceil(64),
         })
     }
@@ -173,12 +197,7 @@ impl<const CALLS: usize, const WORDS: usize> AtomicWindow for AtomicCountWindow<
     #[inline]
     fn record(&self, _: Instant, failure: bool, slow: bool) -> u64 {
         let n = self.total.fetch_add(1, Relaxed);
-        // Windows of a power-of-two size (64, 128, ...) avoid the division.
-        let pos = if self.mask != 0 {
-            n & self.mask
-        } else {
-            n % self.size
-        };
+        let pos = position(n, self.size, self.mask, self.reciprocal);
         let (word, mask) = ((pos / 64) as usize, 1u64 << (pos % 64));
         put_bit(&self.failed, word, mask, failure);
         put_bit(&self.slow, word, mask, slow);
@@ -461,6 +480,33 @@ mod tests {
     use super::*;
     use crate::Duration;
     use crate::sample::splitmix64;
+
+    #[test]
+    fn position_is_the_remainder_for_every_size_and_total() {
+        let boundary = u64::from(u32::MAX);
+        for size in (1..=300u64).chain([1000, 4095, 65_535]) {
+            let mask = if size.is_power_of_two() { size - 1 } else { 0 };
+            let reciprocal = if size.is_power_of_two() {
+                0
+            } else {
+                u64::MAX / size + 1
+            };
+            let mut x = size;
+            let totals = (0..2_000u64)
+                .chain(boundary - 1_000..boundary + 1_000)
+                .chain((0..2_000).map(|_| {
+                    x = splitmix64(x);
+                    x
+                }));
+            for n in totals {
+                assert_eq!(
+                    position(n, size, mask, reciprocal),
+                    n % size,
+                    "{n} % {size}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn count_window_matches_the_mut_window() {

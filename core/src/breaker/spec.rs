@@ -360,7 +360,11 @@ impl BreakerPolicy {
     #[inline]
     pub(crate) fn rates_trip(&self, c: Counts) -> bool {
         let over = |n: u64, ppm: u32| ppm != 0 && n * u64::from(PPM) >= u64::from(ppm) * c.calls;
-        c.calls > 0 && (over(c.failures, self.failure_ppm) || over(c.slow, self.slow_ppm))
+        // Rates are positive when on, so nothing bad in the window trips nothing: the healthy
+        // case skips the arithmetic.
+        (c.failures | c.slow) != 0
+            && c.calls > 0
+            && (over(c.failures, self.failure_ppm) || over(c.slow, self.slow_ppm))
     }
 
     /// Whether the window's counts trip a closed breaker: once it holds `minimum_calls`, a rate at

@@ -169,7 +169,7 @@ mod tests {
             for _ in 0..2_000 {
                 x = crate::sample::splitmix64(x);
                 let (f, s) = if sparse {
-                    (x % 97 == 0, x % 89 == 1)
+                    (x.is_multiple_of(97), x % 89 == 1)
                 } else {
                     (x & 1 == 1, x & 6 == 6)
                 };

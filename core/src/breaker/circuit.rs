@@ -282,7 +282,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
     }
 
     /// Asks to make one call. On `Ok`, make the call and hand the permit back to [`record`](Self::record).
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe_now(now);
         // The answers of a healthy or a failed downstream stay inline; the rest is out of line.
@@ -393,16 +393,32 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
 
     /// Reports how a permitted call ended. A state change it causes goes to the observer. Results
     /// from permits of an earlier generation are ignored.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) {
         let now = self.observe_now(now);
         if permit.generation != self.generation {
             return;
         }
-        if self.state == State::HalfOpen && !self.release(&permit) {
+        // A closed breaker's results stay inline (they are most results); the rest is out of line.
+        // Both ask the same rules.
+        if self.state == State::Closed {
+            self.record_result(&permit, outcome, now);
+        } else {
+            self.record_other(&permit, outcome, now);
+        }
+    }
+
+    #[inline(never)]
+    fn record_other(&mut self, permit: &Permit, outcome: Outcome, now: Instant) {
+        if self.state == State::HalfOpen && !self.release(permit) {
             // Its lease expired and already counted as a failed probe.
             return;
         }
+        self.record_result(permit, outcome, now);
+    }
+
+    #[inline(always)]
+    fn record_result(&mut self, permit: &Permit, outcome: Outcome, now: Instant) {
         let policy = self.policy.borrow();
         let slow = policy.is_slow(permit.started, now);
         let window = if counts_in_window(self.state, outcome) {

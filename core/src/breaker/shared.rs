@@ -542,7 +542,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
 
     /// Asks to make one call. On `Ok`, make the call and hand the permit back to
     /// [`record`](Self::record).
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe_now(now);
         let c = self.load();
@@ -552,6 +552,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         self.acquire_slow(c, now)
     }
 
+    #[inline(never)]
     fn acquire_slow(&self, mut c: Ctl, now: Instant) -> Result<Permit, Rejection> {
         // Whether this call made a transition already: it makes at most one.
         let mut caused = false;
@@ -837,18 +838,34 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
 
     /// Reports how a permitted call ended. A state change it causes goes to the observer. Results
     /// from permits of an earlier generation are ignored.
-    #[inline]
+    #[inline(always)]
     pub fn record(&self, permit: Permit, outcome: Outcome, now: Instant) {
         let now = self.observe_now(now);
         let c = self.load();
         if permit.generation != c.generation() {
             return;
         }
-        let state = c.state();
-        if state == State::HalfOpen && !self.release(c, &permit) {
+        // A closed breaker's results stay inline (they are most results); the rest is out of line.
+        // Both ask the same rules.
+        if c.code() == CLOSED {
+            self.record_result(c, &permit, outcome, now);
+        } else {
+            self.record_slow(c, &permit, outcome, now);
+        }
+    }
+
+    #[inline(never)]
+    fn record_slow(&self, c: Ctl, permit: &Permit, outcome: Outcome, now: Instant) {
+        if c.state() == State::HalfOpen && !self.release(c, permit) {
             // Its lease expired and already counted as a failed probe.
             return;
         }
+        self.record_result(c, permit, outcome, now);
+    }
+
+    #[inline(always)]
+    fn record_result(&self, c: Ctl, permit: &Permit, outcome: Outcome, now: Instant) {
+        let state = c.state();
         let policy = self.policy();
         let slow = policy.is_slow(permit.started, now);
         let window = if counts_in_window(state, outcome) {
@@ -880,7 +897,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
 
     /// A result outside half-open: carried out on the control word, retried while only the
     /// counter changed under it.
-    #[inline]
+    #[inline(always)]
     fn record_other(&self, mut c: Ctl, event: Event, now: Instant) {
         let g = c.generation();
         loop {
@@ -906,6 +923,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
 
     /// A probe's result: counted in the round's tallies by compare-and-swap, then decided on the
     /// tallies it replaced.
+    #[inline(never)]
     fn record_probe(&self, c: Ctl, event: Event, now: Instant) {
         let policy = self.policy();
         let Ok(Some((before, _))) =

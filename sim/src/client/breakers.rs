@@ -8,8 +8,8 @@
 //! gigabytes. A config none of them fits is reported as a scenario error (the core's message).
 
 use reliable_core::breaker::{
-    AnyWindow, BreakerPolicy, CircuitBreaker, CountWindow, LastTransition, NoWindow, Outcome,
-    Permit, Rejection, State, Transition,
+    AnyWindow, Breaker, BreakerPolicy, CircuitBreaker, CountWindow, LastTransition, NoWindow,
+    Outcome, Permit, Rejection, Snapshot, State, Transition,
 };
 use std::sync::Arc;
 
@@ -86,43 +86,52 @@ impl BreakerProto {
     }
 }
 
+/// Every call goes to the breaker of whichever storage the slot holds.
+macro_rules! each {
+    ($slot:expr, $b:ident => $e:expr) => {
+        match $slot {
+            BreakerSlot::Plain($b) => $e,
+            BreakerSlot::Count($b) => $e,
+            BreakerSlot::Any($b) => $e,
+        }
+    };
+}
+
 impl BreakerSlot {
-    /// See [`CircuitBreaker::try_acquire`]; also returns the transition the call made, if any.
+    /// The transition the latest call made, if any (each call replaces it).
     #[inline]
-    pub fn try_acquire(&mut self, now: Instant) -> (Result<Permit, Rejection>, Option<Transition>) {
-        match self {
-            BreakerSlot::Plain(b) => (b.try_acquire(now), b.observer().take()),
-            BreakerSlot::Count(b) => (b.try_acquire(now), b.observer().take()),
-            BreakerSlot::Any(b) => (b.try_acquire(now), b.observer().take()),
-        }
+    pub fn take_transition(&self) -> Option<Transition> {
+        each!(self, b => b.observer().take())
     }
+}
 
-    /// See [`CircuitBreaker::record`]; returns the transition the call made, if any.
+/// The simulator drives its breakers through the core's [`Breaker`] trait, like any other user.
+impl Breaker for BreakerSlot {
     #[inline]
-    pub fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) -> Option<Transition> {
-        match self {
-            BreakerSlot::Plain(b) => {
-                b.record(permit, outcome, now);
-                b.observer().take()
-            }
-            BreakerSlot::Count(b) => {
-                b.record(permit, outcome, now);
-                b.observer().take()
-            }
-            BreakerSlot::Any(b) => {
-                b.record(permit, outcome, now);
-                b.observer().take()
-            }
-        }
+    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
+        each!(self, b => b.try_acquire(now))
     }
-
-    /// See [`CircuitBreaker::state`].
-    pub fn state(&self, now: Instant) -> State {
-        match self {
-            BreakerSlot::Plain(b) => b.state(now),
-            BreakerSlot::Count(b) => b.state(now),
-            BreakerSlot::Any(b) => b.state(now),
-        }
+    #[inline]
+    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) {
+        each!(self, b => b.record(permit, outcome, now))
+    }
+    fn state(&self, now: Instant) -> State {
+        each!(self, b => b.state(now))
+    }
+    fn snapshot(&self, now: Instant) -> Snapshot {
+        each!(self, b => b.snapshot(now))
+    }
+    fn policy(&self) -> &BreakerPolicy {
+        each!(self, b => b.policy())
+    }
+    fn force_open(&mut self, now: Instant) {
+        each!(self, b => b.force_open(now))
+    }
+    fn disable(&mut self, now: Instant) {
+        each!(self, b => b.disable(now))
+    }
+    fn reset(&mut self, now: Instant) {
+        each!(self, b => b.reset(now))
     }
 }
 

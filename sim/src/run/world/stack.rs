@@ -1,7 +1,7 @@
 //! How a logical request travels through its policy stack: invoking nodes, handing answers up,
 //! retry wake-ups, and finishing the request (see the [parent module](super) for the overview).
 
-use reliable_core::breaker::{Outcome, State, Transition};
+use reliable_core::breaker::{Breaker, Outcome, State, Transition};
 use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
 
@@ -201,7 +201,9 @@ impl World<'_> {
             NodeKind::Breaker { slot, inner, .. } => {
                 let (s, i) = self.breaker_instance(*slot, request);
                 let now = Instant::from_nanos(self.now);
-                let (decision, transition) = self.breakers[s][i].try_acquire(now);
+                let breaker = &mut self.breakers[s][i];
+                let decision = breaker.try_acquire(now);
+                let transition = breaker.take_transition();
                 self.note_transition(transition);
                 match decision {
                     Ok(permit) => {
@@ -283,11 +285,9 @@ impl World<'_> {
                             AnswerKind::Fatal | AnswerKind::Rejected => Outcome::Ignored,
                         };
                         let (s, i) = self.breaker_instance(*slot, request);
-                        let t = self.breakers[s][i].record(
-                            permit,
-                            outcome,
-                            Instant::from_nanos(self.now),
-                        );
+                        let breaker = &mut self.breakers[s][i];
+                        breaker.record(permit, outcome, Instant::from_nanos(self.now));
+                        let t = breaker.take_transition();
                         self.note_transition(t);
                     }
                 }

@@ -113,6 +113,8 @@ pub struct Run<'r> {
     timed: bool,
     /// A reading taken a moment ago that the next decision may use instead of reading again.
     fresh: Option<Instant>,
+    /// The reading that admitted the current attempt.
+    admitted: Option<Instant>,
     call_permit: Option<Permit>,
     attempt_permit: Option<Permit>,
     attempts: u32,
@@ -155,7 +157,8 @@ impl Reliable {
             let why = Rejection::Throttled {
                 probability: f64::from(throttled.probability_ppm) / 1e6,
             };
-            return Err(refuse(inner, Refusal::Rejected(why), 0, Some(now)));
+            let span = (Some(now), now);
+            return Err(refuse(inner, Refusal::Rejected(why), 0, span));
         }
         let state = with_budget!(inner, |b| inner
             .retry
@@ -166,6 +169,7 @@ impl Reliable {
             started: now,
             timed: now.is_some(),
             fresh: now,
+            admitted: None,
             call_permit: None,
             attempt_permit: None,
             attempts: 0,
@@ -230,6 +234,7 @@ impl<'r> FirstAttempt<'r> {
             started: None,
             timed: false,
             fresh: None,
+            admitted: None,
             call_permit: None,
             attempt_permit: self.permit.take(),
             attempts: 1,
@@ -252,7 +257,7 @@ impl Drop for FirstAttempt<'_> {
 }
 
 /// Counts and reports a refusal; returns it.
-fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, started: Option<Instant>) -> Refusal {
+fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, span: Span) -> Refusal {
     Stats::bump(&inner.stats.refused);
     for o in inner.observers.iter() {
         o.on_reject(&inner.name, refusal);
@@ -261,16 +266,19 @@ fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, started: Option<Instan
         Refusal::Open { .. } => "open",
         Refusal::Rejected(_) => "rejected",
     };
-    end(inner, name, attempts, started);
+    end(inner, name, attempts, span);
     refusal
 }
 
-fn end(inner: &Inner, outcome: &'static str, attempts: u32, started: Option<Instant>) {
+/// When a call started (if it read the clock then) and when it ended.
+type Span = (Option<Instant>, Instant);
+
+fn end(inner: &Inner, outcome: &'static str, attempts: u32, (started, now): Span) {
     if inner.observers.is_empty() {
         return;
     }
     let elapsed = match started {
-        Some(t0) => (inner.clock.now() - t0).into(),
+        Some(t0) => (now - t0).into(),
         None => Duration::ZERO,
     };
     let end = CallEnd {
@@ -298,6 +306,20 @@ impl Run<'_> {
         self.fresh.take().unwrap_or_else(|| self.inner.clock.now())
     }
 
+    /// The time a success is recorded at: a fresh reading when something reads it (see
+    /// `Inner::success_needs_time`) or a half-open probe ends (its lease is judged at the time it
+    /// returns), else the reading that admitted the attempt, which a closed breaker without timed
+    /// rules does not look at (the breaker keeps the latest time it has seen).
+    #[inline]
+    fn success_time(&mut self) -> Option<Instant> {
+        let probe = |p: &Option<Permit>| p.as_ref().is_some_and(Permit::is_probe);
+        if self.inner.success_needs_time || probe(&self.attempt_permit) || probe(&self.call_permit)
+        {
+            return self.time();
+        }
+        self.fresh.take().or(self.admitted)
+    }
+
     /// Hands the run a clock reading just taken, for its next decision.
     pub(crate) fn observed(&mut self, now: Instant) {
         self.fresh = Some(now);
@@ -320,7 +342,7 @@ impl Run<'_> {
                 let refusal = Refusal::from_breaker(rejection.reason);
                 let now = admission.now.unwrap_or_else(|| self.now());
                 self.finish(now);
-                Err(refuse(inner, refusal, self.attempts, self.started))
+                Err(refuse(inner, refusal, self.attempts, (self.started, now)))
             }
         }
     }
@@ -352,6 +374,7 @@ impl Run<'_> {
         for o in self.inner.observers.iter() {
             o.on_attempt(&self.inner.name, self.attempts);
         }
+        self.admitted = now;
         let Some(now) = now else {
             return Ok((None, None));
         };
@@ -363,7 +386,7 @@ impl Run<'_> {
     #[inline]
     pub fn succeeded(&mut self) {
         let inner = self.inner;
-        let now = self.time();
+        let now = self.success_time();
         let at = now.unwrap_or(Instant::ZERO);
         self.record(Outcome::Success, at, true);
         if inner.budget.is_some() {
@@ -374,7 +397,7 @@ impl Run<'_> {
         }
         self.finished = true;
         Stats::bump(&inner.stats.succeeded);
-        end(inner, "success", self.attempts, self.started);
+        end(inner, "success", self.attempts, (self.started, at));
     }
 
     /// Hands the permits back: the attempt's, and the call's when the call is over.
@@ -437,7 +460,7 @@ impl Run<'_> {
                 } else {
                     name
                 };
-                end(inner, name, self.attempts, self.started);
+                end(inner, name, self.attempts, (self.started, now));
                 Step::Stop(stop)
             }
         }
@@ -477,6 +500,6 @@ impl Drop for Run<'_> {
         let now = self.inner.clock.now();
         self.finish(now);
         Stats::bump(&self.inner.stats.cancelled);
-        end(self.inner, "cancelled", self.attempts, self.started);
+        end(self.inner, "cancelled", self.attempts, (self.started, now));
     }
 }

@@ -324,12 +324,10 @@ impl Builder {
                 || matches!(c.window, reliable_core::breaker::WindowConfig::Time { .. })
                     && b.policy().needs_window()
         });
-        let eager_clock = breaker_needs_time
-            || config.attempt_timeout.is_some()
-            || config.deadline.is_some()
-            || budget.is_some()
-            || throttle.is_some()
-            || !observers.is_empty();
+        let success_needs_time =
+            breaker_needs_time || budget.is_some() || throttle.is_some() || !observers.is_empty();
+        let eager_clock =
+            success_needs_time || config.attempt_timeout.is_some() || config.deadline.is_some();
         let label = label(
             &self.name,
             breaker.is_some(),
@@ -350,6 +348,7 @@ impl Builder {
             observers,
             eager_clock,
             fast_first: !eager_clock && self.scope == Scope::PerAttempt,
+            success_needs_time,
             stats: Stats::default(),
         }))
     }

@@ -59,6 +59,11 @@ pub(crate) struct Inner {
     /// any, is asked per attempt. A success is then one breaker permit and one counter; a failure
     /// continues as a full run.
     pub fast_first: bool,
+    /// A success needs a fresh reading of the clock: the breaker times its calls (slow-call
+    /// rule, time window, slow start), or a budget, throttle or observer is told when it ended.
+    /// Otherwise a successful attempt ends on the reading that admitted it (a deadline or a
+    /// timeout is decided before or by the attempt, not by its success).
+    pub success_needs_time: bool,
     pub stats: Stats,
 }
 

@@ -12,6 +12,7 @@ use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::AdaptiveThrottle;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Where the breaker sits relative to the retries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +105,10 @@ pub struct Snapshot {
     pub label: String,
     /// The breaker's state, `None` without a breaker.
     pub state: Option<State>,
+    /// While the breaker is open: how long until it admits a probe (the `retry_after` a call
+    /// refused now would get). `None` when it is not open, and when it is forced open (no probe
+    /// until it is reset).
+    pub retry_after: Option<Duration>,
     /// Outcomes in the breaker's window (zero for a breaker that only counts failures in a row).
     pub window: Counts,
     /// Failures in a row while closed.
@@ -174,6 +179,7 @@ impl Reliable {
             name: i.name.to_string(),
             label: i.label.clone(),
             state: breaker.map(|b| b.state),
+            retry_after: i.breaker.as_ref().and_then(|b| b.retry_after(now)),
             window: breaker.map(|b| b.counts).unwrap_or_default(),
             consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
             succeeded: load(&i.stats.succeeded),

@@ -423,7 +423,7 @@ impl Run<'_> {
         let outcome = Outcome::from(class);
         self.record(outcome, now, false);
         if let Some(t) = &inner.throttle {
-            lock(t).record(now, !class.counts_as_failure());
+            lock(t).record(now, crate::classify::accepted(class));
         }
         let sample = inner.rng.next_u64();
         let decision = with_budget!(inner, |b| {

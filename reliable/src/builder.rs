@@ -211,7 +211,8 @@ impl Builder {
     }
 
     /// Client-side adaptive throttling (Google SRE): reject calls locally, with a probability that
-    /// grows as the downstream fails more of them.
+    /// grows as the downstream refuses more of them for overload (429, 503, `Retry-After`: see
+    /// [`classify::accepted`](crate::classify::accepted)). Other failures are the breaker's.
     pub fn throttle(mut self, config: ThrottleConfig) -> Self {
         self.throttle = Some(config);
         self

@@ -342,30 +342,52 @@ fn a_retry_budget_bounds_retries_in_an_outage() {
 }
 
 #[test]
-fn adaptive_throttling_rejects_locally_while_the_downstream_fails() {
+fn adaptive_throttling_rejects_locally_once_the_downstream_refuses_for_overload() {
+    let clock = ManualClock::new();
     let rel = Reliable::builder("api")
         .no_breaker()
         .attempts(1)
         .no_timeout()
         .throttle(ThrottleConfig::google_sre())
-        .manual_time(ManualClock::new())
+        .manual_time(clock.clone())
         .seed(3)
         .build()
         .unwrap();
     let calls = Cell::new(0);
-    let mut throttled = 0;
-    for _ in 0..1_000 {
-        if let Err(Error::Rejected {
+    let throttled = Cell::new(0);
+    let call = |answer: ErrorClass| match rel.call_blocking(|| {
+        calls.set(calls.get() + 1);
+        Err::<u32, _>(answer)
+    }) {
+        Err(Error::Rejected {
             why: Rejection::Throttled { probability },
             last: None,
-        }) = rel.call_blocking(|| flaky(&calls, u32::MAX))
-        {
+        }) => {
             assert!(probability > 0.0 && probability < 1.0);
-            throttled += 1;
+            throttled.set(throttled.get() + 1);
         }
+        Err(_) => {}
+        Ok(_) => unreachable!(),
+    };
+    // Failures that are not refusals (a 500, a timeout) are accepts: the throttle stays out of
+    // the way and leaves them to the breaker.
+    for i in 0..1_000 {
+        call(if i % 2 == 0 {
+            ErrorClass::Transient
+        } else {
+            ErrorClass::Timeout
+        });
     }
-    assert_eq!(calls.get() + throttled, 1_000);
-    assert!(throttled > 900, "{throttled} of 1000 rejected locally");
+    assert_eq!((calls.get(), throttled.get()), (1_000, 0));
+    // Past the throttle's two-minute window, those accepts are forgotten.
+    clock.advance(Duration::from_secs(121));
+    // Overload refusals (429, 503) are not: the client sheds load itself.
+    for _ in 0..1_000 {
+        call(ErrorClass::Throttled { retry_after: None });
+    }
+    let throttled = throttled.get();
+    assert_eq!(calls.get() - 1_000 + throttled, 1_000);
+    assert!(throttled > 800, "{throttled} of 1000 rejected locally");
 }
 
 #[test]

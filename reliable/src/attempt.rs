@@ -182,20 +182,29 @@ impl Reliable {
     }
 }
 
-/// The first attempt of a call on the fast path (see `Inner::fast_first`): just its permit. If
-/// the attempt fails it becomes a full [`Run`]; if it is dropped (a panic, a cancelled future),
-/// the permit goes back as ignored.
+/// How an attempt failed: its class, and its error (`None`: it timed out).
+pub(crate) type Failure<E> = (ErrorClass, Option<E>);
+
+/// The first attempt of a call on the fast path (see `Inner::fast_first`): its permit and, with a
+/// timeout or a deadline, when it started and its deadline. If the attempt fails it becomes a
+/// full [`Run`], the same one the slow path would have at that point; if it is dropped (a panic,
+/// a cancelled future), the permit goes back as ignored.
 #[derive(Debug)]
 pub(crate) struct FirstAttempt<'r> {
     inner: &'r Inner,
     permit: Option<Permit>,
+    /// The clock's reading when it started, with a timeout or a deadline (`Inner::eager_clock`);
+    /// zero otherwise.
+    started: Instant,
+    /// When it is up; `Instant::MAX`: never.
+    deadline: Instant,
     over: bool,
 }
 
 impl<'r> FirstAttempt<'r> {
     /// `None` when the fast path does not apply (the instance needs a full run, or the breaker is
     /// not plainly closed).
-    #[inline]
+    #[inline(always)]
     pub fn start(inner: &'r Inner) -> Option<Self> {
         if !inner.fast_first {
             return None;
@@ -204,37 +213,74 @@ impl<'r> FirstAttempt<'r> {
             Some(b) => Some(b.try_closed()?),
             None => None,
         };
+        let (started, deadline) = if inner.eager_clock {
+            Self::timed(inner)
+        } else {
+            (Instant::ZERO, Instant::MAX)
+        };
         Some(FirstAttempt {
             inner,
             permit,
+            started,
+            deadline,
             over: false,
         })
     }
 
-    /// The attempt succeeded: the call is over.
+    /// With a timeout or a deadline: the time now, and the attempt's deadline. Out of line: the
+    /// clock costs more than the call.
+    #[inline(never)]
+    fn timed(inner: &Inner) -> (Instant, Instant) {
+        let now = inner.clock.now();
+        (
+            now,
+            inner.retry.attempt_deadline(&Self::state(inner, now), now),
+        )
+    }
+
+    /// The retry state of a call started at `now`: no budget on the fast path.
     #[inline]
-    pub fn succeeded(mut self) {
+    fn state(inner: &Inner, now: Instant) -> RetryState {
+        inner.retry.start(now, &mut Unlimited)
+    }
+
+    /// When the attempt is up, if ever.
+    #[inline]
+    pub fn deadline(&self) -> Option<Instant> {
+        (self.deadline != Instant::MAX).then_some(self.deadline)
+    }
+
+    /// How long the attempt may take (`None`: no limit).
+    #[inline]
+    pub fn limit(&self) -> Option<Duration> {
+        self.deadline().map(|d| (d - self.started).into())
+    }
+
+    /// The attempt succeeded: the call is over. Nothing on the fast path reads the time of a
+    /// success (see `Inner::success_needs_time`): it is recorded at the attempt's start.
+    #[inline]
+    pub fn succeeded(&mut self) {
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
-            b.record(p, Outcome::Success, Instant::ZERO);
+            b.record(p, Outcome::Success, self.started);
         }
         self.over = true;
         Stats::bump(&inner.stats.succeeded);
     }
 
-    /// The attempt failed: the rest of the call is a full run, whose next step is
-    /// [`Run::failed`].
-    pub fn into_run(mut self) -> Run<'r> {
+    /// The attempt failed (`fresh`: a reading of the clock taken since it ended, if any): the
+    /// rest of the call is a full run, whose next step is [`Run::failed`].
+    pub fn continue_as_run(&mut self, fresh: Option<Instant>) -> Run<'r> {
         let inner = self.inner;
         self.over = true;
+        let started = inner.eager_clock.then_some(self.started);
         Run {
             inner,
-            // No budget on the fast path, and no deadline: the start time is not needed.
-            state: inner.retry.start(Instant::ZERO, &mut Unlimited),
-            started: None,
-            timed: false,
-            fresh: None,
-            admitted: None,
+            state: Self::state(inner, self.started),
+            started,
+            timed: inner.eager_clock,
+            fresh,
+            admitted: started,
             call_permit: None,
             attempt_permit: self.permit.take(),
             attempts: 1,
@@ -250,7 +296,7 @@ impl Drop for FirstAttempt<'_> {
         }
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
-            b.record(p, Outcome::Ignored, Instant::ZERO);
+            b.record(p, Outcome::Ignored, self.started);
         }
         Stats::bump(&inner.stats.cancelled);
     }

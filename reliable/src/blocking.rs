@@ -12,7 +12,7 @@
 //! and its late answer is dropped. That costs a thread and a few allocations per attempt. The
 //! waits between attempts use [`Sleep::sleep_blocking`](crate::sleep::Sleep::sleep_blocking).
 
-use crate::attempt::{FirstAttempt, Run};
+use crate::attempt::{Failure, FirstAttempt, Run};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::error::Error;
@@ -125,8 +125,9 @@ impl Reliable {
         }
     }
 
-    /// The fast path: a first attempt through a plainly closed breaker, with no clock read and
-    /// nothing else on the stack. Anything else (a failure, an instance that needs the time, a
+    /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
+    /// for a timeout (before, and after to check the answer came in time), with nothing else on
+    /// the stack. Anything else (a failure, an instance that needs the time of a success, a
     /// breaker that is not plainly closed) goes on in [`blocking_rest`](Self::blocking_rest), out
     /// of line, so that this stays a handful of instructions around `f`.
     #[inline]
@@ -136,19 +137,28 @@ impl Reliable {
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
     ) -> Result<T, Error<E>> {
         let inner = &*self.inner;
-        let Some(first) = FirstAttempt::start(inner) else {
+        let Some(mut first) = FirstAttempt::start(inner) else {
             return self.blocking_rest(classify, f, None);
         };
-        match f(&CancelToken::new(&*inner.clock, None)) {
+        let deadline = first.deadline();
+        let result = f(&CancelToken::new(&*inner.clock, deadline));
+        // An answer at or after the deadline is a timeout, as on the slow path.
+        let (late, now) = match deadline {
+            Some(d) => {
+                let now = inner.clock.now();
+                (now >= d, Some(now))
+            }
+            None => (false, None),
+        };
+        let failed = match result {
+            _ if late => (ErrorClass::Timeout, None),
             Ok(value) => {
                 first.succeeded();
-                Ok(value)
+                return Ok(value);
             }
-            Err(e) => {
-                let failed = (first.into_run(), classify(&e), e);
-                self.blocking_rest(classify, f, Some(failed))
-            }
-        }
+            Err(e) => (classify(&e), Some(e)),
+        };
+        self.blocking_rest(classify, f, Some((first.continue_as_run(now), failed)))
     }
 
     /// Everything after the fast path: a full run, starting from the fast path's failed first
@@ -158,11 +168,11 @@ impl Reliable {
         &self,
         classify: impl Fn(&E) -> ErrorClass,
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-        failed: Option<(Run<'_>, ErrorClass, E)>,
+        failed: Option<(Run<'_>, Failure<E>)>,
     ) -> Result<T, Error<E>> {
         let inner = &*self.inner;
         let (mut run, mut failure) = match failed {
-            Some((run, class, e)) => (run, Some((class, Some(e)))),
+            Some((run, failure)) => (run, Some(failure)),
             None => (self.start().map_err(|r| r.into_error(None))?, None),
         };
         let mut last: Option<E> = None;

@@ -348,7 +348,7 @@ impl Builder {
             rng,
             observers,
             eager_clock,
-            fast_first: !eager_clock && self.scope == Scope::PerAttempt,
+            fast_first: !success_needs_time && self.scope == Scope::PerAttempt,
             success_needs_time,
             stats: Stats::default(),
         }))

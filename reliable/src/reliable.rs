@@ -55,10 +55,11 @@ pub(crate) struct Inner {
     /// Read the clock on every call (a decision or an observer needs the time); otherwise only
     /// when a call fails or the breaker is not plainly closed.
     pub eager_clock: bool,
-    /// A first attempt may skip the bookkeeping of a full [`Run`](crate::attempt::Run): the clock
-    /// is not eager (so no timeout, deadline, budget, throttle or observer) and the breaker, if
-    /// any, is asked per attempt. A success is then one breaker permit and one counter; a failure
-    /// continues as a full run.
+    /// A first attempt may skip the bookkeeping of a full [`Run`](crate::attempt::Run): nothing
+    /// reads the time of a success (so no budget, throttle, observer or timed breaker rule; a
+    /// timeout or a deadline is fine) and the breaker, if any, is asked per attempt. A success is
+    /// then one breaker permit, one counter and, with a timeout, the readings that bound it; a
+    /// failure continues as a full run.
     pub fast_first: bool,
     /// A success needs a fresh reading of the clock: the breaker times its calls (slow-call
     /// rule, time window, slow start), or a budget, throttle or observer is told when it ended.

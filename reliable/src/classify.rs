@@ -47,8 +47,8 @@ use std::io::ErrorKind;
 /// `RESOURCE_EXHAUSTED`, any answer with `Retry-After`), is not an accept. Every other failure
 /// (a 500, a reset connection, a timeout, a bad request) is: the downstream did not push back,
 /// and counting and reacting to failures is the breaker's job, not the throttle's. A success is
-/// always an accept. [`Reliable`](crate::Reliable)'s calls and the tower
-/// [`ThrottleLayer`](crate::tower::ThrottleLayer) both count by this rule.
+/// always an accept. [`Reliable`](crate::Reliable)'s calls and the tower layer
+/// `ThrottleLayer` (feature `tower`) both count by this rule.
 ///
 /// ```
 /// use reliable::classify::accepted;

@@ -43,6 +43,20 @@ fn answer(n: u32) -> Answer {
     SCRIPT[((n / 2) % 9) as usize]
 }
 
+/// How long a late answer takes: longer than the 1 s timeout.
+const LATE: Duration = Duration::from_millis(1500);
+
+/// The next attempt's answer to call `call`, and whether it comes late.
+fn next(n: &Cell<u32>, call: u32) -> (Result<u32, ErrorClass>, bool) {
+    n.set(n.get() + 1);
+    match answer(n.get()) {
+        Answer::Ok => (Ok(call), false),
+        Answer::Fail => (Err(ErrorClass::Transient), false),
+        Answer::Fatal => (Err(ErrorClass::Fatal), false),
+        Answer::Late => (Ok(call), true),
+    }
+}
+
 fn builder(name: &str, observed: bool) -> reliable::Builder {
     let b = Reliable::builder(name)
         .breaker(BreakerConfig {
@@ -75,26 +89,26 @@ fn blocking(observed: bool) -> Vec<String> {
     let mut lines = Vec::new();
     for call in 0..300 {
         let r = rel.call_blocking(|| {
-            n.set(n.get() + 1);
-            match answer(n.get()) {
-                Answer::Ok => Ok(call),
-                Answer::Fail => Err(ErrorClass::Transient),
-                Answer::Fatal => Err(ErrorClass::Fatal),
-                Answer::Late => {
-                    clock.advance(Duration::from_millis(1500));
-                    Ok(call)
-                }
+            let (result, late) = next(&n, call);
+            if late {
+                clock.advance(LATE);
             }
+            result
         });
         clock.advance(Duration::from_secs(2));
         lines.push(format!("{} at {:?}", outcome(&r), clock_now(&clock)));
     }
+    lines.push(totals(&rel));
+    lines
+}
+
+/// The breaker's state and the instance's counts.
+fn totals(rel: &Reliable) -> String {
     let s = rel.snapshot();
-    lines.push(format!(
+    format!(
         "{:?} {} ok {} failed {} refused {} cancelled {} retries",
         s.state, s.succeeded, s.failed, s.refused, s.cancelled, s.retries
-    ));
-    lines
+    )
 }
 
 fn clock_now(clock: &ManualClock) -> reliable_core::Instant {
@@ -122,26 +136,17 @@ async fn asynchronous(observed: bool) -> Vec<String> {
     for call in 0..300 {
         let r = rel
             .call(|| async {
-                n.set(n.get() + 1);
-                match answer(n.get()) {
-                    Answer::Ok => Ok(call),
-                    Answer::Fail => Err(ErrorClass::Transient),
-                    Answer::Fatal => Err(ErrorClass::Fatal),
-                    Answer::Late => {
-                        tokio::time::sleep(Duration::from_millis(1500)).await;
-                        Ok(call)
-                    }
+                let (result, late) = next(&n, call);
+                if late {
+                    tokio::time::sleep(LATE).await;
                 }
+                result
             })
             .await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         lines.push(format!("{} at {:?}", outcome(&r), t0.elapsed()));
     }
-    let s = rel.snapshot();
-    lines.push(format!(
-        "{:?} {} ok {} failed {} refused {} cancelled {} retries",
-        s.state, s.succeeded, s.failed, s.refused, s.cancelled, s.retries
-    ));
+    lines.push(totals(&rel));
     lines
 }
 

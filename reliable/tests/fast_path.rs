@@ -128,6 +128,8 @@ fn blocking_calls_behave_the_same_on_the_fast_path() {
     }
 }
 
+/// Under tokio's paused clock (the default clock and timer with the `tokio` feature).
+#[cfg(feature = "tokio")]
 async fn asynchronous(observed: bool) -> Vec<String> {
     let rel = builder("fast", observed).build().unwrap();
     let n = Cell::new(0);
@@ -150,6 +152,7 @@ async fn asynchronous(observed: bool) -> Vec<String> {
     lines
 }
 
+#[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
 async fn async_calls_behave_the_same_on_the_fast_path() {
     let fast = asynchronous(false).await;

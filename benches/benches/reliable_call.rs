@@ -8,10 +8,13 @@
 //! - Ours use the **system clock** (`SystemClock`) and the default builder: a breaker that trips at
 //!   50% failures over 20 calls (a count window, written on every call), 5 attempts with jittered
 //!   backoff. Without a timeout, deadline, budget or observer, a success through a closed breaker
-//!   does not read the clock at all; `_timeout` adds an 8 s per-attempt timeout, which reads it
-//!   twice per call (for the attempt's deadline, then to check it).
+//!   does not read the clock at all; `_timeout` adds the default builder's 8 s per-attempt
+//!   timeout, which reads it twice per blocking call (for the attempt's deadline, then to check
+//!   it).
 //! - `_consecutive`: a breaker that opens after 3 failures in a row, like failsafe's
-//!   `consecutive_failures(3)`.
+//!   `consecutive_failures(3)`. The fair comparison is the matched one: ours by default (a failure
+//!   rate over a window) against `failsafe_call_default` (a success rate over a time window, or 5
+//!   in a row), ours `_consecutive` against `failsafe_call_consecutive`.
 //! - Async figures poll the call's future once with a no-op waker, no runtime: the inner future is
 //!   ready at once, so this is the wrapping alone. backon's async retry is polled the same way.
 //! - failsafe has no retries and backon no breaker; ours do both.

@@ -6,8 +6,8 @@
 //! valgrind --tool=callgrind target/release/examples/call_profile reliable_blocking 1000000
 //! ```
 //!
-//! Kinds: `bare`, `reliable_blocking`, `reliable_blocking_consecutive`, `reliable_async`,
-//! `failsafe_default`, `failsafe_consecutive`, `backon_blocking`.
+//! Per-call figures: the difference between a run of `2N` and one of `N` calls, over `N` (it
+//! leaves out the setup). Run it without a kind for the list of kinds.
 //!
 //! `call_profile time [ROUNDS] [CALLS]` instead times every kind, interleaved, `ROUNDS` times
 //! (default 30) over `CALLS` calls (default 200,000), and prints each kind's fastest round in ns
@@ -42,16 +42,58 @@ fn consecutive3() -> BreakerConfig {
     }
 }
 
-fn ours(consecutive: bool) -> Reliable {
-    let b = Reliable::builder("profile")
+/// Ours on the system clock: the default builder's breaker (50% of 20 calls) or one that opens
+/// after 3 failures in a row; without a timeout, or with the default builder's 8 s.
+fn ours(consecutive: bool, timeout: bool) -> Reliable {
+    let mut b = Reliable::builder("profile")
         .clock(SystemClock::new())
         .no_timeout();
-    let b = if consecutive {
-        b.breaker(consecutive3())
-    } else {
-        b
-    };
+    if consecutive {
+        b = b.breaker(consecutive3());
+    }
+    if timeout {
+        b = b.timeout(Duration::from_secs(8));
+    }
     b.build().expect("valid")
+}
+
+/// A timer that never fires and costs nothing to make (a boxed zero-sized future does not
+/// allocate): what the async wrapping costs with a timeout, without any runtime's timer.
+#[derive(Debug)]
+struct NeverFires;
+
+impl reliable::sleep::Sleep for NeverFires {
+    fn sleep(&self, _: Duration) -> reliable::sleep::SleepFuture {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// reliable-core's lock-free breaker alone, opening after 3 failures in a row.
+fn core_breaker() -> SharedBreaker<BreakerPolicy, NoWindow, 8, ()> {
+    SharedBreaker::with_storage(BreakerPolicy::new(consecutive3()).expect("valid")).expect("fits")
+}
+
+/// `n` blocking calls through `rel`.
+fn blocking(rel: Reliable) -> Box<dyn FnMut(u64) -> u64> {
+    Box::new(move |n| (0..n).map(|_| rel.call_blocking(ok).unwrap_or(0)).sum())
+}
+
+/// `n` async calls through `rel`, each polled once.
+fn asynchronous(rel: Reliable) -> Box<dyn FnMut(u64) -> u64> {
+    Box::new(move |n| {
+        (0..n)
+            .map(|_| {
+                poll_once(rel.call(|| async { ok() }))
+                    .and_then(Result::ok)
+                    .unwrap_or(0)
+            })
+            .sum()
+    })
+}
+
+/// `n` calls through failsafe's breaker.
+fn failsafe_calls(fs: impl failsafe::CircuitBreaker + 'static) -> Box<dyn FnMut(u64) -> u64> {
+    Box::new(move |n| (0..n).map(|_| fs.call(ok).unwrap_or(0)).sum())
 }
 
 /// A kind of call, and a closure that makes `n` of them.
@@ -59,24 +101,15 @@ type Kind = (&'static str, Box<dyn FnMut(u64) -> u64>);
 
 /// Every kind.
 fn kinds() -> Vec<Kind> {
-    let blocking = ours(false);
-    let consecutive = ours(true);
-    let asynchronous = ours(false);
-    let fs_default = failsafe::Config::new().build();
-    let fs_consecutive = failsafe::Config::new()
-        .failure_policy(failsafe::failure_policy::consecutive_failures(
-            3,
-            failsafe::backoff::constant(Duration::from_secs(30)),
-        ))
-        .build();
-    let breaker = SharedBreaker::<_, NoWindow, 8, ()>::with_storage(
-        BreakerPolicy::new(consecutive3()).expect("valid"),
-    )
-    .expect("fits");
+    let breaker = core_breaker();
     vec![
         (
-            "core_shared_breaker_consecutive",
+            "bare",
+            Box::new(|n| (0..n).map(|_| ok().unwrap_or(0)).sum()),
+        ),
+        (
             // reliable-core's breaker alone, as a closed fast path uses it: acquire + record.
+            "core_shared_breaker_consecutive",
             Box::new(move |n| {
                 (0..n)
                     .map(|_| {
@@ -89,43 +122,59 @@ fn kinds() -> Vec<Kind> {
                     .sum()
             }),
         ),
+        ("reliable_blocking", blocking(ours(false, false))),
+        ("reliable_blocking_consecutive", blocking(ours(true, false))),
+        ("reliable_blocking_timeout", blocking(ours(false, true))),
+        ("reliable_async", asynchronous(ours(false, false))),
         (
-            "bare",
-            Box::new(|n| (0..n).map(|_| ok().unwrap_or(0)).sum()),
+            "reliable_async_consecutive",
+            asynchronous(ours(true, false)),
         ),
         (
-            "reliable_blocking",
-            Box::new(move |n| {
-                (0..n)
-                    .map(|_| blocking.call_blocking(ok).unwrap_or(0))
-                    .sum()
-            }),
-        ),
-        (
-            "reliable_blocking_consecutive",
-            Box::new(move |n| {
-                (0..n)
-                    .map(|_| consecutive.call_blocking(ok).unwrap_or(0))
-                    .sum()
-            }),
-        ),
-        (
-            "reliable_async",
-            Box::new(move |n| {
-                (0..n)
-                    .map(|_| {
-                        poll_once(asynchronous.call(|| async { ok() }))
-                            .and_then(Result::ok)
-                            .unwrap_or(0)
-                    })
-                    .sum()
-            }),
+            "reliable_async_timeout",
+            asynchronous(
+                Reliable::builder("profile")
+                    .clock(SystemClock::new())
+                    .sleep(NeverFires)
+                    .timeout(Duration::from_secs(8))
+                    .build()
+                    .expect("valid"),
+            ),
         ),
         (
             "bare_async",
             Box::new(|n| {
                 (0..n)
                     .map(|_| poll_once(async { ok() }).and_then(Result::ok).unwrap_or(0))
+                    .sum()
+            }),
+        ),
+        (
+            "failsafe_call_default",
+            failsafe_calls(failsafe::Config::new().build()),
+        ),
+        (
+            "failsafe_call_consecutive",
+            failsafe_calls(
+                failsafe::Config::new()
+                    .failure_policy(failsafe::failure_policy::consecutive_failures(
+                        3,
+                        failsafe::backoff::constant(Duration::from_secs(30)),
+                    ))
+                    .build(),
+            ),
+        ),
+        (
+            "backon_retry_blocking",
+            Box::new(|n| {
+                use backon::{BlockingRetryable, ExponentialBuilder};
+                (0..n)
+                    .map(|_| {
+                        ok.retry(ExponentialBuilder::default().with_jitter())
+                            .sleep(std::thread::sleep)
+                            .call()
+                            .unwrap_or(0)
+                    })
                     .sum()
             }),
         ),
@@ -142,36 +191,6 @@ fn kinds() -> Vec<Kind> {
                         )
                         .and_then(Result::ok)
                         .unwrap_or(0)
-                    })
-                    .sum()
-            }),
-        ),
-        (
-            "failsafe_call_default",
-            Box::new(move |n| {
-                (0..n)
-                    .map(|_| failsafe::CircuitBreaker::call(&fs_default, ok).unwrap_or(0))
-                    .sum()
-            }),
-        ),
-        (
-            "failsafe_call_consecutive",
-            Box::new(move |n| {
-                (0..n)
-                    .map(|_| failsafe::CircuitBreaker::call(&fs_consecutive, ok).unwrap_or(0))
-                    .sum()
-            }),
-        ),
-        (
-            "backon_retry_blocking",
-            Box::new(|n| {
-                use backon::{BlockingRetryable, ExponentialBuilder};
-                (0..n)
-                    .map(|_| {
-                        ok.retry(ExponentialBuilder::default().with_jitter())
-                            .sleep(std::thread::sleep)
-                            .call()
-                            .unwrap_or(0)
                     })
                     .sum()
             }),
@@ -208,50 +227,12 @@ fn main() {
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let mut sum = 0u64;
-    match kind.as_str() {
-        "bare" => (0..n).for_each(|_| sum += ok().unwrap_or(0)),
-        "reliable_blocking" | "reliable_blocking_consecutive" => {
-            let rel = ours(kind.ends_with("consecutive"));
-            (0..n).for_each(|_| sum += rel.call_blocking(ok).unwrap_or(0));
-        }
-        "reliable_async" => {
-            let rel = ours(false);
-            (0..n).for_each(|_| {
-                sum += poll_once(rel.call(|| async { ok() }))
-                    .and_then(Result::ok)
-                    .unwrap_or(0)
-            });
-        }
-        "failsafe_default" => {
-            let fs = failsafe::Config::new().build();
-            (0..n).for_each(|_| sum += failsafe::CircuitBreaker::call(&fs, ok).unwrap_or(0));
-        }
-        "failsafe_consecutive" => {
-            let fs = failsafe::Config::new()
-                .failure_policy(failsafe::failure_policy::consecutive_failures(
-                    3,
-                    failsafe::backoff::constant(Duration::from_secs(30)),
-                ))
-                .build();
-            (0..n).for_each(|_| sum += failsafe::CircuitBreaker::call(&fs, ok).unwrap_or(0));
-        }
-        "backon_blocking" => {
-            use backon::{BlockingRetryable, ExponentialBuilder};
-            (0..n).for_each(|_| {
-                sum += ok
-                    .retry(ExponentialBuilder::default().with_jitter())
-                    .sleep(std::thread::sleep)
-                    .call()
-                    .unwrap_or(0)
-            });
-        }
-        _ => {
-            eprintln!(
-                "kinds: bare reliable_blocking reliable_blocking_consecutive reliable_async failsafe_default failsafe_consecutive backon_blocking"
-            );
-            std::process::exit(2);
-        }
-    }
+    let mut kinds = kinds();
+    let Some((_, run)) = kinds.iter_mut().find(|(name, _)| *name == kind) else {
+        let names: Vec<&str> = kinds.iter().map(|(name, _)| *name).collect();
+        eprintln!("kinds: time {}", names.join(" "));
+        std::process::exit(2);
+    };
+    let sum = run(black_box(n));
     println!("{kind}: {n} calls, sum {sum}");
 }

@@ -244,16 +244,12 @@ impl Clock {
 #[derive(Debug, Default)]
 struct Log {
     transitions: VecDeque<(Transition, StdDuration)>,
-    /// When it last opened, and for how long (its open time before jitter at that re-open).
-    open_until: Option<StdDuration>,
-    reopens: u32,
 }
 
 /// Receives an instance's transitions into its [`Log`].
 #[derive(Debug)]
 struct Recorder {
     log: Arc<Mutex<Log>>,
-    policy: BreakerPolicy,
     clock: Clock,
 }
 
@@ -270,23 +266,6 @@ impl Observer for Recorder {
             log.transitions.pop_front();
         }
         log.transitions.push_back((t, at));
-        match t.to {
-            State::Open => {
-                let reopens = if t.from == State::HalfOpen {
-                    log.reopens + 1
-                } else {
-                    0
-                };
-                let open = self.policy.open_time_before_jitter(reopens);
-                log.reopens = reopens;
-                log.open_until = Some(at + StdDuration::from_nanos(open.as_nanos()));
-            }
-            State::Closed => {
-                log.reopens = 0;
-                log.open_until = None;
-            }
-            _ => {}
-        }
     }
 }
 
@@ -307,20 +286,16 @@ impl NamedBreaker {
         self.reliable.state().map_or("none", State::name)
     }
 
-    /// While open: the time until it lets a probe through (exact: these breakers have no
-    /// open-time jitter).
+    /// While open: the time until it lets a probe through, as the breaker itself tells a call it
+    /// refuses.
     pub fn retry_after(&self) -> Option<StdDuration> {
-        if self.reliable.state() != Some(State::Open) {
-            return None;
-        }
-        let until = lock(&self.log).open_until?;
-        Some(until.saturating_sub(self.clock.elapsed()))
+        self.reliable.snapshot().retry_after
     }
 
     /// Its state, counts, totals and recent transitions.
     pub fn snapshot(&self) -> BreakerState {
         let s = self.reliable.snapshot();
-        let retry_after_ms = self.retry_after().map(|d| d.as_secs_f64() * 1e3);
+        let retry_after_ms = s.retry_after.map(|d| d.as_secs_f64() * 1e3);
         let log = lock(&self.log);
         BreakerState {
             name: s.name,
@@ -411,7 +386,6 @@ impl Breakers {
         let log = Arc::new(Mutex::new(Log::default()));
         let recorder = Recorder {
             log: log.clone(),
-            policy: BreakerPolicy::new(config).map_err(|e| e.to_string())?,
             clock: self.clock,
         };
         let builder = Reliable::builder(&args.name)

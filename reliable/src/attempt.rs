@@ -113,6 +113,8 @@ pub struct Run<'r> {
     timed: bool,
     /// A reading taken a moment ago that the next decision may use instead of reading again.
     fresh: Option<Instant>,
+    /// The reading that admitted the current attempt.
+    admitted: Option<Instant>,
     call_permit: Option<Permit>,
     attempt_permit: Option<Permit>,
     attempts: u32,
@@ -155,7 +157,8 @@ impl Reliable {
             let why = Rejection::Throttled {
                 probability: f64::from(throttled.probability_ppm) / 1e6,
             };
-            return Err(refuse(inner, Refusal::Rejected(why), 0, Some(now)));
+            let span = (Some(now), now);
+            return Err(refuse(inner, Refusal::Rejected(why), 0, span));
         }
         let state = with_budget!(inner, |b| inner
             .retry
@@ -166,6 +169,7 @@ impl Reliable {
             started: now,
             timed: now.is_some(),
             fresh: now,
+            admitted: None,
             call_permit: None,
             attempt_permit: None,
             attempts: 0,
@@ -178,20 +182,29 @@ impl Reliable {
     }
 }
 
-/// The first attempt of a call on the fast path (see `Inner::fast_first`): just its permit. If
-/// the attempt fails it becomes a full [`Run`]; if it is dropped (a panic, a cancelled future),
-/// the permit goes back as ignored.
+/// How an attempt failed: its class, and its error (`None`: it timed out).
+pub(crate) type Failure<E> = (ErrorClass, Option<E>);
+
+/// The first attempt of a call on the fast path (see `Inner::fast_first`): its permit and, with a
+/// timeout or a deadline, when it started and its deadline. If the attempt fails it becomes a
+/// full [`Run`], the same one the slow path would have at that point; if it is dropped (a panic,
+/// a cancelled future), the permit goes back as ignored.
 #[derive(Debug)]
 pub(crate) struct FirstAttempt<'r> {
     inner: &'r Inner,
     permit: Option<Permit>,
+    /// The clock's reading when it started, with a timeout or a deadline (`Inner::eager_clock`);
+    /// zero otherwise.
+    started: Instant,
+    /// When it is up; `Instant::MAX`: never.
+    deadline: Instant,
     over: bool,
 }
 
 impl<'r> FirstAttempt<'r> {
     /// `None` when the fast path does not apply (the instance needs a full run, or the breaker is
     /// not plainly closed).
-    #[inline]
+    #[inline(always)]
     pub fn start(inner: &'r Inner) -> Option<Self> {
         if !inner.fast_first {
             return None;
@@ -200,36 +213,74 @@ impl<'r> FirstAttempt<'r> {
             Some(b) => Some(b.try_closed()?),
             None => None,
         };
+        let (started, deadline) = if inner.eager_clock {
+            Self::timed(inner)
+        } else {
+            (Instant::ZERO, Instant::MAX)
+        };
         Some(FirstAttempt {
             inner,
             permit,
+            started,
+            deadline,
             over: false,
         })
     }
 
-    /// The attempt succeeded: the call is over.
+    /// With a timeout or a deadline: the time now, and the attempt's deadline. Out of line: the
+    /// clock costs more than the call.
+    #[inline(never)]
+    fn timed(inner: &Inner) -> (Instant, Instant) {
+        let now = inner.clock.now();
+        (
+            now,
+            inner.retry.attempt_deadline(&Self::state(inner, now), now),
+        )
+    }
+
+    /// The retry state of a call started at `now`: no budget on the fast path.
     #[inline]
-    pub fn succeeded(mut self) {
+    fn state(inner: &Inner, now: Instant) -> RetryState {
+        inner.retry.start(now, &mut Unlimited)
+    }
+
+    /// When the attempt is up, if ever.
+    #[inline]
+    pub fn deadline(&self) -> Option<Instant> {
+        (self.deadline != Instant::MAX).then_some(self.deadline)
+    }
+
+    /// How long the attempt may take (`None`: no limit).
+    #[inline]
+    pub fn limit(&self) -> Option<Duration> {
+        self.deadline().map(|d| (d - self.started).into())
+    }
+
+    /// The attempt succeeded: the call is over. Nothing on the fast path reads the time of a
+    /// success (see `Inner::success_needs_time`): it is recorded at the attempt's start.
+    #[inline]
+    pub fn succeeded(&mut self) {
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
-            b.record(p, Outcome::Success, Instant::ZERO);
+            b.record(p, Outcome::Success, self.started);
         }
         self.over = true;
         Stats::bump(&inner.stats.succeeded);
     }
 
-    /// The attempt failed: the rest of the call is a full run, whose next step is
-    /// [`Run::failed`].
-    pub fn into_run(mut self) -> Run<'r> {
+    /// The attempt failed (`fresh`: a reading of the clock taken since it ended, if any): the
+    /// rest of the call is a full run, whose next step is [`Run::failed`].
+    pub fn continue_as_run(&mut self, fresh: Option<Instant>) -> Run<'r> {
         let inner = self.inner;
         self.over = true;
+        let started = inner.eager_clock.then_some(self.started);
         Run {
             inner,
-            // No budget on the fast path, and no deadline: the start time is not needed.
-            state: inner.retry.start(Instant::ZERO, &mut Unlimited),
-            started: None,
-            timed: false,
-            fresh: None,
+            state: Self::state(inner, self.started),
+            started,
+            timed: inner.eager_clock,
+            fresh,
+            admitted: started,
             call_permit: None,
             attempt_permit: self.permit.take(),
             attempts: 1,
@@ -245,14 +296,14 @@ impl Drop for FirstAttempt<'_> {
         }
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
-            b.record(p, Outcome::Ignored, Instant::ZERO);
+            b.record(p, Outcome::Ignored, self.started);
         }
         Stats::bump(&inner.stats.cancelled);
     }
 }
 
 /// Counts and reports a refusal; returns it.
-fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, started: Option<Instant>) -> Refusal {
+fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, span: Span) -> Refusal {
     Stats::bump(&inner.stats.refused);
     for o in inner.observers.iter() {
         o.on_reject(&inner.name, refusal);
@@ -261,16 +312,19 @@ fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, started: Option<Instan
         Refusal::Open { .. } => "open",
         Refusal::Rejected(_) => "rejected",
     };
-    end(inner, name, attempts, started);
+    end(inner, name, attempts, span);
     refusal
 }
 
-fn end(inner: &Inner, outcome: &'static str, attempts: u32, started: Option<Instant>) {
+/// When a call started (if it read the clock then) and when it ended.
+type Span = (Option<Instant>, Instant);
+
+fn end(inner: &Inner, outcome: &'static str, attempts: u32, (started, now): Span) {
     if inner.observers.is_empty() {
         return;
     }
     let elapsed = match started {
-        Some(t0) => (inner.clock.now() - t0).into(),
+        Some(t0) => (now - t0).into(),
         None => Duration::ZERO,
     };
     let end = CallEnd {
@@ -298,6 +352,20 @@ impl Run<'_> {
         self.fresh.take().unwrap_or_else(|| self.inner.clock.now())
     }
 
+    /// The time a success is recorded at: a fresh reading when something reads it (see
+    /// `Inner::success_needs_time`) or a half-open probe ends (its lease is judged at the time it
+    /// returns), else the reading that admitted the attempt, which a closed breaker without timed
+    /// rules does not look at (the breaker keeps the latest time it has seen).
+    #[inline]
+    fn success_time(&mut self) -> Option<Instant> {
+        let probe = |p: &Option<Permit>| p.as_ref().is_some_and(Permit::is_probe);
+        if self.inner.success_needs_time || probe(&self.attempt_permit) || probe(&self.call_permit)
+        {
+            return self.time();
+        }
+        self.fresh.take().or(self.admitted)
+    }
+
     /// Hands the run a clock reading just taken, for its next decision.
     pub(crate) fn observed(&mut self, now: Instant) {
         self.fresh = Some(now);
@@ -320,7 +388,7 @@ impl Run<'_> {
                 let refusal = Refusal::from_breaker(rejection.reason);
                 let now = admission.now.unwrap_or_else(|| self.now());
                 self.finish(now);
-                Err(refuse(inner, refusal, self.attempts, self.started))
+                Err(refuse(inner, refusal, self.attempts, (self.started, now)))
             }
         }
     }
@@ -352,6 +420,7 @@ impl Run<'_> {
         for o in self.inner.observers.iter() {
             o.on_attempt(&self.inner.name, self.attempts);
         }
+        self.admitted = now;
         let Some(now) = now else {
             return Ok((None, None));
         };
@@ -363,7 +432,7 @@ impl Run<'_> {
     #[inline]
     pub fn succeeded(&mut self) {
         let inner = self.inner;
-        let now = self.time();
+        let now = self.success_time();
         let at = now.unwrap_or(Instant::ZERO);
         self.record(Outcome::Success, at, true);
         if inner.budget.is_some() {
@@ -374,7 +443,7 @@ impl Run<'_> {
         }
         self.finished = true;
         Stats::bump(&inner.stats.succeeded);
-        end(inner, "success", self.attempts, self.started);
+        end(inner, "success", self.attempts, (self.started, at));
     }
 
     /// Hands the permits back: the attempt's, and the call's when the call is over.
@@ -400,7 +469,7 @@ impl Run<'_> {
         let outcome = Outcome::from(class);
         self.record(outcome, now, false);
         if let Some(t) = &inner.throttle {
-            lock(t).record(now, !class.counts_as_failure());
+            lock(t).record(now, crate::classify::accepted(class));
         }
         let sample = inner.rng.next_u64();
         let decision = with_budget!(inner, |b| {
@@ -437,7 +506,7 @@ impl Run<'_> {
                 } else {
                     name
                 };
-                end(inner, name, self.attempts, self.started);
+                end(inner, name, self.attempts, (self.started, now));
                 Step::Stop(stop)
             }
         }
@@ -477,6 +546,6 @@ impl Drop for Run<'_> {
         let now = self.inner.clock.now();
         self.finish(now);
         Stats::bump(&self.inner.stats.cancelled);
-        end(self.inner, "cancelled", self.attempts, self.started);
+        end(self.inner, "cancelled", self.attempts, (self.started, now));
     }
 }

@@ -12,14 +12,13 @@
 //! and its late answer is dropped. That costs a thread and a few allocations per attempt. The
 //! waits between attempts use [`Sleep::sleep_blocking`](crate::sleep::Sleep::sleep_blocking).
 
-use crate::attempt::FirstAttempt;
+use crate::attempt::{Failure, FirstAttempt, Run};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::error::Error;
 use crate::reliable::Reliable;
 use reliable_core::outcome::ErrorClass;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
@@ -102,12 +101,11 @@ impl Reliable {
         loop {
             let (now, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
             let limit = now.zip(deadline).map(|(now, d)| (d - now).into());
-            let abandoned = Arc::new(AtomicBool::new(false));
-            let token = CancelToken::detached(inner.clock.clone(), deadline, abandoned.clone());
+            let token = CancelToken::detached(inner.clock.clone(), deadline);
             let (class, error) = match detach(&f, token.clone(), limit) {
                 // An answer at or after the deadline is a timeout, as on the other paths.
                 Detached::Done(_) if token.is_cancelled() => {
-                    abandoned.store(true, Ordering::Release);
+                    token.abandon();
                     (ErrorClass::Timeout, None)
                 }
                 Detached::Done(Ok(value)) => {
@@ -116,7 +114,7 @@ impl Reliable {
                 }
                 Detached::Done(Err(e)) => (e.classify(), Some(e)),
                 Detached::TimedOut => {
-                    abandoned.store(true, Ordering::Release);
+                    token.abandon();
                     (ErrorClass::Timeout, None)
                 }
             };
@@ -127,21 +125,54 @@ impl Reliable {
         }
     }
 
+    /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
+    /// for a timeout (before, and after to check the answer came in time), with nothing else on
+    /// the stack. Anything else (a failure, an instance that needs the time of a success, a
+    /// breaker that is not plainly closed) goes on in [`blocking_rest`](Self::blocking_rest), out
+    /// of line, so that this stays a handful of instructions around `f`.
+    #[inline]
     fn blocking<T, E>(
         &self,
         classify: impl Fn(&E) -> ErrorClass,
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
     ) -> Result<T, Error<E>> {
         let inner = &*self.inner;
-        // The fast path: a first attempt through a plainly closed breaker, no clock read.
-        let (mut run, mut failure) = match FirstAttempt::start(inner) {
-            Some(first) => match f(&CancelToken::new(&*inner.clock, None)) {
-                Ok(value) => {
-                    first.succeeded();
-                    return Ok(value);
-                }
-                Err(e) => (first.into_run(), Some((classify(&e), Some(e)))),
-            },
+        let Some(mut first) = FirstAttempt::start(inner) else {
+            return self.blocking_rest(classify, f, None);
+        };
+        let deadline = first.deadline();
+        let result = f(&CancelToken::new(&*inner.clock, deadline));
+        // An answer at or after the deadline is a timeout, as on the slow path.
+        let (late, now) = match deadline {
+            Some(d) => {
+                let now = inner.clock.now();
+                (now >= d, Some(now))
+            }
+            None => (false, None),
+        };
+        let failed = match result {
+            _ if late => (ErrorClass::Timeout, None),
+            Ok(value) => {
+                first.succeeded();
+                return Ok(value);
+            }
+            Err(e) => (classify(&e), Some(e)),
+        };
+        self.blocking_rest(classify, f, Some((first.continue_as_run(now), failed)))
+    }
+
+    /// Everything after the fast path: a full run, starting from the fast path's failed first
+    /// attempt if there was one.
+    #[inline(never)]
+    fn blocking_rest<T, E>(
+        &self,
+        classify: impl Fn(&E) -> ErrorClass,
+        mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+        failed: Option<(Run<'_>, Failure<E>)>,
+    ) -> Result<T, Error<E>> {
+        let inner = &*self.inner;
+        let (mut run, mut failure) = match failed {
+            Some((run, failure)) => (run, Some(failure)),
             None => (self.start().map_err(|r| r.into_error(None))?, None),
         };
         let mut last: Option<E> = None;

@@ -211,7 +211,8 @@ impl Builder {
     }
 
     /// Client-side adaptive throttling (Google SRE): reject calls locally, with a probability that
-    /// grows as the downstream fails more of them.
+    /// grows as the downstream refuses more of them for overload (429, 503, `Retry-After`: see
+    /// [`classify::accepted`](crate::classify::accepted)). Other failures are the breaker's.
     pub fn throttle(mut self, config: ThrottleConfig) -> Self {
         self.throttle = Some(config);
         self
@@ -324,12 +325,10 @@ impl Builder {
                 || matches!(c.window, reliable_core::breaker::WindowConfig::Time { .. })
                     && b.policy().needs_window()
         });
-        let eager_clock = breaker_needs_time
-            || config.attempt_timeout.is_some()
-            || config.deadline.is_some()
-            || budget.is_some()
-            || throttle.is_some()
-            || !observers.is_empty();
+        let success_needs_time =
+            breaker_needs_time || budget.is_some() || throttle.is_some() || !observers.is_empty();
+        let eager_clock =
+            success_needs_time || config.attempt_timeout.is_some() || config.deadline.is_some();
         let label = label(
             &self.name,
             breaker.is_some(),
@@ -349,7 +348,8 @@ impl Builder {
             rng,
             observers,
             eager_clock,
-            fast_first: !eager_clock && self.scope == Scope::PerAttempt,
+            fast_first: !success_needs_time && self.scope == Scope::PerAttempt,
+            success_needs_time,
             stats: Stats::default(),
         }))
     }

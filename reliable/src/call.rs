@@ -7,7 +7,7 @@
 //! `select!` that picked another branch, an aborted task) cancels the attempt in flight the same
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
-use crate::attempt::{FirstAttempt, Run};
+use crate::attempt::{Failure, FirstAttempt, Run};
 use crate::classify::Classify;
 use crate::error::Error;
 use crate::reliable::Reliable;
@@ -58,17 +58,26 @@ impl Reliable {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        // The fast path: a first attempt through a plainly closed breaker, no clock read. The
-        // guard hands the permit back if this future is dropped during the attempt. The rest of
-        // the call is boxed, so the future of a call that succeeds at once stays small.
+        // The fast path: a first attempt through a plainly closed breaker, reading the clock only
+        // for a timeout. The guard hands the permit back if this future is dropped during the
+        // attempt. The rest of the call is boxed, so the future of a call that succeeds at once
+        // stays small.
         let failed = match FirstAttempt::start(&self.inner) {
-            Some(first) => match f().await {
-                Ok(value) => {
-                    first.succeeded();
-                    return Ok(value);
-                }
-                Err(e) => Some((first.into_run(), classify(&e), e)),
-            },
+            Some(mut first) => {
+                let result = match first.limit() {
+                    None => Some(f().await),
+                    Some(limit) => within(limit, f(), &*self.inner.sleep).await,
+                };
+                let failure = match result {
+                    Some(Ok(value)) => {
+                        first.succeeded();
+                        return Ok(value);
+                    }
+                    Some(Err(e)) => (classify(&e), Some(e)),
+                    None => (ErrorClass::Timeout, None),
+                };
+                Some((first.continue_as_run(None), failure))
+            }
             None => None,
         };
         Box::pin(self.rest(classify, f, failed)).await
@@ -80,7 +89,7 @@ impl Reliable {
         &self,
         classify: C,
         mut f: F,
-        failed: Option<(Run<'_>, ErrorClass, E)>,
+        failed: Option<(Run<'_>, Failure<E>)>,
     ) -> Result<T, Error<E>>
     where
         C: Fn(&E) -> ErrorClass,
@@ -89,7 +98,7 @@ impl Reliable {
     {
         let inner = &*self.inner;
         let (mut run, mut failure) = match failed {
-            Some((run, class, e)) => (run, Some((class, Some(e)))),
+            Some((run, failure)) => (run, Some(failure)),
             None => (self.start().map_err(|r| r.into_error(None))?, None),
         };
         let mut last: Option<E> = None;

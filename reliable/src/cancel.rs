@@ -34,41 +34,49 @@ use std::time::Duration;
 /// The deadline of one blocking attempt, as the work sees it.
 #[derive(Clone, Debug)]
 pub struct CancelToken<'a> {
-    clock: Source<'a>,
+    source: Source<'a>,
     deadline: Option<Instant>,
-    /// Set when the caller stopped waiting (detached work only).
-    abandoned: Option<Arc<AtomicBool>>,
 }
 
+/// Where the time comes from. An attempt on the caller's thread borrows the instance's clock, so
+/// its token owns nothing and costs nothing to make or drop; detached work owns its share.
 #[derive(Clone, Debug)]
 enum Source<'a> {
     Borrowed(&'a dyn Clock),
-    Shared(Arc<dyn Clock>),
+    Detached(Arc<Detached>),
+}
+
+#[derive(Debug)]
+struct Detached {
+    clock: Arc<dyn Clock>,
+    /// Set when the caller stopped waiting.
+    abandoned: AtomicBool,
 }
 
 impl<'a> CancelToken<'a> {
+    #[inline]
     pub(crate) fn new(clock: &'a dyn Clock, deadline: Option<Instant>) -> Self {
         CancelToken {
-            clock: Source::Borrowed(clock),
+            source: Source::Borrowed(clock),
             deadline,
-            abandoned: None,
         }
     }
 
     fn now(&self) -> Instant {
-        match &self.clock {
+        match &self.source {
             Source::Borrowed(c) => c.now(),
-            Source::Shared(c) => c.now(),
+            Source::Detached(d) => d.clock.now(),
         }
     }
 
     /// Whether the attempt's time is up (or the caller stopped waiting): the work should stop;
     /// its answer will count as a timeout.
     pub fn is_cancelled(&self) -> bool {
-        self.abandoned
-            .as_ref()
-            .is_some_and(|a| a.load(Ordering::Acquire))
-            || self.deadline.is_some_and(|d| self.now() >= d)
+        let abandoned = match &self.source {
+            Source::Borrowed(_) => false,
+            Source::Detached(d) => d.abandoned.load(Ordering::Acquire),
+        };
+        abandoned || self.deadline.is_some_and(|d| self.now() >= d)
     }
 
     /// Time left for this attempt (`None`: no limit); zero once it is up.
@@ -79,15 +87,22 @@ impl<'a> CancelToken<'a> {
 }
 
 impl CancelToken<'static> {
-    pub(crate) fn detached(
-        clock: Arc<dyn Clock>,
-        deadline: Option<Instant>,
-        abandoned: Arc<AtomicBool>,
-    ) -> Self {
+    /// A token for work on a thread of its own, which the caller may stop waiting for
+    /// ([`abandon`](Self::abandon)).
+    pub(crate) fn detached(clock: Arc<dyn Clock>, deadline: Option<Instant>) -> Self {
         CancelToken {
-            clock: Source::Shared(clock),
+            source: Source::Detached(Arc::new(Detached {
+                clock,
+                abandoned: AtomicBool::new(false),
+            })),
             deadline,
-            abandoned: Some(abandoned),
+        }
+    }
+
+    /// The caller stopped waiting: this token and its clones are cancelled from now on.
+    pub(crate) fn abandon(&self) {
+        if let Source::Detached(d) = &self.source {
+            d.abandoned.store(true, Ordering::Release);
         }
     }
 }

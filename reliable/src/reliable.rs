@@ -12,6 +12,7 @@ use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::AdaptiveThrottle;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Where the breaker sits relative to the retries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,11 +55,17 @@ pub(crate) struct Inner {
     /// Read the clock on every call (a decision or an observer needs the time); otherwise only
     /// when a call fails or the breaker is not plainly closed.
     pub eager_clock: bool,
-    /// A first attempt may skip the bookkeeping of a full [`Run`](crate::attempt::Run): the clock
-    /// is not eager (so no timeout, deadline, budget, throttle or observer) and the breaker, if
-    /// any, is asked per attempt. A success is then one breaker permit and one counter; a failure
-    /// continues as a full run.
+    /// A first attempt may skip the bookkeeping of a full [`Run`](crate::attempt::Run): nothing
+    /// reads the time of a success (so no budget, throttle, observer or timed breaker rule; a
+    /// timeout or a deadline is fine) and the breaker, if any, is asked per attempt. A success is
+    /// then one breaker permit, one counter and, with a timeout, the readings that bound it; a
+    /// failure continues as a full run.
     pub fast_first: bool,
+    /// A success needs a fresh reading of the clock: the breaker times its calls (slow-call
+    /// rule, time window, slow start), or a budget, throttle or observer is told when it ended.
+    /// Otherwise a successful attempt ends on the reading that admitted it (a deadline or a
+    /// timeout is decided before or by the attempt, not by its success).
+    pub success_needs_time: bool,
     pub stats: Stats,
 }
 
@@ -99,6 +106,10 @@ pub struct Snapshot {
     pub label: String,
     /// The breaker's state, `None` without a breaker.
     pub state: Option<State>,
+    /// While the breaker is open: how long until it admits a probe (the `retry_after` a call
+    /// refused now would get). `None` when it is not open, and when it is forced open (no probe
+    /// until it is reset).
+    pub retry_after: Option<Duration>,
     /// Outcomes in the breaker's window (zero for a breaker that only counts failures in a row).
     pub window: Counts,
     /// Failures in a row while closed.
@@ -169,6 +180,7 @@ impl Reliable {
             name: i.name.to_string(),
             label: i.label.clone(),
             state: breaker.map(|b| b.state),
+            retry_after: i.breaker.as_ref().and_then(|b| b.retry_after(now)),
             window: breaker.map(|b| b.counts).unwrap_or_default(),
             consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
             succeeded: load(&i.stats.succeeded),

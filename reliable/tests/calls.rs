@@ -342,30 +342,52 @@ fn a_retry_budget_bounds_retries_in_an_outage() {
 }
 
 #[test]
-fn adaptive_throttling_rejects_locally_while_the_downstream_fails() {
+fn adaptive_throttling_rejects_locally_once_the_downstream_refuses_for_overload() {
+    let clock = ManualClock::new();
     let rel = Reliable::builder("api")
         .no_breaker()
         .attempts(1)
         .no_timeout()
         .throttle(ThrottleConfig::google_sre())
-        .manual_time(ManualClock::new())
+        .manual_time(clock.clone())
         .seed(3)
         .build()
         .unwrap();
     let calls = Cell::new(0);
-    let mut throttled = 0;
-    for _ in 0..1_000 {
-        if let Err(Error::Rejected {
+    let throttled = Cell::new(0);
+    let call = |answer: ErrorClass| match rel.call_blocking(|| {
+        calls.set(calls.get() + 1);
+        Err::<u32, _>(answer)
+    }) {
+        Err(Error::Rejected {
             why: Rejection::Throttled { probability },
             last: None,
-        }) = rel.call_blocking(|| flaky(&calls, u32::MAX))
-        {
+        }) => {
             assert!(probability > 0.0 && probability < 1.0);
-            throttled += 1;
+            throttled.set(throttled.get() + 1);
         }
+        Err(_) => {}
+        Ok(_) => unreachable!(),
+    };
+    // Failures that are not refusals (a 500, a timeout) are accepts: the throttle stays out of
+    // the way and leaves them to the breaker.
+    for i in 0..1_000 {
+        call(if i % 2 == 0 {
+            ErrorClass::Transient
+        } else {
+            ErrorClass::Timeout
+        });
     }
-    assert_eq!(calls.get() + throttled, 1_000);
-    assert!(throttled > 900, "{throttled} of 1000 rejected locally");
+    assert_eq!((calls.get(), throttled.get()), (1_000, 0));
+    // Past the throttle's two-minute window, those accepts are forgotten.
+    clock.advance(Duration::from_secs(121));
+    // Overload refusals (429, 503) are not: the client sheds load itself.
+    for _ in 0..1_000 {
+        call(ErrorClass::Throttled { retry_after: None });
+    }
+    let throttled = throttled.get();
+    assert_eq!(calls.get() - 1_000 + throttled, 1_000);
+    assert!(throttled > 800, "{throttled} of 1000 rejected locally");
 }
 
 #[test]
@@ -489,4 +511,50 @@ fn without_timers_or_observers_a_failed_first_attempt_continues_as_a_full_call()
         }
     ));
     assert_eq!(rel.snapshot().failed, 1);
+}
+
+#[test]
+fn a_snapshot_of_an_open_breaker_says_when_it_admits_a_probe() {
+    let clock = ManualClock::new();
+    let mut config = two_in_a_row();
+    config.open.duration = D::from_secs(30);
+    config.open.max = Some(D::from_secs(40));
+    config.open.jitter = 0.2;
+    let rel = Reliable::builder("api")
+        .breaker(config)
+        .attempts(1)
+        .no_timeout()
+        .manual_time(clock.clone())
+        .seed(11)
+        .build()
+        .unwrap();
+    let calls = Cell::new(0);
+    assert_eq!(rel.snapshot().retry_after, None, "closed");
+    for _ in 0..2 {
+        let _ = rel.call_blocking(|| flaky(&calls, u32::MAX));
+    }
+    clock.advance(Duration::from_secs(5));
+    let snap = rel.snapshot();
+    assert_eq!(snap.state, Some(State::Open));
+    // A refused call gets the same delay, jitter included, and the snapshot changed nothing.
+    let refused = rel.call_blocking(|| flaky(&calls, 0)).unwrap_err();
+    assert_eq!(snap.retry_after, refused.retry_after());
+    let left = snap.retry_after.unwrap();
+    assert!(
+        left > Duration::from_secs(19) && left < Duration::from_secs(35),
+        "{left:?}"
+    );
+    assert_ne!(left, Duration::from_secs(25), "the open time is jittered");
+    assert_eq!(rel.snapshot().refused, 1, "only the call was refused");
+    clock.advance(left - Duration::from_millis(1));
+    assert_eq!(rel.snapshot().retry_after, Some(Duration::from_millis(1)));
+    clock.advance(Duration::from_millis(1));
+    let snap = rel.snapshot();
+    assert_eq!(
+        (snap.state, snap.retry_after),
+        (Some(State::HalfOpen), None)
+    );
+    assert_eq!(calls.get(), 2, "no probe was sent by a snapshot");
+    let no_breaker = Reliable::builder("x").no_breaker().build().unwrap();
+    assert_eq!(no_breaker.snapshot().retry_after, None);
 }

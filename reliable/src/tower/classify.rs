@@ -26,13 +26,11 @@ pub trait Classify<Res>: Clone + Send + Sync + 'static {
     }
 
     /// Whether the downstream took the request (for the adaptive throttle), given the response
-    /// (`None` for an error) and its class: everything but overload refusals and timeouts.
+    /// (`None` for an error) and its class (`None`: a success). The default is the crate's one
+    /// rule, [`accepted`](crate::classify::accepted): everything but an overload refusal.
     fn accepted(&self, res: Option<&Res>, class: Option<ErrorClass>) -> bool {
         let _ = res;
-        !matches!(
-            class,
-            Some(ErrorClass::Throttled { .. } | ErrorClass::Timeout)
-        )
+        class.is_none_or(crate::classify::accepted)
     }
 }
 
@@ -128,13 +126,12 @@ where
         )
     }
 
-    /// Overload answers (429, 503, 529) are refusals, with or without a delay.
+    /// The crate's rule ([`accepted`](crate::classify::accepted)), and an overload status (429,
+    /// 503, 529) is a refusal whatever its class (also with `x-should-retry: false`, which makes
+    /// it `DontRetry`).
     fn accepted(&self, res: Option<&http::Response<B>>, class: Option<ErrorClass>) -> bool {
         res.is_none_or(|r| !is_overload(r.status().as_u16()))
-            && !matches!(
-                class,
-                Some(ErrorClass::Throttled { .. } | ErrorClass::Timeout)
-            )
+            && class.is_none_or(crate::classify::accepted)
     }
 }
 
@@ -214,6 +211,31 @@ mod tests {
         assert!(!p.accepted(Some(&unavailable), p.response(&unavailable)));
         let failed = res(500, &[]);
         assert!(p.accepted(Some(&failed), p.response(&failed)));
+        // An overload status is a refusal even when it also says not to retry.
+        let final_refusal = res(429, &[("x-should-retry", "false")]);
+        assert_eq!(p.response(&final_refusal), Some(ErrorClass::DontRetry));
+        assert!(!p.accepted(Some(&final_refusal), p.response(&final_refusal)));
+        // A timeout is not a refusal: the breaker counts it, the throttle does not.
+        assert!(Classify::<http::Response<()>>::accepted(
+            &p,
+            None,
+            Some(ErrorClass::Timeout)
+        ));
+        // The default rule is the crate's.
+        for class in [
+            ErrorClass::Transient,
+            ErrorClass::Timeout,
+            ErrorClass::Fatal,
+            ErrorClass::DontRetry,
+            ErrorClass::Throttled { retry_after: None },
+        ] {
+            assert_eq!(
+                Classify::<()>::accepted(&AnyOk, None, Some(class)),
+                crate::classify::accepted(class),
+                "{class:?}"
+            );
+        }
+        assert!(Classify::<()>::accepted(&AnyOk, Some(&()), None));
     }
 
     #[test]

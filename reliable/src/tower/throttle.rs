@@ -2,7 +2,10 @@
 //!
 //! Each `call` asks the core's [`AdaptiveThrottle`] first: with probability
 //! `(requests − K·accepts) / (requests + 1)` the call fails at once with [`Throttled`] and the
-//! downstream never sees it. Like the breaker it is always ready (a local refusal happens in
+//! downstream never sees it. An answer is an accept unless it refuses the request for overload
+//! ([`Classify::accepted`]; by default the crate's rule,
+//! [`classify::accepted`](crate::classify::accepted)): a 500 or a timeout is counted by a breaker,
+//! not here. Like the breaker it is always ready (a local refusal happens in
 //! `call`), and what the downstream answered is recorded when the response future completes; a
 //! dropped future records nothing (the downstream's answer is unknown).
 

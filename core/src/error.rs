@@ -116,8 +116,20 @@ pub(crate) const fn mul_ppm(x: u64, ppm: u32) -> u64 {
     x / p * j + x % p * j / p
 }
 
+/// `?` for `const fn`s, where the `Try` trait is not available: the value of `Ok`, or returns the
+/// `Err`.
+macro_rules! tri {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(e) => return Err(e),
+        }
+    };
+}
+pub(crate) use tri;
+
 /// Converts a fraction to parts per million, validating its range.
-pub(crate) fn fraction_ppm(
+pub(crate) const fn fraction_ppm(
     field: &'static str,
     value: f64,
     zero_ok: bool,
@@ -137,11 +149,11 @@ pub(crate) fn fraction_ppm(
     if !in_range {
         return Err(bad);
     }
-    Ok((value * f64::from(PPM) + 0.5) as u32)
+    Ok((value * PPM as f64 + 0.5) as u32)
 }
 
 /// Validates a finite real number in `[min, max]`.
-pub(crate) fn in_range(
+pub(crate) const fn in_range(
     field: &'static str,
     value: f64,
     min: f64,

@@ -57,13 +57,16 @@ mod config;
 
 pub use config::{BackoffConfig, Jitter, Shape};
 
-use crate::error::{ConfigError, Problem, fraction_ppm, in_range, mul_ppm};
+use crate::error::{ConfigError, Problem, fraction_ppm, in_range, mul_ppm, tri};
 use crate::sample::{uniform_between, uniform_inclusive};
 use crate::time::Duration;
 
 /// Fixed-point scale of growth factors: 32 fractional bits.
 const FP_SHIFT: u32 = 32;
 const FP_ONE: u64 = 1 << FP_SHIFT;
+
+/// The names of the fields [`BackoffPolicy::new`] checks, in the order `with_fields` takes them.
+const FIELDS: [&str; 4] = ["shape.base", "shape.factor", "cap", "jitter.fraction"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum JitterKind {
@@ -93,20 +96,62 @@ pub struct BackoffPolicy {
 impl BackoffPolicy {
     /// Validates `config`. Errors name the field: `shape.base`, `shape.factor`, `cap`,
     /// `jitter.fraction`.
-    pub fn new(config: BackoffConfig) -> Result<Self, ConfigError> {
+    ///
+    /// A `const fn`: a policy built in a `const` or `static` item is checked by the compiler, and
+    /// neither the check nor its floating-point arithmetic is left in the program.
+    ///
+    /// ```
+    /// use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter};
+    /// use reliable_core::Duration;
+    ///
+    /// const BACKOFF: BackoffPolicy = match BackoffPolicy::new(BackoffConfig::exponential(
+    ///     Duration::from_millis(10),
+    ///     2.0,
+    ///     Duration::from_secs(1),
+    ///     Jitter::Full,
+    /// )) {
+    ///     Ok(policy) => policy,
+    ///     Err(_) => panic!("invalid backoff"), // a compile error, not a run-time panic
+    /// };
+    /// assert_eq!(BACKOFF.cap(), Duration::from_secs(1));
+    /// ```
+    ///
+    /// An invalid config in a `const` item does not compile:
+    ///
+    /// ```compile_fail
+    /// use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter};
+    /// use reliable_core::Duration;
+    ///
+    /// const BACKOFF: BackoffPolicy = match BackoffPolicy::new(BackoffConfig::exponential(
+    ///     Duration::from_millis(10),
+    ///     0.5, // a factor below 1
+    ///     Duration::from_secs(1),
+    ///     Jitter::Full,
+    /// )) {
+    ///     Ok(policy) => policy,
+    ///     Err(_) => panic!("invalid backoff"),
+    /// };
+    /// ```
+    pub const fn new(config: BackoffConfig) -> Result<Self, ConfigError> {
+        Self::with_fields(config, &FIELDS)
+    }
+
+    /// [`new`](Self::new), naming the fields of errors from `names` (for a backoff nested in a
+    /// bigger config): `[shape.base, shape.factor, cap, jitter.fraction]`.
+    pub(crate) const fn with_fields(
+        config: BackoffConfig,
+        names: &[&'static str; 4],
+    ) -> Result<Self, ConfigError> {
         let (base, step, factor_fp, grows) = match config.shape {
             Shape::Constant { delay } => (delay.as_nanos(), 0, FP_ONE, false),
-            Shape::Linear { base, step } => (
-                base.as_nanos(),
-                step.as_nanos(),
-                FP_ONE,
-                step > Duration::ZERO,
-            ),
+            Shape::Linear { base, step } => {
+                (base.as_nanos(), step.as_nanos(), FP_ONE, !step.is_zero())
+            }
             Shape::Exponential { base, factor } => {
                 if base.is_zero() {
-                    return Err(ConfigError::new("shape.base", Problem::Zero));
+                    return Err(ConfigError::new(names[0], Problem::Zero));
                 }
-                let factor = in_range("shape.factor", factor, 1.0, 65_536.0)?;
+                let factor = tri!(in_range(names[1], factor, 1.0, 65_536.0));
                 let factor_fp = (factor * FP_ONE as f64 + 0.5) as u64;
                 (base.as_nanos(), 0, factor_fp, factor_fp > FP_ONE)
             }
@@ -114,14 +159,14 @@ impl BackoffPolicy {
         let cap = match config.cap {
             Some(cap) if cap.as_nanos() < base => {
                 return Err(ConfigError::new(
-                    "cap",
+                    names[2],
                     Problem::Inconsistent("shorter than the shape's base delay"),
                 ));
             }
             Some(cap) => cap.as_nanos(),
             None if grows => {
                 return Err(ConfigError::new(
-                    "cap",
+                    names[2],
                     Problem::Inconsistent(
                         "required when the delay grows (factor > 1 or step > 0), or delays grow without bound",
                     ),
@@ -136,7 +181,7 @@ impl BackoffPolicy {
             Jitter::Decorrelated => (JitterKind::Decorrelated, 0),
             Jitter::Proportional { fraction } => (
                 JitterKind::Proportional,
-                fraction_ppm("jitter.fraction", fraction, true, true)?,
+                tri!(fraction_ppm(names[3], fraction, true, true)),
             ),
         };
         Ok(BackoffPolicy {

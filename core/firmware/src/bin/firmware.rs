@@ -9,7 +9,9 @@
 mod rt;
 
 use reliable_core::backoff::{BackoffConfig, Jitter};
-use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, Outcome};
+use reliable_core::breaker::{
+    BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, Outcome, WindowConfig,
+};
 use reliable_core::budget::{TokenBucket, TokenBucketConfig, TokenBucketPolicy};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy};
@@ -24,29 +26,44 @@ type Breaker<'p> = CircuitBreaker<&'p BreakerPolicy, CountWindow<64>>;
 #[unsafe(no_mangle)]
 static RAM_PER_BREAKER: [u8; size_of::<Breaker<'static>>()] = [0; size_of::<Breaker<'static>>()];
 
+/// The policies are built at compile time: an invalid config does not compile, and neither the
+/// validation nor its floating-point arithmetic is in the binary.
+static BREAKER_POLICY: BreakerPolicy = valid(BreakerPolicy::new(BreakerConfig {
+    failure_rate: Some(0.5),
+    minimum_calls: 20,
+    window: WindowConfig::Count { calls: 64 },
+    ..BreakerConfig::new()
+}));
+static RETRY_POLICY: RetryPolicy = valid(RetryPolicy::new(RetryConfig {
+    max_attempts: Some(4),
+    ..RetryConfig::new(BackoffConfig::exponential(
+        Duration::from_millis(10),
+        2.0,
+        Duration::from_secs(1),
+        Jitter::Full,
+    ))
+}));
+const BUDGET_POLICY: TokenBucketPolicy =
+    valid(TokenBucketPolicy::new(TokenBucketConfig::brooker_2022()));
+
+/// The policy, or a compile error naming the bad field (evaluated in a `static` or `const` item,
+/// this `panic!` stops the build; it is never reached at run time).
+const fn valid<P: Copy>(built: Result<P, ConfigError>) -> P {
+    match built {
+        Ok(policy) => policy,
+        Err(e) => panic!("{}", e.field),
+    }
+}
+
 /// Ticks of the cycle counter are taken as nanoseconds: the core does not care about the unit.
 fn now(clock: &mut rt::Clock) -> Instant {
     Instant::from_nanos(clock.ticks())
 }
 
 fn client() -> Result<(), ConfigError> {
-    let breaker_policy = BreakerPolicy::new(BreakerConfig {
-        failure_rate: Some(0.5),
-        minimum_calls: 20,
-        window: reliable_core::breaker::WindowConfig::Count { calls: 64 },
-        ..BreakerConfig::new()
-    })?;
-    let mut breaker = Breaker::with_storage(&breaker_policy)?;
-    let retry = RetryPolicy::new(RetryConfig {
-        max_attempts: Some(4),
-        ..RetryConfig::new(BackoffConfig::exponential(
-            Duration::from_millis(10),
-            2.0,
-            Duration::from_secs(1),
-            Jitter::Full,
-        ))
-    })?;
-    let mut budget = TokenBucket::new(TokenBucketPolicy::new(TokenBucketConfig::brooker_2022())?);
+    let mut breaker = Breaker::with_storage(&BREAKER_POLICY)?;
+    let retry = &RETRY_POLICY;
+    let mut budget = TokenBucket::new(BUDGET_POLICY);
     let mut clock = rt::Clock::default();
     let mut sample = u64::from(rt::cycles());
     loop {

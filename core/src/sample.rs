@@ -16,19 +16,16 @@
 /// `(n + 1) / 2^64`, far under anything a retry policy can notice).
 #[inline]
 pub const fn uniform_inclusive(sample: u64, n: u64) -> u64 {
-    if n == u64::MAX {
-        return sample;
-    }
-    ((sample as u128 * (n as u128 + 1)) >> 64) as u64
+    // ⌊sample·(n + 1) / 2⁶⁴⌋ as sample·n + sample, which cannot overflow 128 bits: no branch for
+    // n = u64::MAX (the answer is then `sample`).
+    ((sample as u128 * n as u128 + sample as u128) >> 64) as u64
 }
 
 /// Maps a uniform `u64` sample to a uniform integer in `[lo, hi]`; returns `lo` if `hi < lo`.
 #[inline]
 pub const fn uniform_between(sample: u64, lo: u64, hi: u64) -> u64 {
-    if hi <= lo {
-        return lo;
-    }
-    lo + uniform_inclusive(sample, hi - lo)
+    // hi < lo gives a width of 0, so `lo`: no branch.
+    lo + uniform_inclusive(sample, hi.saturating_sub(lo))
 }
 
 /// A seed no other call of this function in this program has returned (until 2³² calls), for

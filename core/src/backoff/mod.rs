@@ -318,9 +318,22 @@ impl BackoffPolicy {
 
     #[inline]
     fn proportional_range(&self, d: u64) -> (u64, u64) {
-        // The spread is at most d, so d - spread cannot underflow.
+        let (lo, width) = self.proportional_draw(d);
+        (lo, lo + width)
+    }
+
+    /// `[d·(1−f), min(cap, d·(1+f))]` as its start and width. The spread is at most `d`, so
+    /// `d - spread` cannot underflow, and `min(cap, d + spread) = d + min(spread, cap - d)`
+    /// cannot overflow (`d <= cap`).
+    #[inline]
+    fn proportional_draw(&self, d: u64) -> (u64, u64) {
         let spread = self.spread.apply(d);
-        (d - spread, d.saturating_add(spread).min(self.cap))
+        let above = if spread < self.cap - d {
+            spread
+        } else {
+            self.cap - d
+        };
+        (d - spread, spread + above)
     }
 
     /// The delay before retry `retry` (from 1), given the previous delay `prev` (zero before the
@@ -345,9 +358,8 @@ impl BackoffPolicy {
             JitterKind::Equal => d / 2 + uniform_inclusive(sample, d - d / 2),
             JitterKind::Decorrelated => self.decorrelated(prev, sample),
             JitterKind::Proportional => {
-                // hi >= d >= lo (the cap is at least d).
-                let (lo, hi) = self.proportional_range(d);
-                lo + uniform_inclusive(sample, hi - lo)
+                let (lo, width) = self.proportional_draw(d);
+                lo + uniform_inclusive(sample, width)
             }
         }
     }

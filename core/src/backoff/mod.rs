@@ -9,8 +9,9 @@
 //! is barely better than none. (Backoff does little for *open-loop* load, where new requests keep
 //! arriving whatever the retries do: that is what [retry budgets](crate::budget) are for.)
 //!
-//! A [`BackoffConfig`] is plain data; [`BackoffPolicy::new`] validates it once into fixed point. The
-//! delay before retry `k` (counting from 1), with `n = k − 1 + first_exponent`, is
+//! A [`BackoffConfig`] is plain data; [`BackoffPolicy::new`] validates it once into fixed point (a
+//! `const fn`, so firmware can do that in the compiler). The delay before retry `k` (counting from
+//! 1), with `n = k − 1 + first_exponent`, is
 //!
 //! | step | formula |
 //! |---|---|

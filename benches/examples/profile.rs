@@ -52,7 +52,9 @@ const SCENARIOS: &[&str] = &[
     "closed_rate100",
     "shared_closed_consecutive",
     "shared_closed_rate100",
+    "backoff_none",
     "backoff_full",
+    "backoff_equal",
     "backoff_decorrelated",
     "backoff_proportional",
     "ratio_pair",
@@ -104,9 +106,15 @@ fn main() {
                 SharedBreaker::<_, AtomicCountWindow<100, 2>>::with_storage(&policy).expect("fits");
             closed_loop!(b, n);
         }
-        "backoff_full" | "backoff_decorrelated" | "backoff_proportional" => {
+        "backoff_none"
+        | "backoff_full"
+        | "backoff_equal"
+        | "backoff_decorrelated"
+        | "backoff_proportional" => {
             let jitter = match scenario.as_str() {
+                "backoff_none" => Jitter::None,
                 "backoff_full" => Jitter::Full,
+                "backoff_equal" => Jitter::Equal,
                 "backoff_decorrelated" => Jitter::Decorrelated,
                 _ => Jitter::Proportional { fraction: 0.1 },
             };

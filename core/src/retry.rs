@@ -59,7 +59,7 @@
 
 use crate::backoff::{BackoffConfig, BackoffPolicy};
 use crate::budget::{Budget, Denied, Grant};
-use crate::error::{ConfigError, Problem};
+use crate::error::{ConfigError, Problem, tri};
 use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::time::{Duration, Instant};
 
@@ -269,24 +269,7 @@ impl RetryState {
     }
 }
 
-/// Prefixes a backoff error's field with `backoff.` or `throttled_backoff.`.
-fn nest(e: ConfigError, throttled: bool) -> ConfigError {
-    let field = match (throttled, e.field) {
-        (false, "shape.base") => "backoff.shape.base",
-        (false, "shape.factor") => "backoff.shape.factor",
-        (false, "cap") => "backoff.cap",
-        (false, "jitter.fraction") => "backoff.jitter.fraction",
-        (false, _) => "backoff",
-        (true, "shape.base") => "throttled_backoff.shape.base",
-        (true, "shape.factor") => "throttled_backoff.shape.factor",
-        (true, "cap") => "throttled_backoff.cap",
-        (true, "jitter.fraction") => "throttled_backoff.jitter.fraction",
-        (true, _) => "throttled_backoff",
-    };
-    ConfigError::new(field, e.problem)
-}
-
-fn nonzero(field: &'static str, d: Option<Duration>) -> Result<Duration, ConfigError> {
+const fn nonzero(field: &'static str, d: Option<Duration>) -> Result<Duration, ConfigError> {
     match d {
         Some(d) if d.is_zero() => Err(ConfigError::new(field, Problem::Zero)),
         Some(d) => Ok(d),
@@ -297,17 +280,36 @@ fn nonzero(field: &'static str, d: Option<Duration>) -> Result<Duration, ConfigE
 impl RetryPolicy {
     /// Validates `config`. Errors name the field: `max_attempts`, `attempt_timeout`, `deadline`,
     /// `backoff.…`, `throttled_backoff.…`.
-    pub fn new(config: RetryConfig) -> Result<Self, ConfigError> {
+    ///
+    /// A `const fn`, like [`BackoffPolicy::new`]: in a `const` or `static` item an invalid config is
+    /// a compile error, and no validation code is left in the program.
+    pub const fn new(config: RetryConfig) -> Result<Self, ConfigError> {
         let max_attempts = match config.max_attempts {
             Some(0) => return Err(ConfigError::new("max_attempts", Problem::Zero)),
             Some(n) => n,
             None => u32::MAX,
         };
-        let attempt_timeout = nonzero("attempt_timeout", config.attempt_timeout)?;
-        let deadline = nonzero("deadline", config.deadline)?;
-        let backoff = BackoffPolicy::new(config.backoff).map_err(|e| nest(e, false))?;
+        let attempt_timeout = tri!(nonzero("attempt_timeout", config.attempt_timeout));
+        let deadline = tri!(nonzero("deadline", config.deadline));
+        let backoff = tri!(BackoffPolicy::with_fields(
+            config.backoff,
+            &[
+                "backoff.shape.base",
+                "backoff.shape.factor",
+                "backoff.cap",
+                "backoff.jitter.fraction",
+            ],
+        ));
         let throttled_backoff = match config.throttled_backoff {
-            Some(c) => Some(BackoffPolicy::new(c).map_err(|e| nest(e, true))?),
+            Some(c) => Some(tri!(BackoffPolicy::with_fields(
+                c,
+                &[
+                    "throttled_backoff.shape.base",
+                    "throttled_backoff.shape.factor",
+                    "throttled_backoff.cap",
+                    "throttled_backoff.jitter.fraction",
+                ],
+            ))),
             None => None,
         };
         Ok(RetryPolicy {

@@ -16,19 +16,19 @@
 /// `(n + 1) / 2^64`, far under anything a retry policy can notice).
 #[inline]
 pub const fn uniform_inclusive(sample: u64, n: u64) -> u64 {
-    if n == u64::MAX {
-        return sample;
-    }
-    ((sample as u128 * (n as u128 + 1)) >> 64) as u64
+    // ⌊sample·(n + 1) / 2⁶⁴⌋ = the high word of sample·n + sample: one multiplication, then the
+    // carry of adding `sample` to its low word. No branch for n = u64::MAX (the answer is then
+    // `sample`).
+    let wide = sample as u128 * n as u128;
+    let (_, carry) = (wide as u64).overflowing_add(sample);
+    (wide >> 64) as u64 + carry as u64
 }
 
 /// Maps a uniform `u64` sample to a uniform integer in `[lo, hi]`; returns `lo` if `hi < lo`.
 #[inline]
 pub const fn uniform_between(sample: u64, lo: u64, hi: u64) -> u64 {
-    if hi <= lo {
-        return lo;
-    }
-    lo + uniform_inclusive(sample, hi - lo)
+    // hi < lo gives a width of 0, so `lo`: no branch.
+    lo + uniform_inclusive(sample, hi.saturating_sub(lo))
 }
 
 /// A seed no other call of this function in this program has returned (until 2³² calls), for
@@ -86,5 +86,30 @@ mod tests {
         assert!(!bernoulli_ppm(u64::MAX, 999_999) || bernoulli_ppm(u64::MAX, 1_000_000));
         assert!(bernoulli_ppm(u64::MAX, 1_000_000));
         assert!(!bernoulli_ppm(0, 0));
+    }
+
+    #[test]
+    fn the_carry_form_is_the_128_bit_product() {
+        let mut x = 3u64;
+        for i in 0..100_000u32 {
+            x = splitmix64(x);
+            let sample = if i % 7 == 0 {
+                u64::MAX - u64::from(i % 3)
+            } else {
+                x
+            };
+            let n = match i % 4 {
+                0 => splitmix64(x),
+                1 => splitmix64(x) >> (x % 64),
+                2 => u64::MAX - (x % 3),
+                _ => x % 1_000,
+            };
+            let want = if n == u64::MAX {
+                sample
+            } else {
+                ((u128::from(sample) * (u128::from(n) + 1)) >> 64) as u64
+            };
+            assert_eq!(uniform_inclusive(sample, n), want, "{sample} {n}");
+        }
     }
 }

@@ -398,10 +398,67 @@ fn power_of_two_factors_shift_exactly_as_the_loop_multiplies() {
             3 => u32::MAX,
             _ => 64 / k,
         };
+        let p = policy(BackoffConfig::exponential(
+            Duration::from_nanos(base),
+            (1u64 << k) as f64,
+            Duration::from_nanos(cap),
+            Jitter::None,
+        ));
+        assert_eq!(p.factor_fp, factor_fp);
+        assert_eq!(p.shift, k);
         assert_eq!(
-            grow(base, factor_fp, n, cap),
+            p.grow(n),
             grow_by_squaring(base, factor_fp, n, cap),
             "base {base} factor 2^{k} n {n} cap {cap}"
         );
+    }
+}
+
+/// The iterator carries the last delay before jitter and shifts it for factors of 2^k; each delay
+/// must still be exactly what the pure `delay` gives for the same retry, previous delay and sample,
+/// including where the retry count saturates at `u32::MAX`.
+#[test]
+fn the_iterator_gives_what_the_pure_function_gives() {
+    let mut x = 7u64;
+    for i in 0..20_000u64 {
+        x = crate::sample::splitmix64(x);
+        let base = 1 + (x >> (x % 64));
+        let cap = base.saturating_add(x.rotate_left(17) >> (x % 61));
+        let factor = [2.0, 4.0, 65_536.0, 1.5, 1.0, 3.0][(i % 6) as usize];
+        let jitter = [
+            Jitter::None,
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Decorrelated,
+            Jitter::Proportional { fraction: 0.1 },
+        ][(i % 5) as usize];
+        let first_exponent = [0, 1, 63, u32::MAX - 3][(i % 4) as usize];
+        let p = policy(BackoffConfig {
+            first_exponent,
+            ..BackoffConfig::exponential(
+                Duration::from_nanos(base),
+                factor,
+                Duration::from_nanos(cap),
+                jitter,
+            )
+        });
+        let mut b = p.backoff();
+        let mut prev = Duration::ZERO;
+        for retry in 1..=70u32 {
+            let sample = crate::sample::splitmix64(x ^ u64::from(retry));
+            let d = b.next_delay_with(sample);
+            assert_eq!(d, p.delay(retry, prev, sample), "{p:?} retry {retry}");
+            prev = d;
+        }
+        // Far along: a count stuck at u32::MAX.
+        b.retries = u32::MAX - 1;
+        b.next_before_jitter = p.delay_before_jitter(u32::MAX).as_nanos();
+        for _ in 0..3 {
+            let d = b.next_delay_with(x);
+            assert_eq!(d, p.delay(u32::MAX, prev, x), "{p:?} at u32::MAX");
+            prev = d;
+        }
+        b.reset();
+        assert_eq!(b.next_delay_with(x), p.delay(1, Duration::ZERO, x));
     }
 }

@@ -33,7 +33,7 @@
 //! ```
 
 use super::window::WindowSpec;
-use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm};
+use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm, tri};
 use crate::time::Duration;
 
 /// What a breaker does: when it trips, how long it stays open, how it probes and how it closes.
@@ -376,21 +376,45 @@ pub struct BreakerPolicy {
 /// 1.0 in 32.32 fixed point.
 pub(crate) const FP_ONE: u64 = 1 << 32;
 
+/// A rate of 0 ppm means "rule off", so a rate rounded to zero counts as 1 ppm.
+const fn at_least_one(ppm: u32) -> u32 {
+    if ppm == 0 { 1 } else { ppm }
+}
+
 impl BreakerPolicy {
     /// Validates `config`. Errors name the offending field.
-    pub fn new(config: BreakerConfig) -> Result<Self, ConfigError> {
+    ///
+    /// A `const fn`: a policy built in a `const` or `static` item is checked by the compiler (an
+    /// invalid config is a compile error), and neither the check nor its floating-point arithmetic
+    /// is left in the program, which matters on a microcontroller without a double-precision FPU.
+    ///
+    /// ```
+    /// use reliable_core::breaker::{BreakerConfig, BreakerPolicy};
+    ///
+    /// static POLICY: BreakerPolicy = match BreakerPolicy::new(BreakerConfig::reliablekit()) {
+    ///     Ok(policy) => policy,
+    ///     Err(_) => panic!("invalid breaker config"), // a compile error, not a run-time panic
+    /// };
+    /// assert!(POLICY.needs_window());
+    /// ```
+    pub const fn new(config: BreakerConfig) -> Result<Self, ConfigError> {
         let consecutive = match config.consecutive_failures {
             Some(0) => return Err(ConfigError::new("consecutive_failures", Problem::Zero)),
             Some(n) => n,
             None => 0,
         };
         let failure_ppm = match config.failure_rate {
-            Some(r) => fraction_ppm("failure_rate", r, false, true)?.max(1),
+            Some(r) => at_least_one(tri!(fraction_ppm("failure_rate", r, false, true))),
             None => 0,
         };
         let (slow_ppm, slow_threshold) = match config.slow_calls {
             Some(rule) => (
-                fraction_ppm("slow_calls.rate", rule.rate, false, true)?.max(1),
+                at_least_one(tri!(fraction_ppm(
+                    "slow_calls.rate",
+                    rule.rate,
+                    false,
+                    true
+                ))),
                 rule.threshold,
             ),
             None => (0, Duration::MAX),
@@ -413,7 +437,7 @@ impl BreakerPolicy {
                 return Err(ConfigError::new("window.buckets", Problem::Zero));
             }
             WindowConfig::Time { span, buckets } => {
-                let width = Duration::from_nanos(span.as_nanos() / u64::from(buckets));
+                let width = Duration::from_nanos(span.as_nanos() / buckets as u64);
                 if width.is_zero() {
                     return Err(ConfigError::new(
                         "window.span",
@@ -443,9 +467,9 @@ impl BreakerPolicy {
         if open.duration.is_zero() {
             return Err(ConfigError::new("open.duration", Problem::Zero));
         }
-        let growth = in_range("open.growth", open.growth, 1.0, 65_536.0)?;
+        let growth = tri!(in_range("open.growth", open.growth, 1.0, 65_536.0));
         let open_max = match open.max {
-            Some(max) if max < open.duration => {
+            Some(max) if max.as_nanos() < open.duration.as_nanos() => {
                 return Err(ConfigError::new(
                     "open.max",
                     Problem::Inconsistent("shorter than open.duration"),
@@ -462,7 +486,7 @@ impl BreakerPolicy {
             }
             None => open.duration,
         };
-        let jitter_ppm = fraction_ppm("open.jitter", open.jitter, true, false)?;
+        let jitter_ppm = tri!(fraction_ppm("open.jitter", open.jitter, true, false));
 
         let half = config.half_open;
         let max_in_flight = match half.max_in_flight {
@@ -496,7 +520,7 @@ impl BreakerPolicy {
             }
             Some(s) => (
                 s.ramp,
-                fraction_ppm("slow_start.initial", s.initial, true, true)?,
+                tri!(fraction_ppm("slow_start.initial", s.initial, true, true)),
             ),
             None => (Duration::ZERO, PPM),
         };
@@ -520,10 +544,10 @@ impl BreakerPolicy {
             ramp_initial_ppm,
             consecutive_limit: match consecutive {
                 0 => 1 << 32,
-                n => u64::from(n),
+                n => n as u64,
             },
             decide_from: if needs_window {
-                u64::from(config.minimum_calls)
+                config.minimum_calls as u64
             } else {
                 u64::MAX
             },

@@ -2,7 +2,7 @@
 //! `retry_budget`).
 
 use super::{Budget, Denied, Grant};
-use crate::error::{ConfigError, PPM, Problem, fraction_ppm};
+use crate::error::{ConfigError, PPM, Problem, fraction_ppm, tri};
 use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::time::Instant;
 
@@ -45,8 +45,8 @@ pub struct ConcurrencyPolicy {
 impl ConcurrencyPolicy {
     /// Validates `config`. Errors name the field: `ratio`, or `min_concurrency` when both are zero
     /// (no retry could ever go).
-    pub fn new(config: ConcurrencyConfig) -> Result<Self, ConfigError> {
-        let ratio_ppm = fraction_ppm("ratio", config.ratio, true, true)?;
+    pub const fn new(config: ConcurrencyConfig) -> Result<Self, ConfigError> {
+        let ratio_ppm = tri!(fraction_ppm("ratio", config.ratio, true, true));
         if ratio_ppm == 0 && config.min_concurrency == 0 {
             return Err(ConfigError::new(
                 "min_concurrency",

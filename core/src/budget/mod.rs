@@ -94,7 +94,7 @@ pub use ratio::{RatioBudget, RatioConfig, RatioPolicy};
 pub use retry_breaker::{Calls, RateWindow, RetryBreaker, RetryBreakerConfig, RetryBreakerPolicy};
 pub use token_bucket::{TokenBucket, TokenBucketConfig, TokenBucketPolicy};
 
-use crate::error::{ConfigError, PPM, Problem, in_range};
+use crate::error::{ConfigError, PPM, Problem, in_range, tri};
 use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::time::Instant;
 
@@ -207,12 +207,12 @@ impl Threshold {
     }
 
     /// Validates the value (finite, in `[0, max]`) and converts it to parts per million.
-    pub(crate) fn to_ppm(
+    pub(crate) const fn to_ppm(
         self,
         field: &'static str,
         max: f64,
     ) -> Result<FixedThreshold, ConfigError> {
-        let v = in_range(field, self.value(), 0.0, max)?;
+        let v = tri!(in_range(field, self.value(), 0.0, max));
         Ok(FixedThreshold {
             ppm: micro(v),
             inclusive: matches!(self, Threshold::AtLeast(_)),
@@ -230,23 +230,23 @@ pub(crate) struct FixedThreshold {
 impl FixedThreshold {
     /// Whether `value` (in the same ppm units) passes the threshold.
     #[inline]
-    pub(crate) fn passed_by(self, value: u128) -> bool {
+    pub(crate) const fn passed_by(self, value: u128) -> bool {
         if self.inclusive {
-            value >= u128::from(self.ppm)
+            value >= self.ppm as u128
         } else {
-            value > u128::from(self.ppm)
+            value > self.ppm as u128
         }
     }
 }
 
 /// A non-negative real in parts per million (rounded); callers have bounded it.
-pub(crate) fn micro(v: f64) -> u64 {
-    (v * f64::from(PPM) + 0.5) as u64
+pub(crate) const fn micro(v: f64) -> u64 {
+    (v * PPM as f64 + 0.5) as u64
 }
 
 /// Validates a non-negative real in `[0, max]` and converts it to parts per million.
-pub(crate) fn micro_in(field: &'static str, v: f64, max: f64) -> Result<u64, ConfigError> {
-    Ok(micro(in_range(field, v, 0.0, max)?))
+pub(crate) const fn micro_in(field: &'static str, v: f64, max: f64) -> Result<u64, ConfigError> {
+    Ok(micro(tri!(in_range(field, v, 0.0, max))))
 }
 
 /// No limit: every retry is granted. The baseline that storm studies compare against.
@@ -311,15 +311,22 @@ pub enum BudgetPolicy {
 
 impl BudgetPolicy {
     /// Validates `config`; errors name the field within the kind's config (e.g. `"ttl"`).
-    pub fn new(config: BudgetConfig) -> Result<Self, ConfigError> {
+    ///
+    /// A `const fn`: built in a `const` or `static` item, an invalid config is a compile error and
+    /// no validation code is left in the program.
+    pub const fn new(config: BudgetConfig) -> Result<Self, ConfigError> {
         Ok(match config {
             BudgetConfig::Unlimited => BudgetPolicy::Unlimited,
-            BudgetConfig::TokenBucket(c) => BudgetPolicy::TokenBucket(TokenBucketPolicy::new(c)?),
-            BudgetConfig::Ratio(c) => BudgetPolicy::Ratio(RatioPolicy::new(c)?),
-            BudgetConfig::Quota(c) => BudgetPolicy::Quota(QuotaPolicy::new(c)?),
-            BudgetConfig::Concurrency(c) => BudgetPolicy::Concurrency(ConcurrencyPolicy::new(c)?),
+            BudgetConfig::TokenBucket(c) => {
+                BudgetPolicy::TokenBucket(tri!(TokenBucketPolicy::new(c)))
+            }
+            BudgetConfig::Ratio(c) => BudgetPolicy::Ratio(tri!(RatioPolicy::new(c))),
+            BudgetConfig::Quota(c) => BudgetPolicy::Quota(tri!(QuotaPolicy::new(c))),
+            BudgetConfig::Concurrency(c) => {
+                BudgetPolicy::Concurrency(tri!(ConcurrencyPolicy::new(c)))
+            }
             BudgetConfig::RetryBreaker(c) => {
-                BudgetPolicy::RetryBreaker(RetryBreakerPolicy::new(c)?)
+                BudgetPolicy::RetryBreaker(tri!(RetryBreakerPolicy::new(c)))
             }
         })
     }
@@ -388,7 +395,7 @@ impl<const N: usize> Budget for AnyBudget<N> {
     }
 }
 
-pub(crate) fn zero(field: &'static str) -> ConfigError {
+pub(crate) const fn zero(field: &'static str) -> ConfigError {
     ConfigError::new(field, Problem::Zero)
 }
 

@@ -70,27 +70,32 @@ pub struct QuotaPolicy {
 impl QuotaPolicy {
     /// Validates `config`. Errors name the field: `capacity`, `initial`, or a cost larger than the
     /// capacity (that class could never be retried).
-    pub fn new(config: QuotaConfig) -> Result<Self, ConfigError> {
+    pub const fn new(config: QuotaConfig) -> Result<Self, ConfigError> {
         if config.capacity == 0 {
             return Err(zero("capacity"));
         }
-        if config.initial.is_some_and(|i| i > config.capacity) {
+        if let Some(initial) = config.initial
+            && initial > config.capacity
+        {
             return Err(ConfigError::new(
                 "initial",
                 Problem::Inconsistent("more than the capacity"),
             ));
         }
-        for (field, cost) in [
+        let mut costs: &[(&'static str, u32)] = &[
             ("retry_cost", config.retry_cost),
             ("timeout_cost", config.timeout_cost),
             ("throttle_cost", config.throttle_cost),
-        ] {
-            if cost > config.capacity {
+        ];
+        // A `for` loop is not available in a `const fn`.
+        while let [(field, cost), rest @ ..] = costs {
+            if *cost > config.capacity {
                 return Err(ConfigError::new(
                     field,
                     Problem::Inconsistent("more than the capacity: such retries could never go"),
                 ));
             }
+            costs = rest;
         }
         Ok(QuotaPolicy { config })
     }

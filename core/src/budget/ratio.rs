@@ -2,7 +2,7 @@
 //! `RetryBudget`, tower's `TpsBudget`).
 
 use super::{Budget, Denied, Grant, micro_in, zero};
-use crate::error::{ConfigError, PPM, in_range};
+use crate::error::{ConfigError, PPM, in_range, tri};
 use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::ring::Ring;
 use crate::time::{Duration, Instant};
@@ -71,20 +71,24 @@ pub struct RatioPolicy {
 
 impl RatioPolicy {
     /// Validates `config`. Errors name the field: `ratio`, `ttl`, `slots`.
-    pub fn new(config: RatioConfig) -> Result<Self, ConfigError> {
-        let deposit = micro_in("ratio", config.ratio, 1_000.0)?;
-        in_range("ttl", config.ttl.as_secs_f64(), 1.0, 60.0)?;
+    pub const fn new(config: RatioConfig) -> Result<Self, ConfigError> {
+        let deposit = tri!(micro_in("ratio", config.ratio, 1_000.0));
+        tri!(in_range(
+            "ttl",
+            config.ttl.as_nanos() as f64 / 1e9,
+            1.0,
+            60.0
+        ));
         if config.slots == 0 {
             return Err(zero("slots"));
         }
         // min_per_sec <= 2^32 and ttl <= 60 s: the product is below 2^32 * 6e13, fits in u128
         // and, divided by 1000 (ns -> millionths of a second), below 2^64.
-        let reserve =
-            (u128::from(config.min_per_sec) * u128::from(config.ttl.as_nanos()) / 1_000) as u64;
+        let reserve = (config.min_per_sec as u128 * config.ttl.as_nanos() as u128 / 1_000) as u64;
         Ok(RatioPolicy {
             deposit,
             reserve,
-            width: config.ttl.as_nanos() / u64::from(config.slots),
+            width: config.ttl.as_nanos() / config.slots as u64,
             slots: config.slots,
         })
     }

@@ -1,7 +1,7 @@
 //! [`RetryBreaker`]: first tries always go; retries stop while the failure rate is over a threshold.
 
 use super::{Budget, Denied, FixedThreshold, Grant, Threshold, zero};
-use crate::error::{ConfigError, PPM, Problem};
+use crate::error::{ConfigError, PPM, Problem, tri};
 use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::ring::{Pair, Ring};
 use crate::time::{Duration, Instant};
@@ -95,8 +95,8 @@ pub struct RetryBreakerPolicy {
 
 impl RetryBreakerPolicy {
     /// Validates `config`. Errors name the field: `stop_when`, `window.buckets`, `window.span`.
-    pub fn new(config: RetryBreakerConfig) -> Result<Self, ConfigError> {
-        let stop_when = config.stop_when.to_ppm("stop_when", 1_000.0)?;
+    pub const fn new(config: RetryBreakerConfig) -> Result<Self, ConfigError> {
+        let stop_when = tri!(config.stop_when.to_ppm("stop_when", 1_000.0));
         if stop_when.inclusive && stop_when.ppm == 0 {
             return Err(ConfigError::new(
                 "stop_when",
@@ -107,7 +107,7 @@ impl RetryBreakerPolicy {
             RateWindow::Cumulative => None,
             RateWindow::Time { buckets: 0, .. } => return Err(zero("window.buckets")),
             RateWindow::Time { span, buckets } => {
-                let width = span.as_nanos() / u64::from(buckets);
+                let width = span.as_nanos() / buckets as u64;
                 if width == 0 {
                     return Err(ConfigError::new(
                         "window.span",

@@ -2,7 +2,7 @@
 //! tokens past a threshold.
 
 use super::{Budget, Denied, FixedThreshold, Grant, Threshold, micro_in};
-use crate::error::{ConfigError, Problem};
+use crate::error::{ConfigError, Problem, tri};
 use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::time::Instant;
 
@@ -106,25 +106,34 @@ pub struct TokenBucketPolicy {
 
 impl TokenBucketPolicy {
     /// Validates `config`. Errors name the field (`max_tokens`, `retry_when`, …).
-    pub fn new(config: TokenBucketConfig) -> Result<Self, ConfigError> {
-        let max = micro_in("max_tokens", config.max_tokens, MAX_TOKENS)?;
+    pub const fn new(config: TokenBucketConfig) -> Result<Self, ConfigError> {
+        let max = tri!(micro_in("max_tokens", config.max_tokens, MAX_TOKENS));
         if max == 0 {
             return Err(ConfigError::new("max_tokens", Problem::Zero));
         }
         let initial = match config.initial_tokens {
-            Some(t) => micro_in("initial_tokens", t, config.max_tokens)?.min(max),
+            // At most max_tokens, so at most `max` once rounded.
+            Some(t) => tri!(micro_in("initial_tokens", t, config.max_tokens)),
             None => max,
         };
-        let first_try_credit = micro_in("first_try_credit", config.first_try_credit, MAX_TOKENS)?;
-        let success_credit = micro_in("success_credit", config.success_credit, MAX_TOKENS)?;
+        let first_try_credit = tri!(micro_in(
+            "first_try_credit",
+            config.first_try_credit,
+            MAX_TOKENS
+        ));
+        let success_credit = tri!(micro_in(
+            "success_credit",
+            config.success_credit,
+            MAX_TOKENS
+        ));
         let retried_success_credit = match config.retried_success_credit {
-            Some(c) => micro_in("retried_success_credit", c, MAX_TOKENS)?,
+            Some(c) => tri!(micro_in("retried_success_credit", c, MAX_TOKENS)),
             None => success_credit,
         };
-        let failure_cost = micro_in("failure_cost", config.failure_cost, MAX_TOKENS)?;
-        let retry_cost = micro_in("retry_cost", config.retry_cost, MAX_TOKENS)?;
-        let retry_when = config.retry_when.to_ppm("retry_when", config.max_tokens)?;
-        if !retry_when.passed_by(u128::from(max)) {
+        let failure_cost = tri!(micro_in("failure_cost", config.failure_cost, MAX_TOKENS));
+        let retry_cost = tri!(micro_in("retry_cost", config.retry_cost, MAX_TOKENS));
+        let retry_when = tri!(config.retry_when.to_ppm("retry_when", config.max_tokens));
+        if !retry_when.passed_by(max as u128) {
             return Err(ConfigError::new(
                 "retry_when",
                 Problem::Inconsistent("even a full bucket could never retry"),

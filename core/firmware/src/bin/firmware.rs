@@ -1,97 +1,41 @@
-//! A client on a Cortex-M4F calling a flaky downstream through reliable-core: a breaker with a
-//! 64-call window in front of the calls, a retry policy with exponential backoff and full jitter,
-//! retries paid from a token bucket. Time comes from the cycle counter, the downstream's answer
-//! from an input pin, and what happens goes to the output pins.
+//! A client on a Cortex-M4F calling a flaky downstream through reliable-core (the loop is in
+//! `client.rs`). The breaker names its policy by a zero-sized type that borrows the one policy in
+//! flash: the breaker stores no pointer, and the compiler sees the policy's values, so code for
+//! rules this policy leaves off (slow start, time windows, …) is left out. This is the way to
+//! use the core when the policy is known at compile time; `firmware_borrowed` is the same
+//! program with a `&BreakerPolicy`, the general code for a policy known only at run time.
 #![no_std]
 #![no_main]
 
+#[path = "../client.rs"]
+mod client;
 #[path = "../rt.rs"]
 mod rt;
 
-use reliable_core::backoff::{BackoffConfig, Jitter};
-use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, Outcome};
-use reliable_core::budget::{TokenBucket, TokenBucketConfig, TokenBucketPolicy};
-use reliable_core::outcome::ErrorClass;
-use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy};
-use reliable_core::sample::splitmix64;
-use reliable_core::{ConfigError, Duration, Instant};
+use core::borrow::Borrow;
 
-/// The breaker this program keeps: it borrows its policy and holds 64 calls.
-type Breaker<'p> = CircuitBreaker<&'p BreakerPolicy, CountWindow<64>>;
+use client::{BREAKER_POLICY, Breaker};
+use reliable_core::breaker::BreakerPolicy;
 
-/// Its size, as the size of this symbol (`nm -S`): the RAM one breaker takes on this target.
-#[used]
-#[unsafe(no_mangle)]
-static RAM_PER_BREAKER: [u8; size_of::<Breaker<'static>>()] = [0; size_of::<Breaker<'static>>()];
+/// The breaker's policy: [`BREAKER_POLICY`], in flash.
+#[derive(Clone, Copy, Debug)]
+struct FlashPolicy;
 
-/// Ticks of the cycle counter are taken as nanoseconds: the core does not care about the unit.
-fn now(clock: &mut rt::Clock) -> Instant {
-    Instant::from_nanos(clock.ticks())
-}
-
-fn client() -> Result<(), ConfigError> {
-    let breaker_policy = BreakerPolicy::new(BreakerConfig {
-        failure_rate: Some(0.5),
-        minimum_calls: 20,
-        window: reliable_core::breaker::WindowConfig::Count { calls: 64 },
-        ..BreakerConfig::new()
-    })?;
-    let mut breaker = Breaker::with_storage(&breaker_policy)?;
-    let retry = RetryPolicy::new(RetryConfig {
-        max_attempts: Some(4),
-        ..RetryConfig::new(BackoffConfig::exponential(
-            Duration::from_millis(10),
-            2.0,
-            Duration::from_secs(1),
-            Jitter::Full,
-        ))
-    })?;
-    let mut budget = TokenBucket::new(TokenBucketPolicy::new(TokenBucketConfig::brooker_2022())?);
-    let mut clock = rt::Clock::default();
-    let mut sample = u64::from(rt::cycles());
-    loop {
-        let mut request = retry.start(now(&mut clock), &mut budget);
-        loop {
-            let t = now(&mut clock);
-            let permit = match breaker.try_acquire(t) {
-                Ok(permit) => permit,
-                Err(rejected) => {
-                    // Open: fail fast, and say for how long.
-                    retry.abandon(&mut request, t, &mut budget);
-                    let wait = rejected.retry_after().unwrap_or(Duration::ZERO);
-                    rt::report(0x8000_0000 | wait.as_millis() as u32);
-                    break;
-                }
-            };
-            let answered = rt::answered();
-            let t = now(&mut clock);
-            let outcome = if answered {
-                Outcome::Success
-            } else {
-                Outcome::from(ErrorClass::Transient)
-            };
-            breaker.record(permit, outcome, t);
-            if answered {
-                retry.on_success(&mut request, t, &mut budget);
-                rt::report(1);
-                break;
-            }
-            sample = splitmix64(sample);
-            match retry.on_failure_with(&mut request, ErrorClass::Transient, t, &mut budget, sample)
-            {
-                RetryDecision::RetryAt(at) => while now(&mut clock) < at {},
-                RetryDecision::GiveUp(_) => {
-                    rt::report(2);
-                    break;
-                }
-            }
-        }
+impl Borrow<BreakerPolicy> for FlashPolicy {
+    fn borrow(&self) -> &BreakerPolicy {
+        &BREAKER_POLICY
     }
 }
 
+/// The breaker's size, as the size of this symbol (`nm -S`): the RAM one breaker takes here.
+#[used]
+#[unsafe(no_mangle)]
+static RAM_PER_BREAKER: [u8; size_of::<Breaker<FlashPolicy>>()] =
+    [0; size_of::<Breaker<FlashPolicy>>()];
+
 fn run() -> ! {
     // Only a config error ends the loop: report it and stop.
-    let _ = client();
+    let _ = client::client(FlashPolicy);
     rt::report(0xDEAD);
     loop {}
 }

@@ -64,6 +64,39 @@ Scenario(
 )
 "#;
 
+/// The in-flight memory scenario for a horizon of `seconds`: an open loop of 100k req/s against
+/// a downstream that hangs from t = 0, behind the full client stack with 60 s attempt timeouts,
+/// so every request sent stays in flight (about 10⁵ per second of horizon). Two horizons in two
+/// processes give the memory per in-flight request: the difference of their peak RSS divided by
+/// the difference of their peak requests in flight.
+pub fn in_flight(seconds: u32) -> String {
+    format!(
+        r#"
+Scenario(
+    name: "bench-in-flight-{seconds}s",
+    description: "Memory per in-flight request: a downstream that hangs from t = 0, 60 s attempt timeouts.",
+    horizon: "{seconds}s",
+    workload: OpenLoop(rate: 100000.0, clients: 1000),
+    downstreams: [(
+        name: "api",
+        model: Server(workers: 2000, service: Exponential(mean: "15ms")),
+        network: (request: Constant("5ms"), response: Constant("5ms")),
+    )],
+    faults: [Outage(downstream: "api", from: "0s", until: "{seconds}s", mode: Hang)],
+    policies: [
+        (name: "retry, budget, breaker", stack: Retry(
+            policy: (max_attempts: 3, attempt_timeout: "60s",
+                     backoff: (shape: Exponential(base: "100ms", factor: 2.0), cap: "2s", jitter: Full)),
+            budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+            inner: Breaker(
+                config: (consecutive_failures: 5, open: (duration: "5s", jitter: 0.2)),
+                inner: Call(downstream: "api")))),
+    ],
+)
+"#
+    )
+}
+
 /// What one bench run measured.
 #[derive(Clone, Debug)]
 pub struct BenchReport {
@@ -135,5 +168,17 @@ mod tests {
     fn bench_scenarios_are_valid() {
         scenario::load(THROUGHPUT, "throughput").unwrap();
         scenario::load(MILLION, "million").unwrap();
+        scenario::load(&in_flight(21), "in-flight").unwrap();
+    }
+
+    #[test]
+    fn every_request_stays_in_flight() {
+        let r = bench(&in_flight(1)).unwrap();
+        // 100k req/s for 1 s, none answered: all of them (Poisson, so about 10⁵) are in flight.
+        assert!(
+            (95_000..105_000).contains(&r.peak_requests),
+            "{}",
+            r.peak_requests
+        );
     }
 }

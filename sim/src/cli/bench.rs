@@ -1,6 +1,6 @@
 //! `sim bench`: events per second on fixed scenarios (one thread), and memory with 10⁶ clients.
 
-use crate::bench::{BenchReport, MILLION, THROUGHPUT, bench as run_bench, in_flight};
+use crate::bench::{BenchReport, THROUGHPUT, bench as run_bench, in_flight, million};
 use crate::cli::out::outln;
 use clap::Args;
 
@@ -54,7 +54,7 @@ pub fn bench(args: BenchArgs) -> Result<(), String> {
     }
     print(&run_bench(crate::DEFAULT_SCENARIO)?)?;
     if args.million {
-        print(&run_bench(MILLION)?)?;
+        print(&run_bench(&million())?)?;
     }
     Ok(())
 }

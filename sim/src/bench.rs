@@ -4,7 +4,7 @@
 //! [`THROUGHPUT`], a busy server behind the full client stack (retry with
 //! jittered backoff and a ratio budget, a breaker per client, per-attempt timeouts; every attempt
 //! costs a network hop each way, a service completion and a lazily cancelled timer), run on one
-//! thread and timed; and [`MILLION`], an open loop spread over 10⁶ clients,
+//! thread and timed; and [`million`], an open loop spread over 10⁶ clients,
 //! each with its own breaker and retry budget, to measure memory. Figures are wall-clock and machine-dependent, so
 //! they are printed, never written into reports.
 
@@ -39,22 +39,33 @@ Scenario(
 )
 "#;
 
-/// The memory scenario: 10⁶ clients.
-pub const MILLION: &str = r#"
+/// An open loop of 100k req/s against a downstream that hangs during `outage`, behind the full
+/// client stack (retry with jittered backoff, a ratio budget and a breaker per client).
+fn hanging(
+    name: &str,
+    description: &str,
+    horizon: &str,
+    clients: u32,
+    outage: (&str, &str),
+    attempt_timeout: &str,
+) -> String {
+    let (from, until) = outage;
+    format!(
+        r#"
 Scenario(
-    name: "bench-million",
-    description: "Memory: an open loop over 10^6 clients, a breaker and a budget each, through a 20 s outage.",
-    horizon: "60s",
-    workload: OpenLoop(rate: 100000.0, clients: 1000000),
+    name: "{name}",
+    description: "{description}",
+    horizon: "{horizon}",
+    workload: OpenLoop(rate: 100000.0, clients: {clients}),
     downstreams: [(
         name: "api",
         model: Server(workers: 2000, service: Exponential(mean: "15ms")),
         network: (request: Constant("5ms"), response: Constant("5ms")),
     )],
-    faults: [Outage(downstream: "api", from: "20s", until: "40s", mode: Hang)],
+    faults: [Outage(downstream: "api", from: "{from}", until: "{until}", mode: Hang)],
     policies: [
         (name: "retry, budget, breaker", stack: Retry(
-            policy: (max_attempts: 3, attempt_timeout: "1s",
+            policy: (max_attempts: 3, attempt_timeout: "{attempt_timeout}",
                      backoff: (shape: Exponential(base: "100ms", factor: 2.0), cap: "2s", jitter: Full)),
             budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
             inner: Breaker(
@@ -62,7 +73,37 @@ Scenario(
                 inner: Call(downstream: "api")))),
     ],
 )
-"#;
+"#
+    )
+}
+
+/// The memory scenario: 10⁶ clients, a breaker and a budget each, through a 20 s hanging outage.
+pub fn million() -> String {
+    hanging(
+        "bench-million",
+        "Memory: an open loop over 10^6 clients, a breaker and a budget each, through a 20 s outage.",
+        "60s",
+        1_000_000,
+        ("20s", "40s"),
+        "1s",
+    )
+}
+
+/// The in-flight memory scenario for a horizon of `seconds`: the downstream hangs from t = 0 and
+/// attempts time out after 60 s, so every request sent stays in flight (about 10⁵ per second of
+/// horizon). Two horizons in two processes give the memory per in-flight request: the difference
+/// of their peak RSS divided by the difference of their peak requests in flight.
+pub fn in_flight(seconds: u32) -> String {
+    let horizon = format!("{seconds}s");
+    hanging(
+        &format!("bench-in-flight-{seconds}s"),
+        "Memory per in-flight request: a downstream that hangs from t = 0, 60 s attempt timeouts.",
+        &horizon,
+        1000,
+        ("0s", &horizon),
+        "60s",
+    )
+}
 
 /// What one bench run measured.
 #[derive(Clone, Debug)]
@@ -134,6 +175,18 @@ mod tests {
     #[test]
     fn bench_scenarios_are_valid() {
         scenario::load(THROUGHPUT, "throughput").unwrap();
-        scenario::load(MILLION, "million").unwrap();
+        scenario::load(&million(), "million").unwrap();
+        scenario::load(&in_flight(21), "in-flight").unwrap();
+    }
+
+    #[test]
+    fn every_request_stays_in_flight() {
+        let r = bench(&in_flight(1)).unwrap();
+        // 100k req/s for 1 s, none answered: all of them (Poisson, so about 10⁵) are in flight.
+        assert!(
+            (95_000..105_000).contains(&r.peak_requests),
+            "{}",
+            r.peak_requests
+        );
     }
 }

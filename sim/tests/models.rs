@@ -307,8 +307,8 @@ fn bounded_lifo_queue_rejects_and_serves_newest_first() {
     );
 }
 
-/// The layered-stack exercise (issue 7, case 1): fallback over breaker(retry(primary)) and
-/// retry(backup), exact to the call.
+/// The layered-stack exercise (validation case 1, seed 001): fallback over
+/// breaker(retry(primary)) and retry(backup), exact to the call.
 #[test]
 fn layered_stack_trace_is_exact() {
     let c = compile(

@@ -1,5 +1,5 @@
-//! Issue 7: the simulator against published retry-storm results, one test (or a few) per case,
-//! each running the shipped scenario file `scenarios/<case>.ron`.
+//! The validation cases: the simulator against published retry-storm results, one test (or a
+//! few) per case, each running the shipped scenario file `scenarios/<case>.ron`.
 //!
 //! Where a published result depends on randomness, the tests run many seeds and assert on counts
 //! and means, never on one lucky seed; every test prints its statistics (`--nocapture`), which is
@@ -378,7 +378,7 @@ fn case3a_outage_amplification() {
     }
 }
 
-/// 2.15× headroom, 1 s outage, one 100 ms timeout for every client (the set-up issue 7 states):
+/// 2.15× headroom, 1 s outage, one 100 ms timeout for every client (not the article's set-up):
 /// both retry-2x and backoff + jitter stay stuck at ~3× the offered load; no retries recovers.
 fn case3b(seeds: u64) {
     let s = one("outage-amplification.ron", "outage-recovery-100ms");

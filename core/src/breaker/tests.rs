@@ -66,7 +66,7 @@ fn open_for(r: Result<Permit, Rejection>) -> Duration {
     }
 }
 
-/// Issue 2 (b): the layered-stack exercise, one call every 5 s.
+/// The layered-stack exercise's breaker (seed 001), one call every 5 s.
 #[test]
 fn layered_exercise_timeline() {
     let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
@@ -115,7 +115,7 @@ fn layered_exercise_timeline() {
     assert_eq!(b.state(t(65)), State::Closed);
 }
 
-/// Issue 2 (a): the seed library's breaker.
+/// The seed library's breaker (reliablekit, seed 000).
 #[test]
 fn reliablekit_timeline() {
     let policy = BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap();
@@ -191,7 +191,7 @@ fn reliablekit_window_slides() {
     }
 }
 
-/// Issue 2 (c): resilience4j's defaults.
+/// resilience4j's defaults.
 #[test]
 fn resilience4j_timeline() {
     let policy = BreakerPolicy::new(BreakerConfig::resilience4j()).unwrap();

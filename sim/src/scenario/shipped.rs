@@ -4,7 +4,7 @@
 use super::{Compiled, ScenarioError, load_all};
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 11] = [
+pub const SHIPPED: [(&str, &str); 12] = [
     (
         "backoff-open-vs-closed.ron",
         include_str!("../../../scenarios/backoff-open-vs-closed.ron"),
@@ -48,6 +48,10 @@ pub const SHIPPED: [(&str, &str); 11] = [
     (
         "outage-amplification.ron",
         include_str!("../../../scenarios/outage-amplification.ron"),
+    ),
+    (
+        "partition-heal.ron",
+        include_str!("../../../scenarios/partition-heal.ron"),
     ),
 ];
 

@@ -105,31 +105,42 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
 
     #[inline]
     fn record(&mut self, _: Instant, failure: bool, slow: bool) -> Counts {
-        self.len += u16::from(self.len < self.size);
+        // Every field is read once into a local and written once: a field re-read after a
+        // narrower store to its neighbour would be a wide load that store forwarding cannot serve.
+        let (size, head, failures, slows) = (self.size, self.head, self.failures, self.slows);
+        let len = self.len + u16::from(self.len < size);
+        self.len = len;
         // A healthy downstream's common case: a good call into a window with no bit set. Every
         // bit is clear, so which clear bit the call replaces does not matter: the position need
         // not move. A bit set later is still evicted exactly `size` calls after it was written,
         // because from then on every call moves the position.
-        if !(failure | slow) && self.failures == 0 && self.slows == 0 {
-            return self.counts(Instant::ZERO);
+        if !(failure | slow) && failures == 0 && slows == 0 {
+            return Counts {
+                calls: u64::from(len),
+                failures: 0,
+                slow: 0,
+            };
         }
-        let pos = usize::from(self.head);
+        let pos = usize::from(head);
         let (word, bit) = (pos / 64, 1u64 << (pos % 64));
         // Overwrite the call at `pos` (the oldest once the window is full). Until then the bits
         // there are clear, so subtracting the old bits is right in both cases, without a branch.
+        let (mut failures, mut slows) = (failures, slows);
         if let (Some(f), Some(s)) = (self.failed.get_mut(word), self.slow.get_mut(word)) {
             let (old_f, old_s) = (*f & bit != 0, *s & bit != 0);
             *f = (*f & !bit) | (u64::from(failure).wrapping_neg() & bit);
             *s = (*s & !bit) | (u64::from(slow).wrapping_neg() & bit);
-            self.failures = self.failures - u16::from(old_f) + u16::from(failure);
-            self.slows = self.slows - u16::from(old_s) + u16::from(slow);
+            failures = failures - u16::from(old_f) + u16::from(failure);
+            slows = slows - u16::from(old_s) + u16::from(slow);
         }
-        self.head = if self.head + 1 == self.size {
-            0
-        } else {
-            self.head + 1
-        };
-        self.counts(Instant::ZERO)
+        self.failures = failures;
+        self.slows = slows;
+        self.head = if head + 1 == size { 0 } else { head + 1 };
+        Counts {
+            calls: u64::from(len),
+            failures: u64::from(failures),
+            slow: u64::from(slows),
+        }
     }
 
     #[inline]

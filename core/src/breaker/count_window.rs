@@ -107,20 +107,20 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
     fn record(&mut self, _: Instant, failure: bool, slow: bool) -> Counts {
         // Every field is read once into a local and written once: a field re-read after a
         // narrower store to its neighbour would be a wide load that store forwarding cannot serve.
-        let (size, head, failures, slows) = (self.size, self.head, self.failures, self.slows);
-        let len = self.len + u16::from(self.len < size);
+        let len = self.len + u16::from(self.len < self.size);
         self.len = len;
         // A healthy downstream's common case: a good call into a window with no bit set. Every
         // bit is clear, so which clear bit the call replaces does not matter: the position need
         // not move. A bit set later is still evicted exactly `size` calls after it was written,
         // because from then on every call moves the position.
-        if !(failure | slow) && failures == 0 && slows == 0 {
+        if !(failure | slow) && self.failures == 0 && self.slows == 0 {
             return Counts {
                 calls: u64::from(len),
                 failures: 0,
                 slow: 0,
             };
         }
+        let (size, head, failures, slows) = (self.size, self.head, self.failures, self.slows);
         let pos = usize::from(head);
         let (word, bit) = (pos / 64, 1u64 << (pos % 64));
         // Overwrite the call at `pos` (the oldest once the window is full). Until then the bits

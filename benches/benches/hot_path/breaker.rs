@@ -154,36 +154,31 @@ fn closed<const EVERY: u32>(g: &mut BenchmarkGroup<'_, WallTime>) {
         ours!("shared_rate100", &b);
     }
 
-    let fs = failsafe_consecutive(3, StdDuration::from_secs(30));
-    let mut p = Pattern::<EVERY>::default();
-    g.bench_function("failsafe_consecutive", |bench| {
-        bench.iter_custom(|iters| {
-            timed(iters, &mut p, |p| {
-                if black_box(&fs).is_call_permitted() {
-                    if p.next_fails() {
-                        fs.on_error();
-                    } else {
-                        fs.on_success();
-                    }
-                }
-            })
-        })
-    });
-    let fs = failsafe::Config::new().build();
-    let mut p = Pattern::<EVERY>::default();
-    g.bench_function("failsafe_default", |bench| {
-        bench.iter_custom(|iters| {
-            timed(iters, &mut p, |p| {
-                if black_box(&fs).is_call_permitted() {
-                    if p.next_fails() {
-                        fs.on_error();
-                    } else {
-                        fs.on_success();
-                    }
-                }
-            })
-        })
-    });
+    // failsafe's two policies are different types with the same inherent methods.
+    macro_rules! failsafe {
+        ($name:literal, $fs:expr) => {{
+            let fs = $fs;
+            let mut p = Pattern::<EVERY>::default();
+            g.bench_function($name, |bench| {
+                bench.iter_custom(|iters| {
+                    timed(iters, &mut p, |p| {
+                        if black_box(&fs).is_call_permitted() {
+                            if p.next_fails() {
+                                fs.on_error();
+                            } else {
+                                fs.on_success();
+                            }
+                        }
+                    })
+                })
+            });
+        }};
+    }
+    failsafe!(
+        "failsafe_consecutive",
+        failsafe_consecutive(3, StdDuration::from_secs(30))
+    );
+    failsafe!("failsafe_default", failsafe::Config::new().build());
     let r = Recloser::custom().build();
     let mut p = Pattern::<EVERY>::default();
     g.bench_function("recloser_default", |bench| {

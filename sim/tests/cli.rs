@@ -466,3 +466,16 @@ fn sim_run_prints_the_table_and_conclusion_in_colour_only_when_asked() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bench_in_flight_refuses_horizons_outside_one_to_sixty_seconds() {
+    for bad in ["0", "61", "abc"] {
+        let out = sim(&["bench", "--in-flight", bad], None);
+        assert_eq!(out.status.code(), Some(2), "--in-flight {bad}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("invalid value") && err.contains("--in-flight"),
+            "--in-flight {bad}: {err}"
+        );
+    }
+}

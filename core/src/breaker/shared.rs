@@ -552,6 +552,20 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         self.acquire_slow(c, now)
     }
 
+    /// A permit if the breaker is closed and not in a slow-start ramp, judged without the time
+    /// (such a breaker admits every call, whenever it comes); `None` otherwise, having changed
+    /// nothing. For callers that read the clock only when they must: on `None`, read it and ask
+    /// [`try_acquire`](Self::try_acquire). The permit is stamped with the latest time the breaker
+    /// has seen.
+    #[inline(always)]
+    pub fn try_acquire_closed(&self) -> Option<Permit> {
+        let c = self.load();
+        (c.code() == CLOSED && !c.flag()).then(|| {
+            let seen = Instant::from_nanos(self.hot.latest.load(Relaxed));
+            Self::permit(c.generation(), NOT_A_PROBE, seen)
+        })
+    }
+
     #[inline(never)]
     fn acquire_slow(&self, mut c: Ctl, now: Instant) -> Result<Permit, Rejection> {
         // Whether this call made a transition already: it makes at most one.
@@ -848,7 +862,14 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         // A closed breaker's results stay inline (they are most results); the rest is out of line.
         // Both ask the same rules.
         if c.code() == CLOSED {
-            self.record_result(c, &permit, outcome, now);
+            let slow = self.policy().is_slow(permit.started, now);
+            // A healthy downstream's call: recorded, and nothing else can change.
+            if BreakerPolicy::is_quiet(c.count(), outcome, slow)
+                && self.hot.window.record_good_if_clear(now)
+            {
+                return;
+            }
+            self.record_result(c, outcome, slow, now);
         } else {
             self.record_slow(c, &permit, outcome, now);
         }
@@ -860,14 +881,15 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             // Its lease expired and already counted as a failed probe.
             return;
         }
-        self.record_result(c, permit, outcome, now);
+        let slow = self.policy().is_slow(permit.started, now);
+        self.record_result(c, outcome, slow, now);
     }
 
+    /// A result: recorded in the window if it counts there, then decided by the rules.
     #[inline(always)]
-    fn record_result(&self, c: Ctl, permit: &Permit, outcome: Outcome, now: Instant) {
+    fn record_result(&self, c: Ctl, outcome: Outcome, slow: bool, now: Instant) {
         let state = c.state();
         let policy = self.policy();
-        let slow = policy.is_slow(permit.started, now);
         let window = if counts_in_window(state, outcome) {
             let window = &self.hot.window;
             let calls = window.record(now, outcome == Outcome::Failure, slow);
@@ -1026,6 +1048,48 @@ mod tests {
             let lease = lease_of(slot, seq) - FIRST_LEASE;
             assert_eq!(((lease & 63) as usize, u64::from(lease >> 6)), (slot, seq));
         }
+    }
+
+    #[test]
+    fn a_permit_without_the_time_only_while_plainly_closed() {
+        let p = BreakerPolicy::new(BreakerConfig {
+            consecutive_failures: Some(1),
+            slow_start: Some(crate::breaker::SlowStartConfig {
+                ramp: Duration::from_secs(10),
+                initial: 0.5,
+            }),
+            ..BreakerConfig::layered_exercise()
+        })
+        .unwrap();
+        let b = SharedBreaker::<_, NoWindow>::with_storage(&p).unwrap();
+        let t = Instant::from_secs;
+        // Closed: the same permit `try_acquire` gives at the latest time seen.
+        let first = b.try_acquire(t(5)).unwrap();
+        let quick = b.try_acquire_closed().unwrap();
+        assert_eq!(quick, first);
+        b.record(quick, Outcome::Success, t(5));
+        // Open, half-open, ramping, forced open, disabled: `None`, and nothing moves.
+        let tripped = b.try_acquire(t(6)).unwrap();
+        b.record(tripped, Outcome::Failure, t(6));
+        let unmoved = |b: &SharedBreaker<_, NoWindow>| {
+            let (g, s) = (b.generation(), b.snapshot(t(6)));
+            assert_eq!(b.try_acquire_closed(), None);
+            assert_eq!((b.generation(), b.snapshot(t(6))), (g, s));
+        };
+        assert_eq!(b.state(t(6)), State::Open);
+        unmoved(&b);
+        let probe = b.try_acquire(t(3_600)).unwrap();
+        assert!(probe.is_probe());
+        unmoved(&b);
+        b.record(probe, Outcome::Success, t(3_600));
+        assert_eq!(b.state(t(3_600)), State::Closed);
+        unmoved(&b);
+        b.force_open(t(3_600));
+        unmoved(&b);
+        b.disable(t(3_600));
+        unmoved(&b);
+        b.reset(t(3_600));
+        assert!(b.try_acquire_closed().is_some());
     }
 
     #[test]

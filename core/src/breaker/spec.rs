@@ -374,6 +374,16 @@ impl BreakerPolicy {
         c.calls >= self.decide_from && self.rates_trip(c)
     }
 
+    /// Whether a closed breaker's result is *quiet*: with `consecutive` failures in a row before
+    /// it, a success that was not slow. Recorded into a window that then holds no failed and no
+    /// slow call, a quiet result changes nothing: `closed_result` keeps the streak at zero, and
+    /// the rate rules, whose rates are positive when on, cannot fire on zero bad calls. Breakers
+    /// use it to skip counting and the rules on a healthy downstream's calls.
+    #[inline(always)]
+    pub(crate) fn is_quiet(consecutive: u32, outcome: Outcome, slow: bool) -> bool {
+        consecutive == 0 && outcome == Outcome::Success && !slow
+    }
+
     /// Whether `consecutive` failures in a row trip the breaker.
     #[inline(always)]
     pub(crate) fn consecutive_trips(&self, consecutive: u32) -> bool {
@@ -601,3 +611,71 @@ impl core::fmt::Display for Rejection {
 }
 
 impl core::error::Error for Rejection {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breaker::{BreakerConfig, SlowCallRule};
+
+    /// A quiet result into a window with no bad call changes nothing, whatever the rules: the
+    /// shortcut the breakers take is the spec's own answer, not a second rule.
+    #[test]
+    fn a_quiet_result_into_a_clear_window_changes_nothing() {
+        let slow = Some(SlowCallRule {
+            threshold: Duration::from_millis(1),
+            rate: 0.01,
+        });
+        let mut configs = 0;
+        for consecutive in [None, Some(1), Some(3)] {
+            for failure_rate in [None, Some(0.000_001), Some(0.5), Some(1.0)] {
+                for slow_calls in [None, slow] {
+                    for minimum_calls in [0, 1, 20] {
+                        let config = BreakerConfig {
+                            consecutive_failures: consecutive,
+                            failure_rate,
+                            slow_calls,
+                            minimum_calls,
+                            ..BreakerConfig::new()
+                        };
+                        let Ok(p) = BreakerPolicy::new(config) else {
+                            continue;
+                        };
+                        configs += 1;
+                        for ramping in [false, true] {
+                            for calls in 0..=300 {
+                                let view = View {
+                                    state: State::Closed,
+                                    now: Instant::from_secs(1),
+                                    until: Instant::ZERO,
+                                    ramping,
+                                    ramp_elapsed: Duration::ZERO,
+                                    credit: 0,
+                                    consecutive: 0,
+                                    round: Round::default(),
+                                    in_flight: 0,
+                                };
+                                let event = Event::Result {
+                                    outcome: Outcome::Success,
+                                    slow: false,
+                                    window: Counts {
+                                        calls,
+                                        failures: 0,
+                                        slow: 0,
+                                    },
+                                };
+                                assert!(BreakerPolicy::is_quiet(0, Outcome::Success, false));
+                                assert_eq!(step(&p, view, event), Decision::Consecutive(0));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(configs > 40, "only {configs} configs built");
+        // And nothing else is quiet.
+        assert!(!BreakerPolicy::is_quiet(1, Outcome::Success, false));
+        assert!(!BreakerPolicy::is_quiet(0, Outcome::Success, true));
+        assert!(!BreakerPolicy::is_quiet(0, Outcome::Failure, false));
+        assert!(!BreakerPolicy::is_quiet(0, Outcome::Ignored, false));
+    }
+}

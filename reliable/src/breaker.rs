@@ -100,20 +100,12 @@ impl Owned {
         }
     }
 
-    /// A permit if the breaker is plainly closed, judged without reading the clock (at the
-    /// latest time the breaker has seen, which a closed breaker does not need). Otherwise `None`,
-    /// after handing back a probe permit judged at that stale time: the caller decides again on
-    /// the real time.
+    /// A permit if the breaker is plainly closed (not ramping up after a close), judged without
+    /// reading the clock: such a breaker admits every call. `None` changes nothing; the caller
+    /// decides again on the real time.
     #[inline(always)]
     pub fn try_closed(&self) -> Option<Permit> {
-        match each!(self, b => b.try_acquire(Instant::ZERO)) {
-            Ok(p) if !p.is_probe() => Some(p),
-            Ok(p) => {
-                self.record(p, Outcome::Ignored, Instant::ZERO);
-                None
-            }
-            Err(_) => None,
-        }
+        each!(self, b => b.try_acquire_closed())
     }
 
     #[inline(always)]

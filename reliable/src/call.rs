@@ -62,8 +62,9 @@ impl Reliable {
         // for a timeout. The guard hands the permit back if this future is dropped during the
         // attempt. The rest of the call is boxed, so the future of a call that succeeds at once
         // stays small.
-        let failed = match FirstAttempt::start(&self.inner) {
-            Some(mut first) => {
+        let mut first = FirstAttempt::start(&self.inner);
+        let failed = match &mut first {
+            Some(first) => {
                 let result = match first.limit() {
                     None => Some(f().await),
                     Some(limit) => within(limit, f(), &*self.inner.sleep).await,

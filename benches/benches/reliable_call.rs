@@ -10,7 +10,8 @@
 //!   backoff. Without a timeout, deadline, budget or observer, a success through a closed breaker
 //!   does not read the clock at all; `_timeout` adds the default builder's 8 s per-attempt
 //!   timeout, which reads it twice per blocking call (for the attempt's deadline, then to check
-//!   it).
+//!   it) and once per async call (for the deadline: an async attempt that answers at once needs
+//!   no timer, so the tokio sleep is never made here).
 //! - `_consecutive`: a breaker that opens after 3 failures in a row, like failsafe's
 //!   `consecutive_failures(3)`. The fair comparison is the matched one: ours by default (a failure
 //!   rate over a window) against `failsafe_call_default` (a success rate over a time window, or 5
@@ -99,6 +100,7 @@ fn successful_call(c: &mut Criterion) {
     for (name, rel) in [
         ("reliable_async", ours(false, false)),
         ("reliable_async_consecutive", ours(false, true)),
+        ("reliable_async_timeout", ours(true, false)),
     ] {
         g.bench_function(name, |b| {
             b.iter(|| black_box(poll_once(rel.call(|| async { ok() }))))

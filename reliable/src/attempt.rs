@@ -250,12 +250,6 @@ impl<'r> FirstAttempt<'r> {
         (self.deadline != Instant::MAX).then_some(self.deadline)
     }
 
-    /// How long the attempt may take (`None`: no limit).
-    #[inline]
-    pub fn limit(&self) -> Option<Duration> {
-        self.deadline().map(|d| (d - self.started).into())
-    }
-
     /// The attempt succeeded: the call is over. Nothing on the fast path reads the time of a
     /// success (see `Inner::success_needs_time`): it is recorded at the attempt's start.
     #[inline]

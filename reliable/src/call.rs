@@ -10,12 +10,13 @@
 use crate::attempt::{Failure, FirstAttempt, Run};
 use crate::classify::Classify;
 use crate::error::Error;
+use crate::reliable::Inner;
 use crate::reliable::Reliable;
-use crate::sleep::Sleep;
+use crate::sleep::SleepFuture;
+use reliable_core::Instant;
 use reliable_core::outcome::ErrorClass;
 use std::future::Future;
 use std::task::Poll;
-use std::time::Duration;
 
 impl Reliable {
     /// Calls `f` (an async closure: `|| async { … }`) until an attempt succeeds or the policy
@@ -65,9 +66,9 @@ impl Reliable {
         let mut first = FirstAttempt::start(&self.inner);
         let failed = match &mut first {
             Some(first) => {
-                let result = match first.limit() {
+                let result = match first.deadline() {
                     None => Some(f().await),
-                    Some(limit) => within(limit, f(), &*self.inner.sleep).await,
+                    Some(deadline) => within(deadline, f(), &self.inner).await,
                 };
                 let failure = match result {
                     Some(Ok(value)) => {
@@ -107,10 +108,10 @@ impl Reliable {
             let (class, error) = match failure.take() {
                 Some(failed) => failed,
                 None => {
-                    let limit = run.admit().map_err(|r| r.into_error(last.take()))?;
-                    let result = match limit {
+                    let (_, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
+                    let result = match deadline {
                         None => Some(f().await),
-                        Some(limit) => within(limit, f(), &*inner.sleep).await,
+                        Some(deadline) => within(deadline, f(), inner).await,
                     };
                     match result {
                         Some(Ok(value)) => {
@@ -130,15 +131,23 @@ impl Reliable {
     }
 }
 
-/// Runs `fut` for at most `limit`: its output, or `None` once the timer fires, in which case
-/// `fut` is dropped (cancelled) before this returns.
-async fn within<F: Future>(limit: Duration, fut: F, sleep: &dyn Sleep) -> Option<F::Output> {
+/// Runs `fut` until `deadline` on the instance's clock: its output, or `None` once the timer
+/// fires, in which case `fut` is dropped (cancelled) before this returns.
+///
+/// The timer is made when `fut` first has to wait, for the time left then: an answer ready at
+/// once (a cache hit, a buffered reply) costs no timer, and a slow first poll still counts
+/// against the deadline.
+async fn within<F: Future>(deadline: Instant, fut: F, inner: &Inner) -> Option<F::Output> {
     let mut fut = std::pin::pin!(fut);
-    let mut timer = sleep.sleep(limit);
+    let mut timer: Option<SleepFuture> = None;
     std::future::poll_fn(|cx| {
         if let Poll::Ready(v) = fut.as_mut().poll(cx) {
             return Poll::Ready(Some(v));
         }
+        let timer = timer.get_or_insert_with(|| {
+            let left = deadline.saturating_duration_since(inner.clock.now());
+            inner.sleep.sleep(left.into())
+        });
         timer.as_mut().poll(cx).map(|()| None)
     })
     .await

@@ -1,8 +1,9 @@
 //! How many times a successful call reads the clock (each reading of the system clock costs about
 //! 20 ns here, more than the rest of the call): none without a timeout, deadline, budget,
 //! throttle, observer or timed breaker rule; with a timeout, one for the attempt's deadline (and,
-//! on the blocking path, one more to check the answer came in time); a reading for the success
-//! itself only when something reads it.
+//! on the blocking path, one more to check the answer came in time; on the async path, one more
+//! to set the timer if the attempt has to wait); a reading for the success itself only when
+//! something reads it.
 
 use reliable::clock::{Clock, ManualClock};
 use reliable::observer::Observer;

@@ -91,6 +91,27 @@ fn asynchronous(rel: Reliable) -> Box<dyn FnMut(u64) -> u64> {
     })
 }
 
+/// `n` blocking calls through `rel` on each of two threads at once (one instance, shared), for
+/// what calls on different cores cost each other.
+fn blocking_two_threads(rel: Reliable) -> Box<dyn FnMut(u64) -> u64> {
+    Box::new(move |n| {
+        // A closure of its own, not `ok`: a second caller of the same instance of `call_blocking`
+        // would change how the single-thread kinds are inlined.
+        let each = |rel: &Reliable| {
+            (0..n)
+                .map(|_| {
+                    rel.call_blocking(|| Ok::<u64, std::io::Error>(black_box(1)))
+                        .unwrap_or(0)
+                })
+                .sum()
+        };
+        std::thread::scope(|s| {
+            let other = s.spawn(|| each(&rel));
+            each(&rel) + other.join().unwrap_or(0)
+        })
+    })
+}
+
 /// `n` calls through failsafe's breaker.
 fn failsafe_calls(fs: impl failsafe::CircuitBreaker + 'static) -> Box<dyn FnMut(u64) -> u64> {
     Box::new(move |n| (0..n).map(|_| fs.call(ok).unwrap_or(0)).sum())
@@ -125,6 +146,10 @@ fn kinds() -> Vec<Kind> {
         ("reliable_blocking", blocking(ours(false, false))),
         ("reliable_blocking_consecutive", blocking(ours(true, false))),
         ("reliable_blocking_timeout", blocking(ours(false, true))),
+        (
+            "reliable_blocking_two_threads",
+            blocking_two_threads(ours(false, false)),
+        ),
         ("reliable_async", asynchronous(ours(false, false))),
         (
             "reliable_async_consecutive",

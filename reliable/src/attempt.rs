@@ -33,7 +33,8 @@
 
 use crate::error::{Error, Rejection};
 use crate::observer::{CallEnd, Refusal};
-use crate::reliable::{Inner, Reliable, Scope, Stats};
+use crate::reliable::{Inner, Reliable, Scope};
+use crate::stats::Total;
 use reliable_core::Instant;
 use reliable_core::breaker::{Outcome, Permit, RejectReason};
 use reliable_core::budget::Unlimited;
@@ -259,7 +260,7 @@ impl<'r> FirstAttempt<'r> {
             b.record(p, Outcome::Success, self.started);
         }
         self.over = true;
-        Stats::bump(&inner.stats.succeeded);
+        inner.stats.bump(Total::Succeeded);
     }
 
     /// The attempt failed (`fresh`: a reading of the clock taken since it ended, if any): the
@@ -292,13 +293,13 @@ impl Drop for FirstAttempt<'_> {
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
             b.record(p, Outcome::Ignored, self.started);
         }
-        Stats::bump(&inner.stats.cancelled);
+        inner.stats.bump(Total::Cancelled);
     }
 }
 
 /// Counts and reports a refusal; returns it.
 fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, span: Span) -> Refusal {
-    Stats::bump(&inner.stats.refused);
+    inner.stats.bump(Total::Refused);
     for o in inner.observers.iter() {
         o.on_reject(&inner.name, refusal);
     }
@@ -436,7 +437,7 @@ impl Run<'_> {
             lock(t).record(at, true);
         }
         self.finished = true;
-        Stats::bump(&inner.stats.succeeded);
+        inner.stats.bump(Total::Succeeded);
         end(inner, "success", self.attempts, (self.started, at));
     }
 
@@ -474,7 +475,7 @@ impl Run<'_> {
         match decision {
             RetryDecision::RetryAt(at) => {
                 let after: Duration = (at - now).into();
-                Stats::bump(&inner.stats.retries);
+                inner.stats.bump(Total::Retries);
                 for o in inner.observers.iter() {
                     o.on_retry(&inner.name, self.attempts, class, after);
                 }
@@ -491,9 +492,9 @@ impl Run<'_> {
                     r => (Stop::GaveUp(r), "gave-up"),
                 };
                 if name == "rejected" {
-                    Stats::bump(&inner.stats.refused);
+                    inner.stats.bump(Total::Refused);
                 } else {
-                    Stats::bump(&inner.stats.failed);
+                    inner.stats.bump(Total::Failed);
                 }
                 let name = if class == ErrorClass::Timeout {
                     "timeout"
@@ -539,7 +540,7 @@ impl Drop for Run<'_> {
         }
         let now = self.inner.clock.now();
         self.finish(now);
-        Stats::bump(&self.inner.stats.cancelled);
+        self.inner.stats.bump(Total::Cancelled);
         end(self.inner, "cancelled", self.attempts, (self.started, now));
     }
 }

@@ -98,6 +98,7 @@ pub mod registry;
 mod reliable;
 mod rng;
 pub mod sleep;
+mod stats;
 #[cfg(feature = "tower")]
 pub mod tower;
 

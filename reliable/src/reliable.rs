@@ -6,11 +6,11 @@ use crate::clock::Clock;
 use crate::observer::Observer;
 use crate::rng::Rng;
 use crate::sleep::Sleep;
+use crate::stats::{Stats, Total};
 use reliable_core::breaker::{Counts, State};
 use reliable_core::budget::AnyBudget;
 use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::AdaptiveThrottle;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,22 +21,6 @@ pub(crate) enum Scope {
     PerAttempt,
     /// `breaker(retry(call))`: the breaker sees one outcome per call.
     PerCall,
-}
-
-/// Totals since the instance was built.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    pub succeeded: AtomicU64,
-    pub failed: AtomicU64,
-    pub refused: AtomicU64,
-    pub cancelled: AtomicU64,
-    pub retries: AtomicU64,
-}
-
-impl Stats {
-    pub fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 #[derive(Debug)]
@@ -174,7 +158,6 @@ impl Reliable {
     pub fn snapshot(&self) -> Snapshot {
         let i = &self.inner;
         let now = i.clock.now();
-        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let breaker = i.breaker.as_ref().map(|b| b.snapshot(now));
         Snapshot {
             name: i.name.to_string(),
@@ -183,11 +166,11 @@ impl Reliable {
             retry_after: i.breaker.as_ref().and_then(|b| b.retry_after(now)),
             window: breaker.map(|b| b.counts).unwrap_or_default(),
             consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
-            succeeded: load(&i.stats.succeeded),
-            failed: load(&i.stats.failed),
-            refused: load(&i.stats.refused),
-            cancelled: load(&i.stats.cancelled),
-            retries: load(&i.stats.retries),
+            succeeded: i.stats.total(Total::Succeeded),
+            failed: i.stats.total(Total::Failed),
+            refused: i.stats.total(Total::Refused),
+            cancelled: i.stats.total(Total::Cancelled),
+            retries: i.stats.total(Total::Retries),
         }
     }
 }

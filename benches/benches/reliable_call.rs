@@ -19,6 +19,8 @@
 //! - Async figures poll the call's future once with a no-op waker, no runtime: the inner future is
 //!   ready at once, so this is the wrapping alone. backon's async retry is polled the same way.
 //! - failsafe has no retries and backon no breaker; ours do both.
+//! - `reliable_call_success_two_threads`: the same calls on two threads at once, one instance
+//!   shared by both (ours lock-free, failsafe's behind its mutex): time per call on each thread.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use reliable::Reliable;
@@ -119,5 +121,54 @@ fn successful_call(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, successful_call);
+/// `iters` calls of `call` on each of two threads at once: the time per call when two cores
+/// call one shared instance.
+fn two_threads(iters: u64, call: &(dyn Fn() + Sync)) -> Duration {
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| (0..iters).for_each(|_| call()));
+        (0..iters).for_each(|_| call());
+    });
+    start.elapsed()
+}
+
+fn successful_call_two_threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("reliable_call_success_two_threads");
+    for (name, rel) in [
+        ("reliable_blocking", ours(false, false)),
+        ("reliable_blocking_consecutive", ours(false, true)),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                two_threads(iters, &|| {
+                    black_box(rel.call_blocking(ok)).ok();
+                })
+            })
+        });
+    }
+    let fs = failsafe::Config::new().build();
+    g.bench_function("failsafe_call_default", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(failsafe::CircuitBreaker::call(&fs, ok)).ok();
+            })
+        })
+    });
+    let fs = failsafe::Config::new()
+        .failure_policy(failsafe::failure_policy::consecutive_failures(
+            3,
+            failsafe::backoff::constant(Duration::from_secs(30)),
+        ))
+        .build();
+    g.bench_function("failsafe_call_consecutive", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(failsafe::CircuitBreaker::call(&fs, ok)).ok();
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, successful_call, successful_call_two_threads);
 criterion_main!(benches);

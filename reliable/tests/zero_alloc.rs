@@ -1,6 +1,7 @@
 //! The blocking path allocates nothing per call: a success through a closed breaker, a retried
-//! failure, with a budget and a timeout, on the system clock. The counter is the core's
-//! per-thread counting allocator; the last test is its negative control.
+//! failure, with a budget and a timeout, on the system clock. Nor does an async call whose answer
+//! is ready at once, timeout or not (its timer is made only if the attempt has to wait). The
+//! counter is the core's per-thread counting allocator; the last test is its negative control.
 
 #[path = "../../core/tests/support/counting_alloc.rs"]
 mod counting_alloc;
@@ -65,6 +66,36 @@ fn with_a_timeout_a_budget_and_retries_it_still_allocates_nothing() {
     };
     assert_eq!(allocations(&rel, flaky), 0);
     assert!(rel.snapshot().retries >= 400, "{:?}", rel.snapshot());
+}
+
+#[test]
+fn an_async_call_answered_at_once_allocates_nothing() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    fn poll_once<F: Future>(f: F) -> Option<F::Output> {
+        let mut f = std::pin::pin!(f);
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(v) => Some(v),
+            Poll::Pending => None,
+        }
+    }
+    for timeout in [None, Some(Duration::from_secs(8))] {
+        let mut b = Reliable::builder("x")
+            .clock(SystemClock::new())
+            .no_timeout();
+        if let Some(t) = timeout {
+            b = b.timeout(t);
+        }
+        let rel = b.build().unwrap();
+        let call = || poll_once(rel.call(|| async { ok() })).map(Result::unwrap);
+        assert_eq!(call(), Some(7));
+        let ((), n) = counted(|| {
+            for _ in 0..1_000 {
+                assert_eq!(call(), Some(7));
+            }
+        });
+        assert_eq!(n, 0, "timeout {timeout:?}");
+    }
 }
 
 #[test]

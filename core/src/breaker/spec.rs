@@ -380,6 +380,7 @@ impl BreakerPolicy {
     /// the rate rules, whose rates are positive when on, cannot fire on zero bad calls. Breakers
     /// use it to skip counting and the rules on a healthy downstream's calls.
     #[inline(always)]
+    #[cfg(target_has_atomic = "64")]
     pub(crate) fn is_quiet(consecutive: u32, outcome: Outcome, slow: bool) -> bool {
         consecutive == 0 && outcome == Outcome::Success && !slow
     }
@@ -612,7 +613,7 @@ impl core::fmt::Display for Rejection {
 
 impl core::error::Error for Rejection {}
 
-#[cfg(test)]
+#[cfg(all(test, target_has_atomic = "64"))]
 mod tests {
     use super::*;
     use crate::breaker::{BreakerConfig, SlowCallRule};

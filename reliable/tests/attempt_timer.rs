@@ -75,30 +75,20 @@ fn an_answer_ready_at_once_needs_no_timer() {
 
 #[test]
 fn a_waiting_attempt_gets_the_time_left_after_its_first_poll() {
-    let (clock, timers) = (ManualClock::new(), Timers::default());
-    let rel = rel(&clock, &timers);
-    let mut call = std::pin::pin!(rel.call(|| SlowFirstPoll {
-        clock: clock.clone(),
-        first_poll: Duration::from_secs(3),
-        polled: false,
-    }));
-    assert!(poll(call.as_mut()).is_pending());
-    // 10 s per attempt, 3 s of them spent in the first poll.
-    assert_eq!(timers.asked(), [Duration::from_secs(7)]);
-    assert!(matches!(poll(call.as_mut()), Poll::Ready(Ok(7))));
-    // One timer for the attempt, not one per poll.
-    assert_eq!(timers.asked().len(), 1);
-}
-
-#[test]
-fn a_first_poll_past_the_deadline_leaves_no_time() {
-    let (clock, timers) = (ManualClock::new(), Timers::default());
-    let rel = rel(&clock, &timers);
-    let mut call = std::pin::pin!(rel.call(|| SlowFirstPoll {
-        clock: clock.clone(),
-        first_poll: Duration::from_secs(12),
-        polled: false,
-    }));
-    assert!(poll(call.as_mut()).is_pending());
-    assert_eq!(timers.asked(), [Duration::ZERO]);
+    // 10 s per attempt: 3 s spent in the first poll leave 7; 12 s leave none.
+    for (first_poll, left) in [(3, 7), (12, 0)] {
+        let (clock, timers) = (ManualClock::new(), Timers::default());
+        let rel = rel(&clock, &timers);
+        let mut call = std::pin::pin!(rel.call(|| SlowFirstPoll {
+            clock: clock.clone(),
+            first_poll: Duration::from_secs(first_poll),
+            polled: false,
+        }));
+        assert!(poll(call.as_mut()).is_pending());
+        assert_eq!(timers.asked(), [Duration::from_secs(left)]);
+        // The answer is polled before the timer, as with `tokio::time::timeout`.
+        assert!(matches!(poll(call.as_mut()), Poll::Ready(Ok(7))));
+        // One timer for the attempt, not one per poll.
+        assert_eq!(timers.asked().len(), 1);
+    }
 }

@@ -105,34 +105,38 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
 
     #[inline]
     fn record(&mut self, _: Instant, failure: bool, slow: bool) -> Counts {
-        // Every field is read once into a local and written once: a field re-read after a
-        // narrower store to its neighbour would be a wide load that store forwarding cannot serve.
-        let len = self.len + u16::from(self.len < self.size);
-        self.len = len;
+        // Every field is read once into a local and written at most once: a field re-read after
+        // a narrower store to its neighbour would be a wide load that store forwarding cannot
+        // serve.
+        let (size, mut len, head, failures, slows) =
+            (self.size, self.len, self.head, self.failures, self.slows);
+        // Once the window is full (most calls), its length is not written again.
+        if len < size {
+            len += 1;
+            self.len = len;
+        }
         // A healthy downstream's common case: a good call into a window with no bit set. Every
         // bit is clear, so which clear bit the call replaces does not matter: the position need
         // not move. A bit set later is still evicted exactly `size` calls after it was written,
         // because from then on every call moves the position.
-        if !(failure | slow) && self.failures == 0 && self.slows == 0 {
+        if (u16::from(failure | slow) | failures | slows) == 0 {
             return Counts {
                 calls: u64::from(len),
                 failures: 0,
                 slow: 0,
             };
         }
-        let (size, head, failures, slows) = (self.size, self.head, self.failures, self.slows);
         let pos = usize::from(head);
-        let (word, bit) = (pos / 64, 1u64 << (pos % 64));
-        // Overwrite the call at `pos` (the oldest once the window is full). Until then the bits
-        // there are clear, so subtracting the old bits is right in both cases, without a branch.
-        let (mut failures, mut slows) = (failures, slows);
-        if let (Some(f), Some(s)) = (self.failed.get_mut(word), self.slow.get_mut(word)) {
-            let (old_f, old_s) = (*f & bit != 0, *s & bit != 0);
-            *f = (*f & !bit) | (u64::from(failure).wrapping_neg() & bit);
-            *s = (*s & !bit) | (u64::from(slow).wrapping_neg() & bit);
-            failures = failures - u16::from(old_f) + u16::from(failure);
-            slows = slows - u16::from(old_s) + u16::from(slow);
-        }
+        // Overwrite the call at `pos` (the oldest once the window is full; until then its bits
+        // are clear, so subtracting the old bit is right in both cases).
+        let failures = overwrite(&mut self.failed, pos, failure, failures);
+        // A ring with no bit set, given a clear bit, stays as it is. A policy without a slow-call
+        // rule never reports a slow call, so its slow ring is never read or written.
+        let slows = if (u16::from(slow) | slows) != 0 {
+            overwrite(&mut self.slow, pos, slow, slows)
+        } else {
+            0
+        };
         self.failures = failures;
         self.slows = slows;
         self.head = if head + 1 == size { 0 } else { head + 1 };
@@ -162,27 +166,58 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
     }
 }
 
+/// Puts `bit` at position `pos` of `ring`; returns `count` (the ring's set bits) adjusted for the
+/// bit it replaced. The word is written only when the bit changes: in a steady stream of
+/// outcomes the call evicted has most often the same outcome as the call recorded.
+#[inline(always)]
+fn overwrite<const WORDS: usize>(
+    ring: &mut [u64; WORDS],
+    pos: usize,
+    bit: bool,
+    count: u16,
+) -> u16 {
+    let Some(word) = ring.get_mut(pos / 64) else {
+        return count;
+    };
+    let old = *word >> (pos % 64) & 1 != 0;
+    if old == bit {
+        return count;
+    }
+    *word ^= 1 << (pos % 64);
+    if bit { count + 1 } else { count - 1 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// How the outcomes of a test run are drawn.
+    #[derive(Clone, Copy, Debug)]
+    enum Mix {
+        /// Half failed, a quarter slow.
+        Dense,
+        /// Runs of good calls empty the window now and then (the position stands still while it
+        /// is empty).
+        Sparse,
+        /// A fifth failed, none slow: a policy without a slow-call rule.
+        NeverSlow,
+    }
+
     #[test]
     fn matches_a_plain_deque_on_every_size() {
-        // Dense outcomes, and sparse ones, whose runs of good calls empty the window now and then
-        // (the position stands still while it is empty).
-        for (size, sparse) in [1u32, 2, 5, 63, 64, 65, 100, 128]
+        for (size, mix) in [1u32, 2, 5, 63, 64, 65, 100, 128]
             .into_iter()
-            .flat_map(|size| [(size, false), (size, true)])
+            .flat_map(|size| [Mix::Dense, Mix::Sparse, Mix::NeverSlow].map(|mix| (size, mix)))
         {
             let mut w = CountWindow::<128, 2>::new(WindowSpec::Count { calls: size }).unwrap();
             let mut model = std::collections::VecDeque::new();
             let mut x = 12345u64;
             for _ in 0..2_000 {
                 x = crate::sample::splitmix64(x);
-                let (f, s) = if sparse {
-                    (x.is_multiple_of(97), x % 89 == 1)
-                } else {
-                    (x & 1 == 1, x & 6 == 6)
+                let (f, s) = match mix {
+                    Mix::Dense => (x & 1 == 1, x & 6 == 6),
+                    Mix::Sparse => (x.is_multiple_of(97), x % 89 == 1),
+                    Mix::NeverSlow => (x.is_multiple_of(5), false),
                 };
                 model.push_back((f, s));
                 if model.len() > size as usize {
@@ -194,7 +229,12 @@ mod tests {
                     failures: model.iter().filter(|c| c.0).count() as u64,
                     slow: model.iter().filter(|c| c.1).count() as u64,
                 };
-                assert_eq!(got, want, "size {size}, sparse {sparse}");
+                assert_eq!(got, want, "size {size}, {mix:?}");
+                // Each ring holds exactly the window's bits: nothing stale is left set.
+                let ones =
+                    |ring: &[u64; 2]| u64::from(ring.iter().map(|w| w.count_ones()).sum::<u32>());
+                assert_eq!(ones(&w.failed), want.failures, "size {size}, {mix:?}");
+                assert_eq!(ones(&w.slow), want.slow, "size {size}, {mix:?}");
             }
             w.clear();
             assert_eq!(w.counts(Instant::ZERO), Counts::default());

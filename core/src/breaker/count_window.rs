@@ -44,9 +44,13 @@ pub struct CountWindow<const CALLS: usize, const WORDS: usize = 1> {
     len: u16,
     /// Next position to write; once full, also the oldest call.
     head: u16,
-    failures: u16,
-    slows: u16,
+    /// Failed calls in the low 16 bits, slow calls in the high 16: one word, zero when the window
+    /// holds nothing bad.
+    bad: u32,
 }
+
+/// One slow call in [`CountWindow::bad`].
+const SLOW: u32 = 1 << 16;
 
 /// The number of 64-bit words that hold `calls` bits: the `WORDS` of a window of `calls` calls.
 pub const fn words_for(calls: usize) -> usize {
@@ -98,8 +102,7 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
             size: calls as u16,
             len: 0,
             head: 0,
-            failures: 0,
-            slows: 0,
+            bad: 0,
         })
     }
 
@@ -108,8 +111,7 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
         // Every field is read once into a local and written at most once: a field re-read after
         // a narrower store to its neighbour would be a wide load that store forwarding cannot
         // serve.
-        let (size, mut len, head, failures, slows) =
-            (self.size, self.len, self.head, self.failures, self.slows);
+        let (size, mut len, head, bad) = (self.size, self.len, self.head, self.bad);
         // Once the window is full (most calls), its length is not written again.
         if len < size {
             len += 1;
@@ -119,7 +121,7 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
         // bit is clear, so which clear bit the call replaces does not matter: the position need
         // not move. A bit set later is still evicted exactly `size` calls after it was written,
         // because from then on every call moves the position.
-        if (u16::from(failure | slow) | failures | slows) == 0 {
+        if (u32::from(failure | slow) | bad) == 0 {
             return Counts {
                 calls: u64::from(len),
                 failures: 0,
@@ -129,21 +131,18 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
         let pos = usize::from(head);
         // Overwrite the call at `pos` (the oldest once the window is full; until then its bits
         // are clear, so subtracting the old bit is right in both cases).
-        let failures = overwrite(&mut self.failed, pos, failure, failures);
+        let mut bad = overwrite(&mut self.failed, pos, failure, bad, 1);
         // A ring with no bit set, given a clear bit, stays as it is. A policy without a slow-call
         // rule never reports a slow call, so its slow ring is never read or written.
-        let slows = if (u16::from(slow) | slows) != 0 {
-            overwrite(&mut self.slow, pos, slow, slows)
-        } else {
-            0
-        };
-        self.failures = failures;
-        self.slows = slows;
+        if slow || bad >= SLOW {
+            bad = overwrite(&mut self.slow, pos, slow, bad, SLOW);
+        }
+        self.bad = bad;
         self.head = if head + 1 == size { 0 } else { head + 1 };
         Counts {
             calls: u64::from(len),
-            failures: u64::from(failures),
-            slow: u64::from(slows),
+            failures: u64::from(bad % SLOW),
+            slow: u64::from(bad / SLOW),
         }
     }
 
@@ -151,8 +150,8 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
     fn counts(&self, _: Instant) -> Counts {
         Counts {
             calls: u64::from(self.len),
-            failures: u64::from(self.failures),
-            slow: u64::from(self.slows),
+            failures: u64::from(self.bad % SLOW),
+            slow: u64::from(self.bad / SLOW),
         }
     }
 
@@ -161,30 +160,30 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
         self.slow = [0; WORDS];
         self.len = 0;
         self.head = 0;
-        self.failures = 0;
-        self.slows = 0;
+        self.bad = 0;
     }
 }
 
-/// Puts `bit` at position `pos` of `ring`; returns `count` (the ring's set bits) adjusted for the
-/// bit it replaced. The word is written only when the bit changes: in a steady stream of
-/// outcomes the call evicted has most often the same outcome as the call recorded.
+/// Puts `bit` at position `pos` of `ring`; returns `bad` with `one` added or taken for a set bit
+/// put or a set bit replaced. The word is written only when the bit changes: in a steady stream
+/// of outcomes the call evicted has most often the same outcome as the call recorded.
 #[inline(always)]
 fn overwrite<const WORDS: usize>(
     ring: &mut [u64; WORDS],
     pos: usize,
     bit: bool,
-    count: u16,
-) -> u16 {
+    bad: u32,
+    one: u32,
+) -> u32 {
     let Some(word) = ring.get_mut(pos / 64) else {
-        return count;
+        return bad;
     };
     let old = *word >> (pos % 64) & 1 != 0;
     if old == bit {
-        return count;
+        return bad;
     }
     *word ^= 1 << (pos % 64);
-    if bit { count + 1 } else { count - 1 }
+    if bit { bad + one } else { bad - one }
 }
 
 #[cfg(test)]

@@ -573,18 +573,6 @@ mod tests {
         .take(n)
     }
 
-    fn result(outcome: Outcome, slow: bool, calls: u64, failures: u64, slow_calls: u64) -> Event {
-        Event::Result {
-            outcome,
-            slow,
-            window: Counts {
-                calls,
-                failures,
-                slow: slow_calls,
-            },
-        }
-    }
-
     /// Over random policies, states and results: wherever `quiet_result` holds, the rules leave
     /// the breaker as it is.
     #[test]
@@ -638,86 +626,95 @@ mod tests {
     /// Each condition of a quiet result is needed: without it, the rules change something.
     #[test]
     fn each_condition_of_a_quiet_result_is_needed() {
-        let rate = |config: BreakerConfig| BreakerPolicy::new(config).unwrap();
-        let failures = rate(BreakerConfig {
+        let policy = |config: BreakerConfig| {
+            BreakerPolicy::new(BreakerConfig {
+                minimum_calls: 2,
+                ..config
+            })
+            .unwrap()
+        };
+        let failures = policy(BreakerConfig {
             failure_rate: Some(0.5),
-            minimum_calls: 2,
             ..BreakerConfig::new()
         });
-        let slow = rate(BreakerConfig {
+        let slow = policy(BreakerConfig {
             slow_calls: Some(SlowCallRule {
                 threshold: Duration::from_millis(1),
                 rate: 0.5,
             }),
-            minimum_calls: 2,
             ..BreakerConfig::new()
         });
-        let consecutive = rate(BreakerConfig {
+        let consecutive = policy(BreakerConfig {
             consecutive_failures: Some(1),
             ..BreakerConfig::new()
         });
-        let (_, closed) = cases(1).next().unwrap();
+        let (_, view) = cases(1).next().unwrap();
         let closed = View {
             ramping: false,
-            ..closed
+            ..view
         };
         let counts = |calls, failures, slow| Counts {
             calls,
             failures,
             slow,
         };
-        // A failed call in the window: the failure rule trips.
-        let e = result(Outcome::Success, false, 2, 1, 0);
-        assert!(!quiet_result(
-            State::Closed,
-            0,
-            Outcome::Success,
-            counts(2, 1, 0)
-        ));
-        assert_eq!(step(&failures, closed, e), Decision::Go(Target::Trip));
-        // A slow call in the window: the slow-call rule trips.
-        let e = result(Outcome::Success, true, 2, 0, 1);
-        assert!(!quiet_result(
-            State::Closed,
-            0,
-            Outcome::Success,
-            counts(2, 0, 1)
-        ));
-        assert_eq!(step(&slow, closed, e), Decision::Go(Target::Trip));
-        // A failure: one in a row, or a trip with a limit of 1.
-        let e = result(Outcome::Failure, false, 0, 0, 0);
-        assert!(!quiet_result(
-            State::Closed,
-            0,
-            Outcome::Failure,
-            Counts::default()
-        ));
-        assert_eq!(step(&consecutive, closed, e), Decision::Go(Target::Trip));
-        assert_eq!(step(&failures, closed, e), Decision::Consecutive(1));
-        // Failures in a row before a success: it resets them.
-        let e = result(Outcome::Success, false, 0, 0, 0);
-        let streak = View {
-            consecutive: 1,
-            ..closed
-        };
-        assert!(!quiet_result(
-            State::Closed,
-            1,
-            Outcome::Success,
-            Counts::default()
-        ));
-        assert_eq!(step(&failures, streak, e), Decision::Consecutive(0));
-        // Another state: a half-open probe's success closes the breaker.
-        let half_open = View {
-            state: State::HalfOpen,
-            ..closed
-        };
-        assert!(!quiet_result(
-            State::HalfOpen,
-            0,
-            Outcome::Success,
-            Counts::default()
-        ));
-        assert_eq!(step(&failures, half_open, e), Decision::Go(Target::Close));
+        use {Decision::*, Outcome::*, Target::*};
+        // Policy, state, result, and what the rules answer instead of leaving it as it is.
+        let needed = [
+            // A failed call in the window: the failure rule trips.
+            (&failures, closed, Success, false, counts(2, 1, 0), Go(Trip)),
+            // A slow call in the window: the slow-call rule trips.
+            (&slow, closed, Success, true, counts(2, 0, 1), Go(Trip)),
+            // A failure: a trip with a limit of 1, or one in a row.
+            (
+                &consecutive,
+                closed,
+                Failure,
+                false,
+                counts(0, 0, 0),
+                Go(Trip),
+            ),
+            (
+                &failures,
+                closed,
+                Failure,
+                false,
+                counts(0, 0, 0),
+                Consecutive(1),
+            ),
+            // Failures in a row before a success: it resets them.
+            (
+                &failures,
+                View {
+                    consecutive: 1,
+                    ..closed
+                },
+                Success,
+                false,
+                counts(0, 0, 0),
+                Consecutive(0),
+            ),
+            // Another state: a half-open probe's success closes the breaker.
+            (
+                &failures,
+                View {
+                    state: State::HalfOpen,
+                    ..closed
+                },
+                Success,
+                false,
+                counts(0, 0, 0),
+                Go(Close),
+            ),
+        ];
+        for (policy, view, outcome, slow, window, answer) in needed {
+            assert!(!quiet_result(view.state, view.consecutive, outcome, window));
+            let event = Event::Result {
+                outcome,
+                slow,
+                window,
+            };
+            assert_eq!(step(policy, view, event), answer, "{view:?} {event:?}");
+        }
     }
 }

@@ -4,17 +4,19 @@
 //! ```sh
 //! cargo build -p reliable-benches --example profile --profile bench
 //! valgrind --tool=callgrind target/release/examples/profile closed_rate100 1000000
+//! valgrind --tool=callgrind target/release/examples/profile closed_rate100 2000000
 //! ```
 //!
-//! Prints the scenario names when called without one. Instructions per call are the total divided
-//! by the count (the setup is a few thousand instructions).
+//! Prints the scenario names when called without one. Instructions per call: the difference of the
+//! two totals over the count, which leaves out the setup (a few thousand instructions, more for
+//! recloser, which allocates).
 
 use std::hint::black_box;
 
 use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter};
 use reliable_core::breaker::{
     AtomicCountWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, NoWindow,
-    OpenConfig, Outcome, SharedBreaker, WindowConfig,
+    OpenConfig, Outcome, SharedBreaker, State, WindowConfig,
 };
 use reliable_core::budget::{Budget, RatioBudget, RatioConfig, RatioPolicy};
 use reliable_core::outcome::ErrorClass;
@@ -50,6 +52,12 @@ fn rate100() -> BreakerPolicy {
 const SCENARIOS: &[&str] = &[
     "closed_consecutive",
     "closed_rate100",
+    "closed_consecutive_fail5",
+    "closed_rate100_fail5",
+    "closed_rate100_fail7",
+    "recloser",
+    "recloser_fail5",
+    "recloser_fail7",
     "shared_closed_consecutive",
     "shared_closed_rate100",
     "backoff_none",
@@ -61,16 +69,85 @@ const SCENARIOS: &[&str] = &[
     "throttle",
 ];
 
+/// Every `EVERY`-th call fails (`EVERY == 0`: none does), as in the breaker benchmarks: the answer
+/// goes through `black_box`, so neither side knows it in advance.
+#[derive(Default)]
+struct Pattern<const EVERY: u32>(u32);
+
+impl<const EVERY: u32> Pattern<EVERY> {
+    #[inline(always)]
+    fn next_fails(&mut self) -> bool {
+        if EVERY == 0 {
+            return black_box(false);
+        }
+        self.0 += 1;
+        if self.0 == EVERY {
+            self.0 = 0;
+        }
+        black_box(self.0 == 0)
+    }
+}
+
 macro_rules! closed_loop {
-    ($b:expr, $n:expr) => {{
+    ($b:expr, $n:expr, $every:expr) => {{
         let mut now = Instant::from_secs(1);
+        let mut pattern = Pattern::<$every>::default();
         for _ in 0..$n {
             now += black_box(STEP);
             if let Ok(p) = $b.try_acquire(black_box(now)) {
-                black_box($b.record(p, black_box(Outcome::Success), black_box(now)));
+                let outcome = if pattern.next_fails() {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                };
+                black_box($b.record(p, outcome, black_box(now)));
             }
         }
+        // Neither rule trips on these patterns: every call was admitted and recorded.
+        assert_eq!($b.state(now), State::Closed);
     }};
+}
+
+// Each breaker scenario is a function of its own, so its hot path is inlined as into a caller's
+// loop, not into a `main` that holds every scenario.
+
+#[inline(never)]
+fn closed_consecutive<const EVERY: u32>(n: u64) {
+    let policy = consecutive();
+    let mut b = CircuitBreaker::<_, NoWindow>::with_storage(&policy).expect("fits");
+    closed_loop!(b, n, EVERY);
+}
+
+#[inline(never)]
+fn closed_rate100<const EVERY: u32>(n: u64) {
+    let policy = rate100();
+    let mut b = CircuitBreaker::<_, CountWindow<100, 2>>::with_storage(&policy).expect("fits");
+    closed_loop!(b, n, EVERY);
+}
+
+#[inline(never)]
+fn shared_closed_consecutive<const EVERY: u32>(n: u64) {
+    let policy = consecutive();
+    let b = SharedBreaker::<_, NoWindow>::with_storage(&policy).expect("fits");
+    closed_loop!(b, n, EVERY);
+}
+
+#[inline(never)]
+fn shared_closed_rate100<const EVERY: u32>(n: u64) {
+    let policy = rate100();
+    let b = SharedBreaker::<_, AtomicCountWindow<100, 2>>::with_storage(&policy).expect("fits");
+    closed_loop!(b, n, EVERY);
+}
+
+/// recloser's default, which `rate100` matches: opens at 50% failures over the last 100 calls.
+#[inline(never)]
+fn recloser_default<const EVERY: u32>(n: u64) {
+    let r = recloser::Recloser::custom().build();
+    let mut pattern = Pattern::<EVERY>::default();
+    for _ in 0..n {
+        let fails = pattern.next_fails();
+        black_box(&black_box(&r).call(|| if fails { Err(()) } else { Ok(()) }));
+    }
 }
 
 fn main() {
@@ -84,28 +161,18 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     match scenario.as_str() {
-        "closed_consecutive" => {
-            let policy = consecutive();
-            let mut b = CircuitBreaker::<_, NoWindow>::with_storage(&policy).expect("fits");
-            closed_loop!(b, n);
-        }
-        "closed_rate100" => {
-            let policy = rate100();
-            let mut b =
-                CircuitBreaker::<_, CountWindow<100, 2>>::with_storage(&policy).expect("fits");
-            closed_loop!(b, n);
-        }
-        "shared_closed_consecutive" => {
-            let policy = consecutive();
-            let b = SharedBreaker::<_, NoWindow>::with_storage(&policy).expect("fits");
-            closed_loop!(b, n);
-        }
-        "shared_closed_rate100" => {
-            let policy = rate100();
-            let b =
-                SharedBreaker::<_, AtomicCountWindow<100, 2>>::with_storage(&policy).expect("fits");
-            closed_loop!(b, n);
-        }
+        "closed_consecutive" => closed_consecutive::<0>(n),
+        "closed_rate100" => closed_rate100::<0>(n),
+        "closed_consecutive_fail5" => closed_consecutive::<5>(n),
+        "closed_rate100_fail5" => closed_rate100::<5>(n),
+        // 7 does not divide 100: the call each call evicts from the window often had the other
+        // outcome (with every 5th failing, it always had the same one).
+        "closed_rate100_fail7" => closed_rate100::<7>(n),
+        "recloser" => recloser_default::<0>(n),
+        "recloser_fail5" => recloser_default::<5>(n),
+        "recloser_fail7" => recloser_default::<7>(n),
+        "shared_closed_consecutive" => shared_closed_consecutive::<0>(n),
+        "shared_closed_rate100" => shared_closed_rate100::<0>(n),
         "backoff_none"
         | "backoff_full"
         | "backoff_equal"

@@ -15,6 +15,26 @@ use crate::error::ConfigError;
 use crate::sample::instance_seed;
 use crate::time::{Duration, Instant};
 
+/// Whether a result leaves a breaker exactly as it is, so that the rules need not be asked: a
+/// closed breaker with no failures in a row, a call that did not fail, and no failed or slow call
+/// in the window (counted with this call, so a slow call that the window keeps is in it).
+///
+/// Derived from the rules' closed row ([`step`], `closed_result`): an ignored result changes
+/// nothing; a success sets the failures in a row to 0, which no consecutive limit reaches (a
+/// limit is at least 1), and a rate rule fires only on a window holding a failed or slow call
+/// ([`BreakerPolicy::rates_trip`]). So the rules answer `Nothing` or `Consecutive(0)`, and the
+/// breaker already holds 0. Whether the call was slow is not asked: the closed row reads it only
+/// through the window. The tests below check this against `step` over many policies and states,
+/// and that each condition is needed.
+#[inline(always)]
+fn quiet_result(state: State, consecutive: u32, outcome: Outcome, window: Counts) -> bool {
+    // The window first: with a bad call in it, one test decides.
+    (window.failures | window.slow) == 0
+        && state == State::Closed
+        && outcome != Outcome::Failure
+        && consecutive == 0
+}
+
 /// Half-open probe bookkeeping: lease slots and the round's tallies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Probes<const P: usize> {
@@ -400,9 +420,10 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             return;
         }
         // A closed breaker's results stay inline (they are most results); the rest is out of line.
-        // Both ask the same rules.
+        // Both ask the same rules. The state is passed as a constant where it is known, so the
+        // rules' dispatch on it folds away.
         if self.state == State::Closed {
-            self.record_result(&permit, outcome, now);
+            self.record_result(State::Closed, &permit, outcome, now);
         } else {
             self.record_other(&permit, outcome, now);
         }
@@ -414,24 +435,33 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             // Its lease expired and already counted as a failed probe.
             return;
         }
-        self.record_result(permit, outcome, now);
+        self.record_result(self.state, permit, outcome, now);
     }
 
+    /// A result in `state`, which is `self.state`.
     #[inline(always)]
-    fn record_result(&mut self, permit: &Permit, outcome: Outcome, now: Instant) {
+    fn record_result(&mut self, state: State, permit: &Permit, outcome: Outcome, now: Instant) {
         let policy = self.policy.borrow();
         let slow = policy.is_slow(permit.started, now);
-        let window = if counts_in_window(self.state, outcome) {
+        let window = if counts_in_window(state, outcome) {
             self.window.record(now, outcome == Outcome::Failure, slow)
         } else {
             Counts::default()
         };
+        // A healthy downstream's result: the rules would keep every field as it is.
+        if quiet_result(state, self.consecutive, outcome, window) {
+            return;
+        }
         let event = Event::Result {
             outcome,
             slow,
             window,
         };
-        match step(policy, self.view(now, 0), event) {
+        let view = View {
+            state,
+            ..self.view(now, 0)
+        };
+        match step(policy, view, event) {
             Decision::Consecutive(consecutive) => self.consecutive = consecutive,
             Decision::Tally(round) => self.probes.round = round,
             Decision::Go(target) => self.go_to(target, now),
@@ -477,5 +507,214 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         // A reset is a deliberate fresh start: no ramp.
         self.ramping = false;
         self.go(State::Closed, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breaker::config::{BreakerConfig, SlowCallRule, SlowStartConfig, WindowConfig};
+    use crate::sample::splitmix64;
+
+    /// A draw in `0..n` from the generator state `x`.
+    fn draw(x: &mut u64, n: u64) -> u64 {
+        *x = splitmix64(*x);
+        *x % n
+    }
+
+    /// Valid policies over every trip rule and both window kinds (an invalid draw is skipped), with
+    /// slow start half the time; each with a view of a closed breaker in random other respects.
+    fn cases(n: usize) -> impl Iterator<Item = (BreakerPolicy, View)> {
+        let mut x = 7u64;
+        core::iter::from_fn(move || {
+            loop {
+                let calls = 1 + draw(&mut x, 128) as u32;
+                let rate = |x: &mut u64| (1 + draw(x, 1_000_000)) as f64 / 1e6;
+                let config = BreakerConfig {
+                    consecutive_failures: (draw(&mut x, 2) == 0)
+                        .then(|| 1 + draw(&mut x, 5) as u32),
+                    failure_rate: (draw(&mut x, 2) == 0).then(|| rate(&mut x)),
+                    slow_calls: (draw(&mut x, 2) == 0).then(|| SlowCallRule {
+                        threshold: Duration::from_nanos(draw(&mut x, 1_000)),
+                        rate: rate(&mut x),
+                    }),
+                    minimum_calls: 1 + draw(&mut x, u64::from(calls)) as u32,
+                    window: if draw(&mut x, 2) == 0 {
+                        WindowConfig::Count { calls }
+                    } else {
+                        WindowConfig::Time {
+                            span: Duration::from_secs(1 + draw(&mut x, 60)),
+                            buckets: 1 + draw(&mut x, 10) as u32,
+                        }
+                    },
+                    slow_start: (draw(&mut x, 2) == 0).then(|| SlowStartConfig {
+                        ramp: Duration::from_secs(1 + draw(&mut x, 60)),
+                        initial: 0.1,
+                    }),
+                    ..BreakerConfig::new()
+                };
+                let Ok(policy) = BreakerPolicy::new(config) else {
+                    continue;
+                };
+                let view = View {
+                    state: State::Closed,
+                    now: Instant::from_nanos(draw(&mut x, u64::MAX)),
+                    until: Instant::from_nanos(draw(&mut x, u64::MAX)),
+                    ramping: draw(&mut x, 2) == 0,
+                    ramp_elapsed: Duration::from_nanos(draw(&mut x, 100_000_000_000)),
+                    credit: draw(&mut x, 1_000_000) as u32,
+                    consecutive: 0,
+                    round: Round::default(),
+                    in_flight: 0,
+                };
+                return Some((policy, view));
+            }
+        })
+        .take(n)
+    }
+
+    /// Over random policies, states and results: wherever `quiet_result` holds, the rules leave
+    /// the breaker as it is.
+    #[test]
+    fn the_rules_change_nothing_on_a_quiet_result() {
+        let states = [
+            State::Closed,
+            State::Open,
+            State::HalfOpen,
+            State::ForcedOpen,
+            State::Disabled,
+        ];
+        let outcomes = [Outcome::Success, Outcome::Failure, Outcome::Ignored];
+        let mut x = 11u64;
+        let mut quiet = 0;
+        for (policy, view) in cases(50_000) {
+            let state = states[draw(&mut x, 5) as usize];
+            let consecutive = draw(&mut x, 3) as u32;
+            let view = View {
+                state,
+                consecutive,
+                ..view
+            };
+            let outcome = outcomes[draw(&mut x, 3) as usize];
+            let calls = draw(&mut x, 200);
+            let window = Counts {
+                calls,
+                failures: draw(&mut x, 2).min(calls),
+                slow: draw(&mut x, 2).min(calls),
+            };
+            // Slow or not: a slow call the window keeps shows in its counts.
+            let slow = draw(&mut x, 2) == 0;
+            if !quiet_result(state, consecutive, outcome, window) {
+                continue;
+            }
+            quiet += 1;
+            let event = Event::Result {
+                outcome,
+                slow,
+                window,
+            };
+            let decision = step(&policy, view, event);
+            assert!(
+                decision == Decision::Nothing || decision == Decision::Consecutive(consecutive),
+                "{policy:?} {view:?} {event:?}: {decision:?}"
+            );
+        }
+        // About 1 in 90: 1/5 closed × 2/3 not failed × 1/3 none in a row × 1/4 nothing bad.
+        assert!(quiet > 300, "{quiet} quiet results drawn");
+    }
+
+    /// Each condition of a quiet result is needed: without it, the rules change something.
+    #[test]
+    fn each_condition_of_a_quiet_result_is_needed() {
+        let policy = |config: BreakerConfig| {
+            BreakerPolicy::new(BreakerConfig {
+                minimum_calls: 2,
+                ..config
+            })
+            .unwrap()
+        };
+        let failures = policy(BreakerConfig {
+            failure_rate: Some(0.5),
+            ..BreakerConfig::new()
+        });
+        let slow = policy(BreakerConfig {
+            slow_calls: Some(SlowCallRule {
+                threshold: Duration::from_millis(1),
+                rate: 0.5,
+            }),
+            ..BreakerConfig::new()
+        });
+        let consecutive = policy(BreakerConfig {
+            consecutive_failures: Some(1),
+            ..BreakerConfig::new()
+        });
+        let (_, view) = cases(1).next().unwrap();
+        let closed = View {
+            ramping: false,
+            ..view
+        };
+        let counts = |calls, failures, slow| Counts {
+            calls,
+            failures,
+            slow,
+        };
+        use {Decision::*, Outcome::*, Target::*};
+        // Policy, state, result, and what the rules answer instead of leaving it as it is.
+        let needed = [
+            // A failed call in the window: the failure rule trips.
+            (&failures, closed, Success, false, counts(2, 1, 0), Go(Trip)),
+            // A slow call in the window: the slow-call rule trips.
+            (&slow, closed, Success, true, counts(2, 0, 1), Go(Trip)),
+            // A failure: a trip with a limit of 1, or one in a row.
+            (
+                &consecutive,
+                closed,
+                Failure,
+                false,
+                counts(0, 0, 0),
+                Go(Trip),
+            ),
+            (
+                &failures,
+                closed,
+                Failure,
+                false,
+                counts(0, 0, 0),
+                Consecutive(1),
+            ),
+            // Failures in a row before a success: it resets them.
+            (
+                &failures,
+                View {
+                    consecutive: 1,
+                    ..closed
+                },
+                Success,
+                false,
+                counts(0, 0, 0),
+                Consecutive(0),
+            ),
+            // Another state: a half-open probe's success closes the breaker.
+            (
+                &failures,
+                View {
+                    state: State::HalfOpen,
+                    ..closed
+                },
+                Success,
+                false,
+                counts(0, 0, 0),
+                Go(Close),
+            ),
+        ];
+        for (policy, view, outcome, slow, window, answer) in needed {
+            assert!(!quiet_result(view.state, view.consecutive, outcome, window));
+            let event = Event::Result {
+                outcome,
+                slow,
+                window,
+            };
+            assert_eq!(step(policy, view, event), answer, "{view:?} {event:?}");
+        }
     }
 }

@@ -44,9 +44,13 @@ pub struct CountWindow<const CALLS: usize, const WORDS: usize = 1> {
     len: u16,
     /// Next position to write; once full, also the oldest call.
     head: u16,
-    failures: u16,
-    slows: u16,
+    /// Failed calls in the low 16 bits, slow calls in the high 16: one word, zero when the window
+    /// holds nothing bad.
+    bad: u32,
 }
+
+/// One slow call in [`CountWindow::bad`].
+const SLOW: u32 = 1 << 16;
 
 /// The number of 64-bit words that hold `calls` bits: the `WORDS` of a window of `calls` calls.
 pub const fn words_for(calls: usize) -> usize {
@@ -98,48 +102,47 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
             size: calls as u16,
             len: 0,
             head: 0,
-            failures: 0,
-            slows: 0,
+            bad: 0,
         })
     }
 
     #[inline]
     fn record(&mut self, _: Instant, failure: bool, slow: bool) -> Counts {
-        // Every field is read once into a local and written once: a field re-read after a
-        // narrower store to its neighbour would be a wide load that store forwarding cannot serve.
-        let len = self.len + u16::from(self.len < self.size);
-        self.len = len;
+        // Every field is read once into a local and written at most once: a field re-read after
+        // a narrower store to its neighbour would be a wide load that store forwarding cannot
+        // serve.
+        let (size, mut len, head, bad) = (self.size, self.len, self.head, self.bad);
+        // Once the window is full (most calls), its length is not written again.
+        if len < size {
+            len += 1;
+            self.len = len;
+        }
         // A healthy downstream's common case: a good call into a window with no bit set. Every
         // bit is clear, so which clear bit the call replaces does not matter: the position need
         // not move. A bit set later is still evicted exactly `size` calls after it was written,
         // because from then on every call moves the position.
-        if !(failure | slow) && self.failures == 0 && self.slows == 0 {
+        if (u32::from(failure | slow) | bad) == 0 {
             return Counts {
                 calls: u64::from(len),
                 failures: 0,
                 slow: 0,
             };
         }
-        let (size, head, failures, slows) = (self.size, self.head, self.failures, self.slows);
         let pos = usize::from(head);
-        let (word, bit) = (pos / 64, 1u64 << (pos % 64));
-        // Overwrite the call at `pos` (the oldest once the window is full). Until then the bits
-        // there are clear, so subtracting the old bits is right in both cases, without a branch.
-        let (mut failures, mut slows) = (failures, slows);
-        if let (Some(f), Some(s)) = (self.failed.get_mut(word), self.slow.get_mut(word)) {
-            let (old_f, old_s) = (*f & bit != 0, *s & bit != 0);
-            *f = (*f & !bit) | (u64::from(failure).wrapping_neg() & bit);
-            *s = (*s & !bit) | (u64::from(slow).wrapping_neg() & bit);
-            failures = failures - u16::from(old_f) + u16::from(failure);
-            slows = slows - u16::from(old_s) + u16::from(slow);
+        // Overwrite the call at `pos` (the oldest once the window is full; until then its bits
+        // are clear, so subtracting the old bit is right in both cases).
+        let mut bad = overwrite(&mut self.failed, pos, failure, bad, 1);
+        // A ring with no bit set, given a clear bit, stays as it is. A policy without a slow-call
+        // rule never reports a slow call, so its slow ring is never read or written.
+        if slow || bad >= SLOW {
+            bad = overwrite(&mut self.slow, pos, slow, bad, SLOW);
         }
-        self.failures = failures;
-        self.slows = slows;
+        self.bad = bad;
         self.head = if head + 1 == size { 0 } else { head + 1 };
         Counts {
             calls: u64::from(len),
-            failures: u64::from(failures),
-            slow: u64::from(slows),
+            failures: u64::from(bad % SLOW),
+            slow: u64::from(bad / SLOW),
         }
     }
 
@@ -147,8 +150,8 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
     fn counts(&self, _: Instant) -> Counts {
         Counts {
             calls: u64::from(self.len),
-            failures: u64::from(self.failures),
-            slow: u64::from(self.slows),
+            failures: u64::from(self.bad % SLOW),
+            slow: u64::from(self.bad / SLOW),
         }
     }
 
@@ -157,32 +160,63 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
         self.slow = [0; WORDS];
         self.len = 0;
         self.head = 0;
-        self.failures = 0;
-        self.slows = 0;
+        self.bad = 0;
     }
+}
+
+/// Puts `bit` at position `pos` of `ring`; returns `bad` with `one` added or taken for a set bit
+/// put or a set bit replaced. The word is written only when the bit changes: in a steady stream
+/// of outcomes the call evicted has most often the same outcome as the call recorded.
+#[inline(always)]
+fn overwrite<const WORDS: usize>(
+    ring: &mut [u64; WORDS],
+    pos: usize,
+    bit: bool,
+    bad: u32,
+    one: u32,
+) -> u32 {
+    let Some(word) = ring.get_mut(pos / 64) else {
+        return bad;
+    };
+    let old = *word >> (pos % 64) & 1 != 0;
+    if old == bit {
+        return bad;
+    }
+    *word ^= 1 << (pos % 64);
+    if bit { bad + one } else { bad - one }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// How the outcomes of a test run are drawn.
+    #[derive(Clone, Copy, Debug)]
+    enum Mix {
+        /// Half failed, a quarter slow.
+        Dense,
+        /// Runs of good calls empty the window now and then (the position stands still while it
+        /// is empty).
+        Sparse,
+        /// A fifth failed, none slow: a policy without a slow-call rule.
+        NeverSlow,
+    }
+
     #[test]
     fn matches_a_plain_deque_on_every_size() {
-        // Dense outcomes, and sparse ones, whose runs of good calls empty the window now and then
-        // (the position stands still while it is empty).
-        for (size, sparse) in [1u32, 2, 5, 63, 64, 65, 100, 128]
+        for (size, mix) in [1u32, 2, 5, 63, 64, 65, 100, 128]
             .into_iter()
-            .flat_map(|size| [(size, false), (size, true)])
+            .flat_map(|size| [Mix::Dense, Mix::Sparse, Mix::NeverSlow].map(|mix| (size, mix)))
         {
             let mut w = CountWindow::<128, 2>::new(WindowSpec::Count { calls: size }).unwrap();
             let mut model = std::collections::VecDeque::new();
             let mut x = 12345u64;
             for _ in 0..2_000 {
                 x = crate::sample::splitmix64(x);
-                let (f, s) = if sparse {
-                    (x.is_multiple_of(97), x % 89 == 1)
-                } else {
-                    (x & 1 == 1, x & 6 == 6)
+                let (f, s) = match mix {
+                    Mix::Dense => (x & 1 == 1, x & 6 == 6),
+                    Mix::Sparse => (x.is_multiple_of(97), x % 89 == 1),
+                    Mix::NeverSlow => (x.is_multiple_of(5), false),
                 };
                 model.push_back((f, s));
                 if model.len() > size as usize {
@@ -194,7 +228,12 @@ mod tests {
                     failures: model.iter().filter(|c| c.0).count() as u64,
                     slow: model.iter().filter(|c| c.1).count() as u64,
                 };
-                assert_eq!(got, want, "size {size}, sparse {sparse}");
+                assert_eq!(got, want, "size {size}, {mix:?}");
+                // Each ring holds exactly the window's bits: nothing stale is left set.
+                let ones =
+                    |ring: &[u64; 2]| u64::from(ring.iter().map(|w| w.count_ones()).sum::<u32>());
+                assert_eq!(ones(&w.failed), want.failures, "size {size}, {mix:?}");
+                assert_eq!(ones(&w.slow), want.slow, "size {size}, {mix:?}");
             }
             w.clear();
             assert_eq!(w.counts(Instant::ZERO), Counts::default());

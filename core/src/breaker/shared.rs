@@ -55,7 +55,7 @@ use super::observer::Observer;
 use super::spec::{
     Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, Round,
     Snapshot, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window, jitter_sample,
-    round_has_room, step, tally, visible,
+    quiet_result, round_has_room, step, tally, visible,
 };
 use super::window::Counts;
 use crate::error::{ConfigError, Problem};
@@ -863,8 +863,12 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         // Both ask the same rules.
         if c.code() == CLOSED {
             let slow = self.policy().is_slow(permit.started, now);
-            // A healthy downstream's call: recorded, and nothing else can change.
-            if BreakerPolicy::is_quiet(c.count(), outcome, slow)
+            // A healthy downstream's call: a good one, which the window takes only while it holds
+            // no bad call, so that its counts with this call hold none either: a quiet result,
+            // which leaves the breaker as it is. (Counting the window's bits is the costly part.)
+            if outcome == Outcome::Success
+                && !slow
+                && quiet_result(State::Closed, c.count(), outcome, Counts::default())
                 && self.hot.window.record_good_if_clear(now)
             {
                 return;

@@ -227,6 +227,31 @@ fn closed_result(
     }
 }
 
+/// Whether a result leaves a breaker exactly as it is, so that the rules need not be asked: a
+/// closed breaker with no failures in a row, a call that did not fail, and no failed or slow call
+/// in the window (counted with this call, so a slow call that the window keeps is in it).
+///
+/// Derived from the rules' closed row ([`step`], [`closed_result`]): an ignored result changes
+/// nothing; a success sets the failures in a row to 0, which no consecutive limit reaches (a
+/// limit is at least 1), and a rate rule fires only on a window holding a failed or slow call
+/// ([`BreakerPolicy::rates_trip`]). So the rules answer `Nothing` or `Consecutive(0)`, and the
+/// breaker already holds 0. Whether the call was slow is not asked: the closed row reads it only
+/// through the window. The tests below check this against `step` over many policies and states,
+/// and that each condition is needed.
+#[inline(always)]
+pub(crate) fn quiet_result(
+    state: State,
+    consecutive: u32,
+    outcome: Outcome,
+    window: Counts,
+) -> bool {
+    // The window first: with a bad call in it, one test decides.
+    (window.failures | window.slow) == 0
+        && state == State::Closed
+        && outcome != Outcome::Failure
+        && consecutive == 0
+}
+
 /// Whether half-open admits no more probes: every slot in use, or every probe of a `Rate` round
 /// issued.
 fn probes_full(p: &BreakerPolicy, in_flight: u32, round: Round) -> bool {
@@ -372,17 +397,6 @@ impl BreakerPolicy {
     #[inline(always)]
     pub(crate) fn window_trips(&self, c: Counts) -> bool {
         c.calls >= self.decide_from && self.rates_trip(c)
-    }
-
-    /// Whether a closed breaker's result is *quiet*: with `consecutive` failures in a row before
-    /// it, a success that was not slow. Recorded into a window that then holds no failed and no
-    /// slow call, a quiet result changes nothing: `closed_result` keeps the streak at zero, and
-    /// the rate rules, whose rates are positive when on, cannot fire on zero bad calls. Breakers
-    /// use it to skip counting and the rules on a healthy downstream's calls.
-    #[inline(always)]
-    #[cfg(target_has_atomic = "64")]
-    pub(crate) fn is_quiet(consecutive: u32, outcome: Outcome, slow: bool) -> bool {
-        consecutive == 0 && outcome == Outcome::Success && !slow
     }
 
     /// Whether `consecutive` failures in a row trip the breaker.
@@ -613,70 +627,211 @@ impl core::fmt::Display for Rejection {
 
 impl core::error::Error for Rejection {}
 
-#[cfg(all(test, target_has_atomic = "64"))]
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breaker::{BreakerConfig, SlowCallRule};
+    use crate::breaker::config::{BreakerConfig, SlowCallRule, SlowStartConfig, WindowConfig};
+    use crate::sample::splitmix64;
 
-    /// A quiet result into a window with no bad call changes nothing, whatever the rules: the
-    /// shortcut the breakers take is the spec's own answer, not a second rule.
-    #[test]
-    fn a_quiet_result_into_a_clear_window_changes_nothing() {
-        let slow = Some(SlowCallRule {
-            threshold: Duration::from_millis(1),
-            rate: 0.01,
-        });
-        let mut configs = 0;
-        for consecutive in [None, Some(1), Some(3)] {
-            for failure_rate in [None, Some(0.000_001), Some(0.5), Some(1.0)] {
-                for slow_calls in [None, slow] {
-                    for minimum_calls in [0, 1, 20] {
-                        let config = BreakerConfig {
-                            consecutive_failures: consecutive,
-                            failure_rate,
-                            slow_calls,
-                            minimum_calls,
-                            ..BreakerConfig::new()
-                        };
-                        let Ok(p) = BreakerPolicy::new(config) else {
-                            continue;
-                        };
-                        configs += 1;
-                        for ramping in [false, true] {
-                            for calls in 0..=300 {
-                                let view = View {
-                                    state: State::Closed,
-                                    now: Instant::from_secs(1),
-                                    until: Instant::ZERO,
-                                    ramping,
-                                    ramp_elapsed: Duration::ZERO,
-                                    credit: 0,
-                                    consecutive: 0,
-                                    round: Round::default(),
-                                    in_flight: 0,
-                                };
-                                let event = Event::Result {
-                                    outcome: Outcome::Success,
-                                    slow: false,
-                                    window: Counts {
-                                        calls,
-                                        failures: 0,
-                                        slow: 0,
-                                    },
-                                };
-                                assert!(BreakerPolicy::is_quiet(0, Outcome::Success, false));
-                                assert_eq!(step(&p, view, event), Decision::Consecutive(0));
-                            }
+    /// A draw in `0..n` from the generator state `x`.
+    fn draw(x: &mut u64, n: u64) -> u64 {
+        *x = splitmix64(*x);
+        *x % n
+    }
+
+    /// Valid policies over every trip rule and both window kinds (an invalid draw is skipped), with
+    /// slow start half the time; each with a view of a closed breaker in random other respects.
+    fn cases(n: usize) -> impl Iterator<Item = (BreakerPolicy, View)> {
+        let mut x = 7u64;
+        core::iter::from_fn(move || {
+            loop {
+                let calls = 1 + draw(&mut x, 128) as u32;
+                let rate = |x: &mut u64| (1 + draw(x, 1_000_000)) as f64 / 1e6;
+                let config = BreakerConfig {
+                    consecutive_failures: (draw(&mut x, 2) == 0)
+                        .then(|| 1 + draw(&mut x, 5) as u32),
+                    failure_rate: (draw(&mut x, 2) == 0).then(|| rate(&mut x)),
+                    slow_calls: (draw(&mut x, 2) == 0).then(|| SlowCallRule {
+                        threshold: Duration::from_nanos(draw(&mut x, 1_000)),
+                        rate: rate(&mut x),
+                    }),
+                    minimum_calls: 1 + draw(&mut x, u64::from(calls)) as u32,
+                    window: if draw(&mut x, 2) == 0 {
+                        WindowConfig::Count { calls }
+                    } else {
+                        WindowConfig::Time {
+                            span: Duration::from_secs(1 + draw(&mut x, 60)),
+                            buckets: 1 + draw(&mut x, 10) as u32,
                         }
-                    }
-                }
+                    },
+                    slow_start: (draw(&mut x, 2) == 0).then(|| SlowStartConfig {
+                        ramp: Duration::from_secs(1 + draw(&mut x, 60)),
+                        initial: 0.1,
+                    }),
+                    ..BreakerConfig::new()
+                };
+                let Ok(policy) = BreakerPolicy::new(config) else {
+                    continue;
+                };
+                let view = View {
+                    state: State::Closed,
+                    now: Instant::from_nanos(draw(&mut x, u64::MAX)),
+                    until: Instant::from_nanos(draw(&mut x, u64::MAX)),
+                    ramping: draw(&mut x, 2) == 0,
+                    ramp_elapsed: Duration::from_nanos(draw(&mut x, 100_000_000_000)),
+                    credit: draw(&mut x, 1_000_000) as u32,
+                    consecutive: 0,
+                    round: Round::default(),
+                    in_flight: 0,
+                };
+                return Some((policy, view));
             }
+        })
+        .take(n)
+    }
+
+    /// Over random policies, states and results: wherever `quiet_result` holds, the rules leave
+    /// the breaker as it is.
+    #[test]
+    fn the_rules_change_nothing_on_a_quiet_result() {
+        let states = [
+            State::Closed,
+            State::Open,
+            State::HalfOpen,
+            State::ForcedOpen,
+            State::Disabled,
+        ];
+        let outcomes = [Outcome::Success, Outcome::Failure, Outcome::Ignored];
+        let mut x = 11u64;
+        let mut quiet = 0;
+        for (policy, view) in cases(50_000) {
+            let state = states[draw(&mut x, 5) as usize];
+            let consecutive = draw(&mut x, 3) as u32;
+            let view = View {
+                state,
+                consecutive,
+                ..view
+            };
+            let outcome = outcomes[draw(&mut x, 3) as usize];
+            let calls = draw(&mut x, 200);
+            let window = Counts {
+                calls,
+                failures: draw(&mut x, 2).min(calls),
+                slow: draw(&mut x, 2).min(calls),
+            };
+            // Slow or not: a slow call the window keeps shows in its counts.
+            let slow = draw(&mut x, 2) == 0;
+            if !quiet_result(state, consecutive, outcome, window) {
+                continue;
+            }
+            quiet += 1;
+            let event = Event::Result {
+                outcome,
+                slow,
+                window,
+            };
+            let decision = step(&policy, view, event);
+            assert!(
+                decision == Decision::Nothing || decision == Decision::Consecutive(consecutive),
+                "{policy:?} {view:?} {event:?}: {decision:?}"
+            );
         }
-        assert!(configs > 40, "only {configs} configs built");
-        // And nothing else is quiet.
-        assert!(!BreakerPolicy::is_quiet(1, Outcome::Success, false));
-        assert!(!BreakerPolicy::is_quiet(0, Outcome::Success, true));
-        assert!(!BreakerPolicy::is_quiet(0, Outcome::Failure, false));
-        assert!(!BreakerPolicy::is_quiet(0, Outcome::Ignored, false));
+        // About 1 in 90: 1/5 closed × 2/3 not failed × 1/3 none in a row × 1/4 nothing bad.
+        assert!(quiet > 300, "{quiet} quiet results drawn");
+    }
+
+    /// Each condition of a quiet result is needed: without it, the rules change something.
+    #[test]
+    fn each_condition_of_a_quiet_result_is_needed() {
+        let policy = |config: BreakerConfig| {
+            BreakerPolicy::new(BreakerConfig {
+                minimum_calls: 2,
+                ..config
+            })
+            .unwrap()
+        };
+        let failures = policy(BreakerConfig {
+            failure_rate: Some(0.5),
+            ..BreakerConfig::new()
+        });
+        let slow = policy(BreakerConfig {
+            slow_calls: Some(SlowCallRule {
+                threshold: Duration::from_millis(1),
+                rate: 0.5,
+            }),
+            ..BreakerConfig::new()
+        });
+        let consecutive = policy(BreakerConfig {
+            consecutive_failures: Some(1),
+            ..BreakerConfig::new()
+        });
+        let (_, view) = cases(1).next().unwrap();
+        let closed = View {
+            ramping: false,
+            ..view
+        };
+        let counts = |calls, failures, slow| Counts {
+            calls,
+            failures,
+            slow,
+        };
+        use {Decision::*, Outcome::*, Target::*};
+        // Policy, state, result, and what the rules answer instead of leaving it as it is.
+        let needed = [
+            // A failed call in the window: the failure rule trips.
+            (&failures, closed, Success, false, counts(2, 1, 0), Go(Trip)),
+            // A slow call in the window: the slow-call rule trips.
+            (&slow, closed, Success, true, counts(2, 0, 1), Go(Trip)),
+            // A failure: a trip with a limit of 1, or one in a row.
+            (
+                &consecutive,
+                closed,
+                Failure,
+                false,
+                counts(0, 0, 0),
+                Go(Trip),
+            ),
+            (
+                &failures,
+                closed,
+                Failure,
+                false,
+                counts(0, 0, 0),
+                Consecutive(1),
+            ),
+            // Failures in a row before a success: it resets them.
+            (
+                &failures,
+                View {
+                    consecutive: 1,
+                    ..closed
+                },
+                Success,
+                false,
+                counts(0, 0, 0),
+                Consecutive(0),
+            ),
+            // Another state: a half-open probe's success closes the breaker.
+            (
+                &failures,
+                View {
+                    state: State::HalfOpen,
+                    ..closed
+                },
+                Success,
+                false,
+                counts(0, 0, 0),
+                Go(Close),
+            ),
+        ];
+        for (policy, view, outcome, slow, window, answer) in needed {
+            assert!(!quiet_result(view.state, view.consecutive, outcome, window));
+            let event = Event::Result {
+                outcome,
+                slow,
+                window,
+            };
+            assert_eq!(step(policy, view, event), answer, "{view:?} {event:?}");
+        }
     }
 }

@@ -148,17 +148,24 @@ impl std::fmt::Debug for HttpCall {
     }
 }
 
-/// Counts an attempt that ends without an answer (timed out here, or dropped by a layer above).
+/// Ends an attempt as `sim` does, with its latency since `sent` (recovery judges it): answered
+/// (`done`), or without an answer, counted as a timeout (timed out here, or dropped by a layer
+/// above).
 struct Pending {
     meter: Arc<Meter>,
+    sent: u64,
     done: bool,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if !self.done {
-            self.meter.at(|r, t| r.at(t).timeouts += 1);
-        }
+        let (sent, done) = (self.sent, self.done);
+        self.meter.at(|r, t| {
+            if !done {
+                r.at(t).timeouts += 1;
+            }
+            r.attempt_ended(t, t.saturating_sub(sent));
+        });
     }
 }
 
@@ -179,13 +186,8 @@ impl Service<Req> for HttpCall {
         let first = logical
             .as_ref()
             .is_none_or(|l| l.attempts.fetch_add(1, Ordering::Relaxed) == 0);
-        meter.at(|r, t| {
-            let b = r.at(t);
-            b.attempts += 1;
-            if !first {
-                b.retries += 1;
-            }
-        });
+        // Counted as `sim` counts it: per bucket, and sent before, during or after the fault.
+        meter.at(|r, t| r.sent(t, first));
         let own = match (&self.timeout_dist, &logical) {
             // The same draw for every attempt of a request, as `sim` keys it.
             (Some(d), Some(l)) => Some(d.sample(&mut Stream::keyed(
@@ -203,7 +205,11 @@ impl Service<Req> for HttpCall {
         *out.uri_mut() = self.uri.clone();
         let fut = self.client.request(out);
         Box::pin(async move {
-            let mut pending = Pending { meter, done: false };
+            let mut pending = Pending {
+                meter,
+                sent: now,
+                done: false,
+            };
             // tokio's timeout polls the call first: an answer ready at the deadline wins.
             let answer = if deadline == u64::MAX {
                 Some(fut.await)

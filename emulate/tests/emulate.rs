@@ -2,7 +2,7 @@
 //! against the simulation of the same scenario and seed.
 
 use emulate::run::run_policy;
-use emulate::simface::{Compiled, simulate};
+use emulate::simface::{Compiled, RunOutput, simulate};
 use emulate::size;
 
 fn compile(text: &str) -> Compiled {
@@ -41,6 +41,32 @@ fn an_emulated_run_sends_the_simulated_arrivals_and_retries_the_outage() {
         e.success_rate
     );
     assert_eq!(e.verdict, s.verdict);
+    // Attempts sent during the fault are counted apart, as in `sim` (no partition here: every
+    // attempt sent arrives, so sent and arrived agree).
+    let sent = e.amplification.sent_during_fault.unwrap();
+    assert!(
+        (sent - during).abs() < 0.05,
+        "sent {sent}, arrived {during}"
+    );
+    // Every attempt that ended is recorded with its latency, which recovery judges: as many
+    // as simulated, and about as slow (real time adds a few ms per attempt, more under load).
+    let (ended, latency_ms) = attempt_latency(&out);
+    let (sim_ended, sim_latency_ms) = attempt_latency(&sim[0].output);
+    assert!(
+        ended.abs_diff(sim_ended) <= sim_ended / 20,
+        "{ended} vs {sim_ended} ended"
+    );
+    assert!(
+        latency_ms > 0.8 * sim_latency_ms && latency_ms < 2.0 * sim_latency_ms + 10.0,
+        "mean attempt latency {latency_ms} ms, simulated {sim_latency_ms} ms"
+    );
+}
+
+/// Attempts that ended and their mean latency in ms, over every bucket.
+fn attempt_latency(out: &RunOutput) -> (u64, f64) {
+    let ended: u64 = out.buckets.iter().map(|b| b.attempts_ended).sum();
+    let us: u64 = out.buckets.iter().map(|b| b.attempt_latency_us).sum();
+    (ended, us as f64 / ended.max(1) as f64 / 1e3)
 }
 
 const HANG: &str = r#"Scenario(
@@ -63,6 +89,14 @@ fn calls_swallowed_by_a_hanging_outage_end_at_the_client_timeout() {
     let hung = e.downstreams[0].hung;
     assert!((19..=21).contains(&hung), "{hung} hung");
     assert_eq!(e.timeouts, hung);
+    // A call that times out ends as an attempt of the full timeout.
+    let (ended, latency_ms) = attempt_latency(&out);
+    assert!(ended + 1 >= 80, "{ended} attempts ended");
+    let slowest = 200.0 * hung as f64 / ended as f64;
+    assert!(
+        latency_ms >= slowest,
+        "mean attempt latency {latency_ms} ms"
+    );
     // The rest succeed (the last may still be in flight at the horizon).
     assert!(e.successes + hung >= 79, "{} successes", e.successes);
 }

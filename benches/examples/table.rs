@@ -1,7 +1,9 @@
 //! Turns the last `cargo bench -p reliable-benches` run into the Markdown tables of
 //! `benches/README.md`: the median time per operation of each benchmark, and for each of ours the
 //! ratio to each peer in the same group (peer time ÷ our time: how many of our calls fit in one of
-//! theirs; for the two-thread group, how many times their throughput ours is).
+//! theirs; for the two-thread groups, how many times their throughput ours is). Where a group
+//! wraps a call, the ratios are of overheads instead: each time minus the bare call's, measured in
+//! the same group (peer overhead ÷ our overhead).
 //!
 //! `cargo run -p reliable-benches --example table` (reads `target/criterion/*/*/new/estimates.json`;
 //! `--example table -- DIR` reads another criterion directory).
@@ -17,6 +19,9 @@ struct Group {
     yardsticks: &'static [(&'static str, &'static str)],
     /// Show the spread of the samples (10th to 90th percentile), for noisy groups.
     spread: bool,
+    /// The bare call that the others wrap: when set, an overhead column (time minus its time)
+    /// and ratios of overheads.
+    bare: Option<&'static str>,
 }
 
 const BREAKER_OURS: &[(&str, &str)] = &[
@@ -48,6 +53,7 @@ const GROUPS: &[Group] = &[
         peers: BREAKER_PEERS,
         yardsticks: &[],
         spread: false,
+        bare: None,
     },
     Group {
         id: "breaker_closed_every_5th_fails",
@@ -56,6 +62,7 @@ const GROUPS: &[Group] = &[
         peers: BREAKER_PEERS,
         yardsticks: &[],
         spread: false,
+        bare: None,
     },
     Group {
         id: "breaker_open_rejection",
@@ -76,6 +83,7 @@ const GROUPS: &[Group] = &[
         ],
         yardsticks: &[],
         spread: false,
+        bare: None,
     },
     Group {
         id: "breaker_half_open_probe",
@@ -93,6 +101,7 @@ const GROUPS: &[Group] = &[
         ],
         yardsticks: &[],
         spread: false,
+        bare: None,
     },
     Group {
         id: "breaker_shared_2_threads",
@@ -125,6 +134,7 @@ const GROUPS: &[Group] = &[
             ),
         ],
         spread: true,
+        bare: None,
     },
     Group {
         id: "backoff_next_delay",
@@ -142,6 +152,7 @@ const GROUPS: &[Group] = &[
         ],
         yardsticks: &[],
         spread: false,
+        bare: None,
     },
     Group {
         id: "budget_record_check",
@@ -169,6 +180,7 @@ const GROUPS: &[Group] = &[
         )],
         yardsticks: &[],
         spread: false,
+        bare: None,
     },
     Group {
         id: "throttle_decide_record",
@@ -177,6 +189,72 @@ const GROUPS: &[Group] = &[
         peers: &[],
         yardsticks: &[],
         spread: false,
+        bare: None,
+    },
+    Group {
+        id: "reliable_call_success",
+        title: "A successful call through `reliable::Reliable` (breaker + retries), one thread",
+        ours: &[
+            (
+                "reliable_blocking",
+                "`call_blocking`, default breaker (50% of 20 calls)",
+            ),
+            (
+                "reliable_blocking_consecutive",
+                "`call_blocking`, 3 failures in a row",
+            ),
+            (
+                "reliable_blocking_timeout",
+                "`call_blocking`, + 8 s timeout",
+            ),
+            ("reliable_async", "`call` (async), default breaker"),
+            (
+                "reliable_async_consecutive",
+                "`call` (async), 3 failures in a row",
+            ),
+            ("reliable_async_timeout", "`call` (async), + 8 s timeout"),
+        ],
+        peers: &[
+            (
+                "failsafe_call_default",
+                "failsafe 1.3 `call`, default policy",
+            ),
+            (
+                "failsafe_call_consecutive",
+                "failsafe 1.3 `call`, `consecutive_failures(3)`",
+            ),
+        ],
+        yardsticks: &[
+            ("bare_async", "bare async call, polled once"),
+            ("backon_retry_blocking", "backon 1.6 `retry`, blocking"),
+            ("backon_retry_async", "backon 1.6 `retry`, async"),
+        ],
+        spread: false,
+        bare: Some("bare"),
+    },
+    Group {
+        id: "reliable_call_success_two_threads",
+        title: "A successful blocking call, two threads sharing one instance: time per call on each",
+        ours: &[
+            ("reliable_blocking", "`call_blocking`, default breaker"),
+            (
+                "reliable_blocking_consecutive",
+                "`call_blocking`, 3 failures in a row",
+            ),
+        ],
+        peers: &[
+            (
+                "failsafe_call_default",
+                "failsafe 1.3 `call`, default policy",
+            ),
+            (
+                "failsafe_call_consecutive",
+                "failsafe 1.3 `call`, `consecutive_failures(3)`",
+            ),
+        ],
+        yardsticks: &[],
+        spread: true,
+        bare: None,
     },
     Group {
         id: "baselines",
@@ -188,6 +266,7 @@ const GROUPS: &[Group] = &[
         peers: &[],
         yardsticks: &[],
         spread: false,
+        bare: None,
     },
 ];
 
@@ -257,14 +336,26 @@ fn main() -> Result<(), String> {
         .unwrap_or_else(|| PathBuf::from("target/criterion"));
     for g in GROUPS {
         println!("**{}** (`{}`)\n", g.title, g.id);
+        // With a bare call: times less the bare call's, compared as overheads.
+        let bare = g.bare.map(|id| median_ns(&dir, g.id, id)).transpose()?;
+        let less = |t: f64| t - bare.unwrap_or(0.0);
         let mut header = String::from("| | median ns/op |");
         let mut rule = String::from("|---|---:|");
+        if bare.is_some() {
+            header.push_str(" overhead ns |");
+            rule.push_str("---:|");
+        }
         if g.spread {
             header.push_str(" p10–p90 |");
             rule.push_str("---:|");
         }
         for (_, label) in g.peers {
-            header.push_str(&format!(" ratio to {label} |"));
+            let of = if bare.is_some() {
+                "overhead ratio to"
+            } else {
+                "ratio to"
+            };
+            header.push_str(&format!(" {of} {label} |"));
             rule.push_str("---:|");
         }
         println!("{header}\n{rule}");
@@ -273,30 +364,39 @@ fn main() -> Result<(), String> {
             .iter()
             .map(|(id, label)| median_ns(&dir, g.id, id).map(|t| (t, *label)))
             .collect::<Result<_, _>>()?;
-        for (id, label) in g.ours {
-            let t = median_ns(&dir, g.id, id)?;
-            let mut row = format!("| {label} | **{}** |", ns(t));
+        let cells = |t: f64, id: &str| -> Result<String, String> {
+            let mut row = String::new();
+            if bare.is_some() {
+                row.push_str(&format!(" {} |", ns(less(t))));
+            }
             if g.spread {
                 let (lo, hi) = spread_ns(&dir, g.id, id)?;
                 row.push_str(&format!(" {}–{} |", ns(lo), ns(hi)));
             }
+            Ok(row)
+        };
+        for (id, label) in g.ours {
+            let t = median_ns(&dir, g.id, id)?;
+            let mut row = format!("| {label} | **{}** |{}", ns(t), cells(t, id)?);
             for (p, _) in &peers {
-                row.push_str(&format!(" {:.1}× |", p / t));
+                row.push_str(&format!(" {:.1}× |", less(*p) / less(t)));
             }
             println!("{row}");
         }
         let yardsticks: Vec<(f64, &str)> = g
             .yardsticks
             .iter()
+            .chain(g.bare.map(|id| (id, "bare call")).as_slice())
             .map(|(id, label)| median_ns(&dir, g.id, id).map(|t| (t, *label)))
             .collect::<Result<_, _>>()?;
-        let others = g.peers.iter().chain(g.yardsticks).map(|(id, _)| *id);
+        let others = g
+            .peers
+            .iter()
+            .chain(g.yardsticks)
+            .map(|(id, _)| *id)
+            .chain(g.bare);
         for ((t, label), id) in peers.iter().chain(&yardsticks).zip(others) {
-            let mut row = format!("| {label} | {} |", ns(*t));
-            if g.spread {
-                let (lo, hi) = spread_ns(&dir, g.id, id)?;
-                row.push_str(&format!(" {}–{} |", ns(lo), ns(hi)));
-            }
+            let mut row = format!("| {label} | {} |{}", ns(*t), cells(*t, id)?);
             for _ in &peers {
                 row.push_str(" |");
             }

@@ -53,6 +53,10 @@
 //!   ([`Builder::budget`]) and adaptive throttling ([`Builder::throttle`]).
 //! - **Time, timers and randomness are injected** ([`clock`], [`sleep`], [`Builder::seed`]), so tests
 //!   run minutes of retries in virtual time under `tokio::time::pause()`.
+//! - **A success costs little.** Through a closed breaker it reads no clock (without a timeout),
+//!   takes no lock, allocates nothing and writes no cache line that another thread writes: about a
+//!   sixth of the overhead of failsafe's `call`, blocking or async (`benches/README.md`, "The std
+//!   crate").
 //!
 //! ## The pieces
 //!

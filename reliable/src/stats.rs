@@ -4,7 +4,8 @@
 //! per total would be a cache line that every call on every core writes: with a closed breaker's
 //! success writing nothing shared, that line would be the one thing the cores fight over. So each
 //! thread counts in a stripe of its own (past [`STRIPES`] threads, some share one), each stripe on
-//! cache lines of its own, and reading a total sums the stripes.
+//! cache lines of its own, and reading a total sums the stripes. The price is memory: 2 KiB per
+//! instance (16 stripes of 128 bytes), which a registry of a thousand downstreams pays as 2 MiB.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};

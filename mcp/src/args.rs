@@ -18,12 +18,15 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         serde_path_to_error::deserialize(d).map(Args).map_err(|e| {
             let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path == "." {
+            let inner = e.into_inner().to_string();
+            // serde quotes the offending value or field name: cap it (and the path, which
+            // names an unknown key).
+            let message = if path == "." {
                 inner
             } else {
-                D::Error::custom(format!("{path}: {inner}"))
-            }
+                format!("{path}: {inner}")
+            };
+            D::Error::custom(crate::echo::clip(&message))
         })
     }
 }

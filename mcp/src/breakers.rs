@@ -153,7 +153,8 @@ pub fn check_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "name: {name:?} must be 1 to 64 letters, digits, '-', '_' or '.'"
+            "name: {} must be 1 to 64 letters, digits, '-', '_' or '.'",
+            crate::echo::quoted(name)
         ))
     }
 }
@@ -436,9 +437,16 @@ impl Breakers {
 /// The message for a name with no breaker.
 pub fn unknown(name: &str, names: &[String]) -> String {
     if names.is_empty() {
-        format!("no breaker named {name:?}; there are none yet: create one with create_breaker")
+        format!(
+            "no breaker named {}; there are none yet: create one with create_breaker",
+            crate::echo::quoted(name)
+        )
     } else {
-        format!("no breaker named {name:?}; there are: {}", names.join(", "))
+        format!(
+            "no breaker named {}; there are: {}",
+            crate::echo::quoted(name),
+            names.join(", ")
+        )
     }
 }
 

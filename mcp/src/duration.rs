@@ -12,7 +12,10 @@ pub fn parse_duration(
     match text {
         None => Ok(default),
         Some(t) => t.trim().parse::<Duration>().map_err(|e| {
-            format!("{field}: {t:?} is not a duration like \"200ms\" or \"1.5s\" ({e})")
+            format!(
+                "{field}: {} is not a duration like \"200ms\" or \"1.5s\" ({e})",
+                crate::echo::quoted(t)
+            )
         }),
     }
 }

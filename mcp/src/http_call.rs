@@ -28,12 +28,17 @@ use url::Url;
 
 use crate::backoff::BackoffSpec;
 use crate::breakers::{Breakers, unknown};
+use crate::echo::quoted;
 use crate::redact::{REDACTED, Secrets, is_sensitive, url_without_credentials};
 use crate::ssrf::client::{describe, refusal};
 use crate::ssrf::{BodyError, Guard, Limits, read_capped};
 
 /// Largest request body, in bytes.
 pub const MAX_REQUEST_BODY: usize = 1 << 20;
+/// Longest URL, in bytes.
+pub const MAX_URL: usize = 8 * 1024;
+/// Longest fallback, in bytes (it is echoed as the body).
+pub const MAX_FALLBACK: usize = 64 * 1024;
 /// Body bytes read by default.
 pub const DEFAULT_BODY_BYTES: usize = 64 * 1024;
 
@@ -191,6 +196,18 @@ struct Prepared {
 
 fn prepare(args: &HttpCallArgs, caller: &HttpCaller) -> Result<Prepared, String> {
     let mut secrets = Secrets::default();
+    for (field, len, max) in [
+        ("url", args.url.len(), MAX_URL),
+        (
+            "fallback",
+            args.fallback.as_ref().map_or(0, String::len),
+            MAX_FALLBACK,
+        ),
+    ] {
+        if len > max {
+            return Err(format!("{field}: {len} bytes is over the limit of {max}"));
+        }
+    }
     let url: Url = args.url.trim().parse().map_err(|e| format!("url: {e}"))?;
     if let Some(p) = url.password() {
         secrets.add(p);
@@ -203,7 +220,8 @@ fn prepare(args: &HttpCallArgs, caller: &HttpCaller) -> Result<Prepared, String>
         }
         other => {
             return Err(format!(
-                "method: {other:?} is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+                "method: {} is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
+                quoted(other)
             ));
         }
     };
@@ -227,9 +245,13 @@ fn prepare(args: &HttpCallArgs, caller: &HttpCaller) -> Result<Prepared, String>
             ));
         }
         let n = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("headers: {name:?} is not a valid header name"))?;
-        let mut v = HeaderValue::from_str(value)
-            .map_err(|_| format!("headers: the value of {name} is not a valid header value"))?;
+            .map_err(|_| format!("headers: {} is not a valid header name", quoted(name)))?;
+        let mut v = HeaderValue::from_str(value).map_err(|_| {
+            format!(
+                "headers: the value of {} is not a valid header value",
+                quoted(name)
+            )
+        })?;
         if is_sensitive(name) {
             v.set_sensitive(true);
             secrets.add_header(name, value);
@@ -424,7 +446,8 @@ fn instance(
     ] {
         if given {
             return Err(format!(
-                "{field}: a call through breaker {name:?} uses the retry policy set by create_breaker; leave {field} out"
+                "{field}: a call through breaker {} uses the retry policy set by create_breaker; leave {field} out",
+                quoted(name)
             ));
         }
     }
@@ -548,6 +571,14 @@ pub async fn call(caller: &HttpCaller, args: &HttpCallArgs) -> Result<HttpCallRe
         out.body_bytes = a.body.len();
         out.body = Some(p.secrets.scrub(&String::from_utf8_lossy(&a.body)));
         out.url = url_without_credentials(&a.url);
+        if out.error.is_none() {
+            out.error = crate::ssrf::redirect::unfollowed(
+                &caller.guard,
+                &a.url,
+                a.status,
+                out.headers.get("location").map(String::as_str),
+            );
+        }
     } else if let Some(last) = out.attempts.last() {
         out.status = last.status;
     }

@@ -12,7 +12,8 @@
 //! - `simulate_storm`, `list_scenarios`: the simulator, bounded ([`storm`]);
 //! - the resource `reliable://breaker/{name}` and the prompt `diagnose_breaker` ([`server`]).
 //!
-//! The binary `reliable-mcp` serves it over stdio (the default) or streamable HTTP.
+//! Everything it echoes of the caller's input is capped ([`echo`]). The binary `reliable-mcp`
+//! serves it over stdio (the default) or streamable HTTP, bounded ([`transport`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -20,11 +21,13 @@ mod args;
 pub mod backoff;
 pub mod breakers;
 mod duration;
+pub mod echo;
 pub mod http_call;
 pub mod redact;
 pub mod retry;
 pub mod server;
 pub mod ssrf;
 pub mod storm;
+pub mod transport;
 
 pub use server::{ReliableServer, Settings};

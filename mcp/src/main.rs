@@ -4,16 +4,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use reliable_mcp::ssrf::{AllowList, Guard, Limits};
 use reliable_mcp::storm::StormLimits;
+use reliable_mcp::transport::{self, HttpLimits, LOOPBACK_ORIGINS};
 use reliable_mcp::{ReliableServer, Settings};
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 /// Circuit breakers, backoff, an SSRF-safe reliable HTTP call and storm simulations, as MCP tools.
 #[derive(Debug, Parser)]
@@ -26,6 +24,25 @@ struct Args {
     /// 127.0.0.1 and ::1, which guards a loopback server against DNS rebinding.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
+    /// With --http: a browser Origin to accept, e.g. https://app.example or
+    /// http://localhost:* (any port); repeat for more. Requests from other origins get 403
+    /// (requests without an Origin pass). Default: http and https on localhost, 127.0.0.1 and
+    /// [::1], any port.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// With --http: live MCP sessions at most; an initialize over the cap gets 503 until a
+    /// session ends (DELETE) or expires.
+    #[arg(long, default_value_t = HttpLimits::default().max_sessions)]
+    max_sessions: usize,
+    /// With --http: a session with no message for this many seconds ends.
+    #[arg(long, default_value_t = HttpLimits::default().session_idle.as_secs_f64())]
+    session_idle: f64,
+    /// With --http: seconds a connection has to send its request headers before it is closed.
+    #[arg(long, default_value_t = HttpLimits::default().header_timeout.as_secs_f64())]
+    header_timeout: f64,
+    /// With --http: open connections at most; more are closed as they arrive.
+    #[arg(long, default_value_t = HttpLimits::default().max_connections)]
+    max_connections: usize,
     /// Let reliable_http_call reach this non-public address or CIDR block (repeat for more), e.g.
     /// 10.1.2.3 or 10.1.0.0/16. By default only public addresses are reachable.
     #[arg(long = "allow-ip", value_name = "IP[/LEN]")]
@@ -48,6 +65,9 @@ struct Args {
     /// Most events (the simulator's estimate) one simulate_storm may process.
     #[arg(long, default_value_t = StormLimits::default().max_events)]
     max_events: f64,
+    /// Most simulate_storm calls running at once; one more is refused with a message.
+    #[arg(long, default_value_t = StormLimits::default().max_running)]
+    max_simulations: usize,
     /// Offer the scenario files of this folder instead of the shipped ones.
     #[arg(long, value_name = "DIR")]
     scenarios: Option<PathBuf>,
@@ -58,6 +78,29 @@ fn secs(name: &str, s: f64) -> Result<Duration, String> {
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("--{name}: {s} is not a positive number of seconds"))
+}
+
+fn at_least_one(name: &str, n: usize) -> Result<usize, String> {
+    if n == 0 {
+        Err(format!("--{name}: must be at least 1"))
+    } else {
+        Ok(n)
+    }
+}
+
+fn http_limits(a: &Args) -> Result<HttpLimits, String> {
+    Ok(HttpLimits {
+        hosts: a.allowed_hosts.clone(),
+        origins: if a.allowed_origins.is_empty() {
+            LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect()
+        } else {
+            a.allowed_origins.clone()
+        },
+        max_sessions: at_least_one("max-sessions", a.max_sessions)?,
+        session_idle: secs("session-idle", a.session_idle)?,
+        header_timeout: secs("header-timeout", a.header_timeout)?,
+        max_connections: at_least_one("max-connections", a.max_connections)?,
+    })
 }
 
 fn settings(a: &Args) -> Result<Settings, String> {
@@ -74,12 +117,14 @@ fn settings(a: &Args) -> Result<Settings, String> {
         storm: StormLimits {
             max_events: a.max_events,
             dir: a.scenarios.clone(),
+            max_running: at_least_one("max-simulations", a.max_simulations)?,
         },
     })
 }
 
 async fn serve(a: Args) -> Result<(), String> {
     let server = ReliableServer::new(settings(&a)?)?;
+    let limits = http_limits(&a)?;
     let Some(addr) = a.http else {
         eprintln!("reliable-mcp: serving MCP on stdio");
         let running = server
@@ -95,27 +140,12 @@ async fn serve(a: Args) -> Result<(), String> {
              so anyone who can reach it can use its tools"
         );
     }
-    let mut config = StreamableHttpServerConfig::default();
-    if !a.allowed_hosts.is_empty() {
-        config = config.with_allowed_hosts(a.allowed_hosts.clone());
-    }
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let app = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("--http {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("reliable-mcp: serving MCP over streamable HTTP at http://{local}/mcp");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .map_err(|e| format!("http: {e}"))
+    transport::serve(listener, transport::app(server, &limits), &limits).await
 }
 
 #[tokio::main]

@@ -1,9 +1,12 @@
 //! Keeping credentials out of everything `reliable_http_call` echoes back to the agent (and so
 //! into its context, logs and transcripts): the values of `Authorization`, `Proxy-Authorization`
-//! and `Cookie` sent, `Set-Cookie` received, and a URL's user and password.
+//! and `Cookie` sent, `Set-Cookie` received. (A URL with a user or password is refused before
+//! anything is sent: the HTTP client would turn it into a Basic header.)
 //!
-//! Header values are replaced by `[redacted]`; the secrets sent are also scrubbed from any text
-//! echoed (a response body that reflects the request's headers, an error message).
+//! Header values are replaced by `[redacted]`; the secrets sent, and every form derived from them
+//! (a Basic credential's base64, its decoded `user:password`, the user and the password alone),
+//! are also scrubbed from any text echoed (a response body or header that reflects the request's
+//! headers, an error message).
 //!
 //! ```
 //! use reliable_mcp::redact::Secrets;
@@ -12,6 +15,9 @@
 //! s.add_header("Authorization", "Bearer sk-live-123456");
 //! assert_eq!(s.scrub("echo: Bearer sk-live-123456"), "echo: [redacted]");
 //! assert_eq!(s.scrub("token sk-live-123456"), "token [redacted]");
+//!
+//! s.add_header("Authorization", "Basic YWxpY2U6cHctU0VDUkVU"); // alice:pw-SECRET
+//! assert_eq!(s.scrub("YWxpY2U6cHctU0VDUkVU alice:pw-SECRET"), "[redacted] [redacted]");
 //! ```
 
 /// What replaces a secret.
@@ -43,8 +49,11 @@ impl Secrets {
             return;
         }
         self.add(value);
-        if let Some((_, credential)) = value.trim().split_once(' ') {
+        if let Some((scheme, credential)) = value.trim().split_once(' ') {
             self.add(credential);
+            if scheme.eq_ignore_ascii_case("basic") {
+                self.add_basic(credential.trim());
+            }
         }
         if name.eq_ignore_ascii_case("cookie") {
             for pair in value.split(';') {
@@ -52,6 +61,20 @@ impl Secrets {
                     self.add(v);
                 }
             }
+        }
+    }
+
+    /// Remembers the decoded forms of a Basic credential: `user:password`, and each part.
+    fn add_basic(&mut self, credential: &str) {
+        use base64::Engine as _;
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(credential) else {
+            return;
+        };
+        let decoded = String::from_utf8_lossy(&bytes).into_owned();
+        self.add(&decoded);
+        if let Some((user, password)) = decoded.split_once(':') {
+            self.add(user);
+            self.add(password);
         }
     }
 
@@ -116,6 +139,17 @@ mod tests {
             out.contains("application/json-secret"),
             "other headers are not secrets"
         );
+    }
+
+    #[test]
+    fn a_basic_credential_is_scrubbed_encoded_and_decoded() {
+        let mut s = Secrets::default();
+        // base64("token-0123456789:")
+        s.add_header("authorization", "basic dG9rZW4tMDEyMzQ1Njc4OTo=");
+        let out = s.scrub("dG9rZW4tMDEyMzQ1Njc4OTo= token-0123456789: token-0123456789");
+        assert_eq!(out, "[redacted] [redacted] [redacted]");
+        s.add_header("Authorization", "Basic %%%not-base64");
+        assert_eq!(s.scrub("%%%not-base64"), "[redacted]");
     }
 
     #[test]

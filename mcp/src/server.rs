@@ -10,10 +10,11 @@ use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ErrorData, GetPromptResult, Implementation,
-    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, ErrorData,
+    GetPromptResult, Implementation, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedRequestParams, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{
@@ -26,12 +27,30 @@ use serde::{Deserialize, Serialize};
 use crate::args::Args;
 use crate::backoff::{self, BackoffArgs, BackoffReport};
 use crate::breakers::{BreakerState, Breakers, CreateBreakerArgs, Created, check_name};
+use crate::echo::{clip, quoted};
 use crate::http_call::{self, HttpCallArgs, HttpCallResult, HttpCaller};
 use crate::ssrf::{Guard, Limits};
 use crate::storm::{self, ScenarioInfo, StormLimits};
 
 /// The prefix of every breaker resource.
 pub const BREAKER_URI: &str = "reliable://breaker/";
+
+/// The methods of the MCP specification that this server (through the SDK) answers.
+const KNOWN_METHODS: [&str; 13] = [
+    "initialize",
+    "ping",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tools/call",
+    "tools/list",
+];
 
 /// The operator's settings.
 #[derive(Clone, Debug, Default)]
@@ -51,6 +70,8 @@ struct Shared {
     breakers: Arc<Breakers>,
     caller: HttpCaller,
     storm: StormLimits,
+    /// One permit per simulation that may run at once.
+    simulations: Arc<tokio::sync::Semaphore>,
 }
 
 /// The MCP server.
@@ -104,6 +125,7 @@ impl ReliableServer {
             shared: Arc::new(Shared {
                 caller: HttpCaller::new(settings.guard, settings.limits, breakers.clone())?,
                 breakers,
+                simulations: Arc::new(tokio::sync::Semaphore::new(settings.storm.max_running)),
                 storm: settings.storm,
             }),
             tool_router: Self::tool_router(),
@@ -124,7 +146,11 @@ impl ReliableServer {
         &self,
         Parameters(Args(args)): Parameters<Args<CreateBreakerArgs>>,
     ) -> Result<Json<Created>, String> {
-        self.shared.breakers.create(&args).map(Json)
+        self.shared
+            .breakers
+            .create(&args)
+            .map(Json)
+            .map_err(|e| clip(&e))
     }
 
     /// A breaker's state (closed, open, half-open), the calls and failures in its window,
@@ -134,7 +160,11 @@ impl ReliableServer {
         &self,
         Parameters(Args(args)): Parameters<Args<NameArgs>>,
     ) -> Result<Json<BreakerState>, String> {
-        self.shared.breakers.snapshot(&args.name).map(Json)
+        self.shared
+            .breakers
+            .snapshot(&args.name)
+            .map(Json)
+            .map_err(|e| clip(&e))
     }
 
     /// The delays before retries 1..n for an exponential backoff (base, factor, cap) with a
@@ -145,7 +175,7 @@ impl ReliableServer {
         &self,
         Parameters(Args(args)): Parameters<Args<BackoffArgs>>,
     ) -> Result<Json<BackoffReport>, String> {
-        backoff::compute(&args).map(Json)
+        backoff::compute(&args).map(Json).map_err(|e| clip(&e))
     }
 
     /// Make an HTTP request through a named breaker with bounded retries and jittered backoff.
@@ -158,7 +188,10 @@ impl ReliableServer {
         &self,
         Parameters(Args(args)): Parameters<Args<HttpCallArgs>>,
     ) -> Result<Json<HttpCallResult>, String> {
-        http_call::call(&self.shared.caller, &args).await.map(Json)
+        http_call::call(&self.shared.caller, &args)
+            .await
+            .map(Json)
+            .map_err(|e| clip(&e))
     }
 
     /// Simulate a retry storm before choosing a retry policy: run a shipped scenario (see
@@ -171,7 +204,32 @@ impl ReliableServer {
         &self,
         Parameters(Args(args)): Parameters<Args<StormArgs>>,
     ) -> Result<CallToolResult, String> {
+        self.simulate(args).await.map_err(|e| clip(&e))
+    }
+
+    /// The storm scenarios this server can simulate: name, description, policies compared, the
+    /// simulated time and the estimated events (compare with event_budget).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_scenarios(&self) -> Result<Json<ScenarioList>, String> {
+        Ok(Json(ScenarioList {
+            scenarios: storm::list(&self.shared.storm)?,
+            event_budget: self.shared.storm.max_events,
+        }))
+    }
+}
+
+impl ReliableServer {
+    /// `simulate_storm`, at most `StormLimits::max_running` at once: one more is refused at once
+    /// (a queue would hold the caller for minutes with no word of why).
+    async fn simulate(&self, args: StormArgs) -> Result<CallToolResult, String> {
         let limits = self.shared.storm.clone();
+        let Ok(running) = self.shared.simulations.clone().try_acquire_owned() else {
+            return Err(format!(
+                "{} simulations are running, the most this server runs at once (--max-simulations): \
+                 try again when one has finished",
+                limits.max_running
+            ));
+        };
         let scenario = match (&args.scenario, &args.ron) {
             (Some(name), None) => storm::by_name(name, &limits)?,
             (None, Some(text)) => storm::from_ron(text, &limits)?,
@@ -182,7 +240,10 @@ impl ReliableServer {
                 );
             }
         };
+        // The permit goes with the work: a caller that gives up does not free the slot while
+        // the simulation still runs.
         let report = tokio::task::spawn_blocking(move || {
+            let _running = running;
             storm::run(&scenario, args.seed, args.seeds, &limits)
         })
         .await
@@ -198,16 +259,6 @@ impl ReliableServer {
             "summary": report.summary,
         }));
         Ok(result)
-    }
-
-    /// The storm scenarios this server can simulate: name, description, policies compared, the
-    /// simulated time and the estimated events (compare with event_budget).
-    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
-    async fn list_scenarios(&self) -> Result<Json<ScenarioList>, String> {
-        Ok(Json(ScenarioList {
-            scenarios: storm::list(&self.shared.storm)?,
-            event_budget: self.shared.storm.max_events,
-        }))
     }
 }
 
@@ -226,7 +277,7 @@ impl ReliableServer {
             .shared
             .breakers
             .snapshot(&args.name)
-            .map_err(|e| ErrorData::invalid_params(e, None))?;
+            .map_err(|e| ErrorData::invalid_params(clip(&e), None))?;
         let json = serde_json::to_string_pretty(&state)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let text = format!(
@@ -255,7 +306,7 @@ impl ReliableServer {
         );
         Ok(
             GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-                .with_description(format!("Diagnose breaker {}", state.name)),
+                .with_description(format!("Diagnose breaker {}", quoted(&state.name))),
         )
     }
 }
@@ -273,6 +324,31 @@ impl ServerHandler for ReliableServer {
                  diagnose_breaker prompt), and try retry policies in simulation first (list_scenarios, \
                  simulate_storm). Do not retry a call the breaker refused: wait for retry_after.",
             )
+    }
+
+    /// A request the SDK could not read as one of the methods it knows lands here with its
+    /// method name: for a known method that means its params were missing or malformed, which is
+    /// invalid params (-32602, and the SDK answers with the request's id), not "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if KNOWN_METHODS.contains(&method) {
+            Err(ErrorData::invalid_params(
+                format!(
+                    "{method}: params are missing or malformed (they must be an object, e.g. {{\"name\": ...}})"
+                ),
+                None,
+            ))
+        } else {
+            Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("no method {}", quoted(method)),
+                None,
+            ))
+        }
     }
 
     async fn list_resources(
@@ -318,16 +394,19 @@ impl ServerHandler for ReliableServer {
         let uri = request.uri.as_str();
         let name = uri.strip_prefix(BREAKER_URI).ok_or_else(|| {
             ErrorData::resource_not_found(
-                format!("no resource {uri:?}: resources are {BREAKER_URI}{{name}}"),
+                format!(
+                    "no resource {}: resources are {BREAKER_URI}{{name}}",
+                    quoted(uri)
+                ),
                 None,
             )
         })?;
-        check_name(name).map_err(|e| ErrorData::resource_not_found(e, None))?;
+        check_name(name).map_err(|e| ErrorData::resource_not_found(clip(&e), None))?;
         let state = self
             .shared
             .breakers
             .snapshot(name)
-            .map_err(|e| ErrorData::resource_not_found(e, None))?;
+            .map_err(|e| ErrorData::resource_not_found(clip(&e), None))?;
         let json = serde_json::to_string_pretty(&state)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(ReadResourceResult::new(vec![

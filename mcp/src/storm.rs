@@ -25,6 +25,8 @@ pub struct StormLimits {
     pub max_events: f64,
     /// A folder of scenario files to offer instead of the shipped ones.
     pub dir: Option<PathBuf>,
+    /// Simulations running at once at most (each may use every core for its whole budget).
+    pub max_running: usize,
 }
 
 impl Default for StormLimits {
@@ -32,6 +34,7 @@ impl Default for StormLimits {
         StormLimits {
             max_events: 2e8,
             dir: None,
+            max_running: 2,
         }
     }
 }
@@ -158,7 +161,8 @@ pub fn by_name(name: &str, limits: &StormLimits) -> Result<Compiled, String> {
     });
     found.map(|(_, c)| c).ok_or_else(|| {
         format!(
-            "no scenario named {name:?}; there are: {}",
+            "no scenario named {}; there are: {}",
+            crate::echo::quoted(name),
             names.join(", ")
         )
     })
@@ -268,7 +272,7 @@ mod tests {
             .events;
         let limits = StormLimits {
             max_events: e / 2.0,
-            dir: None,
+            ..StormLimits::default()
         };
         let err = run(&c, None, Some(1), &limits).unwrap_err();
         assert!(

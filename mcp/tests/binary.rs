@@ -1,39 +1,15 @@
 //! The `reliable-mcp` binary: flags are checked, and over HTTP it answers only requests whose
 //! `Host` it allows (a DNS-rebinding guard for a server on loopback).
 
+mod support;
+
 use std::process::Stdio;
-use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_reliable-mcp");
-
-/// Starts the server on an ephemeral loopback port; returns it and its address.
-async fn start(extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args(["--http", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the binary starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.expect("stderr") {
-            if let Some(url) = line.split("streamable HTTP at http://").nth(1) {
-                return url.trim_end_matches("/mcp").to_string();
-            }
-        }
-        panic!("the server exited before listening")
-    })
-    .await
-    .expect("listening within 30 s");
-    (child, addr)
-}
+use support::{BIN, start_http as start};
 
 /// Sends an `initialize` POST with this `Host` header; returns the status code.
 async fn status_for_host(addr: &str, host: &str) -> u16 {
@@ -85,6 +61,9 @@ async fn bad_flags_are_refused_with_a_message() {
         ),
         (&["--allow-ip", "10.0.0.0/40"][..], "prefix length"),
         (&["--read-timeout=0"][..], "--read-timeout"),
+        (&["--max-sessions=0"][..], "--max-sessions"),
+        (&["--header-timeout=-1"][..], "--header-timeout"),
+        (&["--max-simulations=0"][..], "--max-simulations"),
     ] {
         let out = Command::new(BIN)
             .args(args)

@@ -58,7 +58,7 @@ fn settings() -> Settings {
         guard: Guard::new(AllowList::parse(&["127.0.0.1"]).unwrap()),
         storm: StormLimits {
             max_events: 1e6,
-            dir: None,
+            ..StormLimits::default()
         },
         ..Settings::default()
     }

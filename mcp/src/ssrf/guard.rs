@@ -88,6 +88,8 @@ pub enum Refusal {
     Scheme(String),
     /// The URL has no host.
     NoHost,
+    /// The URL carries a user name or password.
+    Userinfo,
     /// An IP-literal host that is not public and not allow-listed.
     Address {
         /// The address.
@@ -114,13 +116,25 @@ pub enum Refusal {
     },
     /// More redirects than allowed.
     TooManyRedirects(usize),
+    /// A redirect that was not followed.
+    Redirect {
+        /// Where it pointed, without credentials and capped.
+        to: String,
+        /// Why it was refused.
+        why: Box<Refusal>,
+    },
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::Scheme(s) => write!(f, "refused: scheme {s:?} (only http and https)"),
+            Refusal::Scheme(s) => write!(f, "refused: scheme {s} (only http and https)"),
             Refusal::NoHost => f.write_str("refused: the URL has no host"),
+            Refusal::Userinfo => f.write_str(
+                "refused: the URL carries credentials (user or password before '@'); pass credentials \
+                 as a header instead (Authorization: Basic <base64 of user:password>, or Bearer <token>), \
+                 which is sent but never echoed",
+            ),
             Refusal::Address { ip, class } => write!(
                 f,
                 "refused: {ip} is not a public address ({class}); an operator can allow it with --allow-ip"
@@ -133,6 +147,11 @@ impl std::fmt::Display for Refusal {
                 write!(f, "refused: {name} did not resolve: {why}")
             }
             Refusal::TooManyRedirects(n) => write!(f, "refused: more than {n} redirects"),
+            Refusal::Redirect { to, why } => {
+                let why = why.to_string();
+                let why = why.strip_prefix("refused: ").unwrap_or(&why);
+                write!(f, "refused: redirect to {to} not followed: {why}")
+            }
         }
     }
 }
@@ -170,7 +189,10 @@ impl Guard {
     pub fn check_url(&self, url: &Url) -> Result<(), Refusal> {
         match url.scheme() {
             "http" | "https" => {}
-            other => return Err(Refusal::Scheme(other.to_string())),
+            other => return Err(Refusal::Scheme(crate::echo::quoted(other))),
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Refusal::Userinfo);
         }
         let ip = match url.host() {
             None => return Err(Refusal::NoHost),
@@ -227,6 +249,20 @@ mod tests {
             );
         }
         assert!(g.check_url(&url("https://example.com/")).is_ok());
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_refused() {
+        let g = Guard::default();
+        for u in [
+            "https://user:pw@example.com/",
+            "https://token@example.com/",
+            "https://:pw@example.com/",
+        ] {
+            let e = g.check_url(&url(u)).unwrap_err();
+            assert_eq!(e, Refusal::Userinfo, "{u}");
+            assert!(e.to_string().contains("as a header"), "{e}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use base64::Engine as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -105,6 +106,9 @@ fn query(path: &str, key: &str) -> Option<String> {
 /// Routes:
 /// - `/ok`: 200 "hello", with a Set-Cookie;
 /// - `/echo`: 200, the request's headers as the body;
+/// - `/mirror`: 200, the request's headers as the body, its `Authorization` value reflected in
+///   an `X-Request-Id` header and, when it is Basic, also decoded into the body (the worst
+///   echoing target there is);
 /// - `/status?code=N`: that status, with `Retry-After: 0`;
 /// - `/redirect?to=URL`: 302 to URL; `/hops?n=N`: N more redirects to itself, then 200;
 /// - `/big`: declares a 2 MiB body and sends 64 KiB of it;
@@ -132,6 +136,29 @@ async fn handle(mut s: TcpStream, requests: Arc<AtomicUsize>) -> std::io::Result
                     "200 OK",
                     &["Content-Type: text/plain"],
                     headers.as_bytes(),
+                )
+                .await?
+            }
+            "/mirror" => {
+                let auth = headers
+                    .lines()
+                    .find_map(|l| {
+                        let (n, v) = l.split_once(':')?;
+                        n.eq_ignore_ascii_case("authorization")
+                            .then(|| v.trim().to_string())
+                    })
+                    .unwrap_or_default();
+                let decoded = auth
+                    .strip_prefix("Basic ")
+                    .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+                    .map(|d| String::from_utf8_lossy(&d).into_owned())
+                    .unwrap_or_default();
+                let body = format!("{headers}\r\ndecoded: {decoded}");
+                respond(
+                    &mut s,
+                    "200 OK",
+                    &[&format!("X-Request-Id: {auth}")],
+                    body.as_bytes(),
                 )
                 .await?
             }
@@ -210,4 +237,114 @@ async fn respond(
     head.push_str("\r\n");
     s.write_all(head.as_bytes()).await?;
     s.write_all(body).await
+}
+
+/// The `reliable-mcp` binary built for these tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_reliable-mcp");
+
+/// Starts the binary over HTTP on an ephemeral loopback port with `extra` flags; returns it and
+/// its `IP:PORT`.
+pub async fn start_http(extra: &[&str]) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().expect("piped")).lines();
+    let addr = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.expect("stderr") {
+            if let Some(url) = line.split("streamable HTTP at http://").nth(1) {
+                return url.trim_end_matches("/mcp").to_string();
+            }
+            eprintln!("server: {line}");
+        }
+        panic!("the server exited before listening")
+    })
+    .await
+    .expect("listening within 30 s");
+    // Keep draining stderr so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+/// An `initialize` request body.
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+
+/// An HTTP answer: status, head (lower-cased header lines) and as much body as came in time.
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// The header lines, lower-cased.
+    pub head: String,
+    /// The body read before the connection closed (or a short wait ran out).
+    pub body: String,
+}
+
+impl Answer {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            (n.trim() == name).then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// Sends one request to `/mcp` on a fresh connection (`Connection: close`) with `extra` header
+/// lines; reads the answer's head and whatever body arrives within half a second.
+pub async fn request(addr: &str, method: &str, extra: &[String], body: &str) -> Answer {
+    let mut req = format!(
+        "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for h in extra {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    let mut s = TcpStream::connect(addr).await.expect("connect to loopback");
+    s.write_all(req.as_bytes()).await.expect("send");
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let head_done = buf.windows(4).any(|w| w == b"\r\n\r\n");
+        let wait = if head_done {
+            Duration::from_millis(500)
+        } else {
+            deadline.saturating_duration_since(tokio::time::Instant::now())
+        };
+        match tokio::time::timeout(wait, s.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    Answer {
+        status,
+        head: head.to_ascii_lowercase(),
+        body: body.to_string(),
+    }
+}
+
+/// The resident set of process `pid`, in KiB (Linux).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
 }

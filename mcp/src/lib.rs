@@ -27,6 +27,7 @@ pub mod redact;
 pub mod retry;
 pub mod server;
 pub mod ssrf;
+pub mod stdio;
 pub mod storm;
 pub mod transport;
 

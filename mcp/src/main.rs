@@ -127,11 +127,14 @@ async fn serve(a: Args) -> Result<(), String> {
     let limits = http_limits(&a)?;
     let Some(addr) = a.http else {
         eprintln!("reliable-mcp: serving MCP on stdio");
+        let (input, output, writer) = reliable_mcp::stdio::transport();
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve((input, output))
             .await
             .map_err(|e| format!("stdio: {e}"))?;
         running.waiting().await.map_err(|e| format!("stdio: {e}"))?;
+        // The SDK has dropped its end: the writer flushes what is left and ends.
+        let _ = writer.await;
         return Ok(());
     };
     if !addr.ip().is_loopback() {

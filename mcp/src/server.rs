@@ -36,7 +36,7 @@ use crate::storm::{self, ScenarioInfo, StormLimits};
 pub const BREAKER_URI: &str = "reliable://breaker/";
 
 /// The methods of the MCP specification that this server (through the SDK) answers.
-const KNOWN_METHODS: [&str; 13] = [
+pub(crate) const KNOWN_METHODS: [&str; 13] = [
     "initialize",
     "ping",
     "completion/complete",

@@ -448,10 +448,9 @@ async fn a_redirect_out_of_http_is_reported_as_a_refusal() {
 
 // ---- malformed JSON-RPC ---------------------------------------------------------------------
 
-/// Over stdio: `tools/call`, `prompts/get` and `resources/read` without params get -32602
-/// (invalid params) carrying the request's id, from the server. Params that are not an object
-/// never reach the server: the SDK answers them itself, -32600 without an id (documented in the
-/// README; asserted here so a change in the SDK is noticed).
+/// Over stdio: `tools/call`, `prompts/get` and `resources/read` without params, or with params
+/// that are not an object, get -32602 (invalid params) carrying the request's id, from the
+/// server (the SDK would answer -32601 to the first and -32600 without an id to the second).
 #[tokio::test]
 async fn malformed_calls_get_invalid_params_with_their_id() {
     let mut child = tokio::process::Command::new(BIN)
@@ -465,9 +464,8 @@ async fn malformed_calls_get_invalid_params_with_their_id() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut exchange = async |v: Value| -> Option<Value> {
         stdin.write_all(format!("{v}\n").as_bytes()).await.unwrap();
-        if v.get("id").is_none() {
-            return None;
-        }
+        // A notification gets no answer.
+        v.get("id")?;
         let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
             .await
             .unwrap_or_else(|_| panic!("no answer to {v}"))
@@ -500,12 +498,18 @@ async fn malformed_calls_get_invalid_params_with_their_id() {
     for case in [
         json!({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": [1, 2]}),
         json!({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": "x"}),
+        json!({"jsonrpc": "2.0", "id": 15, "method": "resources/read", "params": 3}),
     ] {
         let a = exchange(case.clone()).await.unwrap();
         assert_eq!(
             code_and_id(&a),
-            (json!(-32600), Value::Null),
+            (json!(-32602), case["id"].clone()),
             "{case} -> {a}"
         );
     }
+    // The session carries on.
+    let a = exchange(json!({"jsonrpc": "2.0", "id": 20, "method": "tools/list"}))
+        .await
+        .unwrap();
+    assert!(a["result"]["tools"].is_array(), "{a}");
 }

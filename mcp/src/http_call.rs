@@ -64,7 +64,8 @@ const ECHOED: &[&str] = &[
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpCallArgs {
-    /// The URL: http or https, to a public address (or one the operator allow-listed).
+    /// The URL: http or https, to a public address (or one the operator allow-listed), at most
+    /// 8 KiB, without user:password@ (pass credentials as headers).
     pub url: String,
     /// GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS. Default GET.
     #[serde(default)]
@@ -94,7 +95,7 @@ pub struct HttpCallArgs {
     #[serde(default)]
     pub idempotent: Option<bool>,
     /// Returned instead of calling while the breaker refuses calls (open, or its probe slots
-    /// taken): the seed library's on_open fallback.
+    /// taken): the seed library's on_open fallback. At most 64 KiB.
     #[serde(default)]
     pub fallback: Option<String>,
     /// Largest response body to read, in bytes (at most the server's cap). Default 65536.

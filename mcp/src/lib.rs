@@ -13,7 +13,8 @@
 //! - the resource `reliable://breaker/{name}` and the prompt `diagnose_breaker` ([`server`]).
 //!
 //! Everything it echoes of the caller's input is capped ([`echo`]). The binary `reliable-mcp`
-//! serves it over stdio (the default) or streamable HTTP, bounded ([`transport`]).
+//! serves it over stdio (the default; [`stdio`] answers the malformed requests the SDK cannot
+//! attribute) or streamable HTTP, bounded ([`transport`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -182,7 +182,9 @@ impl ReliableServer {
     /// Returns status, selected headers, a capped body, every attempt, time taken and what
     /// served it. While the breaker is open nothing is sent and `fallback` is returned. Only
     /// http/https to public addresses (private, loopback, link-local and metadata addresses are
-    /// refused, also after DNS and on every redirect); Authorization and Cookie are never echoed.
+    /// refused, also after DNS and on every redirect; a redirect not followed comes back as a
+    /// refusal with its reason); Authorization and Cookie are never echoed, and a URL carrying
+    /// user:password@ is refused: pass credentials as headers.
     #[tool(annotations(open_world_hint = true))]
     async fn reliable_http_call(
         &self,

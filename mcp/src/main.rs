@@ -133,8 +133,9 @@ async fn serve(a: Args) -> Result<(), String> {
             .await
             .map_err(|e| format!("stdio: {e}"))?;
         running.waiting().await.map_err(|e| format!("stdio: {e}"))?;
-        // The SDK has dropped its end: the writer flushes what is left and ends.
-        let _ = writer.await;
+        // The SDK has dropped its end: the writer flushes what is left and ends (bounded, in
+        // case the SDK still holds it).
+        let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
         return Ok(());
     };
     if !addr.ip().is_loopback() {

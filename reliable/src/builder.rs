@@ -328,8 +328,9 @@ impl Builder {
         self
     }
 
-    /// The timer for backoff waits and async timeouts. Default: tokio's with the `tokio` feature,
-    /// [`TimerSleep`](crate::sleep::TimerSleep) otherwise.
+    /// The timer for backoff waits and async timeouts. Default: with the `tokio` feature,
+    /// [`RuntimeSleep`](crate::sleep::RuntimeSleep) (tokio's timer inside a tokio runtime,
+    /// `futures-timer` under any other executor); [`TimerSleep`](crate::sleep::TimerSleep) without.
     pub fn sleep(mut self, sleep: impl Sleep) -> Self {
         self.sleep = Some(Arc::new(sleep));
         self
@@ -493,7 +494,7 @@ fn default_clock() -> Arc<dyn Clock> {
 
 fn default_sleep() -> Arc<dyn Sleep> {
     #[cfg(feature = "tokio")]
-    return Arc::new(crate::sleep::TokioSleep);
+    return Arc::new(crate::sleep::RuntimeSleep);
     #[cfg(not(feature = "tokio"))]
     return Arc::new(crate::sleep::TimerSleep);
 }

@@ -78,7 +78,9 @@
 //!
 //! Features: `tokio` (default: tokio's clock and timer inside a tokio runtime, a runtime-free timer
 //! elsewhere), `metrics`, `tower`, `http` (read signals from an `http::HeaderMap`), `llm` (LLM
-//! provider signals; reads JSON error bodies with `serde_json`).
+//! provider signals; reads JSON error bodies with `serde_json`), `reqwest` (a
+//! [`reqwest-middleware`](https://docs.rs/reqwest-middleware) middleware, `middleware::ReliableMiddleware`,
+//! and `Classify` for `reqwest::Error`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -101,6 +103,8 @@ pub mod http;
 pub mod llm;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "reqwest")]
+pub mod middleware;
 pub mod observer;
 pub mod registry;
 mod reliable;

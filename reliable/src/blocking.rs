@@ -151,6 +151,8 @@ impl Reliable {
         classify: impl Fn(&E) -> ErrorClass,
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
     ) -> Result<T, Error<E>> {
+        #[cfg(feature = "tracing")]
+        let _span = crate::traces::call_span(self.name()).entered();
         let inner = &*self.inner;
         let Some(mut first) = FirstAttempt::start(inner) else {
             return self.blocking_rest(classify, f, None);

@@ -355,6 +355,14 @@ impl Builder {
         self
     }
 
+    /// Emits a `tracing` event per attempt, retry, refusal, breaker transition, give-up and call
+    /// end (names and fields in [`traces`](crate::traces)). Calls run in a `reliable.call` span
+    /// with the feature on, whether or not this is called.
+    #[cfg(feature = "tracing")]
+    pub fn tracing(self) -> Self {
+        self.observer(crate::traces::TracingObserver)
+    }
+
     /// Exports calls, attempts, durations and breaker states through the `metrics` facade,
     /// labelled with this instance's name (see [`metrics`](crate::metrics)).
     #[cfg(feature = "metrics")]

@@ -80,7 +80,9 @@
 //! elsewhere), `metrics`, `tower`, `http` (read signals from an `http::HeaderMap`), `llm` (LLM
 //! provider signals; reads JSON error bodies with `serde_json`), `reqwest` (a
 //! [`reqwest-middleware`](https://docs.rs/reqwest-middleware) middleware, `middleware::ReliableMiddleware`,
-//! and `Classify` for `reqwest::Error`).
+//! and `Classify` for `reqwest::Error`), `anyhow` (`Classify` for `anyhow::Error`), `tracing` (a
+//! span per call and, with `Builder::tracing`, events per attempt, retry, refusal and transition:
+//! `traces`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -113,6 +115,8 @@ pub mod sleep;
 mod stats;
 #[cfg(feature = "tower")]
 pub mod tower;
+#[cfg(feature = "tracing")]
+pub mod traces;
 
 pub use builder::Builder;
 pub use classify::Classify;

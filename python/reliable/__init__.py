@@ -1,0 +1,412 @@
+"""reliable: timeout, jittered backoff, a sliding-window circuit breaker and retry budgets for LLM
+and agent calls, with the API of reliablekit 0.1.
+
+Every decision (does the breaker admit this call, what does its result do to the breaker, is a
+failed attempt retried and after how long, does the budget allow it) is made by the Rust core of
+the ``reliable`` project through ``reliable._core``. This module only runs your function, waits
+and raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import functools
+import inspect
+import sys
+import threading
+import time
+from typing import Any, NamedTuple
+
+from ._core import CircuitBreaker, RetryBudget, exp_backoff
+from ._core import Policy as _Policy
+
+__all__ = [
+    "CallRecord",
+    "CircuitBreaker",
+    "CircuitOpenError",
+    "RetryBudget",
+    "Served",
+    "classify",
+    "exp_backoff",
+    "fallback",
+    "reliable",
+    "retry_after_of",
+]
+__version__ = "0.2.0"
+
+
+class CircuitOpenError(Exception):
+    """Raised instead of calling the function while its breaker is open.
+
+    ``retry_after`` is the number of seconds until the breaker lets a probe through (``None`` when
+    that is not known: every half-open probe slot taken, or opened by hand).
+    """
+
+    def __init__(self, retry_after: float | None = None, message: str | None = None) -> None:
+        self.retry_after = retry_after
+        if message is None:
+            message = (
+                "circuit open"
+                if retry_after is None
+                else f"circuit open; retry after {retry_after:.3f}s"
+            )
+        super().__init__(message)
+
+
+class CallRecord(NamedTuple):
+    """What the ``on_call`` metrics hook receives once per decorated call."""
+
+    function: str
+    attempts: int
+    seconds: float
+    outcome: str  # "success", "failure", "rejected", "fallback" or "cancelled"
+    reason: str | None  # why retrying stopped: "max-attempts", "budget", "fatal", ...
+
+
+# --- What an exception means -----------------------------------------------------------------
+
+
+def _http_response(exc: BaseException) -> Any:
+    """The HTTP response an httpx or requests error (or an SDK error shaped like them) carries.
+
+    httpx and requests are looked up in ``sys.modules``, never imported: if the program has not
+    imported them, none of its exceptions can be theirs.
+    """
+    httpx = sys.modules.get("httpx")
+    if httpx is not None and isinstance(exc, getattr(httpx, "HTTPStatusError", ())):
+        return exc.response  # type: ignore[attr-defined]
+    requests = sys.modules.get("requests")
+    if requests is not None and isinstance(exc, getattr(requests, "HTTPError", ())):
+        return exc.response  # type: ignore[attr-defined]
+    response = getattr(exc, "response", None)
+    if isinstance(getattr(response, "status_code", None), int):
+        return response
+    return None
+
+
+def retry_after_of(response: Any) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), or ``None``.
+
+    The header is hostile input: anything that is not a number of seconds or a date is ignored,
+    and the core clamps what is honoured to ``retry_after_cap``.
+    """
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+    except Exception:
+        return None
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - time.time()
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        return None
+    return min(max(seconds, 0.0), 1e9)
+
+
+def classify(exc: BaseException) -> tuple[str, float | None]:
+    """The default error class of an exception, as the core's retry policy reads it.
+
+    - a timeout: ``"timeout"`` (retried, counts against the breaker);
+    - an HTTP error with a response: 429 and 503 are ``"throttled"`` with the server's
+      ``Retry-After``, 408 is ``"timeout"``, 501 and other 4xx are ``"fatal"`` (a bad request is
+      not retried and says nothing about the downstream's health), other 5xx ``"transient"``;
+    - anything else: ``"transient"`` (retried, counts against the breaker), as in reliablekit 0.1.
+    """
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return ("timeout", None)
+    response = _http_response(exc)
+    if response is not None:
+        status = response.status_code
+        if status in (429, 503):
+            return ("throttled", retry_after_of(response))
+        if status == 408:
+            return ("timeout", None)
+        if 400 <= status < 500 or status == 501:
+            return ("fatal", None)
+    return ("transient", None)
+
+
+# --- Running one attempt ---------------------------------------------------------------------
+
+
+def _with_timeout(fn: Any, timeout: float, args: Any, kwargs: Any) -> Any:
+    """Runs a synchronous attempt in a daemon thread and stops waiting after ``timeout`` seconds.
+
+    Python cannot stop a thread: a timed-out attempt keeps running in the background, as in
+    reliablekit 0.1; give the HTTP client its own timeout too. ``async def`` functions get true
+    cancellation instead.
+    """
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, fn(*args, **kwargs)))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="reliable-attempt", daemon=True).start()
+    if not done.wait(timeout):
+        raise TimeoutError(f"attempt timed out after {timeout}s")
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
+
+
+def _name(fn: Any) -> str:
+    return str(
+        getattr(fn, "__served_by__", None)
+        or getattr(fn, "name", None)
+        or getattr(fn, "__qualname__", None)
+        or repr(fn)
+    )
+
+
+def _check_callable(param: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{param}: must be callable or None, got {type(value).__name__}")
+
+
+def _is_async(fn: Any) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)
+    )
+
+
+# --- The decorator ---------------------------------------------------------------------------
+
+
+def reliable(
+    fn: Any = None,
+    *,
+    breaker: CircuitBreaker | None = None,
+    timeout: float | None = None,
+    max_attempts: int = 5,
+    base_delay: float = 0.2,
+    factor: float = 2.0,
+    jitter: float = 0.1,
+    sleep: Any = None,
+    rng: Any = None,
+    on_open: Any = None,
+    budget: RetryBudget | None = None,
+    max_delay: float | None = None,
+    retry_after_cap: float = 60.0,
+    classify: Any = classify,
+    on_call: Any = None,
+) -> Any:
+    """Wraps ``fn`` (sync or ``async def``) in timeout + jittered exponential backoff + breaker.
+
+    Usable as ``@reliable``, ``@reliable(...)`` or ``reliable(fn, ...)``. Each attempt asks the
+    breaker first; while it is open the call is not made: ``on_open(*args, **kwargs)`` answers
+    instead, or ``CircuitOpenError`` is raised. A failed attempt is retried after
+    ``base_delay * factor**(n-1)`` seconds spread by ±``jitter`` (longer if the server sent a
+    ``Retry-After``, up to ``retry_after_cap``), at most ``max_attempts`` attempts in all, and
+    only while ``budget`` allows. When it gives up, the last exception is raised.
+    """
+    _check_callable("sleep", sleep)
+    _check_callable("on_open", on_open)
+    _check_callable("classify", classify)
+    _check_callable("on_call", on_call)
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+        raise TypeError(f"max_attempts: must be an int, got {type(max_attempts).__name__}")
+    policy = _Policy(
+        breaker=breaker,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        base_delay=base_delay,
+        factor=factor,
+        jitter=jitter,
+        rng=rng,
+        budget=budget,
+        max_delay=max_delay,
+        retry_after_cap=retry_after_cap,
+    )
+
+    def decorate(f: Any) -> Any:
+        if not callable(f):
+            raise TypeError(f"fn: must be callable, got {type(f).__name__}")
+        make = _async_wrapper if _is_async(f) else _sync_wrapper
+        wrapper = make(f, policy, timeout, sleep, on_open, classify, on_call)
+        wrapper = functools.wraps(f)(wrapper)
+        # The layers this wrapper adds, innermost first: the breaker guards each attempt.
+        served_by = _name(f)
+        if breaker is not None:
+            served_by = f"breaker({served_by})"
+        if max_attempts > 1:
+            served_by = f"retry({served_by})"
+        wrapper.__served_by__ = served_by
+        return wrapper
+
+    if fn is None:
+        return decorate
+    return decorate(fn)
+
+
+def _sync_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # type: ignore[no-untyped-def]
+    start = policy.start
+    sleep = sleep if sleep is not None else time.sleep
+    name = _name(fn)
+
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        began = time.perf_counter() if on_call is not None else 0.0
+        call = start()
+        while True:
+            retry_after = call.admit()
+            if retry_after is not None:
+                if on_call is not None:
+                    on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
+                if on_open is not None:
+                    return on_open(*args, **kwargs)
+                raise CircuitOpenError(retry_after if retry_after >= 0 else None)
+            try:
+                if timeout is None:
+                    result = fn(*args, **kwargs)
+                else:
+                    result = _with_timeout(fn, timeout, args, kwargs)
+            except Exception as exc:
+                kind, hint = classify(exc)
+                delay = call.failure(kind, hint)
+                if delay is None:
+                    if on_call is not None:
+                        on_call(_record(name, call, began, "failure"))
+                    raise
+                sleep(delay)
+                continue
+            except BaseException:
+                call.cancel()
+                if on_call is not None:
+                    on_call(_record(name, call, began, "cancelled"))
+                raise
+            call.success()
+            if on_call is not None:
+                on_call(_record(name, call, began, "success"))
+            return result
+
+    return wrapper
+
+
+def _async_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # type: ignore[no-untyped-def]
+    start = policy.start
+    name = _name(fn)
+
+    async def pause(delay: float) -> None:
+        if sleep is None:
+            await asyncio.sleep(delay)
+        else:
+            waited = sleep(delay)
+            if inspect.isawaitable(waited):
+                await waited
+
+    async def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        began = time.perf_counter() if on_call is not None else 0.0
+        call = start()
+        try:
+            while True:
+                retry_after = call.admit()
+                if retry_after is not None:
+                    if on_call is not None:
+                        on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
+                    if on_open is not None:
+                        answer = on_open(*args, **kwargs)
+                        return await answer if inspect.isawaitable(answer) else answer
+                    raise CircuitOpenError(retry_after if retry_after >= 0 else None)
+                try:
+                    if timeout is None:
+                        result = await fn(*args, **kwargs)
+                    else:
+                        # wait_for cancels the attempt's task when the time is up.
+                        result = await asyncio.wait_for(fn(*args, **kwargs), timeout)
+                except Exception as exc:
+                    kind, hint = classify(exc)
+                    delay = call.failure(kind, hint)
+                    if delay is None:
+                        if on_call is not None:
+                            on_call(_record(name, call, began, "failure"))
+                        raise
+                    await pause(delay)
+                    continue
+                call.success()
+                if on_call is not None:
+                    on_call(_record(name, call, began, "success"))
+                return result
+        except BaseException as exc:
+            # Cancelled (asyncio.timeout, TaskGroup, task.cancel()) or interrupted: the breaker
+            # permit goes back uncounted, so a cancelled half-open probe frees its slot.
+            if not isinstance(exc, Exception):
+                call.cancel()
+                if on_call is not None:
+                    on_call(_record(name, call, began, "cancelled"))
+            raise
+
+    return wrapper
+
+
+def _record(name: str, call: Any, began: float, outcome: str) -> CallRecord:
+    return CallRecord(name, call.attempts, time.perf_counter() - began, outcome, call.reason)
+
+
+# --- Layers: the exercise's fallback stack ---------------------------------------------------
+
+
+class Served(NamedTuple):
+    """A fallback's answer and which layer gave it, e.g. ``breaker(retry(primary))``."""
+
+    value: Any
+    served_by: str
+
+
+def fallback(*layers: Any) -> Any:
+    """Tries each layer in turn until one answers; returns ``Served(value, served_by)``.
+
+    Layers are functions decorated with ``reliable`` (or any callables); a layer that raises
+    (``CircuitOpenError`` included) hands the call to the next one, and the last one's
+    exception is raised. ``served_by`` names the layer: ``retry(f)`` for a ``reliable``
+    function with more than one attempt, ``breaker(...)`` around it when it has a breaker.
+    """
+    if not layers:
+        raise ValueError("layers: give at least one")
+    for layer in layers:
+        _check_callable("layers", layer)
+    names = [_name(layer) for layer in layers]
+
+    if all(_is_async(layer) for layer in layers):
+
+        async def first_async(*args, **kwargs):  # type: ignore[no-untyped-def]
+            for i, layer in enumerate(layers):
+                try:
+                    return Served(await layer(*args, **kwargs), names[i])
+                except Exception:
+                    if i == len(layers) - 1:
+                        raise
+            raise AssertionError("unreachable")
+
+        return first_async
+
+    def first(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for i, layer in enumerate(layers):
+            try:
+                return Served(layer(*args, **kwargs), names[i])
+            except Exception:
+                if i == len(layers) - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    return first

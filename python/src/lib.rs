@@ -10,6 +10,16 @@
 //! parameter; after that nothing can panic (the core is panic-free by construction and no code
 //! here indexes, unwraps or divides unchecked), so no `PanicException` reaches Python.
 
+#![forbid(unsafe_code)]
+// No panic can reach Python: no unwrap, expect, panic or unchecked indexing here (the core denies
+// them too); CI also fails if a test run prints a Rust panic.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -399,7 +409,10 @@ impl CircuitBreaker {
             ));
         }
         if cooldown_growth > 1.0 && cooldown_max.is_none() {
-            return Err(bad_value("cooldown_growth", "a growth above 1 needs cooldown_max"));
+            return Err(bad_value(
+                "cooldown_growth",
+                "a growth above 1 needs cooldown_max",
+            ));
         }
         let config = BreakerConfig {
             failure_rate: Some(failure_rate),
@@ -660,10 +673,14 @@ fn backoff_config(
         f if f < 1.0 => Jitter::Proportional { fraction: f },
         _ => Jitter::Full,
     };
+    let base = seconds("base_delay", base, false)?;
     Ok(BackoffConfig {
-        shape: Shape::Exponential {
-            base: seconds("base_delay", base, false)?,
-            factor,
+        // No wait at all (a test's base_delay=0) is a constant zero; the core's exponential
+        // shape needs a positive base.
+        shape: if base.is_zero() {
+            Shape::Constant { delay: base }
+        } else {
+            Shape::Exponential { base, factor }
         },
         cap: Some(cap.unwrap_or(Duration::MAX)),
         jitter,

@@ -2,37 +2,23 @@
 
 from __future__ import annotations
 
-SEED_README_EXAMPLE = '''
-from reliable import CircuitBreaker, reliable
+from pathlib import Path
 
-breaker = CircuitBreaker(
-    failure_rate=0.5,   # 滑动窗口失败率 >= 50% 即熔断
-    window=20,          # 窗口 20 次调用
-    cooldown=30.0,      # 熔断后冷却 30 秒
-    probe=3,            # 半开后连续成功 3 次才闭合
-)
-
-@reliable(
-    breaker=breaker,
-    timeout=8.0,        # 单次调用超时
-    max_attempts=5,     # 含首次共 5 次尝试
-    base_delay=0.2,     # 退避基数，factor=2 指数增长
-    jitter=0.1,         # ±10% 抖动，防重试同步化
-    on_open=lambda *a, **k: cache_fallback(),  # 熔断期间的降级
-)
-def call_llm(prompt: str) -> str:
-    ...
-'''
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "seed_readme.py"
 
 
 def test_the_seed_readme_example_runs_unchanged() -> None:
-    namespace: dict[str, object] = {}
-    exec(compile(SEED_README_EXAMPLE, "seed-readme", "exec"), namespace)
+    namespace: dict[str, object] = {"__name__": "seed_readme"}
+    exec(compile(EXAMPLE.read_text(encoding="utf-8"), str(EXAMPLE), "exec"), namespace)
     call_llm = namespace["call_llm"]
     breaker = namespace["breaker"]
     assert call_llm("hi") is None  # type: ignore[operator]
     assert breaker.state == "closed"  # type: ignore[attr-defined]
     assert breaker.stats["calls"] == 1  # type: ignore[attr-defined]
+    # While the breaker is open, the README's on_open answers (cache_fallback is the user's).
+    namespace["cache_fallback"] = lambda: "cached"
+    breaker.force_open()  # type: ignore[attr-defined]
+    assert call_llm("hi") == "cached"  # type: ignore[operator]
 
 
 def test_the_seed_api_is_importable_by_its_names() -> None:

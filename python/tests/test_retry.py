@@ -42,6 +42,13 @@ def test_retries_wait_the_core_backoff_and_give_up_after_max_attempts(sleeps: Sl
     assert sleeps.waits == [0.5, 1.5, 4.5]
 
 
+def test_a_zero_base_delay_retries_at_once(sleeps: Sleeps) -> None:
+    calls, f = failing(2)
+    assert reliable(f, base_delay=0, sleep=sleeps)() == "ok"
+    assert sleeps.waits == [0.0, 0.0]
+    assert exp_backoff(4, 0.0) == 0.0
+
+
 def test_success_after_retries_returns_the_value(sleeps: Sleeps) -> None:
     calls, f = failing(2)
     assert reliable(f, sleep=sleeps, rng=lambda: 0.5)() == "ok"

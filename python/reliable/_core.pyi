@@ -1,0 +1,72 @@
+# The Rust extension: the core's decisions. The public names are re-exported by `reliable`.
+from typing import Callable, Optional, Union
+
+class CircuitBreaker:
+    def __init__(
+        self,
+        failure_rate: float = 0.5,
+        window: int = 20,
+        cooldown: float = 30.0,
+        probe: int = 3,
+        clock: Optional[Callable[[], float]] = None,
+        rng: Optional[Callable[[], float]] = None,
+        *,
+        minimum_calls: Optional[int] = None,
+        probe_limit: Optional[int] = None,
+        probe_timeout: float = 30.0,
+        cooldown_growth: float = 1.0,
+        cooldown_max: Optional[float] = None,
+        cooldown_jitter: float = 0.0,
+        on_transition: Optional[Callable[[str, str, float], object]] = None,
+    ) -> None: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def retry_after(self) -> Optional[float]: ...
+    @property
+    def stats(self) -> dict[str, Union[str, int, float]]: ...
+    def reset(self) -> None: ...
+    def force_open(self) -> None: ...
+    def _acquire(self) -> Union[Ticket, float, None]: ...
+    def _record(self, ticket: Ticket, outcome: str) -> None: ...
+
+class Ticket: ...
+
+class RetryBudget:
+    def __init__(self, ratio: float = 0.1, *, min_per_sec: int = 10, ttl: float = 10.0) -> None: ...
+
+class Call:
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    def admit(self) -> Optional[float]: ...
+    def success(self) -> None: ...
+    def failure(self, kind: str, retry_after: Optional[float] = None) -> Optional[float]: ...
+    def cancel(self) -> None: ...
+
+class Policy:
+    def __init__(
+        self,
+        *,
+        breaker: Optional[CircuitBreaker],
+        timeout: Optional[float],
+        max_attempts: int,
+        base_delay: float,
+        factor: float,
+        jitter: float,
+        rng: Optional[Callable[[], float]],
+        budget: Optional[RetryBudget],
+        max_delay: Optional[float],
+        retry_after_cap: float,
+    ) -> None: ...
+    def start(self) -> Call: ...
+
+def exp_backoff(
+    attempt: int,
+    base: float = 0.2,
+    factor: float = 2.0,
+    jitter: float = 0.1,
+    rng: Optional[Callable[[], float]] = None,
+) -> float: ...
+

@@ -91,16 +91,15 @@ def retry_after_of(response: Any) -> float | None:
     The header is hostile input: anything that is not a number of seconds or a date is ignored,
     and the core clamps what is honoured to ``retry_after_cap``.
     """
-    headers = getattr(response, "headers", None)
-    if headers is None:
+    millis = _header(response, "retry-after-ms")
+    if millis is not None:
+        try:
+            return _clamp(float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = _header(response, "retry-after")
+    if value is None:
         return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-    except Exception:
-        return None
-    if not isinstance(value, str) or len(value) > 64:
-        return None
-    value = value.strip()
     try:
         seconds = float(value)
     except ValueError:
@@ -111,18 +110,41 @@ def retry_after_of(response: Any) -> float | None:
         if when is None or when.tzinfo is None:
             return None
         seconds = when.timestamp() - time.time()
+    return _clamp(seconds)
+
+
+def _clamp(seconds: float) -> float | None:
     if seconds != seconds or seconds in (float("inf"), float("-inf")):
         return None
     return min(max(seconds, 0.0), 1e9)
+
+
+def _header(response: Any, name: str) -> str | None:
+    """A header's value, stripped, from any mapping-like ``headers`` (case-insensitive lookup
+    for plain dicts too); ``None`` when absent or implausibly long."""
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get(name)
+        if value is None and isinstance(headers, dict):
+            value = next((v for k, v in headers.items() if str(k).lower() == name), None)
+    except Exception:
+        return None
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    return value.strip()
 
 
 def classify(exc: BaseException) -> tuple[str, float | None]:
     """The default error class of an exception, as the core's retry policy reads it.
 
     - a timeout: ``"timeout"`` (retried, counts against the breaker);
-    - an HTTP error with a response: 429 and 503 are ``"throttled"`` with the server's
-      ``Retry-After``, 408 is ``"timeout"``, 501 and other 4xx are ``"fatal"`` (a bad request is
-      not retried and says nothing about the downstream's health), other 5xx ``"transient"``;
+    - an HTTP error with a response: ``x-should-retry: false`` is ``"dont_retry"`` (and ``true``
+      makes any status retryable); 429 and 503 are ``"throttled"`` with the server's
+      ``retry-after-ms`` or ``Retry-After``, 408 is ``"timeout"``, 501 and other 4xx are
+      ``"fatal"`` (a bad request is not retried and says nothing about the downstream's
+      health), other 5xx ``"transient"``;
     - anything else: ``"transient"`` (retried, counts against the breaker), as in reliablekit 0.1.
     """
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
@@ -130,6 +152,11 @@ def classify(exc: BaseException) -> tuple[str, float | None]:
     response = _http_response(exc)
     if response is not None:
         status = response.status_code
+        should_retry = (_header(response, "x-should-retry") or "").lower()
+        if should_retry == "false":
+            return ("dont_retry", None)
+        if should_retry == "true" and status not in (429, 503):
+            return ("transient", None)
         if status in (429, 503):
             return ("throttled", retry_after_of(response))
         if status == 408:

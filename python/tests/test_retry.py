@@ -172,3 +172,16 @@ def test_on_call_reports_attempts_outcome_and_reason(sleeps: Sleeps) -> None:
         (2, "success", None),
         (2, "failure", "max-attempts"),
     ]
+
+
+def test_retry_after_ms_and_x_should_retry(sleeps: Sleeps) -> None:
+    calls, f = failing(1, HTTPError(429, {"retry-after-ms": "1500", "Retry-After": "9"}))
+    assert reliable(f, jitter=0.0, sleep=sleeps)() == "ok"
+    assert sleeps.waits == [1.5]
+    calls, f = failing(5, HTTPError(500, {"X-Should-Retry": "false"}))
+    with pytest.raises(HTTPError):
+        reliable(f, sleep=sleeps)()
+    assert len(calls) == 1
+    calls, f = failing(1, HTTPError(400, {"x-should-retry": "true"}))
+    assert reliable(f, sleep=sleeps)() == "ok"
+    assert len(calls) == 2

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from ._core import CircuitBreaker, RetryBudget, exp_backoff
+from ._core import CircuitBreaker, RetryBudget, SpendBudget, exp_backoff
 from ._core import Policy as _Policy
 
 __all__ = [
@@ -27,6 +27,8 @@ __all__ = [
     "CircuitOpenError",
     "RetryBudget",
     "Served",
+    "SpendBudget",
+    "SpendLimitError",
     "classify",
     "exp_backoff",
     "fallback",
@@ -52,6 +54,19 @@ class CircuitOpenError(Exception):
                 else f"circuit open; retry after {retry_after:.3f}s"
             )
         super().__init__(message)
+
+
+class SpendLimitError(CircuitOpenError):
+    """Raised instead of calling when the spend budget has no room for the call's estimate.
+
+    ``reason`` says which limit: ``minute-ceiling``, ``day-ceiling``, ``month-ceiling``,
+    ``too-large-for-minute`` (the estimate alone exceeds a ceiling), ``money-limit``;
+    ``retry_after`` is when the call would fit.
+    """
+
+    def __init__(self, reason: str, retry_after: float | None) -> None:
+        self.reason = reason
+        super().__init__(retry_after, f"spend budget refused the call ({reason})")
 
 
 class CallRecord(NamedTuple):
@@ -238,6 +253,9 @@ def reliable(
     retry_after_cap: float = 60.0,
     classify: Any = classify,
     on_call: Any = None,
+    spend: SpendBudget | None = None,
+    estimate: Any = None,
+    usage: Any = None,
 ) -> Any:
     """Wraps ``fn`` (sync or ``async def``) in timeout + jittered exponential backoff + breaker.
 
@@ -247,11 +265,24 @@ def reliable(
     ``base_delay * factor**(n-1)`` seconds spread by ±``jitter`` (longer if the server sent a
     ``Retry-After``, up to ``retry_after_cap``), at most ``max_attempts`` attempts in all, and
     only while ``budget`` allows. When it gives up, the last exception is raised.
+
+    With ``spend``, each attempt first reserves ``estimate(*args, **kwargs)`` = ``(input_tokens,
+    max_output_tokens)`` under the spend budget's ceilings, then settles ``usage(result)`` (the
+    estimate when ``usage`` is None); a failed or cancelled attempt is charged its whole
+    estimate. A call that does not fit is answered like an open breaker (``on_open``, or
+    ``SpendLimitError``) and not retried.
     """
     _check_callable("sleep", sleep)
     _check_callable("on_open", on_open)
     _check_callable("classify", classify)
     _check_callable("on_call", on_call)
+    _check_callable("estimate", estimate)
+    _check_callable("usage", usage)
+    if spend is not None:
+        if not isinstance(spend, SpendBudget):
+            raise TypeError(f"spend: must be a SpendBudget or None, got {type(spend).__name__}")
+        if estimate is None:
+            raise TypeError("estimate: a spend budget needs estimate(*args, **kwargs) -> (input, max_output)")
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
         raise TypeError(f"max_attempts: must be an int, got {type(max_attempts).__name__}")
     policy = _Policy(
@@ -270,8 +301,10 @@ def reliable(
     def decorate(f: Any) -> Any:
         if not callable(f):
             raise TypeError(f"fn: must be callable, got {type(f).__name__}")
-        make = _async_wrapper if _is_async(f) else _sync_wrapper
-        wrapper = make(f, policy, timeout, sleep, on_open, classify, on_call)
+        is_async = _is_async(f)
+        make = _async_wrapper if is_async else _sync_wrapper
+        attempt = f if spend is None else _spending(f, spend, estimate, usage, is_async)
+        wrapper = make(attempt, policy, timeout, sleep, on_open, classify, on_call)
         wrapper = functools.wraps(f)(wrapper)
         # The layers this wrapper adds, innermost first: the breaker guards each attempt.
         served_by = _name(f)
@@ -308,6 +341,13 @@ def _sync_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # ty
                     result = fn(*args, **kwargs)
                 else:
                     result = _with_timeout(fn, timeout, args, kwargs)
+            except SpendLimitError:
+                call.cancel()  # nothing was sent: the breaker permit goes back uncounted
+                if on_call is not None:
+                    on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
+                if on_open is not None:
+                    return on_open(*args, **kwargs)
+                raise
             except Exception as exc:
                 kind, hint = classify(exc)
                 delay = call.failure(kind, hint)
@@ -361,6 +401,14 @@ def _async_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # t
                     else:
                         # wait_for cancels the attempt's task when the time is up.
                         result = await asyncio.wait_for(fn(*args, **kwargs), timeout)
+                except SpendLimitError:
+                    call.cancel()  # nothing was sent: the breaker permit goes back uncounted
+                    if on_call is not None:
+                        on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
+                    if on_open is not None:
+                        answer = on_open(*args, **kwargs)
+                        return await answer if inspect.isawaitable(answer) else answer
+                    raise
                 except Exception as exc:
                     kind, hint = classify(exc)
                     delay = call.failure(kind, hint)
@@ -384,6 +432,51 @@ def _async_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # t
             raise
 
     return wrapper
+
+
+def _spending(fn, spend, estimate, usage, is_async):  # type: ignore[no-untyped-def]
+    """``fn`` with each attempt reserved under, and settled to, the spend budget."""
+
+    def reserve(args: Any, kwargs: Any) -> tuple[Any, int, int]:
+        input_tokens, max_output = estimate(*args, **kwargs)
+        ticket = spend._reserve(input_tokens, max_output)
+        if isinstance(ticket, tuple):
+            raise SpendLimitError(*ticket)
+        return ticket, input_tokens, max_output
+
+    def settle(ticket: Any, result: Any, input_tokens: int, max_output: int) -> None:
+        if usage is None:
+            spend.settle(ticket, input_tokens, max_output)
+        else:
+            spend.settle(ticket, *usage(result))
+
+    if is_async:
+
+        @functools.wraps(fn)
+        async def attempt_async(*args, **kwargs):  # type: ignore[no-untyped-def]
+            ticket, input_tokens, max_output = reserve(args, kwargs)
+            try:
+                result = await fn(*args, **kwargs)
+            except BaseException:
+                spend.cancel(ticket)
+                raise
+            settle(ticket, result, input_tokens, max_output)
+            return result
+
+        return attempt_async
+
+    @functools.wraps(fn)
+    def attempt(*args, **kwargs):  # type: ignore[no-untyped-def]
+        ticket, input_tokens, max_output = reserve(args, kwargs)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException:
+            spend.cancel(ticket)
+            raise
+        settle(ticket, result, input_tokens, max_output)
+        return result
+
+    return attempt
 
 
 def _record(name: str, call: Any, began: float, outcome: str) -> CallRecord:

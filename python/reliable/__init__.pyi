@@ -9,6 +9,7 @@ else:  # typing_extensions is only needed by type checkers on 3.9
 
 from ._core import CircuitBreaker as CircuitBreaker
 from ._core import RetryBudget as RetryBudget
+from ._core import SpendBudget as SpendBudget
 from ._core import exp_backoff as exp_backoff
 
 __version__: str
@@ -19,6 +20,10 @@ _R = TypeVar("_R")
 class CircuitOpenError(Exception):
     retry_after: Optional[float]
     def __init__(self, retry_after: Optional[float] = None, message: Optional[str] = None) -> None: ...
+
+class SpendLimitError(CircuitOpenError):
+    reason: str
+    def __init__(self, reason: str, retry_after: Optional[float]) -> None: ...
 
 class CallRecord(NamedTuple):
     function: str
@@ -53,6 +58,9 @@ def reliable(
     retry_after_cap: float = 60.0,
     classify: Callable[[BaseException], tuple[str, Optional[float]]] = ...,
     on_call: Optional[Callable[[CallRecord], object]] = None,
+    spend: Optional[SpendBudget] = None,
+    estimate: Optional[Callable[..., tuple[int, int]]] = None,
+    usage: Optional[Callable[[Any], tuple[int, int]]] = None,
 ) -> Callable[_P, _R]: ...
 @overload
 def reliable(
@@ -72,6 +80,9 @@ def reliable(
     retry_after_cap: float = 60.0,
     classify: Callable[[BaseException], tuple[str, Optional[float]]] = ...,
     on_call: Optional[Callable[[CallRecord], object]] = None,
+    spend: Optional[SpendBudget] = None,
+    estimate: Optional[Callable[..., tuple[int, int]]] = None,
+    usage: Optional[Callable[[Any], tuple[int, int]]] = None,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 @overload
 def fallback(*layers: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[Served]]: ...

@@ -38,6 +38,9 @@ use reliable_core::budget::{
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryState};
 use reliable_core::sample::splitmix64;
+use reliable_core::spend::{
+    Ceiling, Price, RefuseReason, Reservation, Span, SpendBreaker, SpendConfig, SpendPolicy, Tokens,
+};
 use reliable_core::{ConfigError, Duration, Instant};
 
 /// The largest `window` a breaker accepts, in calls (16 words of 64 bits per outcome kind).
@@ -644,6 +647,248 @@ impl RetryBudget {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The LLM spend budget.
+
+type SpendState<'p> = SpendBreaker<'p>;
+
+self_cell::self_cell!(
+    /// A spend policy and the breaker that borrows it, in one value.
+    struct SpendCell {
+        owner: SpendPolicy,
+        #[covariant]
+        dependent: SpendState,
+    }
+    impl {Debug}
+);
+
+/// Dollars (or any currency unit) as the core's integer micro-units.
+fn micro(param: &str, value: f64) -> PyResult<u64> {
+    if !value.is_finite() || !(0.0..=1e12).contains(&value) {
+        return Err(bad_value(
+            param,
+            format!("must be an amount in [0, 1e12], got {value}"),
+        ));
+    }
+    Ok((value * 1e6).round() as u64)
+}
+
+fn tokens_of(param: &str, value: i64) -> PyResult<u64> {
+    if !(0..=1_000_000_000_000).contains(&value) {
+        return Err(bad_value(
+            param,
+            format!("must be a token count in [0, 1e12], got {value}"),
+        ));
+    }
+    Ok(value as u64)
+}
+
+fn ceiling(
+    tokens_param: &str,
+    tokens: Option<&Bound<'_, PyAny>>,
+    cost_param: &str,
+    cost: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Ceiling>> {
+    let tokens = opt_int_of(tokens_param, tokens)?
+        .map(|t| tokens_of(tokens_param, t))
+        .transpose()?;
+    let cost = opt_float_of(cost_param, cost)?
+        .map(|c| micro(cost_param, c))
+        .transpose()?;
+    Ok(match (tokens, cost) {
+        (None, None) => None,
+        (tokens, cost) => Some(Ceiling {
+            tokens,
+            cost,
+            ..Ceiling::tokens(0)
+        }),
+    })
+}
+
+fn span_name(span: Span) -> &'static str {
+    span.name()
+}
+
+/// Token and cost ceilings for LLM calls over the last minute, day and 30 days (the core's spend
+/// breaker): reserve the worst case before a call, settle the real usage after it.
+#[pyclass(module = "reliable", name = "SpendBudget", frozen)]
+#[derive(Debug)]
+struct SpendBudget {
+    inner: Mutex<SpendCell>,
+    clock: Clock,
+}
+
+/// Room held for one call until it is settled or cancelled.
+#[pyclass(module = "reliable", name = "Reservation", frozen)]
+#[derive(Debug)]
+struct SpendTicket(Mutex<Option<Reservation>>);
+
+impl SpendTicket {
+    fn take(&self) -> Option<Reservation> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl SpendBudget {
+    fn with<T>(&self, f: impl FnOnce(&mut SpendBreaker<'_>) -> T) -> T {
+        let mut cell = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        cell.with_dependent_mut(|_, breaker| f(breaker))
+    }
+}
+
+#[pymethods]
+impl SpendBudget {
+    #[new]
+    #[pyo3(signature = (
+        *, price_in = None, price_out = None, minute_tokens = None, minute_cost = None,
+        day_tokens = None, day_cost = None, month_tokens = None, month_cost = None,
+        throttle_below = None, clock = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        price_in: Option<&Bound<'_, PyAny>>,
+        price_out: Option<&Bound<'_, PyAny>>,
+        minute_tokens: Option<&Bound<'_, PyAny>>,
+        minute_cost: Option<&Bound<'_, PyAny>>,
+        day_tokens: Option<&Bound<'_, PyAny>>,
+        day_cost: Option<&Bound<'_, PyAny>>,
+        month_tokens: Option<&Bound<'_, PyAny>>,
+        month_cost: Option<&Bound<'_, PyAny>>,
+        throttle_below: Option<&Bound<'_, PyAny>>,
+        clock: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let price_in = micro(
+            "price_in",
+            opt_float_of("price_in", price_in)?.unwrap_or(0.0),
+        )?;
+        let price_out = micro(
+            "price_out",
+            opt_float_of("price_out", price_out)?.unwrap_or(0.0),
+        )?;
+        let throttle_below = opt_float_of("throttle_below", throttle_below)?.unwrap_or(0.1);
+        let config = SpendConfig {
+            price: Price::per_million_tokens(price_in, price_out),
+            minute: ceiling("minute_tokens", minute_tokens, "minute_cost", minute_cost)?,
+            day: ceiling("day_tokens", day_tokens, "day_cost", day_cost)?,
+            month: ceiling("month_tokens", month_tokens, "month_cost", month_cost)?,
+            throttle_below,
+            ..SpendConfig::new()
+        };
+        let names = [("throttle_below", "throttle_below")];
+        let policy = SpendPolicy::new(config).map_err(|e| config_error(e, &names))?;
+        let cell = SpendCell::try_new(policy, |p| SpendBreaker::new(p))
+            .map_err(|e| config_error(e, &names))?;
+        Ok(SpendBudget {
+            inner: Mutex::new(cell),
+            clock: Clock(callable("clock", clock)?),
+        })
+    }
+
+    /// Holds room for a call of `input_tokens` in and up to `max_output_tokens` out: a
+    /// reservation, or `(reason, retry_after_seconds)` when it does not fit.
+    fn _reserve(
+        &self,
+        py: Python<'_>,
+        input_tokens: &Bound<'_, PyAny>,
+        max_output_tokens: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let input = tokens_of("input_tokens", int_of("input_tokens", input_tokens)?)?;
+        let output = tokens_of(
+            "max_output_tokens",
+            int_of("max_output_tokens", max_output_tokens)?,
+        )?;
+        let now = self.clock.now(py)?;
+        Ok(
+            match self.with(|b| b.reserve(now, Tokens { input, output })) {
+                Ok(r) => SpendTicket(Mutex::new(Some(r)))
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind(),
+                Err(refusal) => {
+                    let reason = match refusal.reason {
+                        RefuseReason::MoneyLimit => "money-limit".to_string(),
+                        RefuseReason::Ceiling { span, .. } => {
+                            format!("{}-ceiling", span_name(span))
+                        }
+                        RefuseReason::TooLarge { span, .. } => {
+                            format!("too-large-for-{}", span_name(span))
+                        }
+                        RefuseReason::ProviderQuota(_) => "provider-quota".to_string(),
+                    };
+                    (reason, refusal.retry_after.as_secs_f64())
+                        .into_pyobject(py)?
+                        .into_any()
+                        .unbind()
+                }
+            },
+        )
+    }
+
+    /// Settles a reservation with the usage the provider reported; returns the cost charged.
+    /// A reservation settles once; later calls charge nothing.
+    fn settle(
+        &self,
+        py: Python<'_>,
+        reservation: &SpendTicket,
+        input_tokens: &Bound<'_, PyAny>,
+        output_tokens: &Bound<'_, PyAny>,
+    ) -> PyResult<f64> {
+        let input = tokens_of("input_tokens", int_of("input_tokens", input_tokens)?)?;
+        let output = tokens_of("output_tokens", int_of("output_tokens", output_tokens)?)?;
+        let now = self.clock.now(py)?;
+        Ok(match reservation.take() {
+            Some(r) => {
+                self.with(|b| b.settle(now, r, Tokens { input, output }))
+                    .charged
+                    .cost as f64
+                    / 1e6
+            }
+            None => 0.0,
+        })
+    }
+
+    /// Settles a call that was cancelled or failed without a usage report: the whole estimate
+    /// is charged (the provider may have billed it).
+    fn cancel(&self, py: Python<'_>, reservation: &SpendTicket) -> PyResult<f64> {
+        let now = self.clock.now(py)?;
+        Ok(match reservation.take() {
+            Some(r) => self.with(|b| b.cancel(now, r, None)).charged.cost as f64 / 1e6,
+            None => 0.0,
+        })
+    }
+
+    /// The provider said the account is out of money: refuse everything for `reset_after`
+    /// seconds (an hour when `None`).
+    #[pyo3(signature = (reset_after = None))]
+    fn money_limit(&self, py: Python<'_>, reset_after: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let reset = opt_float_of("reset_after", reset_after)?
+            .map(|s| seconds("reset_after", s, false))
+            .transpose()?;
+        let now = self.clock.now(py)?;
+        self.with(|b| b.money_signal(now, reset));
+        Ok(())
+    }
+
+    /// "admitting", "throttling" or "open".
+    #[getter]
+    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let now = self.clock.now(py)?;
+        Ok(self.with(|b| b.state(now)).name())
+    }
+
+    /// Tokens and cost (in currency units) used over the last minute, day and 30 days.
+    #[getter]
+    fn usage<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let now = self.clock.now(py)?;
+        let d = PyDict::new(py);
+        for span in [Span::Minute, Span::Day, Span::Month] {
+            let a = self.with(|b| b.usage(now, span));
+            d.set_item(span_name(span), (a.tokens, a.cost as f64 / 1e6))?;
+        }
+        Ok(d)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The retry loop of one logical call.
 
 const RETRY_FIELDS: [(&str, &str); 6] = [
@@ -987,6 +1232,8 @@ fn exp_backoff(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CircuitBreaker>()?;
     m.add_class::<RetryBudget>()?;
+    m.add_class::<SpendBudget>()?;
+    m.add_class::<SpendTicket>()?;
     m.add_class::<Policy>()?;
     m.add_class::<Call>()?;
     m.add_class::<Ticket>()?;

@@ -161,3 +161,22 @@ def test_on_transition_reports_each_change(clock: Clock) -> None:
     clock.now = 5.0
     breaker._record(breaker._acquire(), "success")
     assert seen == [("closed", "open", 0.0), ("open", "half_open", 5.0), ("half_open", "closed", 5.0)]
+
+
+def test_a_hook_that_raises_does_not_lose_the_transition(clock: Clock) -> None:
+    import sys
+
+    seen: list[object] = []
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda u: seen.append(u.exc_value)
+    try:
+        def hook(a: str, b: str, at: float) -> None:
+            raise RuntimeError("exporter down")
+
+        breaker = CircuitBreaker(failure_rate=1.0, window=1, cooldown=5.0, probe=1, clock=clock,
+                                 on_transition=hook)
+        breaker._record(breaker._acquire(), "failure")
+    finally:
+        sys.unraisablehook = old
+    assert breaker.state == "open"
+    assert len(seen) == 1 and isinstance(seen[0], RuntimeError)

@@ -9,6 +9,8 @@ from reliable import (
     CircuitBreaker,
     CircuitOpenError,
     RetryBudget,
+    SpendBudget,
+    SpendLimitError,
     exp_backoff,
     fallback,
     reliable,
@@ -66,3 +68,20 @@ def use() -> None:
     except CircuitOpenError as exc:
         print(exc.retry_after)
     print(upper, n, wait, state, asyncio.run(main()))
+
+
+spend = SpendBudget(price_in=3.0, price_out=15.0, day_cost=20.0)
+
+
+@reliable(spend=spend, estimate=lambda prompt: (len(prompt), 1_000), usage=lambda r: (10, len(r)))
+def priced(prompt: str) -> str:
+    return prompt
+
+
+def spent() -> float:
+    try:
+        priced("hi")
+    except SpendLimitError as exc:
+        print(exc.reason)
+    day: tuple[int, float] = spend.usage["day"]
+    return day[1]

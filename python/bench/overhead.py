@@ -122,10 +122,12 @@ def main() -> None:
             per_call_threads(peers_threads),
         ),
     ]
+    from importlib.metadata import version
+
+    peers = ", ".join(f"{p} {version(p)}" for p in ("pybreaker", "tenacity", "aiobreaker"))
     print(
-        f"python {sys.version.split()[0]}, reliablekit {reliable.__version__}, pybreaker "
-        f"{pybreaker.__version__ if hasattr(pybreaker, '__version__') else '1.4.1'}, tenacity, "
-        f"aiobreaker; median of {REPEATS} x {NUMBER} calls; "
+        f"python {sys.version.split()[0]}, reliablekit {version('reliablekit')}, {peers}; "
+        f"median of {REPEATS} x {NUMBER} calls; "
         f"{'wall' if TIMER is time.perf_counter else 'CPU'} time per call"
     )
     print()

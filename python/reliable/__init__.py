@@ -10,7 +10,6 @@ and raises.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import functools
 import inspect
 import sys
@@ -20,6 +19,8 @@ from typing import Any, NamedTuple
 
 from ._core import CircuitBreaker, RetryBudget, SpendBudget, exp_backoff
 from ._core import Policy as _Policy
+from ._core import classify_http as _classify_http
+from ._core import server_delay as _server_delay
 
 __all__ = [
     "CallRecord",
@@ -100,66 +101,45 @@ def _http_response(exc: BaseException) -> Any:
     return None
 
 
-def retry_after_of(response: Any) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), or ``None``.
-
-    The header is hostile input: anything that is not a number of seconds or a date is ignored,
-    and the core clamps what is honoured to ``retry_after_cap``.
-    """
-    millis = _header(response, "retry-after-ms")
-    if millis is not None:
-        try:
-            return _clamp(float(millis) / 1000.0)
-        except ValueError:
-            pass
-    value = _header(response, "retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-        if when is None or when.tzinfo is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    return _clamp(seconds)
-
-
-def _clamp(seconds: float) -> float | None:
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):
-        return None
-    return min(max(seconds, 0.0), 1e9)
-
-
-def _header(response: Any, name: str) -> str | None:
-    """A header's value, stripped, from any mapping-like ``headers`` (case-insensitive lookup
-    for plain dicts too); ``None`` when absent or implausibly long."""
+def _header_pairs(response: Any) -> list[tuple[str, str]]:
+    """A response's headers as (name, value) text pairs, from any mapping-like ``headers``
+    (httpx, requests, a dict); at most 256, values over 4 KiB dropped: a response is hostile."""
     headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
+    pairs: list[tuple[str, str]] = []
     try:
-        value = headers.get(name)
-        if value is None and isinstance(headers, dict):
-            value = next((v for k, v in headers.items() if str(k).lower() == name), None)
+        items = headers.items() if headers is not None else ()
+        for name, value in items:
+            if isinstance(name, bytes):
+                name = name.decode("latin-1")
+            if isinstance(value, bytes):
+                value = value.decode("latin-1")
+            if isinstance(name, str) and isinstance(value, str) and len(value) <= 4096:
+                pairs.append((name, value))
+            if len(pairs) >= 256:
+                break
     except Exception:
-        return None
-    if not isinstance(value, str) or len(value) > 64:
-        return None
-    return value.strip()
+        return []
+    return pairs
+
+
+def retry_after_of(response: Any) -> float | None:
+    """The server's requested wait in seconds: ``retry-after-ms``, else ``Retry-After`` (seconds
+    or an HTTP date), read by the same code as every other face of the project; ``None`` when
+    absent or not a valid value. The retry policy honours it up to ``retry_after_cap``."""
+    return _server_delay(_header_pairs(response))
 
 
 def classify(exc: BaseException) -> tuple[str, float | None]:
     """The default error class of an exception, as the core's retry policy reads it.
 
     - a timeout: ``"timeout"`` (retried, counts against the breaker);
-    - an HTTP error with a response: ``x-should-retry: false`` is ``"dont_retry"`` (and ``true``
-      makes any status retryable); 429 and 503 are ``"throttled"`` with the server's
-      ``retry-after-ms`` or ``Retry-After``, 408 is ``"timeout"``, 501 and other 4xx are
-      ``"fatal"`` (a bad request is not retried and says nothing about the downstream's
-      health), other 5xx ``"transient"``;
+    - an HTTP error with a response (httpx, requests, or any exception whose ``response`` has
+      an int ``status_code``): the project's one table of HTTP answers. 429, 503 and 529 are
+      ``"throttled"`` with the server's ``retry-after-ms`` / ``Retry-After``; 408, 409 and
+      other 5xx ``"transient"`` (``"throttled"`` when the server sent a delay); other 4xx
+      ``"fatal"`` (not retried, not held against the downstream); ``x-should-retry: true``
+      makes any status retryable, ``false`` stops (``"fatal"`` for a 4xx, else
+      ``"dont_retry"``);
     - anything else: ``"transient"`` (retried, counts against the breaker), as in reliablekit 0.1.
     """
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
@@ -167,17 +147,10 @@ def classify(exc: BaseException) -> tuple[str, float | None]:
     response = _http_response(exc)
     if response is not None:
         status = response.status_code
-        should_retry = (_header(response, "x-should-retry") or "").lower()
-        if should_retry == "false":
-            return ("dont_retry", None)
-        if should_retry == "true" and status not in (429, 503):
-            return ("transient", None)
-        if status in (429, 503):
-            return ("throttled", retry_after_of(response))
-        if status == 408:
-            return ("timeout", None)
-        if 400 <= status < 500 or status == 501:
-            return ("fatal", None)
+        if 100 <= status <= 599:
+            answer = _classify_http(status, _header_pairs(response))
+            if answer is not None:
+                return answer
     return ("transient", None)
 
 

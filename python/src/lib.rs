@@ -1193,6 +1193,57 @@ fn give_up_name(reason: GiveUpReason) -> &'static str {
 }
 
 // ---------------------------------------------------------------------------------------------
+// What an HTTP answer means.
+
+/// At most this many headers are read from one response (the rest are ignored): a response is
+/// hostile input.
+const MAX_HEADERS: usize = 256;
+
+fn class_name(class: ErrorClass) -> (&'static str, Option<f64>) {
+    match class {
+        ErrorClass::Transient => ("transient", None),
+        ErrorClass::Timeout => ("timeout", None),
+        ErrorClass::Throttled { retry_after } => {
+            ("throttled", retry_after.map(|d| d.as_secs_f64()))
+        }
+        ErrorClass::Fatal => ("fatal", None),
+        ErrorClass::DontRetry => ("dont_retry", None),
+    }
+}
+
+fn signals(headers: &[(String, String)]) -> reliable::http::Signals {
+    let headers = headers.get(..MAX_HEADERS).unwrap_or(headers);
+    reliable::http::Signals::from_headers(headers, std::time::SystemTime::now())
+}
+
+/// The error class of an HTTP answer with `status` and `headers` (name/value pairs), as every
+/// face reads it: `(kind, retry_after_seconds)`, or `None` when the status is not an error.
+#[pyfunction]
+fn classify_http(
+    status: &Bound<'_, PyAny>,
+    headers: Vec<(String, String)>,
+) -> PyResult<Option<(&'static str, Option<f64>)>> {
+    let status = int_of("status", status)?;
+    let status = u16::try_from(status)
+        .ok()
+        .filter(|s| (100..=599).contains(s))
+        .ok_or_else(|| {
+            bad_value(
+                "status",
+                format!("must be an HTTP status in [100, 599], got {status}"),
+            )
+        })?;
+    Ok(reliable::http::classify_status(status, &signals(&headers)).map(class_name))
+}
+
+/// The server's requested wait in seconds (`retry-after-ms`, else `Retry-After` as seconds or an
+/// HTTP-date), or `None`.
+#[pyfunction]
+fn server_delay(headers: Vec<(String, String)>) -> Option<f64> {
+    signals(&headers).retry_after.map(|d| d.as_secs_f64())
+}
+
+// ---------------------------------------------------------------------------------------------
 // exp_backoff.
 
 /// The seed's `exp_backoff(attempt, base, factor, jitter, rng)`: the wait in seconds before retry
@@ -1238,5 +1289,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Call>()?;
     m.add_class::<Ticket>()?;
     m.add_function(wrap_pyfunction!(exp_backoff, m)?)?;
+    m.add_function(wrap_pyfunction!(classify_http, m)?)?;
+    m.add_function(wrap_pyfunction!(server_delay, m)?)?;
     Ok(())
 }

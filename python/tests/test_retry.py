@@ -185,3 +185,29 @@ def test_retry_after_ms_and_x_should_retry(sleeps: Sleeps) -> None:
     calls, f = failing(1, HTTPError(400, {"x-should-retry": "true"}))
     assert reliable(f, sleep=sleeps)() == "ok"
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    "status,headers,want",
+    [
+        (500, {}, ("transient", None)),
+        (501, {}, ("transient", None)),
+        (409, {}, ("transient", None)),
+        (408, {}, ("transient", None)),
+        (404, {}, ("fatal", None)),
+        (429, {}, ("throttled", None)),
+        (529, {}, ("throttled", None)),
+        (502, {"Retry-After": "3"}, ("throttled", 3.0)),
+        (500, {"x-should-retry": "false"}, ("dont_retry", None)),
+        (404, {"x-should-retry": "false"}, ("fatal", None)),
+        (404, {"x-should-retry": "true"}, ("transient", None)),
+        (503, {"retry-after-ms": "20.5"}, ("throttled", 0.0205)),
+    ],
+)
+def test_http_answers_read_as_the_std_crate_reads_them(
+    status: int, headers: dict[str, str], want: tuple[str, float | None]
+) -> None:
+    from reliable import classify
+
+    kind, delay = classify(HTTPError(status, headers))
+    assert (kind, delay if delay is None else pytest.approx(delay)) == (want[0], want[1])

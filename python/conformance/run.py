@@ -22,8 +22,9 @@ breaker ``{consecutive_failures: n, open_ms, half_open_successes: k}`` is
 window of the last n calls that all failed is n failures in a row. The attempt timeout is the
 scripted downstream's: an attempt whose answer would come after its timer raises ``TimeoutError``
 at the timer (the seed's ``timeout`` waits in real time, which a virtual-time run cannot use).
-``accepted`` is true for an answer with a status other than 429 and 503 (the backend took the
-request), false for those, a timeout or a reset.
+``accepted`` is read from the class alone, as the suite's core decides it: a success, a
+transient failure (a reset included), a fatal answer and a don't-retry answer were accepted by the
+backend; a timeout and a throttled (overload) answer were not.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from typing import Any
 
 import reliable
 from reliable import CallRecord, CircuitBreaker, CircuitOpenError
+
+
+# The classes whose answers the backend was seen to accept (for an adaptive throttle).
+ACCEPTED = frozenset({"transient", "fatal", "dont-retry"})
 
 
 class Unsupported(Exception):
@@ -89,7 +94,6 @@ class Face:
         self.lines: list[str] = []
         self.answers: list[dict[str, Any]] = []
         self.sent = 0
-        self.accepted = False
         self.breaker = self._breaker(self.policy.get("breaker"))
         backoff = self.policy["backoff"]
         cap = backoff.get("cap_ms")
@@ -145,16 +149,13 @@ class Face:
             raise RunnerError(f"call {self.call}: a timeout answer with no timer")
         if self.timer_ms is not None and (transport == "timeout" or self.timer_ms < latency):
             self.now_ms += self.timer_ms
-            self.accepted = False
             raise TimeoutError("attempt timed out")
         self.now_ms += latency
         if transport == "reset":
-            self.accepted = False
             raise ConnectionResetError("reset")
         if transport is not None:
             raise RunnerError(f"call {self.call}: unknown transport {transport!r}")
         status = int(answer["status"])
-        self.accepted = status not in (429, 503)
         if status < 400:
             self.emit("answer", n=self.sent, **{"class": "ok", "accepted": True})
             return "ok"
@@ -164,7 +165,8 @@ class Face:
         kind, hint = reliable.classify(exc)
         if not isinstance(exc, CircuitOpenError):
             name = kind.replace("_", "-")
-            self.emit("answer", n=self.sent, **{"class": name, "accepted": self.accepted})
+            accepted = name in ACCEPTED
+            self.emit("answer", n=self.sent, **{"class": name, "accepted": accepted})
         return kind, hint
 
     def _sleep(self, seconds: float) -> None:

@@ -12,12 +12,13 @@ Only what the seed's API can express is run; every other sequence is listed with
 - ``deadline_ms``: the seed's API has no overall deadline;
 - ``throttled_backoff``: one backoff for every class;
 - ``retry_timeouts: false``: timeouts are always retried;
-- ``wait_on_refusal: true``: an open breaker answers at once (``on_open`` or ``CircuitOpenError``);
-- ``budget``: the API's budget is a ratio budget, not format 1's token bucket.
+- ``wait_on_refusal: true``: an open breaker answers at once (``on_open`` or ``CircuitOpenError``).
 
 How the policy block maps onto the API: ``max_attempts``, ``backoff`` (``base_delay``,
 ``factor``, ``max_delay``, ``jitter=0``), ``max_server_delay_ms`` (``retry_after_cap``); the
-breaker ``{consecutive_failures: n, open_ms, half_open_successes: k}`` is
+budget ``{"token_bucket": {...}}`` is ``RetryBudget.token_bucket(max_tokens, retry_cost=,
+failure_cost=, success_credit=)``; the breaker ``{consecutive_failures: n, open_ms,
+half_open_successes: k}`` is
 ``CircuitBreaker(failure_rate=1.0, window=n, cooldown=open_ms, probe=k, probe_limit=1)``: a full
 window of the last n calls that all failed is n failures in a row. The attempt timeout is the
 scripted downstream's: an attempt whose answer would come after its timer raises ``TimeoutError``
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import reliable
-from reliable import CallRecord, CircuitBreaker, CircuitOpenError
+from reliable import CallRecord, CircuitBreaker, CircuitOpenError, RetryBudget
 
 
 # The classes whose answers the backend was seen to accept (for an adaptive throttle).
@@ -70,7 +71,6 @@ def check_expressible(policy: dict[str, Any]) -> None:
     for field, why in [
         ("deadline_ms", "no overall deadline in the seed's API"),
         ("throttled_backoff", "one backoff for every class"),
-        ("budget", "the API's budget is a ratio budget, not a token bucket"),
     ]:
         if policy.get(field) is not None:
             raise Unsupported(f"{field}: {why}")
@@ -78,6 +78,9 @@ def check_expressible(policy: dict[str, Any]) -> None:
         raise Unsupported("retry_timeouts: false: timeouts are always retried")
     if policy.get("wait_on_refusal") is True:
         raise Unsupported("wait_on_refusal: true: an open breaker answers at once")
+    budget = policy.get("budget")
+    if budget is not None and set(budget) != {"token_bucket"}:
+        raise Unsupported(f"budget {sorted(budget)}: format 1 knows only token_bucket")
 
 
 class Face:
@@ -101,6 +104,7 @@ class Face:
         self.function = reliable.reliable(
             self._downstream,
             breaker=self.breaker,
+            budget=self._budget(self.policy.get("budget")),
             max_attempts=self.policy["max_attempts"],
             base_delay=backoff["base_ms"] / 1000,
             factor=backoff["factor"],
@@ -117,6 +121,17 @@ class Face:
     def emit(self, ev: str, **fields: Any) -> None:
         record = {"t": self.now_ms, "call": self.call, "ev": ev, **fields}
         self.lines.append(json.dumps(record, separators=(",", ":")))
+
+    def _budget(self, spec: dict[str, Any] | None) -> RetryBudget | None:
+        if spec is None:
+            return None
+        bucket = spec["token_bucket"]
+        return RetryBudget.token_bucket(
+            bucket["max_tokens"],
+            retry_cost=bucket["retry_cost"],
+            failure_cost=bucket["failure_cost"],
+            success_credit=bucket["success_credit"],
+        )
 
     def _breaker(self, spec: dict[str, Any] | None) -> CircuitBreaker | None:
         if spec is None:

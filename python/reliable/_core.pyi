@@ -34,6 +34,16 @@ class Ticket: ...
 
 class RetryBudget:
     def __init__(self, ratio: float = 0.1, *, min_per_sec: int = 10, ttl: float = 10.0) -> None: ...
+    @staticmethod
+    def token_bucket(
+        max_tokens: float,
+        *,
+        retry_cost: float = 1.0,
+        failure_cost: float = 0.0,
+        success_credit: float = 0.0,
+        first_try_credit: float = 0.0,
+        retry_above: Optional[float] = None,
+    ) -> RetryBudget: ...
 
 class Reservation: ...
 

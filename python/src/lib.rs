@@ -33,7 +33,8 @@ use reliable_core::breaker::{
     Permit, ProbeRule, RejectReason, SharedBreaker, State, Transition, WindowConfig,
 };
 use reliable_core::budget::{
-    AnyBudget, Budget, BudgetConfig, BudgetPolicy, RatioConfig, Unlimited,
+    AnyBudget, Budget, BudgetConfig, BudgetPolicy, RatioConfig, Threshold, TokenBucketConfig,
+    Unlimited,
 };
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryState};
@@ -633,6 +634,54 @@ impl RetryBudget {
             ("ratio", "ratio"),
             ("ttl", "ttl"),
             ("min_per_sec", "min_per_sec"),
+        ];
+        let policy = BudgetPolicy::new(config).map_err(|e| config_error(e, &names))?;
+        let budget = AnyBudget::new(&policy).map_err(|e| config_error(e, &names))?;
+        Ok(RetryBudget {
+            inner: Mutex::new(budget),
+        })
+    }
+
+    /// A token bucket instead (gRPC A6, Brooker 2022): starts full with `max_tokens`; every failed
+    /// attempt takes `failure_cost`, a retry is granted only while at least `retry_cost` tokens
+    /// are left (more than `retry_above`, when given) and takes `retry_cost`; every first try adds
+    /// `first_try_credit` and every successful call `success_credit`, up to `max_tokens`.
+    #[staticmethod]
+    #[pyo3(signature = (
+        max_tokens, *, retry_cost = None, failure_cost = None, success_credit = None,
+        first_try_credit = None, retry_above = None,
+    ))]
+    fn token_bucket(
+        max_tokens: &Bound<'_, PyAny>,
+        retry_cost: Option<&Bound<'_, PyAny>>,
+        failure_cost: Option<&Bound<'_, PyAny>>,
+        success_credit: Option<&Bound<'_, PyAny>>,
+        first_try_credit: Option<&Bound<'_, PyAny>>,
+        retry_above: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let max_tokens = float_of("max_tokens", max_tokens)?;
+        let retry_cost = opt_float_of("retry_cost", retry_cost)?.unwrap_or(1.0);
+        let retry_when = match opt_float_of("retry_above", retry_above)? {
+            Some(v) => Threshold::Above(v),
+            None => Threshold::AtLeast(retry_cost),
+        };
+        let config = BudgetConfig::TokenBucket(TokenBucketConfig {
+            max_tokens,
+            initial_tokens: None,
+            first_try_credit: opt_float_of("first_try_credit", first_try_credit)?.unwrap_or(0.0),
+            success_credit: opt_float_of("success_credit", success_credit)?.unwrap_or(0.0),
+            retried_success_credit: None,
+            failure_cost: opt_float_of("failure_cost", failure_cost)?.unwrap_or(0.0),
+            retry_cost,
+            retry_when,
+        });
+        let names = [
+            ("max_tokens", "max_tokens"),
+            ("first_try_credit", "first_try_credit"),
+            ("success_credit", "success_credit"),
+            ("failure_cost", "failure_cost"),
+            ("retry_cost", "retry_cost"),
+            ("retry_when", "retry_above"),
         ];
         let policy = BudgetPolicy::new(config).map_err(|e| config_error(e, &names))?;
         let budget = AnyBudget::new(&policy).map_err(|e| config_error(e, &names))?;

@@ -76,6 +76,9 @@ def test_retry_budget_arguments(param: str, value: object) -> None:
         (lambda: reliable(rng=1), "rng"),
         (lambda: reliable(3), "fn"),
         (lambda: exp_backoff(0), "attempt"),
+        (lambda: RetryBudget.token_bucket(0), "max_tokens"),
+        (lambda: RetryBudget.token_bucket(10, retry_cost=-1), "retry_cost"),
+        (lambda: RetryBudget.token_bucket(10, retry_above=20), "retry_above"),
         (lambda: rk.fallback(), "layers"),
     ],
 )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,9 +135,17 @@ def test_a_client_error_is_not_retried_and_does_not_count_against_the_breaker(cl
     assert breaker.state == "closed"
 
 
-def test_httpx_and_requests_are_not_imported() -> None:
+def test_httpx_and_requests_are_recognised_but_never_imported(tmp_path: Path) -> None:
+    """Stand-ins for httpx and requests are importable here; reliable must not import them, and
+    must recognise their errors once the program has."""
     import subprocess
 
+    (tmp_path / "httpx.py").write_text(
+        "class HTTPStatusError(Exception):\n"
+        "    def __init__(self, response):\n"
+        "        self.response = response\n"
+    )
+    (tmp_path / "requests.py").write_text("class HTTPError(Exception):\n    pass\n")
     code = (
         "import sys, reliable\n"
         "calls = []\n"
@@ -144,9 +154,15 @@ def test_httpx_and_requests_are_not_imported() -> None:
         "    if len(calls) < 2: raise ConnectionError()\n"
         "reliable.reliable(f, sleep=lambda s: None)()\n"
         "print(sorted(m for m in ('httpx', 'requests') if m in sys.modules))\n"
+        "import httpx\n"
+        "class R:\n"
+        "    status_code = 429\n"
+        "    headers = {'Retry-After': '4'}\n"
+        "print(reliable.classify(httpx.HTTPStatusError(R())))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split("\n")[:2] == ["[]", "('throttled', 4.0)"]
 
 
 def test_a_retry_budget_bounds_retries_across_calls(sleeps: Sleeps) -> None:

@@ -1249,14 +1249,18 @@ fn give_up_name(reason: GiveUpReason) -> &'static str {
 const MAX_HEADERS: usize = 256;
 
 fn class_name(class: ErrorClass) -> (&'static str, Option<f64>) {
-    match class {
-        ErrorClass::Transient => ("transient", None),
-        ErrorClass::Timeout => ("timeout", None),
-        ErrorClass::Throttled { retry_after } => {
-            ("throttled", retry_after.map(|d| d.as_secs_f64()))
-        }
-        ErrorClass::Fatal => ("fatal", None),
-        ErrorClass::DontRetry => ("dont_retry", None),
+    // Not an exhaustive `match`: the core may add classes an HTTP answer never has (a local
+    // refusal); those read as transient here rather than failing to build.
+    if let ErrorClass::Throttled { retry_after } = class {
+        ("throttled", retry_after.map(|d| d.as_secs_f64()))
+    } else if class == ErrorClass::Timeout {
+        ("timeout", None)
+    } else if class == ErrorClass::Fatal {
+        ("fatal", None)
+    } else if class == ErrorClass::DontRetry {
+        ("dont_retry", None)
+    } else {
+        ("transient", None)
     }
 }
 

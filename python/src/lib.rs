@@ -1037,14 +1037,13 @@ impl Policy {
         let cap = max_delay
             .map(|m| seconds("max_delay", m, true))
             .transpose()?;
+        // The core's defaults for every other field (no deadline, one backoff for every class,
+        // timeouts retried, ...): the seed has none of them.
         let config = RetryConfig {
             max_attempts: Some(count("max_attempts", max_attempts, 1, 1_000_000)?),
             attempt_timeout: timeout.map(|t| seconds("timeout", t, true)).transpose()?,
-            deadline: None,
-            backoff: backoff_config(base_delay, factor, jitter, cap)?,
-            throttled_backoff: None,
             max_server_delay: seconds("retry_after_cap", retry_after_cap, false)?,
-            retry_timeouts: true,
+            ..RetryConfig::new(backoff_config(base_delay, factor, jitter, cap)?)
         };
         let retry = RetryPolicy::new(config).map_err(|e| config_error(e, &RETRY_FIELDS))?;
         // Time for the retry policy and budget: the breaker's clock when there is one.

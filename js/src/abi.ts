@@ -26,6 +26,8 @@ export interface Abi {
   rk_policy_free(policy: number): void;
   rk_attempt_timeout(policy: number): number;
   rk_call_start(policy: number, nowMs: number): number;
+  rk_begin(policy: number, breaker: number, nowMs: number): number;
+  rk_succeed(policy: number, breaker: number, call: number, nowMs: number): number;
   rk_call_failed(
     policy: number,
     call: number,
@@ -54,6 +56,8 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_policy_free",
   "rk_attempt_timeout",
   "rk_call_start",
+  "rk_begin",
+  "rk_succeed",
   "rk_call_failed",
   "rk_call_end",
   "rk_exp_backoff",

@@ -421,29 +421,33 @@ export function reliable<A extends unknown[], R>(
     abi.rk_policy_new(maxAttempts, timeout, baseDelay, factor, jitter, maxServerDelay < 0 ? Infinity : maxServerDelay),
   );
 
-  async function call(caller: AbortSignal | undefined, args: A): Promise<R> {
-    caller?.throwIfAborted();
+  /**
+   * The whole call. `first`, when given, is a first attempt already started by the fast path
+   * (call `id`, its permit held), whose result is read from it instead of running one.
+   */
+  async function call(caller: AbortSignal | undefined, args: A, id = -1, first?: Promise<R>): Promise<R> {
     // Read from the breaker object, so a live wrapper keeps its breaker from being collected.
     const b = breaker === undefined ? -1 : breaker.handle;
-    const id = checked(abi.rk_call_start(policy, clock()));
-    let succeeded = false;
+    if (first === undefined) {
+      caller?.throwIfAborted();
+      // The first attempt's permit comes with the call (one crossing into the module).
+      const begun = abi.rk_begin(policy, b, clock());
+      if (begun < 0) return rejected(begun, args);
+      id = begun;
+    }
+    let ended = false;
     try {
       for (let attempt = 1; ; attempt++) {
-        if (b >= 0) {
-          const rejected = abi.rk_acquire(b, id, clock());
-          if (rejected >= 0) {
-            const error = new CircuitOpenError(rejected);
-            if (onOpen === undefined) throw error;
-            return await onOpen(error, ...args);
-          }
-          if (Number.isNaN(rejected)) throw refusal();
+        if (attempt > 1 && b >= 0) {
+          const refused = abi.rk_acquire(b, id, clock());
+          if (refused >= 0 || Number.isNaN(refused)) return await rejected(Number.isNaN(refused) ? -1 : -2 - refused, args);
         }
         let value: R;
         let errorClass: number;
         let retryAfter = -1;
         let failure: unknown;
         try {
-          value = await runAttempt(fn, new Attempt(attempt), args, timeout, caller);
+          value = await (attempt === 1 && first ? first : runAttempt(fn, new Attempt(attempt), args, timeout, caller));
           errorClass = isResponse(value) ? responseClass(value) : -1;
           if (errorClass === THROTTLED) retryAfter = retryAfterMs((value as ResponseLike).headers.get("retry-after"));
         } catch (error) {
@@ -454,8 +458,8 @@ export function reliable<A extends unknown[], R>(
         }
         const now = clock();
         if (errorClass < 0) {
-          if (b >= 0) abi.rk_record(b, id, SUCCESS, now);
-          succeeded = true;
+          ended = true;
+          abi.rk_succeed(policy, b, id, now);
           return value;
         }
         if (b >= 0) abi.rk_record(b, id, errorClass === FATAL ? IGNORED : FAILURE, now);
@@ -472,11 +476,44 @@ export function reliable<A extends unknown[], R>(
       }
     } finally {
       // Hands back a permit still held (a cancelled attempt) without counting it.
-      abi.rk_call_end(policy, b, id, succeeded ? 1 : 0, clock());
+      if (!ended) abi.rk_call_end(policy, b, id, 0, clock());
     }
   }
 
-  const wrapped = ((...args: A) => call(undefined, args)) as Reliable<A, R>;
+  /**
+   * Without a timeout or a caller's signal, the first attempt runs here with no async frame of
+   * ours around it: a plain success costs one `then`. Anything else continues in `call`.
+   */
+  function fast(...args: A): Promise<R> {
+    if (timeout >= 0) return call(undefined, args);
+    const b = breaker === undefined ? -1 : breaker.handle;
+    const id = abi.rk_begin(policy, b, clock());
+    if (id < 0) return rejected(id, args);
+    let first: Promise<R>;
+    try {
+      first = Promise.resolve(fn(new Attempt(1), ...args));
+    } catch (error) {
+      first = Promise.reject(error);
+    }
+    return first.then(
+      (value) => {
+        if (isResponse(value)) return call(undefined, args, id, first);
+        abi.rk_succeed(policy, b, id, clock());
+        return value;
+      },
+      () => call(undefined, args, id, first),
+    );
+  }
+
+  /** The breaker refused: `begun` is `-2 - retryAfter` (ms left), or -1 (the module failed). */
+  async function rejected(begun: number, args: A): Promise<R> {
+    if (begun === -1) throw refusal();
+    const error = new CircuitOpenError(-2 - begun);
+    if (onOpen === undefined) throw error;
+    return await onOpen(error, ...args);
+  }
+
+  const wrapped = fast as Reliable<A, R>;
   wrapped.withSignal = (signal, ...args) => call(signal, args);
   wrapped.dispose = () => {
     freePolicy.unregister(wrapped);

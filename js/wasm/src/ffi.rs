@@ -256,6 +256,28 @@ pub extern "C" fn rk_call_start(policy: u32, now_ms: f64) -> i32 {
     handle(t.call_start(policy, now_ms), e)
 }
 
+/// [`Tables::begin`]; `breaker` negative for none: the call's handle (admitted), `-1` failure,
+/// or `-2 - retry_after_ms` (rejected; the call is over).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_begin(policy: u32, breaker: i32, now_ms: f64) -> f64 {
+    let (t, e) = state();
+    match t.begin(policy, u32::try_from(breaker).ok(), now_ms) {
+        Ok(Ok(call)) => f64::from(call),
+        Ok(Err(retry_after_ms)) => -2.0 - retry_after_ms,
+        Err(f) => {
+            fail(e, f);
+            -1.0
+        }
+    }
+}
+
+/// [`Tables::succeed`]; `breaker` negative for none: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_succeed(policy: u32, breaker: i32, call: u32, now_ms: f64) -> i32 {
+    let (t, e) = state();
+    handle(t.succeed(policy, u32::try_from(breaker).ok(), call, now_ms).map(|()| 0), e)
+}
+
 /// [`Tables::call_failed`]: ms to wait before the retry, a negative give-up code, NaN failure.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_call_failed(

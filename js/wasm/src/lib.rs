@@ -380,6 +380,45 @@ impl Tables {
             .ok_or(Failure::Full(Table::Calls))
     }
 
+    /// [`call_start`](Self::call_start) and, with a breaker, [`acquire`](Self::acquire) in one
+    /// step (the fast path of a first attempt): `Ok(Ok(call))` admitted, `Ok(Err(retry_after_ms))`
+    /// rejected, the call already ended.
+    pub fn begin(
+        &mut self,
+        policy: u32,
+        breaker: Option<u32>,
+        now_ms: f64,
+    ) -> Result<Result<u32, f64>, Failure> {
+        let call = self.call_start(policy, now_ms)?;
+        let Some(b) = breaker else { return Ok(Ok(call)) };
+        match self.acquire(b, call, now_ms) {
+            Ok(None) => Ok(Ok(call)),
+            Ok(Some(retry_after)) => {
+                self.call_end(policy, None, call, false, now_ms)?;
+                Ok(Err(retry_after))
+            }
+            Err(f) => {
+                self.call_end(policy, None, call, false, now_ms)?;
+                Err(f)
+            }
+        }
+    }
+
+    /// The call's attempt succeeded: [`record`](Self::record) a success with the breaker (if
+    /// any) and [`call_end`](Self::call_end) it, in one step.
+    pub fn succeed(
+        &mut self,
+        policy: u32,
+        breaker: Option<u32>,
+        call: u32,
+        now_ms: f64,
+    ) -> Result<(), Failure> {
+        if let Some(b) = breaker {
+            self.record(b, call, 0, now_ms)?;
+        }
+        self.call_end(policy, breaker, call, true, now_ms)
+    }
+
     /// The call's latest attempt failed with `class_code` (see [`error_class`]) at `now_ms`:
     /// `>= 0`, retry after that many milliseconds; `< 0`, give up ([`give_up_code`]).
     pub fn call_failed(

@@ -1,0 +1,70 @@
+// Browser smoke test: serves a static page and the package on 127.0.0.1, opens it in headless
+// Chromium (Debian's package), and waits for the page to post its result. The package directory
+// defaults to this one; `node scripts/browser-smoke.mjs DIR` serves an installed copy instead.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { extname, join, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = resolve(fileURLToPath(import.meta.url), "..", "..");
+const pkg = resolve(process.argv[2] ?? here);
+const page = join(here, "browser", "smoke.html");
+const TYPES = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
+
+let report;
+const result = new Promise((r) => (report = r));
+const server = createServer((req, res) => {
+  const path = new URL(req.url, "http://x").pathname;
+  if (req.method === "POST" && path === "/result") {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      res.end("thanks");
+      report(body);
+    });
+    return;
+  }
+  const file = path === "/" ? page : normalize(join(pkg, decodeURIComponent(path)));
+  if (file !== page && !file.startsWith(pkg + sep)) return res.writeHead(403).end();
+  try {
+    const body = readFileSync(file);
+    res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" }).end(body);
+  } catch {
+    res.writeHead(404).end();
+  }
+});
+server.listen(0, "127.0.0.1");
+await once(server, "listening");
+const url = `http://127.0.0.1:${server.address().port}/?pkg=/dist/esm/entry.esm.js`;
+
+const profile = mkdtempSync(join(tmpdir(), "reliablekit-chromium-"));
+const browser = spawn(
+  process.env.CHROMIUM ?? "chromium",
+  [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    `--user-data-dir=${profile}`,
+    "--remote-debugging-port=0",
+    url,
+  ],
+  { stdio: ["ignore", "ignore", "pipe"] },
+);
+let stderr = "";
+browser.stderr.on("data", (d) => (stderr += d));
+const timeout = new Promise((r) => setTimeout(() => r(null), 60_000).unref());
+const exited = once(browser, "exit").then(([code]) => `chromium exited (${code}) before the page reported:\n${stderr}`);
+const output = await Promise.race([result, timeout, exited]);
+browser.kill();
+server.close();
+rmSync(profile, { recursive: true, force: true });
+console.log(output ?? `no result from the page within 60 s; chromium said:\n${stderr}`);
+process.exit(output?.endsWith("SMOKE OK") ? 0 : 1);

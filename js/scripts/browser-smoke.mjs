@@ -64,6 +64,7 @@ const timeout = new Promise((r) => setTimeout(() => r(null), 60_000).unref());
 const exited = once(browser, "exit").then(([code]) => `chromium exited (${code}) before the page reported:\n${stderr}`);
 const output = await Promise.race([result, timeout, exited]);
 browser.kill();
+await Promise.race([once(browser, "exit"), new Promise((r) => setTimeout(r, 5000).unref())]);
 server.close();
 rmSync(profile, { recursive: true, force: true });
 console.log(output ?? `no result from the page within 60 s; chromium said:\n${stderr}`);

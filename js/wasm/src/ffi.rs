@@ -275,7 +275,11 @@ pub extern "C" fn rk_begin(policy: u32, breaker: i32, now_ms: f64) -> f64 {
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_succeed(policy: u32, breaker: i32, call: u32, now_ms: f64) -> i32 {
     let (t, e) = state();
-    handle(t.succeed(policy, u32::try_from(breaker).ok(), call, now_ms).map(|()| 0), e)
+    handle(
+        t.succeed(policy, u32::try_from(breaker).ok(), call, now_ms)
+            .map(|()| 0),
+        e,
+    )
 }
 
 /// [`Tables::call_failed`]: ms to wait before the retry, a negative give-up code, NaN failure.

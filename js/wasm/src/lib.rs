@@ -390,7 +390,9 @@ impl Tables {
         now_ms: f64,
     ) -> Result<Result<u32, f64>, Failure> {
         let call = self.call_start(policy, now_ms)?;
-        let Some(b) = breaker else { return Ok(Ok(call)) };
+        let Some(b) = breaker else {
+            return Ok(Ok(call));
+        };
         match self.acquire(b, call, now_ms) {
             Ok(None) => Ok(Ok(call)),
             Ok(Some(retry_after)) => {

@@ -7,12 +7,15 @@ bind(new WebAssembly.Instance(new WebAssembly.Module(decodeBase64(wasmBase64))))
 
 export { CircuitBreaker, CircuitOpenError, expBackoff, reliable, retryAfterMs } from "./lib.js";
 export type {
+  AnswerClass,
   AttemptContext,
   BackoffOptions,
   BreakerState,
   CircuitBreakerOptions,
   Clock,
+  GiveUpReason,
   Reliable,
+  ReliableEvent,
   ReliableOptions,
   Rng,
   Sleep,

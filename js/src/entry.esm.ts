@@ -8,12 +8,15 @@ bind(await WebAssembly.instantiate(await WebAssembly.compile(decodeBase64(wasmBa
 
 export { CircuitBreaker, CircuitOpenError, expBackoff, reliable, retryAfterMs } from "./lib.js";
 export type {
+  AnswerClass,
   AttemptContext,
   BackoffOptions,
   BreakerState,
   CircuitBreakerOptions,
   Clock,
+  GiveUpReason,
   Reliable,
+  ReliableEvent,
   ReliableOptions,
   Rng,
   Sleep,

@@ -256,7 +256,36 @@ export interface ReliableOptions<A extends unknown[], R> {
   clock?: Clock;
   /** While the breaker is open: answer with this instead of throwing {@link CircuitOpenError}. */
   onOpen?: (error: CircuitOpenError, ...args: A) => R | Promise<R>;
+  /** Told each attempt's class (after the breaker has recorded it) and why a call gave up: for metrics and traces. */
+  onEvent?: (event: ReliableEvent) => void;
 }
+
+/** How an attempt ended, as the core classes it. */
+export type AnswerClass = "ok" | "transient" | "timeout" | "throttled" | "fatal";
+/** Why a call stopped retrying, in the core's words. */
+export type GiveUpReason =
+  | "max-attempts"
+  | "fatal"
+  | "dont-retry"
+  | "timeout-not-retried"
+  | "deadline"
+  | "budget"
+  | "finished";
+/** What {@link ReliableOptions.onEvent} is told. */
+export type ReliableEvent =
+  | { kind: "answer"; attempt: number; class: AnswerClass }
+  | { kind: "give-up"; attempt: number; reason: GiveUpReason };
+
+const CLASS_NAMES: readonly AnswerClass[] = ["transient", "timeout", "throttled", "fatal"];
+const GIVE_UP_NAMES: readonly GiveUpReason[] = [
+  "max-attempts",
+  "fatal",
+  "dont-retry",
+  "timeout-not-retried",
+  "deadline",
+  "budget",
+  "finished",
+];
 
 /** A wrapped function: call it as the original (without the context), or with a signal of your own. */
 export interface Reliable<A extends unknown[], R> {
@@ -417,6 +446,7 @@ export function reliable<A extends unknown[], R>(
   const rng = func<Rng>("rng", o.rng, Math.random);
   const clock = func<Clock>("clock", o.clock, breaker?.clock ?? defaultClock);
   const onOpen = func<ReliableOptions<A, R>["onOpen"]>("onOpen", o.onOpen, undefined);
+  const onEvent = func<ReliableOptions<A, R>["onEvent"]>("onEvent", o.onEvent, undefined);
   const policy = checked(
     abi.rk_policy_new(maxAttempts, timeout, baseDelay, factor, jitter, maxServerDelay < 0 ? Infinity : maxServerDelay),
   );
@@ -460,12 +490,15 @@ export function reliable<A extends unknown[], R>(
         if (errorClass < 0) {
           ended = true;
           abi.rk_succeed(policy, b, id, now);
+          onEvent?.({ kind: "answer", attempt, class: "ok" });
           return value;
         }
         if (b >= 0) abi.rk_record(b, id, errorClass === FATAL ? IGNORED : FAILURE, now);
+        onEvent?.({ kind: "answer", attempt, class: CLASS_NAMES[errorClass] });
         const wait = abi.rk_call_failed(policy, id, errorClass, retryAfter, now, rng());
         if (Number.isNaN(wait)) throw refusal();
         if (wait < 0) {
+          onEvent?.({ kind: "give-up", attempt, reason: GIVE_UP_NAMES[-1 - wait] });
           if (failure === undefined) return value;
           throw failure;
         }
@@ -499,6 +532,7 @@ export function reliable<A extends unknown[], R>(
       (value) => {
         if (isResponse(value)) return call(undefined, args, id, first);
         abi.rk_succeed(policy, b, id, clock());
+        onEvent?.({ kind: "answer", attempt: 1, class: "ok" });
         return value;
       },
       () => call(undefined, args, id, first),

@@ -40,6 +40,7 @@ const RELIABLE = [
   [{ sleep: 1 }, TypeError, "sleep"],
   [{ rng: null }, TypeError, "rng"],
   [{ onOpen: "fallback" }, TypeError, "onOpen"],
+  [{ onEvent: 3 }, TypeError, "onEvent"],
   [{ maxServerDelay: -1 }, RangeError, "maxServerDelay"],
 ];
 

@@ -36,6 +36,8 @@ export interface Abi {
     nowMs: number,
     unit: number,
   ): number;
+  rk_gave_up_ptr(): number;
+  rk_gave_up_len(): number;
   rk_call_end(policy: number, breaker: number, call: number, succeeded: number, nowMs: number): number;
   rk_exp_backoff(attempt: number, baseMs: number, factor: number, jitter: number, unit: number): number;
 }
@@ -59,6 +61,8 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_begin",
   "rk_succeed",
   "rk_call_failed",
+  "rk_gave_up_ptr",
+  "rk_gave_up_len",
   "rk_call_end",
   "rk_exp_backoff",
 ];

@@ -262,7 +262,7 @@ export interface ReliableOptions<A extends unknown[], R> {
 
 /** How an attempt ended, as the core classes it. */
 export type AnswerClass = "ok" | "transient" | "timeout" | "throttled" | "fatal";
-/** Why a call stopped retrying, in the core's words. */
+/** Why a call stopped retrying, in the core's words (the core's own names, passed on as they are). */
 export type GiveUpReason =
   | "max-attempts"
   | "fatal"
@@ -277,15 +277,11 @@ export type ReliableEvent =
   | { kind: "give-up"; attempt: number; reason: GiveUpReason };
 
 const CLASS_NAMES: readonly AnswerClass[] = ["transient", "timeout", "throttled", "fatal"];
-const GIVE_UP_NAMES: readonly GiveUpReason[] = [
-  "max-attempts",
-  "fatal",
-  "dont-retry",
-  "timeout-not-retried",
-  "deadline",
-  "budget",
-  "finished",
-];
+/** The core's name of the latest give-up reason (read from the module, not mapped here). */
+function gaveUp(): GiveUpReason {
+  const bytes = new Uint8Array(abi.memory.buffer, abi.rk_gave_up_ptr(), abi.rk_gave_up_len());
+  return new TextDecoder().decode(bytes) as GiveUpReason;
+}
 
 /** A wrapped function: call it as the original (without the context), or with a signal of your own. */
 export interface Reliable<A extends unknown[], R> {
@@ -498,7 +494,7 @@ export function reliable<A extends unknown[], R>(
         const wait = abi.rk_call_failed(policy, id, errorClass, retryAfter, now, rng());
         if (Number.isNaN(wait)) throw refusal();
         if (wait < 0) {
-          onEvent?.({ kind: "give-up", attempt, reason: GIVE_UP_NAMES[-1 - wait] });
+          if (onEvent) onEvent({ kind: "give-up", attempt, reason: gaveUp() });
           if (failure === undefined) return value;
           throw failure;
         }

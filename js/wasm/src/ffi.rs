@@ -282,7 +282,7 @@ pub extern "C" fn rk_succeed(policy: u32, breaker: i32, call: u32, now_ms: f64) 
     )
 }
 
-/// [`Tables::call_failed`]: ms to wait before the retry, a negative give-up code, NaN failure.
+/// [`Tables::call_failed`]: ms to wait before the retry, -1 give up, NaN failure.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_call_failed(
     policy: u32,
@@ -297,6 +297,18 @@ pub extern "C" fn rk_call_failed(
         t.call_failed(policy, call, class, retry_after_ms, now_ms, unit),
         e,
     )
+}
+
+/// Where the core's name of the latest give-up reason starts in linear memory.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_gave_up_ptr() -> u32 {
+    state().0.gave_up().as_ptr() as u32
+}
+
+/// The length of that name in bytes.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_gave_up_len() -> u32 {
+    state().0.gave_up().len() as u32
 }
 
 /// [`Tables::call_end`]; `breaker` negative for none: 0 or -1.

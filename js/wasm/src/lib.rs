@@ -37,7 +37,7 @@ use reliable_core::breaker::{
 };
 use reliable_core::budget::Unlimited;
 use reliable_core::outcome::ErrorClass;
-use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryState};
+use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy, RetryState};
 use reliable_core::{ConfigError, Duration, Instant};
 
 /// The most calls a breaker's window may hold (the seed's default is 20).
@@ -141,6 +141,8 @@ pub struct Tables {
     breakers: Slab<SeedBreaker, MAX_BREAKERS>,
     policies: Slab<RetryPolicy, MAX_POLICIES>,
     calls: Slab<Call, MAX_CALLS>,
+    /// The core's name of the latest give-up reason (`max-attempts`, `fatal`, ...).
+    gave_up: &'static str,
 }
 
 /// A time on the caller's clock, in milliseconds, as an instant (negative and NaN: zero).
@@ -200,19 +202,6 @@ pub fn error_class(code: u32, retry_after_ms: f64) -> ErrorClass {
     }
 }
 
-/// Why a request gives up, as a negative number (see [`Tables::call_failed`]).
-pub fn give_up_code(reason: GiveUpReason) -> f64 {
-    match reason {
-        GiveUpReason::MaxAttempts => -1.0,
-        GiveUpReason::Fatal => -2.0,
-        GiveUpReason::DontRetry => -3.0,
-        GiveUpReason::TimeoutNotRetried => -4.0,
-        GiveUpReason::Deadline => -5.0,
-        GiveUpReason::Budget(_) => -6.0,
-        GiveUpReason::Finished => -7.0,
-    }
-}
-
 /// The seed library's backoff, `base · factor^(attempt − 1) · U[1 − jitter, 1 + jitter]`, uncapped.
 pub fn seed_backoff(base_ms: f64, factor: f64, jitter: f64) -> Result<BackoffPolicy, ConfigError> {
     BackoffPolicy::new(BackoffConfig {
@@ -251,7 +240,15 @@ impl Tables {
             breakers: Slab::new(),
             policies: Slab::new(),
             calls: Slab::new(),
+            gave_up: "",
         }
+    }
+
+    /// The core's name of the reason the latest call given up on gave up (see
+    /// [`call_failed`](Self::call_failed)): passed on as text, so a reason the core adds needs no
+    /// change here.
+    pub fn gave_up(&self) -> &'static str {
+        self.gave_up
     }
 
     /// A closed breaker with the seed's options: trip when at least `failure_rate` of the last
@@ -422,7 +419,7 @@ impl Tables {
     }
 
     /// The call's latest attempt failed with `class_code` (see [`error_class`]) at `now_ms`:
-    /// `>= 0`, retry after that many milliseconds; `< 0`, give up ([`give_up_code`]).
+    /// `>= 0`, retry after that many milliseconds; `-1`, give up (why: [`gave_up`](Self::gave_up)).
     pub fn call_failed(
         &mut self,
         policy: u32,
@@ -439,7 +436,10 @@ impl Tables {
         Ok(
             match p.on_failure_with(&mut c.retry, class, now, &mut Unlimited, sample(unit)) {
                 RetryDecision::RetryAt(at) => millis(at.saturating_duration_since(now)),
-                RetryDecision::GiveUp(reason) => give_up_code(reason),
+                RetryDecision::GiveUp(reason) => {
+                    self.gave_up = reason.name();
+                    -1.0
+                }
             },
         )
     }
@@ -542,6 +542,7 @@ mod tests {
         assert_eq!(t.call_failed(p, c, 0, -1.0, 0.0, 0.5).unwrap(), 200.0);
         assert_eq!(t.call_failed(p, c, 2, 5000.0, 1.0, 0.5).unwrap(), 5000.0);
         assert_eq!(t.call_failed(p, c, 0, -1.0, 2.0, 0.5).unwrap(), -1.0);
+        assert_eq!(t.gave_up(), "max-attempts");
         assert_eq!(t.attempt_timeout(p).unwrap(), 8000.0);
     }
 }

@@ -102,7 +102,7 @@ function refusal(): Error {
   const kind = abi.rk_error_kind();
   if (kind === 11) return new RangeError("too many live CircuitBreakers (256): dispose() the ones no longer used");
   if (kind === 12) return new RangeError("too many live reliable() wrappers (256): dispose() the ones no longer used");
-  if (kind === 13) return new RangeError("too many calls in flight at once (2048)");
+  if (kind === 13) return new RangeError("too many calls in flight at once (8192)");
   if (kind !== 1) return new Error(`reliablekit: internal error ${kind} (a disposed breaker or wrapper?)`);
   const bytes = new Uint8Array(abi.memory.buffer, abi.rk_error_ptr(), abi.rk_error_len());
   const [field, why] = new TextDecoder().decode(bytes).split("\0");

@@ -104,3 +104,14 @@ test("CommonJS: require() gives the same API, ready to use", async () => {
   await assert.rejects(cjs.reliable(async () => { throw new Error("x"); }, { breaker: b, maxAttempts: 1 })());
   assert.equal(b.state, "open");
 });
+
+test("a full breaker table is a RangeError saying so; dispose() frees a slot", () => {
+  const live = [];
+  assert.throws(() => {
+    for (let i = 0; i < 10_000; i++) live.push(new CircuitBreaker());
+  }, (e) => e instanceof RangeError && /too many live CircuitBreakers \(256\)/.test(e.message));
+  assert.ok(live.length <= 256);
+  live.pop().dispose();
+  live.push(new CircuitBreaker());
+  for (const b of live) b.dispose();
+});

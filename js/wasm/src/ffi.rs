@@ -18,7 +18,7 @@ use core::mem::MaybeUninit;
 
 use reliable_core::Problem;
 
-use crate::{Failure, Tables};
+use crate::{Failure, Slab, Tables};
 
 /// The module's state: the tables (initialised on first use; zero bytes in the `.wasm` file, as
 /// uninitialised memory is not stored) and the latest failure.
@@ -77,10 +77,41 @@ fn state() -> (&'static mut Tables, &'static mut ErrorText) {
         let ready = &mut *GLOBAL.ready.get();
         let tables = &mut *GLOBAL.tables.get();
         if !*ready {
-            tables.write(Tables::new());
+            init(tables.as_mut_ptr());
             *ready = true;
         }
         (tables.assume_init_mut(), &mut *GLOBAL.error.get())
+    }
+}
+
+/// Writes empty tables in place. `tables.write(Tables::new())` would build them on the stack
+/// first, and the tables (about 750 KiB) are close to the 1 MiB stack: past it, the stack runs
+/// below address 0 and every export traps.
+///
+/// # Safety
+/// `t` points to memory for a `Tables`, which this writes whole.
+unsafe fn init(t: *mut Tables) {
+    // SAFETY: every field of `*t` is written once through raw pointers, nothing is read.
+    unsafe {
+        init_slab(&raw mut (*t).breakers);
+        init_slab(&raw mut (*t).policies);
+        init_slab(&raw mut (*t).calls);
+        (&raw mut (*t).gave_up).write("");
+    }
+}
+
+/// # Safety
+/// `s` points to memory for a `Slab<T, N>`, which this writes whole.
+unsafe fn init_slab<T, const N: usize>(s: *mut Slab<T, N>) {
+    // SAFETY: the slots are an array of N `Option<T>` and the free stack of N `u16`, all in `*s`.
+    unsafe {
+        let slots = (&raw mut (*s).slots).cast::<Option<T>>();
+        for i in 0..N {
+            slots.add(i).write(None);
+        }
+        (&raw mut (*s).free).cast::<u16>().write_bytes(0, N);
+        (&raw mut (*s).free_len).write(0);
+        (&raw mut (*s).fresh).write(0);
     }
 }
 

@@ -47,7 +47,7 @@ pub const MAX_BREAKERS: usize = 256;
 /// Retry policies (one per wrapped function) alive at once.
 pub const MAX_POLICIES: usize = 256;
 /// Calls in flight at once, across every wrapped function.
-pub const MAX_CALLS: usize = 2048;
+pub const MAX_CALLS: usize = 8192;
 
 /// The seed library's breaker: a count window of up to [`MAX_WINDOW`] calls, ungated probes.
 pub type SeedBreaker = CircuitBreaker<BreakerPolicy, CountWindow<MAX_WINDOW, 4>, 1>;

@@ -7,7 +7,7 @@
 //   node conformance/run.mjs --print SEQUENCE.json           print one trace
 //
 // What the seed's API cannot express is refused by name and listed, never run half-way: a
-// deadline, a backoff cap, a throttled backoff, retry_timeouts false, wait_on_refusal, a budget.
+// deadline, a throttled backoff, retry_timeouts false, wait_on_refusal, a budget.
 // The block's breaker (N failures in a row, open_ms, M probe successes, one probe at a time) is
 // the seed's breaker with window N and failureRate 1 (the last N calls all failed is N failures
 // in a row) and probe M; calls in a sequence run one after another, so the seed's ungated
@@ -26,7 +26,6 @@ import { CircuitBreaker, CircuitOpenError, reliable } from "../dist/esm/entry.es
 /** Why a sequence cannot be expressed in the seed's API, or null. */
 export function inexpressible(policy) {
   if (policy.deadline_ms != null) return "deadline_ms";
-  if (policy.backoff?.cap_ms != null) return "backoff.cap_ms";
   if (policy.throttled_backoff != null) return "throttled_backoff";
   if (policy.retry_timeouts !== true) return "retry_timeouts";
   if (policy.wait_on_refusal !== false) return "wait_on_refusal";
@@ -96,6 +95,7 @@ export async function trace(sequence) {
         baseDelay: p.backoff.base_ms,
         factor: p.backoff.factor,
         jitter: 0,
+        maxDelay: p.backoff.cap_ms ?? Infinity,
         maxServerDelay: p.max_server_delay_ms,
         clock,
         sleep: async (ms) => {
@@ -110,7 +110,7 @@ export async function trace(sequence) {
         },
         onEvent: (e) => {
           if (e.kind === "answer") {
-            const accepted = e.class === "ok" || (lastStatus !== undefined && lastStatus !== 429 && lastStatus !== 503);
+            const accepted = e.class !== "throttled" && e.class !== "timeout";
             emit(index, "answer", { n: e.attempt, class: e.class, accepted });
             lastStatus = undefined;
             watchBreaker(index);

@@ -21,6 +21,7 @@ export interface Abi {
     baseMs: number,
     factor: number,
     jitter: number,
+    capMs: number,
     maxServerDelayMs: number,
   ): number;
   rk_policy_free(policy: number): void;

@@ -47,6 +47,8 @@ const OPTION_OF: Record<string, string> = {
   "backoff.shape.factor": "factor",
   "jitter.fraction": "jitter",
   "backoff.jitter.fraction": "jitter",
+  cap: "maxDelay",
+  "backoff.cap": "maxDelay",
 };
 
 function describe(value: unknown): string {
@@ -246,6 +248,8 @@ export interface ReliableOptions<A extends unknown[], R> {
   factor?: number;
   /** Relative backoff jitter. Default 0.1. */
   jitter?: number;
+  /** The longest backoff delay, ms (jitter included). Default `Infinity`: uncapped, as in the seed. */
+  maxDelay?: number;
   /** The longest `Retry-After` honoured, ms (longer ones are clamped). Default 30 000. */
   maxServerDelay?: number;
   /** How to wait between attempts. Default: a timer, cancelled by the caller's signal. */
@@ -437,6 +441,7 @@ export function reliable<A extends unknown[], R>(
   const baseDelay = number("baseDelay", o.baseDelay, 200);
   const factor = number("factor", o.factor, 2);
   const jitter = number("jitter", o.jitter, 0.1);
+  const maxDelay = duration("maxDelay", o.maxDelay, Infinity);
   const maxServerDelay = duration("maxServerDelay", o.maxServerDelay, 30_000);
   const sleep = func<Sleep>("sleep", o.sleep, defaultSleep);
   const rng = func<Rng>("rng", o.rng, Math.random);
@@ -444,7 +449,15 @@ export function reliable<A extends unknown[], R>(
   const onOpen = func<ReliableOptions<A, R>["onOpen"]>("onOpen", o.onOpen, undefined);
   const onEvent = func<ReliableOptions<A, R>["onEvent"]>("onEvent", o.onEvent, undefined);
   const policy = checked(
-    abi.rk_policy_new(maxAttempts, timeout, baseDelay, factor, jitter, maxServerDelay < 0 ? Infinity : maxServerDelay),
+    abi.rk_policy_new(
+      maxAttempts,
+      timeout,
+      baseDelay,
+      factor,
+      jitter,
+      maxDelay,
+      maxServerDelay < 0 ? Infinity : maxServerDelay,
+    ),
   );
 
   /**

@@ -42,6 +42,8 @@ const RELIABLE = [
   [{ onOpen: "fallback" }, TypeError, "onOpen"],
   [{ onEvent: 3 }, TypeError, "onEvent"],
   [{ maxServerDelay: -1 }, RangeError, "maxServerDelay"],
+  [{ maxDelay: -1 }, RangeError, "maxDelay"],
+  [{ maxDelay: 100, baseDelay: 200 }, RangeError, "maxDelay"],
 ];
 
 function assertNamed(make, kind, option) {

@@ -66,3 +66,15 @@ test("retryAfterMs reads both forms and refuses garbage", () => {
   assert.equal(retryAfterMs("soon"), -1);
   assert.equal(retryAfterMs(null), -1);
 });
+
+test("maxDelay caps the backoff (uncapped by default, as in the seed)", async () => {
+  const capped = recordingSleep();
+  const uncapped = recordingSleep();
+  const fail = async () => {
+    throw new Error("down");
+  };
+  await assert.rejects(reliable(fail, { ...base, sleep: capped, maxAttempts: 5, maxDelay: 500 })());
+  await assert.rejects(reliable(fail, { ...base, sleep: uncapped, maxAttempts: 5 })());
+  assert.deepEqual(capped.waits, [200, 400, 500, 500]);
+  assert.deepEqual(uncapped.waits, [200, 400, 800, 1600]);
+});

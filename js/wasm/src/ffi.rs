@@ -253,6 +253,7 @@ pub extern "C" fn rk_policy_new(
     base_ms: f64,
     factor: f64,
     jitter: f64,
+    cap_ms: f64,
     max_server_delay_ms: f64,
 ) -> i32 {
     let (t, e) = state();
@@ -262,6 +263,7 @@ pub extern "C" fn rk_policy_new(
         base_ms,
         factor,
         jitter,
+        cap_ms,
         max_server_delay_ms,
     );
     handle(r, e)

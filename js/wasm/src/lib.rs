@@ -202,11 +202,22 @@ pub fn error_class(code: u32, retry_after_ms: f64) -> ErrorClass {
     }
 }
 
-/// The seed library's backoff, `base · factor^(attempt − 1) · U[1 − jitter, 1 + jitter]`, uncapped.
-pub fn seed_backoff(base_ms: f64, factor: f64, jitter: f64) -> Result<BackoffPolicy, ConfigError> {
+/// The seed library's backoff, `base · factor^(attempt − 1) · U[1 − jitter, 1 + jitter]`, capped
+/// at `cap_ms` (negative: uncapped, as in the seed).
+pub fn seed_backoff(
+    base_ms: f64,
+    factor: f64,
+    jitter: f64,
+    cap_ms: f64,
+) -> Result<BackoffPolicy, ConfigError> {
+    let cap = if cap_ms < 0.0 {
+        Duration::MAX
+    } else {
+        duration(cap_ms)
+    };
     BackoffPolicy::new(BackoffConfig {
         jitter: Jitter::Proportional { fraction: jitter },
-        ..BackoffConfig::exponential(duration(base_ms), factor, Duration::MAX, Jitter::None)
+        ..BackoffConfig::exponential(duration(base_ms), factor, cap, Jitter::None)
     })
 }
 
@@ -219,7 +230,7 @@ pub fn exp_backoff(
     jitter: f64,
     unit: f64,
 ) -> Result<f64, Failure> {
-    let policy = seed_backoff(base_ms, factor, jitter).map_err(Failure::Config)?;
+    let policy = seed_backoff(base_ms, factor, jitter, -1.0).map_err(Failure::Config)?;
     Ok(millis(policy.delay(
         attempt.max(1),
         Duration::ZERO,
@@ -336,8 +347,9 @@ impl Tables {
     }
 
     /// A retry policy with the seed's options: `max_attempts` in all, `timeout_ms` per attempt
-    /// (negative: none), the seed's backoff between them, server delays (`Retry-After`) honoured
-    /// up to `max_server_delay_ms`.
+    /// (negative: none), the seed's backoff between them capped at `cap_ms` (negative: none),
+    /// server delays (`Retry-After`) honoured up to `max_server_delay_ms`.
+    #[allow(clippy::too_many_arguments)]
     pub fn policy_new(
         &mut self,
         max_attempts: u32,
@@ -345,9 +357,10 @@ impl Tables {
         base_ms: f64,
         factor: f64,
         jitter: f64,
+        cap_ms: f64,
         max_server_delay_ms: f64,
     ) -> Result<u32, Failure> {
-        let backoff = seed_backoff(base_ms, factor, jitter).map_err(Failure::Config)?;
+        let backoff = seed_backoff(base_ms, factor, jitter, cap_ms).map_err(Failure::Config)?;
         let config = RetryConfig {
             max_attempts: Some(max_attempts),
             attempt_timeout: (timeout_ms >= 0.0).then(|| duration(timeout_ms)),
@@ -485,7 +498,9 @@ mod tests {
     fn seed_breaker_trips_over_a_full_window_and_recovers() {
         let mut t = Tables::new();
         let b = t.breaker_new(0.5, 4, 1000.0, 2).unwrap();
-        let p = t.policy_new(1, -1.0, 200.0, 2.0, 0.1, 30_000.0).unwrap();
+        let p = t
+            .policy_new(1, -1.0, 200.0, 2.0, 0.1, -1.0, 30_000.0)
+            .unwrap();
         let outcomes = [0, 1, 0, 1]; // 50% of a full window of 4
         for (i, o) in outcomes.into_iter().enumerate() {
             let c = t.call_start(p, i as f64).unwrap();
@@ -525,7 +540,9 @@ mod tests {
     #[test]
     fn the_call_table_fills_and_says_so() {
         let mut t = Tables::new();
-        let p = t.policy_new(3, -1.0, 200.0, 2.0, 0.1, 30_000.0).unwrap();
+        let p = t
+            .policy_new(3, -1.0, 200.0, 2.0, 0.1, -1.0, 30_000.0)
+            .unwrap();
         for _ in 0..MAX_CALLS {
             t.call_start(p, 0.0).unwrap();
         }
@@ -537,7 +554,9 @@ mod tests {
     #[test]
     fn retry_after_is_honoured_and_attempts_run_out() {
         let mut t = Tables::new();
-        let p = t.policy_new(3, 8000.0, 200.0, 2.0, 0.0, 30_000.0).unwrap();
+        let p = t
+            .policy_new(3, 8000.0, 200.0, 2.0, 0.0, -1.0, 30_000.0)
+            .unwrap();
         let c = t.call_start(p, 0.0).unwrap();
         assert_eq!(t.call_failed(p, c, 0, -1.0, 0.0, 0.5).unwrap(), 200.0);
         assert_eq!(t.call_failed(p, c, 2, 5000.0, 1.0, 0.5).unwrap(), 5000.0);

@@ -15,9 +15,15 @@ const page = join(here, "browser", "smoke.html");
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
 
 let report;
+let hangClosed;
 const result = new Promise((r) => (report = r));
 const server = createServer((req, res) => {
   const path = new URL(req.url, "http://x").pathname;
+  if (path === "/hang") {
+    // Never answered: the page's attempt timeout must abort the fetch and close the connection.
+    hangClosed = new Promise((r) => req.socket.once("close", r));
+    return;
+  }
   if (req.method === "POST" && path === "/result") {
     let body = "";
     req.on("data", (d) => (body += d));
@@ -62,7 +68,14 @@ let stderr = "";
 browser.stderr.on("data", (d) => (stderr += d));
 const timeout = new Promise((r) => setTimeout(() => r(null), 60_000).unref());
 const exited = once(browser, "exit").then(([code]) => `chromium exited (${code}) before the page reported:\n${stderr}`);
-const output = await Promise.race([result, timeout, exited]);
+let output = await Promise.race([result, timeout, exited]);
+if (output?.endsWith("SMOKE OK")) {
+  // The page saw its TimeoutError; the server must see the aborted fetch's connection closed.
+  const closed = hangClosed && (await Promise.race([hangClosed.then(() => true), new Promise((r) => setTimeout(() => r(false), 5000).unref())]));
+  output = closed
+    ? output.replace(/SMOKE OK$/, "server: the aborted fetch's connection was closed\nSMOKE OK")
+    : output.replace(/SMOKE OK$/, "server: the aborted fetch's connection was NOT closed within 5 s\nSMOKE FAILED");
+}
 browser.kill();
 await Promise.race([once(browser, "exit"), new Promise((r) => setTimeout(r, 5000).unref())]);
 server.close();

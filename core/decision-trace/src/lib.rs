@@ -27,7 +27,9 @@
 //!   `give-up REASON`.
 //! - `config NAME error FIELD`: a policy the script builds was refused (never expected).
 //!
-//! The trace ends with `# end`.
+//! The trace ends with `# end`. `expected.trace` beside this crate's manifest is the trace as
+//! committed: a test compares it with a fresh one, so a change in what the core decides on this
+//! script is seen and reviewed.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -178,14 +180,30 @@ mod tests {
         assert!(!trace.contains("config "), "a policy was refused:\n{trace}");
     }
 
+    /// The seeds depend on how many instances this test process built before; a fresh process
+    /// (CI's comparison) checks them too.
+    fn without_seeds(trace: &str) -> Vec<&str> {
+        trace.lines().filter(|l| !l.starts_with("seed ")).collect()
+    }
+
     #[test]
-    fn the_trace_is_the_same_every_run_but_the_seeds() {
-        let strip = |t: String| -> String {
-            t.lines()
-                .filter(|l| !l.starts_with("seed "))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        assert_eq!(strip(trace()), strip(trace()));
+    fn the_trace_is_the_same_every_run() {
+        assert_eq!(without_seeds(&trace()), without_seeds(&trace()));
+    }
+
+    /// A change in what the core decides shows here first. When it is meant, regenerate the file:
+    /// `cargo run -p decision-trace > core/decision-trace/expected.trace`, and read its diff.
+    #[test]
+    fn the_trace_is_the_committed_one() {
+        let expected = include_str!("../expected.trace");
+        let trace = trace();
+        let (got, want) = (without_seeds(&trace), without_seeds(expected));
+        let first = got.iter().zip(&want).position(|(a, b)| a != b);
+        assert!(
+            got == want,
+            "the trace differs from expected.trace (first at line {first:?} of {} and {})",
+            got.len(),
+            want.len()
+        );
     }
 }

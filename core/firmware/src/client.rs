@@ -45,7 +45,7 @@ const fn valid<P: Copy>(built: Result<P, ConfigError>) -> P {
 }
 
 /// Ticks of the cycle counter are taken as nanoseconds: the core does not care about the unit.
-fn now(clock: &mut crate::rt::Clock) -> Instant {
+fn now(clock: &mut crate::board::Clock) -> Instant {
     Instant::from_nanos(clock.ticks())
 }
 
@@ -58,8 +58,8 @@ pub fn client<R: Borrow<BreakerPolicy>>(policy: R) -> Result<(), ConfigError> {
     let mut breaker = Breaker::with_storage(policy)?;
     let retry = &RETRY_POLICY;
     let mut budget = TokenBucket::new(BUDGET_POLICY);
-    let mut clock = crate::rt::Clock::default();
-    let mut sample = u64::from(crate::rt::cycles());
+    let mut clock = crate::board::Clock::default();
+    let mut sample = u64::from(crate::board::cycles());
     loop {
         let mut request = retry.start(now(&mut clock), &mut budget);
         loop {
@@ -70,11 +70,11 @@ pub fn client<R: Borrow<BreakerPolicy>>(policy: R) -> Result<(), ConfigError> {
                     // Open: fail fast, and say for how long.
                     retry.abandon(&mut request, t, &mut budget);
                     let wait = rejected.retry_after().unwrap_or(Duration::ZERO);
-                    crate::rt::report(0x8000_0000 | wait.as_millis() as u32);
+                    crate::board::report(0x8000_0000 | wait.as_millis() as u32);
                     break;
                 }
             };
-            let answered = crate::rt::answered();
+            let answered = crate::board::answered();
             let t = now(&mut clock);
             let outcome = if answered {
                 Outcome::Success
@@ -84,7 +84,7 @@ pub fn client<R: Borrow<BreakerPolicy>>(policy: R) -> Result<(), ConfigError> {
             breaker.record(permit, outcome, t);
             if answered {
                 retry.on_success(&mut request, t, &mut budget);
-                crate::rt::report(1);
+                crate::board::report(1);
                 break;
             }
             sample = splitmix64(sample);
@@ -92,7 +92,7 @@ pub fn client<R: Borrow<BreakerPolicy>>(policy: R) -> Result<(), ConfigError> {
             {
                 RetryDecision::RetryAt(at) => while now(&mut clock) < at {},
                 RetryDecision::GiveUp(_) => {
-                    crate::rt::report(2);
+                    crate::board::report(2);
                     break;
                 }
             }

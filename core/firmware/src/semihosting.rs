@@ -76,5 +76,7 @@ pub fn exit(ok: bool) -> ! {
     };
     call(SYS_EXIT, reason as usize);
     // Not reached under QEMU; without a host to stop it, stay here.
-    loop {}
+    loop {
+        core::hint::spin_loop();
+    }
 }

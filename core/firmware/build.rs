@@ -1,7 +1,7 @@
 // The linker scripts of this crate: flash and RAM of a small Cortex-M4F (link.x) for the programs
 // that are measured, of the emulated MPS2 board (qemu.x) for the one QEMU runs; the sections
 // (sections.x: a vector table, no heap) are the same.
-const MEASURED: [&str; 3] = ["firmware", "firmware_borrowed", "baseline"];
+const MEASURED: [&str; 4] = ["firmware", "firmware_borrowed", "baseline", "async_client"];
 const EMULATED: [&str; 1] = ["qemu"];
 
 fn main() {

@@ -1,6 +1,7 @@
 //! [`Reliable`]: one logical call's walk through the breaker, the retry policy and the budget,
 //! with the attempts as futures and the waits on a [`Clock`].
 
+use core::borrow::Borrow;
 use core::cell::RefCell;
 use core::future::{Future, poll_fn};
 use core::pin::pin;
@@ -69,26 +70,27 @@ struct Shared<Br, B> {
 }
 
 /// A breaker, a retry policy and a retry budget around async calls; see the [crate docs](crate).
-pub struct Reliable<Br, B, C> {
+///
+/// It owns its retry policy (`R = RetryPolicy`) or borrows it (`&'static RetryPolicy`, a policy
+/// in flash: a few hundred bytes less RAM).
+pub struct Reliable<Br, B, C, R = RetryPolicy> {
     shared: Mutex<RefCell<Shared<Br, B>>>,
-    retry: RetryPolicy,
+    retry: R,
     clock: C,
 }
 
-impl<Br, B, C> core::fmt::Debug for Reliable<Br, B, C> {
+impl<Br, B, C, R> core::fmt::Debug for Reliable<Br, B, C, R> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Reliable")
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
+        f.debug_struct("Reliable").finish_non_exhaustive()
     }
 }
 
-impl<Br: Breaker, B: Budget, C: Clock> Reliable<Br, B, C> {
+impl<Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Reliable<Br, B, C, R> {
     /// Calls through `breaker` (any reliable-core breaker: its window and probe slots are in
     /// its type), retried as `retry` says, retries paid from `budget`
     /// ([`Unlimited`](reliable_core::budget::Unlimited) for none), on `clock`. `seed` starts
     /// the backoff's random draws: give each device its own, or their retries synchronise.
-    pub fn new(breaker: Br, retry: RetryPolicy, budget: B, clock: C, seed: u64) -> Self {
+    pub fn new(breaker: Br, retry: R, budget: B, clock: C, seed: u64) -> Self {
         Reliable {
             shared: Mutex::new(RefCell::new(Shared {
                 breaker,
@@ -100,8 +102,14 @@ impl<Br: Breaker, B: Budget, C: Clock> Reliable<Br, B, C> {
         }
     }
 
+    /// The retry policy.
+    fn retry(&self) -> &RetryPolicy {
+        self.retry.borrow()
+    }
+
     /// Runs `f` with the breaker and the budget. The lock is held only for `f`, which never
-    /// waits.
+    /// waits. (An observer of the breaker that called back into this `Reliable` from inside `f`
+    /// would find it borrowed, and panic: the one panic path here.)
     fn with<T>(&self, f: impl FnOnce(&mut Shared<Br, B>) -> T) -> T {
         critical_section::with(|cs| f(&mut self.shared.borrow_ref_mut(cs)))
     }
@@ -170,18 +178,18 @@ impl<Br: Breaker, B: Budget, C: Clock> Reliable<Br, B, C> {
 
 /// One call in progress. Dropped unfinished (the call's future was dropped), it hands the
 /// permit back as ignored and abandons the request, so the budget gets its grant back.
-struct Run<'r, Br: Breaker, B: Budget, C: Clock> {
-    rel: &'r Reliable<Br, B, C>,
+struct Run<'r, Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> {
+    rel: &'r Reliable<Br, B, C, R>,
     state: RetryState,
     permit: Option<Permit>,
     attempts: u32,
     finished: bool,
 }
 
-impl<'r, Br: Breaker, B: Budget, C: Clock> Run<'r, Br, B, C> {
-    fn start(rel: &'r Reliable<Br, B, C>) -> Self {
+impl<'r, Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Run<'r, Br, B, C, R> {
+    fn start(rel: &'r Reliable<Br, B, C, R>) -> Self {
         let now = rel.clock.now();
-        let state = rel.with(|s| rel.retry.start(now, &mut s.budget));
+        let state = rel.with(|s| rel.retry().start(now, &mut s.budget));
         Run {
             rel,
             state,
@@ -200,7 +208,7 @@ impl<'r, Br: Breaker, B: Budget, C: Clock> Run<'r, Br, B, C> {
             Ok(permit) => {
                 self.permit = Some(permit);
                 self.attempts = self.attempts.saturating_add(1);
-                Ok(rel.retry.attempt_deadline(&self.state, now))
+                Ok(rel.retry().attempt_deadline(&self.state, now))
             }
             Err(rejection) => {
                 self.finish(now);
@@ -223,7 +231,7 @@ impl<'r, Br: Breaker, B: Budget, C: Clock> Run<'r, Br, B, C> {
             if let Some(permit) = permit {
                 s.breaker.record(permit, Outcome::Success, now);
             }
-            rel.retry.on_success(&mut self.state, now, &mut s.budget);
+            rel.retry().on_success(&mut self.state, now, &mut s.budget);
         });
         self.finished = true;
     }
@@ -239,7 +247,7 @@ impl<'r, Br: Breaker, B: Budget, C: Clock> Run<'r, Br, B, C> {
             }
             s.sample = splitmix64(s.sample);
             let sample = s.sample;
-            rel.retry
+            rel.retry()
                 .on_failure_with(&mut self.state, class, now, &mut s.budget, sample)
         });
         match decision {
@@ -259,13 +267,13 @@ impl<'r, Br: Breaker, B: Budget, C: Clock> Run<'r, Br, B, C> {
             if let Some(permit) = permit {
                 s.breaker.record(permit, Outcome::Ignored, now);
             }
-            rel.retry.abandon(&mut self.state, now, &mut s.budget);
+            rel.retry().abandon(&mut self.state, now, &mut s.budget);
         });
         self.finished = true;
     }
 }
 
-impl<Br: Breaker, B: Budget, C: Clock> Drop for Run<'_, Br, B, C> {
+impl<Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Drop for Run<'_, Br, B, C, R> {
     fn drop(&mut self) {
         if !self.finished {
             let now = self.rel.clock.now();

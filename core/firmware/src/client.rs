@@ -5,44 +5,15 @@
 
 use core::borrow::Borrow;
 
-use reliable_core::backoff::{BackoffConfig, Jitter};
-use reliable_core::breaker::{
-    BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, Outcome, WindowConfig,
-};
-use reliable_core::budget::{TokenBucket, TokenBucketConfig, TokenBucketPolicy};
+use reliable_core::breaker::{BreakerPolicy, CircuitBreaker, CountWindow, Outcome};
+use reliable_core::budget::TokenBucket;
 use reliable_core::outcome::ErrorClass;
-use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy};
+use reliable_core::retry::RetryDecision;
 use reliable_core::sample::splitmix64;
 use reliable_core::{ConfigError, Duration, Instant};
 
-/// The policies are built at compile time: an invalid config does not compile, and neither the
-/// validation nor its floating-point arithmetic is in the binary.
-pub static BREAKER_POLICY: BreakerPolicy = valid(BreakerPolicy::new(BreakerConfig {
-    failure_rate: Some(0.5),
-    minimum_calls: 20,
-    window: WindowConfig::Count { calls: 64 },
-    ..BreakerConfig::new()
-}));
-static RETRY_POLICY: RetryPolicy = valid(RetryPolicy::new(RetryConfig {
-    max_attempts: Some(4),
-    ..RetryConfig::new(BackoffConfig::exponential(
-        Duration::from_millis(10),
-        2.0,
-        Duration::from_secs(1),
-        Jitter::Full,
-    ))
-}));
-const BUDGET_POLICY: TokenBucketPolicy =
-    valid(TokenBucketPolicy::new(TokenBucketConfig::brooker_2022()));
-
-/// The policy, or a compile error naming the bad field (evaluated in a `static` or `const` item,
-/// this `panic!` stops the build; it is never reached at run time).
-const fn valid<P: Copy>(built: Result<P, ConfigError>) -> P {
-    match built {
-        Ok(policy) => policy,
-        Err(e) => panic!("{}", e.field),
-    }
-}
+pub use crate::policies::BREAKER_POLICY;
+use crate::policies::{BUDGET_POLICY, RETRY_POLICY};
 
 /// Ticks of the cycle counter are taken as nanoseconds: the core does not care about the unit.
 fn now(clock: &mut crate::board::Clock) -> Instant {

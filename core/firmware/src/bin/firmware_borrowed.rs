@@ -9,6 +9,8 @@ mod board;
 mod client;
 #[path = "../no_panic.rs"]
 mod no_panic;
+#[path = "../policies.rs"]
+mod policies;
 #[path = "../rt.rs"]
 mod rt;
 

@@ -30,6 +30,24 @@
 //! The trace ends with `# end`. `expected.trace` beside this crate's manifest is the trace as
 //! committed: a test compares it with a fresh one, so a change in what the core decides on this
 //! script is seen and reviewed.
+//!
+//! ## What runs where
+//!
+//! The lock-free [`SharedBreaker`](reliable_core::breaker::SharedBreaker) needs 64-bit atomics,
+//! which no Cortex-M has, so it is not in the firmware's trace; on the host a test drives it
+//! through the same breaker script and requires the same lines as the `&mut` breaker's. The
+//! atomic the firmware does exercise is the 32-bit instance counter (`seed` lines).
+//!
+//! ## The cross-face conformance suite
+//!
+//! This trace is the core's own, for one purpose: the same code on two targets. The conformance
+//! suite (`conformance/`, JSON sequences of HTTP-like answers, JSON-lines traces) holds the
+//! *faces* to one meaning of every answer. For the firmware to join it: its `build.rs` turns each
+//! `conformance/sequences/*.json` into Rust tables (a Cortex-M cannot parse JSON at run time), a
+//! runner drives the core's answer classification and retry/breaker/budget decisions in virtual
+//! time from those tables, and the firmware prints the suite's JSON-lines events (integers and
+//! fixed strings only, which this crate's writer already formats without `core::fmt`); CI then
+//! compares them with `conformance/traces/*.jsonl` as it compares this trace with the host's.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -37,8 +55,6 @@
 mod breakers;
 mod delays;
 mod retries;
-
-pub use breakers::drive_breaker;
 
 /// Where the trace goes: bytes, in order. A line ends with `\n`.
 pub trait Out {

@@ -119,7 +119,12 @@ fn from_each_start<W: Window>(t: &mut Trace<'_>, name: &str, policy: &BreakerPol
 }
 
 /// Runs [`BREAKER_SCRIPT`] on `breaker` from `t0`, a line per call.
-pub(crate) fn drive_breaker(t: &mut Trace<'_>, name: &str, t0: Instant, breaker: &mut impl Breaker) {
+pub(crate) fn drive_breaker(
+    t: &mut Trace<'_>,
+    name: &str,
+    t0: Instant,
+    breaker: &mut impl Breaker,
+) {
     let mut now = t0;
     let mut held: [Option<Permit>; 2] = [None, None];
     for (i, step) in BREAKER_SCRIPT.bytes().enumerate() {

@@ -25,6 +25,9 @@
 //! - `retry BUDGET req=R at=T attempt=A STEP -> DECISION`: one attempt of a logical request
 //!   under the retry policy and a retry budget; `DECISION` is `success`, `retry-at T'`, or
 //!   `give-up REASON`.
+//! - `throttle i=N t=T sent accepted|sent rejected|shed p_ppm=P requests=R accepts=A`: request
+//!   `N` through the adaptive throttle (shed locally with probability `P` ppm, or sent and
+//!   answered), then the window's counts.
 //! - `config NAME error FIELD`: a policy the script builds was refused (never expected).
 //!
 //! The trace ends with `# end`. `expected.trace` beside this crate's manifest is the trace as
@@ -55,6 +58,7 @@
 mod breakers;
 mod delays;
 mod retries;
+mod throttling;
 
 /// Where the trace goes: bytes, in order. A line ends with `\n`.
 pub trait Out {
@@ -70,6 +74,7 @@ pub fn run(out: &mut dyn Out) {
     breakers::all(&mut t);
     delays::all(&mut t);
     retries::all(&mut t);
+    throttling::all(&mut t);
     t.s("# end").end();
 }
 
@@ -186,6 +191,8 @@ mod tests {
             "give-up deadline",
             "give-up fatal",
             "give-up dont-retry",
+            " shed p_ppm=",
+            " sent rejected",
             "# end",
         ] {
             assert!(

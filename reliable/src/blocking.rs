@@ -25,6 +25,21 @@ use std::time::Duration;
 impl Reliable {
     /// Calls `f` on this thread until an attempt succeeds or the policy stops.
     ///
+    /// **The per-attempt timeout does not bound how long an attempt takes.** Nothing can stop a
+    /// blocking function from outside: `f` runs to its end, and an answer that comes after the
+    /// attempt's deadline counts as a timeout (a late success is dropped and retried), so the
+    /// breaker and the retry policy see what they would see had the caller stopped waiting. To
+    /// bound latency:
+    /// - [`call_blocking_cancellable`](Self::call_blocking_cancellable) hands `f` a
+    ///   [`CancelToken`] with the attempt's deadline, to pass on to its own client's timeout
+    ///   (`token.remaining()`), or to check while it works: bounded, no thread, no allocation;
+    /// - [`call_blocking_detached`](Self::call_blocking_detached) runs each attempt on a thread of
+    ///   its own and stops waiting at the deadline (the seed's semantics): bounded for the caller,
+    ///   at a thread per attempt, while the abandoned work runs on.
+    ///
+    /// This one stays the default because it is the only one that adds nothing per call and never
+    /// leaves work running behind the caller's back; use it when `f` has its own timeout.
+    ///
     /// ```
     /// use reliable::Reliable;
     ///
@@ -136,6 +151,8 @@ impl Reliable {
         classify: impl Fn(&E) -> ErrorClass,
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
     ) -> Result<T, Error<E>> {
+        #[cfg(feature = "tracing")]
+        let _span = crate::traces::call_span(self.name()).entered();
         let inner = &*self.inner;
         let Some(mut first) = FirstAttempt::start(inner) else {
             return self.blocking_rest(classify, f, None);

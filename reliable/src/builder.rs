@@ -31,7 +31,9 @@ use crate::rng::Rng;
 use crate::sleep::{ManualSleep, Sleep};
 use crate::stats::Stats;
 use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
-use reliable_core::breaker::{BreakerConfig, BreakerPolicy, HalfOpenConfig, ProbeRule};
+use reliable_core::breaker::{
+    BreakerConfig, BreakerPolicy, HalfOpenConfig, ProbeRule, SlowCallRule, WindowConfig,
+};
 use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy};
 use reliable_core::retry::{RetryConfig, RetryPolicy};
 use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
@@ -59,18 +61,7 @@ impl Builder {
     pub(crate) fn new(name: &str) -> Self {
         Builder {
             name: name.to_string(),
-            breaker: Some(BreakerConfig {
-                open: reliable_core::breaker::OpenConfig {
-                    jitter: 0.1,
-                    ..BreakerConfig::reliablekit().open
-                },
-                half_open: HalfOpenConfig {
-                    max_in_flight: Some(1),
-                    rule: ProbeRule::Consecutive { successes: 3 },
-                    probe_timeout: Duration::from_secs(10),
-                },
-                ..BreakerConfig::reliablekit()
-            }),
+            breaker: Some(default_breaker()),
             scope: Scope::PerAttempt,
             retry: RetryConfig::reliablekit(),
             budget: None,
@@ -158,6 +149,32 @@ impl Builder {
         self
     }
 
+    /// The delay before the first retry of an exponential backoff: the seed's `base_delay`.
+    /// Default 0.2 s. Keeps the factor and the cap; another backoff shape becomes exponential
+    /// with factor 2.
+    pub fn base_delay(mut self, base: std::time::Duration) -> Self {
+        let factor = match self.retry.backoff.shape {
+            Shape::Exponential { factor, .. } => factor,
+            _ => 2.0,
+        };
+        self.retry.backoff.shape = Shape::Exponential {
+            base: base.into(),
+            factor,
+        };
+        self
+    }
+
+    /// How much each retry's delay grows over the one before: the seed's `factor`. Default 2.
+    /// Keeps the base delay and the cap; another backoff shape becomes exponential from 0.2 s.
+    pub fn factor(mut self, factor: f64) -> Self {
+        let base = match self.retry.backoff.shape {
+            Shape::Exponential { base, .. } => base,
+            _ => Duration::from_millis(200),
+        };
+        self.retry.backoff.shape = Shape::Exponential { base, factor };
+        self
+    }
+
     /// ±`fraction` proportional jitter on every backoff delay (the seed's `jitter=0.1`).
     pub fn jitter(mut self, fraction: f64) -> Self {
         self.retry.backoff.jitter = Jitter::Proportional { fraction };
@@ -183,10 +200,93 @@ impl Builder {
         self
     }
 
-    /// The breaker, from the core's config.
+    /// Trip when failures ÷ calls in the window reach `rate` (inclusive), in (0, 1]: the seed's
+    /// `failure_rate`. Default 0.5.
+    pub fn failure_rate(mut self, rate: f64) -> Self {
+        self.breaker_config().failure_rate = Some(rate);
+        self
+    }
+
+    /// The rates are computed over the last `calls` calls: the seed's `window`. Default 20.
+    pub fn window(mut self, calls: u32) -> Self {
+        self.breaker_config().window = WindowConfig::Count { calls };
+        self
+    }
+
+    /// The rates are computed over the calls of the last `span`, kept in `buckets` buckets (old
+    /// buckets drop out whole), instead of the last so many calls.
+    pub fn time_window(mut self, span: std::time::Duration, buckets: u32) -> Self {
+        self.breaker_config().window = WindowConfig::Time {
+            span: span.into(),
+            buckets,
+        };
+        self
+    }
+
+    /// No rate decides before the window holds at least `calls` calls. Default 20.
+    pub fn minimum_calls(mut self, calls: u32) -> Self {
+        self.breaker_config().minimum_calls = calls;
+        self
+    }
+
+    /// How long the breaker stays open after it trips: the seed's `cooldown`. Default 30 s,
+    /// spread by ±10% (see [`open_jitter`](Self::open_jitter)).
+    pub fn cooldown(mut self, cooldown: std::time::Duration) -> Self {
+        self.breaker_config().open.duration = cooldown.into();
+        self
+    }
+
+    /// ±`fraction` uniform spread of each open time, so clients that tripped together do not
+    /// probe together. Default 0.1; 0 gives the seed's exact cooldown.
+    pub fn open_jitter(mut self, fraction: f64) -> Self {
+        self.breaker_config().open.jitter = fraction;
+        self
+    }
+
+    /// `successes` successful probes in a row close the breaker; a failed probe re-opens it:
+    /// the seed's `probe`. Default 3.
+    pub fn probe(mut self, successes: u32) -> Self {
+        self.breaker_config().half_open.rule = ProbeRule::Consecutive { successes };
+        self
+    }
+
+    /// Probes let through at once while half-open. Default 1; the seed let every call through
+    /// (no limit), which a hung probe cannot wedge only because probes are leased (10 s).
+    pub fn probes_in_flight(mut self, probes: u32) -> Self {
+        self.breaker_config().half_open.max_in_flight = Some(probes);
+        self
+    }
+
+    /// Also trip after `failures` failures in a row while closed. Default off.
+    pub fn consecutive_failures(mut self, failures: u32) -> Self {
+        self.breaker_config().consecutive_failures = Some(failures);
+        self
+    }
+
+    /// Also trip when calls longer than `threshold` make up `rate` (inclusive) of the window.
+    /// Default off.
+    pub fn slow_call(mut self, threshold: std::time::Duration, rate: f64) -> Self {
+        self.breaker_config().slow_calls = Some(SlowCallRule {
+            threshold: threshold.into(),
+            rate,
+        });
+        self
+    }
+
+    /// The whole breaker, from the core's config. This **replaces** every breaker setting made so
+    /// far and the builder's breaker defaults (listed on [`Reliable::builder`]): a config built
+    /// from `BreakerConfig::default()` has a minimum of 10 calls and no open-time jitter. To change
+    /// one setting, use its method ([`failure_rate`](Self::failure_rate), [`window`](Self::window),
+    /// [`cooldown`](Self::cooldown), …) instead.
     pub fn breaker(mut self, config: BreakerConfig) -> Self {
         self.breaker = Some(config);
         self
+    }
+
+    /// The breaker config the breaker methods change: the builder's own, or its defaults again
+    /// after [`no_breaker`](Self::no_breaker).
+    fn breaker_config(&mut self) -> &mut BreakerConfig {
+        self.breaker.get_or_insert_with(default_breaker)
     }
 
     /// No breaker.
@@ -228,8 +328,9 @@ impl Builder {
         self
     }
 
-    /// The timer for backoff waits and async timeouts. Default: tokio's with the `tokio` feature,
-    /// [`TimerSleep`](crate::sleep::TimerSleep) otherwise.
+    /// The timer for backoff waits and async timeouts. Default: with the `tokio` feature,
+    /// [`RuntimeSleep`](crate::sleep::RuntimeSleep) (tokio's timer inside a tokio runtime,
+    /// `futures-timer` under any other executor); [`TimerSleep`](crate::sleep::TimerSleep) without.
     pub fn sleep(mut self, sleep: impl Sleep) -> Self {
         self.sleep = Some(Arc::new(sleep));
         self
@@ -252,6 +353,14 @@ impl Builder {
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
         self
+    }
+
+    /// Emits a `tracing` event per attempt, retry, refusal, breaker transition, give-up and call
+    /// end (names and fields in [`traces`](crate::traces)). Calls run in a `reliable.call` span
+    /// with the feature on, whether or not this is called.
+    #[cfg(feature = "tracing")]
+    pub fn tracing(self) -> Self {
+        self.observer(crate::traces::TracingObserver)
     }
 
     /// Exports calls, attempts, durations and breaker states through the `metrics` facade,
@@ -367,6 +476,23 @@ fn label(name: &str, breaker: bool, retry: bool, scope: Scope) -> String {
     }
 }
 
+/// The builder's breaker: the seed's numbers (50% over 20 calls, at least 20 calls, 30 s open,
+/// 3 probe successes close it), with ±10% open-time jitter and one leased probe at a time.
+fn default_breaker() -> BreakerConfig {
+    BreakerConfig {
+        open: reliable_core::breaker::OpenConfig {
+            jitter: 0.1,
+            ..BreakerConfig::reliablekit().open
+        },
+        half_open: HalfOpenConfig {
+            max_in_flight: Some(1),
+            rule: ProbeRule::Consecutive { successes: 3 },
+            probe_timeout: Duration::from_secs(10),
+        },
+        ..BreakerConfig::reliablekit()
+    }
+}
+
 fn default_clock() -> Arc<dyn Clock> {
     #[cfg(feature = "tokio")]
     return Arc::new(crate::clock::TokioClock::new());
@@ -376,7 +502,7 @@ fn default_clock() -> Arc<dyn Clock> {
 
 fn default_sleep() -> Arc<dyn Sleep> {
     #[cfg(feature = "tokio")]
-    return Arc::new(crate::sleep::TokioSleep);
+    return Arc::new(crate::sleep::RuntimeSleep);
     #[cfg(not(feature = "tokio"))]
     return Arc::new(crate::sleep::TimerSleep);
 }
@@ -418,6 +544,131 @@ mod tests {
             ..ThrottleConfig::google_sre()
         };
         assert_eq!(field(Reliable::builder("x").throttle(t)), "throttle.k");
+    }
+
+    /// Each seed-word setter changes its own field and nothing else (the builder's other
+    /// defaults survive it, unlike `breaker(config)`).
+    #[test]
+    fn each_setter_changes_only_its_field() {
+        use reliable_core::breaker::OpenConfig;
+        use std::time::Duration as Std;
+        let base = Reliable::builder("x");
+        let (b0, r0) = (base.breaker.unwrap(), base.retry);
+        let (open, half) = (b0.open, b0.half_open);
+        let secs = Duration::from_secs;
+        let cases: [(Builder, BreakerConfig); 10] = [
+            (
+                Reliable::builder("x").failure_rate(0.25),
+                BreakerConfig {
+                    failure_rate: Some(0.25),
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").window(50),
+                BreakerConfig {
+                    window: WindowConfig::Count { calls: 50 },
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").time_window(Std::from_secs(10), 5),
+                BreakerConfig {
+                    window: WindowConfig::Time {
+                        span: secs(10),
+                        buckets: 5,
+                    },
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").minimum_calls(7),
+                BreakerConfig {
+                    minimum_calls: 7,
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").cooldown(Std::from_secs(5)),
+                BreakerConfig {
+                    open: OpenConfig {
+                        duration: secs(5),
+                        ..open
+                    },
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").open_jitter(0.0),
+                BreakerConfig {
+                    open: OpenConfig {
+                        jitter: 0.0,
+                        ..open
+                    },
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").probe(1),
+                BreakerConfig {
+                    half_open: HalfOpenConfig {
+                        rule: ProbeRule::Consecutive { successes: 1 },
+                        ..half
+                    },
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").probes_in_flight(2),
+                BreakerConfig {
+                    half_open: HalfOpenConfig {
+                        max_in_flight: Some(2),
+                        ..half
+                    },
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").consecutive_failures(4),
+                BreakerConfig {
+                    consecutive_failures: Some(4),
+                    ..b0
+                },
+            ),
+            (
+                Reliable::builder("x").slow_call(Std::from_secs(2), 0.5),
+                BreakerConfig {
+                    slow_calls: Some(SlowCallRule {
+                        threshold: secs(2),
+                        rate: 0.5,
+                    }),
+                    ..b0
+                },
+            ),
+        ];
+        for (builder, expected) in cases {
+            assert_eq!(builder.retry, r0);
+            assert_eq!(builder.breaker.unwrap(), expected);
+        }
+        // A breaker setting after `no_breaker` brings the builder's defaults back, not a bare config.
+        let again = Reliable::builder("x").no_breaker().probe(3);
+        assert_eq!(again.breaker.unwrap(), b0);
+        // Backoff words keep each other.
+        let b = Reliable::builder("x")
+            .base_delay(Std::from_millis(50))
+            .factor(3.0);
+        let shape = Shape::Exponential {
+            base: Duration::from_millis(50),
+            factor: 3.0,
+        };
+        assert_eq!(
+            b.retry.backoff,
+            BackoffConfig {
+                shape,
+                ..r0.backoff
+            }
+        );
+        assert_eq!(b.breaker.unwrap(), b0);
     }
 
     #[test]

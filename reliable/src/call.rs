@@ -52,8 +52,25 @@ impl Reliable {
     }
 
     /// [`call`](Self::call) with a classifier of your own, for error types that do not implement
-    /// [`Classify`] (`anyhow::Error`, a client library's error).
-    pub async fn call_with<T, E, C, F, Fut>(&self, classify: C, mut f: F) -> Result<T, Error<E>>
+    /// [`Classify`] (`anyhow::Error`, a client library's error). With the `tracing` feature the
+    /// call runs in a `reliable.call` span (see [`traces`](crate::traces)).
+    pub fn call_with<T, E, C, F, Fut>(
+        &self,
+        classify: C,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>>
+    where
+        C: Fn(&E) -> ErrorClass,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let call = self.attempts(classify, f);
+        #[cfg(feature = "tracing")]
+        let call = tracing::Instrument::instrument(call, crate::traces::call_span(self.name()));
+        call
+    }
+
+    async fn attempts<T, E, C, F, Fut>(&self, classify: C, mut f: F) -> Result<T, Error<E>>
     where
         C: Fn(&E) -> ErrorClass,
         F: FnMut() -> Fut,

@@ -9,7 +9,12 @@
 //! | [`ErrorClass`] | itself |
 //! | [`std::io::Error`] | `TimedOut`, `WouldBlock`: Timeout; `InvalidInput`, `InvalidData`, `NotFound`, `PermissionDenied`, `Unsupported`: Fatal; the rest (connection refused, reset, broken pipe, …): Transient |
 //! | [`HttpError`] | by status and headers (see [`http`](crate::http)) |
-//! | `Box<dyn Error + Send + Sync>` | an `io::Error` or `HttpError` inside by its rule; anything else Transient |
+//! | `Box<dyn Error + Send + Sync>`, `anyhow::Error` (feature `anyhow`) | an `io::Error`, `HttpError` or `reqwest::Error` inside by its rule; anything else Transient |
+//! | `reqwest::Error` (feature `reqwest`) | a timeout: Timeout; a request that cannot be built, a bad redirect, an undecodable body: Fatal; the rest (connect, reset): Transient |
+//! | `String`, `&str` (an error message) | Transient |
+//!
+//! Any other error type gets a class in one line, by a closure:
+//! `rel.call_with(|_: &MyError| ErrorClass::Transient, || work())` (or implement `Classify`).
 //!
 //! Transient is the default for unknown errors: retrying an unknown failure a bounded number of
 //! times, under a budget and a breaker, is the safe side; a validation error that should not be
@@ -90,13 +95,58 @@ impl Classify for std::io::Error {
 
 impl Classify for Box<dyn std::error::Error + Send + Sync> {
     fn classify(&self) -> ErrorClass {
-        if let Some(io) = self.downcast_ref::<std::io::Error>() {
-            io.classify()
-        } else if let Some(http) = self.downcast_ref::<HttpError>() {
-            http.classify()
+        classify_dyn(self.as_ref())
+    }
+}
+
+/// A type-erased error by the rule of the known type inside it, else Transient.
+fn classify_dyn(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
+    if let Some(io) = e.downcast_ref::<std::io::Error>() {
+        return io.classify();
+    }
+    if let Some(http) = e.downcast_ref::<HttpError>() {
+        return http.classify();
+    }
+    #[cfg(feature = "reqwest")]
+    if let Some(reqwest) = e.downcast_ref::<reqwest::Error>() {
+        return reqwest.classify();
+    }
+    ErrorClass::Transient
+}
+
+#[cfg(feature = "anyhow")]
+impl Classify for anyhow::Error {
+    fn classify(&self) -> ErrorClass {
+        classify_dyn(self.as_ref())
+    }
+}
+
+#[cfg(feature = "reqwest")]
+impl Classify for reqwest::Error {
+    /// A timeout is a timeout; a request that could not be built, a bad redirect or an unreadable
+    /// answer will not improve on a retry; a failed connection might.
+    fn classify(&self) -> ErrorClass {
+        if self.is_timeout() {
+            ErrorClass::Timeout
+        } else if self.is_builder() || self.is_redirect() || self.is_decode() {
+            ErrorClass::Fatal
         } else {
             ErrorClass::Transient
         }
+    }
+}
+
+/// An error message: an unknown failure, retried (a bounded number of times, under the breaker).
+impl Classify for String {
+    fn classify(&self) -> ErrorClass {
+        ErrorClass::Transient
+    }
+}
+
+/// An error message: an unknown failure, retried (a bounded number of times, under the breaker).
+impl Classify for str {
+    fn classify(&self) -> ErrorClass {
+        ErrorClass::Transient
     }
 }
 

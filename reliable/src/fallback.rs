@@ -31,16 +31,16 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-type Answer<T, E> = Pin<Box<dyn Future<Output = Result<T, Error<E>>> + Send + 'static>>;
-type Call<Req, T, E> = Arc<dyn Fn(Req) -> Answer<T, E> + Send + Sync>;
+type Answer<'a, T, E> = Pin<Box<dyn Future<Output = Result<T, Error<E>>> + Send + 'a>>;
+type Call<'a, Req, T, E> = Arc<dyn Fn(Req) -> Answer<'a, T, E> + Send + Sync + 'a>;
 
 /// Providers tried in order. `Req` is what each call is given (a prompt, a request); it is
 /// cloned for each provider tried.
-pub struct Fallback<Req, T, E> {
-    providers: Vec<(Arc<str>, Call<Req, T, E>)>,
+pub struct Fallback<'a, Req, T, E> {
+    providers: Vec<(Arc<str>, Call<'a, Req, T, E>)>,
 }
 
-impl<Req, T, E> Clone for Fallback<Req, T, E> {
+impl<Req, T, E> Clone for Fallback<'_, Req, T, E> {
     fn clone(&self) -> Self {
         Fallback {
             providers: self.providers.clone(),
@@ -48,7 +48,7 @@ impl<Req, T, E> Clone for Fallback<Req, T, E> {
     }
 }
 
-impl<Req, T, E> fmt::Debug for Fallback<Req, T, E> {
+impl<Req, T, E> fmt::Debug for Fallback<'_, Req, T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let labels: Vec<&str> = self.providers.iter().map(|(l, _)| &**l).collect();
         f.debug_struct("Fallback")
@@ -85,7 +85,7 @@ impl<E: fmt::Display> fmt::Display for AllFailed<E> {
 
 impl<E: fmt::Debug + fmt::Display> std::error::Error for AllFailed<E> {}
 
-impl<Req, T, E> Default for Fallback<Req, T, E> {
+impl<Req, T, E> Default for Fallback<'_, Req, T, E> {
     fn default() -> Self {
         Fallback {
             providers: Vec::new(),
@@ -93,11 +93,11 @@ impl<Req, T, E> Default for Fallback<Req, T, E> {
     }
 }
 
-impl<Req, T, E> Fallback<Req, T, E>
+impl<'a, Req, T, E> Fallback<'a, Req, T, E>
 where
-    Req: Clone + Send + Sync + 'static,
-    T: Send + 'static,
-    E: Send + 'static,
+    Req: Clone + Send + Sync + 'a,
+    T: Send + 'a,
+    E: Send + 'a,
 {
     /// No providers yet.
     pub fn new() -> Self {
@@ -105,16 +105,34 @@ where
     }
 
     /// Adds `f` behind `rel` (its retries, breaker and timeouts), labelled with `rel`'s label.
+    /// `f` may borrow from its surroundings; the stack then lives no longer than what it borrows.
+    ///
+    /// ```
+    /// use reliable::{Fallback, Reliable};
+    /// use std::collections::HashMap;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let backup = Reliable::builder("backup").build()?;
+    /// let answers = HashMap::from([("hi", "hello")]); // borrowed, not moved or 'static
+    /// let stack = Fallback::new().then(&backup, |prompt: &'static str| {
+    ///     let found = answers.get(prompt).map(|a| a.to_string());
+    ///     async move { found.ok_or(std::io::Error::from(std::io::ErrorKind::NotFound)) }
+    /// });
+    /// assert_eq!(stack.call("hi").await?.value, "hello");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn then<F, Fut>(mut self, rel: &Reliable, f: F) -> Self
     where
         E: Classify,
-        F: Fn(Req) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        F: Fn(Req) -> Fut + Send + Sync + 'a,
+        Fut: Future<Output = Result<T, E>> + Send + 'a,
     {
         let rel = rel.clone();
         let f = Arc::new(f);
         let label: Arc<str> = Arc::from(rel.label());
-        let call: Call<Req, T, E> = Arc::new(move |req: Req| {
+        let call: Call<'a, Req, T, E> = Arc::new(move |req: Req| {
             let (rel, f) = (rel.clone(), f.clone());
             Box::pin(async move { rel.call(|| f(req.clone())).await })
         });
@@ -126,10 +144,10 @@ where
     /// [`Error::GaveUp`] after one attempt.
     pub fn then_fn<F, Fut>(mut self, name: &str, f: F) -> Self
     where
-        F: Fn(Req) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        F: Fn(Req) -> Fut + Send + Sync + 'a,
+        Fut: Future<Output = Result<T, E>> + Send + 'a,
     {
-        let call: Call<Req, T, E> = Arc::new(move |req: Req| {
+        let call: Call<'a, Req, T, E> = Arc::new(move |req: Req| {
             let fut = f(req);
             Box::pin(async move {
                 fut.await.map_err(|last| Error::GaveUp {

@@ -11,18 +11,20 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let llm = Reliable::builder("llm") // failure rate >= 50% over 20 calls opens it for 30 s
+//! let llm = Reliable::builder("llm")
+//!     .failure_rate(0.5) // >= 50% failures over the window opens it
+//!     .window(20) // the last 20 calls
+//!     .cooldown(Duration::from_secs(30)) // open for 30 s (±10%)
+//!     .probe(3) // then 3 successful probes in a row close it
 //!     .timeout(Duration::from_secs(8)) // per attempt: a slow answer is dropped, its socket closed
 //!     .attempts(5) // the first try included
-//!     .backoff(Duration::from_millis(200), 2.0, Duration::from_secs(5))
+//!     .base_delay(Duration::from_millis(200)) // then 0.4 s, 0.8 s, ... (factor 2)
 //!     .jitter(0.1) // ±10%, so clients that failed together do not retry together
 //!     .build()?;
 //!
 //! let prompt = "hello";
-//! let answer = llm
-//!     .call(|| complete(prompt))
-//!     .await
-//!     .or_open(|_retry_after| "cached answer".to_string())?;
+//! let call = llm.call(|| complete(prompt));
+//! let answer = call.await.or_open(|_retry_after| "cached answer".to_string())?;
 //! # Ok(())
 //! # }
 //! ```
@@ -68,14 +70,19 @@
 //! - [`attempt`]: the retry loop's steps, for layers that send attempts themselves.
 //! - [`Fallback`]: providers in order, the answer stamped with who served it (`served_by`).
 //! - [`Registry`]: named instances, one per downstream, with snapshots.
-//! - [`llm`]: LLM provider signals: money limits, overload, server delays and remaining quotas
-//!   (Anthropic, OpenAI, OpenRouter, Portkey, LiteLLM, the IETF draft), as the core's typed
-//!   decisions.
+//! - `llm` (feature `llm`): LLM provider signals: money limits, overload, server delays and
+//!   remaining quotas (Anthropic, OpenAI, OpenRouter, Portkey, LiteLLM, the IETF draft), as the
+//!   core's typed decisions.
 //! - [`observer`]: hooks for logs and traces; `Builder::metrics` under the
 //!   `metrics` feature.
 //!
-//! Features: `tokio` (default: tokio's clock and timer), `metrics`, `tower`, `http` (read signals
-//! from an `http::HeaderMap`).
+//! Features: `tokio` (default: tokio's clock and timer inside a tokio runtime, a runtime-free timer
+//! elsewhere), `metrics`, `tower`, `http` (read signals from an `http::HeaderMap`), `llm` (LLM
+//! provider signals; reads JSON error bodies with `serde_json`), `reqwest` (a
+//! [`reqwest-middleware`](https://docs.rs/reqwest-middleware) middleware, `middleware::ReliableMiddleware`,
+//! and `Classify` for `reqwest::Error`), `anyhow` (`Classify` for `anyhow::Error`), `tracing` (a
+//! span per call and, with `Builder::tracing`, events per attempt, retry, refusal and transition:
+//! `traces`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -94,9 +101,12 @@ pub mod clock;
 pub mod error;
 pub mod fallback;
 pub mod http;
+#[cfg(feature = "llm")]
 pub mod llm;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "reqwest")]
+pub mod middleware;
 pub mod observer;
 pub mod registry;
 mod reliable;
@@ -105,6 +115,8 @@ pub mod sleep;
 mod stats;
 #[cfg(feature = "tower")]
 pub mod tower;
+#[cfg(feature = "tracing")]
+pub mod traces;
 
 pub use builder::Builder;
 pub use classify::Classify;

@@ -111,10 +111,27 @@ pub struct Snapshot {
 }
 
 impl Reliable {
-    /// A builder with the defaults: the seed library's numbers (a failure rate of 50% over 20
-    /// calls opens the breaker for 30 s, ±10% jittered; 5 attempts of at most 8 s with
-    /// `0.2 s·2^(a−1)` ±10% between them), except that half-open admits **one probe at a time**
-    /// (leased for 10 s) until 3 succeed, rather than every call; no budget, no throttle.
+    /// A builder with the defaults: the seed library's numbers, except that half-open admits
+    /// **one probe at a time** (leased for 10 s) rather than every call, and open times are
+    /// spread by ±10%. Each builder method changes only its own setting:
+    ///
+    /// | setting | method | default |
+    /// |---|---|---|
+    /// | failure rate that trips the breaker | [`failure_rate`](Builder::failure_rate) | 0.5 (inclusive) |
+    /// | window | [`window`](Builder::window), [`time_window`](Builder::time_window) | the last 20 calls |
+    /// | calls before a rate decides | [`minimum_calls`](Builder::minimum_calls) | 20 |
+    /// | failures in a row that trip it | [`consecutive_failures`](Builder::consecutive_failures) | off |
+    /// | slow calls that trip it | [`slow_call`](Builder::slow_call) | off |
+    /// | open time | [`cooldown`](Builder::cooldown), [`open_jitter`](Builder::open_jitter) | 30 s, ±10% |
+    /// | probe successes in a row that close it | [`probe`](Builder::probe) | 3 |
+    /// | probes in flight while half-open | [`probes_in_flight`](Builder::probes_in_flight) | 1, each leased for 10 s |
+    /// | attempts, the first included | [`attempts`](Builder::attempts) | 5 |
+    /// | per-attempt timeout | [`timeout`](Builder::timeout) | 8 s |
+    /// | backoff before retry `k` | [`base_delay`](Builder::base_delay), [`factor`](Builder::factor), [`jitter`](Builder::jitter), [`backoff`](Builder::backoff) (with a cap) | `0.2 s·2^(k−1)`, no cap, ±10% |
+    /// | longest `Retry-After` honoured | [`max_server_delay`](Builder::max_server_delay) | 30 s |
+    /// | deadline of a whole call | [`deadline`](Builder::deadline) | none |
+    /// | retry budget, adaptive throttle | [`budget`](Builder::budget), [`throttle`](Builder::throttle) | none |
+    /// | breaker verdicts | [`breaker_per_call`](Builder::breaker_per_call) | one per attempt |
     pub fn builder(name: &str) -> Builder {
         Builder::new(name)
     }

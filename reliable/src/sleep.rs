@@ -7,6 +7,7 @@
 //!
 //! | sleep | async wait | blocking wait | for |
 //! |---|---|---|---|
+//! | `RuntimeSleep` (feature `tokio`, the default) | tokio's inside a tokio runtime, else `futures-timer` | `std::thread::sleep` | any executor |
 //! | `TokioSleep` (feature `tokio`) | `tokio::time::sleep` | `std::thread::sleep` | tokio services and paused-time tests |
 //! | [`TimerSleep`] | `futures-timer` (a timer thread) | `std::thread::sleep` | other runtimes |
 //! | [`ManualSleep`] | advances a [`ManualClock`], returns at once | same | deterministic tests |
@@ -56,6 +57,26 @@ pub struct TokioSleep;
 impl Sleep for TokioSleep {
     fn sleep(&self, duration: Duration) -> SleepFuture {
         Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// The default timer with the `tokio` feature: tokio's when the sleep is made inside a tokio
+/// runtime (so `tokio::time::pause()` works), [`TimerSleep`] otherwise, so a `Reliable` built
+/// with default features also retries under another executor (`futures::executor::block_on`,
+/// smol, async-std) instead of panicking with "there is no reactor running".
+///
+/// Inside tokio, the runtime needs its time driver (`#[tokio::main]` and `enable_all()` have it).
+#[cfg(feature = "tokio")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RuntimeSleep;
+
+#[cfg(feature = "tokio")]
+impl Sleep for RuntimeSleep {
+    fn sleep(&self, duration: Duration) -> SleepFuture {
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => TokioSleep.sleep(duration),
+            Err(_) => TimerSleep.sleep(duration),
+        }
     }
 }
 

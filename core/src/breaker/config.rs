@@ -648,7 +648,9 @@ impl BreakerPolicy {
     pub(crate) fn ramp_share(&self, elapsed: Duration) -> u32 {
         let initial = u64::from(self.ramp_initial_ppm);
         let rest = u64::from(PPM) - initial;
-        let (elapsed, ramp) = (elapsed.as_nanos(), self.ramp.as_nanos());
+        // `elapsed < ramp`, so `ramp >= 1`; `max(1)` says so to the compiler, which otherwise
+        // keeps a division-by-zero panic path (seen in the WebAssembly build).
+        let (elapsed, ramp) = (elapsed.as_nanos(), self.ramp.as_nanos().max(1));
         // rest * elapsed / ramp, exact; in u64 unless the product needs more (ramps over ~5 h).
         let gained = match rest.checked_mul(elapsed) {
             Some(p) => p / ramp,

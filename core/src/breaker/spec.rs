@@ -445,9 +445,17 @@ impl State {
     }
 }
 
+/// The state's name, honouring width, fill and alignment (`{:>9}`), so tables line up.
+///
+/// ```
+/// use reliable_core::breaker::State;
+/// assert_eq!(format!("[{:>9}]", State::Open), "[     open]");
+/// assert_eq!(format!("[{:<9}]", State::HalfOpen), "[half-open]");
+/// assert_eq!(format!("[{:-^8}]", State::Closed), "[-closed-]");
+/// ```
 impl core::fmt::Display for State {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 

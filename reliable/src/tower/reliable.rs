@@ -31,7 +31,8 @@ pub struct ReliableConfig {
 
 impl ReliableConfig {
     /// The seed library's preset: 5 attempts of at most 8 s with jittered exponential backoff,
-    /// its breaker, a 10% retry budget, no throttling.
+    /// its breaker, Finagle's retry budget (retries up to 20% of first tries, with a floor of 10
+    /// retries per second), no throttling.
     pub fn reliablekit() -> Self {
         ReliableConfig {
             retry: RetryConfig::reliablekit(),

@@ -4,19 +4,23 @@
 #![no_std]
 #![no_main]
 
+#[path = "../board.rs"]
+mod board;
+#[path = "../no_panic.rs"]
+mod no_panic;
 #[path = "../rt.rs"]
 mod rt;
 
 fn run() -> ! {
-    let mut clock = rt::Clock::default();
+    let mut clock = board::Clock::default();
     loop {
         let start = clock.ticks();
-        if rt::answered() {
-            rt::report(1);
+        if board::answered() {
+            board::report(1);
         } else {
             // Wait a fixed time, then report.
             while clock.ticks() < start + 10_000 {}
-            rt::report(2);
+            board::report(2);
         }
     }
 }

@@ -7,8 +7,14 @@
 #![no_std]
 #![no_main]
 
+#[path = "../board.rs"]
+mod board;
 #[path = "../client.rs"]
 mod client;
+#[path = "../no_panic.rs"]
+mod no_panic;
+#[path = "../policies.rs"]
+mod policies;
 #[path = "../rt.rs"]
 mod rt;
 
@@ -36,6 +42,6 @@ static RAM_PER_BREAKER: [u8; size_of::<Breaker<FlashPolicy>>()] =
 fn run() -> ! {
     // Only a config error ends the loop: report it and stop.
     let _ = client::client(FlashPolicy);
-    rt::report(0xDEAD);
+    board::report(0xDEAD);
     loop {}
 }

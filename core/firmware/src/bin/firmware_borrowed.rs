@@ -3,8 +3,14 @@
 #![no_std]
 #![no_main]
 
+#[path = "../board.rs"]
+mod board;
 #[path = "../client.rs"]
 mod client;
+#[path = "../no_panic.rs"]
+mod no_panic;
+#[path = "../policies.rs"]
+mod policies;
 #[path = "../rt.rs"]
 mod rt;
 
@@ -20,6 +26,6 @@ static RAM_PER_BREAKER: [u8; size_of::<Breaker<&BreakerPolicy>>()] =
 fn run() -> ! {
     // Only a config error ends the loop: report it and stop.
     let _ = client::client(&BREAKER_POLICY);
-    rt::report(0xDEAD);
+    board::report(0xDEAD);
     loop {}
 }

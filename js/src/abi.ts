@@ -1,0 +1,77 @@
+// The WebAssembly module's exports (js/wasm/src/ffi.rs), as TypeScript sees them. Only numbers
+// cross: handles are table indices, times are milliseconds. A test checks this list against the
+// module's actual exports, so the two cannot drift apart.
+
+/** The `rk_*` functions of the module, by name. */
+export interface Abi {
+  memory: WebAssembly.Memory;
+  rk_error_kind(): number;
+  rk_error_problem(): number;
+  rk_error_number(i: number): number;
+  rk_error_ptr(): number;
+  rk_error_len(): number;
+  rk_breaker_new(failureRate: number, window: number, cooldownMs: number, probe: number): number;
+  rk_breaker_free(breaker: number): void;
+  rk_breaker_state(breaker: number, nowMs: number): number;
+  rk_acquire(breaker: number, call: number, nowMs: number): number;
+  rk_record(breaker: number, call: number, outcome: number, nowMs: number): number;
+  rk_policy_new(
+    maxAttempts: number,
+    timeoutMs: number,
+    baseMs: number,
+    factor: number,
+    jitter: number,
+    capMs: number,
+    maxServerDelayMs: number,
+  ): number;
+  rk_policy_free(policy: number): void;
+  rk_attempt_timeout(policy: number): number;
+  rk_call_start(policy: number, nowMs: number): number;
+  rk_begin(policy: number, breaker: number, nowMs: number): number;
+  rk_succeed(policy: number, breaker: number, call: number, nowMs: number): number;
+  rk_call_failed(
+    policy: number,
+    call: number,
+    errorClass: number,
+    retryAfterMs: number,
+    nowMs: number,
+    unit: number,
+  ): number;
+  rk_gave_up_ptr(): number;
+  rk_gave_up_len(): number;
+  rk_call_end(policy: number, breaker: number, call: number, succeeded: number, nowMs: number): number;
+  rk_exp_backoff(attempt: number, baseMs: number, factor: number, jitter: number, unit: number): number;
+}
+
+/** The names above, for the drift test. */
+export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
+  "rk_error_kind",
+  "rk_error_problem",
+  "rk_error_number",
+  "rk_error_ptr",
+  "rk_error_len",
+  "rk_breaker_new",
+  "rk_breaker_free",
+  "rk_breaker_state",
+  "rk_acquire",
+  "rk_record",
+  "rk_policy_new",
+  "rk_policy_free",
+  "rk_attempt_timeout",
+  "rk_call_start",
+  "rk_begin",
+  "rk_succeed",
+  "rk_call_failed",
+  "rk_gave_up_ptr",
+  "rk_gave_up_len",
+  "rk_call_end",
+  "rk_exp_backoff",
+];
+
+/** Decodes the module's base64 text (`atob`: Node >= 16 and every browser). */
+export function decodeBase64(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}

@@ -1,0 +1,22 @@
+// The CommonJS entry: `require` cannot wait, and Node compiles the small module synchronously.
+import { decodeBase64 } from "./abi.js";
+import { bind } from "./lib.js";
+import { wasmBase64 } from "./wasm-bytes.js";
+
+bind(new WebAssembly.Instance(new WebAssembly.Module(decodeBase64(wasmBase64))));
+
+export { CircuitBreaker, CircuitOpenError, expBackoff, reliable, retryAfterMs } from "./lib.js";
+export type {
+  AnswerClass,
+  AttemptContext,
+  BackoffOptions,
+  BreakerState,
+  CircuitBreakerOptions,
+  Clock,
+  GiveUpReason,
+  Reliable,
+  ReliableEvent,
+  ReliableOptions,
+  Rng,
+  Sleep,
+} from "./lib.js";

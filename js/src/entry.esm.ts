@@ -1,0 +1,23 @@
+// The ES module entry: compiles the embedded WebAssembly asynchronously (browsers refuse to
+// compile more than 4 KiB synchronously on the main thread), then exports the API.
+import { decodeBase64 } from "./abi.js";
+import { bind } from "./lib.js";
+import { wasmBase64 } from "./wasm-bytes.js";
+
+bind(await WebAssembly.instantiate(await WebAssembly.compile(decodeBase64(wasmBase64))));
+
+export { CircuitBreaker, CircuitOpenError, expBackoff, reliable, retryAfterMs } from "./lib.js";
+export type {
+  AnswerClass,
+  AttemptContext,
+  BackoffOptions,
+  BreakerState,
+  CircuitBreakerOptions,
+  Clock,
+  GiveUpReason,
+  Reliable,
+  ReliableEvent,
+  ReliableOptions,
+  Rng,
+  Sleep,
+} from "./lib.js";

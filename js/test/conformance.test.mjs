@@ -1,0 +1,28 @@
+// The TypeScript face of the conformance suite: the package's own sequences (js/conformance) and,
+// when the repository has them, the suite's shared ones (conformance/sequences).
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { trace } from "../conformance/run.mjs";
+
+const runner = fileURLToPath(new URL("../conformance/run.mjs", import.meta.url));
+const shared = fileURLToPath(new URL("../../conformance/sequences", import.meta.url));
+
+test("the package's sequences give their expected traces, byte for byte", () => {
+  const out = execFileSync(process.execPath, [runner], { encoding: "utf8" });
+  assert.match(out, /2 sequences run, 2 same, 0 different/);
+  assert.match(out, /not run: deadline-not-expressible \(deadline_ms\)/);
+});
+
+test("a trace that differs fails the runner and names the first differing line", async () => {
+  const seq = JSON.parse(readFileSync(new URL("../conformance/sequences/503-retry-after-honoured.json", import.meta.url)));
+  seq.calls[0].answers[0].headers["retry-after"] = "3";
+  const lines = await trace(seq);
+  assert.equal(lines[2], '{"t":10,"call":0,"ev":"retry","delay_ms":3000}');
+});
+
+test("the suite's shared sequences, when the repository has them", { skip: !existsSync(shared) && "no conformance/sequences in this checkout" }, () => {
+  execFileSync(process.execPath, [runner, shared], { stdio: "inherit" });
+});

@@ -1,0 +1,208 @@
+//! `ReliableMiddleware` in a `reqwest-middleware` client against a hyper server on 127.0.0.1.
+#![cfg(feature = "reqwest")]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Empty;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use reliable::Reliable;
+use reliable::middleware::{Refused, ReliableMiddleware};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+
+/// What the server answers to its n-th request (from 0).
+struct Answer {
+    status: u16,
+    headers: &'static [(&'static str, &'static str)],
+    delay_ms: u64,
+}
+
+/// Serves on 127.0.0.1: the n-th request gets `answer(n)`. Returns the address and the count of
+/// requests that reached it.
+async fn server(
+    answer: impl Fn(u32) -> Answer + Send + Sync + 'static,
+) -> (SocketAddr, Arc<AtomicU32>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    assert!(addr.ip().is_loopback());
+    let seen = Arc::new(AtomicU32::new(0));
+    let answer = Arc::new(answer);
+    let count = seen.clone();
+    tokio::spawn(async move {
+        // Bounded: the test's runtime ends with the test.
+        while let Ok((stream, _)) = listener.accept().await {
+            let (answer, count) = (answer.clone(), count.clone());
+            tokio::spawn(async move {
+                let svc = service_fn(move |_req: http::Request<hyper::body::Incoming>| {
+                    let a = answer(count.fetch_add(1, Ordering::SeqCst));
+                    async move {
+                        tokio::time::sleep(Duration::from_millis(a.delay_ms)).await;
+                        let mut res = http::Response::builder().status(a.status);
+                        for (k, v) in a.headers {
+                            res = res.header(*k, *v);
+                        }
+                        Ok::<_, Infallible>(res.body(Empty::<Bytes>::new()).unwrap())
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, seen)
+}
+
+fn client(rel: Reliable) -> ClientWithMiddleware {
+    let inner = reqwest::Client::builder().no_proxy().build().unwrap();
+    ClientBuilder::new(inner)
+        .with(ReliableMiddleware::new(rel))
+        .build()
+}
+
+fn quick(name: &str) -> reliable::Builder {
+    Reliable::builder(name)
+        .base_delay(Duration::from_millis(1))
+        .jitter(0.0)
+        .timeout(Duration::from_secs(5))
+}
+
+fn refusal(err: &reqwest_middleware::Error) -> Refused {
+    match err {
+        reqwest_middleware::Error::Middleware(e) => *e.downcast_ref::<Refused>().unwrap(),
+        other => panic!("not a refusal: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_503_with_retry_after_is_waited_out_then_retried() {
+    let (addr, seen) = server(|n| match n {
+        0 => Answer {
+            status: 503,
+            headers: &[("retry-after-ms", "150")],
+            delay_ms: 0,
+        },
+        _ => Answer {
+            status: 200,
+            headers: &[],
+            delay_ms: 0,
+        },
+    })
+    .await;
+    let c = client(
+        quick("retry-after")
+            .no_breaker()
+            .attempts(3)
+            .build()
+            .unwrap(),
+    );
+    let t0 = Instant::now();
+    let resp = c.get(format!("http://{addr}/")).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn the_last_429_comes_back_after_the_attempts() {
+    let (addr, seen) = server(|_| Answer {
+        status: 429,
+        headers: &[("retry-after-ms", "5")],
+        delay_ms: 0,
+    })
+    .await;
+    let c = client(quick("throttled").no_breaker().attempts(3).build().unwrap());
+    let resp = c.get(format!("http://{addr}/")).send().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.headers()["retry-after-ms"], "5");
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn x_should_retry_false_is_not_retried() {
+    let (addr, seen) = server(|_| Answer {
+        status: 503,
+        headers: &[("x-should-retry", "false")],
+        delay_ms: 0,
+    })
+    .await;
+    let c = client(
+        quick("dont-retry")
+            .no_breaker()
+            .attempts(3)
+            .build()
+            .unwrap(),
+    );
+    let resp = c.get(format!("http://{addr}/")).send().await.unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_open_breaker_answers_at_once_without_calling() {
+    let (addr, seen) = server(|_| Answer {
+        status: 500,
+        headers: &[],
+        delay_ms: 0,
+    })
+    .await;
+    let rel = quick("breaker")
+        .attempts(1)
+        .consecutive_failures(2)
+        .cooldown(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let c = client(rel);
+    let url = format!("http://{addr}/");
+    for _ in 0..2 {
+        let resp = c.get(&url).send().await.unwrap();
+        assert_eq!(resp.status(), 500);
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    let t0 = Instant::now();
+    let err = c.get(&url).send().await.unwrap_err();
+    let elapsed = t0.elapsed();
+    match refusal(&err) {
+        Refused::Open {
+            retry_after: Some(after),
+        } => assert!(after > Duration::from_secs(20)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 2, "the server was called");
+    assert!(elapsed < Duration::from_millis(50), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn a_slow_server_times_out_each_attempt() {
+    let (addr, seen) = server(|_| Answer {
+        status: 200,
+        headers: &[],
+        delay_ms: 2_000,
+    })
+    .await;
+    let rel = quick("slow")
+        .no_breaker()
+        .attempts(2)
+        .timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let c = client(rel);
+    let t0 = Instant::now();
+    let err = c.get(format!("http://{addr}/")).send().await.unwrap_err();
+    assert_eq!(refusal(&err), Refused::Timeout { attempts: 2 });
+    assert!(
+        t0.elapsed() < Duration::from_millis(1_500),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+}

@@ -232,9 +232,19 @@ pub struct HedgedCall {
 }
 
 impl HedgedCall {
+    /// When the call started.
+    pub const fn started(&self) -> Instant {
+        self.started
+    }
+
     /// Hedges sent so far.
     pub const fn hedges(&self) -> u32 {
         self.hedges
+    }
+
+    /// Whether it may be hedged.
+    pub const fn idempotency(&self) -> Idempotency {
+        self.idempotency
     }
 }
 

@@ -27,9 +27,9 @@ const TOP_EXP: u32 = 40;
 /// Number of buckets.
 pub const BUCKETS: usize = (SUB + (TOP_EXP - 4) * SUB) as usize;
 
-/// The bucket of a latency of `ns` nanoseconds.
+/// The bucket of a latency of `ns` nanoseconds (for reference models and plots).
 #[inline]
-pub(crate) const fn bucket_of(ns: u64) -> usize {
+pub const fn bucket_of(ns: u64) -> usize {
     if ns < SUB as u64 {
         return ns as usize;
     }
@@ -41,9 +41,9 @@ pub(crate) const fn bucket_of(ns: u64) -> usize {
     (SUB + (e - 4) * SUB + mantissa) as usize
 }
 
-/// The largest latency in bucket `i` (the top bucket reports 2⁴⁰ ns).
+/// The largest latency in bucket `i`, in ns (the top bucket reports 2⁴⁰ ns).
 #[inline]
-pub(crate) const fn bucket_max(i: usize) -> u64 {
+pub const fn bucket_max(i: usize) -> u64 {
     let i = i as u32;
     if i < SUB {
         return i as u64;

@@ -126,6 +126,11 @@ impl ReferenceStateMachine for Ledger {
         Union::new_weighted(ops).boxed()
     }
 
+    // Shrinking may drop the `Draw` a later op refers to.
+    fn preconditions(s: &Model, op: &Op) -> bool {
+        !matches!(*op, Op::Settle(i) if i >= s.outstanding.len())
+    }
+
     fn apply(mut s: Model, op: &Op) -> Model {
         s.answer = None;
         match *op {

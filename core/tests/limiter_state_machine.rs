@@ -115,6 +115,11 @@ impl ReferenceStateMachine for Limits {
         Union::new_weighted(ops).boxed()
     }
 
+    // Shrinking may drop the `Acquire` a later op refers to.
+    fn preconditions(s: &Model, op: &Op) -> bool {
+        !matches!(*op, Op::Release(i, _) if i >= s.permits.len())
+    }
+
     fn apply(mut s: Model, op: &Op) -> Model {
         s.answer = None;
         match *op {

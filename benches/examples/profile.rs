@@ -108,11 +108,13 @@ fn hedge_scenario(name: &str, n: u64) -> bool {
         }
         "hedge_from_ledger" => {
             let (mut h, mut l) = (p95_hedger(), full_ledger());
-            timed(n, |now| hedge_from_ledger(black_box(&mut h), black_box(&mut l), now));
+            timed(n, |now| {
+                hedge_from_ledger(black_box(&mut h), black_box(&mut l), now)
+            });
         }
         "ledger_draw" => {
-            let mut l =
-                reliable_core::ledger::ExtraLedger::from_config(RatioConfig::finagle()).expect("valid");
+            let mut l = reliable_core::ledger::ExtraLedger::from_config(RatioConfig::finagle())
+                .expect("valid");
             timed(n, |now| draw_settle(black_box(&mut l), now));
         }
         "ledger_draw_granted" => {
@@ -121,7 +123,8 @@ fn hedge_scenario(name: &str, n: u64) -> bool {
         }
         "tower_tps_budget" => {
             use tower::retry::budget::Budget as _;
-            let t = tower::retry::budget::TpsBudget::new(std::time::Duration::from_secs(10), 10, 0.2);
+            let t =
+                tower::retry::budget::TpsBudget::new(std::time::Duration::from_secs(10), 10, 0.2);
             for _ in 0..n {
                 let t = black_box(&t);
                 t.deposit();

@@ -51,8 +51,19 @@
 //! # Ok::<(), reliable_core::ConfigError>(())
 //! ```
 //!
-//! The ledger also implements [`Budget`], so the [retry policy](crate::retry) can take it as its
-//! budget: its retries are then drawn as [`Extra::Retry`].
+//! ## How each kind draws
+//!
+//! - **Retries:** the ledger implements [`Budget`], so the [retry policy](crate::retry) takes it
+//!   as its budget; its retries are drawn as [`Extra::Retry`].
+//! - **Hedges:** [`Hedger::try_hedge_from`](crate::hedge::Hedger::try_hedge_from) asks the ledger
+//!   once the hedging rules say yes.
+//! - **Probes:** while a breaker reads half-open (`state(now) == State::HalfOpen`), the caller
+//!   draws an [`Extra::Probe`] before asking the breaker for a permit, and treats a refusal as a
+//!   local rejection; the draw is settled with the probe's result.
+//!
+//! Every first try is reported once ([`on_first_try`](ExtraLedger::on_first_try); the retry
+//! policy does it when the ledger is its budget): first tries are what extra attempts are a share
+//! of.
 
 use crate::budget::{Budget, Denied, Grant, RatioBudget, RatioConfig, RatioPolicy};
 use crate::error::ConfigError;

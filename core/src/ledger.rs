@@ -12,7 +12,7 @@
 //!
 //! ## The bound
 //!
-//! The ledger is a [`RatioBudget`](crate::budget::RatioBudget) (a token ratio with a floor per
+//! The ledger is a [`RatioBudget`] (a token ratio with a floor per
 //! second, the project's ratio budget): each first try deposits `ratio`, each extra attempt of any
 //! kind withdraws 1, both for `ttl`. So over any `ttl`, **extra attempts ≤ `ratio` × first tries +
 //! `min_per_sec` × `ttl`**, whatever mix of retries, hedges and probes asked for them: with a 10%

@@ -73,6 +73,7 @@ const SCENARIOS: &[&str] = &[
     "ratio_pair",
     "throttle",
     "hedge_arm_record",
+    "quantile_record",
     "hedge_from_ledger",
     "ledger_draw",
     "ledger_draw_granted",
@@ -105,6 +106,12 @@ fn hedge_scenario(name: &str, n: u64) -> bool {
         "hedge_arm_record" => {
             let mut h = p95_hedger();
             timed(n, |now| arm_record(black_box(&mut h), now));
+        }
+        "quantile_record" => {
+            let mut q = reliable_core::hedge::LatencyQuantile::new(950_000, 1_000);
+            for _ in 0..n {
+                black_box(&mut q).record(black_box(Duration::from_millis(10)));
+            }
         }
         "hedge_from_ledger" => {
             let (mut h, mut l) = (p95_hedger(), full_ledger());

@@ -261,8 +261,9 @@ prop_state_machine! {
     fn hedges_never_exceed_their_maximum_nor_come_early(sequential 1..200 => Hedging);
 }
 
-/// A plain model of the faded histogram: counts per bucket, halved when they reach the window,
-/// the quantile found by a scan.
+/// A plain model of the faded histogram: counts per bucket; when they reach the window, the
+/// samples at or below each bucket become half of what they were (rounded down); the quantile is
+/// found by a scan.
 struct Faded {
     counts: Vec<u32>,
     total: u32,
@@ -274,9 +275,12 @@ impl Faded {
         self.counts[bucket_of(ns)] += 1;
         self.total += 1;
         if self.total >= self.window {
+            // Each bucket keeps half of the samples at or below it, minus those kept below.
+            let mut seen = 0;
             self.total = 0;
             for c in self.counts.iter_mut() {
-                *c /= 2;
+                seen += *c;
+                *c = seen / 2 - self.total;
                 self.total += *c;
             }
         }

@@ -10,9 +10,13 @@
 //! never below, less than 6.25% above (below 16 ns: exact). The rank is exact: no interpolation
 //! between samples, no rank error, unlike P² (Jain & Chlamtac 1985), whose error has no bound.
 //!
-//! **Forgetting:** when the samples held reach `window`, every bucket is halved (rounding down),
-//! so a sample's weight halves every ~`window / 2` samples: old latencies fade geometrically, in
-//! fixed memory, with no clock (tower instead swaps two histograms every period).
+//! **Forgetting:** when the samples held reach `window`, every bucket is halved, so a sample's
+//! weight halves every ~`window / 2` samples: old latencies fade geometrically, in fixed memory,
+//! with no clock (tower instead swaps two histograms every period). The halving carries each odd
+//! count's half sample into the next bucket (error diffusion), so the samples at or below any
+//! bucket become exactly half of what they were, rounded down: the distribution's shape survives
+//! a halving, and a tail of single samples in many buckets is not wiped out as plain rounding down
+//! would (which would pull a p95 down after every halving).
 //!
 //! **Cost:** the quantile's bucket is tracked as samples arrive (the count below it is kept), so
 //! recording moves a pointer by a bucket or so and reading is O(1); halving rescans the buckets,
@@ -155,11 +159,16 @@ impl LatencyQuantile {
         }
     }
 
-    /// Halves every bucket and finds the quantile's bucket again.
+    /// Halves every bucket, carrying odd halves upwards, and finds the quantile's bucket again:
+    /// the samples at or below each bucket become ⌊before / 2⌋.
     fn halve(&mut self) {
         self.total = 0;
+        let mut carry = 0u16;
         for c in self.counts.iter_mut() {
-            *c /= 2;
+            // Saturating: a bucket holding a whole window of 65,535 drops the half sample carried in.
+            let sum = c.saturating_add(carry);
+            *c = sum / 2;
+            carry = sum % 2;
             self.total += u32::from(*c);
         }
         self.at = 0;
@@ -220,6 +229,29 @@ mod tests {
         assert_eq!(
             bucket_of(min.estimate().unwrap().as_nanos()),
             bucket_of(1_000_000)
+        );
+    }
+
+    #[test]
+    fn halving_keeps_a_tail_of_single_samples() {
+        // 95 fast samples, then 5 slow ones each in its own bucket: p95 is in the slow tail.
+        let mut q = LatencyQuantile::new(950_000, 100);
+        for _ in 0..95 {
+            q.record(Duration::from_millis(1));
+        }
+        for ms in [100, 200, 300, 400] {
+            q.record(Duration::from_millis(ms));
+        }
+        let before = q.estimate().unwrap();
+        q.record(Duration::from_millis(500)); // the 100th: halved
+        assert_eq!(q.samples(), 50);
+        // At or below each bucket: ⌊cumulative / 2⌋; so 47 fast, and 3 of the 5 slow ones kept.
+        assert_eq!(q.counts.iter().map(|&c| u32::from(c)).sum::<u32>(), 50);
+        assert_eq!(q.count(bucket_of(1_000_000)), 47);
+        let after = q.estimate().unwrap();
+        assert!(
+            after >= Duration::from_millis(100),
+            "{after} (was {before})"
         );
     }
 

@@ -25,6 +25,11 @@ use reliable_core::{Duration, Instant};
 
 const STEP: Duration = Duration::from_nanos(25);
 
+/// The hedging, ledger and limiter benchmarks' per-call bodies, shared with criterion's.
+#[allow(dead_code)]
+#[path = "../benches/hot_path/hedge_limit.rs"]
+mod hedge_limit;
+
 fn consecutive() -> BreakerPolicy {
     BreakerPolicy::new(BreakerConfig {
         consecutive_failures: Some(3),
@@ -67,7 +72,122 @@ const SCENARIOS: &[&str] = &[
     "backoff_proportional",
     "ratio_pair",
     "throttle",
+    "hedge_arm_record",
+    "quantile_record",
+    "hedge_from_ledger",
+    "ledger_draw",
+    "ledger_draw_granted",
+    "tower_tps_budget",
+    "bulkhead",
+    "aimd",
+    "gradient",
+    "rate",
+    "bare_service_call",
+    "tower_hedge",
+    "tower_concurrency_limit",
+    "tower_rate_limit",
 ];
+
+/// Runs `body(now)` `n` times, `now` advancing by `STEP`.
+#[inline(always)]
+fn timed(n: u64, mut body: impl FnMut(Instant)) {
+    let mut now = Instant::from_secs(1);
+    for _ in 0..n {
+        now += black_box(STEP);
+        body(now);
+    }
+}
+
+#[inline(never)]
+fn hedge_scenario(name: &str, n: u64) -> bool {
+    use hedge_limit::*;
+    use reliable_core::limit::LimiterConfig;
+    match name {
+        "hedge_arm_record" => {
+            let mut h = p95_hedger();
+            timed(n, |now| arm_record(black_box(&mut h), now));
+        }
+        "quantile_record" => {
+            let mut q = reliable_core::hedge::LatencyQuantile::new(950_000, 1_000);
+            for _ in 0..n {
+                black_box(&mut q).record(black_box(Duration::from_millis(10)));
+            }
+        }
+        "hedge_from_ledger" => {
+            let (mut h, mut l) = (p95_hedger(), full_ledger());
+            timed(n, |now| {
+                hedge_from_ledger(black_box(&mut h), black_box(&mut l), now)
+            });
+        }
+        "ledger_draw" => {
+            let mut l = reliable_core::ledger::ExtraLedger::from_config(RatioConfig::finagle())
+                .expect("valid");
+            timed(n, |now| draw_settle(black_box(&mut l), now));
+        }
+        "ledger_draw_granted" => {
+            let mut l = full_ledger();
+            timed(n, |now| draw_settle(black_box(&mut l), now));
+        }
+        "tower_tps_budget" => {
+            use tower::retry::budget::Budget as _;
+            let t =
+                tower::retry::budget::TpsBudget::new(std::time::Duration::from_secs(10), 10, 0.2);
+            for _ in 0..n {
+                let t = black_box(&t);
+                t.deposit();
+                black_box(t.withdraw());
+            }
+        }
+        "bulkhead" | "aimd" | "gradient" => {
+            let config = match name {
+                "bulkhead" => LimiterConfig::bulkhead(100),
+                "aimd" => LimiterConfig::aimd(),
+                _ => LimiterConfig::gradient(),
+            };
+            let mut l = limiter(config);
+            timed(n, |now| acquire_release(black_box(&mut l), now));
+        }
+        "rate" => {
+            let mut r = rate_limiter();
+            timed(n, |now| {
+                let _ = black_box(black_box(&mut r).try_acquire(now));
+            });
+        }
+        "bare_service_call" | "tower_hedge" | "tower_concurrency_limit" | "tower_rate_limit" => {
+            let rt = tokio_context();
+            let _guard = rt.enter();
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match name {
+                "bare_service_call" => {
+                    let mut svc = Echo;
+                    for _ in 0..n {
+                        tower_call(black_box(&mut svc), &mut cx, black_box(7));
+                    }
+                }
+                "tower_hedge" => {
+                    let mut svc = tower_hedge();
+                    for _ in 0..n {
+                        tower_call(black_box(&mut svc), &mut cx, black_box(7));
+                    }
+                }
+                "tower_concurrency_limit" => {
+                    let mut svc = tower::limit::ConcurrencyLimit::new(Echo, 100);
+                    for _ in 0..n {
+                        tower_call(black_box(&mut svc), &mut cx, black_box(7));
+                    }
+                }
+                _ => {
+                    let mut svc = tower_rate_limit();
+                    for _ in 0..n {
+                        tower_call(black_box(&mut svc), &mut cx, black_box(7));
+                    }
+                }
+            }
+        }
+        _ => return false,
+    }
+    true
+}
 
 /// Every `EVERY`-th call fails (`EVERY == 0`: none does), as in the breaker benchmarks: the answer
 /// goes through `black_box`, so neither side knows it in advance.
@@ -226,6 +346,7 @@ fn main() {
                 }
             }
         }
+        other if hedge_scenario(other, n) => {}
         other => {
             eprintln!(
                 "unknown scenario {other}; scenarios: {}",

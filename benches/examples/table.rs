@@ -45,6 +45,15 @@ const BREAKER_PEERS: &[(&str, &str)] = &[
     ),
 ];
 
+const TOWER_TPS_BUDGET: &[(&str, &str)] = &[(
+    "tower_tps_budget",
+    "tower 0.5 `TpsBudget` (20%, 10/s, 10 s): deposit + withdraw",
+)];
+const BARE_SERVICE_CALL: &[(&str, &str)] = &[(
+    "bare_service_call",
+    "yardstick: the inner service alone, ready + call + poll",
+)];
+
 const GROUPS: &[Group] = &[
     Group {
         id: "breaker_closed_success",
@@ -174,10 +183,7 @@ const GROUPS: &[Group] = &[
                 "retry breaker (Yandex 2024), 4-call ledger",
             ),
         ],
-        peers: &[(
-            "tower_tps_budget",
-            "tower 0.5 `TpsBudget` (20%, 10/s, 10 s): deposit + withdraw",
-        )],
+        peers: TOWER_TPS_BUDGET,
         yardsticks: &[],
         spread: false,
         bare: None,
@@ -188,6 +194,71 @@ const GROUPS: &[Group] = &[
         ours: &[("reliable_adaptive", "Google SRE, K = 2, 2 min")],
         peers: &[],
         yardsticks: &[],
+        spread: false,
+        bare: None,
+    },
+    Group {
+        id: "hedge_decision",
+        title: "Hedging at p95, per call: start, when is the hedge due, record the latency",
+        ours: &[
+            (
+                "reliable_p95_arm_record",
+                "`Hedger`: start + `next_hedge_at` + `record`",
+            ),
+            (
+                "reliable_p95_hedge_from_ledger",
+                "`Hedger`, the hedge fires: + first try, `try_hedge_from` a ledger, settle",
+            ),
+        ],
+        peers: &[(
+            "tower_hedge",
+            "tower 0.5 `Hedge` (p95, armed): ready + call + poll, answer at once",
+        )],
+        yardsticks: BARE_SERVICE_CALL,
+        spread: false,
+        bare: None,
+    },
+    Group {
+        id: "ledger_draw",
+        title: "Ledger of extra attempts: a first try, an extra attempt asked (and settled)",
+        ours: &[
+            (
+                "reliable_first_try_draw_settle",
+                "`ExtraLedger` (Finagle 20%, 10/s, 10 s): first try + draw + settle",
+            ),
+            (
+                "reliable_first_try_draw_settle_granted",
+                "`ExtraLedger` at 100%: every draw granted",
+            ),
+        ],
+        peers: TOWER_TPS_BUDGET,
+        yardsticks: &[],
+        spread: false,
+        bare: None,
+    },
+    Group {
+        id: "limiter_acquire_release",
+        title: "Limiters: acquire + release (rate: acquire)",
+        ours: &[
+            ("reliable_bulkhead", "`Limiter`, bulkhead of 100"),
+            ("reliable_aimd", "`Limiter`, AIMD (Netflix defaults)"),
+            (
+                "reliable_gradient",
+                "`Limiter`, Gradient2 (Netflix defaults)",
+            ),
+            ("reliable_rate", "`RateLimiter` (GCRA)"),
+        ],
+        peers: &[
+            (
+                "tower_concurrency_limit",
+                "tower 0.5 `ConcurrencyLimit` (100): ready + call + poll",
+            ),
+            (
+                "tower_rate_limit",
+                "tower 0.5 `RateLimit`: ready + call + poll",
+            ),
+        ],
+        yardsticks: BARE_SERVICE_CALL,
         spread: false,
         bare: None,
     },

@@ -15,6 +15,9 @@ use reliable_core::budget::{
     AnyBudget, BudgetConfig, BudgetPolicy, ConcurrencyBudget, Grant, Quota, RatioBudget,
     RetryBreaker, TokenBucket, Unlimited,
 };
+use reliable_core::hedge::{HedgedCall, Hedger, LatencyQuantile};
+use reliable_core::ledger::{Draw, ExtraLedger};
+use reliable_core::limit::{LimitPermit, Limiter, RateLimiter};
 use reliable_core::outcome::{AttemptOutcome, ErrorClass};
 use reliable_core::provider::{QuotaUpdate, Signal};
 use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy, RetryState};
@@ -67,7 +70,14 @@ fn main() {
         AnyBudget<10>,
         AnyBudget<1>,
         AdaptiveThrottle<12>,
+        ExtraLedger<10>,
+        Hedger,
+        LatencyQuantile,
+        Limiter,
+        RateLimiter,
     );
+    println!("per call hedged or limited, and per extra attempt drawn:");
+    sizes!(HedgedCall, LimitPermit, Draw);
     println!("spend breakers (state only; each borrows its SpendPolicy):");
     sizes!(
         SpendBreaker<'static>,

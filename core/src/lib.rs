@@ -43,6 +43,12 @@
 //!   error classes, server delays, backoff, budget): `RetryAt(instant)` or `GiveUp(reason)`.
 //! - [`throttle`]: client-side adaptive throttling (Google SRE): reject locally while the downstream
 //!   rejects much of what it gets.
+//! - [`ledger`]: one budget for every extra attempt: retries, hedges and half-open probes draw from
+//!   one ratio budget, counted by kind, so the extra load a client adds is one bounded number.
+//! - [`hedge`]: hedged requests for idempotent calls: a fixed delay or a streaming latency quantile
+//!   (p95 by default, fixed memory, error under 6.25%), up to a maximum of hedges per call.
+//! - [`limit`]: concurrency limits (a static bulkhead, AIMD, Gradient2) and a client-side rate
+//!   limiter (GCRA).
 //! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
 //!   fatal, don't-retry).
 //! - [`spend`]: a spend breaker for LLM calls: token and cost ceilings over sliding windows,
@@ -106,6 +112,9 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod error;
+pub mod hedge;
+pub mod ledger;
+pub mod limit;
 pub mod outcome;
 pub mod provider;
 pub mod registry;

@@ -298,3 +298,74 @@ fn mistakes_are_refused_with_the_field_and_the_place() {
         .to_string();
     assert!(err.contains('K'), "{err}");
 }
+
+#[test]
+fn hedging_and_limit_configs_round_trip_and_parse_as_documented() {
+    use reliable_core::hedge::{HedgeConfig, HedgeDelay, QuantileDelay};
+    use reliable_core::ledger::Extra;
+    use reliable_core::limit::{LimitRule, LimiterConfig, RateConfig};
+
+    let hedges = [
+        HedgeConfig::p95(),
+        HedgeConfig {
+            delay: HedgeDelay::Fixed(Duration::from_millis(50)),
+            max_hedges: 2,
+        },
+    ];
+    for h in &hedges {
+        round_trip(h);
+    }
+    for l in [
+        LimiterConfig::bulkhead(10),
+        LimiterConfig::aimd(),
+        LimiterConfig::gradient(),
+    ] {
+        round_trip(&l);
+    }
+    let rate = RateConfig {
+        rate: 100,
+        period: Duration::from_secs(1),
+        burst: 10,
+    };
+    round_trip(&rate);
+    round_trip(&Extra::Probe);
+    // The forms the docs show.
+    assert_eq!(
+        parse::<HedgeConfig>("(delay: Quantile(()), max_hedges: 1)"),
+        HedgeConfig::p95()
+    );
+    assert_eq!(
+        parse::<HedgeConfig>(r#"(delay: Fixed("50ms"), max_hedges: 2)"#),
+        hedges[1]
+    );
+    assert_eq!(
+        parse::<QuantileDelay>(r#"(quantile: 0.99)"#),
+        QuantileDelay {
+            quantile: 0.99,
+            ..QuantileDelay::p95()
+        }
+    );
+    assert_eq!(
+        parse::<LimiterConfig>(
+            "(rule: Aimd(backoff: 0.9, increase: 1), initial: 20, min: 20, max: 200)"
+        ),
+        LimiterConfig::aimd()
+    );
+    assert_eq!(
+        parse::<LimiterConfig>("(rule: Fixed, initial: 10, min: 10, max: 10)"),
+        LimiterConfig::bulkhead(10)
+    );
+    assert!(matches!(
+        parse::<LimiterConfig>(
+            "(rule: Gradient(tolerance: 1.5, smoothing: 0.2, long_window: 600, queue: 4), initial: 20, min: 20, max: 200)"
+        )
+        .rule,
+        LimitRule::Gradient { long_window: 600, .. }
+    ));
+    assert_eq!(
+        parse::<RateConfig>(r#"(rate: 100, period: "1s", burst: 10)"#),
+        rate
+    );
+    let err = ron::from_str::<RateConfig>(r#"(rate: 100, per: "1s", burst: 10)"#).unwrap_err();
+    assert!(err.to_string().contains("per"), "{err}");
+}

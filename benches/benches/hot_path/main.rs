@@ -16,6 +16,7 @@ mod backoff;
 mod baselines;
 mod breaker;
 mod budget;
+mod hedge_limit;
 mod shared;
 mod throttle;
 
@@ -29,6 +30,9 @@ criterion_group!(
     backoff::next_delay,
     budget::record_and_check,
     throttle::decide_and_record,
+    hedge_limit::hedge_decision,
+    hedge_limit::ledger_draw,
+    hedge_limit::limiter_acquire_release,
     baselines::baselines,
 );
 criterion_main!(benches);

@@ -10,6 +10,11 @@ use reliable_core::breaker::{
     NoWindow, Outcome, RejectReason, SharedBreaker, State,
 };
 use reliable_core::budget::{AnyBudget, BudgetConfig, RatioConfig};
+use reliable_core::hedge::{HedgeConfig, HedgePolicy, Hedger, Idempotency, NoHedge};
+use reliable_core::ledger::{Extra, ExtraLedger};
+use reliable_core::limit::{
+    Completion, Limiter, LimiterConfig, LimiterPolicy, RateConfig, RateLimiter, RatePolicy,
+};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::registry::Registry;
 use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy};
@@ -170,13 +175,57 @@ fn shared_breaker() -> Result<(), i32> {
     )
 }
 
+/// A hedge at p95 drawn from a 10% ledger of extra attempts; an AIMD limit that backs off on a
+/// drop; a rate limiter that refuses past its burst.
+fn extra_attempts_and_limits() -> Result<(), i32> {
+    let mut hedger = Hedger::new(HedgePolicy::new(HedgeConfig::p95()).map_err(|_| 60)?);
+    let mut ledger: ExtraLedger =
+        ExtraLedger::from_config(RatioConfig::percent(0.1)).map_err(|_| 61)?;
+    let start = Instant::from_secs(1);
+    for i in 0..100u64 {
+        hedger.record(Duration::from_millis(1 + i % 20));
+        ledger.on_first_try(start);
+    }
+    // p95 of 1..=20 ms is 19 ms (within 1/16 above).
+    let delay = hedger.delay().ok_or(62)?;
+    check(
+        delay >= Duration::from_millis(19) && delay < Duration::from_millis(21),
+        63,
+    )?;
+    let mut call = hedger.start(start, Idempotency::Idempotent);
+    let early = hedger.try_hedge_from(&mut call, start, &mut ledger);
+    check(matches!(early, Err(NoHedge::NotYet { .. })), 64)?;
+    let draw = hedger
+        .try_hedge_from(&mut call, start + delay, &mut ledger)
+        .map_err(|_| 65)?;
+    ledger.settle(draw, start + delay);
+    check(ledger.drawn(Extra::Hedge) == 1, 66)?;
+
+    let mut limiter = Limiter::new(LimiterPolicy::new(LimiterConfig::aimd()).map_err(|_| 67)?);
+    let permit = limiter.try_acquire(start).map_err(|_| 68)?;
+    limiter.release(permit, Completion::Dropped, start + delay);
+    check(limiter.limit() == 20, 69)?; // the minimum
+
+    let mut rate = RateLimiter::new(
+        RatePolicy::new(RateConfig {
+            rate: 10,
+            period: Duration::from_secs(1),
+            burst: 2,
+        })
+        .map_err(|_| 70)?,
+    );
+    let admitted = (0..5).filter(|_| rate.try_acquire(start).is_ok()).count();
+    check(admitted == 2, 71)
+}
+
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
     let all = breaker_timeline()
         .and_then(|()| windowed_registry())
         .and_then(|()| retry_with_budget_and_backoff())
         .and_then(|()| throttle())
-        .and_then(|()| shared_breaker());
+        .and_then(|()| shared_breaker())
+        .and_then(|()| extra_attempts_and_limits());
     match all {
         Ok(()) => 0,
         Err(code) => code,

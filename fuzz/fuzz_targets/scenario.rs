@@ -1,6 +1,8 @@
-//! Fuzzes the scenario parser and validator (files holding one scenario or a list, sweeps included): they must return a scenario or an error, never panic
-//! and never allocate without bound (libFuzzer's `-malloc_limit_mb` turns a huge allocation into a
-//! crash).
+//! Fuzzes the scenario parser and the compile stage's checks (files holding one scenario or a
+//! list, sweeps included): they must return compiled scenarios or an error, never panic and never
+//! allocate without bound (libFuzzer's `-malloc_limit_mb` turns a huge allocation into a crash).
+//! The run's admission (the estimate of a batch's events and memory) is not fuzzed per input: it
+//! is arithmetic on a compiled scenario, covered by the hostile corpus (`sim/tests/hostile/`).
 //!
 //! Two kinds of input, picked by the first byte:
 //! - raw text, mutated byte-wise by libFuzzer (seeded with the shipped scenarios, plus a dictionary of
@@ -147,7 +149,7 @@ fuzz_target!(|data: &[u8]| {
         let bases = bases();
         edit(&bases[usize::from(mode / 4) % bases.len()], rest)
     };
-    match sim::scenario::load_all(&text, "fuzz.ron") {
+    match sim::compile::compile_all(&text, "fuzz.ron", &sim::compile::Limits::default()) {
         Ok(scenarios) => drop(scenarios),
         Err(e) => {
             // Every error names the file.

@@ -58,7 +58,7 @@ fn scenario(rate: f64, seconds: u64) -> String {
 /// Runs one step at `rate` for `seconds`.
 pub fn step(rate: f64, seconds: u64) -> Result<Step, String> {
     let text = scenario(rate, seconds);
-    let c = sim::scenario::load(&text, "calibrate.ron").map_err(|e| e.to_string())?;
+    let c = sim::load(&text, "calibrate.ron").map_err(|e| e.to_string())?;
     let cpu0 = cpu_seconds();
     let (out, fid) = run_policy(&c, 0, 1, 1.0)?;
     let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);

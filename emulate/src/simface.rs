@@ -4,6 +4,7 @@
 //! against. The emulator replaces only what is virtual in `sim` (time, the event queue, the
 //! network and the client layers) with the real thing.
 
+pub use sim::compile::Compiled;
 pub use sim::emulation::{
     Admission, Handle, Job, OpenLoop, Recorder, Sampler, Server, Started, Stream, StreamId,
     Timeline, arrivals, buckets, clients, downstreams, finish, give_up, hints, recorder, server,
@@ -12,14 +13,14 @@ pub use sim::emulation::{
 pub use sim::metrics::PolicySummary;
 pub use sim::run::{BatchOptions, RunOutput, RunResult, Runs};
 pub use sim::scenario::{
-    Compiled, Downstream, DownstreamModel, Fault, Layer, OutageMode, Scenario, Scope, Workload,
+    Downstream, DownstreamModel, Fault, Layer, OutageMode, Scenario, Scope, Workload,
 };
 
 /// Reads a scenario file and compiles it as `sim run` does: its only scenario, or the one called
 /// `name` in a file that holds several.
 pub fn load(path: &std::path::Path, name: Option<&str>) -> Result<Compiled, String> {
-    let limits = sim::scenario::Limits::default();
-    let mut all = sim::scenario::load_file_all(path, &limits).map_err(|e| e.to_string())?;
+    let limits = sim::compile::Limits::default();
+    let mut all = sim::load_file_all(path, &limits).map_err(|e| e.to_string())?;
     let names: Vec<String> = all
         .iter()
         .map(|c| format!("\"{}\"", c.scenario.name))
@@ -51,7 +52,7 @@ pub fn load(path: &std::path::Path, name: Option<&str>) -> Result<Compiled, Stri
 /// Compiles a scenario built in code (a subset of another's policies, a calibration set-up).
 pub fn compile(s: &Scenario) -> Result<Compiled, String> {
     let text = ron::ser::to_string(s).map_err(|e| e.to_string())?;
-    sim::scenario::load(&text, &s.name).map_err(|e| e.to_string())
+    sim::load(&text, &s.name).map_err(|e| e.to_string())
 }
 
 /// The runs of an emulation, as the report layer takes them.
@@ -76,10 +77,12 @@ pub fn table(runs: &Runs<'_>) -> String {
 
 /// Runs the simulation of the same scenario and seed (every policy, in parallel).
 pub fn simulate(c: &Compiled, seed: u64) -> Result<Vec<RunResult>, String> {
-    Ok(sim::run::run(c, &[seed], BatchOptions::default())?.results)
+    Ok(sim::run::run(c, &[seed], BatchOptions::default())
+        .map_err(|e| e.to_string())?
+        .results)
 }
 
 /// The report folder name `sim` uses for a scenario.
 pub fn folder_name(name: &str) -> String {
-    sim::report::folder_name(name)
+    sim::scenario::folder_name(name)
 }

@@ -6,7 +6,7 @@ use emulate::simface::{Compiled, RunOutput, simulate};
 use emulate::size;
 
 fn compile(text: &str) -> Compiled {
-    sim::scenario::load(text, "test.ron").unwrap()
+    sim::load(text, "test.ron").unwrap()
 }
 
 const OUTAGE: &str = r#"Scenario(

@@ -4,14 +4,15 @@
 //! An agent can run a shipped scenario by name, or its own in RON, and get back the comparison
 //! table, the plain-language conclusion, the summary as JSON and the amplification plot as a PNG.
 //! A simulation runs on the server's CPU, so it is bounded: the simulator estimates the events a
-//! batch will process before it runs ([`sim::scenario::Compiled::estimate`]), and a batch over the
+//! batch will process before it runs ([`sim::compile::Compiled::estimate`]), and a batch over the
 //! operator's budget is refused with the estimate, the limit and the field that drives it.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use sim::compile::{Compiled, Limits};
 use sim::run::BatchOptions;
-use sim::scenario::{self, Compiled, Limits};
+use sim::scenario;
 
 /// Largest scenario text accepted, in bytes.
 pub const MAX_RON_BYTES: usize = 256 * 1024;
@@ -103,7 +104,7 @@ fn file_name(p: &Path) -> String {
 fn loaded(limits: &StormLimits) -> Result<Vec<(String, Compiled)>, String> {
     let mut out = Vec::new();
     for (file, text) in files(limits)? {
-        let Ok(all) = scenario::load_all(&text, &file) else {
+        let Ok(all) = sim::load_all(&text, &file) else {
             continue;
         };
         out.extend(all.into_iter().map(|c| (file.clone(), c)));
@@ -178,7 +179,7 @@ pub fn from_ron(text: &str, limits: &StormLimits) -> Result<Compiled, String> {
         ));
     }
     let mut all =
-        scenario::load_all_with(text, "scenario.ron", &limits.sim()).map_err(|e| e.to_string())?;
+        sim::load::load_all_with(text, "scenario.ron", &limits.sim()).map_err(|e| e.to_string())?;
     if all.is_empty() {
         return Err("the text holds no scenario".into());
     }
@@ -224,7 +225,8 @@ pub fn run(
             jobs: 0,
             progress: false,
         },
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let summary = serde_json::from_str(&sim::report::summary_json(&runs))
         .map_err(|e| format!("summary.json: {e}"))?;
     let amplification_png = sim::report::figure_png(&runs, "amplification")

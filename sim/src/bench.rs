@@ -12,7 +12,6 @@ use std::time::Instant as WallClock;
 
 use crate::run::World;
 use crate::run::world::bytes_per_request;
-use crate::scenario;
 
 /// The throughput scenario.
 pub const THROUGHPUT: &str = r#"
@@ -134,7 +133,7 @@ impl BenchReport {
 /// Runs every policy of `text` once, one after the other on the calling thread, and times them
 /// together.
 pub fn bench(text: &str) -> Result<BenchReport, String> {
-    let c = scenario::load(text, "bench").map_err(|e| e.to_string())?;
+    let c = crate::load::load(text, "bench").map_err(|e| e.to_string())?;
     let mut report = BenchReport {
         name: c.scenario.name.clone(),
         events: 0,
@@ -174,9 +173,9 @@ mod tests {
 
     #[test]
     fn bench_scenarios_are_valid() {
-        scenario::load(THROUGHPUT, "throughput").unwrap();
-        scenario::load(&million(), "million").unwrap();
-        scenario::load(&in_flight(21), "in-flight").unwrap();
+        crate::load::load(THROUGHPUT, "throughput").unwrap();
+        crate::load::load(&million(), "million").unwrap();
+        crate::load::load(&in_flight(21), "in-flight").unwrap();
     }
 
     #[test]

@@ -27,9 +27,10 @@ pub use crate::model::faults::Timeline;
 pub use crate::model::server::{Admission, Job, Server, Started};
 pub use crate::workload::OpenLoop;
 
+use crate::compile::Compiled;
 use crate::metrics::summary::{Context, percentile_curve, summarize};
 use crate::run::RunOutput;
-use crate::scenario::{Compiled, Workload};
+use crate::scenario::Workload;
 
 /// The fault timeline.
 pub fn timeline(c: &Compiled) -> &Timeline {

@@ -9,29 +9,46 @@
 //! # Data flow
 //!
 //! ```text
-//! scenario text ─▶ scenario::load ─▶ Compiled ─▶ run::run ─▶ Runs ─▶ report::write / table / ...
-//!   (RON)          parse, check,      (stacks     one World per      (summaries,   (summary.json,
-//!                  compile, estimate   with core   (policy, seed):    buckets,       timeseries.csv,
-//!                                      policies)   engine → clients   per seed)      plots, table)
-//!                                                  → core → metrics
+//! scenario text ─▶ scenario::parse ─▶ compile ─▶ run ─▶ metrics ─▶ report
+//!   (RON)          Scenario           Compiled    admission,    summaries,  summary.json,
+//!                  (what it is)       (checked,   one World     means over  timeseries.csv,
+//!                                     core        per (policy,  seeds       plots, table,
+//!                                     policies)   seed)                     conclusion
 //! ```
 //!
-//! - [`scenario`]: the RON format. [`scenario::load`] parses, checks (every error at
-//!   `file:line:col`), compiles each policy's layers into a stack with its core policies built
-//!   once, and estimates the memory and work a run needs ([`scenario::Estimate`]), refusing what
-//!   is over the [`scenario::Limits`]. A [`scenario::Compiled`] cannot fail to run.
+//! Data flows one way, and so do imports: a module imports only the modules before it in this
+//! order (`tests/layering.rs` reads every `use crate::…` and fails on a back-import):
+//!
+//! stats → plot → engine → scenario → model → client → workload → compile → metrics → run → load → report → emulation → bench → cli
+//!
+//! `metrics` sits before `run` in the import order because it defines what a run records; it never
+//! reads a run's state.
+//!
+//! - [`scenario`]: what a scenario *is*: the RON format's types, parsing, the positions of fields
+//!   (`file:line:col`) and the errors that point at them, the axes of sweeps and maps, the report
+//!   folder's name.
+//! - [`compile`]: checks a parsed scenario (ranges, cross-references, sizes within the
+//!   [`compile::Limits`], the livelock guard, every sweep value) and compiles each policy's layers
+//!   into a stack with its core policies built once. A [`compile::Compiled`] cannot fail to run.
 //! - `engine` (private): virtual time, the event queue (a heap plus FIFO lanes for fixed timeouts),
 //!   slabs with generations (lazy cancellation), seeded random streams per component.
 //! - `model`, `workload` (private): downstreams (queueing server, contended register, scripted),
 //!   faults, and open-loop, closed-loop and job-set clients.
 //! - `client` (private): the compiled stacks and the per-client or shared state of each layer; every
 //!   decision is the core's.
-//! - [`mod@run`]: one world per (policy, seed), in parallel, results in a fixed order; sweeps.
-//! - [`metrics`]: what is measured, the exact definitions, and the typed per-run summary
-//!   ([`metrics::PolicySummary`], [`metrics::Verdict`] ordered by severity).
+//! - [`metrics`]: what is measured, the exact definitions, the typed per-run summary
+//!   ([`metrics::PolicySummary`], [`metrics::Verdict`] ordered by severity) and how each of its
+//!   figures is averaged over seeds ([`metrics::Mean`]).
+//! - [`mod@run`]: admission ([`run::admission`]: the estimate of a batch's events and memory,
+//!   refused over the limits), then one world per (policy, seed), in parallel, results in a fixed
+//!   order; sweeps, maps and shards.
+//! - [`mod@load`]: what a user loads: compile, then admission with the scenario's own seeds
+//!   ([`load()`], [`load_all`], [`load_file_all`], [`shipped`]).
 //! - [`stats`]: means, standard deviations and 95% intervals, the one place they are computed.
 //! - [`emulation`]: the components a real-time emulation of a scenario drives from outside (the
 //!   `emulate` crate): arrivals, the server model, the fault timeline, the recorder and summary.
+//! - [`plot`]: line charts and heatmaps from plain data, to SVG and PNG; it imports nothing else
+//!   of the crate, and `report` hands it charts.
 //! - [`report`]: everything rendered from results: the terminal table, the conclusion,
 //!   `summary.json`, `summary.md`, `timeseries.csv`, plots (SVG and PNG), sweep tables and plots.
 //!
@@ -49,10 +66,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A shipped scenario loads by name with [`scenario::shipped`] (`scenario::SHIPPED` lists the
-//! files). The estimate of a run's work and memory, to refuse big runs up front, is
-//! [`scenario::Compiled::estimate`]; a scenario's server model, faults, workload and policy configs
-//! are plain data in [`scenario::Compiled::scenario`].
+//! A shipped scenario loads by name with [`shipped`] (`scenario::SHIPPED` lists the files). The
+//! estimate of a run's work and memory, to refuse big runs up front, is
+//! [`compile::Compiled::estimate`]; a scenario's server model, faults, workload and policy configs
+//! are plain data in [`compile::Compiled::scenario`].
 //!
 //! # Adding a layer
 //!
@@ -65,7 +82,7 @@
 //!    time (so `World::new` cannot fail).
 //! 4. `run/world/stack.rs`: what invoking the node does, and what it does with an answer going up
 //!    (one arm each).
-//! 5. `scenario/estimate.rs`: what it adds to attempts, events and memory per request.
+//! 5. `run/admission.rs`: what it adds to attempts, events and memory per request.
 //! 6. `metrics/`: any new count, with its definition in the module docs; `report/` renders it.
 //! 7. Tests: a model test in `tests/models.rs`, a bad value in `tests/bad_files.rs`, and a hostile
 //!    file in `tests/hostile/` if it can blow up.
@@ -75,19 +92,22 @@
 mod bench;
 mod cli;
 mod client;
+pub mod compile;
 pub mod emulation;
 mod engine;
+pub mod load;
 pub mod metrics;
 mod model;
+pub mod plot;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod stats;
 mod workload;
 
+pub use load::{load, load_all, load_file_all, shipped};
 pub use report::write;
 pub use run::run;
-pub use scenario::load;
 
 /// The default scenario, compiled into the binary: `sim` with no arguments runs it.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../scenarios/default.ron");

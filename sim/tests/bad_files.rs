@@ -20,7 +20,7 @@ const CALL: &str = "(name: \"plain\", stack: Call(downstream: \"api\", timeout: 
 #[test]
 fn the_template_is_valid() {
     let text = scenario(OPEN, SERVER, "", CALL);
-    sim::scenario::load(&text, "ok.ron").unwrap();
+    sim::load(&text, "ok.ron").unwrap();
 }
 
 #[test]
@@ -357,7 +357,7 @@ fn fuzz(base: &[u8]) {
             }
         }
         let text = String::from_utf8_lossy(&text);
-        let _ = sim::scenario::load_all(&text, "fuzz.ron");
+        let _ = sim::load_all(&text, "fuzz.ron");
     }
     // Deep nesting is refused, not a stack overflow.
     let deep = format!(
@@ -365,7 +365,7 @@ fn fuzz(base: &[u8]) {
         "[".repeat(100_000),
         "]".repeat(100_000)
     );
-    assert!(sim::scenario::load(&deep, "deep.ron").is_err());
+    assert!(sim::load(&deep, "deep.ron").is_err());
 }
 
 #[test]
@@ -375,8 +375,8 @@ fn relapse_share_must_sit_between_zero_and_the_threshold() {
             "Scenario(\n    name: \"bad\",\n    horizon: \"60s\",\n    workload: {OPEN},\n    downstreams: [{SERVER}],\n    policies: [{CALL}],\n    recovery: (threshold: 0.8, relapse: {relapse}),\n)\n"
         )
     };
-    sim::scenario::load(&text("0.0"), "ok.ron").unwrap();
-    sim::scenario::load(&text("0.8"), "ok.ron").unwrap();
+    sim::load(&text("0.0"), "ok.ron").unwrap();
+    sim::load(&text("0.8"), "ok.ron").unwrap();
     for bad in ["0.9", "-0.1", "NaN"] {
         let e = error(&text(bad));
         assert!(e.starts_with("bad.ron:7:32: recovery.relapse:"), "{e}");
@@ -393,7 +393,7 @@ fn scenario_lists() {
         )
     };
     let list = format!("[\n{},\n{},\n]\n", one("a", "1.0"), one("b", "2.0"));
-    let all = sim::scenario::load_all(&list, "ok.ron").unwrap();
+    let all = sim::load_all(&list, "ok.ron").unwrap();
     assert_eq!(all.len(), 2);
     // `load` takes exactly one, and says so.
     let e = error(&list);
@@ -401,7 +401,7 @@ fn scenario_lists() {
         e.contains("holds 2 scenarios (\"a\", \"b\"): expected one here"),
         "{e}"
     );
-    let e = sim::scenario::load_all("// nothing yet\n[]", "bad.ron")
+    let e = sim::load_all("// nothing yet\n[]", "bad.ron")
         .unwrap_err()
         .to_string();
     assert!(
@@ -409,17 +409,13 @@ fn scenario_lists() {
         "{e}"
     );
     let dup = format!("[\n{},\n{},\n]\n", one("a", "1.0"), one("a", "2.0"));
-    let e = sim::scenario::load_all(&dup, "bad.ron")
-        .unwrap_err()
-        .to_string();
+    let e = sim::load_all(&dup, "bad.ron").unwrap_err().to_string();
     assert!(
         e.starts_with("bad.ron:10:5: [1].name: \"a\" is used by an earlier scenario"),
         "{e}"
     );
     let bad = format!("[\n{},\n{},\n]\n", one("a", "1.0"), one("b", "-2.0"));
-    let e = sim::scenario::load_all(&bad, "bad.ron")
-        .unwrap_err()
-        .to_string();
+    let e = sim::load_all(&bad, "bad.ron").unwrap_err().to_string();
     assert!(e.starts_with("bad.ron:12:24: [1].workload.rate: -2"), "{e}");
 }
 
@@ -427,7 +423,7 @@ fn scenario_lists() {
 #[test]
 fn drawn_timeouts() {
     let with = |stack: &str| scenario(OPEN, SERVER, "", &format!("(name: \"p\", stack: {stack})"));
-    sim::scenario::load(
+    sim::load(
         &with("Call(downstream: \"api\", timeout_dist: Choice([\"100ms\", \"200ms\"]))"),
         "ok.ron",
     )
@@ -457,9 +453,9 @@ fn sweeps() {
         )
     };
     let ok = with("(parameter: \"downstreams[api].model.workers\", values: [1, 2, 8])");
-    sim::scenario::load(&ok, "ok.ron").unwrap();
+    sim::load(&ok, "ok.ron").unwrap();
     let ok = with("(parameter: \"policies[plain].stack.timeout\", values: [\"100ms\", \"1s\"])");
-    sim::scenario::load(&ok, "ok.ron").unwrap();
+    sim::load(&ok, "ok.ron").unwrap();
     let cases: Vec<(String, &str, &[&str])> = vec![
         (
             with("(parameter: \"downstreams[apii].model.workers\", values: [1])"),

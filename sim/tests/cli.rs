@@ -264,7 +264,7 @@ fn sweep_writes_a_table_and_a_csv() {
     );
     let csv = std::fs::read_to_string(out_dir.join("small-a/sweep.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], sim::report::sweep::CSV_HEADER);
+    assert_eq!(lines[0], sim::report::grid::sweep::CSV_HEADER);
     assert_eq!(lines.len(), 1 + 2 * 2, "{csv}");
     assert!(
         lines[1].starts_with("downstreams[api].model.error_rate,0,plain,1,"),

@@ -6,8 +6,8 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use sim::compile::Compiled;
 use sim::run::BatchOptions;
-use sim::scenario::Compiled;
 
 const STORM: &str = include_str!("data/storm.ron");
 

@@ -2,8 +2,9 @@
 //! it, run it with seeds, and get the table, the conclusion, a plot as PNG bytes, the JSON summary
 //! and a report folder, without touching the command line.
 
+use sim::compile::Limits;
 use sim::run::BatchOptions;
-use sim::scenario::{Limits, SweepValue};
+use sim::scenario::SweepValue;
 
 const STORM: &str = include_str!("data/storm.ron");
 

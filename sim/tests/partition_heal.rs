@@ -7,7 +7,7 @@ use sim::run::BatchOptions;
 
 /// Every policy's summary for every seed of the shipped scenario `name`, by policy name.
 fn run(name: &str, seeds: &[u64]) -> Vec<(String, PolicySummary)> {
-    let c = sim::scenario::shipped(name).unwrap().unwrap();
+    let c = sim::shipped(name).unwrap().unwrap();
     let runs = sim::run(
         &c,
         seeds,

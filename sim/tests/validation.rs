@@ -12,9 +12,9 @@
 
 use std::path::PathBuf;
 
+use sim::compile::Compiled;
 use sim::metrics::{Bucket, PolicySummary};
 use sim::run::{BatchOptions, RunResult, trace};
-use sim::scenario::Compiled;
 use sim::scenario::{self, Layer};
 
 fn file(name: &str) -> PathBuf {
@@ -26,7 +26,7 @@ fn file(name: &str) -> PathBuf {
 /// Every scenario of `scenarios/<name>`.
 fn load(name: &str) -> Vec<Compiled> {
     let text = std::fs::read_to_string(file(name)).unwrap();
-    scenario::load_all(&text, name).unwrap_or_else(|e| panic!("{e}"))
+    sim::load_all(&text, name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The scenario called `name` in the file.
@@ -499,7 +499,7 @@ fn case4(values: &[f64], seeds: u64) -> Vec<(f64, Row)> {
             .collect(),
     };
     let seeds: Vec<u64> = (1..=seeds).collect();
-    let result = sim::run::sweep::run_sweep(
+    let result = sim::run::grid::sweep::run_sweep(
         &s,
         &sweep,
         &seeds,

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::compile::{Compiled, Limits};
 use crate::run::BatchOptions;
-use crate::scenario::{Compiled, Limits};
 
 /// Most worker threads `--jobs` accepts: more than this is spawning threads, not simulating.
 pub const MAX_JOBS: usize = 256;
@@ -157,7 +157,7 @@ impl BatchArgs {
 
     /// The message for a report of scenario `name` that could not be written.
     pub fn write_error(&self, name: &str, e: std::io::Error) -> String {
-        let dir = self.out.join(crate::report::folder_name(name));
+        let dir = self.out.join(crate::scenario::folder_name(name));
         format!(
             "{}: {e}",
             crate::scenario::escape(&dir.display().to_string())

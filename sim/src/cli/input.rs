@@ -5,7 +5,9 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::scenario::{Compiled, Limits, escape, load_all_with};
+use crate::compile::{Compiled, Limits};
+use crate::load::load_all_with;
+use crate::scenario::escape;
 
 /// Largest scenario file read: far above any real scenario, far below what would hurt.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;

@@ -4,7 +4,8 @@ use crate::cli::out::outln;
 use std::path::PathBuf;
 
 use super::input::read_scenarios;
-use crate::scenario::{self, Limits, escape};
+use crate::compile::Limits;
+use crate::scenario::escape;
 
 fn scenarios_dir(dir: Option<PathBuf>) -> Option<PathBuf> {
     if let Some(d) = dir {
@@ -22,7 +23,7 @@ pub fn list(dir: Option<PathBuf>) -> Result<(), String> {
     let first_line = |s: &str| s.trim().lines().next().unwrap_or("").trim().to_string();
     let Some(dir) = scenarios_dir(dir) else {
         let c =
-            scenario::load(crate::DEFAULT_SCENARIO, "default.ron").map_err(|e| e.to_string())?;
+            crate::load::load(crate::DEFAULT_SCENARIO, "default.ron").map_err(|e| e.to_string())?;
         let s = &c.scenario;
         outln!(
             "(embedded)  {:<24} {}",

@@ -16,9 +16,9 @@ use super::batch::BatchArgs;
 use super::input::read_scenarios;
 use crate::cli::out::outln;
 use crate::report;
+use crate::run::grid::map::MapResult;
 use crate::run::grid::{run_grid, variants};
-use crate::run::map::MapResult;
-use crate::scenario::{self, Map, Sweep, escape};
+use crate::scenario::{Map, Sweep, escape};
 
 /// Options of `sim map`.
 #[derive(Debug, Args)]
@@ -78,21 +78,21 @@ pub fn map(args: MapArgs) -> Result<(), String> {
         y: y.clone(),
     });
     let shown = format!("{} (map)", args.file.display());
-    let c = scenario::compile(s, &shown, &limits).map_err(|e| e.to_string())?;
+    let c = crate::compile::compile(s, &shown, &limits).map_err(|e| e.to_string())?;
     let axes = [x.clone(), y.clone()];
     let seeds = args.batch.seeds(&c, crate::run::grid::points(&axes))?;
     crate::report::write::check_out(&args.batch.out)?;
-    let points = variants(&c, &axes)?;
+    let points = variants(&c, &axes).map_err(|e| e.to_string())?;
     let command = format!("sim map {}", args.file.display());
     let run_seeds = match shard {
         Some(sh) => sh.seeds(&seeds),
         None => seeds.clone(),
     };
-    let runs = run_grid(&points, &run_seeds, args.batch.options())?;
+    let runs = run_grid(&points, &run_seeds, args.batch.options()).map_err(|e| e.to_string())?;
     if let Some(sh) = shard {
         return super::shard::write(
             &args.batch,
-            report::shards::Kind::Map,
+            report::grid::shards::Kind::Map,
             &command,
             &c.scenario,
             &axes,
@@ -102,17 +102,17 @@ pub fn map(args: MapArgs) -> Result<(), String> {
         );
     }
     let m = MapResult::from_runs(&c.scenario, &x, &y, &seeds, runs);
-    let dir = report::map::write(&args.batch.out, &m, &command).map_err(|e| {
+    let dir = report::grid::map::write(&args.batch.out, &m, &command).map_err(|e| {
         format!(
             "{}: {e}",
             args.batch
                 .out
-                .join(report::folder_name(&c.scenario.name))
+                .join(crate::scenario::folder_name(&c.scenario.name))
                 .display()
         )
     })?;
     if !args.batch.quiet {
-        for line in report::map::cliffs(&m) {
+        for line in report::grid::map::cliffs(&m) {
             outln!("{}", escape(&line.replace("**", "")));
         }
     }

@@ -8,9 +8,9 @@ use clap::Args;
 
 use crate::cli::out::outln;
 use crate::report;
-use crate::report::shards::Kind;
-use crate::run::map::MapResult;
-use crate::run::sweep::SweepResult;
+use crate::report::grid::shards::Kind;
+use crate::run::grid::map::MapResult;
+use crate::run::grid::sweep::SweepResult;
 use crate::scenario::escape;
 
 /// Options of `sim merge`.
@@ -26,25 +26,25 @@ pub struct MergeArgs {
 
 pub fn merge(args: MergeArgs) -> Result<(), String> {
     report::write::check_out(&args.out)?;
-    let (m, runs) = report::shards::read(&args.dirs)?;
+    let (m, runs) = report::grid::shards::read(&args.dirs)?;
     let n = runs.len();
     let shown = |d: &std::path::Path| escape(&d.display().to_string()).into_owned();
     let fail = |e: std::io::Error| {
         format!(
             "{}: {e}",
             args.out
-                .join(report::folder_name(&m.scenario.name))
+                .join(crate::scenario::folder_name(&m.scenario.name))
                 .display()
         )
     };
     let dir = match (m.kind, m.axes.as_slice()) {
         (Kind::Map, [x, y]) => {
             let r = MapResult::from_runs(&m.scenario, x, y, &m.seeds, runs);
-            report::map::write(&args.out, &r, &m.command).map_err(fail)?
+            report::grid::map::write(&args.out, &r, &m.command).map_err(fail)?
         }
         (Kind::Sweep, [axis]) => {
             let r = SweepResult::from_runs(&m.scenario, axis, &m.seeds, runs);
-            report::sweep::write(&args.out, &r, &m.scenario.description, &m.command)
+            report::grid::sweep::write(&args.out, &r, &m.scenario.description, &m.command)
                 .map_err(fail)?
                 .0
         }

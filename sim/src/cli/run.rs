@@ -13,8 +13,9 @@ use clap::{Args, ValueEnum};
 use super::batch::BatchArgs;
 use super::input::read_scenarios;
 use crate::cli::out::outln;
+use crate::compile::Compiled;
 use crate::report;
-use crate::scenario::{self, Compiled, escape};
+use crate::scenario::escape;
 
 /// Options of `sim run`.
 #[derive(Debug, Args)]
@@ -75,7 +76,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     let mut all: Vec<(Compiled, Vec<u64>)> = Vec::new();
     for file in &args.files {
         let scenarios = if args.embedded {
-            scenario::load_all_with(crate::DEFAULT_SCENARIO, "default.ron (embedded)", &limits)
+            crate::load::load_all_with(crate::DEFAULT_SCENARIO, "default.ron (embedded)", &limits)
                 .map_err(|e| e.to_string())?
         } else {
             read_scenarios(file, &limits)?
@@ -87,7 +88,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
     }
     let mut folders: HashMap<String, String> = HashMap::new();
     for (c, _) in &all {
-        let folder = report::folder_name(&c.scenario.name);
+        let folder = crate::scenario::folder_name(&c.scenario.name);
         if let Some(other) = folders.insert(folder.clone(), c.scenario.name.clone()) {
             return Err(format!(
                 "scenarios \"{}\" and \"{}\" would both write their report to {}: rename one",
@@ -106,7 +107,7 @@ pub fn run(args: RunArgs) -> Result<(), String> {
 
 /// Runs one scenario of a file and writes its reports.
 fn run_one(args: &RunArgs, c: &Compiled, seeds: &[u64]) -> Result<(), String> {
-    let runs = crate::run::run(c, seeds, args.batch.options())?;
+    let runs = crate::run::run(c, seeds, args.batch.options()).map_err(|e| e.to_string())?;
     let dir = report::write(&args.batch.out, &runs)
         .map_err(|e| args.batch.write_error(&c.scenario.name, e))?;
     if !args.batch.quiet {

@@ -4,9 +4,9 @@ use clap::Args;
 
 use super::batch::BatchArgs;
 use crate::cli::out::outln;
-use crate::report::shards::{Kind, Manifest};
+use crate::report::grid::shards::{Kind, Manifest};
 use crate::run::grid::RawRun;
-use crate::run::shard::Shard;
+use crate::run::grid::shard::Shard;
 use crate::scenario::{Scenario, Sweep, escape};
 
 /// Which shard to run.
@@ -49,7 +49,7 @@ pub fn write(
     runs: &[RawRun],
 ) -> Result<(), String> {
     let m = Manifest::new(kind, command, scenario, axes, seeds, shard, runs.len());
-    let dir = crate::report::shards::write(&batch.out, &m, runs)
+    let dir = crate::report::grid::shards::write(&batch.out, &m, runs)
         .map_err(|e| format!("{}: {e}", batch.out.display()))?;
     outln!(
         "shard {shard}: {} runs ({} of {} seeds) in {}; merge all {} with `sim merge {}`",

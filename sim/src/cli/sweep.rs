@@ -5,7 +5,7 @@
 //! `--values` (which override it). Writes `OUT/<scenario>/sweep.csv` (one row per value and
 //! policy), `sweep.md` (the table, the command, the scenario's description and the plots) and the
 //! plots, as SVG and PNG: `sweep-load` and `sweep-success` (or, for a job set, `sweep-calls` and
-//! `sweep-makespan`), one line per policy, drawn with [`crate::report::plot`].
+//! `sweep-makespan`), one line per policy, drawn with [`crate::plot`].
 
 use std::path::PathBuf;
 
@@ -15,10 +15,10 @@ use super::batch::BatchArgs;
 use super::input::read_scenarios;
 use crate::cli::out::outln;
 use crate::report;
-use crate::report::shards::Kind;
+use crate::report::grid::shards::Kind;
+use crate::run::grid::sweep::run_sweep;
 use crate::run::grid::{run_grid, variants};
-use crate::run::sweep::run_sweep;
-use crate::scenario::{self, Sweep, SweepValue, escape};
+use crate::scenario::{Sweep, SweepValue, escape};
 
 /// Options of `sim sweep`.
 #[derive(Debug, Args)]
@@ -80,7 +80,7 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let mut s = c.scenario.clone();
     s.sweep = Some(sweep.clone());
     let shown = format!("{} (sweep)", args.file.display());
-    let c = scenario::compile(s, &shown, &limits).map_err(|e| e.to_string())?;
+    let c = crate::compile::compile(s, &shown, &limits).map_err(|e| e.to_string())?;
     let seeds = args.batch.seeds(&c, sweep.values.len())?;
     // Each value makes its own scenario, which may cost more than the one in the file (a higher
     // rate, a longer horizon): estimate every one, and the sweep as a whole.
@@ -105,8 +105,9 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     let command = format!("sim sweep {}", args.file.display());
     if let Some(sh) = shard {
         let axes = [sweep.clone()];
-        let points = variants(&c, &axes)?;
-        let runs = run_grid(&points, &sh.seeds(&seeds), args.batch.options())?;
+        let points = variants(&c, &axes).map_err(|e| e.to_string())?;
+        let runs = run_grid(&points, &sh.seeds(&seeds), args.batch.options())
+            .map_err(|e| e.to_string())?;
         return super::shard::write(
             &args.batch,
             Kind::Sweep,
@@ -118,9 +119,9 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
             &runs,
         );
     }
-    let result = run_sweep(&c, &sweep, &seeds, args.batch.options())?;
+    let result = run_sweep(&c, &sweep, &seeds, args.batch.options()).map_err(|e| e.to_string())?;
     let (dir, stems) =
-        report::sweep::write(&args.batch.out, &result, &c.scenario.description, &command)
+        report::grid::sweep::write(&args.batch.out, &result, &c.scenario.description, &command)
             .map_err(|e| args.batch.write_error(&c.scenario.name, e))?;
     if !args.batch.quiet {
         let what = if result.job_set {
@@ -136,7 +137,7 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
         if k > 1 {
             outln!("means over {k} seeds from {seed}");
         }
-        outln!("{}", report::sweep::table(&result));
+        outln!("{}", report::grid::sweep::table(&result));
     }
     let dir = escape(&dir.display().to_string()).into_owned();
     if stems.is_empty() {

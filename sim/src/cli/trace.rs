@@ -9,8 +9,9 @@ use crate::cli::out::outln;
 use std::path::PathBuf;
 
 use super::input::read_scenarios;
+use crate::compile::{Compiled, Limits};
 use crate::run::trace as run_trace;
-use crate::scenario::{Compiled, Limits, escape};
+use crate::scenario::escape;
 use clap::Args;
 use reliable_core::Duration;
 
@@ -60,7 +61,7 @@ pub fn trace(args: TraceArgs) -> Result<(), String> {
     // A traced run keeps a row per request: estimate it like one seed of one policy.
     c.estimate(1, 1, 1, &Limits::default())
         .map_err(|e| e.to_string())?;
-    let rows = run_trace(&c, policy, seed)?;
+    let rows = run_trace(&c, policy, seed).map_err(|e| e.to_string())?;
     let breakers = c.stacks[policy].breakers.len();
     let mut header = vec!["request".to_string(), "time".into()];
     header.extend((0..breakers).map(|i| {

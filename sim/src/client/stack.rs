@@ -15,8 +15,7 @@ use reliable_core::throttle::ThrottlePolicy;
 use crate::client::breakers::BreakerProto;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 use crate::model::Sampler;
-use crate::scenario::validate::Checker;
-use crate::scenario::{Layer, Path, ScenarioError, Scope};
+use crate::scenario::{Checker, Layer, Path, ScenarioError, Scope};
 
 /// Deepest nesting of layers.
 const MAX_DEPTH: usize = 64;

@@ -75,11 +75,13 @@
 
 mod give_up;
 pub mod llm;
+mod mean;
 pub(crate) mod recorder;
 pub(crate) mod summary;
 mod verdict;
 
 pub use give_up::GiveUps;
+pub use mean::Mean;
 pub use recorder::Bucket;
 pub(crate) use recorder::Recorder;
 pub use summary::{Amplification, DownstreamSummary, Latency, PolicySummary};

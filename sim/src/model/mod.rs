@@ -9,6 +9,8 @@
 //!   billing.
 //! - [`faults`]: what is wrong with each downstream at a given instant.
 
+pub mod bounds;
+pub mod capacity;
 pub mod dist;
 pub mod faults;
 pub mod llm;

@@ -3,7 +3,7 @@
 //! whatever policies the numbers single out.
 //!
 //! In order, when they apply:
-//! 1. the fault and what it did to the servers' capacity ([`capacity_at`]) compared
+//! 1. the fault and what it did to the servers' capacity ([`Compiled::capacity_at`]) compared
 //!    with the offered load;
 //! 2. which policies *recovered* (with their recovery times, fastest first) and which were
 //!    *stuck*, by the verdict of the summary (the most common one over seeds); a stuck policy
@@ -18,13 +18,12 @@
 //!    the most goodput, ties going to the lower amplification; and which policies to avoid (the
 //!    stuck ones).
 
+use crate::compile::Compiled;
 use crate::metrics::PolicySummary;
-use crate::scenario::Compiled;
 
-use super::figures::{capacity_at, offered_at};
-use super::plot::group;
 use crate::metrics::Verdict;
-use crate::scenario::{Fault, OutageMode};
+use crate::plot::group;
+use crate::scenario::{DownstreamModel, Fault, OutageMode};
 use crate::stats::mean_ci95 as mean_ci;
 
 /// How policy names are set off in the text.
@@ -115,20 +114,21 @@ fn tied<'a>(
 /// The mean offered rate over `[from, to)` ns (open loop), from the scenario.
 fn mean_offered(c: &Compiled, from: u64, to: u64) -> Option<f64> {
     if to <= from {
-        return offered_at(c, from);
+        return c.offered_at(from);
     }
     // Piecewise constant between rate changes; a fine grid is exact enough for a sentence.
     let n = 1000u64;
     let step = (to - from) / n;
     if step == 0 {
-        return offered_at(c, from);
+        return c.offered_at(from);
     }
-    let sum: f64 = (0..n).filter_map(|k| offered_at(c, from + k * step)).sum();
-    offered_at(c, from)?;
+    let sum: f64 = (0..n).filter_map(|k| c.offered_at(from + k * step)).sum();
+    c.offered_at(from)?;
     Some(sum / n as f64)
 }
 
-/// The conclusion for the policies' summaries (the mean over seeds, and each seed's).
+/// The conclusion for the policies' summaries (the mean over seeds, and each seed's): the steps
+/// of the module docs, in order, as one paragraph.
 pub fn conclusion(
     c: &Compiled,
     policies: &[(PolicySummary, Vec<PolicySummary>)],
@@ -137,248 +137,324 @@ pub fn conclusion(
     if policies.is_empty() {
         return "No policies to compare.".into();
     }
-    let n = policies.len();
-    let name = |p: &PolicySummary| style.name(&p.name);
+    let f = Facts { c, policies, style };
     let mut out: Vec<String> = Vec::new();
-    let horizon = secs(c.horizon_ns);
-
-    let amp_key: fn(&PolicySummary) -> f64;
     match c.timeline.span() {
         Some((a, b)) => {
-            amp_key = |p| {
-                p.amplification
-                    .during_fault
-                    .unwrap_or(p.amplification.overall)
-            };
-            // 1. The fault and the capacity.
-            let labels: Vec<String> = {
-                let mut v: Vec<String> = Vec::new();
-                for f in &c.scenario.faults {
-                    let l = fault_phrase(f);
-                    if !v.contains(&l) {
-                        v.push(l);
-                    }
-                }
-                v
-            };
-            let nominal = capacity_at(c, b.min(c.horizon_ns));
-            let servers = c
-                .scenario
-                .downstreams
-                .iter()
-                .filter(|d| matches!(d.model, crate::scenario::DownstreamModel::Server { .. }))
-                .count();
-            let servers_word = if servers == 1 {
-                "the server's"
-            } else {
-                "the servers'"
-            };
-            let mut during_min: Option<f64> = None;
-            for (t, _) in c.timeline.edges() {
-                if *t >= a
-                    && *t < b
-                    && let Some(v) = capacity_at(c, *t)
-                {
-                    during_min = Some(during_min.map_or(v, |m: f64| m.min(v)));
-                }
-            }
-            let offered = mean_offered(c, a, b);
-            let mut s = format!(
-                "The {} ({}) lasted from {} to {}",
-                if labels.len() == 1 { "fault" } else { "faults" },
-                list(&labels),
-                fmt_s(secs(a)),
-                fmt_s(secs(b))
-            );
-            if let (Some(nom), Some(low)) = (nominal, during_min)
-                && low < nom * 0.999
-            {
-                s.push_str(&format!(
-                    " and cut {} capacity from about {} to {} jobs/s",
-                    servers_word,
-                    rate(nom),
-                    rate(low)
-                ));
-                if let Some(off) = offered {
-                    s.push_str(&if low < off {
-                        format!(", below the {} req/s offered", rate(off))
-                    } else {
-                        format!(", still above the {} req/s offered", rate(off))
-                    });
-                }
-            }
-            s.push('.');
-            out.push(s);
-
-            // 2. Recovered and stuck.
-            let mut recovered: Vec<&PolicySummary> = policies
-                .iter()
-                .map(|(m, _)| m)
-                .filter(|m| m.verdict == Verdict::Recovered)
-                .collect();
-            recovered.sort_by(|x, y| {
-                x.recovery_s
-                    .unwrap_or(f64::INFINITY)
-                    .total_cmp(&y.recovery_s.unwrap_or(f64::INFINITY))
-            });
-            let stuck: Vec<&PolicySummary> = policies
-                .iter()
-                .map(|(m, _)| m)
-                .filter(|m| m.verdict == Verdict::Stuck)
-                .collect();
-            if !recovered.is_empty() {
-                let items: Vec<String> = recovered
-                    .iter()
-                    .map(|p| match p.recovery_s {
-                        Some(r) if r > 0.0 => format!("{} (in {})", name(p), fmt_s(r)),
-                        Some(_) => format!("{} (at once)", name(p)),
-                        None => name(p),
-                    })
-                    .collect();
-                let head = if recovered.len() == n {
-                    format!("All {n} policies recovered")
-                } else {
-                    format!("{} of {n} policies recovered", recovered.len())
-                };
-                out.push(format!(
-                    "{head} after the {} ended at {}: {}.",
-                    if c.scenario.faults.len() == 1 {
-                        "fault"
-                    } else {
-                        "faults"
-                    },
-                    fmt_s(secs(b)),
-                    list(&items)
-                ));
-            }
-            if !stuck.is_empty() {
-                let names: Vec<String> = stuck.iter().map(|p| name(p)).collect();
-                let head = if stuck.len() == n {
-                    "Every policy was stuck: by the horizon".to_string()
-                } else if stuck.len() == 1 {
-                    format!("{} was stuck: by the horizon", list(&names))
-                } else {
-                    format!("{} were stuck: by the horizon", list(&names))
-                };
-                let pron = if stuck.len() == 1 || stuck.len() == n {
-                    "its"
-                } else {
-                    "their"
-                };
-                out.push(format!(
-                    "{head} ({}, {} after the fault) {pron} goodput never held {}% of its pre-fault level for {}, with queue and latency back to theirs.",
-                    fmt_s(horizon),
-                    fmt_s(horizon - secs(b)),
-                    group(c.scenario.recovery.threshold * 100.0, 0),
-                    fmt_s(secs(c.scenario.recovery.sustain.as_nanos()))
-                ));
-                // Overloaded by their own retries after the fault?
-                if let (Some(nom), Some(off)) = (nominal, mean_offered(c, b, c.horizon_ns))
-                    && off > 0.0
-                {
-                    let over: Vec<String> = stuck
-                        .iter()
-                        .filter_map(|p| {
-                            let amp = p.amplification.after_fault?;
-                            (amp * off > nom).then(|| format!("{} ({:.2}x)", name(p), amp))
-                        })
-                        .collect();
-                    if !over.is_empty() {
-                        out.push(format!(
-                            "After the fault, {} still sent the server more than its capacity ({:.2}x the offered load): {} own retries kept it overloaded.",
-                            list(&over),
-                            nom / off,
-                            if over.len() == 1 { "its" } else { "their" }
-                        ));
-                    }
-                }
-            }
-            let inconclusive: Vec<String> = policies
-                .iter()
-                .map(|(m, _)| m)
-                .filter(|m| m.verdict == Verdict::Inconclusive)
-                .map(&name)
-                .collect();
-            if !inconclusive.is_empty() {
-                out.push(format!(
-                    "The horizon leaves less than one recovery window after the fault, too little time to judge whether {} recovered: extend the horizon.",
-                    list(&inconclusive)
-                ));
-            }
-            // Mixed verdicts over seeds.
-            let mixed: Vec<String> = policies
-                .iter()
-                .map(|(m, _)| m)
-                .filter(|m| m.verdicts.mixed())
-                .map(|m| {
-                    let runs = m.verdicts.total();
-                    let parts: Vec<String> = m
-                        .verdicts
-                        .iter()
-                        .map(|(v, k)| format!("{v} in {k}"))
-                        .collect();
-                    format!("{} ({} of {runs} runs)", name(m), list(&parts))
-                })
-                .collect();
-            if !mixed.is_empty() {
-                out.push(format!(
-                    "The verdict depended on the seed for {}.",
-                    list(&mixed)
-                ));
-            }
+            out.push(f.fault_and_capacity(a, b));
+            out.extend(f.recovered_and_stuck(b));
         }
         None => {
-            amp_key = |p| p.amplification.overall;
             out.push("This scenario has no fault, so there is nothing to recover from.".into());
         }
     }
+    out.extend(f.amplification());
+    out.extend(f.goodput());
+    out.push(f.bottom_line());
+    out.join(" ")
+}
 
-    // 3. Amplification.
-    let all: Vec<&PolicySummary> = policies.iter().map(|(m, _)| m).collect();
-    let l = all.iter().map(|p| amp_key(p)).fold(f64::INFINITY, f64::min);
-    let h = all
-        .iter()
-        .map(|p| amp_key(p))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let when = if c.timeline.span().is_some() {
-        "During the fault"
-    } else {
-        "Over the run"
-    };
-    if format!("{l:.2}") != format!("{h:.2}") {
-        let lows = tied(&all, amp_key, l, 2);
-        let highs = tied(&all, amp_key, h, 2);
-        let names = |ps: &[&PolicySummary]| list(&ps.iter().map(|p| name(p)).collect::<Vec<_>>());
-        let mut s = format!(
-            "{when}, {} kept amplification lowest ({l:.2}x server calls per request) and {} pushed it highest ({h:.2}x)",
-            names(&lows),
-            names(&highs)
-        );
-        if l < 1.0 && lows.iter().all(|p| p.local_rejections > 0) {
-            s.push_str(if lows.len() == 1 {
-                "; below 1x means its clients refused some requests locally instead of calling the struggling server"
-            } else {
-                "; below 1x means their clients refused some requests locally instead of calling the struggling server"
-            });
-        }
-        s.push('.');
-        out.push(s);
-    } else if n > 1 {
-        out.push(format!(
-            "{when}, every policy had the same amplification ({l:.2}x server calls per request)."
-        ));
+/// What every step of the conclusion reads: the scenario, the policies' summaries (not empty)
+/// and how names are set off.
+struct Facts<'a> {
+    c: &'a Compiled,
+    policies: &'a [(PolicySummary, Vec<PolicySummary>)],
+    style: Style,
+}
+
+impl Facts<'_> {
+    fn name(&self, p: &PolicySummary) -> String {
+        self.style.name(&p.name)
     }
 
-    // 4. Goodput.
-    let mut ranked: Vec<&(PolicySummary, Vec<PolicySummary>)> = policies.iter().collect();
-    ranked.sort_by(|x, y| y.0.goodput_per_s.total_cmp(&x.0.goodput_per_s));
-    if let (Some(best), Some(worst)) = (ranked.first(), ranked.last())
-        && n > 1
-    {
+    fn names(&self, ps: &[&PolicySummary]) -> String {
+        list(&ps.iter().map(|p| self.name(p)).collect::<Vec<_>>())
+    }
+
+    /// The policies' summaries (means over seeds), in file order.
+    fn means(&self) -> Vec<&PolicySummary> {
+        self.policies.iter().map(|(m, _)| m).collect()
+    }
+
+    /// The policies whose verdict is `v`, in file order.
+    fn with_verdict(&self, v: Verdict) -> Vec<&PolicySummary> {
+        self.means()
+            .into_iter()
+            .filter(|m| m.verdict == v)
+            .collect()
+    }
+
+    fn faulty(&self) -> bool {
+        self.c.timeline.span().is_some()
+    }
+
+    /// The amplification the conclusion compares: during the fault, or overall without one.
+    fn amp_key(&self) -> fn(&PolicySummary) -> f64 {
+        if self.faulty() {
+            |p| {
+                p.amplification
+                    .during_fault
+                    .unwrap_or(p.amplification.overall)
+            }
+        } else {
+            |p| p.amplification.overall
+        }
+    }
+
+    /// The policies by goodput, most first (ties in file order).
+    fn ranked(&self) -> Vec<&(PolicySummary, Vec<PolicySummary>)> {
+        let mut ranked: Vec<&(PolicySummary, Vec<PolicySummary>)> = self.policies.iter().collect();
+        ranked.sort_by(|x, y| y.0.goodput_per_s.total_cmp(&x.0.goodput_per_s));
+        ranked
+    }
+
+    /// The servers' capacity at the end of the fault window `[.., b)`.
+    fn nominal(&self, b: u64) -> Option<f64> {
+        self.c.capacity_at(b.min(self.c.horizon_ns))
+    }
+
+    /// Step 1: The fault (window `[a, b)`) and what it did to the capacity against the offered load.
+    fn fault_and_capacity(&self, a: u64, b: u64) -> String {
+        let c = self.c;
+        let mut labels: Vec<String> = Vec::new();
+        for f in &c.scenario.faults {
+            let l = fault_phrase(f);
+            if !labels.contains(&l) {
+                labels.push(l);
+            }
+        }
+        let nominal = self.nominal(b);
+        let servers = c
+            .scenario
+            .downstreams
+            .iter()
+            .filter(|d| matches!(d.model, DownstreamModel::Server { .. }))
+            .count();
+        let servers_word = if servers == 1 {
+            "the server's"
+        } else {
+            "the servers'"
+        };
+        let mut during_min: Option<f64> = None;
+        for (t, _) in c.timeline.edges() {
+            if *t >= a
+                && *t < b
+                && let Some(v) = c.capacity_at(*t)
+            {
+                during_min = Some(during_min.map_or(v, |m: f64| m.min(v)));
+            }
+        }
+        let offered = mean_offered(c, a, b);
+        let mut s = format!(
+            "The {} ({}) lasted from {} to {}",
+            if labels.len() == 1 { "fault" } else { "faults" },
+            list(&labels),
+            fmt_s(secs(a)),
+            fmt_s(secs(b))
+        );
+        if let (Some(nom), Some(low)) = (nominal, during_min)
+            && low < nom * 0.999
+        {
+            s.push_str(&format!(
+                " and cut {} capacity from about {} to {} jobs/s",
+                servers_word,
+                rate(nom),
+                rate(low)
+            ));
+            if let Some(off) = offered {
+                s.push_str(&if low < off {
+                    format!(", below the {} req/s offered", rate(off))
+                } else {
+                    format!(", still above the {} req/s offered", rate(off))
+                });
+            }
+        }
+        s.push('.');
+        s
+    }
+
+    /// Step 2: Which policies recovered after the fault ended at `b`, which were stuck (and whether
+    /// their own retries kept the server overloaded), which cannot be judged, and whose verdict
+    /// depended on the seed.
+    fn recovered_and_stuck(&self, b: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        out.extend(self.recovered(b));
+        out.extend(self.stuck(b));
+        let inconclusive = self.with_verdict(Verdict::Inconclusive);
+        if !inconclusive.is_empty() {
+            out.push(format!(
+                "The horizon leaves less than one recovery window after the fault, too little time to judge whether {} recovered: extend the horizon.",
+                self.names(&inconclusive)
+            ));
+        }
+        out.extend(self.mixed());
+        out
+    }
+
+    /// The policies that recovered, fastest first.
+    fn recovered(&self, b: u64) -> Option<String> {
+        let n = self.policies.len();
+        let mut recovered = self.with_verdict(Verdict::Recovered);
+        if recovered.is_empty() {
+            return None;
+        }
+        recovered.sort_by(|x, y| {
+            x.recovery_s
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&y.recovery_s.unwrap_or(f64::INFINITY))
+        });
+        let items: Vec<String> = recovered
+            .iter()
+            .map(|p| match p.recovery_s {
+                Some(r) if r > 0.0 => format!("{} (in {})", self.name(p), fmt_s(r)),
+                Some(_) => format!("{} (at once)", self.name(p)),
+                None => self.name(p),
+            })
+            .collect();
+        let head = if recovered.len() == n {
+            format!("All {n} policies recovered")
+        } else {
+            format!("{} of {n} policies recovered", recovered.len())
+        };
+        Some(format!(
+            "{head} after the {} ended at {}: {}.",
+            if self.c.scenario.faults.len() == 1 {
+                "fault"
+            } else {
+                "faults"
+            },
+            fmt_s(secs(b)),
+            list(&items)
+        ))
+    }
+
+    /// The stuck policies, and those of them whose load after the fault stayed above capacity.
+    fn stuck(&self, b: u64) -> Vec<String> {
+        let c = self.c;
+        let n = self.policies.len();
+        let stuck = self.with_verdict(Verdict::Stuck);
+        if stuck.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let names: Vec<String> = stuck.iter().map(|p| self.name(p)).collect();
+        let head = if stuck.len() == n {
+            "Every policy was stuck: by the horizon".to_string()
+        } else if stuck.len() == 1 {
+            format!("{} was stuck: by the horizon", list(&names))
+        } else {
+            format!("{} were stuck: by the horizon", list(&names))
+        };
+        let pron = if stuck.len() == 1 || stuck.len() == n {
+            "its"
+        } else {
+            "their"
+        };
+        let horizon = secs(c.horizon_ns);
+        out.push(format!(
+            "{head} ({}, {} after the fault) {pron} goodput never held {}% of its pre-fault level for {}, with queue and latency back to theirs.",
+            fmt_s(horizon),
+            fmt_s(horizon - secs(b)),
+            group(c.scenario.recovery.threshold * 100.0, 0),
+            fmt_s(secs(c.scenario.recovery.sustain.as_nanos()))
+        ));
+        // Overloaded by their own retries after the fault?
+        if let (Some(nom), Some(off)) = (self.nominal(b), mean_offered(c, b, c.horizon_ns))
+            && off > 0.0
+        {
+            let over: Vec<String> = stuck
+                .iter()
+                .filter_map(|p| {
+                    let amp = p.amplification.after_fault?;
+                    (amp * off > nom).then(|| format!("{} ({:.2}x)", self.name(p), amp))
+                })
+                .collect();
+            if !over.is_empty() {
+                out.push(format!(
+                    "After the fault, {} still sent the server more than its capacity ({:.2}x the offered load): {} own retries kept it overloaded.",
+                    list(&over),
+                    nom / off,
+                    if over.len() == 1 { "its" } else { "their" }
+                ));
+            }
+        }
+        out
+    }
+
+    /// The policies whose verdict differed between seeds, with their counts.
+    fn mixed(&self) -> Option<String> {
+        let mixed: Vec<String> = self
+            .means()
+            .into_iter()
+            .filter(|m| m.verdicts.mixed())
+            .map(|m| {
+                let runs = m.verdicts.total();
+                let parts: Vec<String> = m
+                    .verdicts
+                    .iter()
+                    .map(|(v, k)| format!("{v} in {k}"))
+                    .collect();
+                format!("{} ({} of {runs} runs)", self.name(m), list(&parts))
+            })
+            .collect();
+        (!mixed.is_empty())
+            .then(|| format!("The verdict depended on the seed for {}.", list(&mixed)))
+    }
+
+    /// Step 3: The lowest and highest amplification.
+    fn amplification(&self) -> Option<String> {
+        let amp_key = self.amp_key();
+        let all = self.means();
+        let l = all.iter().map(|p| amp_key(p)).fold(f64::INFINITY, f64::min);
+        let h = all
+            .iter()
+            .map(|p| amp_key(p))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let when = if self.faulty() {
+            "During the fault"
+        } else {
+            "Over the run"
+        };
+        if format!("{l:.2}") != format!("{h:.2}") {
+            let lows = tied(&all, amp_key, l, 2);
+            let highs = tied(&all, amp_key, h, 2);
+            let mut s = format!(
+                "{when}, {} kept amplification lowest ({l:.2}x server calls per request) and {} pushed it highest ({h:.2}x)",
+                self.names(&lows),
+                self.names(&highs)
+            );
+            if l < 1.0 && lows.iter().all(|p| p.local_rejections > 0) {
+                s.push_str(if lows.len() == 1 {
+                    "; below 1x means its clients refused some requests locally instead of calling the struggling server"
+                } else {
+                    "; below 1x means their clients refused some requests locally instead of calling the struggling server"
+                });
+            }
+            s.push('.');
+            Some(s)
+        } else if self.policies.len() > 1 {
+            Some(format!(
+                "{when}, every policy had the same amplification ({l:.2}x server calls per request)."
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Step 4: The most and least goodput, and whether the best is ahead by more than the intervals.
+    fn goodput(&self) -> Option<String> {
+        let n = self.policies.len();
+        let ranked = self.ranked();
+        let (Some(best), Some(worst)) = (ranked.first(), ranked.last()) else {
+            return None;
+        };
+        if n <= 1 {
+            return None;
+        }
+        let all = self.means();
         let good = |p: &PolicySummary| p.goodput_per_s;
         let tops = tied(&all, good, best.0.goodput_per_s, 1);
         let bottoms = tied(&all, good, worst.0.goodput_per_s, 1);
-        let names = |ps: &[&PolicySummary]| list(&ps.iter().map(|p| name(p)).collect::<Vec<_>>());
         let mut s = if tops.len() == n {
             format!(
                 "Every policy delivered the same goodput ({} req/s)",
@@ -387,7 +463,7 @@ pub fn conclusion(
         } else {
             format!(
                 "{} delivered the most goodput ({} req/s; {:.1}% of requests succeeded)",
-                names(&tops),
+                self.names(&tops),
                 group(best.0.goodput_per_s, 1),
                 best.0.success_rate * 100.0
             )
@@ -406,7 +482,7 @@ pub fn conclusion(
             if b_lo <= s_hi {
                 s.push_str(&format!(
                     ", though {} is within the 95% intervals",
-                    name(&second.0)
+                    self.name(&second.0)
                 ));
             } else {
                 s.push_str(", ahead of the others by more than the 95% intervals");
@@ -415,64 +491,66 @@ pub fn conclusion(
         if tops.len() < n {
             s.push_str(&format!(
                 "; {} delivered the least ({} req/s).",
-                names(&bottoms),
+                self.names(&bottoms),
                 group(worst.0.goodput_per_s, 1)
             ));
         } else {
             s.push('.');
         }
-        out.push(s);
+        Some(s)
     }
 
-    // 5. Bottom line.
-    let faulty = c.timeline.span().is_some();
-    let candidates: Vec<&PolicySummary> = policies
-        .iter()
-        .map(|(m, _)| m)
-        .filter(|m| !faulty || m.verdict == Verdict::Recovered)
-        .collect();
-    let pick = candidates.iter().copied().max_by(|x, y| {
-        x.goodput_per_s
-            .total_cmp(&y.goodput_per_s)
-            .then(amp_key(y).total_cmp(&amp_key(x)))
-    });
-    let stuck: Vec<String> = policies
-        .iter()
-        .map(|(m, _)| m)
-        .filter(|m| m.verdict == Verdict::Stuck)
-        .map(&name)
-        .collect();
-    match pick {
-        Some(best) if faulty => {
-            let mut s = format!(
-                "Bottom line: {} kept the downstream alive best in this scenario: it recovered{}, with the most goodput of the policies that did.",
-                name(best),
-                match best.recovery_s {
-                    Some(r) if r > 0.0 => format!(" {} after the fault", fmt_s(r)),
-                    Some(_) => " as soon as the fault ended".to_string(),
-                    None => String::new(),
+    /// Step 5: The bottom line: the policy to pick, and those to avoid.
+    fn bottom_line(&self) -> String {
+        let amp_key = self.amp_key();
+        let faulty = self.faulty();
+        let candidates: Vec<&PolicySummary> = self
+            .means()
+            .into_iter()
+            .filter(|m| !faulty || m.verdict == Verdict::Recovered)
+            .collect();
+        let pick = candidates.iter().copied().max_by(|x, y| {
+            x.goodput_per_s
+                .total_cmp(&y.goodput_per_s)
+                .then(amp_key(y).total_cmp(&amp_key(x)))
+        });
+        let stuck: Vec<String> = self
+            .with_verdict(Verdict::Stuck)
+            .iter()
+            .map(|p| self.name(p))
+            .collect();
+        match pick {
+            Some(best) if faulty => {
+                let mut s = format!(
+                    "Bottom line: {} kept the downstream alive best in this scenario: it recovered{}, with the most goodput of the policies that did.",
+                    self.name(best),
+                    match best.recovery_s {
+                        Some(r) if r > 0.0 => format!(" {} after the fault", fmt_s(r)),
+                        Some(_) => " as soon as the fault ended".to_string(),
+                        None => String::new(),
+                    }
+                );
+                if !stuck.is_empty() {
+                    s.push_str(&format!(
+                        " Avoid {} under this kind of fault.",
+                        list(&stuck)
+                    ));
                 }
-            );
-            if !stuck.is_empty() {
-                s.push_str(&format!(
-                    " Avoid {} under this kind of fault.",
-                    list(&stuck)
-                ));
+                s
             }
-            out.push(s);
-        }
-        Some(best) => out.push(format!(
-            "Bottom line: {} delivered the most goodput in this scenario.",
-            name(best)
-        )),
-        None => {
-            let most = ranked.first().map(|p| name(&p.0)).unwrap_or_default();
-            out.push(format!(
-                "Bottom line: no policy kept the downstream alive through this fault; {most} lost the least goodput."
-            ));
+            Some(best) => format!(
+                "Bottom line: {} delivered the most goodput in this scenario.",
+                self.name(best)
+            ),
+            None => {
+                let ranked = self.ranked();
+                let most = ranked.first().map(|p| self.name(&p.0)).unwrap_or_default();
+                format!(
+                    "Bottom line: no policy kept the downstream alive through this fault; {most} lost the least goodput."
+                )
+            }
         }
     }
-    out.join(" ")
 }
 
 /// `text` wrapped at `width` columns (words are never split).

@@ -11,8 +11,8 @@
 use std::fmt::Write;
 
 use crate::client::stack::NodeKind;
+use crate::compile::Compiled;
 use crate::run::RunResult;
-use crate::scenario::Compiled;
 use crate::scenario::Scope;
 
 /// The header row.

@@ -12,22 +12,16 @@
 //!
 //! # Capacity
 //!
-//! A server's capacity is what its workers can complete per second: `workers ÷ mean service
-//! time` (the mean of the service distribution; with `per_in_flight`, the service time when
-//! every worker is busy and the queue is empty, `mean + per_in_flight × workers`). While faults
-//! are active: a `CapacityLoss` removes `ceil(share × workers)` workers, a `LatencyInflation`
-//! multiplies the service time by its factor, an `Outage` makes it 0. Error-rate and throttle
-//! faults leave it unchanged (jobs are still served, or refused without using a worker).
-//! Network delays do not hold a worker and do not count. With several servers the line is the
-//! sum; registers and scripted downstreams have no capacity and are left out.
+//! The capacity and offered-load lines are the model's curves ([`crate::model::capacity`]): the
+//! servers' completions per second with the faults applied, and the open loop's rate.
 
+use crate::compile::Compiled;
 use crate::metrics::Bucket;
 use crate::model::dist::Sampler;
 use crate::run::RunResult;
-use crate::scenario::Compiled;
 use crate::scenario::{DownstreamModel, Fault, OutageMode, Workload};
 
-use super::plot::{Axis, Chart, Reference, Series, TickFormat, Window, group};
+use crate::plot::{Axis, Chart, Reference, Series, TickFormat, Window, group};
 use crate::stats::mean_ci95 as mean_ci;
 
 /// One figure of the report.
@@ -44,55 +38,6 @@ pub struct Figure {
 /// Seconds of `ns`.
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
-}
-
-/// The capacity of the servers at instant `t` (ns), in jobs per second, or `None` without
-/// servers. See the module docs.
-pub fn capacity_at(c: &Compiled, t: u64) -> Option<f64> {
-    let mut total = None;
-    for (i, d) in c.scenario.downstreams.iter().enumerate() {
-        let DownstreamModel::Server {
-            workers,
-            service,
-            per_in_flight,
-            ..
-        } = &d.model
-        else {
-            continue;
-        };
-        let lost = c.timeline.capacity_lost(i, t);
-        let gone = (f64::from(*workers) * lost).ceil();
-        let left = (f64::from(*workers) - gone).max(0.0);
-        let mean = Sampler::new(service).mean_secs() * c.timeline.latency_factor(i, t)
-            + secs(per_in_flight.as_nanos()) * f64::from(*workers);
-        let down = c.timeline.on_arrival(i, t).outage.is_some();
-        let cap = if down || mean <= 0.0 {
-            if down { 0.0 } else { f64::INFINITY }
-        } else {
-            left / mean
-        };
-        *total.get_or_insert(0.0) += cap;
-    }
-    total.filter(|v: &f64| v.is_finite())
-}
-
-/// The open-loop offered rate at `t` (ns): the workload's rate with its steps and load spikes,
-/// or `None` for other workloads.
-pub fn offered_at(c: &Compiled, t: u64) -> Option<f64> {
-    let Workload::OpenLoop {
-        rate, start, steps, ..
-    } = &c.scenario.workload
-    else {
-        return None;
-    };
-    if t < start.as_nanos() {
-        return Some(0.0);
-    }
-    let base = steps
-        .iter()
-        .rfind(|s| s.at.as_nanos() <= t)
-        .map_or(*rate, |s| s.rate);
-    Some(base * c.timeline.load_factor(t))
 }
 
 /// The rate the amplification plot divides by, and how it was obtained: the open loop's rate,
@@ -150,9 +95,9 @@ fn fault_edges(c: &Compiled) -> Vec<u64> {
 
 /// The capacity step line (jobs/s), or `None` without servers.
 pub fn capacity_line(c: &Compiled) -> Option<Vec<(f64, f64)>> {
-    capacity_at(c, 0)?;
+    c.capacity_at(0)?;
     Some(step_points(c, fault_edges(c), |t| {
-        capacity_at(c, t).unwrap_or(0.0)
+        c.capacity_at(t).unwrap_or(0.0)
     }))
 }
 
@@ -164,7 +109,7 @@ pub fn offered_line(c: &Compiled) -> Option<Vec<(f64, f64)>> {
     let mut breaks = fault_edges(c);
     breaks.push(start.as_nanos());
     breaks.extend(steps.iter().map(|s| s.at.as_nanos()));
-    Some(step_points(c, breaks, |t| offered_at(c, t).unwrap_or(0.0)))
+    Some(step_points(c, breaks, |t| c.offered_at(t).unwrap_or(0.0)))
 }
 
 /// How each server's capacity is computed, one line each, with the numbers.

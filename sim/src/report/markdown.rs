@@ -8,8 +8,8 @@ use std::fmt::Write;
 use super::conclusion::{Style, conclusion};
 use super::figures::{Figure, capacity_notes};
 use super::table;
+use crate::compile::Compiled;
 use crate::metrics::PolicySummary;
-use crate::scenario::Compiled;
 use crate::scenario::Workload;
 
 /// The metrics' definitions, in short (the exact ones are in the `sim` crate's `metrics` module

@@ -3,18 +3,21 @@
 //! The public entry points render a [`Runs`]: [`write()`] (the whole report folder, written to a
 //! temporary folder and renamed into place), [`table`], [`conclusion`], [`terminal`] (what `sim
 //! run` prints), [`summary_json`], [`timeseries_csv`], [`summary_md`], [`figure_png`] and
-//! [`figure_svg`]; [`sweep`] renders a sweep the same way. Inside:
+//! [`figure_svg`]; [`grid::sweep`] renders a sweep the same way. Inside:
 //!
-//! - `json`: `summary.json` (the contract other tools read), and the mean of several seeds'
-//!   summaries.
+//! - `json`: `summary.json` (the contract other tools read); the mean of several seeds'
+//!   summaries is the summary types' own ([`crate::metrics::Mean`]).
 //! - `csv`: `timeseries.csv`, one row per (policy, seed, bucket).
 //! - `table`: the comparison table. `conclusion`: the plain-language conclusion.
 //! - `markdown`: `summary.md`: description, conclusion, table, plots, parameters, definitions.
 //! - `llm`: the tokens-and-money table, for scenarios with an LLM provider.
 //! - `figures`: the report's plots (amplification, goodput, queue, latency) built from the runs,
-//!   and the capacity and offered-load reference lines computed from the scenario.
-//! - [`plot`]: the drawing code: line charts with bands, shaded windows and reference lines, to
-//!   SVG and PNG, from plain data (reusable for any figure).
+//!   with the model's capacity and offered-load curves as reference lines.
+//! - `map`, `sweep`, `shards`: the renderings of maps and sweeps, and the shard files a map
+//!   split over machines writes and merges.
+//!
+//! The drawing is [`crate::plot`]'s (line charts and heatmaps from plain data, to SVG and PNG),
+//! which knows nothing of scenarios or runs: this module only hands it charts.
 //!
 //! Every writer is a pure function of the runs' results, so reports are byte-identical for the
 //! same scenario and seeds whatever the thread count. Wall-clock figures never go into them.
@@ -22,21 +25,17 @@
 pub(crate) mod conclusion;
 pub(crate) mod csv;
 pub(crate) mod figures;
-pub mod heatmap;
+pub mod grid;
 pub(crate) mod json;
 pub(crate) mod llm;
-pub(crate) mod map;
 pub(crate) mod markdown;
-pub mod plot;
-pub(crate) mod shards;
-pub mod sweep;
 pub(crate) mod table;
 mod terminal;
 pub(crate) mod write;
 
-pub use plot::PlotError;
+pub use crate::plot::PlotError;
 pub use terminal::terminal;
-pub use write::{folder_name, write};
+pub use write::write;
 
 use crate::run::Runs;
 
@@ -85,12 +84,12 @@ pub fn conclusion(runs: &Runs<'_>) -> String {
 /// One of the report's plots ([`FIGURES`]: `amplification`, `goodput`, `queue`, `latency`) as
 /// PNG bytes.
 pub fn figure_png(runs: &Runs<'_>, stem: &str) -> Result<Vec<u8>, PlotError> {
-    plot::png(&figure(runs, stem)?.chart)
+    crate::plot::png(&figure(runs, stem)?.chart)
 }
 
 /// One of the report's plots as SVG text.
 pub fn figure_svg(runs: &Runs<'_>, stem: &str) -> Result<String, PlotError> {
-    plot::svg(&figure(runs, stem)?.chart)
+    crate::plot::svg(&figure(runs, stem)?.chart)
 }
 
 fn figure(runs: &Runs<'_>, stem: &str) -> Result<figures::Figure, PlotError> {

@@ -3,20 +3,20 @@
 
 use std::path::PathBuf;
 
+use crate::compile::Compiled;
 use crate::metrics::PolicySummary;
+use crate::plot::{self, PALETTE, PNG_SCALE, WIDTH};
 use crate::report::conclusion::{Style, conclusion};
 use crate::report::figures::{self, Figure};
-use crate::report::plot::{self, PALETTE, PNG_SCALE, WIDTH};
 use crate::report::{self, csv, table};
 use crate::run::{BatchOptions, RunResult, Runs, run_all};
-use crate::scenario::Compiled;
 
 const STORM: &str = include_str!("../../tests/data/storm.ron");
 
 mod common {
     /// Parses, checks and compiles `text`, panicking with the error message if it is refused.
-    pub fn compile(text: &str) -> crate::scenario::Compiled {
-        crate::scenario::load(text, "test.ron").unwrap_or_else(|e| panic!("{e}"))
+    pub fn compile(text: &str) -> crate::compile::Compiled {
+        crate::load::load(text, "test.ron").unwrap_or_else(|e| panic!("{e}"))
     }
 }
 

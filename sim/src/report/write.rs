@@ -7,23 +7,6 @@ use std::path::{Path, PathBuf};
 
 use crate::run::Runs;
 
-/// A file-system-safe folder name for a scenario name: ASCII letters, digits, `-` and `_`,
-/// lower-cased; anything else becomes `-`.
-pub fn folder_name(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|ch| {
-            if ch.is_ascii_alphanumeric() || ch == '-' || ch == '_' {
-                ch.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let s = s.trim_matches('-').to_string();
-    if s.is_empty() { "scenario".into() } else { s }
-}
-
 /// Writes the report of `runs` into `out/<folder name of the scenario>/` and returns that
 /// folder: `summary.md`, `summary.json`, `timeseries.csv` and the plots (SVG and PNG). Atomic
 /// (see the module docs); an earlier report in the folder is replaced.
@@ -48,10 +31,10 @@ pub fn write(out: &Path, runs: &Runs<'_>) -> std::io::Result<PathBuf> {
     ];
     let plots = figs
         .par_iter()
-        .map(|f| super::plot::render(&f.chart, f.stem))
+        .map(|f| crate::plot::render(&f.chart, f.stem))
         .collect::<std::io::Result<Vec<_>>>()?;
     let files = files.into_iter().chain(plots.into_iter().flatten());
-    write_folder(out, &folder_name(&c.scenario.name), files)
+    write_folder(out, &crate::scenario::folder_name(&c.scenario.name), files)
 }
 
 /// Writes `files` (name, bytes) into `out/name/` atomically: into `out/.name.tmp-<pid>/` first,

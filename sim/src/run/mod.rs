@@ -5,10 +5,9 @@
 //! and its seed, so the output is the same whatever the number of threads. Results come back in
 //! (seed, policy) order from an indexed parallel iterator, never in completion order.
 
-pub(crate) mod grid;
-pub(crate) mod map;
-pub mod shard;
-pub mod sweep;
+pub mod admission;
+mod error;
+pub mod grid;
 pub(crate) mod world;
 
 use std::io::IsTerminal;
@@ -18,10 +17,12 @@ use std::time::Instant as WallClock;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
+use crate::compile::Compiled;
 use crate::metrics::PolicySummary;
-use crate::scenario::Compiled;
+pub use admission::Estimate;
+pub use error::RunError;
 pub(crate) use world::World;
-pub use world::{RunError, RunOutput, TraceRow};
+pub use world::{RunOutput, TraceRow};
 
 /// Every run of a scenario under a list of seeds: what [`run`] returns and the
 /// [`report`](crate::report) renders.
@@ -37,7 +38,7 @@ pub struct Runs<'c> {
 
 impl Runs<'_> {
     /// Per policy, in file order: its summary (the mean over seeds when there are several, see
-    /// [`report`](crate::report)) and its per-seed summaries.
+    /// [`Mean`](crate::metrics::Mean)) and its per-seed summaries.
     pub fn per_policy(&self) -> Vec<(PolicySummary, Vec<PolicySummary>)> {
         (0..self.compiled.stacks.len())
             .map(|p| {
@@ -47,7 +48,7 @@ impl Runs<'_> {
                     .filter(|r| r.policy == p)
                     .map(|r| r.output.summary.clone())
                     .collect();
-                (crate::report::json::mean_summary(&runs), runs)
+                (PolicySummary::mean_of(&runs), runs)
             })
             .collect()
     }
@@ -55,7 +56,7 @@ impl Runs<'_> {
 
 /// Runs every policy of `c` under each of `seeds`, in parallel; results ordered by seed, then
 /// policy, whatever the number of threads.
-pub fn run<'c>(c: &'c Compiled, seeds: &[u64], opts: BatchOptions) -> Result<Runs<'c>, String> {
+pub fn run<'c>(c: &'c Compiled, seeds: &[u64], opts: BatchOptions) -> Result<Runs<'c>, RunError> {
     Ok(Runs {
         compiled: c,
         seeds: seeds.to_vec(),
@@ -89,7 +90,7 @@ pub(crate) fn run_all(
     c: &Compiled,
     seeds: &[u64],
     opts: BatchOptions,
-) -> Result<Vec<RunResult>, String> {
+) -> Result<Vec<RunResult>, RunError> {
     let pairs: Vec<(u64, usize)> = seeds
         .iter()
         .flat_map(|&s| (0..c.stacks.len()).map(move |p| (s, p)))
@@ -116,12 +117,15 @@ pub(crate) fn run_one(
     policy: usize,
     seed: u64,
     tick: &(dyn Fn(u64) + Sync),
-) -> Result<RunOutput, String> {
-    let name = &c.scenario.policies[policy].name;
+) -> Result<RunOutput, RunError> {
     World::new(c, policy, seed, false)
         .with_progress(tick)
         .run()
-        .map_err(|e| format!("policy \"{name}\", seed {seed}: {e}"))
+        .map_err(|e| RunError::Run {
+            policy: c.scenario.policies[policy].name.clone(),
+            seed,
+            error: Box::new(e),
+        })
 }
 
 /// Runs `f` on every job in parallel, on `opts.jobs` threads (0: one per core), and returns the
@@ -133,8 +137,8 @@ pub(crate) fn parallel<J: Sync, T: Send>(
     total_ms: u64,
     name: &str,
     opts: BatchOptions,
-    f: impl Fn(&J, &(dyn Fn(u64) + Sync)) -> Result<T, String> + Sync,
-) -> Result<Vec<T>, String> {
+    f: impl Fn(&J, &(dyn Fn(u64) + Sync)) -> Result<T, RunError> + Sync,
+) -> Result<Vec<T>, RunError> {
     let bar = ProgressBar::with_draw_target(Some(total_ms.max(1)), ProgressDrawTarget::hidden());
     if let Ok(style) = ProgressStyle::with_template(
         "{spinner} {msg} [{bar:40}] {percent:>3}% virtual time, eta {eta}",
@@ -155,14 +159,17 @@ pub(crate) fn parallel<J: Sync, T: Send>(
             bar.set_draw_target(ProgressDrawTarget::stderr());
         }
     };
-    let work = || -> Result<Vec<T>, String> { jobs.par_iter().map(|j| f(j, &tick)).collect() };
+    let work = || -> Result<Vec<T>, RunError> { jobs.par_iter().map(|j| f(j, &tick)).collect() };
     let result = if opts.jobs == 0 {
         work()
     } else {
         rayon::ThreadPoolBuilder::new()
             .num_threads(opts.jobs)
             .build()
-            .map_err(|e| format!("cannot start {} threads: {e}", opts.jobs))?
+            .map_err(|e| RunError::Threads {
+                jobs: opts.jobs,
+                message: e.to_string(),
+            })?
             .install(work)
     };
     bar.finish_and_clear();
@@ -170,16 +177,14 @@ pub(crate) fn parallel<J: Sync, T: Send>(
 }
 
 /// Runs one policy with tracing on and returns its trace rows in request order.
-pub fn trace(c: &Compiled, policy: usize, seed: u64) -> Result<Vec<TraceRow>, String> {
+pub fn trace(c: &Compiled, policy: usize, seed: u64) -> Result<Vec<TraceRow>, RunError> {
     if policy >= c.stacks.len() {
-        return Err(format!(
-            "no policy #{policy}: the scenario has {}",
-            c.stacks.len()
-        ));
+        return Err(RunError::NoPolicy {
+            index: policy,
+            policies: c.stacks.len(),
+        });
     }
-    let out = World::new(c, policy, seed, true)
-        .run()
-        .map_err(|e| e.to_string())?;
+    let out = World::new(c, policy, seed, true).run()?;
     let mut rows = out.trace.unwrap_or_default();
     rows.sort_by_key(|r| r.request);
     Ok(rows)

@@ -41,7 +41,7 @@ pub fn parse_all(text: &str, path: &str) -> Result<Vec<Scenario>, ScenarioError>
 }
 
 /// Whether the first token after white space, comments and `#![..]` attributes is `[`.
-pub(super) fn starts_with_list(text: &str) -> bool {
+pub(crate) fn starts_with_list(text: &str) -> bool {
     text.as_bytes().get(first_token(text)) == Some(&b'[')
 }
 

@@ -230,7 +230,7 @@ pub enum DownstreamModel {
         #[serde(default)]
         latency: Duration,
     },
-    /// An LLM provider (see [`LlmProvider`]).
+    /// An LLM provider (see [`LlmProvider`](super::LlmProvider)).
     LlmProvider(super::LlmProvider),
 }
 

@@ -1,13 +1,13 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use sim::compile::Compiled;
 use sim::metrics::PolicySummary;
 use sim::run::{BatchOptions, RunResult};
-use sim::scenario::{self, Compiled};
 
 /// Parses, validates and compiles `text`, panicking with the error message if it is refused.
 pub fn compile(text: &str) -> Compiled {
-    scenario::load(text, "test.ron").unwrap_or_else(|e| panic!("{e}"))
+    sim::load(text, "test.ron").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// One thread, no progress bar.
@@ -31,7 +31,7 @@ pub fn summaries(text: &str) -> Vec<PolicySummary> {
 
 /// The validation error `text` gets, as displayed.
 pub fn error(text: &str) -> String {
-    match scenario::load(text, "bad.ron") {
+    match sim::load(text, "bad.ron") {
         Ok(_) => panic!("accepted:\n{text}"),
         Err(e) => e.to_string(),
     }

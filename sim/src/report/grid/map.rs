@@ -1,15 +1,15 @@
 //! A map's report: `map.csv` (every cell × policy), `map.md` (where each policy's cliff is, the
 //! figures, how to read them) and two figures, as SVG and PNG: `map-stuck` (share of seeds stuck)
 //! and `map-recovery` (median recovery time), one panel per policy, the vulnerable region
-//! outlined, drawn with [`heatmap`](super::heatmap). Written atomically like a run's report.
+//! outlined, drawn with [`heatmap`](crate::plot::heatmap). Written atomically like a run's report.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use super::csv::field;
-use super::heatmap::{Cell, ColorScale, Heatmap, Panel, Ramp};
 use crate::metrics::Verdict;
-use crate::run::map::MapResult;
+use crate::plot::heatmap::{Cell, ColorScale, Heatmap, Panel, Ramp};
+use crate::report::csv::field;
+use crate::run::grid::map::MapResult;
 use crate::scenario::{Sweep, SweepValue};
 
 /// The CSV header of [`csv`].
@@ -74,7 +74,7 @@ fn number(v: f64) -> String {
     let d = (0..=3)
         .find(|&d| ((v * 10f64.powi(d)).round() - v * 10f64.powi(d)).abs() < 1e-9)
         .unwrap_or(3) as usize;
-    super::plot::group(v, d)
+    crate::plot::group(v, d)
 }
 
 /// An axis in the parameter's own unit: its name, unit and one tick label per value. Durations
@@ -218,7 +218,7 @@ pub fn figures(m: &MapResult) -> [(&'static str, Heatmap); 2] {
         .flatten()
         .filter_map(|c| c.median_recovery())
         .fold(0.0, f64::max);
-    let ticks = super::plot::nice_ticks(0.0, longest.max(1.0), 4);
+    let ticks = crate::plot::nice_ticks(0.0, longest.max(1.0), 4);
     let top = ticks.last().copied().unwrap_or(1.0).max(longest).max(1.0);
     let recovery = Heatmap {
         title: format!("{name}: median time to recover after the fault"),
@@ -386,12 +386,12 @@ pub fn write(out: &Path, m: &MapResult, command: &str) -> std::io::Result<PathBu
             Ok(vec![
                 (
                     format!("{stem}.svg"),
-                    super::heatmap::svg(fig)?.into_bytes(),
+                    crate::plot::heatmap::svg(fig)?.into_bytes(),
                 ),
-                (format!("{stem}.png"), super::heatmap::png(fig)?),
+                (format!("{stem}.png"), crate::plot::heatmap::png(fig)?),
             ])
         })
         .collect::<std::io::Result<Vec<_>>>()?;
     files.extend(drawn.into_iter().flatten());
-    super::write::write_folder(out, &super::folder_name(&m.scenario.name), files)
+    crate::report::write::write_folder(out, &crate::scenario::folder_name(&m.scenario.name), files)
 }

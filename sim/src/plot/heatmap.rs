@@ -1,6 +1,6 @@
 //! Heatmaps as SVG and PNG: a grid of cells over two parameters, one panel per policy, with a
 //! region outlined. The drawing behind `sim map`'s figures, in the same style as the line charts
-//! of [`plot`](super::plot) (same font, sizes, width and PNG scale).
+//! of [`plot`](super) (same font, sizes, width and PNG scale).
 //!
 //! A [`Heatmap`] is plain data: the two axes as categories (one tick per grid value, in the
 //! parameter's own unit), one [`Panel`] per policy with a value per cell, and a [`ColorScale`].
@@ -9,7 +9,7 @@
 //! the region they form.
 //!
 //! ```
-//! use sim::report::heatmap::{Cell, ColorScale, Heatmap, Panel, Ramp};
+//! use sim::plot::heatmap::{Cell, ColorScale, Heatmap, Panel, Ramp};
 //! let map = Heatmap {
 //!     title: "stuck runs".into(),
 //!     subtitle: String::new(),
@@ -24,14 +24,14 @@
 //!     scale: ColorScale::share("share of seeds stuck", Ramp::Blues),
 //!     outline_label: "at least one seed stuck".into(),
 //! };
-//! let svg = sim::report::heatmap::svg(&map).unwrap();
+//! let svg = sim::plot::heatmap::svg(&map).unwrap();
 //! assert!(svg.contains("naive retries"));
 //! ```
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::plot::{
+use super::{
     FONT_FAMILY, PNG_SCALE, PlotError, WIDTH, encode_png, ensure_font, err, text_width, with_title,
 };
 

@@ -8,7 +8,7 @@
 //! writes `STEM.svg` and `STEM.png`.
 //!
 //! ```
-//! use sim::report::plot::{Axis, Chart, Reference, Series, TickFormat, Window};
+//! use sim::plot::{Axis, Chart, Reference, Series, TickFormat, Window};
 //!
 //! let chart = Chart {
 //!     title: "Load on the server vs failure probability".into(),
@@ -20,9 +20,9 @@
 //!     windows: vec![Window { from: 0.4, until: 0.6, label: "overload".into() }],
 //!     references: vec![Reference::dashed("capacity", vec![(0.0, 1.5), (0.9, 1.5)])],
 //! };
-//! let svg = sim::report::plot::svg(&chart).unwrap();
+//! let svg = sim::plot::svg(&chart).unwrap();
 //! assert!(svg.contains("naive retries"));
-//! let png = sim::report::plot::png(&chart).unwrap();
+//! let png = sim::plot::png(&chart).unwrap();
 //! assert_eq!(&png[1..4], b"PNG");
 //! ```
 //!
@@ -44,6 +44,7 @@
 //! `draw` the drawing itself, one step per part of the figure.
 
 mod draw;
+pub mod heatmap;
 mod layout;
 mod ticks;
 
@@ -60,7 +61,7 @@ pub use ticks::{group, nice_ticks};
 pub const FONT_FAMILY: &str = "DejaVu Sans, Verdana, sans-serif";
 
 /// DejaVu Sans 2.37 (see `sim/assets/DejaVuSans-LICENSE.txt`).
-static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
 /// Width of every figure in CSS pixels (the SVG's size).
 pub const WIDTH: u32 = 800;

@@ -1,5 +1,5 @@
 //! A map: the scenario over a grid of two parameters × policies × seeds, and per cell and policy
-//! the figures `sim map` draws (rendered by [`report::map`](crate::report::map)).
+//! the figures `sim map` draws (rendered by `report::grid::map`).
 //!
 //! Per cell and policy, over the seeds:
 //! - **stuck share**: runs whose verdict is `stuck` ÷ runs;

@@ -1,5 +1,5 @@
 //! [`Compiled`]: a checked scenario turned into what runs need, built once by
-//! [`load`](super::load) and shared (read-only) by every (policy, seed) run, including the core
+//! the compile stage and shared (read-only) by every (policy, seed) run, including the core
 //! policies that breakers borrow.
 
 use std::collections::HashSet;
@@ -7,13 +7,17 @@ use std::collections::HashSet;
 use reliable_core::Duration;
 
 use crate::client::CompiledStack;
+use crate::model::capacity;
 use crate::model::faults::Timeline;
-use crate::scenario::{DownstreamModel, Fault, Scenario, ScriptAnswer};
+use crate::scenario::{
+    DownstreamModel, Fault, Path, Scenario, ScenarioError, ScriptAnswer, SweepValue, Workload,
+    locate, sweep,
+};
 
 /// Most distinct Retry-After hints a scenario may use (they are indexed by `u16`).
 pub(crate) const MAX_HINTS: usize = u16::MAX as usize;
 
-/// A scenario ready to run: what [`load`](super::load) returns.
+/// A scenario ready to run: what [`compile_all`](super::compile_all) (and [`crate::load()`]) returns.
 #[derive(Clone, Debug)]
 pub struct Compiled {
     /// The scenario as written (readable by tools that run it elsewhere).
@@ -44,15 +48,15 @@ pub(crate) struct Origin {
     /// Its text (empty for a scenario built in code).
     pub text: std::sync::Arc<str>,
     /// The scenario's path in the file.
-    pub root: super::Path,
+    pub root: Path,
 }
 
 impl Origin {
     /// An error at `field`, with its position when the text has it.
-    pub fn fail(&self, field: &super::Path, message: String) -> super::ScenarioError {
-        super::ScenarioError::Invalid {
+    pub fn fail(&self, field: &Path, message: String) -> ScenarioError {
+        ScenarioError::Invalid {
             path: self.file.clone(),
-            position: super::locate(&self.text, field),
+            position: locate(&self.text, field),
             field: field.to_string(),
             message,
         }
@@ -78,7 +82,7 @@ pub(crate) fn scripted_hints(scenario: &Scenario) -> Vec<Duration> {
 }
 
 impl Compiled {
-    /// Puts together a scenario and the stacks [`check`](super::validate::check) compiled for it.
+    /// Puts together a scenario and the stacks the compile stage's checks compiled for it.
     pub(crate) fn build(
         scenario: Scenario,
         mut stacks: Vec<CompiledStack>,
@@ -122,11 +126,11 @@ impl Compiled {
     pub fn with_value(
         &self,
         parameter: &str,
-        value: &super::SweepValue,
-    ) -> Result<Compiled, super::ScenarioError> {
+        value: &SweepValue,
+    ) -> Result<Compiled, ScenarioError> {
         let shown = format!("{} ({parameter} = {value})", self.origin.file);
-        let s = super::sweep::variant(&self.scenario, parameter, value).map_err(|message| {
-            super::ScenarioError::Invalid {
+        let s = sweep::variant(&self.scenario, parameter, value).map_err(|message| {
+            ScenarioError::Invalid {
                 path: shown.clone(),
                 position: None,
                 field: parameter.to_string(),
@@ -134,6 +138,18 @@ impl Compiled {
             }
         })?;
         super::compile(s, &shown, &super::Limits::default())
+    }
+
+    /// The capacity of the servers at instant `t` (ns), in jobs per second, or `None` without
+    /// servers: the model's capacity curve with this scenario's faults.
+    pub fn capacity_at(&self, t: u64) -> Option<f64> {
+        capacity::capacity_at(&self.scenario, &self.timeline, t)
+    }
+
+    /// The open-loop offered rate at `t` (ns), or `None` for other workloads
+    /// (the model's offered-load curve).
+    pub fn offered_at(&self, t: u64) -> Option<f64> {
+        capacity::offered_at(&self.scenario, &self.timeline, t)
     }
 
     /// The index of hint `d`.
@@ -144,9 +160,9 @@ impl Compiled {
     /// Number of clients of the workload.
     pub(crate) fn clients(&self) -> u32 {
         match &self.scenario.workload {
-            crate::scenario::Workload::OpenLoop { clients, .. } => *clients,
-            crate::scenario::Workload::ClosedLoop { clients, .. } => *clients,
-            crate::scenario::Workload::JobSet { clients, .. } => *clients,
+            Workload::OpenLoop { clients, .. } => *clients,
+            Workload::ClosedLoop { clients, .. } => *clients,
+            Workload::JobSet { clients, .. } => *clients,
         }
     }
 }

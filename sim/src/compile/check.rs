@@ -10,82 +10,14 @@ use std::collections::HashMap;
 
 use reliable_core::Duration;
 
-use super::error::ScenarioError;
-use super::locate::{Path, Seg, locate};
-use super::types::*;
+use super::livelock::{LIVELOCK, livelock};
+use super::{Limits, compiled};
 use crate::client::CompiledStack;
-
-/// Upper bounds that keep a run within memory and time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Limits {
-    /// Most metrics buckets per run.
-    pub max_buckets: u64,
-    /// Most clients.
-    pub max_clients: u64,
-    /// Most logical requests a workload may be expected to start (rate × horizon).
-    pub max_requests: f64,
-    /// Most bytes of per-client policy state (breakers, budgets) for one run.
-    pub max_state_bytes: u64,
-    /// Most seeds.
-    pub max_seeds: u32,
-    /// Most layers in one stack.
-    pub max_layers: usize,
-    /// Most scripted answers.
-    pub max_script: usize,
-    /// Longest horizon.
-    pub max_horizon: Duration,
-    /// Most memory a batch may need by its [`Estimate`](super::Estimate), bytes.
-    pub max_memory: u64,
-    /// Most events a batch may process by its [`Estimate`](super::Estimate).
-    pub max_events: f64,
-}
-
-impl Limits {
-    /// Whether `n` seeds are allowed (at least 1, at most `max_seeds`); the same rule for the file's
-    /// `seeds` and for `--seeds`.
-    pub fn check_seeds(&self, n: u64) -> Result<(), String> {
-        if n == 0 {
-            return Err("0 seeds: expected at least 1".into());
-        }
-        if n > u64::from(self.max_seeds) {
-            return Err(format!(
-                "{n} seeds is more than this simulator accepts ({}): expected 1 to {}",
-                self.max_seeds, self.max_seeds
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_buckets: 1_000_000,
-            max_clients: 100_000_000,
-            max_requests: 2e9,
-            max_state_bytes: 4 << 30,
-            max_seeds: 100_000,
-            max_layers: 256,
-            max_script: 1_000_000,
-            max_horizon: Duration::from_secs(366 * 24 * 3600),
-            max_memory: 2 << 30,
-            max_events: 2e9,
-        }
-    }
-}
-
-/// Turns a problem at a path into a [`ScenarioError`] at its file position.
-pub(crate) struct Checker<'a> {
-    text: &'a str,
-    file: &'a str,
-    /// The downstreams' names, quoted and joined, for "expected one of" messages.
-    names: String,
-}
-
-type Check = Result<(), ScenarioError>;
+use crate::scenario::*;
+use crate::scenario::{Check, Checker, Path, ScenarioError, printable, sweep};
 
 /// Most values on each axis of a map (a 100 × 100 grid at most).
-pub(crate) const MAX_MAP_VALUES: usize = 100;
+const MAX_MAP_VALUES: usize = 100;
 
 /// Checks one swept parameter (a sweep, or an axis of a map) as if each value were written in the
 /// file: the path exists, there are 1 to `max` values, and each variant passes every check.
@@ -93,14 +25,14 @@ pub(crate) const MAX_MAP_VALUES: usize = 100;
 fn check_axis(
     c: &Checker<'_>,
     s: &Scenario,
-    sweep: &super::Sweep,
+    sweep: &Sweep,
     sp: &Path,
     file: &str,
     limits: &Limits,
     max: usize,
     stacks: &[CompiledStack],
 ) -> Check {
-    super::sweep::check_path(s, &sweep.parameter).map_err(|e| c.fail(&sp.field("parameter"), e))?;
+    sweep::check_path(s, &sweep.parameter).map_err(|e| c.fail(&sp.field("parameter"), e))?;
     if sweep.values.is_empty() || sweep.values.len() > max {
         return Err(c.fail(
             &sp.field("values"),
@@ -109,7 +41,7 @@ fn check_axis(
     }
     for (i, v) in sweep.values.iter().enumerate() {
         let vp = sp.field("values").index(i);
-        let variant = super::sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
+        let variant = sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
         check_variant(&variant, file, limits, &sweep.parameter, stacks).map_err(|e| {
             let what = match e {
                 ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
@@ -120,209 +52,6 @@ fn check_axis(
     }
     Ok(())
 }
-
-impl Checker<'_> {
-    /// `name` (of item `i` at `item`) is not empty and differs from every earlier name in `list`,
-    /// whose first uses `seen` records (linear in the number of items).
-    fn unique_name<'n>(
-        &self,
-        item: &Path,
-        i: usize,
-        name: &'n str,
-        seen: &mut HashMap<&'n str, usize>,
-        list: &str,
-    ) -> Result<(), ScenarioError> {
-        if name.trim().is_empty() {
-            return Err(self.fail(&item.field("name"), "empty name"));
-        }
-        printable(self, &item.field("name"), name)?;
-        match seen.insert(name, i) {
-            Some(j) => Err(self.fail(
-                &item.field("name"),
-                format!(
-                    "\"{}\" is already the name of {list}[{j}]: names must be unique",
-                    super::escape(name)
-                ),
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// A checker for unit tests: no text, no file.
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> Checker<'static> {
-        Checker {
-            text: "",
-            file: "test.ron",
-            names: String::new(),
-        }
-    }
-
-    /// The downstreams' names, for "expected one of" messages.
-    pub(crate) fn downstream_names(&self) -> &str {
-        &self.names
-    }
-
-    pub(crate) fn fail(&self, path: &Path, message: impl Into<String>) -> ScenarioError {
-        ScenarioError::Invalid {
-            path: self.file.to_string(),
-            position: locate(self.text, path),
-            field: path.to_string(),
-            message: message.into(),
-        }
-    }
-
-    fn non_negative_rate(&self, path: &Path, v: f64, what: &str) -> Check {
-        if !v.is_finite() || v < 0.0 {
-            return Err(self.fail(
-                path,
-                format!("{v} is not a valid {what}: expected a finite number >= 0"),
-            ));
-        }
-        Ok(())
-    }
-
-    fn fraction(&self, path: &Path, v: f64, zero_ok: bool) -> Check {
-        let ok = v.is_finite() && v <= 1.0 && (v > 0.0 || (zero_ok && v == 0.0));
-        if !ok {
-            let range = if zero_ok { "[0, 1]" } else { "(0, 1]" };
-            return Err(self.fail(path, format!("{v} is not a share in {range}")));
-        }
-        Ok(())
-    }
-
-    pub(crate) fn positive(&self, path: &Path, d: Duration, what: &str) -> Check {
-        if d.is_zero() {
-            return Err(self.fail(path, format!("{what} must be longer than 0")));
-        }
-        Ok(())
-    }
-
-    fn count(&self, path: &Path, n: u64, max: u64, what: &str) -> Check {
-        if n == 0 {
-            return Err(self.fail(path, format!("0 {what}: expected at least 1")));
-        }
-        if n > max {
-            return Err(self.fail(
-                path,
-                format!("{n} {what} is more than this simulator accepts ({max}); it would exhaust memory"),
-            ));
-        }
-        Ok(())
-    }
-
-    pub(crate) fn dist(&self, path: &Path, d: &Dist, depth: usize) -> Check {
-        if depth > 16 {
-            return Err(self.fail(path, "distributions nested more than 16 deep"));
-        }
-        let day = Duration::from_secs(86_400);
-        match d {
-            Dist::Constant(_) => {}
-            Dist::Exponential { mean } => {
-                if *mean > day.saturating_mul(365) {
-                    return Err(self.fail(
-                        &path.field("mean"),
-                        "a mean above a year is not a service or network time",
-                    ));
-                }
-            }
-            Dist::LogNormal { scale, mu, sigma } => {
-                if !mu.is_finite() || mu.abs() > 50.0 {
-                    return Err(self.fail(
-                        &path.field("mu"),
-                        format!("{mu}: expected a finite number in [-50, 50]"),
-                    ));
-                }
-                if !sigma.is_finite() || *sigma < 0.0 || *sigma > 10.0 {
-                    return Err(self.fail(
-                        &path.field("sigma"),
-                        format!("{sigma}: expected a finite number in [0, 10]"),
-                    ));
-                }
-                let mean = scale.as_secs_f64() * (mu + sigma * sigma / 2.0).exp();
-                if !mean.is_finite() || mean > 86_400.0 * 365.0 {
-                    return Err(self.fail(path, format!("the mean of this distribution is {mean:.3e} s: expected something below a year")));
-                }
-            }
-            Dist::Normal { .. } => {}
-            Dist::Uniform { low, high } => {
-                if low > high {
-                    return Err(self.fail(
-                        &path.field("high"),
-                        format!("{high} is below low ({low}): expected low <= high"),
-                    ));
-                }
-            }
-            Dist::Choice(values) => {
-                if values.is_empty() {
-                    return Err(self.fail(path, "an empty Choice: expected at least one value"));
-                }
-                if values.len() > 10_000 {
-                    return Err(self.fail(
-                        path,
-                        format!(
-                            "a Choice of {} values: expected at most 10000",
-                            values.len()
-                        ),
-                    ));
-                }
-            }
-            Dist::Bimodal {
-                slow_share,
-                fast,
-                slow,
-            } => {
-                self.fraction(&path.field("slow_share"), *slow_share, true)?;
-                self.dist(&path.field("fast"), fast, depth + 1)?;
-                self.dist(&path.field("slow"), slow, depth + 1)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn window(&self, path: &Path, from: Duration, until: Duration, horizon: Duration) -> Check {
-        if from >= horizon {
-            return Err(self.fail(
-                &path.field("from"),
-                format!(
-                    "starts at {from}, at or after the horizon ({horizon}): it would never happen"
-                ),
-            ));
-        }
-        if until <= from {
-            return Err(self.fail(
-                &path.field("until"),
-                format!("{until} is not after from ({from}): expected from < until"),
-            ));
-        }
-        if until > horizon {
-            return Err(self.fail(
-                &path.field("until"),
-                format!("{until} is after the horizon ({horizon}): expected until <= horizon (extend the horizon to see the recovery)"),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// A name shown on terminals and in reports must not hold control characters (escape sequences,
-/// bidirectional overrides).
-fn printable(c: &Checker<'_>, at: &Path, name: &str) -> Check {
-    match name.chars().find(|&ch| super::hidden(ch)) {
-        Some(ch) => Err(c.fail(
-            at,
-            format!(
-                "\"{}\" contains the control character U+{:04X}: expected printable text",
-                super::escape(name),
-                u32::from(ch)
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// Why a zero-time retry loop is refused.
-const LIVELOCK: &str = "unlimited attempts with a backoff that can be zero around a layer that can answer at once: a livelock (retries at one instant for ever): set max_attempts, a budget, or a backoff";
 
 /// Per-client policy state of `clients` clients (`state_bytes` in all) within the limit.
 fn state_fits(
@@ -366,19 +95,6 @@ pub(crate) fn check(
     check_recovery(&c, s, &root)?;
     check_sweep(&c, s, file, limits, &root, &stacks)?;
     Ok(stacks)
-}
-
-impl<'a> Checker<'a> {
-    fn new(s: &Scenario, text: &'a str, file: &'a str) -> Self {
-        let names = s
-            .downstreams
-            .iter()
-            .take(20)
-            .map(|d| format!("\"{}\"", super::escape(&d.name)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        Checker { text, file, names }
-    }
 }
 
 /// Name, horizon, bucket and seeds.
@@ -599,12 +315,12 @@ fn check_downstreams<'s>(
             0,
         )?;
     }
-    if super::compiled::scripted_hints(s).len() + s.faults.len() > super::compiled::MAX_HINTS {
+    if compiled::scripted_hints(s).len() + s.faults.len() > compiled::MAX_HINTS {
         return Err(c.fail(
             &d,
             format!(
                 "more than {} distinct Retry-After hints (faults included)",
-                super::compiled::MAX_HINTS
+                compiled::MAX_HINTS
             ),
         ));
     }
@@ -634,8 +350,8 @@ fn check_faults(
                 &p.field("downstream"),
                 format!(
                     "no downstream named \"{}\": expected one of {}",
-                    super::escape(name),
-                    c.names
+                    escape(name),
+                    c.downstream_names()
                 ),
             ));
         }
@@ -710,7 +426,7 @@ fn check_policies(
                 }
             }
         }
-        if let Some(at) = super::estimate::livelock(s, &policy.stack, &p.field("stack")) {
+        if let Some(at) = livelock(s, &policy.stack, &p.field("stack")) {
             return Err(c.fail(&at, LIVELOCK));
         }
         state_bytes = state_bytes.max(stack.per_client_bytes.saturating_mul(u64::from(clients)));
@@ -830,7 +546,7 @@ fn check_variant(
     if parameter.starts_with("downstreams") || parameter.starts_with("faults") {
         for (i, policy) in v.policies.iter().enumerate() {
             let p = pol.index(i).field("stack");
-            if let Some(at) = super::estimate::livelock(v, &policy.stack, &p) {
+            if let Some(at) = livelock(v, &policy.stack, &p) {
                 return Err(c.fail(&at, LIVELOCK));
             }
         }
@@ -848,32 +564,4 @@ fn check_variant(
         limits,
     )?;
     check_recovery(&c, v, &root)
-}
-impl Checker<'_> {
-    /// A core [`ConfigError`](reliable_core::ConfigError) as a scenario error at `base` + its
-    /// field.
-    pub(crate) fn config_error(&self, base: &Path, e: reliable_core::ConfigError) -> ScenarioError {
-        config_error(self, base, e)
-    }
-}
-
-fn config_error(c: &Checker<'_>, base: &Path, e: reliable_core::ConfigError) -> ScenarioError {
-    let mut path = base.clone();
-    for part in e.field.split('.') {
-        path.0.push(Seg::Field(part));
-    }
-    // Point at the field if it is written, else at the config itself.
-    let position = locate(c.text, &path).or_else(|| locate(c.text, base));
-    let problem = e.to_string();
-    let problem = problem
-        .strip_prefix(e.field)
-        .and_then(|r| r.strip_prefix(": "))
-        .unwrap_or(&problem)
-        .to_string();
-    ScenarioError::Invalid {
-        path: c.file.to_string(),
-        position,
-        field: path.to_string(),
-        message: problem,
-    }
 }

@@ -1,15 +1,16 @@
 //! Running a sweep: every value of the swept parameter × every policy × every seed, and the
-//! per-value, per-policy figures (rendered by [`report::sweep`](crate::report::sweep)).
+//! per-value, per-policy figures (rendered by [`report::grid::sweep`](crate::report::grid::sweep)).
 //!
-//! Each value is its own scenario (see [`crate::scenario::Compiled::with_value`]), run with the same seeds, so a
+//! Each value is its own scenario (see [`Compiled::with_value`]), run with the same seeds, so a
 //! policy's arrivals are identical from one value to the next and differences between values are
 //! not arrival noise. Figures are means over the seeds, with their sample standard deviation.
 
+use crate::compile::Compiled;
 use crate::metrics::{PolicySummary, Verdicts};
-use crate::run::BatchOptions;
 use crate::run::grid::{RawRun, run_grid, variants};
+use crate::run::{BatchOptions, RunError};
 use crate::scenario::sweep::label;
-use crate::scenario::{Compiled, Scenario, Sweep, SweepValue};
+use crate::scenario::{Scenario, Sweep, SweepValue};
 use crate::stats::mean_sd;
 
 /// One policy at one value, over the seeds.
@@ -78,7 +79,7 @@ pub fn run_sweep(
     sweep: &Sweep,
     seeds: &[u64],
     opts: BatchOptions,
-) -> Result<SweepResult, String> {
+) -> Result<SweepResult, RunError> {
     let axes = [sweep.clone()];
     let points = variants(c, &axes)?;
     let runs = run_grid(&points, seeds, opts)?;

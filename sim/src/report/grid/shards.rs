@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::run::grid::shard::Shard;
 use crate::run::grid::{RawRun, points};
-use crate::run::shard::Shard;
 use crate::scenario::{Scenario, Sweep};
 
 /// The manifest format this simulator writes and reads.
@@ -133,7 +133,11 @@ pub fn write(out: &Path, m: &Manifest, runs: &[RawRun]) -> std::io::Result<PathB
         "manifest.json".to_string(),
         serde_json::to_vec_pretty(m).map_err(std::io::Error::other)?,
     ));
-    let dir = shard_dir(out, &crate::report::folder_name(&m.scenario.name), m.shard);
+    let dir = shard_dir(
+        out,
+        &crate::scenario::folder_name(&m.scenario.name),
+        m.shard,
+    );
     let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
     else {
         return Err(std::io::Error::other("no shard folder name"));

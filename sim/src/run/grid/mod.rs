@@ -7,12 +7,22 @@
 //! (point, seed, policy) runs go to rayon as one indexed batch, so two threads stay busy to the
 //! end rather than waiting at each point, and results come back in (point, seed, policy) order
 //! whatever the number of threads. Only each run's summary is kept.
+//!
+//! Sweeps, maps and shards are one concept, a grid, and live here together: [`sweep`] (one axis)
+//! and `map` (two) are its figures, [`shard`] says which seeds of it one process runs. Their
+//! axes are the scenario's ([`crate::scenario::Sweep`]); their renderings are
+//! [`crate::report::grid`]'s.
+
+pub(crate) mod map;
+pub mod shard;
+pub mod sweep;
 
 use serde::{Deserialize, Serialize};
 
+use crate::compile::Compiled;
 use crate::metrics::PolicySummary;
-use crate::run::{BatchOptions, parallel, run_one};
-use crate::scenario::{Compiled, Sweep};
+use crate::run::{BatchOptions, RunError, parallel, run_one};
+use crate::scenario::Sweep;
 
 /// One run of a grid: which point, seed and policy, and its summary.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,14 +56,12 @@ pub fn coords(axes: &[Sweep], mut p: usize) -> Vec<usize> {
 }
 
 /// Every point of the grid as a compiled scenario, each checked as a file would be.
-pub(crate) fn variants(c: &Compiled, axes: &[Sweep]) -> Result<Vec<Compiled>, String> {
+pub(crate) fn variants(c: &Compiled, axes: &[Sweep]) -> Result<Vec<Compiled>, RunError> {
     (0..points(axes))
         .map(|p| {
             let mut v = c.clone();
             for (axis, i) in axes.iter().zip(coords(axes, p)) {
-                v = v
-                    .with_value(&axis.parameter, &axis.values[i])
-                    .map_err(|e| e.to_string())?;
+                v = v.with_value(&axis.parameter, &axis.values[i])?;
             }
             Ok(v)
         })
@@ -66,7 +74,7 @@ pub(crate) fn run_grid(
     points: &[Compiled],
     seeds: &[u64],
     opts: BatchOptions,
-) -> Result<Vec<RawRun>, String> {
+) -> Result<Vec<RawRun>, RunError> {
     let jobs: Vec<(usize, u64, usize)> = points
         .iter()
         .enumerate()

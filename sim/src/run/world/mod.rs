@@ -23,6 +23,7 @@ use crate::client::breakers::BreakerSlot;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 use crate::client::stack::{NONE, NodeKind};
 use crate::client::{Answer, AnswerKind, CompiledStack};
+use crate::compile::Compiled;
 use crate::engine::event::Reply;
 use crate::engine::{EventKind, EventQueue, Handle, Lane, Slab, Stream, StreamId};
 use crate::metrics::Recorder;
@@ -31,7 +32,7 @@ use crate::model::Sampler;
 use crate::model::register::Register;
 use crate::model::scripted::Scripted;
 use crate::model::server::{Admission, Job, Server, Started};
-use crate::scenario::Compiled;
+use crate::run::RunError;
 use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload};
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
@@ -132,33 +133,6 @@ pub struct RunOutput {
     pub peak_attempts: usize,
 }
 
-/// Why a run stopped early.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunError {
-    /// Too many events at one instant: something retries without delay against a layer that
-    /// answers at once.
-    Livelock {
-        /// The instant, ns.
-        at_ns: u64,
-        /// The limit that was passed.
-        events: u64,
-    },
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Livelock { at_ns, events } => write!(
-                f,
-                "livelock at t = {}: more than {events} events at one instant (a layer retrying without delay against one that answers at once?)",
-                Duration::from_nanos(*at_ns)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
-
 /// Bytes a logical request in flight costs in the world's own structures, for a stack with
 /// `frames` frames: the request slot, its frames, one attempt slot and the two events an attempt
 /// has pending at most (its delivery or reply, and its timer). Server queue entries (8 bytes) and
@@ -222,7 +196,7 @@ impl std::fmt::Debug for World<'_> {
 impl<'c> World<'c> {
     /// A world for policy `policy` (an index below the number of policies) of `c` under master
     /// seed `seed`. Cannot fail: everything that could was checked and built by
-    /// [`load`](crate::scenario::load), and per-client state is copied from prototypes.
+    /// [`load`](crate::load::load), and per-client state is copied from prototypes.
     pub fn new(c: &'c Compiled, policy: usize, seed: u64, trace: bool) -> Self {
         let stack = &c.stacks[policy.min(c.stacks.len() - 1)];
         let s = &c.scenario;

@@ -8,8 +8,8 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
 use crate::metrics::PolicySummary;
-use crate::report::plot::{Axis, Chart, Scale, Series, TickFormat};
-use crate::run::sweep::{SweepCell, SweepResult};
+use crate::plot::{Axis, Chart, Scale, Series, TickFormat};
+use crate::run::grid::sweep::{SweepCell, SweepResult};
 use crate::scenario::SweepValue;
 use crate::stats::{mean_ci95, mean_sd};
 
@@ -365,13 +365,14 @@ pub fn write(
     let charts = r.charts().unwrap_or_default();
     let mut files = vec![("sweep.csv".to_string(), r.csv().into_bytes())];
     for c in &charts {
-        files.extend(super::plot::render(&c.chart, c.stem)?);
+        files.extend(crate::plot::render(&c.chart, c.stem)?);
     }
     files.push((
         "sweep.md".into(),
         markdown(r, description, command, &charts).into_bytes(),
     ));
-    let dir = super::write::write_folder(out, &super::folder_name(&r.scenario), files)?;
+    let dir =
+        crate::report::write::write_folder(out, &crate::scenario::folder_name(&r.scenario), files)?;
     Ok((dir, charts.iter().map(|c| c.stem).collect()))
 }
 
@@ -381,7 +382,7 @@ mod tests {
 
     fn result(values: Vec<SweepValue>, job_set: bool) -> SweepResult {
         let summary = |amp: f64, seed: u64| {
-            let mut s = crate::report::json::mean_summary(&[]);
+            let mut s = PolicySummary::empty();
             s.amplification.overall = amp;
             s.success_rate = 1.0 / amp;
             s.seed = seed;

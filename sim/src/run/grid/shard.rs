@@ -17,7 +17,7 @@
 //!   Job's `completions`; Kubernetes does not pass it).
 //!
 //! ```
-//! use sim::run::shard::Shard;
+//! use sim::run::grid::shard::Shard;
 //! let s: Shard = "1/4".parse().unwrap();
 //! assert_eq!(s.seeds(&[10, 11, 12, 13, 14, 15]), vec![11, 15]);
 //! assert!("4/4".parse::<Shard>().is_err());

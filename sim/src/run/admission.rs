@@ -1,5 +1,6 @@
-//! [`Estimate`]: what a batch of runs will cost in memory and work, computed from the product of
-//! the scenario's dimensions before anything runs, and checked against [`Limits`].
+//! Admission: what a batch of runs will cost in memory and work ([`Estimate`]), computed from the
+//! product of the compiled scenario's dimensions before anything runs, and checked against
+//! [`Limits`]: a batch over them is refused with the field that drives it.
 //!
 //! Per run (one policy, one seed):
 //!
@@ -22,12 +23,10 @@
 //! The estimate is an upper bound in the common cases (the figures are the worst policy's), not an
 //! exact prediction; [`Limits`] leave room for it being off by a small factor.
 
-use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
-
-use super::compiled::Compiled;
-use super::types::{DownstreamModel, Fault, Layer, Scenario, Workload};
-use super::{Dist, Limits, Path, ScenarioError};
 use crate::client::{CompiledStack, NodeKind};
+use crate::compile::{Compiled, Limits};
+use crate::model::bounds::{backoff_s, max_s, mean_s, min_s};
+use crate::scenario::{DownstreamModel, Fault, Layer, Path, Scenario, ScenarioError, Workload};
 
 /// Events an attempt costs, about: a network hop each way, a service completion, a timer, and
 /// a backoff wake-up.
@@ -54,24 +53,6 @@ pub struct Estimate {
     pub events_field: String,
     /// The field that drives the memory most.
     pub memory_field: String,
-}
-
-/// Shortest time of a distribution, seconds.
-fn min_s(d: &Dist) -> f64 {
-    match d {
-        Dist::Constant(v) => v.as_secs_f64(),
-        Dist::Uniform { low, .. } => low.as_secs_f64(),
-        Dist::Choice(v) => v
-            .iter()
-            .map(|d| d.as_secs_f64())
-            .fold(f64::INFINITY, f64::min),
-        Dist::Bimodal { fast, slow, .. } => min_s(fast).min(min_s(slow)),
-        Dist::Exponential { .. } | Dist::LogNormal { .. } | Dist::Normal { .. } => 0.0,
-    }
-}
-
-fn mean_s(d: &Dist) -> f64 {
-    crate::model::Sampler::new(d).mean_secs()
 }
 
 /// Shortest and mean time for downstream `i` to answer an attempt (network both ways and the
@@ -104,28 +85,6 @@ fn round_trip(s: &Scenario, i: usize) -> (f64, f64) {
     (lo, mean)
 }
 
-/// The shortest wait a backoff can give, and its first wait before jitter, seconds.
-fn backoff_s(b: &BackoffConfig) -> (f64, f64) {
-    let base = match b.shape {
-        Shape::Constant { delay } => delay,
-        Shape::Linear { base, .. } => base,
-        Shape::Exponential { base, .. } => base,
-    };
-    let base = match b.cap {
-        Some(cap) => base.min(cap),
-        None => base,
-    }
-    .as_secs_f64();
-    let lo = match b.jitter {
-        Jitter::None => base,
-        Jitter::Equal => base / 2.0,
-        Jitter::Proportional { fraction } => base * (1.0 - fraction.clamp(0.0, 1.0)),
-        Jitter::Full | Jitter::Decorrelated => 0.0,
-    };
-    (lo, base)
-}
-
-/// Per node: (most attempts, shortest answer time s, mean answer time s, longest life s or
 /// infinity when some call has no timeout).
 #[derive(Clone, Copy, Debug)]
 struct Cost {
@@ -231,17 +190,6 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
     }
 }
 
-fn max_s(d: &Dist) -> f64 {
-    match d {
-        Dist::Constant(v) => v.as_secs_f64(),
-        Dist::Uniform { high, .. } => high.as_secs_f64(),
-        Dist::Choice(v) => v.iter().map(|d| d.as_secs_f64()).fold(0.0, f64::max),
-        Dist::Bimodal { fast, slow, .. } => max_s(fast).max(max_s(slow)),
-        Dist::Exponential { .. } | Dist::LogNormal { .. } | Dist::Normal { .. } => f64::INFINITY,
-    }
-}
-
-/// Open loops: (requests over the horizon, peak arrival rate per second), with rate steps and
 /// load spikes (overlapping ones multiply).
 fn open_loop(s: &Scenario) -> (f64, f64) {
     let Workload::OpenLoop {
@@ -395,7 +343,7 @@ impl Compiled {
                 Workload::OpenLoop { .. } => peak_rate * c.life_s.min(h),
                 _ => clients,
             };
-            let per_request = crate::run::world::bytes_per_request(stack.frames) as f64 + 16.0;
+            let per_request = super::world::bytes_per_request(stack.frames) as f64 + 16.0;
             let wb = flight * per_request
                 + clients * stack.per_client_bytes as f64
                 + buckets * bucket_bytes
@@ -451,71 +399,5 @@ fn bytes(b: f64) -> String {
         format!("{:.1} GiB", b / (1024.0 * 1024.0 * 1024.0))
     } else {
         format!("{:.0} MiB", (b / (1024.0 * 1024.0)).ceil())
-    }
-}
-
-/// Whether `stack` can retry at one instant for ever: a retry with unlimited attempts, no budget
-/// and a backoff that can be zero, around a layer that can answer at once (a zero round trip, or
-/// a breaker or throttle that rejects locally). Returns the retry layer's path below `at`.
-pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &super::Path) -> Option<super::Path> {
-    /// Every draw is 0.
-    fn zero(d: &Dist) -> bool {
-        max_s(d) == 0.0
-            || matches!(d, Dist::Exponential { mean } if mean.is_zero())
-            || matches!(d, Dist::LogNormal { scale, .. } if scale.is_zero())
-            || matches!(d, Dist::Normal { mean, std_dev } if mean.is_zero() && std_dev.is_zero())
-    }
-    /// The downstream can fail with no time passing. A register cannot: each round of conflicts
-    /// commits one write.
-    fn fails_at_once(s: &Scenario, name: &str) -> bool {
-        let Some(d) = s.downstreams.iter().find(|d| d.name == name) else {
-            return false;
-        };
-        let faulty = s.faults.iter().any(|f| f.downstream() == Some(name));
-        zero(&d.network.request)
-            && zero(&d.network.response)
-            && match &d.model {
-                DownstreamModel::Scripted { latency, .. } => latency.is_zero(),
-                DownstreamModel::Server {
-                    service,
-                    error_rate,
-                    ..
-                } => zero(service) && (*error_rate > 0.0 || faulty),
-                DownstreamModel::Register => false,
-                // A 429 or a 529 comes back at once.
-                DownstreamModel::LlmProvider(_) => true,
-            }
-    }
-    fn zero_answer(s: &Scenario, layer: &Layer) -> bool {
-        match layer {
-            Layer::Call { downstream, .. } => fails_at_once(s, downstream),
-            Layer::Breaker { .. } | Layer::Throttle { .. } | Layer::Llm { .. } => true,
-            Layer::Retry { inner, .. } => zero_answer(s, inner),
-            Layer::Fallback(children) => children.iter().all(|c| zero_answer(s, c)),
-        }
-    }
-    match layer {
-        Layer::Retry {
-            policy,
-            budget,
-            inner,
-            ..
-        } => {
-            let unbounded = policy.max_attempts.is_none()
-                && budget
-                    .is_none_or(|b| matches!(b, reliable_core::budget::BudgetConfig::Unlimited));
-            if unbounded && backoff_s(&policy.backoff).0 == 0.0 && zero_answer(s, inner) {
-                return Some(at.clone());
-            }
-            livelock(s, inner, &at.field("inner"))
-        }
-        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } | Layer::Llm { inner, .. } => {
-            livelock(s, inner, &at.field("inner"))
-        }
-        Layer::Fallback(children) => children
-            .iter()
-            .enumerate()
-            .find_map(|(k, c)| livelock(s, c, &at.index(k))),
-        Layer::Call { .. } => None,
     }
 }

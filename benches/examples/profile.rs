@@ -33,6 +33,7 @@ fn consecutive() -> BreakerPolicy {
             growth: 1.0,
             max: None,
             jitter: 0.0,
+            strictly_after: false,
         },
         ..BreakerConfig::new()
     })

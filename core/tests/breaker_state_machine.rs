@@ -68,6 +68,8 @@ struct Params {
     probe_timeout: u64,
     slow_start: Option<(u64, u32)>,
     seed: u64,
+    strictly_after: bool,
+    decide_at_minimum: bool,
 }
 
 impl Params {
@@ -94,11 +96,13 @@ impl Params {
                 growth: self.growth.0 as f64 / self.growth.1 as f64,
                 max: Some(Duration::from_nanos(self.open_max)),
                 jitter: ppm(self.jitter_ppm),
+                strictly_after: self.strictly_after,
             },
             half_open: HalfOpenConfig {
                 max_in_flight: self.max_in_flight,
                 rule: self.rule,
                 probe_timeout: Duration::from_nanos(self.probe_timeout),
+                decide_at_minimum: self.decide_at_minimum,
             },
             slow_start: self.slow_start.map(|(ramp, p)| SlowStartConfig {
                 ramp: Duration::from_nanos(ramp),
@@ -153,7 +157,7 @@ fn params() -> impl Strategy<Value = Params> {
         open,
         half,
         slow_start,
-        any::<u64>(),
+        (any::<u64>(), any::<bool>(), any::<bool>()),
     )
         .prop_map(
             |(
@@ -163,7 +167,7 @@ fn params() -> impl Strategy<Value = Params> {
                 open,
                 half,
                 slow_start,
-                seed,
+                (seed, strictly_after, decide_at_minimum),
             )| {
                 let mut consecutive = consecutive;
                 let slow = slow.map(|(ms, p)| (ms * MS, p));
@@ -196,6 +200,8 @@ fn params() -> impl Strategy<Value = Params> {
                     probe_timeout: half.2,
                     slow_start: slow_start.map(|(ms, p)| (ms * MS, p)),
                     seed,
+                    strictly_after,
+                    decide_at_minimum,
                 }
             },
         )
@@ -345,9 +351,23 @@ impl Model {
     /// Effective state for `state(now)`.
     fn visible_state(&self) -> State {
         match self.state {
-            MState::Open { until } if self.query_time() >= until => State::HalfOpen,
+            MState::Open { until } if self.open_over(self.query_time(), until) => State::HalfOpen,
             s => Self::public(s),
         }
+    }
+
+    /// Whether the open time ending at `until` is over at `now` (strictly after it, if so set).
+    fn open_over(&self, now: u64, until: u64) -> bool {
+        if self.p.strictly_after {
+            now > until
+        } else {
+            now >= until
+        }
+    }
+
+    /// The wait until the first instant the open time ending at `until` is over.
+    fn open_left(&self, until: u64) -> Duration {
+        Duration::from_nanos(until - self.latest + u64::from(self.p.strictly_after))
     }
 
     fn go(&mut self, to: MState) -> Option<(State, State)> {
@@ -432,7 +452,12 @@ impl Model {
             return None;
         };
         let done = self.successes + self.failures;
-        if done < calls {
+        let quorum = if self.p.decide_at_minimum {
+            calls.min(self.p.minimum_calls)
+        } else {
+            calls
+        };
+        if done < quorum {
             return None;
         }
         Some(
@@ -471,9 +496,9 @@ impl Model {
                 transition: None,
             },
             MState::Closed => self.acquire_closed(None),
-            MState::Open { until } if self.latest < until => Answer::Reject {
+            MState::Open { until } if !self.open_over(self.latest, until) => Answer::Reject {
                 reason: RejectReason::Open {
-                    retry_after: Duration::from_nanos(until - self.latest),
+                    retry_after: self.open_left(until),
                 },
                 transition: None,
             },
@@ -533,7 +558,7 @@ impl Model {
                 return match self.state {
                     MState::Open { until } => Answer::Reject {
                         reason: RejectReason::Open {
-                            retry_after: Duration::from_nanos(until - self.latest),
+                            retry_after: self.open_left(until),
                         },
                         transition: t,
                     },
@@ -844,7 +869,9 @@ impl StateMachineTest for Sut {
             ..
         } = got
         {
-            assert!(retry_after <= sut.policy.max_open_time());
+            // (With `strictly_after`, the wait runs to the nanosecond after the open time.)
+            let strict = Duration::from_nanos(u64::from(model.p.strictly_after));
+            assert!(retry_after <= sut.policy.max_open_time().saturating_add(strict));
             // Zero only where the open time saturated at the end of representable time.
             assert!(
                 !retry_after.is_zero()

@@ -7,8 +7,8 @@ use crate::observer::Observer;
 use reliable_core::ConfigError;
 use reliable_core::Instant;
 use reliable_core::breaker::{
-    AtomicAnyWindow, BreakerPolicy, NoWindow, Observer as Outlet, Outcome, Permit, RejectReason,
-    Rejection, SharedBreaker, Snapshot, State, Transition,
+    AtomicAnyWindow, BreakerPolicy, NoWindow, Observer as Outlet, Outcome, Permit, Rejection,
+    SharedBreaker, Snapshot, State, Transition,
 };
 use std::sync::Arc;
 
@@ -122,26 +122,9 @@ impl Owned {
     }
 
     /// While the breaker is open at `now`: how long until it admits a probe (`None` when it is
-    /// not open, or forced open, which admits nothing until it is reset).
-    ///
-    /// The breaker answers this only when it refuses a call, so this asks it for a permit at
-    /// `now`. An open breaker refuses and changes nothing: the only write is the breaker's latest
-    /// time, raised to `now`, which a call at `now` would raise too. If the state moved on between
-    /// the two reads (another call made the breaker half-open or closed it), the permit granted
-    /// is handed back at once as ignored, as a cancelled call's would be.
+    /// not open, or forced open, which admits nothing until it is reset). A pure read: the
+    /// breaker's own answer, with nothing asked of it and nothing changed.
     pub fn retry_after(&self, now: Instant) -> Option<std::time::Duration> {
-        if self.state(now) != State::Open {
-            return None;
-        }
-        match each!(self, b => b.try_acquire(now)) {
-            Err(r) => match r.reason {
-                RejectReason::Open { retry_after } => Some(retry_after.into()),
-                _ => None,
-            },
-            Ok(p) => {
-                self.record(p, Outcome::Ignored, now);
-                None
-            }
-        }
+        each!(self, b => b.retry_after(now)).map(Into::into)
     }
 }

@@ -68,6 +68,7 @@ impl Builder {
                     max_in_flight: Some(1),
                     rule: ProbeRule::Consecutive { successes: 3 },
                     probe_timeout: Duration::from_secs(10),
+                    decide_at_minimum: false,
                 },
                 ..BreakerConfig::reliablekit()
             }),

@@ -15,6 +15,13 @@
 //! | **forced open** | reject | ignore | **closed** on reset |
 //! | **disabled** | admit | count it in the window only | **closed** on reset |
 //!
+//! An operator can move a breaker at any time, through the same rules: open it until an instant
+//! or for a duration (`open_until`, `open_for`; then it probes as after a trip), make it half-open
+//! now (`half_open`; refused while closed, which has nothing to probe), close it as successful
+//! probes would (`close`), force it open, disable it, or `reset` it. A caller that measured a
+//! call's latency itself reports it with `record_latency`; `retry_after` reads how long an open
+//! breaker still refuses, changing nothing.
+//!
 //! Every permit carries the generation it was issued in; a result from an older generation (a late
 //! reply from before a trip) changes nothing. A `now` earlier than the latest one seen counts as
 //! the latest, so a clock that steps back cannot re-open or shorten anything. Each open time is

@@ -13,7 +13,7 @@ use reliable_core::breaker::{
 };
 use std::sync::Arc;
 
-use reliable_core::{ConfigError, Instant};
+use reliable_core::{ConfigError, Duration, Instant};
 
 /// A breaker of whichever storage fits its policy.
 #[derive(Clone, Debug)]
@@ -115,8 +115,35 @@ impl Breaker for BreakerSlot {
     fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) {
         each!(self, b => b.record(permit, outcome, now))
     }
+    fn record_latency(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        latency: Duration,
+        now: Instant,
+    ) {
+        each!(self, b => b.record_latency(permit, outcome, latency, now))
+    }
     fn state(&self, now: Instant) -> State {
         each!(self, b => b.state(now))
+    }
+    fn retry_after(&self, now: Instant) -> Option<Duration> {
+        each!(self, b => b.retry_after(now))
+    }
+    fn try_acquire_closed(&mut self) -> Option<Permit> {
+        each!(self, b => b.try_acquire_closed())
+    }
+    fn open_until(&mut self, until: Instant, now: Instant) {
+        each!(self, b => b.open_until(until, now))
+    }
+    fn open_for(&mut self, duration: Duration, now: Instant) {
+        each!(self, b => b.open_for(duration, now))
+    }
+    fn half_open(&mut self, now: Instant) -> bool {
+        each!(self, b => b.half_open(now))
+    }
+    fn close(&mut self, now: Instant) {
+        each!(self, b => b.close(now))
     }
     fn snapshot(&self, now: Instant) -> Snapshot {
         each!(self, b => b.snapshot(now))

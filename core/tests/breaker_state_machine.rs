@@ -236,6 +236,10 @@ enum Op {
     ForceOpen,
     Disable,
     Reset,
+    /// An operator's commands: open for a while, half-open now, close.
+    OpenFor(u64),
+    HalfOpenNow,
+    Close,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -291,6 +295,8 @@ struct Model {
     slow: u32,
     ramp_since: Option<u64>,
     credit: u64,
+    /// Opened by an operator's `open_for`, whose time the maximum open time does not bound.
+    by_hand: bool,
     /// What the last operation should have answered.
     last_answer: Answer,
 }
@@ -316,6 +322,7 @@ impl Model {
             slow: 0,
             ramp_since: None,
             credit: 0,
+            by_hand: false,
             last_answer: Answer::Nothing,
         }
     }
@@ -402,6 +409,7 @@ impl Model {
         let open = uniform_between(sample, d - spread, (d + spread).min(self.p.open_max));
         let until = self.latest.saturating_add(open);
         self.consecutive = 0;
+        self.by_hand = false;
         self.go(MState::Open { until })
     }
 
@@ -652,9 +660,23 @@ impl Model {
     }
 
     fn manual(&mut self, op: &Op) -> Answer {
-        Answer::Manual(match op {
+        Answer::Manual(match *op {
             Op::ForceOpen => self.go(MState::Forced),
             Op::Disable => self.go(MState::Disabled),
+            Op::OpenFor(d) => {
+                self.consecutive = 0;
+                self.by_hand = true;
+                self.go(MState::Open {
+                    until: self.latest.saturating_add(d),
+                })
+            }
+            // A closed breaker has nothing to probe: refused, nothing changes.
+            Op::HalfOpenNow if self.state == MState::Closed => None,
+            Op::HalfOpenNow => {
+                self.consecutive = 0;
+                self.go(MState::HalfOpen)
+            }
+            Op::Close => self.close(),
             _ => {
                 self.reopens = 0;
                 self.consecutive = 0;
@@ -683,7 +705,14 @@ impl ReferenceStateMachine for BreakerMachine {
         let base = prop_oneof![
             6 => step().prop_map(Op::Acquire),
             2 => step().prop_map(Op::Wait),
-            1 => prop_oneof![8 => Just(Op::Reset), 1 => Just(Op::ForceOpen), 1 => Just(Op::Disable)],
+            1 => prop_oneof![
+                8 => Just(Op::Reset),
+                1 => Just(Op::ForceOpen),
+                1 => Just(Op::Disable),
+                2 => (0u64..=60_000).prop_map(|ms| Op::OpenFor(ms * MS)),
+                2 => Just(Op::HalfOpenNow),
+                2 => Just(Op::Close),
+            ],
         ];
         if state.outstanding.is_empty() {
             base.boxed()
@@ -769,6 +798,20 @@ impl<B: UnderTest> Driven<B> {
             }
             Op::Reset => {
                 self.breaker.reset(now);
+                Answer::Manual(self.transition())
+            }
+            Op::OpenFor(d) => {
+                self.breaker.open_for(Duration::from_nanos(d), now);
+                Answer::Manual(self.transition())
+            }
+            Op::HalfOpenNow => {
+                let moved = self.breaker.half_open(now);
+                let t = self.transition();
+                assert!(moved || t.is_none(), "{}: refused but moved", B::NAME);
+                Answer::Manual(t)
+            }
+            Op::Close => {
+                self.breaker.close(now);
                 Answer::Manual(self.transition())
             }
         }
@@ -871,10 +914,13 @@ impl StateMachineTest for Sut {
         {
             // (With `strictly_after`, the wait runs to the nanosecond after the open time.)
             let strict = Duration::from_nanos(u64::from(model.p.strictly_after));
-            assert!(retry_after <= sut.policy.max_open_time().saturating_add(strict));
+            assert!(
+                model.by_hand || retry_after <= sut.policy.max_open_time().saturating_add(strict)
+            );
             // Zero only where the open time saturated at the end of representable time.
             assert!(
-                !retry_after.is_zero()
+                model.by_hand
+                    || !retry_after.is_zero()
                     || Instant::from_nanos(model.query_time())
                         .saturating_add(sut.policy.max_open_time())
                         == Instant::MAX

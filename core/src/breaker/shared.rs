@@ -282,7 +282,7 @@ enum Step<T> {
 /// - every operation completes in a bounded number of its own steps unless other threads keep
 ///   changing the same words (lock-free: a retry means another call made progress);
 /// - counts never exceed the window, and `retry_after` never exceeds the maximum open time (by
-///   more than the 1 ns of `strictly_after`).
+///   more than the 1 ns of `strictly_after`) unless an operator opened it for longer.
 ///
 /// Not guaranteed (these are races in the caller's own history, with no sequential order to match):
 /// - a result that races a state change is judged by the state it read: it may be ignored though

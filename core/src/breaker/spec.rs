@@ -671,7 +671,8 @@ pub enum RejectReason {
     /// The breaker is open; it will admit a probe in `retry_after`.
     Open {
         /// Time left until the breaker turns half-open. Never above the policy's maximum open time
-        /// (by more than the 1 ns of [`OpenConfig::strictly_after`](super::OpenConfig::strictly_after)).
+        /// (by more than the 1 ns of [`OpenConfig::strictly_after`](super::OpenConfig::strictly_after))
+        /// unless an operator opened it for longer.
         retry_after: Duration,
     },
     /// Half-open and every probe slot is in use (or, with

@@ -108,6 +108,7 @@ impl Params {
                 ramp: Duration::from_nanos(ramp),
                 initial: ppm(p),
             }),
+            shadow: false,
         }
     }
 }

@@ -255,6 +255,7 @@ fn config(rule: ProbeRule, max_in_flight: u32, probe_timeout: Duration) -> Break
             ramp: Duration::from_micros(300),
             initial: 0.3,
         }),
+        shadow: false,
     }
 }
 

@@ -111,6 +111,7 @@ fn config(r: &RawConfig) -> BreakerConfig {
             ramp: Duration::from_millis(u64::from(ms)),
             initial: frac(init),
         }),
+        shadow: false,
     }
 }
 

@@ -7,10 +7,12 @@ use crate::observer::Observer;
 use reliable_core::ConfigError;
 use reliable_core::Instant;
 use reliable_core::breaker::{
-    AtomicAnyWindow, BreakerPolicy, NoWindow, Observer as Outlet, Outcome, Permit, Rejection,
-    SharedBreaker, Snapshot, State, Transition,
+    AtomicAnyWindow, BreakerPolicy, NoWindow, Observer as Outlet, Outcome, Permit, RejectReason,
+    Rejection, SharedBreaker, Snapshot, State, Transition,
 };
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Probe slots of every breaker here: the most probes a policy may let into half-open at once.
 pub(crate) const PROBE_SLOTS: usize = 8;
@@ -35,17 +37,38 @@ pub(crate) struct Admission {
     pub now: Option<Instant>,
 }
 
-/// Sends the breaker's state changes to the instance's observers, from the call that made them.
+/// Sends the breaker's state changes to the instance's observers, from the call that made them,
+/// and counts the calls shadow mode let through that the breaker would have rejected.
 #[derive(Debug)]
 pub(crate) struct Transitions {
     pub name: Arc<str>,
     pub observers: Arc<[Arc<dyn Observer>]>,
+    pub would_reject: AtomicU64,
+}
+
+impl Transitions {
+    pub fn new(name: Arc<str>, observers: Arc<[Arc<dyn Observer>]>) -> Self {
+        Transitions {
+            name,
+            observers,
+            would_reject: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Outlet for Transitions {
     fn on_transition(&self, t: Transition) {
         for o in self.observers.iter() {
             o.on_transition(&self.name, t);
+        }
+    }
+    fn on_reject(&self, reason: RejectReason, shadow: bool) {
+        // Live rejections reach the observers as refused calls (`on_reject`), from the call.
+        if shadow {
+            self.would_reject.fetch_add(1, Relaxed);
+            for o in self.observers.iter() {
+                o.on_would_reject(&self.name, reason);
+            }
         }
     }
 }
@@ -119,6 +142,11 @@ impl Owned {
 
     pub fn snapshot(&self, now: Instant) -> Snapshot {
         each!(self, b => b.snapshot(now))
+    }
+
+    /// Calls shadow mode let through that the breaker would have rejected.
+    pub fn would_reject(&self) -> u64 {
+        each!(self, b => b.observer().would_reject.load(Relaxed))
     }
 
     /// While the breaker is open at `now`: how long until it admits a probe (`None` when it is

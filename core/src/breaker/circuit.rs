@@ -7,8 +7,8 @@ use super::count_window::CountWindow;
 use super::observer::Observer;
 use super::spec::{
     Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection,
-    Round, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window, jitter_sample,
-    open_left, quiet_result, retry_after, step, tally, visible,
+    Round, SHADOW_LEASE, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
+    jitter_sample, open_left, quiet_result, refuse, retry_after, step, tally, visible,
 };
 use super::window::{Counts, Window};
 use crate::error::ConfigError;
@@ -335,16 +335,34 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         if self.state != State::HalfOpen {
             match step(self.policy.borrow(), self.view(now, 0), Event::Acquire) {
                 Decision::Admit { probe: false } => return Ok(self.permit(now, NOT_A_PROBE)),
-                Decision::Reject(reason) => return Err(Rejection::new(reason)),
+                Decision::Reject(reason) => return self.refuse(reason, now),
                 _ => {}
             }
         }
         self.acquire_other(now)
     }
 
+    /// A call the rules rejected: its rejection, or, in shadow mode, a shadow permit.
+    fn refuse(&self, reason: RejectReason, now: Instant) -> Result<Permit, Rejection> {
+        refuse(
+            self.policy.borrow(),
+            &self.observer,
+            reason,
+            self.generation,
+            now,
+        )
+    }
+
     /// The rest of the table: expired leases, probes, slow start, state changes.
     #[inline(never)]
     fn acquire_other(&mut self, now: Instant) -> Result<Permit, Rejection> {
+        match self.decide_other(now) {
+            Err(r) => self.refuse(r.reason, now),
+            admitted => admitted,
+        }
+    }
+
+    fn decide_other(&mut self, now: Instant) -> Result<Permit, Rejection> {
         // A decision changes the state at most twice (open → half-open, expiry → closed or open)
         // before it answers; the bound only keeps the loop finite by construction.
         for _ in 0..4 {
@@ -422,7 +440,11 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         }
         let timeout = policy.probe_timeout;
         let lease = self.probes.next_lease;
-        self.probes.next_lease = lease.checked_add(1).unwrap_or(FIRST_LEASE);
+        // Lease numbers stop short of the shadow permit's.
+        self.probes.next_lease = match lease.checked_add(1) {
+            Some(next) if next < SHADOW_LEASE => next,
+            _ => FIRST_LEASE,
+        };
         // The rules admitted a probe only with a slot free (in flight < max_in_flight <= P).
         if let Some(slot) = self.probes.lease.iter().position(|&l| l == 0)
             && let (Some(l), Some(e)) = (

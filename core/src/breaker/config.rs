@@ -73,6 +73,15 @@ pub struct BreakerConfig {
     /// After closing, admit a rising share of calls over a ramp instead of all at once. Default off.
     #[cfg_attr(feature = "serde", serde(default))]
     pub slow_start: Option<SlowStartConfig>,
+    /// Shadow mode, for rolling a breaker out safely: it decides as usual, making its would-be
+    /// transitions and telling its observer each call it would reject
+    /// ([`Observer::on_reject`](super::Observer::on_reject) with `shadow`), but admits every call
+    /// (with a [shadow permit](super::Permit::is_shadow) where it would have rejected). A shadow
+    /// permit's result is ignored, since the live breaker would not have made that call, so the
+    /// breaker's state follows exactly what it would be live. An operator's forced open still
+    /// rejects. Default off.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub shadow: bool,
 }
 
 /// The slow-call trip rule: a call is slow when its latency is strictly longer than `threshold`;
@@ -273,6 +282,7 @@ impl BreakerConfig {
                 decide_at_minimum: false,
             },
             slow_start: None,
+            shadow: false,
         }
     }
 
@@ -414,6 +424,8 @@ pub struct BreakerPolicy {
     pub(crate) probe_timeout: Duration,
     pub(crate) ramp: Duration,
     pub(crate) ramp_initial_ppm: u32,
+    /// Admit what the rules reject, reporting it (`BreakerConfig::shadow`).
+    pub(crate) shadow: bool,
     /// `consecutive`, or 2³² (never reached) when the rule is off: one comparison on the hot path.
     pub(crate) consecutive_limit: u64,
     /// `minimum_calls`, or `u64::MAX` when no rate rule is on.
@@ -600,6 +612,7 @@ impl BreakerPolicy {
             probe_timeout: half.probe_timeout,
             ramp,
             ramp_initial_ppm,
+            shadow: config.shadow,
             consecutive_limit: match consecutive {
                 0 => 1 << 32,
                 n => n as u64,
@@ -664,6 +677,11 @@ impl BreakerPolicy {
     /// Whether any rate rule (failure or slow-call) is on, so the breaker needs a window.
     pub fn needs_window(&self) -> bool {
         self.needs_window
+    }
+
+    /// Whether the breaker runs in shadow mode (see [`BreakerConfig::shadow`]).
+    pub fn shadow(&self) -> bool {
+        self.shadow
     }
 
     /// Probes allowed in flight at once in half-open, or `None` for no limit.

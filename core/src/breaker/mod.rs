@@ -92,6 +92,8 @@ pub use config::{
     SlowStartConfig, WindowConfig,
 };
 pub use count_window::{CountWindow, words_for};
+#[cfg(target_has_atomic = "64")]
+pub use observer::Rejections;
 pub use observer::{LastTransition, Observer};
 #[cfg(target_has_atomic = "64")]
 pub use shared::SharedBreaker;

@@ -55,7 +55,7 @@ use super::observer::Observer;
 use super::spec::{
     self, Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason,
     Rejection, Round, Snapshot, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
-    jitter_sample, open_left, quiet_result, round_has_room, step, tally, visible,
+    jitter_sample, open_left, quiet_result, refuse, round_has_room, step, tally, visible,
 };
 use super::window::Counts;
 use crate::error::{ConfigError, Problem};
@@ -593,7 +593,11 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         let mut caused = false;
         loop {
             match self.acquire_step(c, now, &mut caused) {
-                Step::Done(answer) => return answer.map_err(Rejection::new),
+                Step::Done(Ok(permit)) => return Ok(permit),
+                Step::Done(Err(reason)) => {
+                    let g = self.load().generation();
+                    return refuse(self.policy(), &self.observer, reason, g, now);
+                }
                 Step::Retry => c = self.load(),
             }
         }

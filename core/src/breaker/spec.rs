@@ -629,6 +629,9 @@ pub(crate) const NOT_A_PROBE: u32 = 0;
 pub(crate) const UNLEASED_PROBE: u32 = 1;
 /// The first lease number; lease numbers are unique within a half-open round.
 pub(crate) const FIRST_LEASE: u32 = 2;
+/// `Permit::lease` of a shadow permit: a call shadow mode admits though the rules rejected it.
+/// Above every lease number either breaker hands out.
+pub(crate) const SHADOW_LEASE: u32 = u32::MAX;
 
 /// Permission for one call: 16 bytes. Hand it back to the breaker's `record` with the outcome.
 ///
@@ -661,7 +664,18 @@ impl Permit {
     }
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
-        self.lease != NOT_A_PROBE
+        self.lease != NOT_A_PROBE && self.lease != SHADOW_LEASE
+    }
+    /// Whether the breaker, in shadow mode, admitted this call though its rules rejected it (a
+    /// would-be rejection). Its result is ignored: the live breaker would not have made the call.
+    pub fn is_shadow(&self) -> bool {
+        self.lease == SHADOW_LEASE
+    }
+    /// A shadow permit: issued with the generation before `generation`, so that `record` ignores
+    /// its result as a late one, with no test of its own.
+    #[inline]
+    pub(crate) const fn shadow(generation: u32, now: Instant) -> Permit {
+        Permit::new(generation.wrapping_sub(1), SHADOW_LEASE, now)
     }
 }
 
@@ -722,6 +736,27 @@ impl core::fmt::Display for Rejection {
 }
 
 impl core::error::Error for Rejection {}
+
+/// How a breaker answers a call its rules rejected for `reason`: with the rejection, or, in shadow
+/// mode, with a shadow permit (an operator's forced open still rejects: it is a command, not the
+/// rules' decision). Either way the observer hears of it.
+#[cold]
+#[inline(never)]
+pub(crate) fn refuse<O: super::Observer>(
+    p: &BreakerPolicy,
+    observer: &O,
+    reason: RejectReason,
+    generation: u32,
+    now: Instant,
+) -> Result<Permit, Rejection> {
+    let shadow = p.shadow && reason != RejectReason::ForcedOpen;
+    observer.on_reject(reason, shadow);
+    if shadow {
+        Ok(Permit::shadow(generation, now))
+    } else {
+        Err(Rejection::new(reason))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -295,8 +295,8 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
                 self.ramping = !self.policy.borrow().ramp.is_zero();
                 self.go(State::Closed, now)
             }
-            Target::OpenUntil(until) => {
-                self.since = until;
+            // The caller has set `since` to the command's instant.
+            Target::OpenByHand => {
                 self.consecutive = 0;
                 self.go(State::Open, now)
             }
@@ -330,16 +330,13 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
     #[inline(always)]
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe_now(now);
-        // The answers of a healthy or a failed downstream stay inline; the rest is out of line.
-        // Half-open first frees expired leases, and counts the probes in flight.
-        if self.state != State::HalfOpen {
-            match step(self.policy.borrow(), self.view(now, 0), Event::Acquire) {
-                Decision::Admit { probe: false } => return Ok(self.permit(now, NOT_A_PROBE)),
-                Decision::Reject(reason) => return self.refuse(reason, now),
-                _ => {}
-            }
+        // A healthy downstream's answer stays inline; the rest is out of line (rejections, which
+        // the observer hears and shadow mode turns into permits; half-open, which first frees
+        // expired leases and counts the probes in flight; slow start).
+        match step(self.policy.borrow(), self.view(now, 0), Event::Acquire) {
+            Decision::Admit { probe: false } => Ok(self.permit(now, NOT_A_PROBE)),
+            _ => self.acquire_other(now),
         }
-        self.acquire_other(now)
     }
 
     /// A call the rules rejected: its rejection, or, in shadow mode, a shadow permit.
@@ -555,6 +552,9 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             Event::Command(command),
         ) {
             Decision::Go(target) => {
+                if let Command::OpenUntil(until) = command {
+                    self.since = until;
+                }
                 self.go_to(target, now);
                 true
             }

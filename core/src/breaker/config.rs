@@ -362,8 +362,17 @@ impl BreakerConfig {
     ///   when the policy is built; resilience4j silently lowers it to the window size.
     /// - **Thresholds in parts per million.** Rates compare exactly in integers (`failures / calls
     ///   >= rate`), where resilience4j compares rounded `float` percentages.
-    /// - **Rejections are not counted by the breaker**, and no transition is reported for a
-    ///   manual change to the state the breaker is already in, as in resilience4j.
+    /// - **Disabled keeps metrics.** The disabled state records every call in the window (as
+    ///   resilience4j's metrics-only state does); resilience4j's disabled state records nothing.
+    /// - **Shadow mode is not a state.** resilience4j's metrics-only state never trips; shadow mode
+    ///   ([`BreakerConfig::shadow`]) makes every would-be transition and admits every call.
+    /// - **Rejections are counted by an observer** ([`Rejections`](super::Rejections)), not by
+    ///   the breaker (resilience4j's `getNumberOfNotPermittedCalls`).
+    /// - **Manual opens** take their time or instant explicitly (`open_for`, `open_until`);
+    ///   resilience4j's `transitionToOpenState()` waits the configured interval of the next
+    ///   attempt.
+    /// - **Not yet here**: a maximum wait in half-open, an initial state other than closed, and
+    ///   call durations kept in the window (total and average).
     pub const fn resilience4j() -> Self {
         BreakerConfig {
             failure_rate: Some(0.5),

@@ -40,6 +40,9 @@
 //!   -p reliable-core --example sizes` prints them all).
 //! - Windows, capacities in calls: [`NoWindow`], [`CountWindow`], [`TimeWindow`], [`AnyWindow`],
 //!   and their [`AtomicWindow`] forms for the shared breaker.
+//! - Shadow mode ([`BreakerConfig::shadow`]): the breaker decides and reports as if live
+//!   (would-be transitions to its [`Observer`], would-be rejections to
+//!   [`Observer::on_reject`], counted by [`Rejections`]) but admits every call.
 //! - Answers: [`CircuitBreaker::try_acquire`] returns a [`Permit`] or a [`Rejection`] saying why;
 //!   a [`Permit`] goes back to `record` with an [`Outcome`] (`Outcome::from(ErrorClass)` maps the
 //!   retry side's classification). State changes come out in one place: the breaker's

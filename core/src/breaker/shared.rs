@@ -644,7 +644,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             Target::Reopen => c.next(OPEN, false, c.count().saturating_add(1)),
             Target::HalfOpen => c.next(HALF_OPEN, false, c.reopens()),
             Target::Close => c.next(CLOSED, !self.policy().ramp.is_zero(), 0),
-            Target::OpenUntil(_) => c.next(OPEN, true, c.reopens()),
+            Target::OpenByHand => c.next(OPEN, true, c.reopens()),
             Target::ForceOpen => c.manual(FORCED_OPEN),
             Target::Disable => c.manual(DISABLED),
             Target::Reset => c.next(CLOSED, false, 0),
@@ -1035,7 +1035,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             let Decision::Go(target) = step(self.policy(), view, Event::Command(command)) else {
                 return false;
             };
-            if let Target::OpenUntil(until) = target {
+            if let Command::OpenUntil(until) = command {
                 // Before publishing, as for `since`. Two commands racing may leave either's
                 // deadline with the other's state change: an operator's race, not the rules'.
                 self.deadline.store(until.as_nanos(), Release);

@@ -124,8 +124,9 @@ pub(crate) enum Target {
     HalfOpen,
     /// Half-open → closed: counters cleared, window cleared, slow start if configured.
     Close,
-    /// Any → open until the instant (an operator's command): re-opens kept.
-    OpenUntil(Instant),
+    /// Any → open until the instant of the operator's command, re-opens kept. (The instant stays
+    /// with the command, so that a decision stays as small as the hot path wants it.)
+    OpenByHand,
     /// Any → forced open, counters kept.
     ForceOpen,
     /// Any → disabled, counters kept.
@@ -210,7 +211,7 @@ impl Command {
     /// Where the command takes the breaker.
     const fn target(self) -> Target {
         match self {
-            Command::OpenUntil(until) => Target::OpenUntil(until),
+            Command::OpenUntil(_) => Target::OpenByHand,
             Command::HalfOpen => Target::HalfOpen,
             Command::Close => Target::Close,
             Command::ForceOpen => Target::ForceOpen,

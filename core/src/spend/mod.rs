@@ -47,7 +47,7 @@
 //!     throttle_below: 0.2,
 //!     ..SpendConfig::new()
 //! })?;
-//! let mut spend: SpendBreaker = SpendBreaker::new(&policy)?;
+//! let mut spend: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&policy)?;
 //! let now = Instant::from_secs(5);
 //!
 //! // 2,000 tokens in, up to 4,000 out: 6,000 reserved.

@@ -35,14 +35,13 @@ struct Seen {
     end: Snapshot,
 }
 
+/// Each call's answer by number (a shadow permit: `Ok(true)`), and the breaker at the end.
+type Answers = (Vec<(usize, Result<bool, RejectReason>)>, Snapshot);
+
 /// One run: `calls` calls, a call every few ms; the downstream fails in stretches and is slow at
 /// times. A call's answer depends only on its number and time, so live and shadow runs see the
 /// same downstream. A shadow run makes every call; a live run only the admitted ones.
-fn run(
-    b: &mut dyn Breaker,
-    seed: u64,
-    calls: usize,
-) -> (Vec<(usize, Result<bool, RejectReason>)>, Snapshot) {
+fn run(b: &mut dyn Breaker, seed: u64, calls: usize) -> Answers {
     let mut answers = Vec::new();
     let mut now = Instant::from_secs(1);
     let mut x = seed;
@@ -58,12 +57,16 @@ fn run(
             n if !failing && n < 8 => Outcome::Failure,
             _ => Outcome::Success,
         };
-        let took = Duration::from_millis(if (x >> 20) % 10 == 0 { 3_000 } else { 20 });
+        let took = Duration::from_millis(if (x >> 20).is_multiple_of(10) {
+            3_000
+        } else {
+            20
+        });
         match b.try_acquire(now) {
             Ok(permit) => {
                 answers.push((i, Ok(permit.is_shadow())));
                 // Some calls overlap: held over to the next call.
-                if (x >> 30) % 4 == 0 {
+                if (x >> 30).is_multiple_of(4) {
                     held.push((permit, outcome, took));
                 } else {
                     b.record_latency(permit, outcome, took, now);
@@ -72,7 +75,7 @@ fn run(
             Err(r) => answers.push((i, Err(r.reason))),
         }
         // Held calls report together now and then, whichever calls were admitted.
-        if (x >> 40) % 3 == 0 {
+        if (x >> 40).is_multiple_of(3) {
             for (p, o, t) in held.drain(..) {
                 b.record_latency(p, o, t, now);
             }
@@ -130,12 +133,7 @@ fn live_and_shadow(config: BreakerConfig, seed: u64) {
     assert_eq!(shadow.refused, live.refused, "would-be rejections");
 }
 
-fn summary(
-    (answers, end): (Vec<(usize, Result<bool, RejectReason>)>, Snapshot),
-    log: &Log,
-    counts: &Rejections<Log>,
-    shadow: bool,
-) -> Seen {
+fn summary((answers, end): Answers, log: &Log, counts: &Rejections<Log>, shadow: bool) -> Seen {
     let forced = RejectReason::ForcedOpen;
     let mut refused = Vec::new();
     for (i, answer) in answers {

@@ -70,6 +70,7 @@ struct Params {
     seed: u64,
     strictly_after: bool,
     decide_at_minimum: bool,
+    shadow: bool,
 }
 
 impl Params {
@@ -108,7 +109,7 @@ impl Params {
                 ramp: Duration::from_nanos(ramp),
                 initial: ppm(p),
             }),
-            shadow: false,
+            shadow: self.shadow,
         }
     }
 }
@@ -158,7 +159,7 @@ fn params() -> impl Strategy<Value = Params> {
         open,
         half,
         slow_start,
-        (any::<u64>(), any::<bool>(), any::<bool>()),
+        (any::<u64>(), any::<bool>(), any::<bool>(), any::<bool>()),
     )
         .prop_map(
             |(
@@ -168,7 +169,7 @@ fn params() -> impl Strategy<Value = Params> {
                 open,
                 half,
                 slow_start,
-                (seed, strictly_after, decide_at_minimum),
+                (seed, strictly_after, decide_at_minimum, shadow),
             )| {
                 let mut consecutive = consecutive;
                 let slow = slow.map(|(ms, p)| (ms * MS, p));
@@ -203,6 +204,7 @@ fn params() -> impl Strategy<Value = Params> {
                     seed,
                     strictly_after,
                     decide_at_minimum,
+                    shadow,
                 }
             },
         )
@@ -264,6 +266,8 @@ struct MPermit {
 enum Answer {
     Admit {
         probe: bool,
+        /// Shadow mode admitted a call the rules rejected.
+        shadow: bool,
         transition: Option<(State, State)>,
     },
     Reject {
@@ -494,7 +498,11 @@ impl Model {
         if probe && self.p.max_in_flight.is_some() {
             self.leases.push((id, self.latest));
         }
-        Answer::Admit { probe, transition }
+        Answer::Admit {
+            probe,
+            shadow: false,
+            transition,
+        }
     }
 
     fn acquire(&mut self) -> Answer {
@@ -660,6 +668,30 @@ impl Model {
         })
     }
 
+    /// Shadow mode: a call the rules rejected (not by an operator's forced open) is admitted,
+    /// with a permit whose result is ignored.
+    fn shadowed(&mut self, answer: Answer) -> Answer {
+        match answer {
+            Answer::Reject { reason, transition }
+                if self.p.shadow && reason != RejectReason::ForcedOpen =>
+            {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.outstanding.push(MPermit {
+                    epoch: u64::MAX,
+                    started: self.latest,
+                    id,
+                });
+                Answer::Admit {
+                    probe: false,
+                    shadow: true,
+                    transition,
+                }
+            }
+            a => a,
+        }
+    }
+
     fn manual(&mut self, op: &Op) -> Answer {
         Answer::Manual(match *op {
             Op::ForceOpen => self.go(MState::Forced),
@@ -736,7 +768,8 @@ impl ReferenceStateMachine for BreakerMachine {
             Op::Acquire(s) => {
                 state.advance(*s);
                 state.observe();
-                state.acquire()
+                let answer = state.acquire();
+                state.shadowed(answer)
             }
             Op::Record {
                 pick,
@@ -773,6 +806,7 @@ impl<B: UnderTest> Driven<B> {
                 Ok(p) => {
                     let a = Answer::Admit {
                         probe: p.is_probe(),
+                        shadow: p.is_shadow(),
                         transition: self.transition(),
                     };
                     self.permits.push(p);

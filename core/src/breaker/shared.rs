@@ -251,7 +251,8 @@ enum Step<T> {
 /// (one `fetch_add`, none with `NoWindow`). Those two words are each on a cache line of their own;
 /// the control word and the window's bits, read by every call but rarely written, sit apart, so
 /// the cores keep them shared. (So a `SharedBreaker` is 64-byte aligned and a few cache lines long:
-/// 256 bytes with a count window.)
+/// 320 bytes with a 64-call count window: the operator's open deadline takes the word that
+/// spills into a fifth line.)
 ///
 /// # Limits of the packing
 ///

@@ -167,6 +167,44 @@ mod tests {
     use super::*;
     use reliable_core::breaker::BreakerConfig;
 
+    /// A scenario's breaker in shadow mode (`shadow: true` in its config) admits every call, so
+    /// its client sends as with no breaker, and its would-be decisions (the calls it admitted
+    /// with a shadow permit, its transitions) are the live breaker's on the same calls.
+    #[test]
+    fn a_breaker_in_shadow_mode_decides_as_the_live_one() {
+        let run = |shadow: bool| {
+            let config = BreakerConfig {
+                shadow,
+                ..BreakerConfig::reliablekit()
+            };
+            let proto = BreakerProto::new(BreakerPolicy::new(config).unwrap()).unwrap();
+            let mut b = proto.instance(7);
+            let (mut refused, mut transitions) = (Vec::new(), Vec::new());
+            for i in 0..400u64 {
+                let now = Instant::from_millis(i * 500);
+                // Down from the 50th call to the 200th.
+                let outcome = if (50..200).contains(&i) {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                };
+                match b.try_acquire(now) {
+                    Ok(p) if p.is_shadow() => {
+                        refused.push(i);
+                        b.record(p, outcome, now);
+                    }
+                    Ok(p) => b.record(p, outcome, now),
+                    Err(_) => refused.push(i),
+                }
+                transitions.extend(b.take_transition());
+            }
+            (refused, transitions)
+        };
+        let (live, shadow) = (run(false), run(true));
+        assert!(live.0.len() > 50 && live.1.len() >= 3, "{live:?}");
+        assert_eq!(shadow, live);
+    }
+
     #[test]
     fn picks_the_smallest_storage_that_fits() {
         let build = |c: BreakerConfig| BreakerProto::new(BreakerPolicy::new(c).unwrap()).unwrap();

@@ -38,6 +38,7 @@ fn consecutive() -> BreakerPolicy {
             growth: 1.0,
             max: None,
             jitter: 0.0,
+            strictly_after: false,
         },
         ..BreakerConfig::new()
     })

@@ -64,11 +64,13 @@ fn main() -> Result<(), ConfigError> {
             growth: 2.0,
             max: Some(Duration::from_secs(8)),
             jitter: 0.2,
+            strictly_after: false,
         },
         half_open: HalfOpenConfig {
             max_in_flight: Some(1),
             rule: ProbeRule::Consecutive { successes: 2 },
             probe_timeout: Duration::from_secs(5),
+            decide_at_minimum: false,
         },
         ..BreakerConfig::new()
     })?;

@@ -80,10 +80,10 @@ fn main() {
     sizes!(HedgedCall, LimitPermit, Draw);
     println!("spend breakers (state only; each borrows its SpendPolicy):");
     sizes!(
-        SpendBreaker<'static>,
-        SpendBreaker<'static, 1, 1, 1>,
-        SpendBreaker<'static, 6, 24, 30>,
-        SpendBreaker<'static, 12, 96, 30>,
+        SpendBreaker<&'static SpendPolicy>,
+        SpendBreaker<&'static SpendPolicy, 1, 1, 1>,
+        SpendBreaker<&'static SpendPolicy, 6, 24, 30>,
+        SpendBreaker<&'static SpendPolicy, 12, 96, 30>,
     );
     println!("per LLM call:");
     sizes!(

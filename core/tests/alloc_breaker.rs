@@ -51,6 +51,7 @@ fn configs() -> [BreakerConfig; 4] {
                 growth: 2.0,
                 max: Some(Duration::from_secs(30)),
                 jitter: 0.2,
+                strictly_after: false,
             },
             half_open: HalfOpenConfig {
                 max_in_flight: Some(3),

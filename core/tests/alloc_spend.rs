@@ -33,7 +33,7 @@ fn one_hundred_thousand_spend_operations_allocate_nothing() {
         ..SpendConfig::new()
     })
     .unwrap();
-    let mut breaker: SpendBreaker<'_> = SpendBreaker::new(&policy).unwrap();
+    let mut breaker: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&policy).unwrap();
     // Room for the reservations in flight, made before counting.
     let mut held: Vec<Reservation> = Vec::with_capacity(64);
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);

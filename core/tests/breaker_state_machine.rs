@@ -68,6 +68,9 @@ struct Params {
     probe_timeout: u64,
     slow_start: Option<(u64, u32)>,
     seed: u64,
+    strictly_after: bool,
+    decide_at_minimum: bool,
+    shadow: bool,
 }
 
 impl Params {
@@ -94,16 +97,19 @@ impl Params {
                 growth: self.growth.0 as f64 / self.growth.1 as f64,
                 max: Some(Duration::from_nanos(self.open_max)),
                 jitter: ppm(self.jitter_ppm),
+                strictly_after: self.strictly_after,
             },
             half_open: HalfOpenConfig {
                 max_in_flight: self.max_in_flight,
                 rule: self.rule,
                 probe_timeout: Duration::from_nanos(self.probe_timeout),
+                decide_at_minimum: self.decide_at_minimum,
             },
             slow_start: self.slow_start.map(|(ramp, p)| SlowStartConfig {
                 ramp: Duration::from_nanos(ramp),
                 initial: ppm(p),
             }),
+            shadow: self.shadow,
         }
     }
 }
@@ -153,7 +159,7 @@ fn params() -> impl Strategy<Value = Params> {
         open,
         half,
         slow_start,
-        any::<u64>(),
+        (any::<u64>(), any::<bool>(), any::<bool>(), any::<bool>()),
     )
         .prop_map(
             |(
@@ -163,7 +169,7 @@ fn params() -> impl Strategy<Value = Params> {
                 open,
                 half,
                 slow_start,
-                seed,
+                (seed, strictly_after, decide_at_minimum, shadow),
             )| {
                 let mut consecutive = consecutive;
                 let slow = slow.map(|(ms, p)| (ms * MS, p));
@@ -196,6 +202,9 @@ fn params() -> impl Strategy<Value = Params> {
                     probe_timeout: half.2,
                     slow_start: slow_start.map(|(ms, p)| (ms * MS, p)),
                     seed,
+                    strictly_after,
+                    decide_at_minimum,
+                    shadow,
                 }
             },
         )
@@ -230,6 +239,10 @@ enum Op {
     ForceOpen,
     Disable,
     Reset,
+    /// An operator's commands: open for a while, half-open now, close.
+    OpenFor(u64),
+    HalfOpenNow,
+    Close,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,6 +266,8 @@ struct MPermit {
 enum Answer {
     Admit {
         probe: bool,
+        /// Shadow mode admitted a call the rules rejected.
+        shadow: bool,
         transition: Option<(State, State)>,
     },
     Reject {
@@ -285,6 +300,8 @@ struct Model {
     slow: u32,
     ramp_since: Option<u64>,
     credit: u64,
+    /// Opened by an operator's `open_for`, whose time the maximum open time does not bound.
+    by_hand: bool,
     /// What the last operation should have answered.
     last_answer: Answer,
 }
@@ -310,6 +327,7 @@ impl Model {
             slow: 0,
             ramp_since: None,
             credit: 0,
+            by_hand: false,
             last_answer: Answer::Nothing,
         }
     }
@@ -345,9 +363,23 @@ impl Model {
     /// Effective state for `state(now)`.
     fn visible_state(&self) -> State {
         match self.state {
-            MState::Open { until } if self.query_time() >= until => State::HalfOpen,
+            MState::Open { until } if self.open_over(self.query_time(), until) => State::HalfOpen,
             s => Self::public(s),
         }
+    }
+
+    /// Whether the open time ending at `until` is over at `now` (strictly after it, if so set).
+    fn open_over(&self, now: u64, until: u64) -> bool {
+        if self.p.strictly_after {
+            now > until
+        } else {
+            now >= until
+        }
+    }
+
+    /// The wait until the first instant the open time ending at `until` is over.
+    fn open_left(&self, until: u64) -> Duration {
+        Duration::from_nanos(until - self.latest + u64::from(self.p.strictly_after))
     }
 
     fn go(&mut self, to: MState) -> Option<(State, State)> {
@@ -382,6 +414,7 @@ impl Model {
         let open = uniform_between(sample, d - spread, (d + spread).min(self.p.open_max));
         let until = self.latest.saturating_add(open);
         self.consecutive = 0;
+        self.by_hand = false;
         self.go(MState::Open { until })
     }
 
@@ -432,7 +465,12 @@ impl Model {
             return None;
         };
         let done = self.successes + self.failures;
-        if done < calls {
+        let quorum = if self.p.decide_at_minimum {
+            calls.min(self.p.minimum_calls)
+        } else {
+            calls
+        };
+        if done < quorum {
             return None;
         }
         Some(
@@ -460,7 +498,11 @@ impl Model {
         if probe && self.p.max_in_flight.is_some() {
             self.leases.push((id, self.latest));
         }
-        Answer::Admit { probe, transition }
+        Answer::Admit {
+            probe,
+            shadow: false,
+            transition,
+        }
     }
 
     fn acquire(&mut self) -> Answer {
@@ -471,9 +513,9 @@ impl Model {
                 transition: None,
             },
             MState::Closed => self.acquire_closed(None),
-            MState::Open { until } if self.latest < until => Answer::Reject {
+            MState::Open { until } if !self.open_over(self.latest, until) => Answer::Reject {
                 reason: RejectReason::Open {
-                    retry_after: Duration::from_nanos(until - self.latest),
+                    retry_after: self.open_left(until),
                 },
                 transition: None,
             },
@@ -533,7 +575,7 @@ impl Model {
                 return match self.state {
                     MState::Open { until } => Answer::Reject {
                         reason: RejectReason::Open {
-                            retry_after: Duration::from_nanos(until - self.latest),
+                            retry_after: self.open_left(until),
                         },
                         transition: t,
                     },
@@ -626,10 +668,48 @@ impl Model {
         })
     }
 
+    /// Shadow mode: a call the rules rejected (not by an operator's forced open) is admitted,
+    /// with a permit whose result is ignored.
+    fn shadowed(&mut self, answer: Answer) -> Answer {
+        match answer {
+            Answer::Reject { reason, transition }
+                if self.p.shadow && reason != RejectReason::ForcedOpen =>
+            {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.outstanding.push(MPermit {
+                    epoch: u64::MAX,
+                    started: self.latest,
+                    id,
+                });
+                Answer::Admit {
+                    probe: false,
+                    shadow: true,
+                    transition,
+                }
+            }
+            a => a,
+        }
+    }
+
     fn manual(&mut self, op: &Op) -> Answer {
-        Answer::Manual(match op {
+        Answer::Manual(match *op {
             Op::ForceOpen => self.go(MState::Forced),
             Op::Disable => self.go(MState::Disabled),
+            Op::OpenFor(d) => {
+                self.consecutive = 0;
+                self.by_hand = true;
+                self.go(MState::Open {
+                    until: self.latest.saturating_add(d),
+                })
+            }
+            // A closed breaker has nothing to probe: refused, nothing changes.
+            Op::HalfOpenNow if self.state == MState::Closed => None,
+            Op::HalfOpenNow => {
+                self.consecutive = 0;
+                self.go(MState::HalfOpen)
+            }
+            Op::Close => self.close(),
             _ => {
                 self.reopens = 0;
                 self.consecutive = 0;
@@ -658,7 +738,14 @@ impl ReferenceStateMachine for BreakerMachine {
         let base = prop_oneof![
             6 => step().prop_map(Op::Acquire),
             2 => step().prop_map(Op::Wait),
-            1 => prop_oneof![8 => Just(Op::Reset), 1 => Just(Op::ForceOpen), 1 => Just(Op::Disable)],
+            1 => prop_oneof![
+                8 => Just(Op::Reset),
+                1 => Just(Op::ForceOpen),
+                1 => Just(Op::Disable),
+                2 => (0u64..=60_000).prop_map(|ms| Op::OpenFor(ms * MS)),
+                2 => Just(Op::HalfOpenNow),
+                2 => Just(Op::Close),
+            ],
         ];
         if state.outstanding.is_empty() {
             base.boxed()
@@ -681,7 +768,8 @@ impl ReferenceStateMachine for BreakerMachine {
             Op::Acquire(s) => {
                 state.advance(*s);
                 state.observe();
-                state.acquire()
+                let answer = state.acquire();
+                state.shadowed(answer)
             }
             Op::Record {
                 pick,
@@ -718,6 +806,7 @@ impl<B: UnderTest> Driven<B> {
                 Ok(p) => {
                     let a = Answer::Admit {
                         probe: p.is_probe(),
+                        shadow: p.is_shadow(),
                         transition: self.transition(),
                     };
                     self.permits.push(p);
@@ -744,6 +833,20 @@ impl<B: UnderTest> Driven<B> {
             }
             Op::Reset => {
                 self.breaker.reset(now);
+                Answer::Manual(self.transition())
+            }
+            Op::OpenFor(d) => {
+                self.breaker.open_for(Duration::from_nanos(d), now);
+                Answer::Manual(self.transition())
+            }
+            Op::HalfOpenNow => {
+                let moved = self.breaker.half_open(now);
+                let t = self.transition();
+                assert!(moved || t.is_none(), "{}: refused but moved", B::NAME);
+                Answer::Manual(t)
+            }
+            Op::Close => {
+                self.breaker.close(now);
                 Answer::Manual(self.transition())
             }
         }
@@ -844,10 +947,15 @@ impl StateMachineTest for Sut {
             ..
         } = got
         {
-            assert!(retry_after <= sut.policy.max_open_time());
+            // (With `strictly_after`, the wait runs to the nanosecond after the open time.)
+            let strict = Duration::from_nanos(u64::from(model.p.strictly_after));
+            assert!(
+                model.by_hand || retry_after <= sut.policy.max_open_time().saturating_add(strict)
+            );
             // Zero only where the open time saturated at the end of representable time.
             assert!(
-                !retry_after.is_zero()
+                model.by_hand
+                    || !retry_after.is_zero()
                     || Instant::from_nanos(model.query_time())
                         .saturating_add(sut.policy.max_open_time())
                         == Instant::MAX

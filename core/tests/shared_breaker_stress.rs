@@ -243,16 +243,19 @@ fn config(rule: ProbeRule, max_in_flight: u32, probe_timeout: Duration) -> Break
             growth: 2.0,
             max: Some(Duration::from_millis(2)),
             jitter: 0.2,
+            strictly_after: false,
         },
         half_open: HalfOpenConfig {
             max_in_flight: Some(max_in_flight),
             rule,
             probe_timeout,
+            decide_at_minimum: false,
         },
         slow_start: Some(SlowStartConfig {
             ramp: Duration::from_micros(300),
             initial: 0.3,
         }),
+        shadow: false,
     }
 }
 

@@ -21,7 +21,7 @@ use reliable_core::spend::{
 };
 use reliable_core::{Duration, Instant};
 
-type Breaker = SpendBreaker<'static, 6, 24, 30>;
+type Breaker = SpendBreaker<&'static SpendPolicy, 6, 24, 30>;
 
 const SEC: u64 = 1_000_000_000;
 

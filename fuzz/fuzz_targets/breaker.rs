@@ -89,6 +89,7 @@ fn config(r: &RawConfig) -> BreakerConfig {
                 u64::from(r.open_ms % 3_600_000) * u64::from(r.max_mult),
             )),
             jitter: frac(r.jitter),
+            strictly_after: false,
         },
         half_open: HalfOpenConfig {
             max_in_flight: r.max_in_flight.map(|n| u32::from(n % 20)),
@@ -104,11 +105,13 @@ fn config(r: &RawConfig) -> BreakerConfig {
             probe_timeout: r
                 .probe_timeout_ms
                 .map_or(Duration::MAX, |ms| Duration::from_millis(u64::from(ms))),
+                decide_at_minimum: false,
         },
         slow_start: r.slow_start.map(|(ms, init)| SlowStartConfig {
             ramp: Duration::from_millis(u64::from(ms)),
             initial: frac(init),
         }),
+        shadow: false,
     }
 }
 

@@ -86,7 +86,7 @@ fuzz_target!(|input: (RawConfig, Vec<Op>)| {
     let Ok(policy) = SpendPolicy::new(config) else {
         return;
     };
-    let Ok(mut breaker) = SpendBreaker::<6, 24, 30>::new(&policy) else {
+    let Ok(mut breaker) = SpendBreaker::<_, 6, 24, 30>::new(&policy) else {
         return;
     };
     let mut clock = 0u64;

@@ -79,6 +79,10 @@ pub struct CreateBreakerArgs {
     /// Probes allowed in flight at once, 1 to 16 (the seed library has no limit: omit it there).
     #[serde(default)]
     pub max_probes_in_flight: Option<u32>,
+    /// Shadow mode, to roll a breaker out safely: it decides and reports what it would do (its
+    /// state, transitions and would_reject count) but lets every call through. Default false.
+    #[serde(default)]
+    pub shadow: Option<bool>,
     /// Attempts per call made through this breaker (reliable_http_call), 1 to 5. Default 3.
     #[serde(default)]
     pub attempts: Option<u32>,
@@ -136,6 +140,9 @@ impl CreateBreakerArgs {
                 ));
             }
             c.half_open.max_in_flight = Some(p);
+        }
+        if let Some(shadow) = self.shadow {
+            c.shadow = shadow;
         }
         BreakerPolicy::new(c).map_err(|e| e.to_string())?;
         Ok(c)
@@ -196,6 +203,8 @@ pub struct Totals {
     pub cancelled: u64,
     /// Retries sent.
     pub retries: u64,
+    /// Calls shadow mode let through that the breaker would have refused.
+    pub would_reject: u64,
 }
 
 /// What `get_breaker_state` and the resource return.
@@ -207,6 +216,9 @@ pub struct BreakerState {
     pub layers: String,
     /// closed, open, half-open, forced-open or disabled.
     pub state: String,
+    /// Whether it runs in shadow mode: every call goes through, and its state and transitions
+    /// are what it would do live.
+    pub shadow: bool,
     /// While open: milliseconds until it lets a probe through.
     pub retry_after_ms: Option<f64>,
     /// The window's counts now.
@@ -302,6 +314,7 @@ impl NamedBreaker {
             name: s.name,
             layers: s.label,
             state: s.state.map_or("none", State::name).to_string(),
+            shadow: s.shadow,
             retry_after_ms,
             window: WindowCounts {
                 calls: s.window.calls,
@@ -317,6 +330,7 @@ impl NamedBreaker {
                 refused: s.refused,
                 cancelled: s.cancelled,
                 retries: s.retries,
+                would_reject: s.would_reject,
             },
             transitions: log
                 .transitions
@@ -453,6 +467,23 @@ pub fn unknown(name: &str, names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_breaker_in_shadow_mode_says_so() {
+        let b = Breakers::new(Limits::default());
+        let args = CreateBreakerArgs {
+            shadow: Some(true),
+            ..CreateBreakerArgs::named("api")
+        };
+        assert!(args.breaker_config().unwrap().shadow);
+        b.create(&args).unwrap();
+        let state = b.get("api").unwrap().snapshot();
+        assert!(state.shadow);
+        assert_eq!(state.totals.would_reject, 0);
+        assert_eq!(state.config["shadow"], serde_json::Value::Bool(true));
+        b.create(&CreateBreakerArgs::named("live")).unwrap();
+        assert!(!b.get("live").unwrap().snapshot().shadow);
+    }
 
     #[test]
     fn create_keeps_replaces_and_names_bad_fields() {

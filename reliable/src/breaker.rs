@@ -11,6 +11,8 @@ use reliable_core::breaker::{
     Rejection, SharedBreaker, Snapshot, State, Transition,
 };
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Probe slots of every breaker here: the most probes a policy may let into half-open at once.
 pub(crate) const PROBE_SLOTS: usize = 8;
@@ -35,17 +37,38 @@ pub(crate) struct Admission {
     pub now: Option<Instant>,
 }
 
-/// Sends the breaker's state changes to the instance's observers, from the call that made them.
+/// Sends the breaker's state changes to the instance's observers, from the call that made them,
+/// and counts the calls shadow mode let through that the breaker would have rejected.
 #[derive(Debug)]
 pub(crate) struct Transitions {
     pub name: Arc<str>,
     pub observers: Arc<[Arc<dyn Observer>]>,
+    pub would_reject: AtomicU64,
+}
+
+impl Transitions {
+    pub fn new(name: Arc<str>, observers: Arc<[Arc<dyn Observer>]>) -> Self {
+        Transitions {
+            name,
+            observers,
+            would_reject: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Outlet for Transitions {
     fn on_transition(&self, t: Transition) {
         for o in self.observers.iter() {
             o.on_transition(&self.name, t);
+        }
+    }
+    fn on_reject(&self, reason: RejectReason, shadow: bool) {
+        // Live rejections reach the observers as refused calls (`on_reject`), from the call.
+        if shadow {
+            self.would_reject.fetch_add(1, Relaxed);
+            for o in self.observers.iter() {
+                o.on_would_reject(&self.name, reason);
+            }
         }
     }
 }
@@ -121,27 +144,15 @@ impl Owned {
         each!(self, b => b.snapshot(now))
     }
 
+    /// Calls shadow mode let through that the breaker would have rejected.
+    pub fn would_reject(&self) -> u64 {
+        each!(self, b => b.observer().would_reject.load(Relaxed))
+    }
+
     /// While the breaker is open at `now`: how long until it admits a probe (`None` when it is
-    /// not open, or forced open, which admits nothing until it is reset).
-    ///
-    /// The breaker answers this only when it refuses a call, so this asks it for a permit at
-    /// `now`. An open breaker refuses and changes nothing: the only write is the breaker's latest
-    /// time, raised to `now`, which a call at `now` would raise too. If the state moved on between
-    /// the two reads (another call made the breaker half-open or closed it), the permit granted
-    /// is handed back at once as ignored, as a cancelled call's would be.
+    /// not open, or forced open, which admits nothing until it is reset). A pure read: the
+    /// breaker's own answer, with nothing asked of it and nothing changed.
     pub fn retry_after(&self, now: Instant) -> Option<std::time::Duration> {
-        if self.state(now) != State::Open {
-            return None;
-        }
-        match each!(self, b => b.try_acquire(now)) {
-            Err(r) => match r.reason {
-                RejectReason::Open { retry_after } => Some(retry_after.into()),
-                _ => None,
-            },
-            Ok(p) => {
-                self.record(p, Outcome::Ignored, now);
-                None
-            }
-        }
+        each!(self, b => b.retry_after(now)).map(Into::into)
     }
 }

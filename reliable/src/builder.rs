@@ -283,6 +283,18 @@ impl Builder {
         self
     }
 
+    /// Runs the breaker in shadow mode ([`BreakerConfig::shadow`]), to roll it out safely: it
+    /// decides as usual and reports what it would do (would-be transitions to `on_transition`,
+    /// would-be rejections to `on_would_reject`, the snapshot's `would_reject`, the metrics'
+    /// `reliable_breaker_would_reject_total`) but lets every call through. No effect without a
+    /// breaker.
+    pub fn shadow_breaker(mut self) -> Self {
+        if let Some(config) = &mut self.breaker {
+            config.shadow = true;
+        }
+        self
+    }
+
     /// The breaker config the breaker methods change: the builder's own, or its defaults again
     /// after [`no_breaker`](Self::no_breaker).
     fn breaker_config(&mut self) -> &mut BreakerConfig {
@@ -408,7 +420,7 @@ impl Builder {
         if self.metrics {
             observers.push(Arc::new(crate::metrics::Metrics::new(
                 &name,
-                self.breaker.is_some(),
+                self.breaker.map(|c| c.shadow),
             )));
         }
         let observers: Arc<[Arc<dyn Observer>]> = observers.into();
@@ -416,10 +428,7 @@ impl Builder {
             Some(config) => {
                 let policy =
                     BreakerPolicy::new(config).map_err(|e| ConfigError::new("breaker", e))?;
-                let outlet = Transitions {
-                    name: name.clone(),
-                    observers: observers.clone(),
-                };
+                let outlet = Transitions::new(name.clone(), observers.clone());
                 Some(
                     Owned::new(policy, rng.fork(1), outlet)
                         .map_err(|e| ConfigError::new("breaker", e))?,
@@ -488,6 +497,7 @@ fn default_breaker() -> BreakerConfig {
             max_in_flight: Some(1),
             rule: ProbeRule::Consecutive { successes: 3 },
             probe_timeout: Duration::from_secs(10),
+            decide_at_minimum: false,
         },
         ..BreakerConfig::reliablekit()
     }

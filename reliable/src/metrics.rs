@@ -7,6 +7,8 @@
 //! | `reliable_calls_total` | counter | `name`, `outcome` (`success`, `open`, `rejected`, `timeout`, `gave-up`, `cancelled`) |
 //! | `reliable_breaker_transitions_total` | counter | `name`, `from`, `to` (`closed`, `open`, `half-open`, `forced-open`, `disabled`) |
 //! | `reliable_breaker_state` | gauge | `name`; 0 closed, 1 open, 2 half-open, 3 forced open, 4 disabled |
+//! | `reliable_breaker_shadow` | gauge | `name`; 1 when the breaker runs in shadow mode (its transitions are would-be ones), else 0 |
+//! | `reliable_breaker_would_reject_total` | counter | `name`, `reason` (`open`, `half-open-full`, `forced-open`, `slow-start`): calls shadow mode let through |
 //! | `reliable_call_attempts` | histogram | `name` |
 //! | `reliable_call_duration_seconds` | histogram | `name` |
 //!
@@ -15,7 +17,7 @@
 
 use crate::observer::{CallEnd, Observer};
 use metrics::{SharedString, counter, gauge, histogram};
-use reliable_core::breaker::{State, Transition};
+use reliable_core::breaker::{RejectReason, State, Transition};
 use std::sync::Arc;
 
 /// The gauge value of a state.
@@ -29,6 +31,15 @@ pub fn state_code(state: State) -> f64 {
     }
 }
 
+fn reason_name(reason: RejectReason) -> &'static str {
+    match reason {
+        RejectReason::Open { .. } => "open",
+        RejectReason::HalfOpenFull => "half-open-full",
+        RejectReason::ForcedOpen => "forced-open",
+        RejectReason::SlowStart => "slow-start",
+    }
+}
+
 /// The observer [`Builder::metrics`](crate::Builder::metrics) adds.
 #[derive(Debug)]
 pub(crate) struct Metrics {
@@ -36,11 +47,14 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    /// Also publishes the breaker's initial state, so the gauge exists from the start.
-    pub fn new(name: &Arc<str>, breaker: bool) -> Self {
+    /// Also publishes the breaker's initial state (and whether it runs in shadow mode, when
+    /// `breaker` is `Some(shadow)`), so the gauges exist from the start.
+    pub fn new(name: &Arc<str>, breaker: Option<bool>) -> Self {
         let name = SharedString::from(name.clone());
-        if breaker {
+        if let Some(shadow) = breaker {
             gauge!("reliable_breaker_state", "name" => name.clone()).set(state_code(State::Closed));
+            gauge!("reliable_breaker_shadow", "name" => name.clone())
+                .set(f64::from(u8::from(shadow)));
         }
         Metrics { name }
     }
@@ -52,6 +66,11 @@ impl Observer for Metrics {
         counter!("reliable_breaker_transitions_total", "name" => name.clone(), "from" => t.from.name(), "to" => t.to.name())
             .increment(1);
         gauge!("reliable_breaker_state", "name" => name).set(state_code(t.to));
+    }
+
+    fn on_would_reject(&self, _: &str, reason: RejectReason) {
+        counter!("reliable_breaker_would_reject_total", "name" => self.name.clone(), "reason" => reason_name(reason))
+            .increment(1);
     }
 
     fn on_call_end(&self, _: &str, end: &CallEnd) {

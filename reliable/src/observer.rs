@@ -26,7 +26,7 @@
 //! ```
 
 use crate::error::Rejection;
-use reliable_core::breaker::Transition;
+use reliable_core::breaker::{RejectReason, Transition};
 use reliable_core::outcome::ErrorClass;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -70,9 +70,14 @@ pub trait Observer: Send + Sync + Debug + 'static {
     fn on_reject(&self, name: &str, refusal: Refusal) {
         let _ = (name, refusal);
     }
-    /// The breaker changed state.
+    /// The breaker changed state (in shadow mode, a would-be transition: see
+    /// [`Builder::shadow_breaker`](crate::Builder::shadow_breaker)).
     fn on_transition(&self, name: &str, transition: Transition) {
         let _ = (name, transition);
+    }
+    /// The breaker, in shadow mode, let a call through that it would have rejected for `reason`.
+    fn on_would_reject(&self, name: &str, reason: RejectReason) {
+        let _ = (name, reason);
     }
     /// The call gives up after `attempts` attempts; `reason` is a short name (`max-attempts`,
     /// `fatal`, `deadline`, `timeout-not-retried`, `dont-retry`, `budget`).

@@ -98,6 +98,11 @@ pub struct Snapshot {
     pub window: Counts,
     /// Failures in a row while closed.
     pub consecutive_failures: u32,
+    /// Whether the breaker runs in shadow mode: it lets every call through, and its state and
+    /// transitions are what it would do live.
+    pub shadow: bool,
+    /// Calls shadow mode let through that the breaker would have rejected.
+    pub would_reject: u64,
     /// Calls that succeeded.
     pub succeeded: u64,
     /// Calls that failed after their attempts (gave up or timed out).
@@ -183,6 +188,8 @@ impl Reliable {
             retry_after: i.breaker.as_ref().and_then(|b| b.retry_after(now)),
             window: breaker.map(|b| b.counts).unwrap_or_default(),
             consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
+            shadow: i.breaker.as_ref().is_some_and(|b| b.policy().shadow()),
+            would_reject: i.breaker.as_ref().map_or(0, |b| b.would_reject()),
             succeeded: i.stats.total(Total::Succeeded),
             failed: i.stats.total(Total::Failed),
             refused: i.stats.total(Total::Refused),

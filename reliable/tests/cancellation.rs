@@ -110,6 +110,7 @@ fn one_probe_breaker() -> BreakerConfig {
             max_in_flight: Some(1),
             rule: ProbeRule::Consecutive { successes: 1 },
             probe_timeout: CoreDuration::from_secs(60),
+            decide_at_minimum: false,
         },
         ..BreakerConfig::new()
     }

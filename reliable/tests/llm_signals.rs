@@ -211,7 +211,7 @@ fn quotas_feed_the_spend_breaker() {
         ("x-ratelimit-reset-tokens", "20s"),
     ];
     let policy = SpendPolicy::new(SpendConfig::new()).unwrap();
-    let mut spend: SpendBreaker<'_> = SpendBreaker::new(&policy).unwrap();
+    let mut spend: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&policy).unwrap();
     let t = Instant::from_secs(100);
     for q in quotas(&headers[..], now()) {
         let _ = spend.observe(t, q.update(t));

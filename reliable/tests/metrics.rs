@@ -81,6 +81,7 @@ fn every_series_with_its_labels_and_values() {
             "Counter reliable_calls_total{name=llm,outcome=gave-up} 1",
             "Counter reliable_calls_total{name=llm,outcome=open} 1",
             "Counter reliable_calls_total{name=llm,outcome=success} 3",
+            "Gauge reliable_breaker_shadow{name=llm} 0",
             "Gauge reliable_breaker_state{name=llm} 0",
             "Histogram reliable_call_attempts{name=llm} [1.0, 1.0, 2.0, 0.0, 1.0]",
             "Histogram reliable_call_duration_seconds{name=llm} [0.25, 0.25, 0.0, 0.0, 0.0]",

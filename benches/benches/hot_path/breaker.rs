@@ -35,6 +35,7 @@ fn open_for(d: Duration) -> OpenConfig {
         growth: 1.0,
         max: None,
         jitter: 0.0,
+        strictly_after: false,
     }
 }
 
@@ -47,6 +48,7 @@ fn consecutive(n: u32, open: Duration) -> &'static BreakerPolicy {
             max_in_flight: Some(1),
             rule: ProbeRule::Consecutive { successes: 1 },
             probe_timeout: Duration::from_secs(10),
+            decide_at_minimum: false,
         },
         ..BreakerConfig::new()
     })

@@ -57,6 +57,7 @@ fn open() -> OpenConfig {
         growth: 1.0,
         max: None,
         jitter: 0.0,
+        strictly_after: false,
     }
 }
 

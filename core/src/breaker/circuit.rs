@@ -6,9 +6,9 @@ use super::config::BreakerPolicy;
 use super::count_window::CountWindow;
 use super::observer::Observer;
 use super::spec::{
-    Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, Round,
-    State, Target, Transition, UNLEASED_PROBE, View, counts_in_window, jitter_sample, quiet_result,
-    step, tally, visible,
+    Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection,
+    Round, SHADOW_LEASE, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
+    jitter_sample, open_left, quiet_result, refuse, retry_after, step, tally, visible,
 };
 use super::window::{Counts, Window};
 use crate::error::ConfigError;
@@ -178,7 +178,32 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
     /// The state as of `now`: an open breaker whose time is up reports [`State::HalfOpen`], since the
     /// next call will be a probe.
     pub fn state(&self, now: Instant) -> State {
-        visible(self.state, now.max(self.latest), || self.since)
+        visible(
+            self.policy.borrow(),
+            self.state,
+            now.max(self.latest),
+            || self.since,
+        )
+    }
+
+    /// While the breaker is open at `now`, how long until it admits a probe; `None` otherwise.
+    /// Changes nothing (an acquire at `now` would be rejected with this `retry_after`).
+    pub fn retry_after(&self, now: Instant) -> Option<Duration> {
+        retry_after(
+            self.policy.borrow(),
+            self.state,
+            now.max(self.latest),
+            || self.since,
+        )
+    }
+
+    /// A permit if the breaker is closed and not in a slow-start ramp, judged without the time;
+    /// `None` otherwise, having changed nothing. The permit is stamped with the latest time the
+    /// breaker has seen (see [`SharedBreaker::try_acquire_closed`](super::SharedBreaker::try_acquire_closed)).
+    #[inline(always)]
+    pub fn try_acquire_closed(&mut self) -> Option<Permit> {
+        (self.state == State::Closed && !self.ramping)
+            .then(|| Permit::new(self.generation, NOT_A_PROBE, self.latest))
     }
 
     /// Outcomes in the window as of `now` (calls, failures, slow calls).
@@ -256,7 +281,11 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
                 self.reopens = self.reopens.saturating_add(1);
                 self.open(now)
             }
-            Target::HalfOpen => self.go(State::HalfOpen, now),
+            Target::HalfOpen => {
+                // From forced open or disabled, failures in a row are no longer kept.
+                self.consecutive = 0;
+                self.go(State::HalfOpen, now)
+            }
             Target::Close => {
                 self.reopens = 0;
                 self.consecutive = 0;
@@ -264,6 +293,22 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
                 self.window.clear();
                 self.since = now;
                 self.ramping = !self.policy.borrow().ramp.is_zero();
+                self.go(State::Closed, now)
+            }
+            // The caller has set `since` to the command's instant.
+            Target::OpenByHand => {
+                self.consecutive = 0;
+                self.go(State::Open, now)
+            }
+            Target::ForceOpen => self.go(State::ForcedOpen, now),
+            Target::Disable => self.go(State::Disabled, now),
+            Target::Reset => {
+                self.reopens = 0;
+                self.consecutive = 0;
+                self.credit = 0;
+                self.window.clear();
+                // A reset is a deliberate fresh start: no ramp.
+                self.ramping = false;
                 self.go(State::Closed, now)
             }
         }
@@ -285,21 +330,36 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
     #[inline(always)]
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
         let now = self.observe_now(now);
-        // The answers of a healthy or a failed downstream stay inline; the rest is out of line.
-        // Half-open first frees expired leases, and counts the probes in flight.
-        if self.state != State::HalfOpen {
-            match step(self.policy.borrow(), self.view(now, 0), Event::Acquire) {
-                Decision::Admit { probe: false } => return Ok(self.permit(now, NOT_A_PROBE)),
-                Decision::Reject(reason) => return Err(Rejection::new(reason)),
-                _ => {}
-            }
+        // A healthy downstream's answer stays inline; the rest is out of line (rejections, which
+        // the observer hears and shadow mode turns into permits; half-open, which first frees
+        // expired leases and counts the probes in flight; slow start).
+        match step(self.policy.borrow(), self.view(now, 0), Event::Acquire) {
+            Decision::Admit { probe: false } => Ok(self.permit(now, NOT_A_PROBE)),
+            _ => self.acquire_other(now),
         }
-        self.acquire_other(now)
+    }
+
+    /// A call the rules rejected: its rejection, or, in shadow mode, a shadow permit.
+    fn refuse(&self, reason: RejectReason, now: Instant) -> Result<Permit, Rejection> {
+        refuse(
+            self.policy.borrow(),
+            &self.observer,
+            reason,
+            self.generation,
+            now,
+        )
     }
 
     /// The rest of the table: expired leases, probes, slow start, state changes.
     #[inline(never)]
     fn acquire_other(&mut self, now: Instant) -> Result<Permit, Rejection> {
+        match self.decide_other(now) {
+            Err(r) => self.refuse(r.reason, now),
+            admitted => admitted,
+        }
+    }
+
+    fn decide_other(&mut self, now: Instant) -> Result<Permit, Rejection> {
         // A decision changes the state at most twice (open → half-open, expiry → closed or open)
         // before it answers; the bound only keeps the loop finite by construction.
         for _ in 0..4 {
@@ -343,7 +403,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
                     if target == Target::Reopen {
                         // The call whose expired probes re-opened it is rejected as open.
                         return Err(Rejection::new(RejectReason::Open {
-                            retry_after: self.since.saturating_duration_since(now),
+                            retry_after: open_left(self.policy.borrow(), now, self.since),
                         }));
                     }
                 }
@@ -377,7 +437,11 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         }
         let timeout = policy.probe_timeout;
         let lease = self.probes.next_lease;
-        self.probes.next_lease = lease.checked_add(1).unwrap_or(FIRST_LEASE);
+        // Lease numbers stop short of the shadow permit's.
+        self.probes.next_lease = match lease.checked_add(1) {
+            Some(next) if next < SHADOW_LEASE => next,
+            _ => FIRST_LEASE,
+        };
         // The rules admitted a probe only with a slot free (in flight < max_in_flight <= P).
         if let Some(slot) = self.probes.lease.iter().position(|&l| l == 0)
             && let (Some(l), Some(e)) = (
@@ -407,6 +471,21 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         } else {
             self.record_other(&permit, outcome, now);
         }
+    }
+
+    /// Reports how a permitted call ended, with the latency the caller measured itself (from its
+    /// own clock, or one the call reported) rather than from the permit to `now`: the slow-call
+    /// rule judges `latency`. Otherwise as [`record`](Self::record).
+    pub fn record_latency(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        latency: Duration,
+        now: Instant,
+    ) {
+        let now = self.observe_now(now);
+        let started = now.saturating_sub(latency);
+        self.record(Permit { started, ..permit }, outcome, now)
     }
 
     #[inline(never)]
@@ -463,29 +542,64 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         }
     }
 
+    /// Carries out an operator's command as the rules decide it; false if they refuse it (a
+    /// closed breaker told to go half-open).
+    fn command(&mut self, command: Command, now: Instant) -> bool {
+        let now = self.observe_now(now);
+        match step(
+            self.policy.borrow(),
+            self.view(now, 0),
+            Event::Command(command),
+        ) {
+            Decision::Go(target) => {
+                if let Command::OpenUntil(until) = command {
+                    self.since = until;
+                }
+                self.go_to(target, now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Opens the breaker by hand until `until`; then it probes as after a trip. Permits already
+    /// out become stale.
+    pub fn open_until(&mut self, until: Instant, now: Instant) {
+        self.command(Command::OpenUntil(until), now);
+    }
+
+    /// Opens the breaker by hand for `duration` from `now` (see [`open_until`](Self::open_until)).
+    pub fn open_for(&mut self, duration: Duration, now: Instant) {
+        let now = self.observe_now(now);
+        self.open_until(now.saturating_add(duration), now)
+    }
+
+    /// Half-open now, with a fresh probe round, from any state but closed; false (nothing changed)
+    /// if the breaker is closed, which has nothing to probe.
+    pub fn half_open(&mut self, now: Instant) -> bool {
+        self.command(Command::HalfOpen, now)
+    }
+
+    /// Closes the breaker by hand, as probes that succeeded would: window and counters cleared,
+    /// slow start if configured. Permits already out become stale.
+    pub fn close(&mut self, now: Instant) {
+        self.command(Command::Close, now);
+    }
+
     /// Opens the breaker by hand until [`reset`](Self::reset). Permits already out become stale.
     pub fn force_open(&mut self, now: Instant) {
-        let now = self.observe_now(now);
-        self.go(State::ForcedOpen, now)
+        self.command(Command::ForceOpen, now);
     }
 
     /// Switches the breaker off until [`reset`](Self::reset): every call is admitted and outcomes only
     /// feed the window's metrics.
     pub fn disable(&mut self, now: Instant) {
-        let now = self.observe_now(now);
-        self.go(State::Disabled, now)
+        self.command(Command::Disable, now);
     }
 
     /// Back to closed with nothing remembered: window, counters and open-time growth cleared, no
     /// slow start. Permits already out become stale.
     pub fn reset(&mut self, now: Instant) {
-        let now = self.observe_now(now);
-        self.reopens = 0;
-        self.consecutive = 0;
-        self.credit = 0;
-        self.window.clear();
-        // A reset is a deliberate fresh start: no ramp.
-        self.ramping = false;
-        self.go(State::Closed, now)
+        self.command(Command::Reset, now);
     }
 }

@@ -20,11 +20,13 @@
 //!         growth: 2.0,
 //!         max: Some(Duration::from_secs(60)),
 //!         jitter: 0.1,
+//!         strictly_after: false,
 //!     },
 //!     half_open: HalfOpenConfig {
 //!         max_in_flight: Some(2),
 //!         rule: ProbeRule::Consecutive { successes: 2 },
 //!         probe_timeout: Duration::from_secs(10),
+//!         decide_at_minimum: false,
 //!     },
 //!     ..BreakerConfig::new()
 //! };
@@ -71,6 +73,15 @@ pub struct BreakerConfig {
     /// After closing, admit a rising share of calls over a ramp instead of all at once. Default off.
     #[cfg_attr(feature = "serde", serde(default))]
     pub slow_start: Option<SlowStartConfig>,
+    /// Shadow mode, for rolling a breaker out safely: it decides as usual, making its would-be
+    /// transitions and telling its observer each call it would reject
+    /// ([`Observer::on_reject`](super::Observer::on_reject) with `shadow`), but admits every call
+    /// (with a [shadow permit](super::Permit::is_shadow) where it would have rejected). A shadow
+    /// permit's result is ignored, since the live breaker would not have made that call, so the
+    /// breaker's state follows exactly what it would be live. An operator's forced open still
+    /// rejects. Default off.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub shadow: bool,
 }
 
 /// The slow-call trip rule: a call is slow when its latency is strictly longer than `threshold`;
@@ -127,6 +138,11 @@ pub struct OpenConfig {
     /// Relative jitter in [0, 1). Default 0.
     #[cfg_attr(feature = "serde", serde(default))]
     pub jitter: f64,
+    /// Where the open time ends: `false` (the default), the first call **at or after** its end is a
+    /// probe; `true`, only a call **strictly after** it (resilience4j's `isAfter`), so a call at
+    /// exactly the end is still rejected, with a `retry_after` of 1 ns.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub strictly_after: bool,
 }
 
 /// How the half-open state probes the downstream.
@@ -145,6 +161,12 @@ pub struct HalfOpenConfig {
     /// returns cannot wedge the breaker. [`Duration::MAX`] disables the lease. Default 10 s.
     #[cfg_attr(feature = "serde", serde(default = "default_probe_timeout"))]
     pub probe_timeout: Duration,
+    /// With [`ProbeRule::Rate`] `{ calls }`: `false` (the default), the round decides once all
+    /// `calls` probes reported; `true`, once `min(minimum_calls, calls)` reported (resilience4j
+    /// evaluates its half-open window as soon as it holds the minimum number of calls). Probes of
+    /// the round still out when it decides are of an older generation: their results are ignored.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub decide_at_minimum: bool,
 }
 
 /// What the half-open probes decide.
@@ -158,9 +180,10 @@ pub enum ProbeRule {
         /// Successes in a row needed to close.
         successes: u32,
     },
-    /// Exactly `calls` probes are admitted; when all have reported, the breaker re-opens if their
-    /// failure rate or slow-call rate reaches the trip thresholds, and closes otherwise
-    /// (resilience4j's half-open semantics).
+    /// Exactly `calls` probes are admitted; when all have reported (or, with
+    /// [`HalfOpenConfig::decide_at_minimum`], `min(minimum_calls, calls)`: resilience4j's rule), the
+    /// breaker re-opens if their failure rate or slow-call rate reaches the trip thresholds, and
+    /// closes otherwise.
     Rate {
         /// Probes admitted and evaluated together.
         calls: u32,
@@ -213,6 +236,7 @@ impl Default for OpenConfig {
             growth: default_growth(),
             max: None,
             jitter: 0.0,
+            strictly_after: false,
         }
     }
 }
@@ -229,6 +253,7 @@ impl Default for HalfOpenConfig {
             max_in_flight: default_max_in_flight(),
             rule: ProbeRule::default(),
             probe_timeout: default_probe_timeout(),
+            decide_at_minimum: false,
         }
     }
 }
@@ -248,13 +273,16 @@ impl BreakerConfig {
                 growth: 1.0,
                 max: None,
                 jitter: 0.0,
+                strictly_after: false,
             },
             half_open: HalfOpenConfig {
                 max_in_flight: Some(1),
                 rule: ProbeRule::Consecutive { successes: 1 },
                 probe_timeout: Duration::from_secs(10),
+                decide_at_minimum: false,
             },
             slow_start: None,
+            shadow: false,
         }
     }
 
@@ -276,11 +304,13 @@ impl BreakerConfig {
                 growth: 1.0,
                 max: None,
                 jitter: 0.0,
+                strictly_after: false,
             },
             half_open: HalfOpenConfig {
                 max_in_flight: None,
                 rule: ProbeRule::Consecutive { successes: 3 },
                 probe_timeout: Duration::MAX,
+                decide_at_minimum: false,
             },
             ..BreakerConfig::new()
         }
@@ -298,11 +328,13 @@ impl BreakerConfig {
                 growth: 1.0,
                 max: None,
                 jitter: 0.0,
+                strictly_after: false,
             },
             half_open: HalfOpenConfig {
                 max_in_flight: Some(1),
                 rule: ProbeRule::Consecutive { successes: 1 },
                 probe_timeout: Duration::MAX,
+                decide_at_minimum: false,
             },
             ..BreakerConfig::new()
         }
@@ -311,8 +343,36 @@ impl BreakerConfig {
     /// resilience4j's `CircuitBreakerConfig.ofDefaults()`: failure rate >= 50% over a count window of
     /// 100 calls, at least 100 calls, open 60 s, then 10 permitted half-open calls evaluated together
     /// against the same thresholds; slow calls are those over 60 s, with a 100% slow-rate threshold.
-    /// resilience4j waits indefinitely in half-open by default, so the probe lease is off. Needs a
-    /// window of at least 100 calls (`CountWindow<2>`) and 10 probe slots.
+    /// Needs a window of at least 100 calls (`CountWindow<100, 2>`, `AtomicCountWindow<100, 2>`) and
+    /// 10 probe slots.
+    ///
+    /// resilience4j's own boundaries, as policy fields: a call at exactly the end of the open time
+    /// is still rejected ([`OpenConfig::strictly_after`]), and a half-open round decides as soon as
+    /// `min(minimum_calls, calls)` probes reported ([`HalfOpenConfig::decide_at_minimum`]; with the
+    /// defaults, 10 of 10). resilience4j waits indefinitely in half-open by default, so the probe
+    /// lease is off.
+    ///
+    /// Where this breaker deliberately differs from resilience4j (`core/tests/resilience4j.rs`
+    /// asserts each):
+    /// - **Late results.** A result whose permit was issued before a state change is ignored;
+    ///   resilience4j counts it in the new state's window.
+    /// - **`state()` after the wait.** An open breaker whose time is up reads as half-open (the next
+    ///   call is a probe); resilience4j reports `OPEN` until a call (or its scheduler) moves it.
+    /// - **Minimum calls above the window.** `minimum_calls` larger than a count window is refused
+    ///   when the policy is built; resilience4j silently lowers it to the window size.
+    /// - **Thresholds in parts per million.** Rates compare exactly in integers (`failures / calls
+    ///   >= rate`), where resilience4j compares rounded `float` percentages.
+    /// - **Disabled keeps metrics.** The disabled state records every call in the window (as
+    ///   resilience4j's metrics-only state does); resilience4j's disabled state records nothing.
+    /// - **Shadow mode is not a state.** resilience4j's metrics-only state never trips; shadow mode
+    ///   ([`BreakerConfig::shadow`]) makes every would-be transition and admits every call.
+    /// - **Rejections are counted by an observer** ([`Rejections`](super::Rejections)), not by
+    ///   the breaker (resilience4j's `getNumberOfNotPermittedCalls`).
+    /// - **Manual opens** take their time or instant explicitly (`open_for`, `open_until`);
+    ///   resilience4j's `transitionToOpenState()` waits the configured interval of the next
+    ///   attempt.
+    /// - **Not yet here**: a maximum wait in half-open, an initial state other than closed, and
+    ///   call durations kept in the window (total and average).
     pub const fn resilience4j() -> Self {
         BreakerConfig {
             failure_rate: Some(0.5),
@@ -327,11 +387,13 @@ impl BreakerConfig {
                 growth: 1.0,
                 max: None,
                 jitter: 0.0,
+                strictly_after: true,
             },
             half_open: HalfOpenConfig {
                 max_in_flight: Some(10),
                 rule: ProbeRule::Rate { calls: 10 },
                 probe_timeout: Duration::MAX,
+                decide_at_minimum: true,
             },
             ..BreakerConfig::new()
         }
@@ -363,9 +425,16 @@ pub struct BreakerPolicy {
     /// `u32::MAX`: unlimited.
     pub(crate) max_in_flight: u32,
     pub(crate) rule: ProbeRule,
+    /// `ProbeRule::Rate`: the reported probes that decide a round (`calls`, or
+    /// `min(minimum_calls, calls)` with `decide_at_minimum`); 0 otherwise.
+    pub(crate) quorum: u32,
+    /// The open time ends strictly after its last instant (`OpenConfig::strictly_after`).
+    pub(crate) strictly_after: bool,
     pub(crate) probe_timeout: Duration,
     pub(crate) ramp: Duration,
     pub(crate) ramp_initial_ppm: u32,
+    /// Admit what the rules reject, reporting it (`BreakerConfig::shadow`).
+    pub(crate) shadow: bool,
     /// `consecutive`, or 2³² (never reached) when the rule is off: one comparison on the hot path.
     pub(crate) consecutive_limit: u64,
     /// `minimum_calls`, or `u64::MAX` when no rate rule is on.
@@ -539,9 +608,20 @@ impl BreakerPolicy {
             jitter_ppm,
             max_in_flight,
             rule: half.rule,
+            quorum: match half.rule {
+                ProbeRule::Rate { calls }
+                    if half.decide_at_minimum && config.minimum_calls < calls =>
+                {
+                    config.minimum_calls
+                }
+                ProbeRule::Rate { calls } => calls,
+                ProbeRule::Consecutive { .. } => 0,
+            },
+            strictly_after: open.strictly_after,
             probe_timeout: half.probe_timeout,
             ramp,
             ramp_initial_ppm,
+            shadow: config.shadow,
             consecutive_limit: match consecutive {
                 0 => 1 << 32,
                 n => n as u64,
@@ -608,12 +688,18 @@ impl BreakerPolicy {
         self.needs_window
     }
 
+    /// Whether the breaker runs in shadow mode (see [`BreakerConfig::shadow`]).
+    pub fn shadow(&self) -> bool {
+        self.shadow
+    }
+
     /// Probes allowed in flight at once in half-open, or `None` for no limit.
     pub fn max_in_flight(&self) -> Option<u32> {
         (self.max_in_flight != u32::MAX).then_some(self.max_in_flight)
     }
 
-    /// The longest time the breaker can stay open; `retry_after` never exceeds it.
+    /// The longest time the breaker can stay open; `retry_after` never exceeds it (by more than
+    /// the 1 ns of [`OpenConfig::strictly_after`]).
     pub fn max_open_time(&self) -> Duration {
         self.open_max
     }
@@ -947,6 +1033,7 @@ mod tests {
                 growth: 2.0,
                 max: Some(Duration::from_secs(10)),
                 jitter: 0.5,
+                strictly_after: false,
             },
             ..BreakerConfig::layered_exercise()
         };

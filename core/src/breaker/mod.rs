@@ -15,6 +15,13 @@
 //! | **forced open** | reject | ignore | **closed** on reset |
 //! | **disabled** | admit | count it in the window only | **closed** on reset |
 //!
+//! An operator can move a breaker at any time, through the same rules: open it until an instant
+//! or for a duration (`open_until`, `open_for`; then it probes as after a trip), make it half-open
+//! now (`half_open`; refused while closed, which has nothing to probe), close it as successful
+//! probes would (`close`), force it open, disable it, or `reset` it. A caller that measured a
+//! call's latency itself reports it with `record_latency`; `retry_after` reads how long an open
+//! breaker still refuses, changing nothing.
+//!
 //! Every permit carries the generation it was issued in; a result from an older generation (a late
 //! reply from before a trip) changes nothing. A `now` earlier than the latest one seen counts as
 //! the latest, so a clock that steps back cannot re-open or shorten anything. Each open time is
@@ -33,6 +40,9 @@
 //!   -p reliable-core --example sizes` prints them all).
 //! - Windows, capacities in calls: [`NoWindow`], [`CountWindow`], [`TimeWindow`], [`AnyWindow`],
 //!   and their [`AtomicWindow`] forms for the shared breaker.
+//! - Shadow mode ([`BreakerConfig::shadow`]): the breaker decides and reports as if live
+//!   (would-be transitions to its [`Observer`], would-be rejections to
+//!   [`Observer::on_reject`], counted by [`Rejections`]) but admits every call.
 //! - Answers: [`CircuitBreaker::try_acquire`] returns a [`Permit`] or a [`Rejection`] saying why;
 //!   a [`Permit`] goes back to `record` with an [`Outcome`] (`Outcome::from(ErrorClass)` maps the
 //!   retry side's classification). State changes come out in one place: the breaker's
@@ -85,6 +95,8 @@ pub use config::{
     SlowStartConfig, WindowConfig,
 };
 pub use count_window::{CountWindow, words_for};
+#[cfg(target_has_atomic = "64")]
+pub use observer::Rejections;
 pub use observer::{LastTransition, Observer};
 #[cfg(target_has_atomic = "64")]
 pub use shared::SharedBreaker;

@@ -53,14 +53,14 @@ use super::atomic_window::{AtomicCountWindow, AtomicWindow, Line};
 use super::config::{BreakerPolicy, FP_ONE, ProbeRule};
 use super::observer::Observer;
 use super::spec::{
-    Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection, Round,
-    Snapshot, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window, jitter_sample,
-    quiet_result, round_has_room, step, tally, visible,
+    self, Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason,
+    Rejection, Round, Snapshot, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
+    jitter_sample, open_left, quiet_result, refuse, round_has_room, step, tally, visible,
 };
 use super::window::Counts;
 use crate::error::{ConfigError, Problem};
 use crate::sample::instance_seed;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// The largest count the control word holds (consecutive failures, re-opens).
 const MAX_COUNT: u32 = (1 << 28) - 1;
@@ -73,7 +73,8 @@ const HALF_OPEN: u64 = 2;
 const FORCED_OPEN: u64 = 3;
 const DISABLED: u64 = 4;
 const STATE_MASK: u64 = 0b111;
-/// Closed: ramping. Forced open / disabled: the count holds consecutive failures, not re-opens.
+/// Closed: ramping. Open: opened by hand, until the `deadline` word. Forced open / disabled: the
+/// count holds consecutive failures, not re-opens.
 const FLAG: u64 = 1 << 3;
 const COUNT_SHIFT: u32 = 4;
 
@@ -250,7 +251,8 @@ enum Step<T> {
 /// (one `fetch_add`, none with `NoWindow`). Those two words are each on a cache line of their own;
 /// the control word and the window's bits, read by every call but rarely written, sit apart, so
 /// the cores keep them shared. (So a `SharedBreaker` is 64-byte aligned and a few cache lines long:
-/// 256 bytes with a count window.)
+/// 320 bytes with a 64-call count window: the operator's open deadline takes the word that
+/// spills into a fifth line.)
 ///
 /// # Limits of the packing
 ///
@@ -280,7 +282,8 @@ enum Step<T> {
 /// - a result whose permit is of an earlier generation than the one `record` reads changes nothing;
 /// - every operation completes in a bounded number of its own steps unless other threads keep
 ///   changing the same words (lock-free: a retry means another call made progress);
-/// - counts never exceed the window, and `retry_after` never exceeds the maximum open time.
+/// - counts never exceed the window, and `retry_after` never exceeds the maximum open time (by
+///   more than the 1 ns of `strictly_after`) unless an operator opened it for longer.
 ///
 /// Not guaranteed (these are races in the caller's own history, with no sequential order to match):
 /// - a result that races a state change is judged by the state it read: it may be ignored though
@@ -310,6 +313,9 @@ pub struct SharedBreaker<R = BreakerPolicy, W = AtomicCountWindow<64>, const P: 
     round: AtomicU64,
     /// Slow-start credit in ppm of one call, tagged with the generation of the close.
     credit: AtomicU64,
+    /// Open by hand (the control word's flag): when the open time is up, written before the
+    /// transition is published.
+    deadline: AtomicU64,
     slots: [AtomicU64; P],
     expires: [AtomicU64; P],
 }
@@ -389,6 +395,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer + De
             since: AtomicU64::new(0),
             round: AtomicU64::new(0),
             credit: AtomicU64::new(0),
+            deadline: AtomicU64::new(0),
             slots: [const { AtomicU64::new(0) }; P],
             expires: [const { AtomicU64::new(0) }; P],
         })
@@ -409,6 +416,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             since: self.since,
             round: self.round,
             credit: self.credit,
+            deadline: self.deadline,
             slots: self.slots,
             expires: self.expires,
         }
@@ -474,7 +482,10 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     }
 
     /// When an open breaker in `c` turns half-open.
-    fn open_until(&self, c: Ctl) -> Instant {
+    fn until(&self, c: Ctl) -> Instant {
+        if c.flag() {
+            return Instant::from_nanos(self.deadline.load(Acquire));
+        }
         // The jitter draw of the opening that left generation `c - 1`, as the `&mut` breaker does.
         let sample = jitter_sample(self.seed, c.generation().wrapping_sub(1));
         Instant::from_nanos(self.since.load(Acquire))
@@ -507,7 +518,18 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     /// The state as of `now`: an open breaker whose time is up reports [`State::HalfOpen`].
     pub fn state(&self, now: Instant) -> State {
         let c = self.load();
-        visible(c.state(), self.query_time(now), || self.open_until(c))
+        visible(self.policy(), c.state(), self.query_time(now), || {
+            self.until(c)
+        })
+    }
+
+    /// While the breaker is open at `now`, how long until it admits a probe; `None` otherwise.
+    /// Changes nothing (an acquire at `now` would be rejected with this `retry_after`).
+    pub fn retry_after(&self, now: Instant) -> Option<Duration> {
+        let c = self.load();
+        spec::retry_after(self.policy(), c.state(), self.query_time(now), || {
+            self.until(c)
+        })
     }
 
     /// Outcomes in the window as of `now` (calls, failures, slow calls).
@@ -572,7 +594,11 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         let mut caused = false;
         loop {
             match self.acquire_step(c, now, &mut caused) {
-                Step::Done(answer) => return answer.map_err(Rejection::new),
+                Step::Done(Ok(permit)) => return Ok(permit),
+                Step::Done(Err(reason)) => {
+                    let g = self.load().generation();
+                    return refuse(self.policy(), &self.observer, reason, g, now);
+                }
                 Step::Retry => c = self.load(),
             }
         }
@@ -589,7 +615,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             state,
             now,
             until: if state == State::Open {
-                self.open_until(c)
+                self.until(c)
             } else {
                 Instant::ZERO
             },
@@ -617,8 +643,12 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             // Closed always has zero re-opens.
             Target::Trip => c.next(OPEN, false, 0),
             Target::Reopen => c.next(OPEN, false, c.count().saturating_add(1)),
-            Target::HalfOpen => c.next(HALF_OPEN, false, c.count()),
+            Target::HalfOpen => c.next(HALF_OPEN, false, c.reopens()),
             Target::Close => c.next(CLOSED, !self.policy().ramp.is_zero(), 0),
+            Target::OpenByHand => c.next(OPEN, true, c.reopens()),
+            Target::ForceOpen => c.manual(FORCED_OPEN),
+            Target::Disable => c.manual(DISABLED),
+            Target::Reset => c.next(CLOSED, false, 0),
         }
     }
 
@@ -693,7 +723,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
                 if target == Target::Reopen {
                     // The call whose expired probes re-opened it is rejected as open.
                     return Step::Done(Err(RejectReason::Open {
-                        retry_after: self.open_until(to).saturating_duration_since(now),
+                        retry_after: open_left(policy, now, self.until(to)),
                     }));
                 }
                 // Decide again in the new state.
@@ -879,6 +909,21 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         }
     }
 
+    /// Reports how a permitted call ended, with the latency the caller measured itself (from its
+    /// own clock, or one the call reported) rather than from the permit to `now`: the slow-call
+    /// rule judges `latency`. Otherwise as [`record`](Self::record).
+    pub fn record_latency(
+        &self,
+        permit: Permit,
+        outcome: Outcome,
+        latency: Duration,
+        now: Instant,
+    ) {
+        let now = self.observe_now(now);
+        let started = now.saturating_sub(latency);
+        self.record(Permit { started, ..permit }, outcome, now)
+    }
+
     #[inline(never)]
     fn record_slow(&self, c: Ctl, permit: &Permit, outcome: Outcome, now: Instant) {
         if c.state() == State::HalfOpen && !self.release(c, permit) {
@@ -981,32 +1026,66 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         })
     }
 
-    /// Makes the manual transition `to(c)` from whatever state the breaker is in.
-    fn manual(&self, now: Instant, to: impl Fn(Ctl) -> Ctl) {
+    /// Carries out an operator's command as the rules decide it, from whatever state the breaker
+    /// is in; false if they refuse it (a closed breaker told to go half-open).
+    fn command(&self, command: Command, now: Instant) -> bool {
         let now = self.observe_now(now);
         loop {
             let c = self.load();
-            if self.go(c, to(c), now).is_ok() {
-                return;
+            let view = self.view(c, now, 0, Round::default());
+            let Decision::Go(target) = step(self.policy(), view, Event::Command(command)) else {
+                return false;
+            };
+            if let Command::OpenUntil(until) = command {
+                // Before publishing, as for `since`. Two commands racing may leave either's
+                // deadline with the other's state change: an operator's race, not the rules'.
+                self.deadline.store(until.as_nanos(), Release);
+            }
+            if self.go(c, self.target(c, target), now).is_ok() {
+                return true;
             }
         }
     }
 
+    /// Opens the breaker by hand until `until`; then it probes as after a trip. Permits already
+    /// out become stale.
+    pub fn open_until(&self, until: Instant, now: Instant) {
+        self.command(Command::OpenUntil(until), now);
+    }
+
+    /// Opens the breaker by hand for `duration` from `now` (see [`open_until`](Self::open_until)).
+    pub fn open_for(&self, duration: Duration, now: Instant) {
+        let now = self.observe_now(now);
+        self.open_until(now.saturating_add(duration), now)
+    }
+
+    /// Half-open now, with a fresh probe round, from any state but closed; false (nothing changed)
+    /// if the breaker is closed, which has nothing to probe.
+    pub fn half_open(&self, now: Instant) -> bool {
+        self.command(Command::HalfOpen, now)
+    }
+
+    /// Closes the breaker by hand, as probes that succeeded would: window and counters cleared,
+    /// slow start if configured. Permits already out become stale.
+    pub fn close(&self, now: Instant) {
+        self.command(Command::Close, now);
+    }
+
     /// Opens the breaker by hand until [`reset`](Self::reset). Permits already out become stale.
     pub fn force_open(&self, now: Instant) {
-        self.manual(now, |c| c.manual(FORCED_OPEN))
+        self.command(Command::ForceOpen, now);
     }
 
     /// Switches the breaker off until [`reset`](Self::reset): every call is admitted and outcomes
     /// only feed the window's metrics.
     pub fn disable(&self, now: Instant) {
-        self.manual(now, |c| c.manual(DISABLED))
+        self.command(Command::Disable, now);
     }
 
     /// Back to closed with nothing remembered: window, counters and open-time growth cleared, no
     /// slow start. Permits already out become stale.
     pub fn reset(&self, now: Instant) {
-        self.manual(now, |c| c.next(CLOSED, false, 0))
+        self.command(Command::Reset, now);
     }
 }
 
@@ -1121,6 +1200,7 @@ mod tests {
                 growth: 1.000_000_001,
                 max: Some(Duration::from_secs(3_600)),
                 jitter: 0.0,
+                strictly_after: false,
             },
             ..BreakerConfig::layered_exercise()
         });

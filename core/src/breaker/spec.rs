@@ -19,8 +19,8 @@
 //! | closed | acquire, ramping | admit the ramp's share of calls (error diffusion), shed the rest |
 //! | closed | result, ignored | nothing |
 //! | closed | result | count it; trip (→ open) if failures in a row or a window rate reach their limit |
-//! | open | acquire, `now < until` | reject: open, with `retry_after = until - now` |
-//! | open | acquire, `now >= until` | → half-open, then decide again |
+//! | open | acquire, open time not over (`now < until`; `now <= until` with `strictly_after`) | reject: open, with `retry_after` to the first instant it is over |
+//! | open | acquire, open time over | → half-open, then decide again |
 //! | half-open | acquire, no probe gate | admit as a probe |
 //! | half-open | acquire, `in flight = max` or every probe of a `Rate` round issued | reject: half-open full |
 //! | half-open | acquire | admit as a probe, with a lease |
@@ -28,9 +28,11 @@
 //! | half-open | result, ignored | free the slot; a `Rate` round issues one more probe |
 //! | half-open | result, failed or slow, `Consecutive` | → open again (open time grows) |
 //! | half-open | result, good, `Consecutive` | count it; `successes` in a row → closed (ramp if slow start) |
-//! | half-open | result, `Rate` | count it; once `calls` reported: rate limit reached → open again, else → closed |
+//! | half-open | result, `Rate` | count it; once the quorum reported (`calls`, or `min(minimum_calls, calls)` with `decide_at_minimum`): rate limit reached → open again, else → closed |
 //! | forced open | acquire | reject: forced open |
 //! | disabled | acquire | admit (results only feed the window) |
+//! | closed | command: half-open | nothing (a closed breaker has nothing to probe) |
+//! | any | command: open until `t`, half-open, close, force open, disable, reset | obey it (→ open until `t`; → half-open, a new round; → closed as the probes close it; → forced open; → disabled; → closed with nothing remembered) |
 //! | any | result of an older generation | nothing (the caller checks the permit's generation) |
 //! | other | other | nothing |
 //!
@@ -90,6 +92,25 @@ pub(crate) enum Event {
         slow: bool,
         window: Counts,
     },
+    /// An operator's command.
+    Command(Command),
+}
+
+/// What an operator can tell a breaker to do, whatever it would decide itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// Open until this instant, then probe as after a trip.
+    OpenUntil(Instant),
+    /// Half-open now: the next calls are probes.
+    HalfOpen,
+    /// Closed, as when the probes close it (window cleared, slow start if configured).
+    Close,
+    /// Forced open until reset.
+    ForceOpen,
+    /// Disabled until reset.
+    Disable,
+    /// Closed with nothing remembered and no slow start.
+    Reset,
 }
 
 /// Where a decision takes the breaker.
@@ -103,6 +124,15 @@ pub(crate) enum Target {
     HalfOpen,
     /// Half-open → closed: counters cleared, window cleared, slow start if configured.
     Close,
+    /// Any → open until the instant of the operator's command, re-opens kept. (The instant stays
+    /// with the command, so that a decision stays as small as the hot path wants it.)
+    OpenByHand,
+    /// Any → forced open, counters kept.
+    ForceOpen,
+    /// Any → disabled, counters kept.
+    Disable,
+    /// Any → closed, everything cleared, no slow start.
+    Reset,
 }
 
 /// What the breaker does.
@@ -152,8 +182,8 @@ pub(crate) fn step(p: &BreakerPolicy, v: View, event: Event) -> Decision {
             },
         ) => closed_result(p, v.consecutive, outcome, window),
         // Open: reject until the open time is up, then probe.
-        (Open, Event::Acquire) if v.now < v.until => Reject(RejectReason::Open {
-            retry_after: v.until.saturating_duration_since(v.now),
+        (Open, Event::Acquire) if !open_over(p, v.now, v.until) => Reject(RejectReason::Open {
+            retry_after: open_left(p, v.now, v.until),
         }),
         (Open, Event::Acquire) => Go(Target::HalfOpen),
         // Half-open: admit probes up to the gate.
@@ -169,18 +199,82 @@ pub(crate) fn step(p: &BreakerPolicy, v: View, event: Event) -> Decision {
         // Manual states: forced open rejects everything, disabled admits everything.
         (ForcedOpen, Event::Acquire) => Reject(RejectReason::ForcedOpen),
         (Disabled, Event::Acquire) => Admit { probe: false },
+        // An operator's commands: a closed breaker has nothing to probe; the rest are obeyed.
+        (Closed, Event::Command(Command::HalfOpen)) => Nothing,
+        (_, Event::Command(command)) => Go(command.target()),
         // Results while open, forced open or disabled, and expiries outside half-open.
         _ => Nothing,
+    }
+}
+
+impl Command {
+    /// Where the command takes the breaker.
+    const fn target(self) -> Target {
+        match self {
+            Command::OpenUntil(_) => Target::OpenByHand,
+            Command::HalfOpen => Target::HalfOpen,
+            Command::Close => Target::Close,
+            Command::ForceOpen => Target::ForceOpen,
+            Command::Disable => Target::Disable,
+            Command::Reset => Target::Reset,
+        }
     }
 }
 
 /// The state a caller sees: an open breaker whose time is up reads as half-open, since the next
 /// call will be a probe.
 #[inline]
-pub(crate) fn visible(state: State, now: Instant, until: impl FnOnce() -> Instant) -> State {
+pub(crate) fn visible(
+    p: &BreakerPolicy,
+    state: State,
+    now: Instant,
+    until: impl FnOnce() -> Instant,
+) -> State {
     match state {
-        State::Open if now >= until() => State::HalfOpen,
+        State::Open if open_over(p, now, until()) => State::HalfOpen,
         s => s,
+    }
+}
+
+/// How long until a breaker in `state` (open until `until`) admits a call, as of `now`: the time
+/// left while it is open, `None` otherwise (closed, half-open, forced open, disabled). Pure: the
+/// same rule an acquire's rejection reports.
+#[inline]
+pub(crate) fn retry_after(
+    p: &BreakerPolicy,
+    state: State,
+    now: Instant,
+    until: impl FnOnce() -> Instant,
+) -> Option<Duration> {
+    match state {
+        State::Open => {
+            let until = until();
+            (!open_over(p, now, until)).then(|| open_left(p, now, until))
+        }
+        _ => None,
+    }
+}
+
+/// Whether an open time that ends at `until` is over at `now`: at its end, or only strictly after
+/// it ([`OpenConfig::strictly_after`](super::OpenConfig::strictly_after)).
+#[inline]
+pub(crate) fn open_over(p: &BreakerPolicy, now: Instant, until: Instant) -> bool {
+    if p.strictly_after {
+        now > until
+    } else {
+        now >= until
+    }
+}
+
+/// How long until an open time that ends at `until` is over: to its end, or to the nanosecond
+/// after it.
+#[inline]
+pub(crate) fn open_left(p: &BreakerPolicy, now: Instant, until: Instant) -> Duration {
+    let left = until.saturating_duration_since(now);
+    if p.strictly_after {
+        left.saturating_add(Duration::from_nanos(1))
+    } else {
+        left
     }
 }
 
@@ -341,17 +435,18 @@ pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
             successes: r.successes.saturating_add(1),
             ..r
         },
-        Event::Result { .. } => r,
+        Event::Result { .. } | Event::Command(_) => r,
     }
 }
 
-/// A `Rate` round's verdict on `round`, or the new tallies while it is undecided.
+/// A `Rate` round's verdict on `round` once its quorum reported (all `calls`, or the minimum with
+/// `decide_at_minimum`), or the new tallies while it is undecided.
 fn verdict(p: &BreakerPolicy, round: Round) -> Decision {
-    let ProbeRule::Rate { calls } = p.rule else {
+    if !matches!(p.rule, ProbeRule::Rate { .. }) {
         return Decision::Tally(round);
-    };
+    }
     let done = round.successes.saturating_add(round.failures);
-    if done < calls {
+    if done < p.quorum {
         return Decision::Tally(round);
     }
     let counts = Counts {
@@ -543,6 +638,9 @@ pub(crate) const NOT_A_PROBE: u32 = 0;
 pub(crate) const UNLEASED_PROBE: u32 = 1;
 /// The first lease number; lease numbers are unique within a half-open round.
 pub(crate) const FIRST_LEASE: u32 = 2;
+/// `Permit::lease` of a shadow permit: a call shadow mode admits though the rules rejected it.
+/// Above every lease number either breaker hands out.
+pub(crate) const SHADOW_LEASE: u32 = u32::MAX;
 
 /// Permission for one call: 16 bytes. Hand it back to the breaker's `record` with the outcome.
 ///
@@ -575,7 +673,18 @@ impl Permit {
     }
     /// Whether this call is a half-open probe.
     pub fn is_probe(&self) -> bool {
-        self.lease != NOT_A_PROBE
+        self.lease != NOT_A_PROBE && self.lease != SHADOW_LEASE
+    }
+    /// Whether the breaker, in shadow mode, admitted this call though its rules rejected it (a
+    /// would-be rejection). Its result is ignored: the live breaker would not have made the call.
+    pub fn is_shadow(&self) -> bool {
+        self.lease == SHADOW_LEASE
+    }
+    /// A shadow permit: issued with the generation before `generation`, so that `record` ignores
+    /// its result as a late one, with no test of its own.
+    #[inline]
+    pub(crate) const fn shadow(generation: u32, now: Instant) -> Permit {
+        Permit::new(generation.wrapping_sub(1), SHADOW_LEASE, now)
     }
 }
 
@@ -584,7 +693,9 @@ impl Permit {
 pub enum RejectReason {
     /// The breaker is open; it will admit a probe in `retry_after`.
     Open {
-        /// Time left until the breaker turns half-open. Never above the policy's maximum open time.
+        /// Time left until the breaker turns half-open. Never above the policy's maximum open time
+        /// (by more than the 1 ns of [`OpenConfig::strictly_after`](super::OpenConfig::strictly_after))
+        /// unless an operator opened it for longer.
         retry_after: Duration,
     },
     /// Half-open and every probe slot is in use (or, with
@@ -634,6 +745,27 @@ impl core::fmt::Display for Rejection {
 }
 
 impl core::error::Error for Rejection {}
+
+/// How a breaker answers a call its rules rejected for `reason`: with the rejection, or, in shadow
+/// mode, with a shadow permit (an operator's forced open still rejects: it is a command, not the
+/// rules' decision). Either way the observer hears of it.
+#[cold]
+#[inline(never)]
+pub(crate) fn refuse<O: super::Observer>(
+    p: &BreakerPolicy,
+    observer: &O,
+    reason: RejectReason,
+    generation: u32,
+    now: Instant,
+) -> Result<Permit, Rejection> {
+    let shadow = p.shadow && reason != RejectReason::ForcedOpen;
+    observer.on_reject(reason, shadow);
+    if shadow {
+        Ok(Permit::shadow(generation, now))
+    } else {
+        Err(Rejection::new(reason))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -197,7 +197,7 @@ fn resilience4j_timeline() {
     let policy = BreakerPolicy::new(BreakerConfig::resilience4j()).unwrap();
     assert!(
         Cb::<CountWindow<64>, 10>::with_storage(&policy).is_err(),
-        "100 calls need CountWindow<2>"
+        "100 calls need CountWindow<100, 2>"
     );
     assert!(
         Cb::<CountWindow<128, 2>, 9>::with_storage(&policy).is_err(),
@@ -210,12 +210,14 @@ fn resilience4j_timeline() {
     }
     let opened = call(&mut b, Outcome::Success, ms(99)).unwrap();
     assert_eq!(opened.to, State::Open);
+    // Open until strictly after the 60 s: 1 ns more.
+    let ns = Duration::from_nanos(1);
     assert_eq!(
         open_for(b.try_acquire(ms(100))),
-        Duration::from_millis(59_999)
+        Duration::from_millis(59_999) + ns
     );
     // Half-open: exactly 10 permitted calls, evaluated together.
-    let t0 = ms(99) + secs(60);
+    let t0 = ms(99) + secs(60) + ns;
     let mut permits: std::vec::Vec<_> = (0..10).map(|_| b.try_acquire(t0).unwrap()).collect();
     assert_eq!(
         b.try_acquire(t0).unwrap_err().reason,
@@ -236,7 +238,7 @@ fn resilience4j_timeline() {
         );
     }
     // Next round: 4 of 10 fail, so it closes.
-    let t1 = t0 + secs(60);
+    let t1 = t0 + secs(60) + ns;
     let permits: std::vec::Vec<_> = (0..10).map(|_| b.try_acquire(t1).unwrap()).collect();
     let mut last = None;
     for (i, p) in permits.into_iter().enumerate() {
@@ -336,6 +338,7 @@ fn growth_and_jitter_never_exceed_the_cap() {
             growth: 3.0,
             max: Some(secs(20)),
             jitter: 0.5,
+            strictly_after: false,
         },
         ..BreakerConfig::layered_exercise()
     };
@@ -491,6 +494,7 @@ fn ignored_outcomes_free_probe_slots_without_deciding() {
             max_in_flight: Some(1),
             rule: ProbeRule::Consecutive { successes: 2 },
             probe_timeout: secs(5),
+            decide_at_minimum: false,
         },
         ..BreakerConfig::layered_exercise()
     };
@@ -528,6 +532,7 @@ fn late_answer_of_an_expired_probe_is_ignored() {
             max_in_flight: Some(1),
             rule: ProbeRule::Rate { calls: 3 },
             probe_timeout: secs(1),
+            decide_at_minimum: false,
         },
         failure_rate: Some(1.0),
         window: WindowConfig::Count { calls: 2 },
@@ -570,6 +575,7 @@ fn a_close_is_reported_even_when_slow_start_rejects_the_call() {
             max_in_flight: Some(2),
             rule: ProbeRule::Rate { calls: 2 },
             probe_timeout: secs(1),
+            decide_at_minimum: false,
         },
         failure_rate: Some(1.0),
         window: WindowConfig::Count { calls: 1 },

@@ -47,7 +47,7 @@
 //!     throttle_below: 0.2,
 //!     ..SpendConfig::new()
 //! })?;
-//! let mut spend: SpendBreaker = SpendBreaker::new(&policy)?;
+//! let mut spend: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&policy)?;
 //! let now = Instant::from_secs(5);
 //!
 //! // 2,000 tokens in, up to 4,000 out: 6,000 reserved.
@@ -72,6 +72,8 @@ pub use config::{Ceiling, Price, Span, SpendConfig, SpendPolicy};
 pub use window::{Amount, Metric};
 
 use window::{Limits, SpendWindow};
+
+use core::borrow::Borrow;
 
 use crate::error::{ConfigError, Problem};
 use crate::provider::{QuotaKind, QuotaUpdate};
@@ -225,13 +227,20 @@ const NO_QUOTA: Quota = Quota {
     reset: Instant::ZERO,
 };
 
-/// A spend breaker: state only, borrowing its [`SpendPolicy`].
+/// A spend breaker: its state and its [`SpendPolicy`], owned or borrowed.
 ///
-/// `M`, `D` and `MO` are the bucket capacities of the minute, day and month windows (each ceiling's
+/// `R` holds the policy, as for the circuit breakers: the policy itself (the default: the breaker
+/// is `'static`), a `&SpendPolicy` (many breakers share one), or any other `Borrow<SpendPolicy>`
+/// such as an `Arc`. `M`, `D` and `MO` are the bucket capacities of the minute, day and month windows (each ceiling's
 /// `buckets` must fit; checked by [`SpendBreaker::new`]).
 #[derive(Clone, Debug)]
-pub struct SpendBreaker<'p, const M: usize = 6, const D: usize = 24, const MO: usize = 30> {
-    policy: &'p SpendPolicy,
+pub struct SpendBreaker<
+    R = SpendPolicy,
+    const M: usize = 6,
+    const D: usize = 24,
+    const MO: usize = 30,
+> {
+    policy: R,
     minute: SpendWindow<M>,
     day: SpendWindow<D>,
     month: SpendWindow<MO>,
@@ -242,15 +251,23 @@ pub struct SpendBreaker<'p, const M: usize = 6, const D: usize = 24, const MO: u
     state: SpendState,
 }
 
-impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D, MO> {
+impl<R: Borrow<SpendPolicy>, const M: usize, const D: usize, const MO: usize>
+    SpendBreaker<R, M, D, MO>
+{
     /// An admitting breaker with nothing spent. Fails if a ceiling has more buckets than its
     /// window's const generic.
-    pub fn new(policy: &'p SpendPolicy) -> Result<Self, ConfigError> {
+    pub fn new(policy: R) -> Result<Self, ConfigError> {
+        let rules = policy.borrow();
+        let (minute, day, month) = (
+            window(rules, Span::Minute, "minute.buckets")?,
+            window(rules, Span::Day, "day.buckets")?,
+            window(rules, Span::Month, "month.buckets")?,
+        );
         Ok(SpendBreaker {
             policy,
-            minute: window(policy, Span::Minute, "minute.buckets")?,
-            day: window(policy, Span::Day, "day.buckets")?,
-            month: window(policy, Span::Month, "month.buckets")?,
+            minute,
+            day,
+            month,
             quotas: [NO_QUOTA; 4],
             latest: Instant::ZERO,
             open_until: Instant::ZERO,
@@ -259,8 +276,8 @@ impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D,
     }
 
     /// The policy this breaker follows.
-    pub fn policy(&self) -> &'p SpendPolicy {
-        self.policy
+    pub fn policy(&self) -> &SpendPolicy {
+        self.policy.borrow()
     }
 
     /// The state as of `now`.
@@ -297,7 +314,7 @@ impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D,
         let now = self.advance(now);
         let amount = Amount {
             tokens: estimate.total(),
-            cost: self.policy.cost(estimate.input, estimate.output),
+            cost: self.policy().cost(estimate.input, estimate.output),
         };
         if let Some((reason, retry_after)) = self.refusal(now, estimate, amount) {
             return Err(Refusal {
@@ -329,7 +346,7 @@ impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D,
         let held = reservation.amount;
         let charged = Amount {
             tokens: actual.total(),
-            cost: self.policy.cost(actual.input, actual.output),
+            cost: self.policy().cost(actual.input, actual.output),
         };
         let (refund, extra) = (held.minus(charged), charged.minus(held));
         self.minute.refund(reservation.at, refund);
@@ -384,7 +401,7 @@ impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D,
         reset_after: Option<Duration>,
     ) -> Option<Transition> {
         let now = self.advance(now);
-        let until = now + reset_after.unwrap_or(self.policy.config().money_open);
+        let until = now + reset_after.unwrap_or(self.policy().config().money_open);
         self.open_until = self.open_until.max(until);
         self.update_state(now)
     }
@@ -470,7 +487,7 @@ impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D,
     }
 
     fn limits(&self, span: Span) -> Limits {
-        let c = self.policy.ceiling(span);
+        let c = self.policy().ceiling(span);
         Limits {
             tokens: c.and_then(|c| c.tokens),
             cost: c.and_then(|c| c.cost),
@@ -487,7 +504,7 @@ impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D,
         let ceilings = Span::ALL.into_iter().zip(used).any(|(span, used)| {
             let l = self.limits(span);
             let low = |limit: Option<u64>, used: u64| {
-                limit.is_some_and(|limit| self.policy.is_low(limit.saturating_sub(used), limit))
+                limit.is_some_and(|limit| self.policy().is_low(limit.saturating_sub(used), limit))
             };
             low(l.tokens, used.tokens) || low(l.cost, used.cost)
         });
@@ -495,7 +512,7 @@ impl<'p, const M: usize, const D: usize, const MO: usize> SpendBreaker<'p, M, D,
             || self.quotas.iter().any(|q| {
                 q.reset > now
                     && match q.limit {
-                        Some(limit) => self.policy.is_low(q.remaining, limit),
+                        Some(limit) => self.policy().is_low(q.remaining, limit),
                         None => q.remaining == 0,
                     }
             })

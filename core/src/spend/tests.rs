@@ -16,9 +16,9 @@ fn a_ceiling_with_more_buckets_than_the_type_holds_is_refused() {
         day: Some(Ceiling::tokens(10).with_buckets(48)),
         ..SpendConfig::new()
     });
-    let err = SpendBreaker::<6, 24, 30>::new(&p).unwrap_err();
+    let err = SpendBreaker::<_, 6, 24, 30>::new(&p).unwrap_err();
     assert_eq!(err.field, "day.buckets");
-    assert!(SpendBreaker::<6, 48, 30>::new(&p).is_ok());
+    assert!(SpendBreaker::<_, 6, 48, 30>::new(&p).is_ok());
 }
 
 #[test]
@@ -29,7 +29,7 @@ fn cost_ceilings_refuse_what_would_pass_them_and_say_when_it_fits() {
         day: Some(Ceiling::cost(10_000).with_buckets(24)),
         ..SpendConfig::new()
     });
-    let mut b: SpendBreaker<'_> = SpendBreaker::new(&p).unwrap();
+    let mut b: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&p).unwrap();
     let r = b.reserve(S(100), tok(300, 300)).unwrap(); // 6,000
     assert_eq!(
         r.amount(),
@@ -67,7 +67,7 @@ fn a_cancelled_call_settles_to_the_report_or_the_estimate() {
         minute: Some(Ceiling::tokens(1_000)),
         ..SpendConfig::new()
     });
-    let mut b: SpendBreaker<'_> = SpendBreaker::new(&p).unwrap();
+    let mut b: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&p).unwrap();
     let r = b.reserve(S(1), tok(100, 400)).unwrap();
     let s = b.cancel(S(2), r, None);
     assert_eq!(s.charged.tokens, 500);
@@ -90,7 +90,7 @@ fn throttles_near_a_ceiling_and_recovers_as_usage_leaves() {
         throttle_below: 0.25,
         ..SpendConfig::new()
     });
-    let mut b: SpendBreaker<'_> = SpendBreaker::new(&p).unwrap();
+    let mut b: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&p).unwrap();
     let r = b.reserve(S(0), tok(700, 0)).unwrap();
     assert_eq!(r.transition(), None); // 300 of 1,000 left: not below 25%
     let r2 = b.reserve(S(1), tok(100, 0)).unwrap();
@@ -112,7 +112,7 @@ fn throttles_near_a_ceiling_and_recovers_as_usage_leaves() {
 #[test]
 fn provider_quotas_make_it_wait_for_the_reset() {
     let p = policy(SpendConfig::new());
-    let mut b: SpendBreaker<'_> = SpendBreaker::new(&p).unwrap();
+    let mut b: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&p).unwrap();
     let t = b.observe(
         S(10),
         QuotaUpdate {
@@ -162,7 +162,7 @@ fn provider_quotas_make_it_wait_for_the_reset() {
 #[test]
 fn a_money_signal_opens_it_until_the_reset_and_is_never_shortened() {
     let p = policy(SpendConfig::new());
-    let mut b: SpendBreaker<'_> = SpendBreaker::new(&p).unwrap();
+    let mut b: SpendBreaker<&SpendPolicy> = SpendBreaker::new(&p).unwrap();
     let t = b
         .money_signal(S(100), Some(Duration::from_secs(50)))
         .unwrap();

@@ -77,14 +77,7 @@ impl<C> BreakerLayer<C> {
         let policy = BreakerPolicy::new(config)?;
         let name: Arc<str> = "breaker".into();
         let none: Arc<[Arc<dyn Observer>]> = Arc::new([]);
-        Owned::new(
-            policy,
-            0,
-            Transitions {
-                name: name.clone(),
-                observers: none,
-            },
-        )?;
+        Owned::new(policy, 0, Transitions::new(name.clone(), none))?;
         Ok(BreakerLayer {
             policy,
             classify,
@@ -120,6 +113,21 @@ impl<C> BreakerLayer<C> {
         self
     }
 
+    /// Runs the breaker in shadow mode ([`BreakerConfig::shadow`]): it decides and reports
+    /// (`on_transition`, `on_would_reject`) but lets every request through.
+    pub fn shadow(mut self) -> Self {
+        let config = BreakerConfig {
+            shadow: true,
+            ..*self.policy.config()
+        };
+        // The same config, which was accepted, with shadow mode on: accepted too.
+        if let Ok(policy) = BreakerPolicy::new(config) {
+            self.policy = policy;
+        }
+        self.shared = None;
+        self
+    }
+
     /// Seeds the open-time jitter (by default each breaker draws its own seed).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
@@ -135,10 +143,7 @@ impl<C> BreakerLayer<C> {
 
     fn make(&self) -> Arc<Shared> {
         let observers: Arc<[Arc<dyn Observer>]> = self.observers.clone().into();
-        let outlet = Transitions {
-            name: self.name.clone(),
-            observers: observers.clone(),
-        };
+        let outlet = Transitions::new(self.name.clone(), observers.clone());
         let seed = self.seed.unwrap_or_else(random_seed);
         let breaker = match Owned::new(self.policy, seed, outlet) {
             Ok(b) => b,

@@ -13,7 +13,7 @@ use reliable_core::breaker::{
 };
 use std::sync::Arc;
 
-use reliable_core::{ConfigError, Instant};
+use reliable_core::{ConfigError, Duration, Instant};
 
 /// A breaker of whichever storage fits its policy.
 #[derive(Clone, Debug)]
@@ -115,8 +115,35 @@ impl Breaker for BreakerSlot {
     fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) {
         each!(self, b => b.record(permit, outcome, now))
     }
+    fn record_latency(
+        &mut self,
+        permit: Permit,
+        outcome: Outcome,
+        latency: Duration,
+        now: Instant,
+    ) {
+        each!(self, b => b.record_latency(permit, outcome, latency, now))
+    }
     fn state(&self, now: Instant) -> State {
         each!(self, b => b.state(now))
+    }
+    fn retry_after(&self, now: Instant) -> Option<Duration> {
+        each!(self, b => b.retry_after(now))
+    }
+    fn try_acquire_closed(&mut self) -> Option<Permit> {
+        each!(self, b => b.try_acquire_closed())
+    }
+    fn open_until(&mut self, until: Instant, now: Instant) {
+        each!(self, b => b.open_until(until, now))
+    }
+    fn open_for(&mut self, duration: Duration, now: Instant) {
+        each!(self, b => b.open_for(duration, now))
+    }
+    fn half_open(&mut self, now: Instant) -> bool {
+        each!(self, b => b.half_open(now))
+    }
+    fn close(&mut self, now: Instant) {
+        each!(self, b => b.close(now))
     }
     fn snapshot(&self, now: Instant) -> Snapshot {
         each!(self, b => b.snapshot(now))
@@ -139,6 +166,44 @@ impl Breaker for BreakerSlot {
 mod tests {
     use super::*;
     use reliable_core::breaker::BreakerConfig;
+
+    /// A scenario's breaker in shadow mode (`shadow: true` in its config) admits every call, so
+    /// its client sends as with no breaker, and its would-be decisions (the calls it admitted
+    /// with a shadow permit, its transitions) are the live breaker's on the same calls.
+    #[test]
+    fn a_breaker_in_shadow_mode_decides_as_the_live_one() {
+        let run = |shadow: bool| {
+            let config = BreakerConfig {
+                shadow,
+                ..BreakerConfig::reliablekit()
+            };
+            let proto = BreakerProto::new(BreakerPolicy::new(config).unwrap()).unwrap();
+            let mut b = proto.instance(7);
+            let (mut refused, mut transitions) = (Vec::new(), Vec::new());
+            for i in 0..400u64 {
+                let now = Instant::from_millis(i * 500);
+                // Down from the 50th call to the 200th.
+                let outcome = if (50..200).contains(&i) {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                };
+                match b.try_acquire(now) {
+                    Ok(p) if p.is_shadow() => {
+                        refused.push(i);
+                        b.record(p, outcome, now);
+                    }
+                    Ok(p) => b.record(p, outcome, now),
+                    Err(_) => refused.push(i),
+                }
+                transitions.extend(b.take_transition());
+            }
+            (refused, transitions)
+        };
+        let (live, shadow) = (run(false), run(true));
+        assert!(live.0.len() > 50 && live.1.len() >= 3, "{live:?}");
+        assert_eq!(shadow, live);
+    }
 
     #[test]
     fn picks_the_smallest_storage_that_fits() {

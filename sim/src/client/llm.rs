@@ -4,7 +4,7 @@ use reliable_core::ConfigError;
 use reliable_core::spend::{SpendBreaker, SpendPolicy};
 
 /// A spend breaker with the default bucket capacities (6 per minute, 24 per day, 30 per month).
-pub type SpendSlot<'c> = SpendBreaker<'c, 6, 24, 30>;
+pub type SpendSlot<'c> = SpendBreaker<&'c SpendPolicy, 6, 24, 30>;
 
 /// A spend breaker for `policy`, or why its buckets do not fit.
 pub fn spend_slot(policy: &SpendPolicy) -> Result<SpendSlot<'_>, ConfigError> {

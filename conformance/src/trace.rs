@@ -126,6 +126,8 @@ impl Observer for Recorder {
     fn on_retry(&self, _: &str, _: u32, _: ErrorClass, delay: std::time::Duration) {
         self.0
             .push("retry", &format!(",\"delay_ms\":{}", delay.as_millis()));
+        // A refusal waited out does not end the call.
+        *self.0.ending.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     fn on_reject(&self, _: &str, refusal: Refusal) {

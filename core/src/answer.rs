@@ -8,39 +8,39 @@
 //!
 //! # From an answer to a class
 //!
-//! One `match` over the answer ([`Answer::meaning`]); a line per arm, first match wins. "Overload"
+//! One `match` over the answer ([`Answer::class`]); a line per arm, first match wins. "Overload"
 //! is status 429, 503 or 529, or an explicit overload marker ([`Signals::overloaded`]: gRPC
 //! `RESOURCE_EXHAUSTED`, an `overloaded_error` body). "Retried status" is 408, 409, 429 or ≥ 500.
 //!
-//! | answer | class | accepted by the backend? |
-//! |---|---|---|
-//! | status < 400 | success | yes |
-//! | `x-should-retry: false`, a 4xx other than 408 and 429, not overload | [`Fatal`](ErrorClass::Fatal) | yes |
-//! | `x-should-retry: false`, overload | [`DontRetry`](ErrorClass::DontRetry) | no: refused for overload |
-//! | `x-should-retry: false`, otherwise | [`DontRetry`](ErrorClass::DontRetry) | yes |
-//! | overload | [`Throttled`](ErrorClass::Throttled) with the server's delay | no |
-//! | a retried status or `x-should-retry: true`, with a server delay | [`Throttled`](ErrorClass::Throttled) with it | no: the server pushes back |
-//! | a retried status or `x-should-retry: true` | [`Transient`](ErrorClass::Transient) | yes |
-//! | any other 4xx | [`Fatal`](ErrorClass::Fatal) | yes |
-//! | the attempt's timer fired | [`Timeout`](ErrorClass::Timeout) | no |
-//! | connection refused or reset, no answer | [`Transient`](ErrorClass::Transient) | yes |
-//! | refused locally (breaker, throttle, budget, limiter) | [`Refused`](ErrorClass::Refused) with its `retry_after` | no |
+//! | answer | class |
+//! |---|---|
+//! | status < 400 | success (`None`) |
+//! | `x-should-retry: false`, a 4xx other than 408 and 429, not overload | [`Fatal`](ErrorClass::Fatal) |
+//! | `x-should-retry: false`, otherwise | [`DontRetry`](ErrorClass::DontRetry) |
+//! | overload | [`Throttled`](ErrorClass::Throttled), with the server's delay if it gave one |
+//! | a retried status or `x-should-retry: true`, with a server delay | [`Throttled`](ErrorClass::Throttled), with it |
+//! | a retried status or `x-should-retry: true` | [`Transient`](ErrorClass::Transient) |
+//! | any other 4xx | [`Fatal`](ErrorClass::Fatal) |
+//! | the attempt's timer fired | [`Timeout`](ErrorClass::Timeout) |
+//! | connection refused or reset, no answer | [`Transient`](ErrorClass::Transient) |
+//! | refused locally (breaker, throttle, budget, limiter) | [`Refused`](ErrorClass::Refused), with its `retry_after` |
 //!
 //! # From a class to its consequences
 //!
-//! One `match` over the class ([`ErrorClass::consequences`]); a line per arm. "Budget failure"
+//! One `match` over the class ([`ErrorClass::consequences`]); a line per arm. "Accepted" is what
+//! the adaptive throttle counts as accepted by the backend (a success always is). "Budget failure"
 //! is what budgets that watch failures count (a token bucket's failure cost, a retry breaker's
 //! rate); whether a retry is *charged* is the budget's own rule, asked only for a retry that
 //! would be sent.
 //!
-//! | class | retried | backoff | server delay | breaker | budget failure |
-//! |---|---|---|---|---|---|
-//! | [`Transient`](ErrorClass::Transient) | yes | `backoff` | — | failure | yes |
-//! | [`Timeout`](ErrorClass::Timeout) | if `retry_timeouts` | `backoff` | — | failure | yes |
-//! | [`Throttled`](ErrorClass::Throttled) | yes | `throttled_backoff`, else `backoff` | honoured up to `max_server_delay` | failure | yes |
-//! | [`Fatal`](ErrorClass::Fatal) | never | — | — | ignored | no |
-//! | [`DontRetry`](ErrorClass::DontRetry) | never | — | — | failure | yes |
-//! | [`Refused`](ErrorClass::Refused) | only if `wait_on_refusal` and the wait fits the deadline | `backoff` | its `retry_after`, up to `max_server_delay` | ignored | no, and a budget grant it held goes back unused |
+//! | class | retried | backoff | server delay | breaker | accepted | budget failure |
+//! |---|---|---|---|---|---|---|
+//! | [`Transient`](ErrorClass::Transient) | yes | `backoff` | — | failure | yes | yes |
+//! | [`Timeout`](ErrorClass::Timeout) | if `retry_timeouts` | `backoff` | — | failure | no | yes |
+//! | [`Throttled`](ErrorClass::Throttled) | yes | `throttled_backoff`, else `backoff` | honoured up to `max_server_delay` | failure | no | yes |
+//! | [`Fatal`](ErrorClass::Fatal) | never | — | — | ignored | yes | no |
+//! | [`DontRetry`](ErrorClass::DontRetry) | never | — | — | failure | yes | yes |
+//! | [`Refused`](ErrorClass::Refused) | only if `wait_on_refusal` and the wait fits the deadline | `backoff` | its `retry_after`, up to `max_server_delay` | ignored | no | no, and a budget grant it held goes back unused |
 //!
 //! # The decisions, and why
 //!
@@ -56,7 +56,10 @@
 //!   errors is the breaker's job. An overload refusal is not. A timeout is not either: nothing
 //!   shows the backend took the request, and in a latency-driven overload timeouts are the only
 //!   signal there is, so counting them as accepts would blind the throttle exactly when it is
-//!   needed. A local refusal never reached the backend.
+//!   needed. A local refusal never reached the backend. Acceptance is read from the class alone,
+//!   so a face that knows only the class (a caller's own error type) decides it too; the price is
+//!   one rare case, an overload status with `x-should-retry: false`, which is `DontRetry` and so
+//!   counted as accepted: the server answered it deliberately and no retry will follow.
 //! - **A local refusal inside a retry ends the call at once** with that refusal (an open breaker's
 //!   `retry_after` is for the caller to read). Waiting it out holds a request for as long as the
 //!   breaker stays open (30 s and more), which is the latency a breaker exists to remove; a
@@ -70,14 +73,13 @@
 //! use reliable_core::Duration;
 //!
 //! let busy = Answer::status(503, Signals { retry_after: Some(Duration::from_secs(2)), ..Signals::NONE });
-//! let m = busy.meaning();
-//! assert_eq!(m.class, Some(ErrorClass::Throttled { retry_after: Some(Duration::from_secs(2)) }));
-//! assert!(!m.accepted);
-//! assert!(Answer::status(500, Signals::NONE).meaning().accepted);
-//! assert!(!Answer::Timeout.meaning().accepted);
+//! assert_eq!(busy.class(), Some(ErrorClass::Throttled { retry_after: Some(Duration::from_secs(2)) }));
+//! assert!(!busy.accepted());
+//! assert!(Answer::status(500, Signals::NONE).accepted());
+//! assert!(!Answer::Timeout.accepted());
 //! let open = Answer::Refused { by: Refuser::Breaker, retry_after: Some(Duration::from_secs(30)) };
-//! assert_eq!(open.meaning().class, Some(ErrorClass::Refused { retry_after: Some(Duration::from_secs(30)) }));
-//! assert_eq!(Answer::status(204, Signals::NONE).meaning().class, None);
+//! assert_eq!(open.class(), Some(ErrorClass::Refused { retry_after: Some(Duration::from_secs(30)) }));
+//! assert_eq!(Answer::status(204, Signals::NONE).class(), None);
 //! ```
 
 use crate::breaker::Outcome;
@@ -141,18 +143,19 @@ pub enum Answer {
     },
 }
 
-/// What an answer means: its class (`None`: a success) and whether the backend accepted it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Meaning {
-    /// `None` for a success, else the failure's class.
-    pub class: Option<ErrorClass>,
-    /// Whether the adaptive throttle counts it as accepted by the backend.
-    pub accepted: bool,
-}
-
 /// 429, 503, 529, or an explicit overload marker.
 const fn overload(status: u16, s: Signals) -> bool {
     matches!(status, 429 | 503 | 529) || s.overloaded
+}
+
+/// `x-should-retry: true`.
+const fn should_retry(s: Signals) -> bool {
+    matches!(s.should_retry, Some(true))
+}
+
+/// `x-should-retry: false`.
+const fn should_not(s: Signals) -> bool {
+    matches!(s.should_retry, Some(false))
 }
 
 /// Statuses retried without a signal saying so: 408, 409, 429, ≥ 500.
@@ -165,38 +168,36 @@ const fn client_error(status: u16) -> bool {
     status >= 400 && status < 500 && !matches!(status, 408 | 429)
 }
 
-const fn failed(class: ErrorClass, accepted: bool) -> Meaning {
-    Meaning {
-        class: Some(class),
-        accepted,
-    }
-}
-
 impl Answer {
     /// A status answer.
     pub const fn status(status: u16, signals: Signals) -> Self {
         Answer::Status { status, signals }
     }
 
-    /// The table in the [module docs](self): one arm per row.
+    /// The first table in the [module docs](self): one arm per row. `None`: a success.
     #[rustfmt::skip]
-    pub const fn meaning(self) -> Meaning {
+    pub const fn class(self) -> Option<ErrorClass> {
         use ErrorClass::*;
-        match self {
-            Answer::Status { status, .. } if status < 400 => Meaning {
-                class: None,
-                accepted: true,
-            },
-            Answer::Status { status, signals: s } if matches!(s.should_retry, Some(false)) && client_error(status) && !overload(status, s) => failed(Fatal, true),
-            Answer::Status { status, signals: s } if matches!(s.should_retry, Some(false)) && overload(status, s) => failed(DontRetry, false),
-            Answer::Status { signals: s, .. } if matches!(s.should_retry, Some(false)) => failed(DontRetry, true),
-            Answer::Status { status, signals: s } if overload(status, s) => failed(Throttled { retry_after: s.retry_after }, false),
-            Answer::Status { status, signals: s } if (retried_status(status) || matches!(s.should_retry, Some(true))) && s.retry_after.is_some() => failed(Throttled { retry_after: s.retry_after }, false),
-            Answer::Status { status, signals: s } if retried_status(status) || matches!(s.should_retry, Some(true)) => failed(Transient, true),
-            Answer::Status { .. } => failed(Fatal, true),
-            Answer::Timeout => failed(Timeout, false),
-            Answer::Connection => failed(Transient, true),
-            Answer::Refused { retry_after, .. } => failed(Refused { retry_after }, false),
+        Some(match self {
+            Answer::Status { status, .. } if status < 400 => return None,
+            Answer::Status { status, signals: s } if should_not(s) && client_error(status) && !overload(status, s) => Fatal,
+            Answer::Status { signals: s, .. } if should_not(s) => DontRetry,
+            Answer::Status { status, signals: s } if overload(status, s) => Throttled { retry_after: s.retry_after },
+            Answer::Status { status, signals: s } if (retried_status(status) || should_retry(s)) && s.retry_after.is_some() => Throttled { retry_after: s.retry_after },
+            Answer::Status { status, signals: s } if retried_status(status) || should_retry(s) => Transient,
+            Answer::Status { .. } => Fatal,
+            Answer::Timeout => Timeout,
+            Answer::Connection => Transient,
+            Answer::Refused { retry_after, .. } => Refused { retry_after },
+        })
+    }
+
+    /// Whether the backend accepted it (for the adaptive throttle): a success, or a failure whose
+    /// class [is accepted](Consequences::accepted).
+    pub const fn accepted(self) -> bool {
+        match self.class() {
+            None => true,
+            Some(class) => class.consequences().accepted,
         }
     }
 }
@@ -236,6 +237,8 @@ pub struct Consequences {
     pub server_delay: bool,
     /// What the breaker records.
     pub breaker: Outcome,
+    /// Whether the adaptive throttle counts it as accepted by the backend.
+    pub accepted: bool,
     /// Whether budgets that watch failures count it.
     pub budget_failure: bool,
 }
@@ -245,6 +248,7 @@ const fn consequence(
     backoff: BackoffKind,
     server_delay: bool,
     breaker: Outcome,
+    accepted: bool,
     budget_failure: bool,
 ) -> Consequences {
     Consequences {
@@ -252,6 +256,7 @@ const fn consequence(
         backoff,
         server_delay,
         breaker,
+        accepted,
         budget_failure,
     }
 }
@@ -263,35 +268,19 @@ impl ErrorClass {
         use BackoffKind as B;
         use Retried as R;
         match self {
-            ErrorClass::Transient => consequence(R::Yes, B::Backoff, false, Outcome::Failure, true),
-            ErrorClass::Timeout => consequence(R::IfTimeoutsRetried, B::Backoff, false, Outcome::Failure, true),
-            ErrorClass::Throttled { .. } => consequence(R::Yes, B::Throttled, true, Outcome::Failure, true),
-            ErrorClass::Fatal => consequence(R::Never, B::None, false, Outcome::Ignored, false),
-            ErrorClass::DontRetry => consequence(R::Never, B::None, false, Outcome::Failure, true),
-            ErrorClass::Refused { .. } => consequence(R::IfWaitingOnRefusals, B::Backoff, true, Outcome::Ignored, false),
+            ErrorClass::Transient => consequence(R::Yes, B::Backoff, false, Outcome::Failure, true, true),
+            ErrorClass::Timeout => consequence(R::IfTimeoutsRetried, B::Backoff, false, Outcome::Failure, false, true),
+            ErrorClass::Throttled { .. } => consequence(R::Yes, B::Throttled, true, Outcome::Failure, false, true),
+            ErrorClass::Fatal => consequence(R::Never, B::None, false, Outcome::Ignored, true, false),
+            ErrorClass::DontRetry => consequence(R::Never, B::None, false, Outcome::Failure, true, true),
+            ErrorClass::Refused { .. } => consequence(R::IfWaitingOnRefusals, B::Backoff, true, Outcome::Ignored, false, false),
         }
-    }
-
-    /// Whether the adaptive throttle counts a failure of this class as accepted, for a face that
-    /// knows only the class (a caller's own error type): every class but
-    /// [`Throttled`](ErrorClass::Throttled), [`Timeout`](ErrorClass::Timeout) and
-    /// [`Refused`](ErrorClass::Refused). A face that has the answer reads
-    /// [`Meaning::accepted`], which also refuses an overload status marked "don't retry".
-    pub const fn accepted(self) -> bool {
-        !matches!(
-            self,
-            ErrorClass::Throttled { .. } | ErrorClass::Timeout | ErrorClass::Refused { .. }
-        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn st(status: u16, s: Signals) -> Meaning {
-        Answer::status(status, s).meaning()
-    }
 
     #[test]
     fn the_answer_table() {
@@ -332,54 +321,33 @@ mod tests {
             (529, none, t(None), false),
             (400, marked, t(None), false),
             (500, no, Some(ErrorClass::DontRetry), true),
-            (429, no, Some(ErrorClass::DontRetry), false),
-            (503, no, Some(ErrorClass::DontRetry), false),
+            (429, no, Some(ErrorClass::DontRetry), true),
             (400, no, Some(ErrorClass::Fatal), true),
             (400, yes, Some(ErrorClass::Transient), true),
             (429, yes, t(None), false),
             (200, no, None, true),
         ];
         for (status, s, class, accepted) in cases {
-            assert_eq!(st(status, s), Meaning { class, accepted }, "{status} {s:?}");
+            let a = Answer::status(status, s);
+            assert_eq!(
+                (a.class(), a.accepted()),
+                (class, accepted),
+                "{status} {s:?}"
+            );
         }
-        assert_eq!(
-            Answer::Timeout.meaning(),
-            failed(ErrorClass::Timeout, false)
-        );
-        assert_eq!(
-            Answer::Connection.meaning(),
-            failed(ErrorClass::Transient, true)
-        );
+        assert_eq!(Answer::Timeout.class(), Some(ErrorClass::Timeout));
+        assert!(!Answer::Timeout.accepted());
+        assert_eq!(Answer::Connection.class(), Some(ErrorClass::Transient));
+        assert!(Answer::Connection.accepted());
         let refused = Answer::Refused {
             by: Refuser::Throttle,
             retry_after: None,
         };
         assert_eq!(
-            refused.meaning(),
-            failed(ErrorClass::Refused { retry_after: None }, false)
+            refused.class(),
+            Some(ErrorClass::Refused { retry_after: None })
         );
-    }
-
-    #[test]
-    fn class_acceptance_agrees_with_the_answer_table_where_the_class_decides() {
-        for status in 100..600u16 {
-            for s in [
-                Signals::NONE,
-                Signals {
-                    retry_after: Some(Duration::from_secs(1)),
-                    ..Signals::NONE
-                },
-                Signals {
-                    should_retry: Some(true),
-                    ..Signals::NONE
-                },
-            ] {
-                let m = st(status, s);
-                if let Some(class) = m.class {
-                    assert_eq!(class.accepted(), m.accepted, "{status} {s:?}");
-                }
-            }
-        }
+        assert!(!refused.accepted());
     }
 
     #[test]
@@ -396,11 +364,8 @@ mod tests {
             let c = class.consequences();
             assert_eq!(c.budget_failure, class.counts_as_failure(), "{class:?}");
             assert_eq!(c.breaker, Outcome::from(class), "{class:?}");
-            assert_eq!(
-                c.retried == Retried::Yes,
-                class.is_retryable() && class != ErrorClass::Timeout,
-                "{class:?}"
-            );
+            let always = c.retried == Retried::Yes || c.retried == Retried::IfTimeoutsRetried;
+            assert_eq!(always, class.is_retryable(), "{class:?}");
         }
     }
 }

@@ -26,11 +26,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use reliable::observer::{Observer, Refusal};
 use reliable::tower::{
-    BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, HttpPolicy, Policy, RetryLayer,
+    BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, HttpPolicy, RetryLayer,
     ThrottleLayer, TimedOut,
 };
-use reliable_core::Instant;
-use reliable_core::outcome::ErrorClass;
 use tower::util::BoxCloneService;
 use tower::{Layer as _, Service};
 

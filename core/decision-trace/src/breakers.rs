@@ -50,16 +50,19 @@ const COUNT: BreakerConfig = BreakerConfig {
         growth: 2.0,
         max: Some(Duration::from_secs(16)),
         jitter: 0.25,
+        strictly_after: false,
     },
     half_open: HalfOpenConfig {
         max_in_flight: Some(2),
         rule: ProbeRule::Consecutive { successes: 2 },
         probe_timeout: Duration::from_secs(1),
+        decide_at_minimum: false,
     },
     slow_start: Some(SlowStartConfig {
         ramp: Duration::from_secs(4),
         initial: 0.25,
     }),
+    shadow: false,
 };
 
 /// Failures in a row and a rate over 5 s in 5 buckets, a round of three probes judged by rate.
@@ -77,13 +80,16 @@ const TIME: BreakerConfig = BreakerConfig {
         growth: 1.5,
         max: Some(Duration::from_secs(10)),
         jitter: 0.5,
+        strictly_after: false,
     },
     half_open: HalfOpenConfig {
         max_in_flight: Some(3),
         rule: ProbeRule::Rate { calls: 3 },
         probe_timeout: Duration::from_secs(1),
+        decide_at_minimum: false,
     },
     slow_start: None,
+    shadow: false,
 };
 
 /// Each breaker's jitter seed (fixed: the trace must not depend on build order).

@@ -33,6 +33,7 @@ pub const RETRY: RetryConfig = RetryConfig {
     }),
     max_server_delay: Duration::from_secs(2),
     retry_timeouts: true,
+    wait_on_refusal: false,
 };
 
 /// The budgets, by name; small enough that the script spends them.

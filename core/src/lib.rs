@@ -50,7 +50,10 @@
 //! - [`limit`]: concurrency limits (a static bulkhead, AIMD, Gradient2) and a client-side rate
 //!   limiter (GCRA).
 //! - [`outcome`]: the error classes every retry decision reads (transient, timeout, throttled,
-//!   fatal, don't-retry).
+//!   fatal, don't-retry, refused locally).
+//! - [`answer`]: one meaning of every answer: an HTTP-like status with its signals, a timeout, a
+//!   dropped connection or a local refusal becomes a class, and each class's consequences for
+//!   retries, backoff, breaker, throttle and budget, as two tables every face executes.
 //! - [`spend`]: a spend breaker for LLM calls: token and cost ceilings over sliding windows,
 //!   reserve-then-settle, throttling on the provider's remaining quota, open on a money limit.
 //! - [`provider`]: what an LLM provider's answer means (server delay, transient, overload, money
@@ -108,6 +111,7 @@
     )
 )]
 
+pub mod answer;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;

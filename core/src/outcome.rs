@@ -7,11 +7,15 @@
 //!
 //! | class | retried? | counts as a failure for budgets? | typical source |
 //! |---|---|---|---|
-//! | [`Transient`](ErrorClass::Transient) | yes | yes | 500, 502, 503, connection reset |
+//! | [`Transient`](ErrorClass::Transient) | yes | yes | 500, 502, 408, connection reset |
 //! | [`Timeout`](ErrorClass::Timeout) | yes, unless the policy says not to | yes | the per-attempt timer fired |
-//! | [`Throttled`](ErrorClass::Throttled) | yes, not before the server's delay (clamped) | yes | 429, `RESOURCE_EXHAUSTED`, a 503 with `Retry-After` |
+//! | [`Throttled`](ErrorClass::Throttled) | yes, not before the server's delay (clamped) | yes | 429, 503, 529, `RESOURCE_EXHAUSTED`, any retried status with `Retry-After` |
 //! | [`Fatal`](ErrorClass::Fatal) | never | no: it says nothing about the downstream's health | 400, 404, a validation error |
 //! | [`DontRetry`](ErrorClass::DontRetry) | never | yes: the server is pushing back | gRPC pushback "don't retry", `x-should-retry: false` |
+//! | [`Refused`](ErrorClass::Refused) | only if the policy waits on refusals | no: nothing was sent | an open breaker, the adaptive throttle, a limiter |
+//!
+//! How an answer becomes a class, and every consequence of each class, is one table:
+//! [`answer`](crate::answer).
 //!
 //! ```
 //! use reliable_core::outcome::{AttemptOutcome, ErrorClass};
@@ -46,24 +50,40 @@ pub enum ErrorClass {
     Fatal,
     /// The server explicitly asked not to be retried. Never retried; counted as a failure.
     DontRetry,
+    /// Refused locally, without sending anything (an open breaker, the adaptive throttle, a
+    /// limiter). Ends the call at once unless the retry policy waits on refusals; never counted
+    /// against the downstream.
+    Refused {
+        /// When the refuser would let a call through, if it knows.
+        retry_after: Option<Duration>,
+    },
 }
 
 impl ErrorClass {
     /// Whether a retry policy may retry this failure at all.
+    /// (A [`Refused`](ErrorClass::Refused) call is retried only by a policy that waits on
+    /// refusals: not here.)
     pub const fn is_retryable(self) -> bool {
-        !matches!(self, ErrorClass::Fatal | ErrorClass::DontRetry)
+        !matches!(
+            self,
+            ErrorClass::Fatal | ErrorClass::DontRetry | ErrorClass::Refused { .. }
+        )
     }
 
     /// Whether budgets that watch failures (the token bucket's failure cost, the retry breaker's
-    /// failure rate) count it: every class except [`Fatal`](ErrorClass::Fatal).
+    /// failure rate) count it: every class except [`Fatal`](ErrorClass::Fatal) and
+    /// [`Refused`](ErrorClass::Refused).
     pub const fn counts_as_failure(self) -> bool {
-        !matches!(self, ErrorClass::Fatal)
+        !matches!(self, ErrorClass::Fatal | ErrorClass::Refused { .. })
     }
 
-    /// The server's requested delay, for [`Throttled`](ErrorClass::Throttled).
+    /// The server's requested delay, for [`Throttled`](ErrorClass::Throttled); the refuser's, for
+    /// [`Refused`](ErrorClass::Refused).
     pub const fn retry_after(self) -> Option<Duration> {
         match self {
-            ErrorClass::Throttled { retry_after } => retry_after,
+            ErrorClass::Throttled { retry_after } | ErrorClass::Refused { retry_after } => {
+                retry_after
+            }
             _ => None,
         }
     }

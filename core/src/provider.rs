@@ -13,8 +13,8 @@
 //! | signal | retried? | breaker failure? | spend breaker |
 //! |---|---|---|---|
 //! | [`RetryAfter`](Signal::RetryAfter) (server-directed delay) | after the delay (clamped) | yes | — |
-//! | [`Transient`](Signal::Transient) (408, 409, 429 without delay, ≥ 500) | with backoff | yes | — |
-//! | [`Overloaded`](Signal::Overloaded) (Anthropic 529) | with backoff, not before the delay | yes | — |
+//! | [`Transient`](Signal::Transient) (408, 409, ≥ 500 but 503 and 529) | with backoff | yes | — |
+//! | [`Overloaded`](Signal::Overloaded) (Anthropic 529; a 429 or 503 without delay) | with backoff, not before the delay | yes | — |
 //! | [`MoneyLimit`](Signal::MoneyLimit) (a spend limit or budget exhausted) | never | no | opens until the reset |
 //! | [`DontRetry`](Signal::DontRetry) (`x-should-retry: false`) | never | yes | — |
 //! | [`Fatal`](Signal::Fatal) (other 4xx) | never | no | — |
@@ -44,11 +44,13 @@ pub enum Signal {
     /// The server said when to come back (`retry-after-ms`, `retry-after`), on a retryable answer.
     /// The delay is as the server gave it; clamping is the retry policy's job.
     RetryAfter(Duration),
-    /// A failure that may not happen again: 408, 409, 429 without a delay, ≥ 500, a dropped
+    /// A failure that may not happen again: 408, 409, ≥ 500 (but 503 and 529), a dropped
     /// connection. Retry with backoff.
     Transient,
-    /// The provider as a whole is overloaded (Anthropic's 529 `overloaded_error`): not this client's
-    /// limit. Back off (not before `retry_after` when given) and count it as a breaker failure.
+    /// An overload answer: the provider as a whole is overloaded (Anthropic's 529
+    /// `overloaded_error`), or a 429 or 503 without a delay (the core's table,
+    /// [`answer`](crate::answer), calls both throttled). Back off (not before `retry_after` when
+    /// given) and count it as a breaker failure.
     Overloaded {
         /// The server's delay, if it gave one.
         retry_after: Option<Duration>,

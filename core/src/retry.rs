@@ -11,11 +11,13 @@
 //! retry, or [`RetryDecision::GiveUp`] with the reason, checking in this order:
 //!
 //! 1. the error class: `Fatal` and `DontRetry` are never retried (nor `Timeout` if
-//!    `retry_timeouts` is off);
+//!    `retry_timeouts` is off, nor a local refusal, `Refused`, unless `wait_on_refusal` is on; see
+//!    [`answer`](crate::answer) for every class's consequences);
 //! 2. the attempt limit;
 //! 3. the delay: the backoff's, or the server's `retry_after` if that is longer, clamped to
 //!    `max_server_delay`;
-//! 4. the deadline: a retry that would start at or after the overall deadline is not scheduled;
+//! 4. the deadline: a retry that would start at or after the overall deadline is not scheduled
+//!    (so a wait on a local refusal never holds a request past its deadline);
 //! 5. the budget, last, so no budget is spent on a retry that would not be sent.
 //!
 //! The budget is shared by many requests, so it is passed in by `&mut` on each call; the policy
@@ -57,6 +59,7 @@
 //! # Ok::<(), reliable_core::ConfigError>(())
 //! ```
 
+use crate::answer::BackoffKind;
 use crate::backoff::{BackoffConfig, BackoffPolicy};
 use crate::budget::{Budget, Denied, Grant};
 use crate::error::{ConfigError, Problem, tri};
@@ -76,6 +79,7 @@ use crate::time::{Duration, Instant};
 ///     throttled_backoff: None,
 ///     max_server_delay: "30s",
 ///     retry_timeouts: true,
+///     wait_on_refusal: false,
 /// )
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -106,6 +110,12 @@ pub struct RetryConfig {
     /// timeout most likely means overload). Default `true`.
     #[cfg_attr(feature = "serde", serde(default = "default_true"))]
     pub retry_timeouts: bool,
+    /// Whether a local refusal inside the retry (an open breaker, a throttle:
+    /// [`ErrorClass::Refused`]) is waited out and retried, after its `retry_after` (up to
+    /// `max_server_delay`) or the backoff, and only if that fits the deadline. Default `false`: the
+    /// call ends at once with the refusal.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub wait_on_refusal: bool,
 }
 
 #[cfg(feature = "serde")]
@@ -133,6 +143,7 @@ impl RetryConfig {
             throttled_backoff: None,
             max_server_delay: Duration::from_secs(30),
             retry_timeouts: true,
+            wait_on_refusal: false,
         }
     }
 
@@ -182,6 +193,7 @@ pub struct RetryPolicy {
     deadline: Duration,
     max_server_delay: Duration,
     retry_timeouts: bool,
+    wait_on_refusal: bool,
     config: RetryConfig,
 }
 
@@ -203,6 +215,9 @@ pub enum GiveUpReason {
     DontRetry,
     /// The attempt timed out and the policy does not retry timeouts.
     TimeoutNotRetried,
+    /// The attempt was refused locally ([`ErrorClass::Refused`]) and the policy does not wait on
+    /// refusals.
+    Refused,
     /// The attempt limit was reached.
     MaxAttempts,
     /// The retry would start at or after the overall deadline.
@@ -220,6 +235,7 @@ impl GiveUpReason {
             GiveUpReason::Fatal => "fatal",
             GiveUpReason::DontRetry => "dont-retry",
             GiveUpReason::TimeoutNotRetried => "timeout-not-retried",
+            GiveUpReason::Refused => "refused",
             GiveUpReason::MaxAttempts => "max-attempts",
             GiveUpReason::Deadline => "deadline",
             GiveUpReason::Budget(_) => "budget",
@@ -320,6 +336,7 @@ impl RetryPolicy {
             deadline,
             max_server_delay: config.max_server_delay,
             retry_timeouts: config.retry_timeouts,
+            wait_on_refusal: config.wait_on_refusal,
             config,
         })
     }
@@ -331,8 +348,8 @@ impl RetryPolicy {
 
     /// The backoff after a failure of `class`.
     pub fn backoff_for(&self, class: ErrorClass) -> &BackoffPolicy {
-        match (class, &self.throttled_backoff) {
-            (ErrorClass::Throttled { .. }, Some(b)) => b,
+        match (class.consequences().backoff, &self.throttled_backoff) {
+            (BackoffKind::Throttled, Some(b)) => b,
             _ => &self.backoff,
         }
     }
@@ -401,7 +418,12 @@ impl RetryPolicy {
         if state.finished {
             return RetryDecision::GiveUp(GiveUpReason::Finished);
         }
-        budget.on_attempt_end(AttemptOutcome::Failed(class), state.grant.take(), now);
+        // A refused attempt sent nothing: the grant of the retry it was goes back unused.
+        let ended = match class {
+            ErrorClass::Refused { .. } => AttemptOutcome::Cancelled,
+            _ => AttemptOutcome::Failed(class),
+        };
+        budget.on_attempt_end(ended, state.grant.take(), now);
         match self.plan(state, class, now, sample) {
             Ok((at, delay)) => match budget.try_retry(class, now) {
                 Ok(grant) => {
@@ -430,6 +452,9 @@ impl RetryPolicy {
             ErrorClass::Timeout if !self.retry_timeouts => {
                 return Err(GiveUpReason::TimeoutNotRetried);
             }
+            ErrorClass::Refused { .. } if !self.wait_on_refusal => {
+                return Err(GiveUpReason::Refused);
+            }
             _ => {}
         }
         if state.attempts >= self.max_attempts {
@@ -440,8 +465,10 @@ impl RetryPolicy {
         // The k-th retry follows the k-th failed attempt.
         let delay = backoff.delay(state.attempts, state.prev_delay, s);
         let wait = match class.retry_after() {
-            Some(hint) => delay.max(hint.min(self.max_server_delay)),
-            None => delay,
+            Some(hint) if class.consequences().server_delay => {
+                delay.max(hint.min(self.max_server_delay))
+            }
+            _ => delay,
         };
         let at = now.saturating_add(wait);
         if state.deadline != Instant::MAX && at >= state.deadline {

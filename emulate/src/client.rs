@@ -1,13 +1,15 @@
 //! The clients: each policy's layer tree built from reliable's tower layers (with the scenario's
 //! own core configs) over a real HTTP/2 client, one stack per client of the workload.
 //!
-//! - [`EmuPolicy`] classifies answers as `sim` does (200 ok; 500 and 503 transient; 429
-//!   throttled with the server's `retry-after-ms`, converted back to scenario time; 503, 429 and
-//!   timeouts are refusals for the adaptive throttle) and copies requests for retries.
+//! - Every layer reads answers with the stock [`HttpPolicy`], as a user's service would: the
+//!   core's one table decides what a 500, 503 or 429 means and what the adaptive throttle counts
+//!   as accepted. The emulator has no classification of its own.
 //! - [`HttpCall`] is a `Call` layer: one HTTP request to the downstream, failed with
 //!   [`TimedOut`] at its own timeout or at the deadline an enclosing retry layer set, whichever is
 //!   sooner, so a breaker between them counts the timeout as a failure, as in `sim`. Dropping it
-//!   resets the HTTP/2 stream (the server sees the client give up).
+//!   resets the HTTP/2 stream (the server sees the client give up). The server's delay
+//!   (`retry-after-ms`, wall time) is rewritten into scenario time, the time base every layer
+//!   runs on, as the transport's only translation.
 //! - [`build`] turns a policy's layer tree into services: shared-scope layers get one state for
 //!   every client, per-client ones a state per client, seeded per client.
 
@@ -24,11 +26,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use reliable::observer::{Observer, Refusal};
 use reliable::tower::{
-    BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, HttpPolicy, Policy, RetryLayer,
+    BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, HttpPolicy, RetryLayer,
     ThrottleLayer, TimedOut,
 };
-use reliable_core::Instant;
-use reliable_core::outcome::ErrorClass;
 use tower::util::BoxCloneService;
 use tower::{Layer as _, Service};
 
@@ -62,63 +62,10 @@ impl Logical {
     }
 }
 
-/// Classification and request copies as `sim` does them (see the [module docs](self)).
-#[derive(Clone, Copy, Debug)]
-pub struct EmuPolicy {
-    tb: Timebase,
-}
-
-impl EmuPolicy {
-    /// For a run on `tb`.
-    pub fn new(tb: Timebase) -> Self {
-        EmuPolicy { tb }
-    }
-}
-
-impl Classify<Res> for EmuPolicy {
-    fn response(&self, res: &Res) -> Option<ErrorClass> {
-        match res.status().as_u16() {
-            200 => None,
-            429 => {
-                // The server's hint is wall time; the policies think in scenario time.
-                let hint = HttpPolicy::retry_after(res.headers()).map(|d| {
-                    reliable_core::Duration::from_nanos(
-                        self.tb
-                            .to_virtual(std::time::Duration::from_nanos(d.as_nanos())),
-                    )
-                });
-                Some(ErrorClass::Throttled { retry_after: hint })
-            }
-            _ => Some(ErrorClass::Transient),
-        }
-    }
-
-    fn accepted(&self, res: Option<&Res>, class: Option<ErrorClass>) -> bool {
-        res.is_none_or(|r| r.status() != http::StatusCode::SERVICE_UNAVAILABLE)
-            && !matches!(
-                class,
-                Some(ErrorClass::Throttled { .. } | ErrorClass::Timeout)
-            )
-    }
-}
-
-impl Policy<Req, Res> for EmuPolicy {
-    fn clone_request(&self, req: &Req) -> Option<Req> {
-        let mut copy = http::Request::new(Empty::new());
-        *copy.uri_mut() = req.uri().clone();
-        if let Some(l) = req.extensions().get::<Logical>() {
-            copy.extensions_mut().insert(l.clone());
-        }
-        Some(copy)
-    }
-
-    fn set_deadline(&self, req: &mut Req, at: Instant) {
-        let at = match req.extensions().get::<Deadline>() {
-            Some(Deadline(outer)) => at.min(*outer),
-            None => at,
-        };
-        req.extensions_mut().insert(Deadline(at));
-    }
+/// Every layer's classification and request copies: the stock HTTP policy (GETs are
+/// idempotent).
+fn policy() -> HttpPolicy {
+    HttpPolicy::new()
 }
 
 /// The HTTP client every stack shares: one HTTP/2 connection to the downstream server.
@@ -219,7 +166,8 @@ impl Service<Req> for HttpCall {
             match answer {
                 Some(Ok(res)) => {
                     pending.done = true;
-                    let (parts, _body) = res.into_parts();
+                    let (mut parts, _body) = res.into_parts();
+                    to_scenario_time(&mut parts.headers, tb);
                     Ok(http::Response::from_parts(parts, ()))
                 }
                 Some(Err(e)) => {
@@ -230,6 +178,20 @@ impl Service<Req> for HttpCall {
                 None => Err(Box::new(TimedOut) as BoxError),
             }
         })
+    }
+}
+
+/// Rewrites the server's delay (wall time) into scenario time, the layers' time base: only
+/// `retry-after-ms` is kept, at the precision the server wrote.
+fn to_scenario_time(headers: &mut http::HeaderMap, tb: Timebase) {
+    let wall = HttpPolicy::retry_after(headers);
+    headers.remove(http::header::RETRY_AFTER);
+    headers.remove("retry-after-ms");
+    if let Some(d) = wall {
+        let v = tb.to_virtual(std::time::Duration::from_nanos(d.as_nanos()));
+        if let Ok(value) = http::HeaderValue::from_str(&format!("{:.6}", v as f64 / 1e6)) {
+            headers.insert("retry-after-ms", value);
+        }
     }
 }
 
@@ -257,7 +219,7 @@ trait Stateful: tower::Layer<Svc> + Clone + Send + Sync + 'static {
     fn one_for_all(self) -> Self;
 }
 
-impl Stateful for BreakerLayer<EmuPolicy> {
+impl Stateful for BreakerLayer<HttpPolicy> {
     fn seeded(self, seed: u64) -> Self {
         self.seed(seed)
     }
@@ -266,7 +228,7 @@ impl Stateful for BreakerLayer<EmuPolicy> {
     }
 }
 
-impl Stateful for RetryLayer<EmuPolicy> {
+impl Stateful for RetryLayer<HttpPolicy> {
     fn seeded(self, seed: u64) -> Self {
         self.seed(seed)
     }
@@ -275,7 +237,7 @@ impl Stateful for RetryLayer<EmuPolicy> {
     }
 }
 
-impl Stateful for ThrottleLayer<EmuPolicy> {
+impl Stateful for ThrottleLayer<HttpPolicy> {
     fn seeded(self, seed: u64) -> Self {
         self.seed(seed)
     }
@@ -331,7 +293,7 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
     let node = *next;
     *next += 1;
     let tb = *env.meter.timebase();
-    let policy = EmuPolicy::new(tb);
+    let policy = policy();
     let err = |e: reliable_core::ConfigError| e.to_string();
     // The seed of state shared by every client.
     let seed = env.seed ^ u64::from(node);
@@ -461,7 +423,7 @@ fn instantiate(n: &Node, env: &Env, client: u32, depth: usize) -> Svc {
                 unreachable!("validation refuses an empty fallback")
             };
             let mut backup = instantiate(last, env, client, depth + 1);
-            let policy = EmuPolicy::new(*env.meter.timebase());
+            let policy = policy();
             for ch in it {
                 let primary = instantiate(ch, env, client, depth + 1);
                 backup = BoxCloneService::new(FallbackLayer::new(backup, policy).layer(primary));
@@ -481,6 +443,6 @@ pub fn build(c: &Compiled, p: usize, env: &Env) -> Result<Vec<Svc>, String> {
 }
 
 /// Whether a final answer is a success.
-pub fn succeeded(tb: Timebase, answer: &Result<Res, BoxError>) -> bool {
-    matches!(answer, Ok(res) if EmuPolicy::new(tb).response(res).is_none())
+pub fn succeeded(answer: &Result<Res, BoxError>) -> bool {
+    matches!(answer, Ok(res) if policy().response(res).is_none())
 }

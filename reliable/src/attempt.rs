@@ -120,6 +120,8 @@ pub struct Run<'r> {
     attempt_permit: Option<Permit>,
     attempts: u32,
     finished: bool,
+    /// The breaker refused the next attempt and the policy waits it out: for how long.
+    wait: Option<Duration>,
 }
 
 /// Runs `f` with the instance's budget, or with no budget (monomorphised for each, so the
@@ -175,6 +177,7 @@ impl Reliable {
             attempt_permit: None,
             attempts: 0,
             finished: false,
+            wait: None,
         };
         if inner.scope == Scope::PerCall {
             run.call_permit = run.acquire(now)?;
@@ -280,6 +283,7 @@ impl<'r> FirstAttempt<'r> {
             attempt_permit: self.permit.take(),
             attempts: 1,
             finished: false,
+            wait: None,
         }
     }
 }
@@ -382,10 +386,52 @@ impl Run<'_> {
             Err(rejection) => {
                 let refusal = Refusal::from_breaker(rejection.reason);
                 let now = admission.now.unwrap_or_else(|| self.now());
+                if self.wait_out(refusal, rejection.retry_after(), now) {
+                    return Err(refusal);
+                }
                 self.finish(now);
                 Err(refuse(inner, refusal, self.attempts, (self.started, now)))
             }
         }
+    }
+
+    /// A refusal of an attempt inside the call: with a policy that waits on refusals
+    /// (`wait_on_refusal`), asks the core's retry policy, which waits only if the wait fits the
+    /// deadline (and the attempt limit and budget allow another attempt). `true`: wait
+    /// ([`take_wait`](Self::take_wait) says how long); `false`: the call ends with the refusal.
+    fn wait_out(
+        &mut self,
+        refusal: Refusal,
+        retry_after: Option<reliable_core::Duration>,
+        now: Instant,
+    ) -> bool {
+        let inner = self.inner;
+        if !inner.retry.config().wait_on_refusal || inner.scope != Scope::PerAttempt {
+            return false;
+        }
+        let class = ErrorClass::Refused { retry_after };
+        let sample = inner.rng.next_u64();
+        let decision = with_budget!(inner, |b| {
+            inner
+                .retry
+                .on_failure_with(&mut self.state, class, now, b, sample)
+        });
+        let RetryDecision::RetryAt(at) = decision else {
+            return false;
+        };
+        let after: Duration = (at - now).into();
+        for o in inner.observers.iter() {
+            o.on_reject(&inner.name, refusal);
+            o.on_retry(&inner.name, self.attempts, class, after);
+        }
+        self.wait = Some(after);
+        true
+    }
+
+    /// After [`admit`](Self::admit) was refused: the wait before admitting again, if the policy
+    /// waits this refusal out; `None`: the call is over.
+    pub fn take_wait(&mut self) -> Option<Duration> {
+        self.wait.take()
     }
 
     /// Attempts sent so far.

@@ -114,7 +114,16 @@ impl Reliable {
         let mut run = self.start().map_err(|r| r.into_error(None))?;
         let mut last: Option<E> = None;
         loop {
-            let (now, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
+            let (now, deadline) = match run.admit_until() {
+                Ok(admitted) => admitted,
+                Err(refusal) => match run.take_wait() {
+                    Some(wait) => {
+                        inner.sleep.sleep_blocking(wait);
+                        continue;
+                    }
+                    None => return Err(refusal.into_error(last.take())),
+                },
+            };
             let limit = now.zip(deadline).map(|(now, d)| (d - now).into());
             let token = CancelToken::detached(inner.clock.clone(), deadline);
             let (class, error) = match detach(&f, token.clone(), limit) {
@@ -197,7 +206,16 @@ impl Reliable {
             let (class, error) = match failure.take() {
                 Some(failed) => failed,
                 None => {
-                    let (_, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
+                    let (_, deadline) = match run.admit_until() {
+                        Ok(admitted) => admitted,
+                        Err(refusal) => match run.take_wait() {
+                            Some(wait) => {
+                                inner.sleep.sleep_blocking(wait);
+                                continue;
+                            }
+                            None => return Err(refusal.into_error(last.take())),
+                        },
+                    };
                     let token = CancelToken::new(&*inner.clock, deadline);
                     let result = f(&token);
                     let late = deadline.is_some_and(|d| {

@@ -125,7 +125,16 @@ impl Reliable {
             let (class, error) = match failure.take() {
                 Some(failed) => failed,
                 None => {
-                    let (_, deadline) = run.admit_until().map_err(|r| r.into_error(last.take()))?;
+                    let (_, deadline) = match run.admit_until() {
+                        Ok(admitted) => admitted,
+                        Err(refusal) => match run.take_wait() {
+                            Some(wait) => {
+                                inner.sleep.sleep(wait).await;
+                                continue;
+                            }
+                            None => return Err(refusal.into_error(last.take())),
+                        },
+                    };
                     let result = match deadline {
                         None => Some(f().await),
                         Some(deadline) => within(deadline, f(), inner).await,

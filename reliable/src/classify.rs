@@ -45,15 +45,13 @@ use reliable_core::outcome::ErrorClass;
 use std::io::ErrorKind;
 
 /// Whether the downstream **accepted** an attempt that failed with `class`, as the adaptive
-/// throttle counts accepts (Google SRE book, "Handling Overload": a client throttles itself by
-/// the share of its requests the backend *rejected for overload*).
-///
-/// Only an overload refusal, [`ErrorClass::Throttled`] (a 429, a 503 or 529, gRPC
-/// `RESOURCE_EXHAUSTED`, any answer with `Retry-After`), is not an accept. Every other failure
-/// (a 500, a reset connection, a timeout, a bad request) is: the downstream did not push back,
-/// and counting and reacting to failures is the breaker's job, not the throttle's. A success is
-/// always an accept. [`Reliable`](crate::Reliable)'s calls and the tower layer
-/// `ThrottleLayer` (feature `tower`) both count by this rule.
+/// throttle counts accepts: the core's rule ([`reliable_core::answer`]; Google SRE book,
+/// "Handling Overload"). An overload refusal ([`ErrorClass::Throttled`]: a 429, 503 or 529, any
+/// answer with `Retry-After`), a timeout (nothing shows the backend took it) and a local refusal
+/// are not accepts; every other failure (a 500, a reset connection, a bad request) is: the
+/// downstream did not push back, and reacting to failures is the breaker's job. A success is
+/// always an accept. [`Reliable`](crate::Reliable)'s calls and the tower layer `ThrottleLayer`
+/// (feature `tower`) both count by this rule.
 ///
 /// ```
 /// use reliable::classify::accepted;
@@ -61,10 +59,10 @@ use std::io::ErrorKind;
 ///
 /// assert!(!accepted(ErrorClass::Throttled { retry_after: None }));
 /// assert!(accepted(ErrorClass::Transient)); // a 500: answered, not refused
-/// assert!(accepted(ErrorClass::Timeout));
+/// assert!(!accepted(ErrorClass::Timeout));
 /// ```
 pub const fn accepted(class: ErrorClass) -> bool {
-    !matches!(class, ErrorClass::Throttled { .. })
+    class.consequences().accepted
 }
 
 /// Maps an error to the class every retry decision reads.

@@ -3,16 +3,9 @@
 //! Servers say more than "failed": `Retry-After` (seconds or an HTTP-date) and `retry-after-ms`
 //! ask for a minimum wait, `x-should-retry: true|false` (sent by OpenAI, Anthropic and other APIs
 //! whose SDKs Stainless generates) overrides the status rules either way. This module reads them
-//! into [`Signals`] and maps a status plus signals to the core's [`ErrorClass`]:
-//!
-//! | response | class |
-//! |---|---|
-//! | 1xx, 2xx, 3xx | not an error (`None`) |
-//! | `x-should-retry: false`, a 4xx other than 408/429 | [`Fatal`](ErrorClass::Fatal) |
-//! | `x-should-retry: false`, anything else | [`DontRetry`](ErrorClass::DontRetry) (the server pushes back) |
-//! | 429, 503, 529 (overloaded), or any retried status with a server delay | [`Throttled`](ErrorClass::Throttled) with the delay |
-//! | 408, 409, other 5xx, or `x-should-retry: true` | [`Transient`](ErrorClass::Transient) |
-//! | other 4xx | [`Fatal`](ErrorClass::Fatal) |
+//! into [`Signals`]; what a status plus signals *means* is the core's one table,
+//! [`reliable_core::answer`], which [`classify_status`] executes (429, 503, 529 throttled with the
+//! server's delay; 408, 409, other 5xx transient; other 4xx fatal; `x-should-retry` overrides).
 //!
 //! `retry-after-ms` wins over `Retry-After` (it is more precise). Delays are not capped here: the
 //! retry policy honours them up to its `max_server_delay` (30 s by default).
@@ -141,36 +134,22 @@ pub fn parse_should_retry(value: &str) -> Option<bool> {
     }
 }
 
-/// Whether a status is an overload answer: 429 Too Many Requests, 503 Service Unavailable, 529
-/// (Anthropic's `overloaded_error`).
-pub fn is_overload(status: u16) -> bool {
-    matches!(status, 429 | 503 | 529)
+/// The core's answer for a response with `status` and `signals`.
+pub fn answer(status: u16, signals: &Signals) -> reliable_core::answer::Answer {
+    reliable_core::answer::Answer::status(
+        status,
+        reliable_core::answer::Signals {
+            retry_after: signals.retry_after.map(reliable_core::Duration::from),
+            should_retry: signals.should_retry,
+            overloaded: false,
+        },
+    )
 }
 
-/// The error class of a response with `status` and `signals` (see the table in the module docs);
-/// `None` when the status is not an error (below 400).
+/// The error class of a response with `status` and `signals`, by the core's table
+/// ([`reliable_core::answer`]); `None` when the status is not an error (below 400).
 pub fn classify_status(status: u16, signals: &Signals) -> Option<ErrorClass> {
-    if status < 400 {
-        return None;
-    }
-    let client_error = (400..500).contains(&status) && !matches!(status, 408 | 429);
-    let retried_by_default = matches!(status, 408 | 409 | 429) || status >= 500;
-    let retry_after = signals.retry_after.map(reliable_core::Duration::from);
-    Some(match signals.should_retry {
-        Some(false) if client_error => ErrorClass::Fatal,
-        Some(false) => ErrorClass::DontRetry,
-        Some(true) => retryable(status, retry_after),
-        None if retried_by_default => retryable(status, retry_after),
-        None => ErrorClass::Fatal,
-    })
-}
-
-fn retryable(status: u16, retry_after: Option<reliable_core::Duration>) -> ErrorClass {
-    if is_overload(status) || retry_after.is_some() {
-        ErrorClass::Throttled { retry_after }
-    } else {
-        ErrorClass::Transient
-    }
+    answer(status, signals).class()
 }
 
 /// An HTTP response that was an error: its status and signals, ready to return from a call.

@@ -75,7 +75,7 @@ fn every_signal_row() {
         ("429 retry-after seconds", 429, vec![("retry-after", "7")], anthropic_rate, Some(Signal::RetryAfter(s(7)))),
         ("503 retry-after HTTP-date", 503, vec![("Retry-After", http_date)], "", Some(Signal::RetryAfter(s(10)))),
         ("a long delay is passed on (the retry policy clamps it)", 429, vec![("retry-after", "3600")], openai_rate, Some(Signal::RetryAfter(s(3_600)))),
-        ("a malformed delay is no delay", 429, vec![("retry-after", "soon")], "", Some(Signal::Transient)),
+        ("a malformed delay is no delay", 429, vec![("retry-after", "soon")], "", Some(Signal::Overloaded { retry_after: None })),
         // x-should-retry overrides the status rules.
         ("x-should-retry: false on a 500", 500, vec![("x-should-retry", "false")], "", Some(Signal::DontRetry)),
         ("x-should-retry: false on a 429", 429, vec![("x-should-retry", "false"), ("retry-after", "2")], "", Some(Signal::DontRetry)),
@@ -85,10 +85,10 @@ fn every_signal_row() {
         // Transient statuses.
         ("408", 408, vec![], "", Some(Signal::Transient)),
         ("409", 409, vec![], "", Some(Signal::Transient)),
-        ("429 without a delay", 429, vec![], openai_rate, Some(Signal::Transient)),
+        ("429 without a delay", 429, vec![], openai_rate, Some(Signal::Overloaded { retry_after: None })),
         ("500", 500, vec![], "", Some(Signal::Transient)),
         ("502", 502, vec![], "<html>bad gateway</html>", Some(Signal::Transient)),
-        ("503", 503, vec![], "", Some(Signal::Transient)),
+        ("503", 503, vec![], "", Some(Signal::Overloaded { retry_after: None })),
         ("504", 504, vec![], "", Some(Signal::Transient)),
         // Provider-wide overload.
         ("Anthropic 529 overloaded_error", 529, vec![], overloaded, Some(Signal::Overloaded { retry_after: None })),

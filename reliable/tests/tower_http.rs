@@ -133,3 +133,42 @@ async fn an_open_breaker_keeps_calls_off_the_server() {
     }
     assert_eq!(seen.load(Ordering::SeqCst), 3);
 }
+
+/// A `ReliableLayer` around a real HTTP client, with the breaker open and no deadline: a call
+/// that may make 5 attempts (no deadline at all) answers with the breaker's refusal within
+/// milliseconds, not after the breaker's 30 s open time.
+#[tokio::test]
+async fn an_open_breaker_inside_the_retry_answers_within_milliseconds() {
+    let (addr, seen) = server(|_| (500, 0)).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let mut c = config(5, 1_000);
+    c.retry.attempt_timeout = None;
+    assert_eq!(c.retry.deadline, None);
+    let svc = ReliableLayer::new(c, HttpPolicy::new())
+        .unwrap()
+        .layer(client);
+    // The first call's three 500s open the breaker; its 4th attempt is refused and ends it.
+    let start = std::time::Instant::now();
+    let err = svc.clone().oneshot(get(addr)).await.unwrap_err();
+    assert!(err.is::<Open>(), "{err}");
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+    for _ in 0..10 {
+        let start = std::time::Instant::now();
+        let err = svc.clone().oneshot(get(addr)).await.unwrap_err();
+        let open = err
+            .downcast_ref::<Open>()
+            .expect("the breaker's own refusal");
+        assert!(open.retry_after > Some(Duration::from_secs(29)));
+        assert!(
+            start.elapsed() < StdDuration::from_millis(100),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+    assert!(
+        start.elapsed() < StdDuration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
+}

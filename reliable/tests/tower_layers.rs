@@ -356,7 +356,7 @@ async fn fallback_answers_and_says_who_served() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_stacked_layer_stops_retrying_into_an_open_breaker() {
+async fn an_open_breaker_inside_the_retry_ends_the_call_at_once() {
     let (svc, mut handle) = mock::pair::<u32, u16>();
     let config = ReliableConfig {
         retry: constant(10, 100),
@@ -365,19 +365,62 @@ async fn the_stacked_layer_stops_retrying_into_an_open_breaker() {
         throttle: None,
     };
     let svc = ReliableLayer::new(config, Codes).unwrap().layer(svc);
+    let t0 = tokio::time::Instant::now();
     let call = tokio::spawn(svc.oneshot(1));
     for _ in 0..3 {
         handle.next_request().await.unwrap().1.send_response(500);
     }
-    // The breaker opened after 3 failures; the retry layer sees `Open` (throttled, retry after
-    // 60 s) and, with a 10-attempt policy, waits for the breaker rather than hammering.
-    assert!(
-        tokio::time::timeout(StdDuration::from_secs(59), handle.next_request())
-            .await
-            .is_err()
+    // The breaker opened after 3 failures: the 4th attempt is refused locally, and the call ends
+    // with that refusal, without waiting out the 60 s (no deadline, 10 attempts allowed).
+    let err = call.await.unwrap().unwrap_err();
+    let open = err.downcast_ref::<Open>().expect("the breaker's refusal");
+    assert_eq!(
+        open.retry_after,
+        Some(Duration::from_millis(59_900)),
+        "opened 100 ms ago"
     );
-    handle.next_request().await.unwrap().1.send_response(200);
-    assert_eq!(call.await.unwrap().unwrap(), 200);
+    assert!(
+        t0.elapsed() < StdDuration::from_secs(1),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_policy_that_waits_on_refusals_waits_only_within_its_deadline() {
+    let run = |deadline: Option<u64>| async move {
+        let (svc, mut handle) = mock::pair::<u32, u16>();
+        let config = ReliableConfig {
+            retry: RetryConfig {
+                wait_on_refusal: true,
+                max_server_delay: Duration::from_secs(60),
+                deadline: deadline.map(Duration::from_secs),
+                ..constant(10, 100)
+            },
+            budget: None,
+            breaker: consecutive(3, 60),
+            throttle: None,
+        };
+        let svc = ReliableLayer::new(config, Codes).unwrap().layer(svc);
+        let t0 = tokio::time::Instant::now();
+        let call = tokio::spawn(svc.oneshot(1));
+        for _ in 0..3 {
+            handle.next_request().await.unwrap().1.send_response(500);
+        }
+        if deadline.is_none() {
+            // Waits for the breaker (60 s), then its probe succeeds.
+            handle.next_request().await.unwrap().1.send_response(200);
+        }
+        let out = call.await.unwrap();
+        (out.map_err(|e| e.is::<Open>()), t0.elapsed())
+    };
+    let (out, took) = run(None).await;
+    assert_eq!(out, Ok(200));
+    assert!(took >= StdDuration::from_secs(60), "{took:?}");
+    // A 10 s deadline: waiting 60 s would pass it, so the call ends with the refusal at once.
+    let (out, took) = run(Some(10)).await;
+    assert_eq!(out, Err(true));
+    assert!(took < StdDuration::from_secs(1), "{took:?}");
 }
 
 #[test]

@@ -97,6 +97,7 @@ pub fn give_up(r: &mut Recorder, name: &str) {
         "fatal" => GiveUpReason::Fatal,
         "dont-retry" => GiveUpReason::DontRetry,
         "timeout-not-retried" => GiveUpReason::TimeoutNotRetried,
+        "refused" => GiveUpReason::Refused,
         "max-attempts" => GiveUpReason::MaxAttempts,
         "deadline" => GiveUpReason::Deadline,
         // Counted by reason, whichever budget refused.

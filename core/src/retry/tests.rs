@@ -812,3 +812,39 @@ fn rejects_each_bad_field_by_name() {
 fn the_state_is_small() {
     assert!(core::mem::size_of::<RetryState>() <= 32);
 }
+
+#[test]
+fn a_local_refusal_ends_the_call_unless_the_policy_waits_and_the_wait_fits() {
+    let open = ErrorClass::Refused {
+        retry_after: Some(Duration::from_secs(30)),
+    };
+    let base = RetryConfig {
+        max_attempts: Some(5),
+        ..RetryConfig::new(BackoffConfig::constant(ms(100)))
+    };
+    // By default: at once, whatever the deadline.
+    let p = policy(base);
+    let mut budget = Quota::new(QuotaPolicy::new(QuotaConfig::aws_standard()).unwrap());
+    let mut r = p.start(secs(0), &mut budget);
+    let d = p.on_failure_with(&mut r, open, secs(0), &mut budget, 0);
+    assert_eq!(d, RetryDecision::GiveUp(GiveUpReason::Refused));
+    assert_eq!(budget.available(), 500, "a refusal is not charged");
+    // Waiting, with no deadline: the refuser's retry_after (clamped to max_server_delay).
+    let p = policy(RetryConfig {
+        wait_on_refusal: true,
+        max_server_delay: Duration::from_secs(20),
+        ..base
+    });
+    let mut r = p.start(secs(0), &mut Unlimited);
+    let d = p.on_failure_with(&mut r, open, secs(0), &mut Unlimited, 0);
+    assert_eq!(d, RetryDecision::RetryAt(secs(20)));
+    // Waiting, but the wait does not fit the deadline: the call ends.
+    let p = policy(RetryConfig {
+        wait_on_refusal: true,
+        deadline: Some(Duration::from_secs(10)),
+        ..base
+    });
+    let mut r = p.start(secs(0), &mut Unlimited);
+    let d = p.on_failure_with(&mut r, open, secs(0), &mut Unlimited, 0);
+    assert_eq!(d, RetryDecision::GiveUp(GiveUpReason::Deadline));
+}

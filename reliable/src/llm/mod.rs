@@ -12,11 +12,14 @@
 //! |---|---|
 //! | below 400 | none (`None`) |
 //! | a money limit (table below), whatever `x-should-retry` says | [`MoneyLimit`](Signal::MoneyLimit), with the reset when known |
-//! | 529, or an `overloaded_error` body | [`Overloaded`](Signal::Overloaded), with the server's delay if any |
-//! | `x-should-retry: false` | [`DontRetry`](Signal::DontRetry) (on a 4xx other than 408/409/429: [`Fatal`](Signal::Fatal)) |
-//! | a retryable answer (408, 409, 429, ≥ 500, or `x-should-retry: true`) with a delay | [`RetryAfter`](Signal::RetryAfter): `retry-after-ms`, else `Retry-After` |
-//! | a retryable answer without a delay | [`Transient`](Signal::Transient) |
-//! | any other 4xx | [`Fatal`](Signal::Fatal) |
+//! | an `overloaded_error` event in a successful stream | [`Overloaded`](Signal::Overloaded), with the server's delay if any |
+//! | anything else | the core's table ([`reliable_core::answer`]), with an `overloaded_error` body as its overload marker, refined: |
+//! | — throttled, on a 529 or an `overloaded_error` body | [`Overloaded`](Signal::Overloaded), with the server's delay if any |
+//! | — throttled, with a delay (`retry-after-ms`, else `Retry-After`) | [`RetryAfter`](Signal::RetryAfter) |
+//! | — throttled, without a delay (a 429 or 503) | [`Overloaded`](Signal::Overloaded) without a delay |
+//! | — transient (408, 409, other 5xx, `x-should-retry: true`) | [`Transient`](Signal::Transient) |
+//! | — don't retry (`x-should-retry: false`) | [`DontRetry`](Signal::DontRetry) |
+//! | — fatal (other 4xx), except OpenRouter's in-flight budget (retried) | [`Fatal`](Signal::Fatal) |
 //!
 //! Money limits ([`money`]), from the providers' error documentation:
 //!
@@ -80,20 +83,37 @@ pub fn classify(
             reset_after: reset_after.map(reliable_core::Duration::from),
         });
     }
-    if status == 529 || error.is_type("overloaded_error") {
+    let overloaded = error.is_type("overloaded_error");
+    if overloaded && status < 400 {
+        // An error event inside a successful stream.
         return Some(Signal::Overloaded { retry_after: delay });
     }
-    if status < 400 {
-        return None;
+    let mut core = crate::http::answer(status, &signals);
+    if let reliable_core::answer::Answer::Status { signals, .. } = &mut core {
+        signals.overloaded = overloaded;
     }
-    let client_error = (400..500).contains(&status) && !matches!(status, 408 | 409 | 429);
-    let retried_by_default = !client_error || money::is_in_flight_budget(status, &signals, &error);
-    Some(match signals.should_retry {
-        Some(false) if client_error => Signal::Fatal,
-        Some(false) => Signal::DontRetry,
-        Some(true) => retryable(delay),
-        None if retried_by_default => retryable(delay),
-        None => Signal::Fatal,
+    // The core's table decides; provider specifics only refine its classes.
+    Some(match core.class()? {
+        ErrorClass::Throttled { retry_after } if status == 529 || overloaded => {
+            Signal::Overloaded { retry_after }
+        }
+        ErrorClass::Throttled {
+            retry_after: Some(d),
+        } => Signal::RetryAfter(d),
+        // An overload answer without a delay (a 429 or 503): back off, count it.
+        ErrorClass::Throttled { retry_after: None } => Signal::Overloaded { retry_after: None },
+        // OpenRouter's in-flight budget: a 402 that is retried.
+        ErrorClass::Fatal
+            if signals.should_retry != Some(false)
+                && money::is_in_flight_budget(status, &signals, &error) =>
+        {
+            retryable(delay)
+        }
+        ErrorClass::Fatal => Signal::Fatal,
+        ErrorClass::DontRetry => Signal::DontRetry,
+        ErrorClass::Transient | ErrorClass::Timeout | ErrorClass::Refused { .. } => {
+            Signal::Transient
+        }
     })
 }
 

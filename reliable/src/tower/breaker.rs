@@ -25,7 +25,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Classify;
-use super::error::{BoxError, Open, Throttled};
+use super::error::{BoxError, Open};
 use super::time::Time;
 use crate::breaker::{Owned, Transitions};
 use crate::clock::Clock;
@@ -301,13 +301,10 @@ impl<F, C> fmt::Debug for ResponseFuture<F, C> {
 }
 
 /// What a failure of `class` tells the breaker about the downstream.
+/// The core's table ([`reliable_core::answer`]): a bad request or a local refusal below says
+/// nothing about the downstream's health.
 fn outcome_of(class: Option<ErrorClass>) -> Outcome {
-    match class {
-        None => Outcome::Success,
-        // A bad request says nothing about the downstream's health.
-        Some(ErrorClass::Fatal) => Outcome::Ignored,
-        Some(_) => Outcome::Failure,
-    }
+    class.map_or(Outcome::Success, |c| c.consequences().breaker)
 }
 
 impl<F, Res, E, C> Future for ResponseFuture<F, C>
@@ -334,13 +331,7 @@ where
                     }
                     Err(e) => {
                         let e: BoxError = e.into();
-                        // A layer below refused locally: the downstream was not asked.
-                        let outcome = if e.is::<Open>() || e.is::<Throttled>() {
-                            Outcome::Ignored
-                        } else {
-                            outcome_of(Some(this.classify.error(&e)))
-                        };
-                        this.guard.record(outcome);
+                        this.guard.record(outcome_of(Some(this.classify.error(&e))));
                         Poll::Ready(Err(e))
                     }
                 }

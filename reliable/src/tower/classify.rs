@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use reliable_core::outcome::ErrorClass;
 use reliable_core::{Duration, Instant};
 
-use crate::http::{Signals, classify_status, is_overload};
+use crate::http::{Signals, classify_status};
 
 use super::error::{BoxError, Open, Throttled, TimedOut};
 
@@ -19,18 +19,10 @@ pub trait Classify<Res>: Clone + Send + Sync + 'static {
     fn response(&self, res: &Res) -> Option<ErrorClass>;
 
     /// The class of an error. The default knows the layers' own errors ([`TimedOut`]: timeout;
-    /// [`Open`] and [`Throttled`]: throttled, with the breaker's `retry_after`) and calls every
-    /// other error transient.
+    /// [`Open`] and [`Throttled`]: refused locally, with the breaker's `retry_after`) and calls
+    /// every other error transient.
     fn error(&self, e: &BoxError) -> ErrorClass {
         error_class(e)
-    }
-
-    /// Whether the downstream took the request (for the adaptive throttle), given the response
-    /// (`None` for an error) and its class (`None`: a success). The default is the crate's one
-    /// rule, [`accepted`](crate::classify::accepted): everything but an overload refusal.
-    fn accepted(&self, res: Option<&Res>, class: Option<ErrorClass>) -> bool {
-        let _ = res;
-        class.is_none_or(crate::classify::accepted)
     }
 }
 
@@ -39,11 +31,11 @@ pub fn error_class(e: &BoxError) -> ErrorClass {
     if e.is::<TimedOut>() {
         ErrorClass::Timeout
     } else if let Some(open) = e.downcast_ref::<Open>() {
-        ErrorClass::Throttled {
+        ErrorClass::Refused {
             retry_after: open.retry_after,
         }
     } else if e.is::<Throttled>() {
-        ErrorClass::Throttled { retry_after: None }
+        ErrorClass::Refused { retry_after: None }
     } else {
         ErrorClass::Transient
     }
@@ -82,9 +74,11 @@ pub struct Deadline(pub Instant);
 
 /// HTTP classification and request cloning for `http::Request<B>` with a cloneable body.
 ///
-/// Statuses below 400 succeed; errors are classed by [`classify_status`] (overload answers
-/// throttled with the server's delay, 408/409/5xx transient, other 4xx fatal, `x-should-retry`
-/// honoured). Only idempotent methods are retried unless [`HttpPolicy::all_methods`] is set.
+/// Statuses below 400 succeed; errors are classed by the core's table through
+/// [`classify_status`] (overload answers throttled with the server's delay, 408/409/5xx
+/// transient, other 4xx fatal, `x-should-retry` honoured), and acceptance is the core's rule.
+/// A copy for a retry keeps the request's extensions; a deadline set by an inner retry never
+/// extends one an outer retry set. Only idempotent methods are retried unless [`HttpPolicy::all_methods`] is set.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HttpPolicy {
     all_methods: bool,
@@ -125,14 +119,6 @@ where
             &Signals::from_headers(res.headers(), SystemTime::now()),
         )
     }
-
-    /// The crate's rule ([`accepted`](crate::classify::accepted)), and an overload status (429,
-    /// 503, 529) is a refusal whatever its class (also with `x-should-retry: false`, which makes
-    /// it `DontRetry`).
-    fn accepted(&self, res: Option<&http::Response<B>>, class: Option<ErrorClass>) -> bool {
-        res.is_none_or(|r| !is_overload(r.status().as_u16()))
-            && class.is_none_or(crate::classify::accepted)
-    }
 }
 
 impl<B, R> Policy<http::Request<B>, http::Response<R>> for HttpPolicy
@@ -149,10 +135,15 @@ where
         *copy.uri_mut() = req.uri().clone();
         *copy.version_mut() = req.version();
         *copy.headers_mut() = req.headers().clone();
+        *copy.extensions_mut() = req.extensions().clone();
         Some(copy)
     }
 
     fn set_deadline(&self, req: &mut http::Request<B>, at: Instant) {
+        let at = match req.extensions().get::<Deadline>() {
+            Some(Deadline(outer)) => at.min(*outer),
+            None => at,
+        };
         req.extensions_mut().insert(Deadline(at));
     }
 }
@@ -202,40 +193,9 @@ mod tests {
             p.response(&res(400, &[("x-should-retry", "true")])),
             Some(ErrorClass::Transient)
         );
-        assert!(!Classify::<http::Response<()>>::accepted(
-            &p,
-            None,
-            Some(ErrorClass::Throttled { retry_after: None })
-        ));
-        let unavailable = res(503, &[]);
-        assert!(!p.accepted(Some(&unavailable), p.response(&unavailable)));
-        let failed = res(500, &[]);
-        assert!(p.accepted(Some(&failed), p.response(&failed)));
-        // An overload status is a refusal even when it also says not to retry.
+        // An overload status with "don't retry" is final, and (by class) accepted.
         let final_refusal = res(429, &[("x-should-retry", "false")]);
         assert_eq!(p.response(&final_refusal), Some(ErrorClass::DontRetry));
-        assert!(!p.accepted(Some(&final_refusal), p.response(&final_refusal)));
-        // A timeout is not a refusal: the breaker counts it, the throttle does not.
-        assert!(Classify::<http::Response<()>>::accepted(
-            &p,
-            None,
-            Some(ErrorClass::Timeout)
-        ));
-        // The default rule is the crate's.
-        for class in [
-            ErrorClass::Transient,
-            ErrorClass::Timeout,
-            ErrorClass::Fatal,
-            ErrorClass::DontRetry,
-            ErrorClass::Throttled { retry_after: None },
-        ] {
-            assert_eq!(
-                Classify::<()>::accepted(&AnyOk, None, Some(class)),
-                crate::classify::accepted(class),
-                "{class:?}"
-            );
-        }
-        assert!(Classify::<()>::accepted(&AnyOk, Some(&()), None));
     }
 
     #[test]
@@ -262,7 +222,7 @@ mod tests {
         });
         assert_eq!(
             error_class(&e),
-            ErrorClass::Throttled {
+            ErrorClass::Refused {
                 retry_after: Some(Duration::from_secs(1))
             }
         );

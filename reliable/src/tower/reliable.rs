@@ -83,6 +83,17 @@ impl<P: Clone> ReliableLayer<P> {
         }
     }
 
+    /// Tells `observer` what every layer reports: the retry's retries and give-ups, the
+    /// throttle's and the breaker's refusals, the breaker's transitions.
+    pub fn observer(self, observer: impl crate::observer::Observer) -> Self {
+        let o = std::sync::Arc::new(observer);
+        ReliableLayer {
+            retry: self.retry.observer(Shared(o.clone())),
+            throttle: self.throttle.observer(Shared(o.clone())),
+            breaker: self.breaker.observer(Shared(o)),
+        }
+    }
+
     /// One budget, throttle and breaker for every service this layer wraps (per process rather
     /// than per wrapped service).
     pub fn shared(self) -> Self {
@@ -100,5 +111,36 @@ impl<S, P: Clone> Layer<S> for ReliableLayer<P> {
     fn layer(&self, inner: S) -> Self::Service {
         self.retry
             .layer(self.throttle.layer(self.breaker.layer(inner)))
+    }
+}
+
+/// One observer given to several layers.
+#[derive(Debug)]
+struct Shared<O>(std::sync::Arc<O>);
+
+impl<O: crate::observer::Observer> crate::observer::Observer for Shared<O> {
+    fn on_attempt(&self, name: &str, attempt: u32) {
+        self.0.on_attempt(name, attempt);
+    }
+    fn on_retry(
+        &self,
+        name: &str,
+        attempt: u32,
+        class: reliable_core::outcome::ErrorClass,
+        delay: std::time::Duration,
+    ) {
+        self.0.on_retry(name, attempt, class, delay);
+    }
+    fn on_reject(&self, name: &str, refusal: crate::observer::Refusal) {
+        self.0.on_reject(name, refusal);
+    }
+    fn on_transition(&self, name: &str, transition: reliable_core::breaker::Transition) {
+        self.0.on_transition(name, transition);
+    }
+    fn on_give_up(&self, name: &str, attempts: u32, reason: &'static str) {
+        self.0.on_give_up(name, attempts, reason);
+    }
+    fn on_call_end(&self, name: &str, end: &crate::observer::CallEnd) {
+        self.0.on_call_end(name, end);
     }
 }

@@ -15,7 +15,10 @@
 //! its first answer is final. A dropped response future returns any budget it holds.
 //!
 //! When the policy gives up on an error *response* (an HTTP 503), that response is returned; on
-//! an error, a [`GaveUp`] carrying the reason and the last error.
+//! an error, a [`GaveUp`] carrying the reason and the last error. A local refusal below (an open
+//! breaker's [`Open`](super::Open), a throttle's [`Throttled`](super::Throttled)) ends the call at
+//! once with that refusal, unless the policy's `wait_on_refusal` asks to wait it out and the wait
+//! fits the deadline (the core's rule, [`reliable_core::answer`]).
 
 use std::fmt;
 use std::future::Future;
@@ -332,6 +335,10 @@ where
                     }
                 }
                 return match (result, reason) {
+                    // A local refusal ends the call with the refusal itself (`Open`, ...).
+                    (Err(last), Some(_)) if matches!(class, ErrorClass::Refused { .. }) => {
+                        Err(last)
+                    }
                     (Err(last), Some(reason)) => Err(Box::new(GaveUp {
                         reason,
                         attempts: request.state.attempts(),

@@ -2,10 +2,9 @@
 //!
 //! Each `call` asks the core's [`AdaptiveThrottle`] first: with probability
 //! `(requests − K·accepts) / (requests + 1)` the call fails at once with [`Throttled`] and the
-//! downstream never sees it. An answer is an accept unless it refuses the request for overload
-//! ([`Classify::accepted`]; by default the crate's rule,
-//! [`classify::accepted`](crate::classify::accepted)): a 500 or a timeout is counted by a breaker,
-//! not here. Like the breaker it is always ready (a local refusal happens in
+//! downstream never sees it. An answer is an accept by the core's rule,
+//! [`classify::accepted`](crate::classify::accepted): an overload refusal, a timeout or a local
+//! refusal below is not; a 500 is, and is counted by a breaker, not here. Like the breaker it is always ready (a local refusal happens in
 //! `call`), and what the downstream answered is recorded when the response future completes; a
 //! dropped future records nothing (the downstream's answer is unknown).
 
@@ -21,7 +20,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Classify;
-use super::error::{BoxError, Open, Throttled};
+use super::error::{BoxError, Throttled};
 use super::time::Time;
 use crate::clock::Clock;
 use crate::error::Rejection;
@@ -280,16 +279,13 @@ where
             ))),
             InnerProj::Called { fut } => {
                 let result = std::task::ready!(fut.poll(cx)).map_err(Into::into);
+                // The core's rule, by class (a local refusal below is not an accept).
                 let accepted = match &result {
-                    Ok(res) => Some(
-                        this.classify
-                            .accepted(Some(res), this.classify.response(res)),
-                    ),
-                    // A layer below refused locally: the downstream was not asked.
-                    Err(e) if e.is::<Open>() || e.is::<Throttled>() => None,
-                    Err(e) => Some(this.classify.accepted(None, Some(this.classify.error(e)))),
-                };
-                if let (Some(accepted), Some(s)) = (accepted, this.shared.as_ref()) {
+                    Ok(res) => this.classify.response(res),
+                    Err(e) => Some(this.classify.error(e)),
+                }
+                .is_none_or(crate::classify::accepted);
+                if let Some(s) = this.shared.as_ref() {
                     lock(&s.throttle).record(this.time.now(), accepted);
                 }
                 Poll::Ready(result)

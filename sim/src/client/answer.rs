@@ -2,23 +2,36 @@
 
 use reliable_core::Duration;
 
-/// How a call through a layer ended.
+/// How a call through a layer ended. Each kind stands for an HTTP-like status (or a transport
+/// outcome) and means what the core's table ([`reliable_core::answer`]) says that answer means:
+/// the simulator has no classification of its own.
+///
+/// | kind | stands for |
+/// |---|---|
+/// | `Ok` | 200 |
+/// | `Error` | 500 |
+/// | `Unavailable` | 503 (no `Retry-After`) |
+/// | `Timeout` | the attempt's timer fired |
+/// | `Throttled` | 429 with `Retry-After` (the answer's `retry_after`) |
+/// | `Fatal` | 400 |
+/// | `Conflict` | 409 |
+/// | `Rejected` | a local refusal (breaker, throttle), with its `retry_after` |
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AnswerKind {
-    /// Success.
+    /// Success: 200.
     Ok,
-    /// A transient error from the downstream, after it took the call (an injected error).
+    /// A transient error from the downstream, after it took the call (an injected error): 500.
     Error,
     /// The downstream refused the call without serving it (full queue, refused connection during
-    /// a fail-fast outage): a sign of overload or absence, which adaptive throttling counts.
+    /// a fail-fast outage): 503, an overload answer.
     Unavailable,
     /// The attempt's timer ran out (or an enclosing deadline passed).
     Timeout,
-    /// The downstream throttled the call, with a Retry-After hint.
+    /// The downstream throttled the call: 429 with a Retry-After hint.
     Throttled,
-    /// A permanent error: retrying cannot help.
+    /// A permanent error, retrying cannot help: 400.
     Fatal,
-    /// A conditional write lost a race (contended register).
+    /// A conditional write lost a race (contended register): 409.
     Conflict,
     /// Refused locally, without calling anything (breaker open, budget or throttle said no).
     Rejected,
@@ -60,38 +73,57 @@ pub struct Answer {
 }
 
 impl AnswerKind {
-    /// How the core's retry policy and budgets see this answer (for a failure). Local rejections
-    /// (an open breaker inside the retry, a throttle) count as throttling, with the breaker's
-    /// `retry_after` as the server delay, so a retry waits at least until the breaker would let a
-    /// call through.
-    pub fn error_class(
-        self,
-        retry_after: reliable_core::Duration,
-    ) -> reliable_core::outcome::ErrorClass {
-        use reliable_core::outcome::ErrorClass;
+    /// The core's answer this kind stands for (see the table on [`AnswerKind`]), with
+    /// `retry_after` (zero: none) as the server's or the refuser's delay.
+    pub fn core(self, retry_after: Duration) -> reliable_core::answer::Answer {
+        use reliable_core::answer::{Answer as Core, Refuser, Signals};
         let hint = (!retry_after.is_zero()).then_some(retry_after);
+        let status = |status: u16, retry_after: Option<Duration>| {
+            Core::status(
+                status,
+                Signals {
+                    retry_after,
+                    ..Signals::NONE
+                },
+            )
+        };
         match self {
-            AnswerKind::Ok | AnswerKind::Error | AnswerKind::Unavailable | AnswerKind::Conflict => {
-                ErrorClass::Transient
-            }
-            AnswerKind::Timeout => ErrorClass::Timeout,
-            AnswerKind::Throttled | AnswerKind::Rejected => {
-                ErrorClass::Throttled { retry_after: hint }
-            }
-            AnswerKind::Fatal => ErrorClass::Fatal,
+            AnswerKind::Ok => status(200, None),
+            AnswerKind::Error => status(500, None),
+            AnswerKind::Unavailable => status(503, None),
+            AnswerKind::Timeout => Core::Timeout,
+            AnswerKind::Throttled => status(429, hint),
+            AnswerKind::Fatal => status(400, None),
+            AnswerKind::Conflict => status(409, None),
+            AnswerKind::Rejected => Core::Refused {
+                by: if hint.is_some() {
+                    Refuser::Breaker
+                } else {
+                    Refuser::Throttle
+                },
+                retry_after: hint,
+            },
         }
     }
 
-    /// Whether adaptive throttling counts the call as accepted by the downstream: everything but
-    /// throttling, refusals, timeouts (no sign of acceptance) and local rejections.
+    /// How the core's retry policy and budgets see this answer: its class by the core's table
+    /// (`None`: a success).
+    pub fn error_class(self, retry_after: Duration) -> Option<reliable_core::outcome::ErrorClass> {
+        self.core(retry_after).class()
+    }
+
+    /// What a breaker records for this answer (the core's table).
+    pub fn breaker_outcome(self) -> reliable_core::breaker::Outcome {
+        self.error_class(Duration::ZERO)
+            .map_or(reliable_core::breaker::Outcome::Success, |c| {
+                c.consequences().breaker
+            })
+    }
+
+    /// Whether adaptive throttling counts the call as accepted by the downstream (the core's
+    /// table).
     pub fn accepted(self) -> bool {
-        !matches!(
-            self,
-            AnswerKind::Throttled
-                | AnswerKind::Unavailable
-                | AnswerKind::Timeout
-                | AnswerKind::Rejected
-        )
+        self.core(Duration::ZERO).accepted()
     }
 }
 

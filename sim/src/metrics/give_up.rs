@@ -4,13 +4,14 @@ use reliable_core::retry::GiveUpReason;
 use serde::{Deserialize, Serialize};
 
 /// Reasons, in the order they are written (by name).
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "budget",
     "deadline",
     "dont-retry",
     "fatal",
     "finished",
     "max-attempts",
+    "refused",
     "timeout-not-retried",
 ];
 
@@ -23,15 +24,16 @@ fn index(reason: GiveUpReason) -> usize {
         GiveUpReason::Fatal => 3,
         GiveUpReason::Finished => 4,
         GiveUpReason::MaxAttempts => 5,
-        GiveUpReason::TimeoutNotRetried => 6,
+        GiveUpReason::Refused => 6,
+        GiveUpReason::TimeoutNotRetried => 7,
     }
 }
 
 /// Give-up counts by reason; serialised as a map from the reason's name (`budget`, `deadline`,
-/// `dont-retry`, `fatal`, `finished`, `max-attempts`, `timeout-not-retried`) to its count, by name,
+/// `dont-retry`, `fatal`, `finished`, `max-attempts`, `refused`, `timeout-not-retried`) to its count, by name,
 /// leaving out reasons that never happened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GiveUps([u64; 7]);
+pub struct GiveUps([u64; 8]);
 
 impl GiveUps {
     /// Counts one give-up.
@@ -55,7 +57,7 @@ impl GiveUps {
 
     /// The mean of several runs' counts, each rounded to the nearest integer.
     pub(crate) fn mean(runs: &[GiveUps]) -> GiveUps {
-        let mut out = [0u64; 7];
+        let mut out = [0u64; 8];
         for (i, o) in out.iter_mut().enumerate() {
             let sum: u64 = runs.iter().map(|g| g.0[i]).sum();
             *o = crate::stats::mean_count(sum, runs.len());
@@ -68,7 +70,7 @@ impl<'de> Deserialize<'de> for GiveUps {
     /// The map [`Serialize`] writes; an unknown reason is an error.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let m = std::collections::BTreeMap::<String, u64>::deserialize(d)?;
-        let mut n = [0; 7];
+        let mut n = [0; 8];
         for (name, k) in m {
             let i = NAMES.iter().position(|x| *x == name).ok_or_else(|| {
                 serde::de::Error::custom(format!("unknown give-up reason `{name}`"))

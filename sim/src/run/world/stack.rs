@@ -1,7 +1,7 @@
 //! How a logical request travels through its policy stack: invoking nodes, handing answers up,
 //! retry wake-ups, and finishing the request (see the [parent module](super) for the overview).
 
-use reliable_core::breaker::{Breaker, Outcome, State, Transition};
+use reliable_core::breaker::{Breaker, State, Transition};
 use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
 
@@ -274,16 +274,7 @@ impl World<'_> {
                         .map(std::mem::take)
                         .unwrap_or_default();
                     if let Frame::Permit(permit) = frame {
-                        let outcome = match ans.kind {
-                            AnswerKind::Ok => Outcome::Success,
-                            AnswerKind::Error
-                            | AnswerKind::Unavailable
-                            | AnswerKind::Timeout
-                            | AnswerKind::Throttled
-                            | AnswerKind::Conflict => Outcome::Failure,
-                            // Says nothing about the downstream's health.
-                            AnswerKind::Fatal | AnswerKind::Rejected => Outcome::Ignored,
-                        };
+                        let outcome = ans.kind.breaker_outcome();
                         let (s, i) = self.breaker_instance(*slot, request);
                         let breaker = &mut self.breakers[s][i];
                         breaker.record(permit, outcome, Instant::from_nanos(self.now));
@@ -303,10 +294,7 @@ impl World<'_> {
                         continue;
                     };
                     let budget = &mut self.budgets[s][i];
-                    if ans.kind.is_ok() {
-                        policy.on_success(&mut state, now, budget);
-                    } else {
-                        let class = ans.kind.error_class(ans.retry_after);
+                    if let Some(class) = ans.kind.error_class(ans.retry_after) {
                         match policy.on_failure(
                             &mut state,
                             class,
@@ -332,6 +320,8 @@ impl World<'_> {
                             }
                             RetryDecision::GiveUp(reason) => self.m.give_up(reason),
                         }
+                    } else {
+                        policy.on_success(&mut state, now, budget);
                     }
                 }
                 NodeKind::Throttle { slot, .. } => {

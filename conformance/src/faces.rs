@@ -1,0 +1,328 @@
+//! The Rust faces' runners: each builds the face's stock policy from a sequence's policy block,
+//! drives it in virtual time against a scripted fake, and returns the trace.
+//!
+//! The fakes only *answer*; every class in a trace comes from the face's own classification
+//! entry point (`Classify` for `Reliable`'s calls, `HttpPolicy` and `error_class` for the tower
+//! layers), and every acceptance from the face's rule (`reliable::classify::accepted`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration as StdDuration, SystemTime};
+
+use reliable::Classify;
+use reliable::Reliable;
+use reliable::clock::{Clock, ManualClock, TokioClock};
+use reliable::http::HttpError;
+use reliable::sleep::TokioSleep;
+use reliable::tower::{BoxError, Deadline, HttpPolicy, ReliableConfig, ReliableLayer, TimedOut};
+use reliable_core::breaker::BreakerConfig;
+use reliable_core::outcome::ErrorClass;
+use tower::{Layer, ServiceExt};
+
+use crate::{Scripted, Sequence, Trace};
+
+/// A face: its name and its runner.
+#[derive(Clone, Copy, Debug)]
+pub struct Face {
+    /// Its name in reports.
+    pub name: &'static str,
+    /// Runs a sequence, answering its trace.
+    pub run: fn(&Sequence) -> Result<String, String>,
+}
+
+/// Every Rust face, the reference (`Reliable::call`) first.
+pub const ALL: [Face; 3] = [
+    Face {
+        name: "reliable-call",
+        run: reliable_call,
+    },
+    Face {
+        name: "reliable-call-blocking",
+        run: reliable_call_blocking,
+    },
+    Face {
+        name: "tower-reliable-layer",
+        run: tower_reliable_layer,
+    },
+];
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// The answers of call `i`, as the fakes read them.
+fn answers(s: &Sequence, i: usize) -> Vec<Scripted> {
+    s.calls[i]
+        .answers
+        .iter()
+        .filter_map(|a| a.kind().ok())
+        .collect()
+}
+
+fn accepted(class: Option<ErrorClass>) -> bool {
+    class.is_none_or(reliable::classify::accepted)
+}
+
+/// The error a fake returns for a failed status or a dropped connection.
+fn failure(a: &Scripted) -> Option<Failure> {
+    match a {
+        Scripted::Status(code, _) if *code < 400 => None,
+        Scripted::Status(code, headers) => Some(Box::new(HttpError::new(
+            *code,
+            &headers[..],
+            SystemTime::now(),
+        ))),
+        Scripted::Reset | Scripted::Hang => Some(Box::new(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        ))),
+    }
+}
+
+fn paused_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Records a timeout for an attempt dropped by the face's timer before it answered.
+struct Pending {
+    trace: Trace,
+    n: u32,
+    done: bool,
+}
+
+impl Pending {
+    /// The attempt answered: nothing to record on drop.
+    fn settle(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.done {
+            let class = Some(ErrorClass::Timeout);
+            self.trace.answer(self.n, class, accepted(class));
+        }
+    }
+}
+
+fn builder(s: &Sequence, trace: &Trace) -> reliable::Builder {
+    let b = Reliable::builder("conformance")
+        .retry(s.policy.retry())
+        .seed(1)
+        .observer(trace.observer());
+    let b = match s.policy.breaker() {
+        Some(c) => b.breaker(c),
+        None => b.no_breaker(),
+    };
+    match s.policy.budget() {
+        Some(c) => b.budget(c),
+        None => b,
+    }
+}
+
+/// `Reliable::call` on tokio's paused clock.
+fn reliable_call(s: &Sequence) -> Result<String, String> {
+    paused_runtime()?.block_on(async {
+        let t0 = tokio::time::Instant::now();
+        let trace = Trace::new(Arc::new(move || t0.elapsed().as_millis() as u64));
+        let rel = builder(s, &trace)
+            .clock(TokioClock::new())
+            .sleep(TokioSleep)
+            .build()
+            .map_err(|e| e.to_string())?;
+        for (i, call) in s.calls.iter().enumerate() {
+            tokio::time::sleep_until(t0 + StdDuration::from_millis(call.start_ms)).await;
+            trace.start_call(i);
+            let script = answers(s, i);
+            let invalid = AtomicBool::new(false);
+            let result = rel
+                .call(|| {
+                    let n = trace.attempt();
+                    let a = script.get(n as usize - 1).cloned();
+                    let mut pending = Pending {
+                        trace: trace.clone(),
+                        n,
+                        done: false,
+                    };
+                    let latency = s.calls[i]
+                        .answers
+                        .get(n as usize - 1)
+                        .map_or(0, |a| a.latency_ms);
+                    let invalid = &invalid;
+                    async move {
+                        let Some(a) = a else {
+                            pending.settle();
+                            invalid.store(true, Ordering::Relaxed);
+                            return Err(Failure::from("script exhausted"));
+                        };
+                        if a == Scripted::Hang {
+                            return std::future::pending().await;
+                        }
+                        tokio::time::sleep(StdDuration::from_millis(latency)).await;
+                        pending.done = true;
+                        let error = failure(&a);
+                        let class = error.as_ref().map(|e| e.classify());
+                        pending.trace.answer(n, class, accepted(class));
+                        error.map_or(Ok(()), Err)
+                    }
+                })
+                .await;
+            if invalid.load(Ordering::Relaxed) {
+                return Err(format!("{}: call {i}: script exhausted", s.name));
+            }
+            trace.end(result.is_ok());
+        }
+        Ok(trace.text())
+    })
+}
+
+/// `Reliable::call_blocking` on a manual clock: an attempt's latency advances it, and an answer
+/// later than the attempt's deadline (the token the face hands over) arrives at the deadline.
+fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
+    let clock = ManualClock::new();
+    let c = clock.clone();
+    let trace = Trace::new(Arc::new(move || c.now().as_nanos() / 1_000_000));
+    let rel = builder(s, &trace)
+        .manual_time(clock.clone())
+        .build()
+        .map_err(|e| e.to_string())?;
+    for (i, call) in s.calls.iter().enumerate() {
+        clock.set(StdDuration::from_millis(call.start_ms));
+        trace.start_call(i);
+        let script = answers(s, i);
+        let invalid = AtomicBool::new(false);
+        let result = rel.call_blocking_cancellable(|token| {
+            let n = trace.attempt();
+            let Some(a) = script.get(n as usize - 1) else {
+                invalid.store(true, Ordering::Relaxed);
+                return Err(failure(&Scripted::Reset).unwrap_or_else(|| "exhausted".into()));
+            };
+            let latency = StdDuration::from_millis(s.calls[i].answers[n as usize - 1].latency_ms);
+            let left = token.remaining();
+            let hang = *a == Scripted::Hang;
+            match left {
+                Some(left) if hang || latency >= left => {
+                    clock.advance(left);
+                    let class = Some(ErrorClass::Timeout);
+                    trace.answer(n, class, accepted(class));
+                    return Err(Box::new(std::io::Error::from(std::io::ErrorKind::TimedOut)));
+                }
+                None if hang => {
+                    invalid.store(true, Ordering::Relaxed);
+                    return Err("a timeout with no timer".into());
+                }
+                _ => clock.advance(latency),
+            }
+            let error = failure(a);
+            let class = error.as_ref().map(|e| e.classify());
+            trace.answer(n, class, accepted(class));
+            error.map_or(Ok(()), Err)
+        });
+        if invalid.load(Ordering::Relaxed) {
+            return Err(format!("{}: call {i}: script exhausted", s.name));
+        }
+        trace.end(result.is_ok());
+    }
+    Ok(trace.text())
+}
+
+/// A breaker that never trips, for a policy block without one (the layer always has a breaker).
+fn no_breaker() -> BreakerConfig {
+    let mut c = BreakerConfig::new();
+    c.consecutive_failures = Some(100_000_000);
+    c
+}
+
+/// `ReliableLayer` with the stock `HttpPolicy`, over a scripted tower service that, like an
+/// HTTP client, fails an attempt with `TimedOut` at the deadline the layer put on the request.
+fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
+    paused_runtime()?.block_on(async {
+        let t0 = tokio::time::Instant::now();
+        let clock = TokioClock::new();
+        let trace = Trace::new(Arc::new(move || t0.elapsed().as_millis() as u64));
+        let config = ReliableConfig {
+            retry: s.policy.retry(),
+            budget: s.policy.budget(),
+            breaker: s.policy.breaker().unwrap_or_else(no_breaker),
+            throttle: None,
+        };
+        let layer = ReliableLayer::new(config, HttpPolicy::new())
+            .map_err(|e| e.to_string())?
+            .with_time(clock, TokioSleep)
+            .observer(trace.observer());
+        let script: Arc<Vec<Vec<Scripted>>> =
+            Arc::new((0..s.calls.len()).map(|i| answers(s, i)).collect());
+        let latency: Arc<Vec<Vec<u64>>> = Arc::new(
+            s.calls
+                .iter()
+                .map(|c| c.answers.iter().map(|a| a.latency_ms).collect())
+                .collect(),
+        );
+        let call_index = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (tr, ci) = (trace.clone(), call_index.clone());
+        let fake = tower::service_fn(move |req: http::Request<()>| {
+            let (trace, script, latency) = (tr.clone(), script.clone(), latency.clone());
+            let i = ci.load(Ordering::SeqCst);
+            async move {
+                let n = trace.attempt();
+                let k = n as usize - 1;
+                let deadline = req
+                    .extensions()
+                    .get::<Deadline>()
+                    .map(|Deadline(d)| t0 + StdDuration::from_nanos(d.as_nanos()));
+                let Some(a) = script[i].get(k).cloned() else {
+                    return Err::<http::Response<()>, BoxError>("script exhausted".into());
+                };
+                let ready =
+                    t0.max(tokio::time::Instant::now()) + StdDuration::from_millis(latency[i][k]);
+                if a == Scripted::Hang || deadline.is_some_and(|d| ready >= d) {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                    let e: BoxError = Box::new(TimedOut);
+                    let class = Some(reliable::tower::error_class(&e));
+                    trace.answer(n, class, accepted(class));
+                    return Err(e);
+                }
+                tokio::time::sleep_until(ready).await;
+                match a {
+                    Scripted::Status(code, headers) => {
+                        let mut res = http::Response::builder().status(code);
+                        for (k, v) in &headers {
+                            res = res.header(k.as_str(), v.as_str());
+                        }
+                        let res = res.body(()).map_err(|e| Box::new(e) as BoxError)?;
+                        let class = reliable::tower::Classify::response(&HttpPolicy::new(), &res);
+                        trace.answer(n, class, accepted(class));
+                        Ok(res)
+                    }
+                    _ => {
+                        let e: BoxError =
+                            Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+                        let class = Some(reliable::tower::error_class(&e));
+                        trace.answer(n, class, accepted(class));
+                        Err(e)
+                    }
+                }
+            }
+        });
+        let svc = layer.layer(fake);
+        for (i, call) in s.calls.iter().enumerate() {
+            tokio::time::sleep_until(t0 + StdDuration::from_millis(call.start_ms)).await;
+            trace.start_call(i);
+            call_index.store(i, Ordering::SeqCst);
+            let req = http::Request::get("http://127.0.0.1/")
+                .body(())
+                .map_err(|e| e.to_string())?;
+            let ok = match svc.clone().oneshot(req).await {
+                Ok(res) => reliable::tower::Classify::response(&HttpPolicy::new(), &res).is_none(),
+                Err(_) => false,
+            };
+            trace.end(ok);
+        }
+        Ok(trace.text())
+    })
+}

@@ -1,0 +1,275 @@
+//! Cross-face conformance: scripted answer sequences (`sequences/*.json`) that every face of the
+//! project must turn into the same decision trace (`traces/*.jsonl`). The format is defined in
+//! this crate's README; this library reads it, builds the core's configs from a policy block,
+//! and writes trace lines, for the Rust faces' runners ([`faces`]).
+#![forbid(unsafe_code)]
+
+pub mod faces;
+mod trace;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use reliable_core::Duration;
+use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
+use reliable_core::breaker::{BreakerConfig, ProbeRule};
+use reliable_core::budget::{BudgetConfig, Threshold, TokenBucketConfig};
+use reliable_core::retry::RetryConfig;
+use serde::Deserialize;
+
+pub use trace::Trace;
+
+/// One scripted sequence.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sequence {
+    /// The format's version: 1.
+    pub format: u32,
+    /// Its name (the file's stem).
+    pub name: String,
+    /// What it checks, in a sentence.
+    pub about: String,
+    /// The policy every face builds.
+    pub policy: PolicyBlock,
+    /// The calls, one after another.
+    pub calls: Vec<CallScript>,
+}
+
+/// The policy block (see the README's table).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyBlock {
+    pub max_attempts: u32,
+    pub attempt_timeout_ms: Option<u64>,
+    pub deadline_ms: Option<u64>,
+    pub backoff: BackoffBlock,
+    pub throttled_backoff: Option<BackoffBlock>,
+    pub max_server_delay_ms: u64,
+    pub retry_timeouts: bool,
+    pub wait_on_refusal: bool,
+    pub breaker: Option<BreakerBlock>,
+    pub budget: Option<BudgetBlock>,
+}
+
+/// `{base_ms, factor, cap_ms}`: retry `k` waits `min(cap, base · factor^(k−1))`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffBlock {
+    pub base_ms: u64,
+    pub factor: f64,
+    pub cap_ms: Option<u64>,
+}
+
+/// A consecutive-failures breaker with a fixed open time and one probe at a time.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerBlock {
+    pub consecutive_failures: u32,
+    pub open_ms: u64,
+    pub half_open_successes: u32,
+}
+
+/// A retry budget.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum BudgetBlock {
+    /// A token bucket that starts full.
+    TokenBucket {
+        max_tokens: f64,
+        retry_cost: f64,
+        failure_cost: f64,
+        success_credit: f64,
+    },
+}
+
+/// One call: when it starts and the answers its attempts get.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallScript {
+    pub start_ms: u64,
+    pub answers: Vec<ScriptedAnswer>,
+}
+
+/// One scripted answer.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedAnswer {
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub latency_ms: u64,
+    #[serde(default)]
+    pub transport: Option<Transport>,
+}
+
+/// A transport outcome instead of a status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// No answer, ever.
+    Timeout,
+    /// The connection is refused or reset after the latency.
+    Reset,
+}
+
+/// What a scripted answer is, once its shape is checked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scripted {
+    /// A status with headers.
+    Status(u16, Vec<(String, String)>),
+    /// The connection dropped.
+    Reset,
+    /// Never answers.
+    Hang,
+}
+
+impl ScriptedAnswer {
+    /// The answer's kind, or why the script is invalid.
+    pub fn kind(&self) -> Result<Scripted, String> {
+        match (self.status, self.transport) {
+            (Some(s), None) if (100..=599).contains(&s) => Ok(Scripted::Status(
+                s,
+                self.headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )),
+            (None, Some(Transport::Reset)) => Ok(Scripted::Reset),
+            (None, Some(Transport::Timeout)) => Ok(Scripted::Hang),
+            _ => Err("an answer needs a status in 100..=599 or a transport, not both".into()),
+        }
+    }
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn backoff(b: BackoffBlock) -> BackoffConfig {
+    BackoffConfig {
+        shape: Shape::Exponential {
+            base: ms(b.base_ms),
+            factor: b.factor,
+        },
+        cap: b.cap_ms.map(ms),
+        jitter: Jitter::None,
+        first_exponent: 0,
+    }
+}
+
+impl PolicyBlock {
+    /// The core's retry config.
+    pub fn retry(&self) -> RetryConfig {
+        RetryConfig {
+            max_attempts: Some(self.max_attempts),
+            attempt_timeout: self.attempt_timeout_ms.map(ms),
+            deadline: self.deadline_ms.map(ms),
+            backoff: backoff(self.backoff),
+            throttled_backoff: self.throttled_backoff.map(backoff),
+            max_server_delay: ms(self.max_server_delay_ms),
+            retry_timeouts: self.retry_timeouts,
+            wait_on_refusal: self.wait_on_refusal,
+        }
+    }
+
+    /// The core's breaker config, if any.
+    pub fn breaker(&self) -> Option<BreakerConfig> {
+        self.breaker.map(|b| {
+            let mut c = BreakerConfig::new();
+            c.consecutive_failures = Some(b.consecutive_failures);
+            c.open.duration = ms(b.open_ms);
+            c.open.growth = 1.0;
+            c.open.jitter = 0.0;
+            c.half_open.max_in_flight = Some(1);
+            c.half_open.rule = ProbeRule::Consecutive {
+                successes: b.half_open_successes,
+            };
+            c.half_open.probe_timeout = Duration::MAX;
+            c
+        })
+    }
+
+    /// The core's budget config, if any.
+    pub fn budget(&self) -> Option<BudgetConfig> {
+        self.budget.map(|b| match b {
+            BudgetBlock::TokenBucket {
+                max_tokens,
+                retry_cost,
+                failure_cost,
+                success_credit,
+            } => BudgetConfig::TokenBucket(TokenBucketConfig {
+                max_tokens,
+                initial_tokens: None,
+                first_try_credit: 0.0,
+                success_credit,
+                retried_success_credit: None,
+                failure_cost,
+                retry_cost,
+                retry_when: Threshold::AtLeast(retry_cost),
+            }),
+        })
+    }
+}
+
+/// This crate's directory.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every sequence, by name, sorted.
+pub fn sequences() -> Result<Vec<Sequence>, String> {
+    let dir = root().join("sequences");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+/// Reads one sequence; errors name the file, line and column.
+pub fn load(path: &Path) -> Result<Sequence, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let s: Sequence = serde_json::from_str(&text)
+        .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    if s.format != 1 || s.name != stem {
+        return Err(format!(
+            "{}: expected format 1 and name {stem:?}",
+            path.display()
+        ));
+    }
+    for c in &s.calls {
+        for a in &c.answers {
+            a.kind().map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(s)
+}
+
+/// The expected trace of sequence `name`.
+pub fn expected(name: &str) -> Result<String, String> {
+    let p = root().join("traces").join(format!("{name}.jsonl"));
+    std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// The first line where `got` differs from `want`, for a failure message.
+pub fn first_difference(want: &str, got: &str) -> Option<String> {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    (0..w.len().max(g.len())).find_map(|i| {
+        let (a, b) = (w.get(i).copied(), g.get(i).copied());
+        (a != b).then(|| {
+            format!(
+                "line {}: expected {}\n{:>width$}got      {}",
+                i + 1,
+                a.unwrap_or("(end)"),
+                "",
+                b.unwrap_or("(end)"),
+                width = 0
+            )
+        })
+    })
+}

@@ -1,0 +1,48 @@
+//! `cargo run -p conformance -- bless`: writes every sequence's expected trace from the reference
+//! face (`Reliable::call`). `cargo run -p conformance -- run FACE`: prints each trace of FACE.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (bless, face) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["bless"] => (true, conformance::faces::ALL[0]),
+        ["run", name] => match conformance::faces::ALL.iter().find(|f| f.name == name) {
+            Some(f) => (false, *f),
+            None => {
+                eprintln!("no face named {name:?}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => {
+            eprintln!("usage: conformance bless | conformance run FACE");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sequences = match conformance::sequences() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for s in &sequences {
+        match (face.run)(s) {
+            Ok(trace) if bless => {
+                let p = conformance::root()
+                    .join("traces")
+                    .join(format!("{}.jsonl", s.name));
+                if let Err(e) = std::fs::write(&p, trace) {
+                    eprintln!("{}: {e}", p.display());
+                    return ExitCode::FAILURE;
+                }
+            }
+            Ok(trace) => print!("# {}\n{trace}", s.name),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,44 @@
+//! Every face, every sequence: the trace must equal the expected one, byte for byte.
+
+use conformance::faces::{ALL, Face};
+
+fn check(face: Face) {
+    let sequences = conformance::sequences().unwrap();
+    assert!(sequences.len() >= 30, "only {} sequences", sequences.len());
+    let mut failures = Vec::new();
+    for s in &sequences {
+        let want = conformance::expected(&s.name).unwrap();
+        match (face.run)(s) {
+            Ok(got) if got == want => {}
+            Ok(got) => failures.push(format!(
+                "{}: {}",
+                s.name,
+                conformance::first_difference(&want, &got).unwrap_or_default()
+            )),
+            Err(e) => failures.push(format!("{}: {e}", s.name)),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "face {} diverges on {} of {} sequences:\n{}",
+        face.name,
+        failures.len(),
+        sequences.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn reliable_call() {
+    check(ALL[0]);
+}
+
+#[test]
+fn reliable_call_blocking() {
+    check(ALL[1]);
+}
+
+#[test]
+fn tower_reliable_layer() {
+    check(ALL[2]);
+}

@@ -351,6 +351,8 @@ export function retryAfterMs(header: string | null, now: number = Date.now()): n
   if (header == null) return -1;
   const text = header.trim();
   if (/^\d/.test(text)) return delay(text, 1000);
+  // HTTP dates all start with a day name; Date.parse alone would read "-3" as a year.
+  if (!/^[A-Za-z]{3}/.test(text)) return -1;
   const at = Date.parse(text);
   return Number.isNaN(at) ? -1 : Math.max(0, at - now);
 }
@@ -459,10 +461,12 @@ function runAttempt<A extends unknown[], R>(
  * gets an {@link AttemptContext} first (pass `ctx.signal` to `fetch` so a timed-out attempt is
  * really cancelled), then the wrapped function's arguments.
  *
- * A thrown error is a failed attempt (a timeout counts as one); a returned `Response` with status
- * 429 or 503 is a throttled attempt whose `Retry-After` is honoured, another 5xx a failed one, and
- * another 4xx ends the call at once without counting against the downstream. When the attempts run
- * out, the last error is thrown (or the last Response returned).
+ * A thrown error is a failed attempt (a timeout counts as one). A returned `Response` is classed by
+ * the core's answer table: 429, 503 and 529 (and 408, 409 or a 5xx that gives a delay) are
+ * throttled and their `retry-after-ms` or `Retry-After` honoured, 408, 409 and other 5xx retried
+ * with backoff, `x-should-retry` obeyed, and another 4xx ends the call at once without counting
+ * against the downstream. When the attempts run out, the last error is thrown (or the last
+ * Response returned).
  */
 export function reliable<A extends unknown[], R>(
   fn: (ctx: AttemptContext, ...args: A) => R | Promise<R>,

@@ -16,9 +16,9 @@
 // The runner owns the virtual clock and the scripted downstream. The attempt timer is the
 // runner's too (`timeout: Infinity` in the wrapper, and an answer later than the timer becomes a
 // TimeoutError at the timer), because the package's own timer is a real setTimeout. Statuses and
-// headers are classed by the package (a Response-shaped answer); the runner reads the class back
-// from `onEvent`. `accepted` is the runner's reading: the backend accepted every answer with a
-// status other than 429 and 503; a timeout or reset is not accepted.
+// headers are classed by the package (a Response-shaped answer, classed by the core's answer
+// table in the WebAssembly module); the runner reads the class and whether the backend accepted
+// the answer back from `onEvent`, and decides neither.
 import { readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { CircuitBreaker, CircuitOpenError, reliable } from "../dist/esm/entry.esm.js";
@@ -110,8 +110,7 @@ export async function trace(sequence) {
         },
         onEvent: (e) => {
           if (e.kind === "answer") {
-            const accepted = e.class !== "throttled" && e.class !== "timeout";
-            emit(index, "answer", { n: e.attempt, class: e.class, accepted });
+            emit(index, "answer", { n: e.attempt, class: e.class, accepted: e.accepted });
             lastStatus = undefined;
             watchBreaker(index);
           } else {

@@ -41,6 +41,7 @@ export interface Abi {
   rk_gave_up_len(): number;
   rk_call_end(policy: number, breaker: number, call: number, succeeded: number, nowMs: number): number;
   rk_exp_backoff(attempt: number, baseMs: number, factor: number, jitter: number, unit: number): number;
+  rk_answer(status: number, serverDelayMs: number, shouldRetry: number, overloaded: number): number;
 }
 
 /** The names above, for the drift test. */
@@ -66,6 +67,7 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_gave_up_len",
   "rk_call_end",
   "rk_exp_backoff",
+  "rk_answer",
 ];
 
 /** Decodes the module's base64 text (`atob`: Node >= 16 and every browser). */

@@ -265,7 +265,7 @@ export interface ReliableOptions<A extends unknown[], R> {
 }
 
 /** How an attempt ended, as the core classes it. */
-export type AnswerClass = "ok" | "transient" | "timeout" | "throttled" | "fatal";
+export type AnswerClass = "ok" | "transient" | "timeout" | "throttled" | "fatal" | "dont-retry";
 /** Why a call stopped retrying, in the core's words (the core's own names, passed on as they are). */
 export type GiveUpReason =
   | "max-attempts"
@@ -277,10 +277,16 @@ export type GiveUpReason =
   | "finished";
 /** What {@link ReliableOptions.onEvent} is told. */
 export type ReliableEvent =
-  | { kind: "answer"; attempt: number; class: AnswerClass }
+  | {
+      kind: "answer";
+      attempt: number;
+      class: AnswerClass;
+      /** Whether the backend accepted it (the core's rule: what an adaptive throttle counts). */
+      accepted: boolean;
+    }
   | { kind: "give-up"; attempt: number; reason: GiveUpReason };
 
-const CLASS_NAMES: readonly AnswerClass[] = ["transient", "timeout", "throttled", "fatal"];
+const CLASS_NAMES: readonly AnswerClass[] = ["transient", "timeout", "throttled", "fatal", "dont-retry"];
 /** The core's name of the latest give-up reason (read from the module, not mapped here). */
 function gaveUp(): GiveUpReason {
   const bytes = new Uint8Array(abi.memory.buffer, abi.rk_gave_up_ptr(), abi.rk_gave_up_len());
@@ -296,13 +302,17 @@ export interface Reliable<A extends unknown[], R> {
   dispose(): void;
 }
 
-// Error classes, as the module numbers them.
-const TRANSIENT = 0;
-const TIMEOUT = 1;
-const THROTTLED = 2;
-const FATAL = 3;
+// What `rk_answer` answers (js/wasm/src/lib.rs, `answer_meaning`): the class's code in the low
+// four bits (the index in CLASS_NAMES, OK for a success), and flags of its consequences.
+const CLASS_BITS = 15;
+const OK = 15;
+const DELAY_HONOURED = 16;
+const BREAKER_IGNORES = 32;
+const ACCEPTED = 64;
+// What `rk_answer` reads instead of a status: the attempt's timer fired, or it threw before any answer.
+const TIMED_OUT = -1;
+const NO_ANSWER = -2;
 // Breaker outcomes.
-const SUCCESS = 0;
 const FAILURE = 1;
 const IGNORED = 2;
 
@@ -317,26 +327,56 @@ function isResponse(value: unknown): value is ResponseLike {
   return (
     typeof value === "object" &&
     value !== null &&
-    typeof (value as ResponseLike).status === "number" &&
+    Number.isInteger((value as ResponseLike).status) &&
+    (value as ResponseLike).status >= 0 &&
     typeof (value as ResponseLike).headers?.get === "function"
   );
 }
 
-/** `Retry-After` in ms: delta-seconds or an HTTP date; -1 when absent or unreadable. */
+/** A decimal number, as Rust's `f64` parser reads one (no hex, no `Infinity`). */
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A finite number >= 0 from `text`, or -1 (what the core reads as no delay). */
+function delay(text: string, scale: number): number {
+  if (!DECIMAL.test(text)) return -1;
+  const ms = Number(text) * scale;
+  return Number.isFinite(ms) && ms >= 0 ? ms : -1;
+}
+
+/**
+ * `Retry-After` in ms: delay-seconds (a decimal such as `1.5` too) or an HTTP date (a past one is
+ * 0); -1 when absent or unreadable (negative, not a number, not a date), as the Rust faces read it.
+ */
 export function retryAfterMs(header: string | null, now: number = Date.now()): number {
   if (header == null) return -1;
   const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  if (/^\d/.test(text)) return delay(text, 1000);
+  // HTTP dates all start with a day name; Date.parse alone would read "-3" as a year.
+  if (!/^[A-Za-z]{3}/.test(text)) return -1;
   const at = Date.parse(text);
   return Number.isNaN(at) ? -1 : Math.max(0, at - now);
 }
 
-/** How a Response reads as an attempt: 429 and 503 throttled (with Retry-After), other 5xx transient, other 4xx fatal. */
-function responseClass(r: ResponseLike): number {
-  if (r.status === 429 || r.status === 503) return THROTTLED;
-  if (r.status >= 500) return TRANSIENT;
-  if (r.status >= 400) return FATAL;
-  return -1;
+/** The server's delay in ms: `retry-after-ms`, else `Retry-After`; -1 for none. */
+function serverDelayOf(r: ResponseLike): number {
+  const ms = r.headers.get("retry-after-ms");
+  const delayMs = ms == null ? -1 : delay(ms.trim(), 1);
+  return delayMs >= 0 ? delayMs : retryAfterMs(r.headers.get("retry-after"));
+}
+
+/**
+ * What a Response means: its status and headers parsed into plain numbers (`serverDelay` from
+ * {@link serverDelayOf}; `x-should-retry`), then classed by the core's one table of answers in
+ * the module, never here.
+ */
+function responseMeaning(r: ResponseLike, serverDelay: number): number {
+  const should = r.headers.get("x-should-retry")?.trim().toLowerCase();
+  const shouldRetry = should === "true" ? 1 : should === "false" ? 0 : -1;
+  // Clamped here: WebAssembly would wrap a larger number into an i32 (the core reads any status
+  // over 65535 as 65535).
+  const status = Math.min(r.status, 0xffff);
+  // No overload marker: one would be in the body, which is the caller's to read.
+  return abi.rk_answer(status, serverDelay, shouldRetry, 0);
 }
 
 /** The attempt timed out (its signal's reason, and the error thrown when the function ignores it). */
@@ -421,10 +461,12 @@ function runAttempt<A extends unknown[], R>(
  * gets an {@link AttemptContext} first (pass `ctx.signal` to `fetch` so a timed-out attempt is
  * really cancelled), then the wrapped function's arguments.
  *
- * A thrown error is a failed attempt (a timeout counts as one); a returned `Response` with status
- * 429 or 503 is a throttled attempt whose `Retry-After` is honoured, another 5xx a failed one, and
- * another 4xx ends the call at once without counting against the downstream. When the attempts run
- * out, the last error is thrown (or the last Response returned).
+ * A thrown error is a failed attempt (a timeout counts as one). A returned `Response` is classed by
+ * the core's answer table: 429, 503 and 529 (and 408, 409 or a 5xx that gives a delay) are
+ * throttled and their `retry-after-ms` or `Retry-After` honoured, 408, 409 and other 5xx retried
+ * with backoff, `x-should-retry` obeyed, and another 4xx ends the call at once without counting
+ * against the downstream. When the attempts run out, the last error is thrown (or the last
+ * Response returned).
  */
 export function reliable<A extends unknown[], R>(
   fn: (ctx: AttemptContext, ...args: A) => R | Promise<R>,
@@ -482,28 +524,35 @@ export function reliable<A extends unknown[], R>(
           if (refused >= 0 || Number.isNaN(refused)) return await rejected(Number.isNaN(refused) ? -1 : -2 - refused, args);
         }
         let value: R;
-        let errorClass: number;
-        let retryAfter = -1;
+        let meaning: number;
+        let serverDelay = -1;
         let failure: unknown;
         try {
           value = await (attempt === 1 && first ? first : runAttempt(fn, new Attempt(attempt), args, timeout, caller));
-          errorClass = isResponse(value) ? responseClass(value) : -1;
-          if (errorClass === THROTTLED) retryAfter = retryAfterMs((value as ResponseLike).headers.get("retry-after"));
+          if (isResponse(value)) {
+            serverDelay = serverDelayOf(value);
+            meaning = responseMeaning(value, serverDelay);
+          } else {
+            meaning = OK;
+          }
         } catch (error) {
           if (caller?.aborted) throw caller.reason;
           value = undefined as R;
           failure = error;
-          errorClass = error instanceof Error && error.name === "TimeoutError" ? TIMEOUT : TRANSIENT;
+          const timedOut = error instanceof Error && error.name === "TimeoutError";
+          meaning = abi.rk_answer(timedOut ? TIMED_OUT : NO_ANSWER, -1, -1, 0);
         }
         const now = clock();
-        if (errorClass < 0) {
+        const errorClass = meaning & CLASS_BITS;
+        if (errorClass === OK) {
           ended = true;
           abi.rk_succeed(policy, b, id, now);
-          onEvent?.({ kind: "answer", attempt, class: "ok" });
+          onEvent?.({ kind: "answer", attempt, class: "ok", accepted: true });
           return value;
         }
-        if (b >= 0) abi.rk_record(b, id, errorClass === FATAL ? IGNORED : FAILURE, now);
-        onEvent?.({ kind: "answer", attempt, class: CLASS_NAMES[errorClass] });
+        if (b >= 0) abi.rk_record(b, id, meaning & BREAKER_IGNORES ? IGNORED : FAILURE, now);
+        onEvent?.({ kind: "answer", attempt, class: CLASS_NAMES[errorClass], accepted: (meaning & ACCEPTED) !== 0 });
+        const retryAfter = meaning & DELAY_HONOURED ? serverDelay : -1;
         const wait = abi.rk_call_failed(policy, id, errorClass, retryAfter, now, rng());
         if (Number.isNaN(wait)) throw refusal();
         if (wait < 0) {
@@ -541,7 +590,7 @@ export function reliable<A extends unknown[], R>(
       (value) => {
         if (isResponse(value)) return call(undefined, args, id, first);
         abi.rk_succeed(policy, b, id, clock());
-        onEvent?.({ kind: "answer", attempt: 1, class: "ok" });
+        onEvent?.({ kind: "answer", attempt: 1, class: "ok", accepted: true });
         return value;
       },
       () => call(undefined, args, id, first),

@@ -362,6 +362,17 @@ pub extern "C" fn rk_call_end(
     )
 }
 
+/// [`crate::answer_meaning`]: the core's meaning of an attempt's answer, as one number.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_answer(
+    status: i32,
+    server_delay_ms: f64,
+    should_retry: i32,
+    overloaded: u32,
+) -> u32 {
+    crate::answer_meaning(status, server_delay_ms, should_retry, overloaded)
+}
+
 /// [`crate::exp_backoff`]: ms or NaN.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_exp_backoff(

@@ -30,6 +30,7 @@
 #[cfg(target_arch = "wasm32")]
 pub mod ffi;
 
+use reliable_core::answer::{Answer, Signals};
 use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter};
 use reliable_core::breaker::{
     BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, HalfOpenConfig, OpenConfig, Outcome,
@@ -202,6 +203,72 @@ pub fn error_class(code: u32, retry_after_ms: f64) -> ErrorClass {
     }
 }
 
+/// The code of a class, as [`error_class`] reads it; a local refusal (never an answer's class) is 5.
+pub fn class_code(class: ErrorClass) -> u32 {
+    match class {
+        ErrorClass::Transient => 0,
+        ErrorClass::Timeout => 1,
+        ErrorClass::Throttled { .. } => 2,
+        ErrorClass::Fatal => 3,
+        ErrorClass::DontRetry => 4,
+        ErrorClass::Refused { .. } => 5,
+    }
+}
+
+/// [`answer_meaning`]'s class code of a success.
+pub const ANSWER_OK: u32 = 15;
+/// [`answer_meaning`]: the bits that hold the class code.
+pub const ANSWER_CLASS: u32 = 15;
+/// [`answer_meaning`]: the class carries the server's delay and the retry honours it (up to the
+/// policy's `max_server_delay`).
+pub const ANSWER_DELAY_HONOURED: u32 = 1 << 4;
+/// [`answer_meaning`]: the breaker ignores the attempt (records neither success nor failure).
+pub const ANSWER_BREAKER_IGNORES: u32 = 1 << 5;
+/// [`answer_meaning`]: the backend accepted it (what an adaptive throttle counts).
+pub const ANSWER_ACCEPTED: u32 = 1 << 6;
+
+/// What an attempt's answer means, by the core's one table ([`reliable_core::answer`]): the
+/// face parses, the core decides. `status >= 0` is a response's status (above `u16::MAX`: read as
+/// `u16::MAX`), `-1` the attempt's timer fired, any other negative an error before any answer
+/// (connection refused or reset, or a thrown error). The signals: `server_delay_ms` the server's
+/// delay (`retry-after-ms`, else `Retry-After`; negative or NaN: none), `should_retry`
+/// `x-should-retry` (1 true, 0 false, anything else absent), `overloaded` an explicit overload
+/// marker (non-zero). The result: the class's code ([`class_code`], [`ANSWER_OK`] for a success)
+/// in the [`ANSWER_CLASS`] bits, with the `ANSWER_*` flags of its consequences.
+pub fn answer_meaning(
+    status: i32,
+    server_delay_ms: f64,
+    should_retry: i32,
+    overloaded: u32,
+) -> u32 {
+    let signals = Signals {
+        retry_after: (server_delay_ms >= 0.0).then(|| duration(server_delay_ms)),
+        should_retry: match should_retry {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        },
+        overloaded: overloaded != 0,
+    };
+    let answer = match status {
+        -1 => Answer::Timeout,
+        s if s < 0 => Answer::Connection,
+        s => Answer::status(u16::try_from(s).unwrap_or(u16::MAX), signals),
+    };
+    let flag = |on: bool, bit: u32| if on { bit } else { 0 };
+    let Some(class) = answer.class() else {
+        return ANSWER_OK | ANSWER_ACCEPTED;
+    };
+    let c = class.consequences();
+    class_code(class)
+        | flag(
+            c.server_delay && class.retry_after().is_some(),
+            ANSWER_DELAY_HONOURED,
+        )
+        | flag(c.breaker == Outcome::Ignored, ANSWER_BREAKER_IGNORES)
+        | flag(c.accepted, ANSWER_ACCEPTED)
+}
+
 /// The seed library's backoff, `base · factor^(attempt − 1) · U[1 − jitter, 1 + jitter]`, capped
 /// at `cap_ms` (negative: uncapped, as in the seed).
 pub fn seed_backoff(
@@ -284,6 +351,7 @@ impl Tables {
                 max_in_flight: None,
                 rule: ProbeRule::Consecutive { successes: probe },
                 probe_timeout: Duration::MAX,
+                decide_at_minimum: false,
             },
             ..BreakerConfig::reliablekit()
         };
@@ -549,6 +617,51 @@ mod tests {
         assert_eq!(t.call_start(p, 0.0), Err(Failure::Full(Table::Calls)));
         t.call_end(p, None, 5, true, 0.0).unwrap();
         assert_eq!(t.call_start(p, 0.0), Ok(5));
+    }
+
+    #[test]
+    fn answers_mean_what_the_core_says() {
+        let none = -1.0;
+        let class = |m: u32| m & ANSWER_CLASS;
+        let cases = [
+            // status, server delay, x-should-retry, overload marker, class, flags
+            (200, none, -1, 0, ANSWER_OK, ANSWER_ACCEPTED),
+            (0, none, -1, 0, ANSWER_OK, ANSWER_ACCEPTED),
+            (
+                404,
+                2000.0,
+                -1,
+                0,
+                3,
+                ANSWER_BREAKER_IGNORES | ANSWER_ACCEPTED,
+            ),
+            (408, none, -1, 0, 0, ANSWER_ACCEPTED),
+            (409, none, -1, 0, 0, ANSWER_ACCEPTED),
+            (429, 1500.0, -1, 0, 2, ANSWER_DELAY_HONOURED),
+            (500, 1000.0, -1, 0, 2, ANSWER_DELAY_HONOURED),
+            (503, none, -1, 0, 2, 0),
+            (503, f64::NAN, -1, 0, 2, 0),
+            (529, none, -1, 0, 2, 0),
+            (400, none, -1, 1, 2, 0),
+            (429, none, 0, 0, 4, ANSWER_ACCEPTED),
+            (500, none, 0, 0, 4, ANSWER_ACCEPTED),
+            (400, none, 0, 0, 3, ANSWER_BREAKER_IGNORES | ANSWER_ACCEPTED),
+            (400, none, 1, 0, 0, ANSWER_ACCEPTED),
+            (400, 3000.0, 1, 0, 2, ANSWER_DELAY_HONOURED),
+            (400, none, 7, 0, 3, ANSWER_BREAKER_IGNORES | ANSWER_ACCEPTED),
+            (70_000, none, -1, 0, 0, ANSWER_ACCEPTED),
+            (-1, 5000.0, -1, 0, 1, 0),
+            (-2, none, -1, 0, 0, ANSWER_ACCEPTED),
+            (i32::MIN, none, -1, 0, 0, ANSWER_ACCEPTED),
+        ];
+        for (status, delay, should_retry, overloaded, code, flags) in cases {
+            let m = answer_meaning(status, delay, should_retry, overloaded);
+            assert_eq!(
+                (class(m), m & !ANSWER_CLASS),
+                (code, flags),
+                "{status} {delay} {should_retry} {overloaded}"
+            );
+        }
     }
 
     #[test]

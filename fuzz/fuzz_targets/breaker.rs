@@ -105,7 +105,7 @@ fn config(r: &RawConfig) -> BreakerConfig {
             probe_timeout: r
                 .probe_timeout_ms
                 .map_or(Duration::MAX, |ms| Duration::from_millis(u64::from(ms))),
-                decide_at_minimum: false,
+            decide_at_minimum: false,
         },
         slow_start: r.slow_start.map(|(ms, init)| SlowStartConfig {
             ramp: Duration::from_millis(u64::from(ms)),

@@ -4,7 +4,8 @@
 //! Every face of the project reads answers through this module and nothing else: the `reliable`
 //! crate's HTTP classification and tower layers, the simulator's downstream answers, the emulator
 //! and the MCP server. A face only *parses* transport details (a status line, headers, an I/O
-//! error, its own local refusals) into an [`Answer`]; [`Answer::meaning`] decides.
+//! error, its own local refusals) into an [`Answer`]; [`Answer::class`] and the class's
+//! [`consequences`](ErrorClass::consequences) decide.
 //!
 //! # From an answer to a class
 //!

@@ -394,16 +394,20 @@ impl Model {
         (from != Self::public(to)).then_some((from, Self::public(to)))
     }
 
+    /// `min(max, floor(base · growth^reopens))`, exact: the growth factors drawn (1, 3/2, 2, 3)
+    /// are exact in the breaker's binary fixed point, so it rounds once, at the end, as this does.
     fn nominal_open(&self) -> u64 {
-        let (num, den) = self.p.growth;
-        let mut d = u128::from(self.p.open_base);
+        let (num, den) = (u128::from(self.p.growth.0), u128::from(self.p.growth.1));
+        let (base, max) = (u128::from(self.p.open_base), u128::from(self.p.open_max));
+        let (mut num_k, mut den_k) = (1u128, 1u128);
         for _ in 0..self.reopens {
-            if d >= u128::from(self.p.open_max) {
+            if base * num_k / den_k >= max {
                 break;
             }
-            d = d * u128::from(num) / u128::from(den);
+            num_k *= num;
+            den_k *= den;
         }
-        d.min(u128::from(self.p.open_max)) as u64
+        (base * num_k / den_k).min(max) as u64
     }
 
     fn open(&mut self) -> Option<(State, State)> {

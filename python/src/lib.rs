@@ -429,11 +429,13 @@ impl CircuitBreaker {
                     .map(|m| seconds("cooldown_max", m, true))
                     .transpose()?,
                 jitter: cooldown_jitter,
+                strictly_after: false,
             },
             half_open: HalfOpenConfig {
                 max_in_flight,
                 rule: ProbeRule::Consecutive { successes: probe },
                 probe_timeout,
+                decide_at_minimum: false,
             },
             ..BreakerConfig::new()
         };
@@ -698,7 +700,7 @@ impl RetryBudget {
 // ---------------------------------------------------------------------------------------------
 // The LLM spend budget.
 
-type SpendState<'p> = SpendBreaker<'p>;
+type SpendState<'p> = SpendBreaker<&'p SpendPolicy>;
 
 self_cell::self_cell!(
     /// A spend policy and the breaker that borrows it, in one value.
@@ -778,7 +780,7 @@ impl SpendTicket {
 }
 
 impl SpendBudget {
-    fn with<T>(&self, f: impl FnOnce(&mut SpendBreaker<'_>) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut SpendBreaker<&SpendPolicy>) -> T) -> T {
         let mut cell = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         cell.with_dependent_mut(|_, breaker| f(breaker))
     }

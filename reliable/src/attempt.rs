@@ -32,7 +32,7 @@
 //! ```
 
 use crate::error::{Error, Rejection};
-use crate::observer::{CallEnd, Refusal};
+use crate::observer::{CallEnd, CallOutcome, Refusal};
 use crate::reliable::{Inner, Reliable, Scope};
 use crate::stats::Total;
 use reliable_core::Instant;
@@ -307,18 +307,18 @@ fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, span: Span) -> Refusal
     for o in inner.observers.iter() {
         o.on_reject(&inner.name, refusal);
     }
-    let name = match refusal {
-        Refusal::Open { .. } => "open",
-        Refusal::Rejected(_) => "rejected",
+    let outcome = match refusal {
+        Refusal::Open { .. } => CallOutcome::Open,
+        Refusal::Rejected(_) => CallOutcome::Rejected,
     };
-    end(inner, name, attempts, span);
+    end(inner, outcome, attempts, span);
     refusal
 }
 
 /// When a call started (if it read the clock then) and when it ended.
 type Span = (Option<Instant>, Instant);
 
-fn end(inner: &Inner, outcome: &'static str, attempts: u32, (started, now): Span) {
+fn end(inner: &Inner, outcome: CallOutcome, attempts: u32, (started, now): Span) {
     if inner.observers.is_empty() {
         return;
     }
@@ -484,7 +484,12 @@ impl Run<'_> {
         }
         self.finished = true;
         inner.stats.bump(Total::Succeeded);
-        end(inner, "success", self.attempts, (self.started, at));
+        end(
+            inner,
+            CallOutcome::Success,
+            self.attempts,
+            (self.started, at),
+        );
     }
 
     /// Hands the permits back: the attempt's, and the call's when the call is over.
@@ -533,21 +538,23 @@ impl Run<'_> {
                 for o in inner.observers.iter() {
                     o.on_give_up(&inner.name, self.attempts, reason.name());
                 }
-                let (stop, name) = match reason {
-                    GiveUpReason::Budget(d) => (Stop::Rejected(Rejection::Budget(d)), "rejected"),
-                    r => (Stop::GaveUp(r), "gave-up"),
+                let (stop, outcome) = match reason {
+                    GiveUpReason::Budget(d) => {
+                        (Stop::Rejected(Rejection::Budget(d)), CallOutcome::Rejected)
+                    }
+                    r => (Stop::GaveUp(r), CallOutcome::GaveUp),
                 };
-                if name == "rejected" {
+                if outcome == CallOutcome::Rejected {
                     inner.stats.bump(Total::Refused);
                 } else {
                     inner.stats.bump(Total::Failed);
                 }
-                let name = if class == ErrorClass::Timeout {
-                    "timeout"
+                let outcome = if class == ErrorClass::Timeout {
+                    CallOutcome::Timeout
                 } else {
-                    name
+                    outcome
                 };
-                end(inner, name, self.attempts, (self.started, now));
+                end(inner, outcome, self.attempts, (self.started, now));
                 Step::Stop(stop)
             }
         }
@@ -587,6 +594,11 @@ impl Drop for Run<'_> {
         let now = self.inner.clock.now();
         self.finish(now);
         self.inner.stats.bump(Total::Cancelled);
-        end(self.inner, "cancelled", self.attempts, (self.started, now));
+        end(
+            self.inner,
+            CallOutcome::Cancelled,
+            self.attempts,
+            (self.started, now),
+        );
     }
 }

@@ -75,7 +75,7 @@ impl Observer for Metrics {
 
     fn on_call_end(&self, _: &str, end: &CallEnd) {
         let name = self.name.clone();
-        counter!("reliable_calls_total", "name" => name.clone(), "outcome" => end.outcome)
+        counter!("reliable_calls_total", "name" => name.clone(), "outcome" => end.outcome.name())
             .increment(1);
         histogram!("reliable_call_attempts", "name" => name.clone())
             .record(f64::from(end.attempts));

@@ -43,12 +43,50 @@ pub enum Refusal {
     Rejected(Rejection),
 }
 
-/// How a call ended, for [`Observer::on_call_end`]: `success`, `open`, `rejected`, `timeout`,
-/// `gave-up`, or `cancelled` (dropped before it finished).
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallOutcome {
+    /// An attempt succeeded.
+    Success,
+    /// The breaker was open: the downstream was not called (again).
+    Open,
+    /// Refused locally: probe slots full, slow start, throttling, or the retry budget.
+    Rejected,
+    /// The last attempt ran out of time.
+    Timeout,
+    /// The last attempt failed and no retry followed.
+    GaveUp,
+    /// The call was dropped before it finished.
+    Cancelled,
+}
+
+impl CallOutcome {
+    /// Its name in logs and metric labels: `success`, `open`, `rejected`, `timeout`, `gave-up`,
+    /// `cancelled`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CallOutcome::Success => "success",
+            CallOutcome::Open => "open",
+            CallOutcome::Rejected => "rejected",
+            CallOutcome::Timeout => "timeout",
+            CallOutcome::GaveUp => "gave-up",
+            CallOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The outcome's [`name`](CallOutcome::name), honouring width and alignment.
+impl std::fmt::Display for CallOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// How a call ended, for [`Observer::on_call_end`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallEnd {
-    /// `success`, `open`, `rejected`, `timeout`, `gave-up` or `cancelled`.
-    pub outcome: &'static str,
+    /// How it ended.
+    pub outcome: CallOutcome,
     /// Attempts sent.
     pub attempts: u32,
     /// From the start of the call to its end, on the instance's clock (zero when the instance does

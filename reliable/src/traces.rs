@@ -57,7 +57,7 @@ impl Observer for TracingObserver {
 
     fn on_call_end(&self, name: &str, end: &CallEnd) {
         let elapsed_ms = end.elapsed.as_millis() as u64;
-        let (outcome, attempts) = (end.outcome, end.attempts);
+        let (outcome, attempts) = (end.outcome.name(), end.attempts);
         tracing::debug!(target: "reliable", name, outcome, attempts, elapsed_ms, "call end");
     }
 }

@@ -41,6 +41,7 @@
 //! ```
 
 use crate::http::HttpError;
+use reliable_core::answer::Answer;
 use reliable_core::outcome::ErrorClass;
 use std::io::ErrorKind;
 
@@ -77,17 +78,32 @@ impl Classify for ErrorClass {
     }
 }
 
+/// What an I/O error says happened, in the core's words: the timer fired, the connection failed,
+/// or no answer at all because the request itself is wrong (`None`).
+fn io_answer(kind: ErrorKind) -> Option<Answer> {
+    match kind {
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => Some(Answer::Timeout),
+        ErrorKind::InvalidInput
+        | ErrorKind::InvalidData
+        | ErrorKind::NotFound
+        | ErrorKind::PermissionDenied
+        | ErrorKind::Unsupported => None,
+        _ => Some(Answer::Connection),
+    }
+}
+
+/// The class of an attempt that failed with `answer`, by the core's table; a request that could
+/// not be made at all (`None`) is [`Fatal`](ErrorClass::Fatal): sending it again changes nothing.
+fn answer_class(answer: Option<Answer>) -> ErrorClass {
+    match answer {
+        Some(answer) => answer.class().unwrap_or(ErrorClass::Fatal),
+        None => ErrorClass::Fatal,
+    }
+}
+
 impl Classify for std::io::Error {
     fn classify(&self) -> ErrorClass {
-        match self.kind() {
-            ErrorKind::TimedOut | ErrorKind::WouldBlock => ErrorClass::Timeout,
-            ErrorKind::InvalidInput
-            | ErrorKind::InvalidData
-            | ErrorKind::NotFound
-            | ErrorKind::PermissionDenied
-            | ErrorKind::Unsupported => ErrorClass::Fatal,
-            _ => ErrorClass::Transient,
-        }
+        answer_class(io_answer(self.kind()))
     }
 }
 
@@ -121,16 +137,23 @@ impl Classify for anyhow::Error {
 
 #[cfg(feature = "reqwest")]
 impl Classify for reqwest::Error {
-    /// A timeout is a timeout; a request that could not be built, a bad redirect or an unreadable
-    /// answer will not improve on a retry; a failed connection might.
+    /// An error with a status (from `error_for_status`) by the status; a timeout as a timeout; a
+    /// failed connection as one; all through the core's table. A request that could not be
+    /// built, a bad redirect or an unreadable answer is no answer to retry: Fatal.
     fn classify(&self) -> ErrorClass {
-        if self.is_timeout() {
-            ErrorClass::Timeout
+        let answer = if let Some(status) = self.status() {
+            Some(crate::http::answer(
+                status.as_u16(),
+                &crate::http::Signals::default(),
+            ))
+        } else if self.is_timeout() {
+            Some(Answer::Timeout)
         } else if self.is_builder() || self.is_redirect() || self.is_decode() {
-            ErrorClass::Fatal
+            None
         } else {
-            ErrorClass::Transient
-        }
+            Some(Answer::Connection)
+        };
+        answer_class(answer)
     }
 }
 

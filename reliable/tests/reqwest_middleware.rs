@@ -206,3 +206,36 @@ async fn a_slow_server_times_out_each_attempt() {
     );
     assert_eq!(seen.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn reqwest_errors_classify_through_the_core_table() {
+    use reliable::Classify;
+    use reliable_core::outcome::ErrorClass;
+    // A request that cannot be built is no answer: fatal.
+    let built = reqwest::Client::new().get("not a url").build().unwrap_err();
+    assert_eq!(built.classify(), ErrorClass::Fatal);
+    // A refused connection (a port just freed on loopback): transient, as the core says.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let refused = client
+        .get(format!("http://{addr}/"))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(refused.classify(), ErrorClass::Transient);
+    // A status turned into an error by error_for_status: by the status (503: an overload answer).
+    let (addr, _) = server(|_| Answer {
+        status: 503,
+        headers: &[],
+        delay_ms: 0,
+    })
+    .await;
+    let resp = client.get(format!("http://{addr}/")).send().await.unwrap();
+    let status = resp.error_for_status().unwrap_err();
+    assert_eq!(
+        status.classify(),
+        ErrorClass::Throttled { retry_after: None }
+    );
+}

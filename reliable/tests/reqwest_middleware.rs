@@ -1,62 +1,15 @@
 //! `ReliableMiddleware` in a `reqwest-middleware` client against a hyper server on 127.0.0.1.
 #![cfg(feature = "reqwest")]
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+mod support;
+
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Empty;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use reliable::Reliable;
 use reliable::middleware::{Refused, ReliableMiddleware};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
-
-/// What the server answers to its n-th request (from 0).
-struct Answer {
-    status: u16,
-    headers: &'static [(&'static str, &'static str)],
-    delay_ms: u64,
-}
-
-/// Serves on 127.0.0.1: the n-th request gets `answer(n)`. Returns the address and the count of
-/// requests that reached it.
-async fn server(
-    answer: impl Fn(u32) -> Answer + Send + Sync + 'static,
-) -> (SocketAddr, Arc<AtomicU32>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    assert!(addr.ip().is_loopback());
-    let seen = Arc::new(AtomicU32::new(0));
-    let answer = Arc::new(answer);
-    let count = seen.clone();
-    tokio::spawn(async move {
-        // Bounded: the test's runtime ends with the test.
-        while let Ok((stream, _)) = listener.accept().await {
-            let (answer, count) = (answer.clone(), count.clone());
-            tokio::spawn(async move {
-                let svc = service_fn(move |_req: http::Request<hyper::body::Incoming>| {
-                    let a = answer(count.fetch_add(1, Ordering::SeqCst));
-                    async move {
-                        tokio::time::sleep(Duration::from_millis(a.delay_ms)).await;
-                        let mut res = http::Response::builder().status(a.status);
-                        for (k, v) in a.headers {
-                            res = res.header(*k, *v);
-                        }
-                        Ok::<_, Infallible>(res.body(Empty::<Bytes>::new()).unwrap())
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (addr, seen)
-}
+use support::{Reply, server};
 
 fn client(rel: Reliable) -> ClientWithMiddleware {
     let inner = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -82,12 +35,12 @@ fn refusal(err: &reqwest_middleware::Error) -> Refused {
 #[tokio::test]
 async fn a_503_with_retry_after_is_waited_out_then_retried() {
     let (addr, seen) = server(|n| match n {
-        0 => Answer {
+        0 => Reply {
             status: 503,
             headers: &[("retry-after-ms", "150")],
             delay_ms: 0,
         },
-        _ => Answer {
+        _ => Reply {
             status: 200,
             headers: &[],
             delay_ms: 0,
@@ -114,7 +67,7 @@ async fn a_503_with_retry_after_is_waited_out_then_retried() {
 
 #[tokio::test]
 async fn the_last_429_comes_back_after_the_attempts() {
-    let (addr, seen) = server(|_| Answer {
+    let (addr, seen) = server(|_| Reply {
         status: 429,
         headers: &[("retry-after-ms", "5")],
         delay_ms: 0,
@@ -129,7 +82,7 @@ async fn the_last_429_comes_back_after_the_attempts() {
 
 #[tokio::test]
 async fn x_should_retry_false_is_not_retried() {
-    let (addr, seen) = server(|_| Answer {
+    let (addr, seen) = server(|_| Reply {
         status: 503,
         headers: &[("x-should-retry", "false")],
         delay_ms: 0,
@@ -149,7 +102,7 @@ async fn x_should_retry_false_is_not_retried() {
 
 #[tokio::test]
 async fn an_open_breaker_answers_at_once_without_calling() {
-    let (addr, seen) = server(|_| Answer {
+    let (addr, seen) = server(|_| Reply {
         status: 500,
         headers: &[],
         delay_ms: 0,
@@ -183,7 +136,7 @@ async fn an_open_breaker_answers_at_once_without_calling() {
 
 #[tokio::test]
 async fn a_slow_server_times_out_each_attempt() {
-    let (addr, seen) = server(|_| Answer {
+    let (addr, seen) = server(|_| Reply {
         status: 200,
         headers: &[],
         delay_ms: 2_000,
@@ -226,7 +179,7 @@ async fn reqwest_errors_classify_through_the_core_table() {
         .unwrap_err();
     assert_eq!(refused.classify(), ErrorClass::Transient);
     // A status turned into an error by error_for_status: by the status (503: an overload answer).
-    let (addr, _) = server(|_| Answer {
+    let (addr, _) = server(|_| Reply {
         status: 503,
         headers: &[],
         delay_ms: 0,

@@ -1,7 +1,8 @@
 //! The tower layers over a real HTTP client (hyper) against a real hyper server on 127.0.0.1.
 #![cfg(feature = "tower")]
 
-use std::convert::Infallible;
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,50 +10,29 @@ use std::time::Duration as StdDuration;
 
 use bytes::Bytes;
 use http_body_util::Empty;
-use hyper::service::service_fn;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use reliable::tower::{HttpPolicy, Open, ReliableConfig, ReliableLayer};
 use reliable_core::Duration;
 use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
 use reliable_core::breaker::BreakerConfig;
 use reliable_core::retry::RetryConfig;
+use support::Reply;
 use tower::{Layer, ServiceExt};
 
-/// Serves on 127.0.0.1: the n-th request (from 0) gets `answer(n)`, a status and a delay.
+/// The shared scripted server, answering `answer(n)`: a status and a delay, no headers.
 async fn server(
     answer: impl Fn(u32) -> (u16, u64) + Send + Sync + 'static,
 ) -> (SocketAddr, Arc<AtomicU32>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    assert!(addr.ip().is_loopback());
-    let seen = Arc::new(AtomicU32::new(0));
-    let answer = Arc::new(answer);
-    let count = seen.clone();
-    tokio::spawn(async move {
-        // Bounded: the test's runtime ends with the test.
-        while let Ok((stream, _)) = listener.accept().await {
-            let (answer, count) = (answer.clone(), count.clone());
-            tokio::spawn(async move {
-                let svc = service_fn(move |_req: http::Request<hyper::body::Incoming>| {
-                    let n = count.fetch_add(1, Ordering::SeqCst);
-                    let (status, delay_ms) = answer(n);
-                    async move {
-                        tokio::time::sleep(StdDuration::from_millis(delay_ms)).await;
-                        let res = http::Response::builder()
-                            .status(status)
-                            .body(Empty::<Bytes>::new())
-                            .unwrap();
-                        Ok::<_, Infallible>(res)
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
-            });
+    support::server(move |n| {
+        let (status, delay_ms) = answer(n);
+        Reply {
+            status,
+            headers: &[],
+            delay_ms,
         }
-    });
-    (addr, seen)
+    })
+    .await
 }
 
 fn config(attempts: u32, timeout_ms: u64) -> ReliableConfig {

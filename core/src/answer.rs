@@ -34,14 +34,17 @@
 //! rate); whether a retry is *charged* is the budget's own rule, asked only for a retry that
 //! would be sent.
 //!
-//! | class | retried | backoff | server delay | breaker | accepted | budget failure |
-//! |---|---|---|---|---|---|---|
-//! | [`Transient`](ErrorClass::Transient) | yes | `backoff` | — | failure | yes | yes |
-//! | [`Timeout`](ErrorClass::Timeout) | if `retry_timeouts` | `backoff` | — | failure | no | yes |
-//! | [`Throttled`](ErrorClass::Throttled) | yes | `throttled_backoff`, else `backoff` | honoured up to `max_server_delay` | failure | no | yes |
-//! | [`Fatal`](ErrorClass::Fatal) | never | — | — | ignored | yes | no |
-//! | [`DontRetry`](ErrorClass::DontRetry) | never | — | — | failure | yes | yes |
-//! | [`Refused`](ErrorClass::Refused) | only if `wait_on_refusal` and the wait fits the deadline | `backoff` | its `retry_after`, up to `max_server_delay` | ignored | no | no, and a budget grant it held goes back unused |
+//! "Limit" is what a concurrency limiter ([`Limiter::release`](crate::limit::Limiter::release))
+//! reads (a success is always a [`Success`](Completion::Success) sample).
+//!
+//! | class | retried | backoff | server delay | breaker | accepted | budget failure | limit |
+//! |---|---|---|---|---|---|---|---|
+//! | [`Transient`](ErrorClass::Transient) | yes | `backoff` | — | failure | yes | yes | ignored |
+//! | [`Timeout`](ErrorClass::Timeout) | if `retry_timeouts` | `backoff` | — | failure | no | yes | dropped |
+//! | [`Throttled`](ErrorClass::Throttled) | yes | `throttled_backoff`, else `backoff` | honoured up to `max_server_delay` | failure | no | yes | dropped |
+//! | [`Fatal`](ErrorClass::Fatal) | never | — | — | ignored | yes | no | ignored |
+//! | [`DontRetry`](ErrorClass::DontRetry) | never | — | — | failure | yes | yes | ignored |
+//! | [`Refused`](ErrorClass::Refused) | only if `wait_on_refusal` and the wait fits the deadline | `backoff` | its `retry_after`, up to `max_server_delay` | ignored | no | no, and a budget grant it held goes back unused | ignored |
 //!
 //! # The decisions, and why
 //!
@@ -67,6 +70,11 @@
 //!   policy may opt in with `wait_on_refusal`, and even then a wait that would pass the deadline
 //!   ends the call instead. A refusal says nothing about the downstream: the breaker ignores it
 //!   and the budget neither counts it as a failure nor keeps the grant of a retry it refused.
+//! - **A concurrency limit moves on overload and on clean samples only.** An overload answer
+//!   and a timeout are drops (the limit shrinks: a queue is building); a success is a latency
+//!   sample. Any other failure is ignored: a fast 500 or 400 is not a fast service, and counting
+//!   its latency as a sample would grow the limit while the downstream is broken (that is the
+//!   breaker's job). A cancelled attempt (a losing hedge) is ignored too: it has no latency.
 //!
 //! ```
 //! use reliable_core::answer::{Answer, Refuser, Signals};
@@ -84,6 +92,7 @@
 //! ```
 
 use crate::breaker::Outcome;
+use crate::limit::Completion;
 use crate::outcome::ErrorClass;
 use crate::time::Duration;
 
@@ -242,6 +251,8 @@ pub struct Consequences {
     pub accepted: bool,
     /// Whether budgets that watch failures count it.
     pub budget_failure: bool,
+    /// What a concurrency limiter reads.
+    pub limit: Completion,
 }
 
 const fn consequence(
@@ -251,6 +262,7 @@ const fn consequence(
     breaker: Outcome,
     accepted: bool,
     budget_failure: bool,
+    limit: Completion,
 ) -> Consequences {
     Consequences {
         retried,
@@ -259,6 +271,7 @@ const fn consequence(
         breaker,
         accepted,
         budget_failure,
+        limit,
     }
 }
 
@@ -268,13 +281,14 @@ impl ErrorClass {
     pub const fn consequences(self) -> Consequences {
         use BackoffKind as B;
         use Retried as R;
+        use Completion as L;
         match self {
-            ErrorClass::Transient => consequence(R::Yes, B::Backoff, false, Outcome::Failure, true, true),
-            ErrorClass::Timeout => consequence(R::IfTimeoutsRetried, B::Backoff, false, Outcome::Failure, false, true),
-            ErrorClass::Throttled { .. } => consequence(R::Yes, B::Throttled, true, Outcome::Failure, false, true),
-            ErrorClass::Fatal => consequence(R::Never, B::None, false, Outcome::Ignored, true, false),
-            ErrorClass::DontRetry => consequence(R::Never, B::None, false, Outcome::Failure, true, true),
-            ErrorClass::Refused { .. } => consequence(R::IfWaitingOnRefusals, B::Backoff, true, Outcome::Ignored, false, false),
+            ErrorClass::Transient => consequence(R::Yes, B::Backoff, false, Outcome::Failure, true, true, L::Ignored),
+            ErrorClass::Timeout => consequence(R::IfTimeoutsRetried, B::Backoff, false, Outcome::Failure, false, true, L::Dropped),
+            ErrorClass::Throttled { .. } => consequence(R::Yes, B::Throttled, true, Outcome::Failure, false, true, L::Dropped),
+            ErrorClass::Fatal => consequence(R::Never, B::None, false, Outcome::Ignored, true, false, L::Ignored),
+            ErrorClass::DontRetry => consequence(R::Never, B::None, false, Outcome::Failure, true, true, L::Ignored),
+            ErrorClass::Refused { .. } => consequence(R::IfWaitingOnRefusals, B::Backoff, true, Outcome::Ignored, false, false, L::Ignored),
         }
     }
 }
@@ -367,6 +381,15 @@ mod tests {
             assert_eq!(c.breaker, Outcome::from(class), "{class:?}");
             let always = c.retried == Retried::Yes || c.retried == Retried::IfTimeoutsRetried;
             assert_eq!(always, class.is_retryable(), "{class:?}");
+            assert_eq!(Completion::of(Some(class)), c.limit, "{class:?}");
         }
+        assert_eq!(Completion::of(None), Completion::Success);
+        assert_eq!(
+            Completion::from(crate::outcome::AttemptOutcome::Cancelled),
+            Completion::Ignored
+        );
+        // Only overload and timeouts shrink a limit.
+        let dropped = all.map(|c| c.consequences().limit == Completion::Dropped);
+        assert_eq!(dropped, [false, true, true, false, false, false]);
     }
 }

@@ -62,6 +62,7 @@ pub mod rate;
 pub use rate::{RateConfig, RateLimited, RateLimiter, RatePolicy};
 
 use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, tri};
+use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::time::Instant;
 
 /// Most calls a limit may allow.
@@ -263,15 +264,39 @@ impl LimiterPolicy {
     }
 }
 
-/// How an admitted call ended, as the limit reads it.
+/// How an admitted call ended, as the limit reads it. Not a notion of success of its own: it is
+/// the "limit" column of the [answer table](crate::answer) ([`Completion::of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Completion {
     /// It was served: its RTT is a sample.
     Success,
     /// It was dropped for overload: a timeout, a 503, a 429, `RESOURCE_EXHAUSTED`.
     Dropped,
-    /// It says nothing about load: cancelled (a losing hedge), a bad request.
+    /// It says nothing about load: cancelled (a losing hedge), a bad request, a 500.
     Ignored,
+}
+
+impl Completion {
+    /// What a limit reads from an attempt that ended with `class` (`None`: a success): the
+    /// class's [`consequences`](ErrorClass::consequences)`.limit`.
+    #[inline]
+    pub const fn of(class: Option<ErrorClass>) -> Self {
+        match class {
+            None => Completion::Success,
+            Some(class) => class.consequences().limit,
+        }
+    }
+}
+
+/// A success is a sample, a failure reads its class's row, a cancelled attempt is ignored.
+impl From<AttemptOutcome> for Completion {
+    fn from(outcome: AttemptOutcome) -> Self {
+        match outcome {
+            AttemptOutcome::Success => Completion::Success,
+            AttemptOutcome::Failed(class) => Completion::of(Some(class)),
+            AttemptOutcome::Cancelled => Completion::Ignored,
+        }
+    }
 }
 
 /// Permission for one call, from [`Limiter::try_acquire`]; hand it back to [`Limiter::release`].

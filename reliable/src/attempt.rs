@@ -36,9 +36,13 @@ use crate::observer::{CallEnd, CallOutcome, Refusal};
 use crate::reliable::{Inner, Reliable, Scope};
 use crate::stats::Total;
 use reliable_core::Instant;
+use reliable_core::answer::{Answer, Refuser};
 use reliable_core::breaker::{Outcome, Permit, RejectReason};
 use reliable_core::budget::Unlimited;
-use reliable_core::outcome::ErrorClass;
+use reliable_core::hedge::{HedgedCall, NoHedge};
+use reliable_core::ledger::{Draw, Extra};
+use reliable_core::limit::{Completion, LimitPermit};
+use reliable_core::outcome::{AttemptOutcome, ErrorClass};
 use reliable_core::retry::{GiveUpReason, RetryDecision, RetryState};
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -90,6 +94,14 @@ impl Refusal {
         }
     }
 
+    /// Who refused, in the core's vocabulary.
+    pub const fn refuser(self) -> Refuser {
+        match self {
+            Refusal::Open { .. } => Refuser::Breaker,
+            Refusal::Rejected(why) => why.refuser(),
+        }
+    }
+
     fn from_breaker(reason: RejectReason) -> Self {
         match reason {
             RejectReason::Open { retry_after } => Refusal::Open {
@@ -118,27 +130,104 @@ pub struct Run<'r> {
     admitted: Option<Instant>,
     call_permit: Option<Permit>,
     attempt_permit: Option<Permit>,
+    /// The attempt's slot under the concurrency limit.
+    limit_permit: Option<LimitPermit>,
+    /// The attempt's draw from the ledger (a probe or a hedge; retries draw through the budget).
+    draw: Option<Draw>,
+    /// The attempt's number.
+    current: u32,
+    /// The attempt's hedging schedule, while another copy may still be sent.
+    hedged: Option<HedgedCall>,
+    /// The copies of the attempt racing, while it is hedged (empty otherwise: no allocation).
+    copies: Vec<Sent>,
     attempts: u32,
     finished: bool,
     /// The breaker refused the next attempt and the policy waits it out: for how long.
     wait: Option<Duration>,
 }
 
-/// Runs `f` with the instance's budget, or with no budget (monomorphised for each, so the
-/// common case without a budget costs nothing).
+/// Runs `f` with the instance's budget (the ledger when there is one), or with no budget
+/// (monomorphised for each, so the common case without a budget costs nothing).
 macro_rules! with_budget {
     ($inner:expr, |$b:ident| $body:expr) => {
-        match &$inner.budget {
-            Some(m) => {
+        match (&$inner.ledger, &$inner.budget) {
+            (Some(m), _) => {
                 let $b = &mut *lock(m);
                 $body
             }
-            None => {
+            (None, Some(m)) => {
+                let $b = &mut *lock(m);
+                $body
+            }
+            (None, None) => {
                 let $b = &mut Unlimited;
                 $body
             }
         }
     };
+}
+
+/// One copy of an attempt in a hedged race, and what it holds until it ends.
+#[derive(Debug)]
+pub(crate) struct Sent {
+    n: u32,
+    breaker: Option<Permit>,
+    limit: Option<LimitPermit>,
+    draw: Option<Draw>,
+    at: Option<Instant>,
+    live: bool,
+}
+
+/// What a breaker records for an attempt that ended so.
+fn breaker_outcome(end: AttemptOutcome) -> Outcome {
+    match end {
+        AttemptOutcome::Success => Outcome::Success,
+        AttemptOutcome::Failed(class) => Outcome::from(class),
+        AttemptOutcome::Cancelled => Outcome::Ignored,
+    }
+}
+
+/// Hands back what one attempt held: its breaker permit, its slot under the limit (read through
+/// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered.
+fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
+    if let (Some(b), Some(p)) = (&inner.breaker, sent.breaker) {
+        b.record(p, breaker_outcome(end), now);
+    }
+    if let Some(p) = sent.limit {
+        release_limit(inner, p, Completion::from(end), now);
+    }
+    if let (Some(l), Some(d)) = (&inner.ledger, sent.draw) {
+        lock(l).settle(d, now);
+    }
+    if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled)
+    {
+        lock(h).record(now.saturating_duration_since(at));
+    }
+}
+
+/// Releases a slot under the concurrency limit, reporting a move of the limit.
+fn release_limit(inner: &Inner, permit: LimitPermit, completion: Completion, now: Instant) {
+    let Some(l) = &inner.limiter else {
+        return;
+    };
+    let (from, to) = {
+        let mut l = lock(l);
+        let from = l.limit();
+        l.release(permit, completion, now);
+        (from, l.limit())
+    };
+    if from != to {
+        for o in inner.observers.iter() {
+            o.on_limit_change(&inner.name, from, to);
+        }
+    }
+}
+
+/// Reports a ledger's answer to an extra attempt of `kind`.
+fn ledger_answer(inner: &Inner, kind: Extra, granted: bool) {
+    for o in inner.observers.iter() {
+        o.on_ledger(&inner.name, kind, granted);
+    }
 }
 
 /// A poisoned lock only means another call panicked while holding it; the budget and throttle
@@ -175,6 +264,11 @@ impl Reliable {
             admitted: None,
             call_permit: None,
             attempt_permit: None,
+            limit_permit: None,
+            draw: None,
+            current: 0,
+            hedged: None,
+            copies: Vec::new(),
             attempts: 0,
             finished: false,
             wait: None,
@@ -281,6 +375,11 @@ impl<'r> FirstAttempt<'r> {
             admitted: started,
             call_permit: None,
             attempt_permit: self.permit.take(),
+            limit_permit: None,
+            draw: None,
+            current: 1,
+            hedged: None,
+            copies: Vec::new(),
             attempts: 1,
             finished: false,
             wait: None,
@@ -381,18 +480,79 @@ impl Run<'_> {
         if admission.now.is_some() {
             self.timed = true;
         }
-        match admission.result {
-            Ok(permit) => Ok(Some(permit)),
-            Err(rejection) => {
-                let refusal = Refusal::from_breaker(rejection.reason);
+        let (refusal, retry_after, now) = match admission.result {
+            Ok(permit) if !permit.is_probe() || inner.ledger.is_none() => return Ok(Some(permit)),
+            Ok(permit) => {
+                // A half-open probe is an extra attempt: it draws from the ledger.
                 let now = admission.now.unwrap_or_else(|| self.now());
-                if self.wait_out(refusal, rejection.retry_after(), now) {
-                    return Err(refusal);
+                let drawn = inner
+                    .ledger
+                    .as_ref()
+                    .map(|l| lock(l).try_draw(Extra::Probe, now));
+                ledger_answer(inner, Extra::Probe, !matches!(drawn, Some(Err(_))));
+                match drawn {
+                    Some(Err(denied)) => {
+                        breaker.record(permit, Outcome::Ignored, now);
+                        (Refusal::Rejected(Rejection::Ledger(denied)), None, now)
+                    }
+                    draw => {
+                        self.draw = draw.and_then(Result::ok);
+                        return Ok(Some(permit));
+                    }
                 }
-                self.finish(now);
-                Err(refuse(inner, refusal, self.attempts, (self.started, now)))
             }
+            Err(rejection) => (
+                Refusal::from_breaker(rejection.reason),
+                rejection.retry_after(),
+                admission.now.unwrap_or_else(|| self.now()),
+            ),
+        };
+        Err(self.refused_locally(refusal, retry_after, now))
+    }
+
+    /// The attempt about to be sent was refused locally at `now`: hands back what it holds, and
+    /// either waits it out (the policy waits on refusals and the wait fits) or ends the call.
+    fn refused_locally(
+        &mut self,
+        refusal: Refusal,
+        retry_after: Option<reliable_core::Duration>,
+        now: Instant,
+    ) -> Refusal {
+        self.record(AttemptOutcome::Cancelled, now, false);
+        if self.wait_out(refusal, retry_after, now) {
+            return refusal;
         }
+        self.finish(now);
+        refuse(self.inner, refusal, self.attempts, (self.started, now))
+    }
+
+    /// The concurrency limit and the rate limit admit an attempt at `now`, or refuse it (with
+    /// the time until the rate limit would admit one).
+    fn limits(
+        &mut self,
+        now: Instant,
+    ) -> Result<Option<LimitPermit>, (Rejection, Option<reliable_core::Duration>)> {
+        let inner = self.inner;
+        let permit = match &inner.limiter {
+            Some(l) => Some(
+                lock(l)
+                    .try_acquire(now)
+                    .map_err(|r| (Rejection::Limit { limit: r.limit }, None))?,
+            ),
+            None => None,
+        };
+        if let Some(r) = &inner.rate
+            && let Err(limited) = lock(r).try_acquire(now)
+        {
+            if let Some(p) = permit {
+                release_limit(inner, p, Completion::Ignored, now);
+            }
+            let why = Rejection::RateLimited {
+                retry_after: limited.retry_after.into(),
+            };
+            return Err((why, Some(limited.retry_after)));
+        }
+        Ok(permit)
     }
 
     /// A refusal of an attempt inside the call: with a policy that waits on refusals
@@ -409,7 +569,13 @@ impl Run<'_> {
         if !inner.retry.config().wait_on_refusal || inner.scope != Scope::PerAttempt {
             return false;
         }
-        let class = ErrorClass::Refused { retry_after };
+        // The refusal's class, from the core's answer table.
+        let class = Answer::Refused {
+            by: refusal.refuser(),
+            retry_after,
+        }
+        .class()
+        .unwrap_or(ErrorClass::Refused { retry_after });
         let sample = inner.rng.next_u64();
         let decision = with_budget!(inner, |b| {
             inner
@@ -457,14 +623,29 @@ impl Run<'_> {
         if self.inner.scope == Scope::PerAttempt {
             self.attempt_permit = self.acquire(now)?;
         }
+        let inner = self.inner;
+        if let Some(now) = now
+            && (inner.limiter.is_some() || inner.rate.is_some())
+        {
+            match self.limits(now) {
+                Ok(permit) => self.limit_permit = permit,
+                Err((why, after)) => {
+                    return Err(self.refused_locally(Refusal::Rejected(why), after, now));
+                }
+            }
+        }
         self.attempts = self.attempts.saturating_add(1);
-        for o in self.inner.observers.iter() {
-            o.on_attempt(&self.inner.name, self.attempts);
+        self.current = self.attempts;
+        for o in inner.observers.iter() {
+            o.on_attempt(&inner.name, self.attempts);
         }
         self.admitted = now;
         let Some(now) = now else {
             return Ok((None, None));
         };
+        if let Some(h) = &inner.hedger {
+            self.hedged = Some(lock(h).start(now, inner.idempotency));
+        }
         let deadline = self.inner.retry.attempt_deadline(&self.state, now);
         Ok((Some(now), (deadline != Instant::MAX).then_some(deadline)))
     }
@@ -475,7 +656,8 @@ impl Run<'_> {
         let inner = self.inner;
         let now = self.success_time();
         let at = now.unwrap_or(Instant::ZERO);
-        self.record(Outcome::Success, at, true);
+        self.close_race(at);
+        self.record(AttemptOutcome::Success, at, true);
         if inner.budget.is_some() {
             with_budget!(inner, |b| inner.retry.on_success(&mut self.state, at, b));
         }
@@ -492,27 +674,237 @@ impl Run<'_> {
         );
     }
 
-    /// Hands the permits back: the attempt's, and the call's when the call is over.
+    /// Hands the permits back: the attempt's (and its limit slot and ledger draw), and the
+    /// call's when the call is over.
     #[inline]
-    fn record(&mut self, outcome: Outcome, now: Instant, call_over: bool) {
+    fn record(&mut self, end: AttemptOutcome, now: Instant, call_over: bool) {
         let inner = self.inner;
-        let Some(breaker) = &inner.breaker else {
-            return;
+        if self.limit_permit.is_some() || self.draw.is_some() || inner.hedger.is_some() {
+            let sent = self.take_sent();
+            settle(inner, sent, end, now);
+        } else if let (Some(b), Some(p)) = (&inner.breaker, self.attempt_permit.take()) {
+            b.record(p, breaker_outcome(end), now);
+        }
+        if call_over
+            && let (Some(b), Some(p)) = (&inner.breaker, self.call_permit.take())
+        {
+            b.record(p, breaker_outcome(end), now);
+        }
+    }
+
+    /// The current attempt's holdings, taken out.
+    fn take_sent(&mut self) -> Sent {
+        Sent {
+            n: self.current,
+            breaker: self.attempt_permit.take(),
+            limit: self.limit_permit.take(),
+            draw: self.draw.take(),
+            at: self.admitted.take(),
+            live: true,
+        }
+    }
+
+    /// Makes `sent` the current attempt.
+    fn put_sent(&mut self, sent: Sent) {
+        self.current = sent.n;
+        self.attempt_permit = sent.breaker;
+        self.limit_permit = sent.limit;
+        self.draw = sent.draw;
+        self.admitted = sent.at;
+    }
+
+    /// Whether the attempt just admitted may be hedged (its hedging schedule is running).
+    pub(crate) fn hedging(&self) -> bool {
+        self.hedged.is_some()
+    }
+
+    /// The attempt just admitted becomes copy 0 of a race.
+    pub(crate) fn begin_race(&mut self) {
+        let sent = self.take_sent();
+        self.copies.push(sent);
+    }
+
+    /// When the next hedge of the attempt is due, if one can be.
+    pub(crate) fn hedge_due(&self) -> Option<Instant> {
+        let (h, call) = (self.inner.hedger.as_ref()?, self.hedged.as_ref()?);
+        lock(h).next_hedge_at(call)
+    }
+
+    /// Sends a hedge at `now` if the hedging rules, the breaker, the limits and the ledger allow
+    /// it: the index of its copy in the race. A refusal stops the hedging of this attempt.
+    pub(crate) fn try_hedge(&mut self, now: Instant) -> Option<usize> {
+        let inner = self.inner;
+        let (Some(h), Some(mut call)) = (&inner.hedger, self.hedged) else {
+            return None;
         };
-        if let Some(p) = self.attempt_permit.take() {
-            breaker.record(p, outcome, now);
+        let hedger = lock(h);
+        if hedger.decide(&call, now).is_err() {
+            // Asked when a hedge is due: the schedule is over.
+            drop(hedger);
+            self.hedged = None;
+            return None;
         }
-        if call_over && let Some(p) = self.call_permit.take() {
-            breaker.record(p, outcome, now);
+        let breaker = match (&inner.breaker, inner.scope) {
+            (Some(b), Scope::PerAttempt) => match b.acquire(Some(now), &*inner.clock).result {
+                Ok(p) => Some(p),
+                Err(r) => {
+                    drop(hedger);
+                    return self.no_hedge(Refusal::from_breaker(r.reason));
+                }
+            },
+            _ => None,
+        };
+        let give_back = |breaker: Option<Permit>, limit: Option<LimitPermit>| {
+            if let (Some(b), Some(p)) = (&inner.breaker, breaker) {
+                b.record(p, Outcome::Ignored, now);
+            }
+            if let Some(p) = limit {
+                release_limit(inner, p, Completion::Ignored, now);
+            }
+        };
+        let limit = match self.limits(now) {
+            Ok(p) => p,
+            Err((why, _)) => {
+                give_back(breaker, None);
+                drop(hedger);
+                return self.no_hedge(Refusal::Rejected(why));
+            }
+        };
+        let draw = match &inner.ledger {
+            Some(l) => {
+                let drawn = hedger.try_hedge_from(&mut call, now, &mut lock(l));
+                ledger_answer(inner, Extra::Hedge, drawn.is_ok());
+                match drawn {
+                    Ok(draw) => Some(draw),
+                    Err(no) => {
+                        give_back(breaker, limit);
+                        drop(hedger);
+                        let why = match no {
+                            NoHedge::Ledger(d) => Rejection::Ledger(d),
+                            _ => {
+                                self.hedged = None;
+                                return None;
+                            }
+                        };
+                        return self.no_hedge(Refusal::Rejected(why));
+                    }
+                }
+            }
+            None => {
+                if hedger.try_hedge(&mut call, now).is_err() {
+                    give_back(breaker, limit);
+                    drop(hedger);
+                    self.hedged = None;
+                    return None;
+                }
+                None
+            }
+        };
+        drop(hedger);
+        self.hedged = Some(call);
+        self.attempts = self.attempts.saturating_add(1);
+        let n = self.attempts;
+        inner.stats.bump(Total::Hedges);
+        for o in inner.observers.iter() {
+            o.on_hedge(&inner.name, n);
+            o.on_attempt(&inner.name, n);
         }
+        self.copies.push(Sent {
+            n,
+            breaker,
+            limit,
+            draw,
+            at: Some(now),
+            live: true,
+        });
+        Some(self.copies.len() - 1)
+    }
+
+    /// A hedge was due and refused: reported, and no other hedge of this attempt is sent.
+    fn no_hedge(&mut self, refusal: Refusal) -> Option<usize> {
+        self.hedged = None;
+        for o in self.inner.observers.iter() {
+            o.on_hedge_refused(&self.inner.name, refusal);
+        }
+        None
+    }
+
+    /// Copy `slot` of the race failed with `class` while others are still in flight: it is
+    /// settled now; the race goes on.
+    pub(crate) fn copy_failed(&mut self, slot: usize, class: ErrorClass) {
+        let now = self.now();
+        if let Some(sent) = self.copies.get_mut(slot) {
+            let done = Sent {
+                n: sent.n,
+                breaker: sent.breaker.take(),
+                limit: sent.limit.take(),
+                draw: sent.draw.take(),
+                at: sent.at,
+                live: false,
+            };
+            sent.live = false;
+            settle(self.inner, done, AttemptOutcome::Failed(class), now);
+        }
+        self.observed(now);
+    }
+
+    /// The race is over: copy `slot` answered (`won`: with a success) and becomes the attempt
+    /// the run records; every other copy still in flight is cancelled (its future is dropped by
+    /// the caller right after) and settled as ignored.
+    pub(crate) fn end_race(&mut self, slot: usize, won: bool) {
+        let inner = self.inner;
+        let now = self.now();
+        let copies = std::mem::take(&mut self.copies);
+        let raced = copies.len() > 1;
+        for (i, sent) in copies.into_iter().enumerate() {
+            if i == slot {
+                self.put_sent(sent);
+            } else if sent.live {
+                for o in inner.observers.iter() {
+                    o.on_attempt_cancelled(&inner.name, sent.n);
+                }
+                settle(inner, sent, AttemptOutcome::Cancelled, now);
+            }
+        }
+        self.hedged = None;
+        if won && raced {
+            if slot != 0 {
+                inner.stats.bump(Total::HedgesWon);
+            }
+            for o in inner.observers.iter() {
+                o.on_hedge_won(&inner.name, self.current, slot != 0);
+            }
+        }
+        self.observed(now);
+    }
+
+    /// A race the caller dropped (its timer fired, or the call was dropped): the first copy in
+    /// flight becomes the attempt the run records, the others are settled as ignored.
+    fn close_race(&mut self, now: Instant) {
+        if self.copies.is_empty() {
+            return;
+        }
+        let copies = std::mem::take(&mut self.copies);
+        let mut current = None;
+        for sent in copies.into_iter().filter(|s| s.live) {
+            match current {
+                None => current = Some(sent),
+                Some(_) => settle(self.inner, sent, AttemptOutcome::Cancelled, now),
+            }
+        }
+        if let Some(sent) = current {
+            self.put_sent(sent);
+        }
+        self.hedged = None;
     }
 
     /// The attempt failed with `class`: retry (after how long) or stop (why).
     pub fn failed(&mut self, class: ErrorClass) -> Step {
         let inner = self.inner;
         let now = self.now();
+        self.close_race(now);
         // A fatal error says nothing about the downstream's health: ignored.
-        let outcome = Outcome::from(class);
+        let outcome = AttemptOutcome::Failed(class);
         self.record(outcome, now, false);
         if let Some(t) = &inner.throttle {
             lock(t).record(now, crate::classify::accepted(class));
@@ -523,6 +915,15 @@ impl Run<'_> {
                 .retry
                 .on_failure_with(&mut self.state, class, now, b, sample)
         });
+        if inner.ledger.is_some() {
+            match decision {
+                RetryDecision::RetryAt(_) => ledger_answer(inner, Extra::Retry, true),
+                RetryDecision::GiveUp(GiveUpReason::Budget(_)) => {
+                    ledger_answer(inner, Extra::Retry, false)
+                }
+                RetryDecision::GiveUp(_) => {}
+            }
+        }
         match decision {
             RetryDecision::RetryAt(at) => {
                 let after: Duration = (at - now).into();
@@ -579,7 +980,8 @@ impl Run<'_> {
 
     /// Ends the call early (refused, or dropped): permits back unused, budget grant returned.
     fn finish(&mut self, now: Instant) {
-        self.record(Outcome::Ignored, now, true);
+        self.close_race(now);
+        self.record(AttemptOutcome::Cancelled, now, true);
         let inner = self.inner;
         with_budget!(inner, |b| inner.retry.abandon(&mut self.state, now, b));
         self.finished = true;

@@ -34,7 +34,12 @@ use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
 use reliable_core::breaker::{
     BreakerConfig, BreakerPolicy, HalfOpenConfig, ProbeRule, SlowCallRule, WindowConfig,
 };
-use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy};
+use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy, RatioConfig};
+use reliable_core::hedge::{HedgeConfig, HedgeDelay, HedgePolicy, Hedger, Idempotency};
+use reliable_core::ledger::ExtraLedger;
+use reliable_core::limit::{
+    Limiter, LimiterConfig, LimiterPolicy, RateConfig, RateLimiter, RatePolicy,
+};
 use reliable_core::retry::{RetryConfig, RetryPolicy};
 use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use reliable_core::{Duration, Problem};
@@ -49,6 +54,11 @@ pub struct Builder {
     retry: RetryConfig,
     budget: Option<BudgetConfig>,
     throttle: Option<ThrottleConfig>,
+    hedge: Option<HedgeConfig>,
+    idempotency: Idempotency,
+    ledger: Option<RatioConfig>,
+    limit: Option<LimiterConfig>,
+    rate: Option<RateConfig>,
     clock: Option<Arc<dyn Clock>>,
     sleep: Option<Arc<dyn Sleep>>,
     seed: Option<u64>,
@@ -66,6 +76,11 @@ impl Builder {
             retry: RetryConfig::reliablekit(),
             budget: None,
             throttle: None,
+            hedge: None,
+            idempotency: Idempotency::NotIdempotent,
+            ledger: None,
+            limit: None,
+            rate: None,
             clock: None,
             sleep: None,
             seed: None,
@@ -331,6 +346,67 @@ impl Builder {
         self
     }
 
+    /// Hedged attempts (async calls only): when an attempt is slower than the policy's delay
+    /// (fixed, or a quantile of recent latencies, p95 by default: [`HedgeConfig`]), another copy
+    /// is sent, up to `max_hedges`, and the first **success** wins; the copies still in flight
+    /// are dropped (cancelled: their sockets close) and their permits and ledger draws settled. A
+    /// failed copy waits for the others; the attempt fails when every copy has. Every copy passes
+    /// the breaker, the limits and, with a [`ledger`](Self::ledger), draws a hedge from it. Only
+    /// calls marked [`idempotent`](Self::idempotent) are hedged: `build` refuses a hedge without
+    /// it. A blocking call is never hedged (it would need a thread per copy).
+    pub fn hedge(mut self, config: HedgeConfig) -> Self {
+        self.hedge = Some(config);
+        self
+    }
+
+    /// One hedge, `delay` after an attempt was sent.
+    pub fn hedge_after(self, delay: std::time::Duration) -> Self {
+        self.hedge(HedgeConfig {
+            delay: HedgeDelay::Fixed(delay.into()),
+            max_hedges: 1,
+        })
+    }
+
+    /// This instance's calls may be sent twice with the effect of once (reads, PUTs, keyed
+    /// writes): the condition for [hedging](Self::hedge) them.
+    pub fn idempotent(mut self) -> Self {
+        self.idempotency = Idempotency::Idempotent;
+        self
+    }
+
+    /// One ledger for every extra attempt, shared by every clone: retries (it is the retry
+    /// budget), hedges and half-open probes draw from one ratio of first tries
+    /// ([`reliable_core::ledger`]), so the extra load this client adds under a storm is one
+    /// bounded number. Replaces a [`budget`](Self::budget): `build` refuses both. A probe the
+    /// ledger refuses is a local refusal ([`Rejection::Ledger`](crate::Rejection::Ledger)).
+    pub fn ledger(mut self, config: RatioConfig) -> Self {
+        self.ledger = Some(config);
+        self
+    }
+
+    /// A concurrency limit on attempts in flight (hedges included), shared by every clone: fixed
+    /// (a bulkhead) or adaptive (AIMD, gradient: [`reliable_core::limit`]), moved by each
+    /// attempt's class through the core's answer table. An attempt over the limit is refused
+    /// locally ([`Rejection::Limit`](crate::Rejection::Limit)): inside a retry that ends the call
+    /// at once, unless the retry policy waits on refusals.
+    pub fn limit(mut self, config: LimiterConfig) -> Self {
+        self.limit = Some(config);
+        self
+    }
+
+    /// A static bulkhead: at most `calls` attempts in flight ([`limit`](Self::limit)).
+    pub fn bulkhead(self, calls: u32) -> Self {
+        self.limit(LimiterConfig::bulkhead(calls))
+    }
+
+    /// A client-side rate limit on attempts sent (GCRA, [`RateConfig`]), shared by every clone;
+    /// an attempt over it is refused locally with the time until the next one would be admitted
+    /// ([`Rejection::RateLimited`](crate::Rejection::RateLimited)).
+    pub fn rate_limit(mut self, config: RateConfig) -> Self {
+        self.rate = Some(config);
+        self
+    }
+
     /// The clock. Default: tokio's with the `tokio` feature (so `tokio::time::pause()` works),
     /// the system clock otherwise. The clock is read only when a decision needs it: a call that
     /// succeeds through a closed breaker with a count window, no timeout, no deadline, no budget,
@@ -413,6 +489,48 @@ impl Builder {
             }
             None => None,
         };
+        if self.ledger.is_some() && budget.is_some() {
+            return Err(ConfigError::new(
+                "",
+                reliable_core::ConfigError::new(
+                    "ledger",
+                    Problem::Inconsistent("the ledger is the retry budget: set one of them"),
+                ),
+            ));
+        }
+        let hedger = match self.hedge {
+            Some(_) if self.idempotency == Idempotency::NotIdempotent => {
+                return Err(ConfigError::new(
+                    "",
+                    reliable_core::ConfigError::new(
+                        "hedge",
+                        Problem::Inconsistent("only idempotent calls are hedged: mark them"),
+                    ),
+                ));
+            }
+            Some(config) => Some(Mutex::new(Hedger::new(
+                HedgePolicy::new(config).map_err(|e| ConfigError::new("hedge", e))?,
+            ))),
+            None => None,
+        };
+        let ledger = match self.ledger {
+            Some(config) => Some(Mutex::new(
+                ExtraLedger::from_config(config).map_err(|e| ConfigError::new("ledger", e))?,
+            )),
+            None => None,
+        };
+        let limiter = match self.limit {
+            Some(config) => Some(Mutex::new(Limiter::new(
+                LimiterPolicy::new(config).map_err(|e| ConfigError::new("limit", e))?,
+            ))),
+            None => None,
+        };
+        let rate = match self.rate {
+            Some(config) => Some(Mutex::new(RateLimiter::new(
+                RatePolicy::new(config).map_err(|e| ConfigError::new("rate_limit", e))?,
+            ))),
+            None => None,
+        };
         let name: Arc<str> = Arc::from(self.name.as_str());
         #[allow(unused_mut)]
         let mut observers = self.observers;
@@ -444,8 +562,12 @@ impl Builder {
                 || matches!(c.window, reliable_core::breaker::WindowConfig::Time { .. })
                     && b.policy().needs_window()
         });
-        let success_needs_time =
-            breaker_needs_time || budget.is_some() || throttle.is_some() || !observers.is_empty();
+        let extra_load = hedger.is_some() || ledger.is_some() || limiter.is_some() || rate.is_some();
+        let success_needs_time = breaker_needs_time
+            || budget.is_some()
+            || throttle.is_some()
+            || extra_load
+            || !observers.is_empty();
         let eager_clock =
             success_needs_time || config.attempt_timeout.is_some() || config.deadline.is_some();
         let label = label(
@@ -462,6 +584,11 @@ impl Builder {
             retry,
             budget,
             throttle,
+            hedger,
+            idempotency: self.idempotency,
+            ledger,
+            limiter,
+            rate,
             clock: self.clock.unwrap_or_else(default_clock),
             sleep: self.sleep.unwrap_or_else(default_sleep),
             rng,
@@ -554,6 +681,22 @@ mod tests {
             ..ThrottleConfig::google_sre()
         };
         assert_eq!(field(Reliable::builder("x").throttle(t)), "throttle.k");
+        let fixed = |ms| Reliable::builder("x").hedge_after(std::time::Duration::from_millis(ms));
+        assert_eq!(field(fixed(10)), "hedge");
+        assert_eq!(field(fixed(0).idempotent()), "hedge.delay");
+        let ledger = RatioConfig::percent(0.1);
+        let budget = BudgetConfig::Ratio(ledger);
+        assert_eq!(
+            field(Reliable::builder("x").ledger(ledger).budget(budget)),
+            "ledger"
+        );
+        assert_eq!(field(Reliable::builder("x").bulkhead(0)), "limit.min");
+        let rate = RateConfig {
+            rate: 0,
+            period: Duration::from_secs(1),
+            burst: 1,
+        };
+        assert_eq!(field(Reliable::builder("x").rate_limit(rate)), "rate_limit.rate");
     }
 
     /// Each seed-word setter changes its own field and nothing else (the builder's other

@@ -16,6 +16,7 @@ use crate::sleep::SleepFuture;
 use reliable_core::Instant;
 use reliable_core::outcome::ErrorClass;
 use std::future::Future;
+use std::pin::Pin;
 use std::task::Poll;
 
 impl Reliable {
@@ -135,16 +136,25 @@ impl Reliable {
                             None => return Err(refusal.into_error(last.take())),
                         },
                     };
-                    let result = match deadline {
-                        None => Some(f().await),
-                        Some(deadline) => within(deadline, f(), inner).await,
+                    let result = if run.hedging() {
+                        let race = race(&mut run, &mut f, &classify, inner);
+                        match deadline {
+                            None => Some(race.await),
+                            Some(deadline) => within(deadline, race, inner).await,
+                        }
+                    } else {
+                        let attempt = async { f().await.map_err(|e| (classify(&e), Some(e))) };
+                        match deadline {
+                            None => Some(attempt.await),
+                            Some(deadline) => within(deadline, attempt, inner).await,
+                        }
                     };
                     match result {
                         Some(Ok(value)) => {
                             run.succeeded();
                             return Ok(value);
                         }
-                        Some(Err(e)) => (classify(&e), Some(e)),
+                        Some(Err(failure)) => failure,
                         None => (ErrorClass::Timeout, None),
                     }
                 }
@@ -155,6 +165,73 @@ impl Reliable {
             }
         }
     }
+}
+
+/// One attempt of an idempotent call, raced against its hedges: each hedge is sent when the
+/// hedging rules, the breaker, the limits and the ledger allow it (see `Run::try_hedge`), and the
+/// first **success** wins. The copies still in flight are then dropped (cancelled) as this
+/// returns, after the run has settled their permits and draws. A copy that fails while others
+/// are in flight is settled and the race goes on; when the last one fails, so does the attempt.
+/// The caller's timer bounds the whole race: dropped, it leaves the run to settle the copies.
+async fn race<T, E, C, F, Fut>(
+    run: &mut Run<'_>,
+    f: &mut F,
+    classify: &C,
+    inner: &Inner,
+) -> Result<T, Failure<E>>
+where
+    C: Fn(&E) -> ErrorClass,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    run.begin_race();
+    // (copy index in the run, its future); boxed so that copies can come and go.
+    let mut flying: Vec<(usize, Pin<Box<Fut>>)> = vec![(0, Box::pin(f()))];
+    let mut timer: Option<(Instant, SleepFuture)> = None;
+    std::future::poll_fn(|cx| {
+        loop {
+            let mut i = 0;
+            while let Some((slot, fut)) = flying.get_mut(i) {
+                let slot = *slot;
+                match fut.as_mut().poll(cx) {
+                    Poll::Pending => i += 1,
+                    Poll::Ready(Ok(value)) => {
+                        run.end_race(slot, true);
+                        return Poll::Ready(Ok(value));
+                    }
+                    Poll::Ready(Err(e)) => {
+                        let class = classify(&e);
+                        flying.remove(i);
+                        if flying.is_empty() {
+                            run.end_race(slot, false);
+                            return Poll::Ready(Err((class, Some(e))));
+                        }
+                        run.copy_failed(slot, class);
+                    }
+                }
+            }
+            let Some(at) = run.hedge_due() else {
+                return Poll::Pending;
+            };
+            let now = inner.clock.now();
+            if now >= at {
+                timer = None;
+                if let Some(slot) = run.try_hedge(now) {
+                    flying.push((slot, Box::pin(f())));
+                }
+                continue;
+            }
+            if timer.as_ref().is_none_or(|(due, _)| *due != at) {
+                timer = Some((at, inner.sleep.sleep((at - now).into())));
+            }
+            if let Some((_, t)) = &mut timer
+                && t.as_mut().poll(cx).is_pending()
+            {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await
 }
 
 /// Runs `fut` until `deadline` on the instance's clock: its output, or `None` once the timer

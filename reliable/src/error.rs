@@ -6,7 +6,7 @@
 //! | variant | downstream called? | what to do |
 //! |---|---|---|
 //! | [`Open`](Error::Open) | no: the breaker is open | serve a fallback ([`OrOpen::or_open`]), or come back after `retry_after` |
-//! | [`Rejected`](Error::Rejected) | not (again): refused locally (probe slots full, slow start, adaptive throttling, retry budget) | fall back, or fail fast |
+//! | [`Rejected`](Error::Rejected) | not (again): refused locally (probe slots full, slow start, adaptive throttling, retry budget, ledger, concurrency or rate limit) | fall back, or fail fast |
 //! | [`Timeout`](Error::Timeout) | yes, and the last attempt ran out of time | the downstream is slow |
 //! | [`GaveUp`](Error::GaveUp) | yes, and the last attempt failed with `last` | look at `reason` and `last` |
 //!
@@ -70,18 +70,46 @@ pub enum Rejection {
         /// The rejection probability at the time, in [0, 1].
         probability: f64,
     },
-    /// The retry budget refused the retry.
+    /// The retry budget (or the ledger of extra attempts, as the retry budget) refused the retry.
     Budget(Denied),
+    /// The ledger of extra attempts refused a half-open probe.
+    Ledger(Denied),
+    /// The concurrency limit is reached (a bulkhead, or an adaptive limit at this value).
+    Limit {
+        /// The limit at the time.
+        limit: u32,
+    },
+    /// The client-side rate limiter refused it; a call would be admitted after `retry_after`.
+    RateLimited {
+        /// Time until the next call is admitted.
+        retry_after: Duration,
+    },
 }
 
 impl Rejection {
-    /// A short lower-case name: `half-open-full`, `slow-start`, `throttled`, `budget`.
+    /// A short lower-case name: `half-open-full`, `slow-start`, `throttled`, `budget`, `ledger`,
+    /// `limit`, `rate-limited`.
     pub const fn name(self) -> &'static str {
         match self {
             Rejection::HalfOpenFull => "half-open-full",
             Rejection::SlowStart => "slow-start",
             Rejection::Throttled { .. } => "throttled",
             Rejection::Budget(_) => "budget",
+            Rejection::Ledger(_) => "ledger",
+            Rejection::Limit { .. } => "limit",
+            Rejection::RateLimited { .. } => "rate-limited",
+        }
+    }
+
+    /// Who refused, in the core's vocabulary: what the [answer table](reliable_core::answer)
+    /// reads it as.
+    pub const fn refuser(self) -> reliable_core::answer::Refuser {
+        use reliable_core::answer::Refuser;
+        match self {
+            Rejection::HalfOpenFull | Rejection::SlowStart => Refuser::Breaker,
+            Rejection::Throttled { .. } => Refuser::Throttle,
+            Rejection::Budget(_) | Rejection::Ledger(_) => Refuser::Budget,
+            Rejection::Limit { .. } | Rejection::RateLimited { .. } => Refuser::Limiter,
         }
     }
 }
@@ -93,6 +121,11 @@ impl fmt::Display for Rejection {
                 write!(f, "throttled locally (p = {probability:.3})")
             }
             Rejection::Budget(d) => write!(f, "retry budget ({d})"),
+            Rejection::Ledger(d) => write!(f, "ledger of extra attempts ({d})"),
+            Rejection::Limit { limit } => write!(f, "concurrency limit ({limit} in flight)"),
+            Rejection::RateLimited { retry_after } => {
+                write!(f, "rate limited (next call in {retry_after:?})")
+            }
             other => f.write_str(other.name()),
         }
     }

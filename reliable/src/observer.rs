@@ -2,7 +2,9 @@
 //!
 //! A [`Reliable`](crate::Reliable) tells each of its observers what it does, as plain values:
 //! every attempt sent, every retry scheduled (with its class and wait), every refusal, every
-//! breaker state change, every give-up, and how each call ended. Every method has an empty default,
+//! breaker state change, every give-up, how each call ended, and for the extra-load controls
+//! every hedge sent, refused and won, every losing attempt cancelled, every ledger draw and
+//! refusal by kind, and every move of a concurrency limit. Every method has an empty default,
 //! so an observer implements only what it needs. Observers run inline on the calling task: keep
 //! them short and non-blocking. Under the `metrics` feature, `Builder::metrics`
 //! adds one that exports through the `metrics` facade.
@@ -27,6 +29,7 @@
 
 use crate::error::Rejection;
 use reliable_core::breaker::{RejectReason, Transition};
+use reliable_core::ledger::Extra;
 use reliable_core::outcome::ErrorClass;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -39,7 +42,7 @@ pub enum Refusal {
         /// Time until it turns half-open.
         retry_after: Option<Duration>,
     },
-    /// Refused locally (probe slots full, slow start, throttling, budget).
+    /// Refused locally (probe slots full, slow start, throttling, budget, ledger, limits).
     Rejected(Rejection),
 }
 
@@ -125,5 +128,33 @@ pub trait Observer: Send + Sync + Debug + 'static {
     /// The call is over (once per call, cancelled calls included).
     fn on_call_end(&self, name: &str, end: &CallEnd) {
         let _ = (name, end);
+    }
+    /// Attempt `attempt` is a hedge: another copy of the attempt in flight, sent because it is
+    /// slow (see [`Builder::hedge`](crate::Builder::hedge)). `on_attempt` follows.
+    fn on_hedge(&self, name: &str, attempt: u32) {
+        let _ = (name, attempt);
+    }
+    /// A hedge was due but not sent: refused locally (the ledger, a limit, the breaker). No other
+    /// hedge of that attempt follows.
+    fn on_hedge_refused(&self, name: &str, refusal: Refusal) {
+        let _ = (name, refusal);
+    }
+    /// Attempt `attempt` succeeded first while other copies of it were in flight; `hedge`: it was
+    /// a hedge (not the attempt the copies were made of).
+    fn on_hedge_won(&self, name: &str, attempt: u32, hedge: bool) {
+        let _ = (name, attempt, hedge);
+    }
+    /// Attempt `attempt` lost a race (another copy succeeded first): it is dropped, its permits
+    /// and ledger draw settled.
+    fn on_attempt_cancelled(&self, name: &str, attempt: u32) {
+        let _ = (name, attempt);
+    }
+    /// The ledger of extra attempts granted (`granted`) or refused an extra attempt of `kind`.
+    fn on_ledger(&self, name: &str, kind: Extra, granted: bool) {
+        let _ = (name, kind, granted);
+    }
+    /// The concurrency limit moved from `from` to `to` calls.
+    fn on_limit_change(&self, name: &str, from: u32, to: u32) {
+        let _ = (name, from, to);
     }
 }

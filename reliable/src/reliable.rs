@@ -9,6 +9,9 @@ use crate::sleep::Sleep;
 use crate::stats::{Stats, Total};
 use reliable_core::breaker::{Counts, State};
 use reliable_core::budget::AnyBudget;
+use reliable_core::hedge::{Hedger, Idempotency};
+use reliable_core::ledger::{Extra, ExtraLedger};
+use reliable_core::limit::{Limiter, RateLimiter};
 use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::AdaptiveThrottle;
 use std::sync::{Arc, Mutex};
@@ -32,6 +35,16 @@ pub(crate) struct Inner {
     pub retry: RetryPolicy,
     pub budget: Option<Mutex<AnyBudget>>,
     pub throttle: Option<Mutex<AdaptiveThrottle>>,
+    /// Hedges for the attempts of idempotent calls.
+    pub hedger: Option<Mutex<Hedger>>,
+    /// Whether calls may be sent twice (only then are they hedged).
+    pub idempotency: Idempotency,
+    /// The one budget of extra attempts: retries (as the retry budget), hedges and probes.
+    pub ledger: Option<Mutex<ExtraLedger>>,
+    /// The concurrency limit of attempts in flight (hedges included).
+    pub limiter: Option<Mutex<Limiter>>,
+    /// The client-side rate limit of attempts sent.
+    pub rate: Option<Mutex<RateLimiter>>,
     pub clock: Arc<dyn Clock>,
     pub sleep: Arc<dyn Sleep>,
     pub rng: Rng,
@@ -113,6 +126,16 @@ pub struct Snapshot {
     pub cancelled: u64,
     /// Retries sent.
     pub retries: u64,
+    /// Hedges sent.
+    pub hedges: u64,
+    /// Calls won by a hedge.
+    pub hedges_won: u64,
+    /// The ledger's extra attempts granted, by kind (retry, hedge, probe); zero without one.
+    pub ledger_drawn: [u64; 3],
+    /// The ledger's extra attempts refused, by kind (retry, hedge, probe).
+    pub ledger_denied: [u64; 3],
+    /// The concurrency limit now, `None` without one.
+    pub limit: Option<u32>,
 }
 
 impl Reliable {
@@ -137,6 +160,9 @@ impl Reliable {
     /// | deadline of a whole call | [`deadline`](Builder::deadline) | none |
     /// | retry budget, adaptive throttle | [`budget`](Builder::budget), [`throttle`](Builder::throttle) | none |
     /// | breaker verdicts | [`breaker_per_call`](Builder::breaker_per_call) | one per attempt |
+    /// | hedging of idempotent calls | [`hedge`](Builder::hedge), [`idempotent`](Builder::idempotent) | none; calls not idempotent |
+    /// | one ledger for retries, hedges and probes | [`ledger`](Builder::ledger) | none |
+    /// | concurrency limit, rate limit | [`limit`](Builder::limit), [`bulkhead`](Builder::bulkhead), [`rate_limit`](Builder::rate_limit) | none |
     pub fn builder(name: &str) -> Builder {
         Builder::new(name)
     }
@@ -195,7 +221,26 @@ impl Reliable {
             refused: i.stats.total(Total::Refused),
             cancelled: i.stats.total(Total::Cancelled),
             retries: i.stats.total(Total::Retries),
+            hedges: i.stats.total(Total::Hedges),
+            hedges_won: i.stats.total(Total::HedgesWon),
+            ledger_drawn: ledger_counts(i, ExtraLedger::drawn),
+            ledger_denied: ledger_counts(i, ExtraLedger::denied),
+            limit: i
+                .limiter
+                .as_ref()
+                .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).limit()),
         }
+    }
+}
+
+/// A ledger's counters by kind, zero without a ledger.
+fn ledger_counts(i: &Inner, count: fn(&ExtraLedger, Extra) -> u64) -> [u64; 3] {
+    match &i.ledger {
+        Some(l) => {
+            let l = l.lock().unwrap_or_else(|p| p.into_inner());
+            Extra::ALL.map(|k| count(&l, k))
+        }
+        None => [0; 3],
     }
 }
 

@@ -21,13 +21,15 @@ pub(crate) enum Total {
     Refused,
     Cancelled,
     Retries,
+    Hedges,
+    HedgesWon,
 }
 
 /// One thread's counts, alone on its cache lines (128 bytes: adjacent-line prefetching pairs 64-byte
 /// lines on x86).
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct Stripe([AtomicU64; 5]);
+struct Stripe([AtomicU64; 7]);
 
 /// Totals since the instance was built.
 #[derive(Debug, Default)]

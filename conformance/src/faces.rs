@@ -28,6 +28,8 @@ pub struct Face {
     pub name: &'static str,
     /// Runs a sequence, answering its trace.
     pub run: fn(&Sequence) -> Result<String, String>,
+    /// Why the face cannot express a sequence (it is then listed, not run), or `None`.
+    pub skips: fn(&Sequence) -> Option<String>,
 }
 
 /// Every Rust face, the reference (`Reliable::call`) first.
@@ -35,14 +37,25 @@ pub const ALL: [Face; 3] = [
     Face {
         name: "reliable-call",
         run: reliable_call,
+        skips: |_| None,
     },
     Face {
         name: "reliable-call-blocking",
         run: reliable_call_blocking,
+        skips: |s| {
+            s.policy
+                .hedge
+                .map(|_| "hedge: a blocking call is never hedged".to_string())
+        },
     },
     Face {
         name: "tower-reliable-layer",
         run: tower_reliable_layer,
+        skips: |s| {
+            s.policy
+                .extra_load_field()
+                .map(|f| format!("{f}: not in ReliableConfig"))
+        },
     },
 ];
 
@@ -100,7 +113,8 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if !self.done {
+        // A loser of a hedged race is cancelled, not timed out (the face wrote that).
+        if !self.done && !self.trace.was_cancelled(self.n) {
             let class = Some(ErrorClass::Timeout);
             self.trace.answer(self.n, class, accepted(class));
         }
@@ -112,12 +126,30 @@ fn builder(s: &Sequence, trace: &Trace) -> reliable::Builder {
         .retry(s.policy.retry())
         .seed(1)
         .observer(trace.observer());
-    let b = match s.policy.breaker() {
+    let p = &s.policy;
+    let b = match p.breaker() {
         Some(c) => b.breaker(c),
         None => b.no_breaker(),
     };
-    match s.policy.budget() {
+    let b = match p.budget() {
         Some(c) => b.budget(c),
+        None => b,
+    };
+    let b = if p.idempotent { b.idempotent() } else { b };
+    let b = match p.hedge() {
+        Some(c) => b.hedge(c),
+        None => b,
+    };
+    let b = match p.ledger() {
+        Some(c) => b.ledger(c),
+        None => b,
+    };
+    let b = match p.limit() {
+        Some(c) => b.limit(c),
+        None => b,
+    };
+    match p.rate_limit() {
+        Some(c) => b.rate_limit(c),
         None => b,
     }
 }

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use reliable_core::Duration;
 use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
 use reliable_core::breaker::{BreakerConfig, ProbeRule};
-use reliable_core::budget::{BudgetConfig, Threshold, TokenBucketConfig};
+use reliable_core::budget::{BudgetConfig, RatioConfig, Threshold, TokenBucketConfig};
+use reliable_core::hedge::{HedgeConfig, HedgeDelay};
+use reliable_core::limit::{LimiterConfig, RateConfig};
 use reliable_core::retry::RetryConfig;
 use serde::Deserialize;
 
@@ -49,6 +51,54 @@ pub struct PolicyBlock {
     pub wait_on_refusal: bool,
     pub breaker: Option<BreakerBlock>,
     pub budget: Option<BudgetBlock>,
+    /// Optional (default `false`): the calls may be sent twice, so they may be hedged.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// Optional (default none): hedging.
+    #[serde(default)]
+    pub hedge: Option<HedgeBlock>,
+    /// Optional (default none): one ledger for retries, hedges and probes (then no `budget`).
+    #[serde(default)]
+    pub ledger: Option<LedgerBlock>,
+    /// Optional (default none): a concurrency limit on attempts in flight.
+    #[serde(default)]
+    pub limit: Option<LimitBlock>,
+    /// Optional (default none): a client-side rate limit on attempts sent.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitBlock>,
+}
+
+/// A hedge `delay_ms` after an attempt is sent, the next after `2 × delay_ms`, up to `max_hedges`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgeBlock {
+    pub delay_ms: u64,
+    pub max_hedges: u32,
+}
+
+/// The ledger: extra attempts ≤ `ratio` × first tries + `min_per_sec` × the window, over `ttl_ms`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerBlock {
+    pub ratio: f64,
+    pub min_per_sec: u32,
+    pub ttl_ms: u64,
+}
+
+/// A static bulkhead: at most `max_in_flight` attempts in flight, hedges included.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitBlock {
+    pub max_in_flight: u32,
+}
+
+/// `rate` attempts per `period_ms`, `burst` at once (GCRA).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitBlock {
+    pub rate: u32,
+    pub period_ms: u64,
+    pub burst: u32,
 }
 
 /// `{base_ms, factor, cap_ms}`: retry `k` waits `min(cap, base · factor^(k−1))`.
@@ -210,6 +260,53 @@ impl PolicyBlock {
                 retry_when: Threshold::AtLeast(retry_cost),
             }),
         })
+    }
+}
+
+impl PolicyBlock {
+    /// The core's hedging config, if any.
+    pub fn hedge(&self) -> Option<HedgeConfig> {
+        self.hedge.map(|h| HedgeConfig {
+            delay: HedgeDelay::Fixed(ms(h.delay_ms)),
+            max_hedges: h.max_hedges,
+        })
+    }
+
+    /// The core's ledger config, if any.
+    pub fn ledger(&self) -> Option<RatioConfig> {
+        self.ledger.map(|l| RatioConfig {
+            ratio: l.ratio,
+            min_per_sec: l.min_per_sec,
+            ttl: ms(l.ttl_ms),
+            slots: 10,
+        })
+    }
+
+    /// The core's concurrency limit, if any.
+    pub fn limit(&self) -> Option<LimiterConfig> {
+        self.limit.map(|l| LimiterConfig::bulkhead(l.max_in_flight))
+    }
+
+    /// The core's rate limit, if any.
+    pub fn rate_limit(&self) -> Option<RateConfig> {
+        self.rate_limit.map(|r| RateConfig {
+            rate: r.rate,
+            period: ms(r.period_ms),
+            burst: r.burst,
+        })
+    }
+
+    /// Whether it uses a field added after the first fields of format 1 (for faces that cannot
+    /// express them yet): its name.
+    pub fn extra_load_field(&self) -> Option<&'static str> {
+        [
+            (self.hedge.is_some(), "hedge"),
+            (self.ledger.is_some(), "ledger"),
+            (self.limit.is_some(), "limit"),
+            (self.rate_limit.is_some(), "rate_limit"),
+        ]
+        .into_iter()
+        .find_map(|(set, name)| set.then_some(name))
     }
 }
 

@@ -27,6 +27,10 @@ fn main() -> ExitCode {
         }
     };
     for s in &sequences {
+        if let Some(why) = (face.skips)(s) {
+            eprintln!("{}: not run by {} ({why})", s.name, face.name);
+            continue;
+        }
         match (face.run)(s) {
             Ok(trace) if bless => {
                 let p = conformance::root()

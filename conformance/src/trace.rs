@@ -20,6 +20,8 @@ pub struct Trace {
     call: Arc<AtomicUsize>,
     attempts: Arc<AtomicU32>,
     ending: Arc<Mutex<Option<String>>>,
+    /// Attempts of this call the face cancelled (losers of a hedged race).
+    cancelled: Arc<Mutex<Vec<u32>>>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -50,6 +52,7 @@ impl Trace {
             call: Arc::default(),
             attempts: Arc::default(),
             ending: Arc::default(),
+            cancelled: Arc::default(),
         }
     }
 
@@ -70,6 +73,19 @@ impl Trace {
         self.call.store(i, Ordering::SeqCst);
         self.attempts.store(0, Ordering::SeqCst);
         *self.ending.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.cancelled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Whether the face cancelled attempt `n` of this call (it lost a hedged race): its drop is
+    /// not a timeout.
+    pub fn was_cancelled(&self, n: u32) -> bool {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&n)
     }
 
     /// An attempt is sent; its number.
@@ -131,12 +147,7 @@ impl Observer for Recorder {
     }
 
     fn on_reject(&self, _: &str, refusal: Refusal) {
-        let by = match refusal {
-            Refusal::Open { .. }
-            | Refusal::Rejected(Rejection::HalfOpenFull | Rejection::SlowStart) => "breaker",
-            Refusal::Rejected(Rejection::Throttled { .. }) => "throttle",
-            Refusal::Rejected(Rejection::Budget(_)) => "budget",
-        };
+        let by = refuser(refusal);
         self.0.push("refused", &format!(",\"by\":\"{by}\""));
         let mut ending = self.0.ending.lock().unwrap_or_else(|p| p.into_inner());
         ending.get_or_insert_with(|| "refused".into());
@@ -149,9 +160,36 @@ impl Observer for Recorder {
         );
     }
 
+    fn on_hedge(&self, _: &str, attempt: u32) {
+        self.0.push("hedge", &format!(",\"n\":{attempt}"));
+    }
+
+    fn on_hedge_refused(&self, _: &str, refusal: Refusal) {
+        let by = refuser(refusal);
+        self.0.push("no-hedge", &format!(",\"by\":\"{by}\""));
+    }
+
+    fn on_attempt_cancelled(&self, _: &str, attempt: u32) {
+        self.0.push("cancelled", &format!(",\"n\":{attempt}"));
+        let mut cancelled = self.0.cancelled.lock().unwrap_or_else(|p| p.into_inner());
+        cancelled.push(attempt);
+    }
+
     fn on_give_up(&self, _: &str, _: u32, reason: &'static str) {
         let mut ending = self.0.ending.lock().unwrap_or_else(|p| p.into_inner());
         // A refusal already ended the call (the retry layer then reports "refused" too).
         ending.get_or_insert_with(|| reason.into());
+    }
+}
+
+/// Who refused, as a trace names it.
+fn refuser(refusal: Refusal) -> &'static str {
+    match refusal {
+        Refusal::Open { .. }
+        | Refusal::Rejected(Rejection::HalfOpenFull | Rejection::SlowStart) => "breaker",
+        Refusal::Rejected(Rejection::Throttled { .. }) => "throttle",
+        Refusal::Rejected(Rejection::Budget(_)) => "budget",
+        Refusal::Rejected(Rejection::Ledger(_)) => "ledger",
+        Refusal::Rejected(Rejection::Limit { .. } | Rejection::RateLimited { .. }) => "limiter",
     }
 }

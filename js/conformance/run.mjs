@@ -7,7 +7,8 @@
 //   node conformance/run.mjs --print SEQUENCE.json           print one trace
 //
 // What the seed's API cannot express is refused by name and listed, never run half-way: a
-// deadline, a throttled backoff, retry_timeouts false, wait_on_refusal, a budget.
+// deadline, a throttled backoff, retry_timeouts false, wait_on_refusal, a budget, and any policy
+// field this runner does not know (hedging, the ledger, limits).
 // The block's breaker (N failures in a row, open_ms, M probe successes, one probe at a time) is
 // the seed's breaker with window N and failureRate 1 (the last N calls all failed is N failures
 // in a row) and probe M; calls in a sequence run one after another, so the seed's ungated
@@ -24,7 +25,17 @@ import { basename, join } from "node:path";
 import { CircuitBreaker, CircuitOpenError, reliable } from "../dist/esm/entry.esm.js";
 
 /** Why a sequence cannot be expressed in the seed's API, or null. */
+// The policy fields this runner reads; any other field that is set (a later optional field of
+// format 1: hedging, the ledger, limits) is not expressible in the seed's API.
+const KNOWN_FIELDS = new Set([
+  "max_attempts", "attempt_timeout_ms", "deadline_ms", "backoff", "throttled_backoff",
+  "max_server_delay_ms", "retry_timeouts", "wait_on_refusal", "breaker", "budget",
+]);
+
 export function inexpressible(policy) {
+  for (const field of Object.keys(policy).sort()) {
+    if (!KNOWN_FIELDS.has(field) && policy[field] != null && policy[field] !== false) return field;
+  }
   if (policy.deadline_ms != null) return "deadline_ms";
   if (policy.throttled_backoff != null) return "throttled_backoff";
   if (policy.retry_timeouts !== true) return "retry_timeouts";

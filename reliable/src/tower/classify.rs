@@ -10,7 +10,8 @@ use reliable_core::{Duration, Instant};
 
 use crate::http::{Signals, classify_status};
 
-use super::error::{BoxError, Open, Throttled, TimedOut};
+use super::error::{BoxError, OverLimit, OverRate, Open, Throttled, TimedOut};
+use reliable_core::answer::{Answer, Refuser};
 
 /// Maps an answer to the core's error classes. A response can be a failure (an HTTP 503 is an
 /// `Ok` at the service level); an error is always one.
@@ -19,7 +20,8 @@ pub trait Classify<Res>: Clone + Send + Sync + 'static {
     fn response(&self, res: &Res) -> Option<ErrorClass>;
 
     /// The class of an error. The default knows the layers' own errors ([`TimedOut`]: timeout;
-    /// [`Open`] and [`Throttled`]: refused locally, with the breaker's `retry_after`) and calls
+    /// [`Open`], [`Throttled`], [`OverLimit`] and [`OverRate`]: refused locally, with the
+    /// breaker's or the rate limiter's `retry_after`) and calls
     /// every other error transient.
     fn error(&self, e: &BoxError) -> ErrorClass {
         error_class(e)
@@ -36,9 +38,25 @@ pub fn error_class(e: &BoxError) -> ErrorClass {
         }
     } else if e.is::<Throttled>() {
         ErrorClass::Refused { retry_after: None }
+    } else if let Some(limited) = local_limit(e) {
+        limited
     } else {
         ErrorClass::Transient
     }
+}
+
+/// A limiter's refusal, read through the core's answer table.
+fn local_limit(e: &BoxError) -> Option<ErrorClass> {
+    let retry_after = if e.is::<OverLimit>() {
+        None
+    } else {
+        Some(e.downcast_ref::<OverRate>()?.retry_after)
+    };
+    Answer::Refused {
+        by: Refuser::Limiter,
+        retry_after,
+    }
+    .class()
 }
 
 /// What a retry or fallback layer needs besides classification: a copy of the request to send

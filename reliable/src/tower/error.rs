@@ -85,3 +85,33 @@ impl std::error::Error for GaveUp {
         Some(&*self.last)
     }
 }
+
+/// The concurrency limit is reached: the call was not made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverLimit {
+    /// The limit at the time.
+    pub limit: u32,
+}
+
+impl fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "concurrency limit reached ({} in flight)", self.limit)
+    }
+}
+
+impl std::error::Error for OverLimit {}
+
+/// The client-side rate limit refused the call: the call was not made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverRate {
+    /// Time until a call would be admitted.
+    pub retry_after: Duration,
+}
+
+impl fmt::Display for OverRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rate limited: next call in {}", self.retry_after)
+    }
+}
+
+impl std::error::Error for OverRate {}

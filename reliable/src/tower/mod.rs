@@ -15,6 +15,13 @@
 //!   with [`Throttled`], as the downstream accepts less of what it is sent.
 //! - [`FallbackLayer`]: tries a second service when the first fails, and stamps the answer with the
 //!   path that served it ([`ServedBy`]).
+//! - [`HedgeLayer`]: hedged requests for requests the policy can copy (idempotent ones): the
+//!   first success wins, the other copies are dropped; hedges may draw from a [`SharedLedger`].
+//! - [`ConcurrencyLimitLayer`] (a bulkhead, AIMD or gradient) and [`RateLimitLayer`] (GCRA):
+//!   local refusals ([`OverLimit`], [`OverRate`]) in `call`, read as `Refused` by the core's
+//!   answer table.
+//! - [`SharedLedger`]: one budget of extra attempts for [`RetryLayer::ledger`] and
+//!   [`HedgeLayer::ledger`].
 //! - [`ReliableLayer`]: retry → throttle → breaker from one [`ReliableConfig`].
 //!
 //! The layers share the crate's machinery: the core's policies, its injected
@@ -48,6 +55,9 @@ mod breaker;
 mod classify;
 mod error;
 mod fallback;
+mod hedge;
+mod ledger;
+mod limit;
 mod reliable;
 mod retry;
 mod throttle;
@@ -55,8 +65,14 @@ mod time;
 
 pub use breaker::{Breaker, BreakerLayer};
 pub use classify::{AnyOk, Classify, Deadline, HttpPolicy, Policy, error_class};
-pub use error::{BoxError, GaveUp, Open, Throttled, TimedOut};
+pub use error::{BoxError, GaveUp, Open, OverLimit, OverRate, Throttled, TimedOut};
 pub use fallback::{Fallback, FallbackLayer, ServedBy, Stamp};
+pub use hedge::{HedgeFuture, HedgeLayer, HedgeService};
+pub use ledger::SharedLedger;
+pub use limit::{
+    ConcurrencyLimitFuture, ConcurrencyLimitLayer, ConcurrencyLimitService, RateLimitFuture,
+    RateLimitLayer, RateLimitService,
+};
 pub use reliable::{ReliableConfig, ReliableLayer};
 pub use retry::{Retry, RetryLayer};
 pub use throttle::{Throttle, ThrottleLayer};

@@ -143,4 +143,22 @@ impl<O: crate::observer::Observer> crate::observer::Observer for Shared<O> {
     fn on_call_end(&self, name: &str, end: &crate::observer::CallEnd) {
         self.0.on_call_end(name, end);
     }
+    fn on_hedge(&self, name: &str, attempt: u32) {
+        self.0.on_hedge(name, attempt);
+    }
+    fn on_hedge_refused(&self, name: &str, refusal: crate::observer::Refusal) {
+        self.0.on_hedge_refused(name, refusal);
+    }
+    fn on_hedge_won(&self, name: &str, attempt: u32, hedge: bool) {
+        self.0.on_hedge_won(name, attempt, hedge);
+    }
+    fn on_attempt_cancelled(&self, name: &str, attempt: u32) {
+        self.0.on_attempt_cancelled(name, attempt);
+    }
+    fn on_ledger(&self, name: &str, kind: reliable_core::ledger::Extra, granted: bool) {
+        self.0.on_ledger(name, kind, granted);
+    }
+    fn on_limit_change(&self, name: &str, from: u32, to: u32) {
+        self.0.on_limit_change(name, from, to);
+    }
 }

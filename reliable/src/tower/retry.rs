@@ -28,7 +28,7 @@ use std::task::{Context, Poll};
 
 use reliable_core::ConfigError;
 use reliable_core::Instant;
-use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy};
+use reliable_core::budget::{AnyBudget, Budget, BudgetConfig, BudgetPolicy};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy, RetryState};
 use tower_layer::Layer;
@@ -36,6 +36,7 @@ use tower_service::Service;
 
 use super::classify::Policy;
 use super::error::{BoxError, GaveUp, TimedOut};
+use super::ledger::SharedLedger;
 use super::time::Time;
 use crate::clock::Clock;
 use crate::observer::Observer;
@@ -50,6 +51,9 @@ type CoreBudget = AnyBudget<64>;
 
 struct Shared {
     budget: Mutex<CoreBudget>,
+    /// The ledger of extra attempts, when retries draw from it instead of `budget` (settable
+    /// after the state is shared, so that setting it keeps the state).
+    ledger: Mutex<Option<SharedLedger>>,
     samples: Rng,
 }
 
@@ -58,6 +62,19 @@ impl Shared {
         self.budget
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` with the budget retries draw from: the ledger if there is one.
+    fn with_budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+        let ledger = self
+            .ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match ledger {
+            Some(l) => f(&mut *l.lock()),
+            None => f(&mut *self.budget()),
+        }
     }
 }
 
@@ -69,6 +86,7 @@ pub struct RetryLayer<P> {
     policy: P,
     time: Time,
     shared: Option<Arc<Shared>>,
+    ledger: Option<SharedLedger>,
     seed: Option<u64>,
     name: Arc<str>,
     observers: Arc<[Arc<dyn Observer>]>,
@@ -92,6 +110,7 @@ impl<P> RetryLayer<P> {
             policy,
             time: Time::tokio(),
             shared: None,
+            ledger: None,
             seed: None,
             name: "retry".into(),
             observers: Arc::new([]),
@@ -108,6 +127,22 @@ impl<P> RetryLayer<P> {
         self.budget = budget;
         self.shared = None;
         Ok(self)
+    }
+
+    /// Retries draw from `ledger`, the one budget of extra attempts that hedges
+    /// ([`HedgeLayer::ledger`](super::HedgeLayer::ledger)) and probes share, instead of a budget
+    /// of their own. Every service this layer wraps, and every layer given a clone of `ledger`,
+    /// draws from the same one.
+    pub fn ledger(mut self, ledger: SharedLedger) -> Self {
+        self.ledger = Some(ledger.clone());
+        if let Some(shared) = &self.shared {
+            // The state shared earlier stays; it now draws from `ledger`.
+            *shared
+                .ledger
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ledger);
+        }
+        self
     }
 
     /// The same layer reading time from `clock` and waiting on `sleep`.
@@ -152,6 +187,7 @@ impl<P> RetryLayer<P> {
         };
         Arc::new(Shared {
             budget: Mutex::new(budget),
+            ledger: Mutex::new(self.ledger.clone()),
             samples: Rng::new(self.seed.unwrap_or_else(random_seed)),
         })
     }
@@ -209,8 +245,8 @@ impl Drop for Request {
     fn drop(&mut self) {
         if !self.state.is_finished() {
             let now = self.time.now();
-            self.retry
-                .abandon(&mut self.state, now, &mut *self.shared.budget());
+            let (retry, state) = (&self.retry, &mut self.state);
+            self.shared.with_budget(|b| retry.abandon(state, now, b));
         }
     }
 }
@@ -265,7 +301,7 @@ where
         let (name, observers) = (self.name.clone(), self.observers.clone());
         Box::pin(async move {
             let now = clock.now();
-            let state = retry.start(now, &mut *shared.budget());
+            let state = shared.with_budget(|b| retry.start(now, b));
             let mut request = Request {
                 state,
                 retry: retry.clone(),
@@ -301,17 +337,13 @@ where
                 };
                 let now = clock.now();
                 let Some(class) = class else {
-                    retry.on_success(&mut request.state, now, &mut *shared.budget());
+                    shared.with_budget(|b| retry.on_success(&mut request.state, now, b));
                     return result;
                 };
                 let sample = shared.samples.next_u64();
-                let decision = retry.on_failure_with(
-                    &mut request.state,
-                    class,
-                    now,
-                    &mut *shared.budget(),
-                    sample,
-                );
+                let decision = shared.with_budget(|b| {
+                    retry.on_failure_with(&mut request.state, class, now, b, sample)
+                });
                 let reason = match (decision, copy) {
                     (RetryDecision::RetryAt(at), Some(next)) => {
                         let wait = at.saturating_duration_since(now).into();
@@ -324,7 +356,7 @@ where
                     }
                     // Retryable, but the request cannot be sent twice: the answer is final.
                     (RetryDecision::RetryAt(_), None) => {
-                        retry.abandon(&mut request.state, now, &mut *shared.budget());
+                        shared.with_budget(|b| retry.abandon(&mut request.state, now, b));
                         None
                     }
                     (RetryDecision::GiveUp(reason), _) => Some(reason),

@@ -1,0 +1,318 @@
+//! [`HedgeLayer`]: hedged requests around a service (Dean & Barroso, "The Tail at Scale").
+//!
+//! When a request is still unanswered after the policy's delay (fixed, or a quantile of recent
+//! latencies: [`reliable_core::hedge`]), a copy is sent to a clone of the service, up to
+//! `max_hedges`; the first **success** (by the [`Policy`]'s classification) wins and every copy
+//! still in flight is dropped (cancelled: an HTTP client closes its connection). A copy that
+//! fails waits for the others; when every copy has failed, the last answer is returned. Only a
+//! request [`Policy::clone_request`] can copy is hedged (`None`: not idempotent). With a
+//! [`SharedLedger`], each hedge draws from the one budget of extra attempts that a
+//! [`RetryLayer`](super::RetryLayer) given the same ledger draws its retries from; a refused hedge
+//! is reported (`on_hedge_refused`) and the request goes on without it. Every draw is settled
+//! when its copy ends, wins, loses or is dropped.
+//!
+//! Compared with tower's `hedge`: that one takes the first answer, success or failure, and times
+//! hedges from a histogram rotated on a fixed period; this one waits for a success and reads its
+//! delay from the core's fixed-memory quantile, and can bound hedges by the ledger.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use reliable_core::ConfigError;
+use reliable_core::Instant;
+use reliable_core::hedge::{HedgeConfig, HedgePolicy, Hedger, Idempotency, NoHedge};
+use reliable_core::ledger::{Draw, Extra};
+use tower_layer::Layer;
+use tower_service::Service;
+
+use super::classify::Policy;
+use super::error::BoxError;
+use super::ledger::SharedLedger;
+use super::time::Time;
+use crate::clock::Clock;
+use crate::error::Rejection;
+use crate::observer::{Observer, Refusal};
+use crate::sleep::{Sleep, SleepFuture};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What every service of one layer shares.
+#[derive(Clone)]
+struct Config<P> {
+    hedger: Arc<Mutex<Hedger>>,
+    ledger: Option<SharedLedger>,
+    policy: P,
+    time: Time,
+    name: Arc<str>,
+    observers: Arc<[Arc<dyn Observer>]>,
+}
+
+/// Builds [`HedgeService`]s sharing one hedger (and its latency quantile). Setters keep it.
+#[derive(Clone)]
+pub struct HedgeLayer<P> {
+    config: Config<P>,
+}
+
+impl<P> fmt::Debug for HedgeLayer<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgeLayer")
+            .field("policy", lock(&self.config.hedger).policy())
+            .field("ledger", &self.config.ledger.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P> HedgeLayer<P> {
+    /// Hedges as `config` says; `policy` classifies answers and copies requests.
+    pub fn new(config: HedgeConfig, policy: P) -> Result<Self, ConfigError> {
+        Ok(HedgeLayer {
+            config: Config {
+                hedger: Arc::new(Mutex::new(Hedger::new(HedgePolicy::new(config)?))),
+                ledger: None,
+                policy,
+                time: Time::tokio(),
+                name: "hedge".into(),
+                observers: Arc::new([]),
+            },
+        })
+    }
+
+    /// Each hedge draws from `ledger` (see the [module docs](self)).
+    pub fn ledger(mut self, ledger: SharedLedger) -> Self {
+        self.config.ledger = Some(ledger);
+        self
+    }
+
+    /// The same layer reading time from `clock` and timing hedges on `sleep`.
+    pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
+        self.config.time = Time::new(clock, sleep);
+        self
+    }
+
+    /// Names the layer in what observers receive (default `hedge`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.config.name = name.into();
+        self
+    }
+
+    /// Tells `observer` every hedge sent (`on_hedge`, numbered within its request from 2),
+    /// refused (`on_hedge_refused`) and won (`on_hedge_won`), every copy cancelled
+    /// (`on_attempt_cancelled`) and every ledger answer (`on_ledger`).
+    pub fn observer(mut self, observer: impl Observer) -> Self {
+        let mut all = self.config.observers.to_vec();
+        all.push(Arc::new(observer));
+        self.config.observers = all.into();
+        self
+    }
+}
+
+impl<S, P: Clone> Layer<S> for HedgeLayer<P> {
+    type Service = HedgeService<S, P>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        HedgeService {
+            inner,
+            config: self.config.clone(),
+        }
+    }
+}
+
+/// A service whose slow requests are hedged (see the [module docs](self)).
+#[derive(Clone)]
+pub struct HedgeService<S, P> {
+    inner: S,
+    config: Config<P>,
+}
+
+impl<S: fmt::Debug, P> fmt::Debug for HedgeService<S, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgeService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The response future of [`HedgeService`].
+pub type HedgeFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
+
+/// One copy of the request in flight: its number (1: the original), when it was sent, its
+/// future, and its ledger draw, settled when the copy is dropped whatever its end.
+struct Racer<F> {
+    n: u32,
+    sent: Instant,
+    fut: Pin<Box<F>>,
+    draw: Option<(SharedLedger, Draw, Time)>,
+}
+
+impl<F> Drop for Racer<F> {
+    fn drop(&mut self) {
+        if let Some((ledger, draw, time)) = self.draw.take() {
+            ledger.lock().settle(draw, time.now());
+        }
+    }
+}
+
+impl<P> Config<P> {
+    fn tell(&self, f: impl Fn(&dyn Observer, &str)) {
+        for o in self.observers.iter() {
+            f(&**o, &self.name);
+        }
+    }
+
+    /// A hedge of `call` at `now`, if the rules and the ledger allow: its draw (`Ok(None)`
+    /// without a ledger). `Err(true)`: refused, no other hedge of this request follows.
+    fn try_hedge(
+        &self,
+        call: &mut reliable_core::hedge::HedgedCall,
+        now: Instant,
+    ) -> Result<Option<(SharedLedger, Draw, Time)>, bool> {
+        let hedger = lock(&self.hedger);
+        let Some(ledger) = &self.ledger else {
+            return hedger.try_hedge(call, now).map(|()| None).map_err(|_| true);
+        };
+        let drawn = hedger.try_hedge_from(call, now, &mut ledger.lock());
+        drop(hedger);
+        if !matches!(drawn, Err(NoHedge::NotYet { .. })) {
+            self.tell(|o, name| o.on_ledger(name, Extra::Hedge, drawn.is_ok()));
+        }
+        match drawn {
+            Ok(draw) => Ok(Some((ledger.clone(), draw, self.time.clone()))),
+            Err(NoHedge::Ledger(d)) => {
+                let refusal = Refusal::Rejected(Rejection::Ledger(d));
+                self.tell(|o, name| o.on_hedge_refused(name, refusal));
+                Err(true)
+            }
+            Err(_) => Err(true),
+        }
+    }
+}
+
+impl<S, Req, P> Service<Req> for HedgeService<S, P>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    Req: Send + 'static,
+    P: Policy<Req, S::Response>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = HedgeFuture<S::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        let config = self.config.clone();
+        let spare = config.policy.clone_request(&req);
+        let idempotency = match spare {
+            Some(_) => Idempotency::Idempotent,
+            None => Idempotency::NotIdempotent,
+        };
+        // The readied service takes the original; a clone waits for readiness before each hedge.
+        let clone = self.inner.clone();
+        let mut first = std::mem::replace(&mut self.inner, clone.clone());
+        let mut svc = clone;
+        let start = config.time.now();
+        let original = first.call(req);
+        Box::pin(async move {
+            let mut call = lock(&config.hedger).start(start, idempotency);
+            let mut spare = spare;
+            let mut flying = vec![Racer {
+                n: 1,
+                sent: start,
+                fut: Box::pin(original),
+                draw: None,
+            }];
+            let mut sent = 1;
+            let mut hedging = spare.is_some();
+            let mut timer: Option<(Instant, SleepFuture)> = None;
+            std::future::poll_fn(|cx| {
+                loop {
+                    let mut i = 0;
+                    while let Some(copy) = flying.get_mut(i) {
+                        let Poll::Ready(result) = copy.fut.as_mut().poll(cx) else {
+                            i += 1;
+                            continue;
+                        };
+                        let result: Result<S::Response, BoxError> = result.map_err(Into::into);
+                        let now = config.time.now();
+                        let (n, latency) = (copy.n, now.saturating_duration_since(copy.sent));
+                        lock(&config.hedger).record(latency);
+                        let failed = match &result {
+                            Ok(res) => config.policy.response(res).is_some(),
+                            Err(_) => true,
+                        };
+                        flying.remove(i);
+                        if failed && !flying.is_empty() {
+                            continue;
+                        }
+                        if !failed && sent > 1 {
+                            for loser in &flying {
+                                config.tell(|o, name| o.on_attempt_cancelled(name, loser.n));
+                            }
+                            config.tell(|o, name| o.on_hedge_won(name, n, n > 1));
+                        }
+                        return Poll::Ready(result);
+                    }
+                    if !hedging {
+                        return Poll::Pending;
+                    }
+                    let Some(at) = lock(&config.hedger).next_hedge_at(&call) else {
+                        return Poll::Pending;
+                    };
+                    let now = config.time.now();
+                    if now < at {
+                        if timer.as_ref().is_none_or(|(due, _)| *due != at) {
+                            timer = Some((at, config.time.sleep_until(at)));
+                        }
+                        match timer.as_mut().map(|(_, t)| t.as_mut().poll(cx)) {
+                            Some(Poll::Ready(())) => continue,
+                            _ => return Poll::Pending,
+                        }
+                    }
+                    match svc.poll_ready(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        // A clone that cannot take a hedge: go on without.
+                        Poll::Ready(Err(_)) => {
+                            hedging = false;
+                            continue;
+                        }
+                        Poll::Ready(Ok(())) => {}
+                    }
+                    let draw = match config.try_hedge(&mut call, now) {
+                        Ok(draw) => draw,
+                        Err(_) => {
+                            hedging = false;
+                            continue;
+                        }
+                    };
+                    let Some(req) = spare.take() else {
+                        hedging = false;
+                        continue;
+                    };
+                    spare = config.policy.clone_request(&req);
+                    sent += 1;
+                    let n = sent;
+                    config.tell(|o, name| o.on_hedge(name, n));
+                    let fut = svc.call(req);
+                    svc = svc.clone();
+                    flying.push(Racer {
+                        n,
+                        sent: now,
+                        fut: Box::pin(fut),
+                        draw,
+                    });
+                }
+            })
+            .await
+        })
+    }
+}

@@ -14,7 +14,11 @@ use reliable::Reliable;
 use reliable::clock::{Clock, ManualClock, TokioClock};
 use reliable::http::HttpError;
 use reliable::sleep::TokioSleep;
-use reliable::tower::{BoxError, Deadline, HttpPolicy, ReliableConfig, ReliableLayer, TimedOut};
+use reliable::tower::{
+    BoxError, Deadline, HedgeLayer, HttpPolicy, RateLimitLayer, ReliableConfig, ReliableLayer,
+    SharedLedger, TimedOut,
+};
+use tower::util::BoxCloneService;
 use reliable_core::breaker::BreakerConfig;
 use reliable_core::outcome::ErrorClass;
 use tower::{Layer, ServiceExt};
@@ -51,10 +55,14 @@ pub const ALL: [Face; 3] = [
     Face {
         name: "tower-reliable-layer",
         run: tower_reliable_layer,
-        skips: |s| {
-            s.policy
-                .extra_load_field()
-                .map(|f| format!("{f}: not in ReliableConfig"))
+        skips: |s| match (&s.policy.limit, &s.policy.ledger, &s.policy.breaker) {
+            (Some(_), _, _) => Some(
+                "limit: a limit layer below the hedge layer fails a hedge as a refused copy, \
+                 above it never sees hedges"
+                    .into(),
+            ),
+            (_, Some(_), Some(_)) => Some("ledger: the breaker layer draws no probes".into()),
+            _ => None,
         },
     },
 ];
@@ -260,6 +268,73 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
     Ok(trace.text())
 }
 
+/// The tower face's request policy: HTTP classification, and copies of a request only for an
+/// idempotent sequence (a hedge needs one; a retry too, so a retry layer above gets them always).
+#[derive(Clone, Copy, Debug)]
+struct Copyable(bool);
+
+impl reliable::tower::Classify<http::Response<()>> for Copyable {
+    fn response(&self, res: &http::Response<()>) -> Option<ErrorClass> {
+        reliable::tower::Classify::response(&HttpPolicy::new(), res)
+    }
+}
+
+impl reliable::tower::Policy<http::Request<()>, http::Response<()>> for Copyable {
+    fn clone_request(&self, req: &http::Request<()>) -> Option<http::Request<()>> {
+        self.0.then(|| {
+            reliable::tower::Policy::<_, http::Response<()>>::clone_request(&HttpPolicy::new(), req)
+        })?
+    }
+}
+
+/// `HedgeLayer` numbers the copies of a request from 1 (the original); a trace numbers attempts
+/// across the call. Calls run one after another and a request's copies are sent together, so the
+/// original is the attempt sent last when its first hedge goes: its number is the base.
+#[derive(Debug)]
+struct Renumber {
+    trace: Trace,
+    base: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl reliable::observer::Observer for Renumber {
+    fn on_hedge(&self, name: &str, copy: u32) {
+        if copy == 2 {
+            self.base.store(self.trace.attempts(), Ordering::SeqCst);
+        }
+        let n = self.base.load(Ordering::SeqCst) + copy - 1;
+        self.trace.observer().on_hedge(name, n);
+    }
+    fn on_hedge_refused(&self, name: &str, refusal: reliable::observer::Refusal) {
+        self.trace.observer().on_hedge_refused(name, refusal);
+    }
+    fn on_attempt_cancelled(&self, name: &str, copy: u32) {
+        let n = self.base.load(Ordering::SeqCst) + copy - 1;
+        self.trace.observer().on_attempt_cancelled(name, n);
+    }
+}
+
+/// An optional layer: `Some(layer)` wraps, `None` passes through (boxed to one type).
+struct Either;
+
+type HttpService = BoxCloneService<http::Request<()>, http::Response<()>, BoxError>;
+
+impl Either {
+    fn layered<L>(layer: Option<L>, inner: HttpService) -> HttpService
+    where
+        L: Layer<HttpService>,
+        L::Service: tower::Service<http::Request<()>, Response = http::Response<()>, Error = BoxError>
+            + Clone
+            + Send
+            + 'static,
+        <L::Service as tower::Service<http::Request<()>>>::Future: Send + 'static,
+    {
+        match layer {
+            Some(l) => BoxCloneService::new(l.layer(inner)),
+            None => inner,
+        }
+    }
+}
+
 /// A breaker that never trips, for a policy block without one (the layer always has a breaker).
 fn no_breaker() -> BreakerConfig {
     let mut c = BreakerConfig::new();
@@ -280,10 +355,45 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
             breaker: s.policy.breaker().unwrap_or_else(no_breaker),
             throttle: None,
         };
+        let ledger = match s.policy.ledger() {
+            Some(c) => Some(SharedLedger::new(c).map_err(|e| e.to_string())?),
+            None => None,
+        };
         let layer = ReliableLayer::new(config, HttpPolicy::new())
             .map_err(|e| e.to_string())?
-            .with_time(clock, TokioSleep)
+            .with_time(clock.clone(), TokioSleep)
             .observer(trace.observer());
+        let layer = match &ledger {
+            Some(l) => layer.ledger(l.clone()),
+            None => layer,
+        };
+        // Below the breaker: hedges (numbered within their request: see `Renumber`), then the
+        // rate limit.
+        let hedge = match s.policy.hedge() {
+            Some(c) => {
+                let h = HedgeLayer::new(c, Copyable(s.policy.idempotent))
+                    .map_err(|e| e.to_string())?
+                    .with_time(clock.clone(), TokioSleep)
+                    .observer(Renumber {
+                        trace: trace.clone(),
+                        base: Arc::default(),
+                    });
+                Some(match &ledger {
+                    Some(l) => h.ledger(l.clone()),
+                    None => h,
+                })
+            }
+            None => None,
+        };
+        let rate = match s.policy.rate_limit() {
+            Some(c) => Some(
+                RateLimitLayer::new(c)
+                    .map_err(|e| e.to_string())?
+                    .with_time(clock.clone(), TokioSleep)
+                    .observer(trace.observer()),
+            ),
+            None => None,
+        };
         let script: Arc<Vec<Vec<Scripted>>> =
             Arc::new((0..s.calls.len()).map(|i| answers(s, i)).collect());
         let latency: Arc<Vec<Vec<u64>>> = Arc::new(
@@ -341,7 +451,10 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
                 }
             }
         });
-        let svc = layer.layer(fake);
+        let svc = layer.layer(Either::layered(
+            hedge,
+            Either::layered(rate, BoxCloneService::new(fake)),
+        ));
         for (i, call) in s.calls.iter().enumerate() {
             tokio::time::sleep_until(t0 + StdDuration::from_millis(call.start_ms)).await;
             trace.start_call(i);

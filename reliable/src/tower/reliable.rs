@@ -94,6 +94,15 @@ impl<P: Clone> ReliableLayer<P> {
         }
     }
 
+    /// Retries draw from `ledger`, the one budget of extra attempts a
+    /// [`HedgeLayer`](super::HedgeLayer) below may share ([`RetryLayer::ledger`]).
+    pub fn ledger(self, ledger: super::SharedLedger) -> Self {
+        ReliableLayer {
+            retry: self.retry.ledger(ledger),
+            ..self
+        }
+    }
+
     /// One budget, throttle and breaker for every service this layer wraps (per process rather
     /// than per wrapped service).
     pub fn shared(self) -> Self {

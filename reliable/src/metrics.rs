@@ -11,11 +11,17 @@
 //! | `reliable_breaker_would_reject_total` | counter | `name`, `reason` (`open`, `half-open-full`, `forced-open`, `slow-start`): calls shadow mode let through |
 //! | `reliable_call_attempts` | histogram | `name` |
 //! | `reliable_call_duration_seconds` | histogram | `name` |
+//! | `reliable_rejections_total` | counter | `name`, `reason` (`open`, `half-open-full`, `slow-start`, `throttled`, `budget`, `ledger`, `limit`, `rate-limited`): calls and retries refused locally |
+//! | `reliable_hedges_total` | counter | `name`, `result` (`sent`, `won`, `refused`): hedges sent, calls a hedge won, hedges due but refused (ledger, limit, breaker) |
+//! | `reliable_attempts_cancelled_total` | counter | `name`: losing copies of a hedged attempt dropped |
+//! | `reliable_ledger_total` | counter | `name`, `kind` (`retry`, `hedge`, `probe`), `result` (`drawn`, `denied`): the ledger of extra attempts |
+//! | `reliable_concurrency_limit` | gauge | `name`: the concurrency limit after each move |
 //!
 //! Labels stay low-cardinality: the instance's name (one per downstream), never a URL or a
 //! prompt. Durations are measured on the instance's clock.
 
-use crate::observer::{CallEnd, Observer};
+use crate::observer::{CallEnd, Observer, Refusal};
+use reliable_core::ledger::Extra;
 use metrics::{SharedString, counter, gauge, histogram};
 use reliable_core::breaker::{RejectReason, State, Transition};
 use std::sync::Arc;
@@ -71,6 +77,46 @@ impl Observer for Metrics {
     fn on_would_reject(&self, _: &str, reason: RejectReason) {
         counter!("reliable_breaker_would_reject_total", "name" => self.name.clone(), "reason" => reason_name(reason))
             .increment(1);
+    }
+
+    fn on_reject(&self, _: &str, refusal: Refusal) {
+        let reason = match refusal {
+            Refusal::Open { .. } => "open",
+            Refusal::Rejected(why) => why.name(),
+        };
+        counter!("reliable_rejections_total", "name" => self.name.clone(), "reason" => reason)
+            .increment(1);
+    }
+
+    fn on_hedge(&self, _: &str, _: u32) {
+        counter!("reliable_hedges_total", "name" => self.name.clone(), "result" => "sent")
+            .increment(1);
+    }
+
+    fn on_hedge_refused(&self, _: &str, _: Refusal) {
+        counter!("reliable_hedges_total", "name" => self.name.clone(), "result" => "refused")
+            .increment(1);
+    }
+
+    fn on_hedge_won(&self, _: &str, _: u32, hedge: bool) {
+        if hedge {
+            counter!("reliable_hedges_total", "name" => self.name.clone(), "result" => "won")
+                .increment(1);
+        }
+    }
+
+    fn on_attempt_cancelled(&self, _: &str, _: u32) {
+        counter!("reliable_attempts_cancelled_total", "name" => self.name.clone()).increment(1);
+    }
+
+    fn on_ledger(&self, _: &str, kind: Extra, granted: bool) {
+        let result = if granted { "drawn" } else { "denied" };
+        counter!("reliable_ledger_total", "name" => self.name.clone(), "kind" => kind.name(), "result" => result)
+            .increment(1);
+    }
+
+    fn on_limit_change(&self, _: &str, _: u32, to: u32) {
+        gauge!("reliable_concurrency_limit", "name" => self.name.clone()).set(f64::from(to));
     }
 
     fn on_call_end(&self, _: &str, end: &CallEnd) {

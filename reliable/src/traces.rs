@@ -9,10 +9,15 @@
 //! | `reliable.call` | span, INFO | `name` (the instance) | around each call |
 //! | `attempt` | event, DEBUG | `name`, `attempt` (1 for the first try) | an attempt is sent |
 //! | `retry` | event, INFO | `name`, `attempt` (the one that failed), `class`, `delay_ms` | a retry is scheduled |
-//! | `refused` | event, WARN | `name`, `refusal` | a call or retry refused locally (breaker open, probes full, throttle, budget) |
+//! | `refused` | event, WARN | `name`, `refusal` | a call or retry refused locally (breaker open, probes full, throttle, budget, ledger, limits) |
 //! | `transition` | event, WARN | `name`, `from`, `to` | the breaker changed state |
 //! | `gave up` | event, WARN | `name`, `attempts`, `reason` | no retry followed a failure |
 //! | `call end` | event, DEBUG | `name`, `outcome`, `attempts`, `elapsed_ms` | a call is over |
+//! | `hedge` | event, DEBUG | `name`, `attempt` | a hedge is sent as that attempt |
+//! | `hedge refused` | event, DEBUG | `name`, `refusal` | a hedge was due and refused (ledger, limit, breaker) |
+//! | `hedge race won` | event, DEBUG | `name`, `attempt`, `hedge` (whether the winner is a hedge) | a hedged attempt succeeded |
+//! | `attempt cancelled` | event, DEBUG | `name`, `attempt` | a losing copy was dropped |
+//! | `limit` | event, INFO | `name`, `from`, `to` | the concurrency limit moved |
 //!
 //! The event's message is its name, so `RUST_LOG=reliable=info` with `tracing-subscriber` shows
 //! retries, refusals and transitions.
@@ -59,5 +64,25 @@ impl Observer for TracingObserver {
         let elapsed_ms = end.elapsed.as_millis() as u64;
         let (outcome, attempts) = (end.outcome.name(), end.attempts);
         tracing::debug!(target: "reliable", name, outcome, attempts, elapsed_ms, "call end");
+    }
+
+    fn on_hedge(&self, name: &str, attempt: u32) {
+        tracing::debug!(target: "reliable", name, attempt, "hedge");
+    }
+
+    fn on_hedge_refused(&self, name: &str, refusal: Refusal) {
+        tracing::debug!(target: "reliable", name, refusal = ?refusal, "hedge refused");
+    }
+
+    fn on_hedge_won(&self, name: &str, attempt: u32, hedge: bool) {
+        tracing::debug!(target: "reliable", name, attempt, hedge, "hedge race won");
+    }
+
+    fn on_attempt_cancelled(&self, name: &str, attempt: u32) {
+        tracing::debug!(target: "reliable", name, attempt, "attempt cancelled");
+    }
+
+    fn on_limit_change(&self, name: &str, from: u32, to: u32) {
+        tracing::info!(target: "reliable", name, from, to, "limit");
     }
 }

@@ -153,7 +153,7 @@ async fn a_race_dropped_by_its_caller_hands_its_limit_slots_back() {
         .unwrap();
     let hang = rel.call_with(
         |_: &u16| ErrorClass::Transient,
-        || std::future::pending::<Result<u16, u16>>(),
+        std::future::pending::<Result<u16, u16>>,
     );
     assert!(
         tokio::time::timeout(Duration::from_millis(30), hang)

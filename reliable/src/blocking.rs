@@ -11,6 +11,11 @@
 //! deadline; the thread runs on (nothing can kill it) until the work checks its token or ends,
 //! and its late answer is dropped. That costs a thread and a few allocations per attempt. The
 //! waits between attempts use [`Sleep::sleep_blocking`](crate::sleep::Sleep::sleep_blocking).
+//!
+//! The ledger, the concurrency limit and the rate limit apply as they do to async calls (each
+//! attempt takes a slot and a token, a refusal ends the call unless the policy waits on
+//! refusals); hedging does not: a copy of a blocking attempt would need a thread of its own, so a
+//! blocking call is never hedged, whatever [`Builder::hedge`](crate::Builder::hedge) says.
 
 use crate::attempt::{Failure, FirstAttempt, Run};
 use crate::cancel::CancelToken;

@@ -53,6 +53,13 @@
 //!   count against the downstream's health.
 //! - **Retry storms are bounded across calls** with an optional retry budget shared by every clone
 //!   ([`Builder::budget`]) and adaptive throttling ([`Builder::throttle`]).
+//! - **Extra load is one bounded number.** An idempotent call may be hedged
+//!   ([`Builder::hedge`]: a copy after a fixed or p95 delay, the first success wins, the losing
+//!   copies are dropped and their permits settled), and retries, hedges and half-open probes can
+//!   draw from one ledger ([`Builder::ledger`]); a concurrency limit (bulkhead, AIMD, gradient:
+//!   [`Builder::limit`]) and a rate limit ([`Builder::rate_limit`]) refuse locally, and a refusal
+//!   inside a retry ends the call at once unless the policy waits on refusals. Blocking calls
+//!   take the ledger and the limits but are never hedged.
 //! - **Time, timers and randomness are injected** ([`clock`], [`sleep`], [`Builder::seed`]), so tests
 //!   run minutes of retries in virtual time under `tokio::time::pause()`.
 //! - **A success costs little.** Through a closed breaker it reads no clock (without a timeout),
@@ -73,8 +80,9 @@
 //! - `llm` (feature `llm`): LLM provider signals: money limits, overload, server delays and
 //!   remaining quotas (Anthropic, OpenAI, OpenRouter, Portkey, LiteLLM, the IETF draft), as the
 //!   core's typed decisions.
-//! - [`observer`]: hooks for logs and traces; `Builder::metrics` under the
-//!   `metrics` feature.
+//! - [`observer`]: hooks for logs and traces (attempts, retries, refusals, transitions, hedges,
+//!   cancelled copies, ledger draws, limit moves); `Builder::metrics` under the `metrics`
+//!   feature.
 //!
 //! Features: `tokio` (default: tokio's clock and timer inside a tokio runtime, a runtime-free timer
 //! elsewhere), `metrics`, `tower`, `http` (read signals from an `http::HeaderMap`), `llm` (LLM

@@ -9,9 +9,7 @@ use std::io::ErrorKind;
 use std::time::Duration;
 
 fn series() -> Vec<String> {
-    let recorder = DebuggingRecorder::new();
-    let snapshotter = recorder.snapshotter();
-    metrics::with_local_recorder(&recorder, || {
+    recorded(|| {
         let clock = ManualClock::new();
         let rel = Reliable::builder("llm")
             .breaker(BreakerConfig {
@@ -41,7 +39,14 @@ fn series() -> Vec<String> {
         // After the open time, a probe that succeeds closes it.
         clock.advance(Duration::from_secs(30));
         assert!(rel.call_blocking(|| Ok::<_, std::io::Error>(())).is_ok());
-    });
+    })
+}
+
+/// Every series `history` writes, as sorted lines.
+fn recorded(history: impl FnOnce()) -> Vec<String> {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, history);
     let mut lines: Vec<String> = snapshotter
         .snapshot()
         .into_vec()
@@ -81,10 +86,63 @@ fn every_series_with_its_labels_and_values() {
             "Counter reliable_calls_total{name=llm,outcome=gave-up} 1",
             "Counter reliable_calls_total{name=llm,outcome=open} 1",
             "Counter reliable_calls_total{name=llm,outcome=success} 3",
+            "Counter reliable_rejections_total{name=llm,reason=open} 1",
             "Gauge reliable_breaker_shadow{name=llm} 0",
             "Gauge reliable_breaker_state{name=llm} 0",
             "Histogram reliable_call_attempts{name=llm} [1.0, 1.0, 2.0, 0.0, 1.0]",
             "Histogram reliable_call_duration_seconds{name=llm} [0.25, 0.25, 0.0, 0.0, 0.0]",
+        ]
+    );
+}
+
+#[test]
+fn hedges_cancelled_copies_and_ledger_draws_by_kind() {
+    let lines = recorded(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let rel = Reliable::builder("reads")
+                .no_breaker()
+                .idempotent()
+                .hedge_after(Duration::from_millis(10))
+                // Half an extra attempt per first try: the first call's hedge is refused, the
+                // second's is granted.
+                .ledger(reliable_core::budget::RatioConfig::percent(0.5))
+                .metrics()
+                .build()
+                .unwrap();
+            for _ in 0..2 {
+                let copy = std::sync::atomic::AtomicU32::new(0);
+                let r = rel
+                    .call(|| {
+                        let slow = copy.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+                        async move {
+                            let ms = if slow { 100 } else { 1 };
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
+                            Ok::<_, std::io::Error>(())
+                        }
+                    })
+                    .await;
+                assert!(r.is_ok());
+            }
+        });
+    });
+    let extra: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("hedge") || l.contains("ledger") || l.contains("cancelled"))
+        .collect();
+    assert_eq!(
+        extra,
+        [
+            "Counter reliable_attempts_cancelled_total{name=reads} 1",
+            "Counter reliable_hedges_total{name=reads,result=refused} 1",
+            "Counter reliable_hedges_total{name=reads,result=sent} 1",
+            "Counter reliable_hedges_total{name=reads,result=won} 1",
+            "Counter reliable_ledger_total{name=reads,kind=hedge,result=denied} 1",
+            "Counter reliable_ledger_total{name=reads,kind=hedge,result=drawn} 1",
         ]
     );
 }

@@ -18,9 +18,9 @@ use reliable::tower::{
     BoxError, Deadline, HedgeLayer, HttpPolicy, RateLimitLayer, ReliableConfig, ReliableLayer,
     SharedLedger, TimedOut,
 };
-use tower::util::BoxCloneService;
 use reliable_core::breaker::BreakerConfig;
 use reliable_core::outcome::ErrorClass;
+use tower::util::BoxCloneService;
 use tower::{Layer, ServiceExt};
 
 use crate::{Scripted, Sequence, Trace};

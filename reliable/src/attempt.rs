@@ -199,8 +199,7 @@ fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     if let (Some(l), Some(d)) = (&inner.ledger, sent.draw) {
         lock(l).settle(d, now);
     }
-    if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled)
-    {
+    if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled) {
         lock(h).record(now.saturating_duration_since(at));
     }
 }
@@ -685,9 +684,7 @@ impl Run<'_> {
         } else if let (Some(b), Some(p)) = (&inner.breaker, self.attempt_permit.take()) {
             b.record(p, breaker_outcome(end), now);
         }
-        if call_over
-            && let (Some(b), Some(p)) = (&inner.breaker, self.call_permit.take())
-        {
+        if call_over && let (Some(b), Some(p)) = (&inner.breaker, self.call_permit.take()) {
             b.record(p, breaker_outcome(end), now);
         }
     }

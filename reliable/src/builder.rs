@@ -562,7 +562,8 @@ impl Builder {
                 || matches!(c.window, reliable_core::breaker::WindowConfig::Time { .. })
                     && b.policy().needs_window()
         });
-        let extra_load = hedger.is_some() || ledger.is_some() || limiter.is_some() || rate.is_some();
+        let extra_load =
+            hedger.is_some() || ledger.is_some() || limiter.is_some() || rate.is_some();
         let success_needs_time = breaker_needs_time
             || budget.is_some()
             || throttle.is_some()
@@ -696,7 +697,10 @@ mod tests {
             period: Duration::from_secs(1),
             burst: 1,
         };
-        assert_eq!(field(Reliable::builder("x").rate_limit(rate)), "rate_limit.rate");
+        assert_eq!(
+            field(Reliable::builder("x").rate_limit(rate)),
+            "rate_limit.rate"
+        );
     }
 
     /// Each seed-word setter changes its own field and nothing else (the builder's other

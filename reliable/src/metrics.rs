@@ -21,9 +21,9 @@
 //! prompt. Durations are measured on the instance's clock.
 
 use crate::observer::{CallEnd, Observer, Refusal};
-use reliable_core::ledger::Extra;
 use metrics::{SharedString, counter, gauge, histogram};
 use reliable_core::breaker::{RejectReason, State, Transition};
+use reliable_core::ledger::Extra;
 use std::sync::Arc;
 
 /// The gauge value of a state.

@@ -77,7 +77,10 @@ async fn a_hedge_beats_a_slow_primary_and_the_primary_is_cancelled() {
         .unwrap();
     let took = t0.elapsed();
     assert_eq!(status, 200);
-    assert!(took < Duration::from_secs(2), "the hedge did not win: {took:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "the hedge did not win: {took:?}"
+    );
     assert_eq!(seen.load(Ordering::SeqCst), 2);
     // The client side: the primary's future was dropped, not left running.
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
@@ -124,7 +127,10 @@ async fn the_ledger_bounds_extra_attempts_under_a_failing_server() {
     let (client, dropped) = (client(), Arc::new(AtomicU32::new(0)));
     for _ in 0..calls {
         let r = rel.call_with(class, || get(&client, &uri, &dropped)).await;
-        assert!(matches!(r, Err(Error::GaveUp { .. } | Error::Rejected { .. })));
+        assert!(matches!(
+            r,
+            Err(Error::GaveUp { .. } | Error::Rejected { .. })
+        ));
     }
     let sent = seen.load(Ordering::SeqCst);
     let snap = rel.snapshot();
@@ -132,10 +138,16 @@ async fn the_ledger_bounds_extra_attempts_under_a_failing_server() {
     assert_eq!(probes, 0);
     assert_eq!(u64::from(sent), calls + retries + hedges);
     // The bound: extra attempts ≤ 10% of first tries, whatever the mix.
-    assert!(retries + hedges <= calls / 10, "{retries} retries + {hedges} hedges");
+    assert!(
+        retries + hedges <= calls / 10,
+        "{retries} retries + {hedges} hedges"
+    );
     assert!(retries + hedges >= 1);
     // Both kinds asked and were refused: one budget for both.
-    assert!(snap.ledger_denied[0] > 0 && snap.ledger_denied[1] > 0, "{snap:?}");
+    assert!(
+        snap.ledger_denied[0] > 0 && snap.ledger_denied[1] > 0,
+        "{snap:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -88,7 +88,11 @@ async fn a_hedge_wins_the_loser_is_dropped_and_its_draw_settled() {
     assert_eq!(answer, 201, "the hedge's answer");
     assert_eq!(t0.elapsed(), Duration::from_millis(15));
     assert_eq!(sent.load(Ordering::SeqCst), 2);
-    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the first try was dropped");
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the first try was dropped"
+    );
     assert_eq!(ledger.drawn(Extra::Hedge), 1);
     assert_eq!(ledger.outstanding(Extra::Hedge), 0, "its draw was settled");
 }
@@ -129,7 +133,10 @@ async fn setters_keep_the_shared_limit_and_a_dropped_call_frees_its_slot() {
     tokio::task::yield_now().await;
     assert_eq!(layer.in_flight(), 1);
     let refused = later.clone().oneshot(1).await.unwrap_err();
-    assert_eq!(refused.downcast_ref::<OverLimit>(), Some(&OverLimit { limit: 1 }));
+    assert_eq!(
+        refused.downcast_ref::<OverLimit>(),
+        Some(&OverLimit { limit: 1 })
+    );
     // A call dropped in flight hands its slot back.
     held.abort();
     let _ = held.await;

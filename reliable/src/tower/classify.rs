@@ -10,7 +10,7 @@ use reliable_core::{Duration, Instant};
 
 use crate::http::{Signals, classify_status};
 
-use super::error::{BoxError, OverLimit, OverRate, Open, Throttled, TimedOut};
+use super::error::{BoxError, Open, OverLimit, OverRate, Throttled, TimedOut};
 use reliable_core::answer::{Answer, Refuser};
 
 /// Maps an answer to the core's error classes. A response can be a failure (an HTTP 503 is an

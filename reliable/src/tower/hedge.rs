@@ -52,6 +52,14 @@ struct Config<P> {
     observers: Arc<[Arc<dyn Observer>]>,
 }
 
+/// Hedged requests (Dean & Barroso, "The Tail at Scale"): when a request is still unanswered
+/// after the delay (fixed, or a quantile of recent latencies: [`reliable_core::hedge`]), a copy
+/// goes to a clone of the service, up to `max_hedges`; the first **success** (by the policy's
+/// classification) wins and every copy still in flight is dropped (an HTTP client closes its
+/// connection). A copy that fails waits for the others; when every copy has failed, the last
+/// answer is returned. Only a request the policy's `clone_request` can copy is hedged (`None`:
+/// not idempotent). Every ledger draw is settled when its copy ends, wins, loses or is dropped.
+///
 /// Builds [`HedgeService`]s sharing one hedger (and its latency quantile). Setters keep it.
 #[derive(Clone)]
 pub struct HedgeLayer<P> {
@@ -82,7 +90,10 @@ impl<P> HedgeLayer<P> {
         })
     }
 
-    /// Each hedge draws from `ledger` (see the [module docs](self)).
+    /// Each hedge draws from `ledger`, the one budget of extra attempts a
+    /// [`RetryLayer`](super::RetryLayer) given the same ledger draws its retries from (and feeds
+    /// with first tries: without one above, only the ledger's floor is there to draw). A refused
+    /// hedge is reported (`on_hedge_refused`) and the request goes on without it.
     pub fn ledger(mut self, ledger: SharedLedger) -> Self {
         self.config.ledger = Some(ledger);
         self
@@ -122,7 +133,7 @@ impl<S, P: Clone> Layer<S> for HedgeLayer<P> {
     }
 }
 
-/// A service whose slow requests are hedged (see the [module docs](self)).
+/// A service whose slow requests are hedged (see [`HedgeLayer`]).
 #[derive(Clone)]
 pub struct HedgeService<S, P> {
     inner: S,

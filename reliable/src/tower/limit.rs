@@ -64,6 +64,13 @@ impl Outlet {
     }
 }
 
+/// A concurrency limit (a bulkhead, or adaptive: AIMD, gradient; [`reliable_core::limit`]) on
+/// the calls in flight. Always ready: a call over the limit fails in `call` with [`OverLimit`], a
+/// local refusal (`Refused` in the core's answer table), so a retry layer above ends the call at
+/// once unless its policy waits on refusals. A slot is released when the response future
+/// completes, the limit moved by the answer's class ([`Completion::of`]); a dropped future
+/// releases it as ignored.
+///
 /// Builds [`ConcurrencyLimitService`]s sharing one limiter. Setters keep the limiter: every
 /// service made before or after shares it.
 #[derive(Clone)]
@@ -142,7 +149,7 @@ impl<S, C: Clone> Layer<S> for ConcurrencyLimitLayer<C> {
     }
 }
 
-/// A service behind a concurrency limit (see the [module docs](self)).
+/// A service behind a concurrency limit (see [`ConcurrencyLimitLayer`]).
 #[derive(Clone)]
 pub struct ConcurrencyLimitService<S, C> {
     inner: S,
@@ -161,8 +168,7 @@ impl<S: fmt::Debug, C> fmt::Debug for ConcurrencyLimitService<S, C> {
 }
 
 /// The response future of [`ConcurrencyLimitService`].
-pub type ConcurrencyLimitFuture<Res> =
-    Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
+pub type ConcurrencyLimitFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
 
 /// A slot under the limit; released as ignored if dropped before the answer.
 struct Slot {
@@ -249,6 +255,10 @@ where
     }
 }
 
+/// A client-side rate limit (GCRA, [`RateConfig`]): a call over it fails in `call` with
+/// [`OverRate`], carrying the time until one would be admitted (a local refusal, like
+/// [`OverLimit`]).
+///
 /// Builds [`RateLimitService`]s sharing one rate limiter. Setters keep it.
 #[derive(Clone)]
 pub struct RateLimitLayer {
@@ -307,7 +317,7 @@ impl<S> Layer<S> for RateLimitLayer {
     }
 }
 
-/// A service behind a client-side rate limit (see the [module docs](self)).
+/// A service behind a client-side rate limit (see [`RateLimitLayer`]).
 #[derive(Clone)]
 pub struct RateLimitService<S> {
     inner: S,

@@ -361,7 +361,7 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
         };
         let layer = ReliableLayer::new(config, HttpPolicy::new())
             .map_err(|e| e.to_string())?
-            .with_time(clock.clone(), TokioSleep)
+            .with_time(clock, TokioSleep)
             .observer(trace.observer());
         let layer = match &ledger {
             Some(l) => layer.ledger(l.clone()),
@@ -373,7 +373,7 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
             Some(c) => {
                 let h = HedgeLayer::new(c, Copyable(s.policy.idempotent))
                     .map_err(|e| e.to_string())?
-                    .with_time(clock.clone(), TokioSleep)
+                    .with_time(clock, TokioSleep)
                     .observer(Renumber {
                         trace: trace.clone(),
                         base: Arc::default(),
@@ -389,7 +389,7 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
             Some(c) => Some(
                 RateLimitLayer::new(c)
                     .map_err(|e| e.to_string())?
-                    .with_time(clock.clone(), TokioSleep)
+                    .with_time(clock, TokioSleep)
                     .observer(trace.observer()),
             ),
             None => None,

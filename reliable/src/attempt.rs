@@ -6,10 +6,15 @@
 //! scheduler) drives one directly:
 //!
 //! 1. [`Reliable::start`] once: the throttle and (with a per-call breaker) the breaker admit it;
-//! 2. [`Run::admit`] before each attempt: the breaker (per attempt) admits it, and the answer is
-//!    the time the attempt may take;
+//! 2. [`Run::admit`] before each attempt: the breaker (per attempt; a half-open probe also draws
+//!    from the ledger), the concurrency limit and the rate limit admit it, and the answer is the
+//!    time the attempt may take; a refusal ends the call unless the policy waits on refusals;
 //! 3. after the attempt, [`Run::succeeded`], or [`Run::failed`] with the error's class, which
 //!    answers [`Step::Retry`] (wait, then admit again) or [`Step::Stop`].
+//!
+//! Hedged copies of an attempt (async calls) are kept by the run too: each holds its own breaker
+//! permit, limit slot and ledger draw, and the run settles them when the race ends (the winner
+//! as the attempt, the losers as ignored) or when it is dropped.
 //!
 //! A `Run` dropped before it finished (the call future dropped by a timeout, a `select!` or an
 //! abort; a panic unwinding) is a **cancelled** call: its permits go back to the breaker as

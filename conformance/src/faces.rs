@@ -37,7 +37,7 @@ pub struct Face {
 }
 
 /// Every Rust face, the reference (`Reliable::call`) first.
-pub const ALL: [Face; 3] = [
+pub const ALL: [Face; 4] = [
     Face {
         name: "reliable-call",
         run: reliable_call,
@@ -64,6 +64,10 @@ pub const ALL: [Face; 3] = [
             (_, Some(_), Some(_)) => Some("ledger: the breaker layer draws no probes".into()),
             _ => None,
         },
+    },
+    Face {
+        name: "simulator",
+        run: crate::simulator::run,
     },
 ];
 
@@ -129,12 +133,32 @@ impl Drop for Pending {
     }
 }
 
-fn builder(s: &Sequence, trace: &Trace) -> reliable::Builder {
+/// The sequence's throttle draws (none without a throttle).
+fn draws(s: &Sequence) -> crate::Draws {
+    s.policy.throttle().map(|(_, d)| d).unwrap_or_default()
+}
+
+/// A runner error if the face took more throttle draws than the script has.
+fn check_draws(s: &Sequence, draws: &crate::Draws) -> Result<(), String> {
+    match draws.exhausted() {
+        true => Err(format!("{}: throttle draws exhausted", s.name)),
+        false => Ok(()),
+    }
+}
+
+fn builder(s: &Sequence, trace: &Trace, draws: &crate::Draws) -> reliable::Builder {
     let b = Reliable::builder("conformance")
         .retry(s.policy.retry())
         .seed(1)
         .observer(trace.observer());
     let p = &s.policy;
+    let b = match p.throttle() {
+        Some((config, _)) => {
+            let draws = draws.clone();
+            b.throttle(config).throttle_draws(move || draws.next())
+        }
+        None => b,
+    };
     let b = match p.breaker() {
         Some(c) => b.breaker(c),
         None => b.no_breaker(),
@@ -167,7 +191,8 @@ fn reliable_call(s: &Sequence) -> Result<String, String> {
     paused_runtime()?.block_on(async {
         let t0 = tokio::time::Instant::now();
         let trace = Trace::new(Arc::new(move || t0.elapsed().as_millis() as u64));
-        let rel = builder(s, &trace)
+        let draws = draws(s);
+        let rel = builder(s, &trace, &draws)
             .clock(TokioClock::new())
             .sleep(TokioSleep)
             .build()
@@ -214,6 +239,7 @@ fn reliable_call(s: &Sequence) -> Result<String, String> {
             }
             trace.end(result.is_ok());
         }
+        check_draws(s, &draws)?;
         Ok(trace.text())
     })
 }
@@ -224,7 +250,8 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
     let clock = ManualClock::new();
     let c = clock.clone();
     let trace = Trace::new(Arc::new(move || c.now().as_nanos() / 1_000_000));
-    let rel = builder(s, &trace)
+    let draws = draws(s);
+    let rel = builder(s, &trace, &draws)
         .manual_time(clock.clone())
         .build()
         .map_err(|e| e.to_string())?;
@@ -265,6 +292,7 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
         }
         trace.end(result.is_ok());
     }
+    check_draws(s, &draws)?;
     Ok(trace.text())
 }
 
@@ -353,14 +381,17 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
             retry: s.policy.retry(),
             budget: s.policy.budget(),
             breaker: s.policy.breaker().unwrap_or_else(no_breaker),
-            throttle: None,
+            throttle: s.policy.throttle().map(|(c, _)| c),
         };
         let ledger = match s.policy.ledger() {
             Some(c) => Some(SharedLedger::new(c).map_err(|e| e.to_string())?),
             None => None,
         };
+        let draws = draws(s);
+        let d = draws.clone();
         let layer = ReliableLayer::new(config, HttpPolicy::new())
             .map_err(|e| e.to_string())?
+            .throttle_draws(move || d.next())
             .with_time(clock, TokioSleep)
             .observer(trace.observer());
         let layer = match &ledger {
@@ -468,6 +499,7 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
             };
             trace.end(ok);
         }
+        check_draws(s, &draws)?;
         Ok(trace.text())
     })
 }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod faces;
+pub mod simulator;
 mod trace;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use reliable_core::budget::{BudgetConfig, RatioConfig, Threshold, TokenBucketCon
 use reliable_core::hedge::{HedgeConfig, HedgeDelay};
 use reliable_core::limit::{LimiterConfig, RateConfig};
 use reliable_core::retry::RetryConfig;
+use reliable_core::throttle::ThrottleConfig;
 use serde::Deserialize;
 
 pub use trace::Trace;
@@ -66,6 +68,63 @@ pub struct PolicyBlock {
     /// Optional (default none): a client-side rate limit on attempts sent.
     #[serde(default)]
     pub rate_limit: Option<RateLimitBlock>,
+    /// Optional (format 1 without it: none).
+    #[serde(default)]
+    pub throttle: Option<ThrottleBlock>,
+}
+
+/// An adaptive throttle (Google SRE) that admits every attempt before the breaker, with the
+/// uniform draws its decisions take, in order.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThrottleBlock {
+    pub k: f64,
+    pub window_ms: u64,
+    pub buckets: u32,
+    pub max_rejection: Option<f64>,
+    /// Uniform draws in [0, 1), one per decision.
+    pub draws: Vec<f64>,
+}
+
+/// A throttle's scripted draws, handed out one per decision as the core's `u64` samples
+/// (`⌊u · 2⁶⁴⌋`, exact for every `f64` in [0, 1)); a face that asks for more than the script has
+/// gets `u64::MAX` (never refused) and [`Draws::exhausted`] says so.
+#[derive(Clone, Debug, Default)]
+pub struct Draws {
+    samples: std::sync::Arc<Vec<u64>>,
+    taken: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Draws {
+    /// The draws of `u` (each in [0, 1)).
+    pub fn new(u: &[f64]) -> Self {
+        Draws {
+            samples: std::sync::Arc::new(u.iter().map(|&u| sample(u)).collect()),
+            taken: Default::default(),
+        }
+    }
+
+    /// The samples, in order.
+    pub fn samples(&self) -> &[u64] {
+        &self.samples
+    }
+
+    /// The next sample.
+    pub fn next(&self) -> u64 {
+        let i = self.taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.samples.get(i).copied().unwrap_or(u64::MAX)
+    }
+
+    /// More decisions were taken than the script has draws.
+    pub fn exhausted(&self) -> bool {
+        self.taken.load(std::sync::atomic::Ordering::SeqCst) > self.samples.len()
+    }
+}
+
+/// The core's sample for a uniform draw `u` in [0, 1): `⌊u · 2⁶⁴⌋`.
+pub fn sample(u: f64) -> u64 {
+    // u · 2^64 is exact (a power of two); below 2^64 for u < 1.
+    (u * 18_446_744_073_709_551_616.0) as u64
 }
 
 /// A hedge `delay_ms` after an attempt is sent, the next after `2 × delay_ms`, up to `max_hedges`.
@@ -241,6 +300,19 @@ impl PolicyBlock {
         })
     }
 
+    /// The core's throttle config and the draws, if any.
+    pub fn throttle(&self) -> Option<(ThrottleConfig, Draws)> {
+        self.throttle.as_ref().map(|t| {
+            let config = ThrottleConfig {
+                k: t.k,
+                window: ms(t.window_ms),
+                buckets: t.buckets,
+                max_rejection: t.max_rejection,
+            };
+            (config, Draws::new(&t.draws))
+        })
+    }
+
     /// The core's budget config, if any.
     pub fn budget(&self) -> Option<BudgetConfig> {
         self.budget.map(|b| match b {
@@ -343,6 +415,14 @@ pub fn load(path: &Path) -> Result<Sequence, String> {
         for a in &c.answers {
             a.kind().map_err(|e| format!("{}: {e}", path.display()))?;
         }
+    }
+    if let Some(t) = &s.policy.throttle
+        && (t.draws.is_empty() || t.draws.iter().any(|u| !(0.0..1.0).contains(u)))
+    {
+        return Err(format!(
+            "{}: a throttle needs draws, each in [0, 1)",
+            path.display()
+        ));
     }
     Ok(s)
 }

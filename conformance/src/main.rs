@@ -1,5 +1,7 @@
 //! `cargo run -p conformance -- bless`: writes every sequence's expected trace from the reference
 //! face (`Reliable::call`). `cargo run -p conformance -- run FACE`: prints each trace of FACE.
+//! `cargo run -p conformance -- scenario NAME`: prints the simulator scenario sequence NAME
+//! becomes (what the simulator face runs).
 
 use std::process::ExitCode;
 
@@ -7,6 +9,22 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (bless, face) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["bless"] => (true, conformance::faces::ALL[0]),
+        ["scenario", name] => {
+            let path = conformance::root()
+                .join("sequences")
+                .join(format!("{name}.json"));
+            return match conformance::load(&path).and_then(|s| conformance::simulator::scenario(&s))
+            {
+                Ok((text, _)) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         ["run", name] => match conformance::faces::ALL.iter().find(|f| f.name == name) {
             Some(f) => (false, *f),
             None => {
@@ -15,7 +33,9 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: conformance bless | conformance run FACE");
+            eprintln!(
+                "usage: conformance bless | conformance run FACE | conformance scenario NAME"
+            );
             return ExitCode::FAILURE;
         }
     };

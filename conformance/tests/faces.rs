@@ -54,3 +54,8 @@ fn reliable_call_blocking() {
 fn tower_reliable_layer() {
     check(ALL[2]);
 }
+
+#[test]
+fn simulator() {
+    check(ALL[3]);
+}

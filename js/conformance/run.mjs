@@ -7,8 +7,8 @@
 //   node conformance/run.mjs --print SEQUENCE.json           print one trace
 //
 // What the seed's API cannot express is refused by name and listed, never run half-way: a
-// deadline, a throttled backoff, retry_timeouts false, wait_on_refusal, a budget, and any policy
-// field this runner does not know (hedging, the ledger, limits).
+// deadline, a throttled backoff, retry_timeouts false, wait_on_refusal, a budget, a throttle, and
+// any policy field this runner does not know (hedging, the ledger, limits).
 // The block's breaker (N failures in a row, open_ms, M probe successes, one probe at a time) is
 // the seed's breaker with window N and failureRate 1 (the last N calls all failed is N failures
 // in a row) and probe M; calls in a sequence run one after another, so the seed's ungated
@@ -41,6 +41,7 @@ export function inexpressible(policy) {
   if (policy.retry_timeouts !== true) return "retry_timeouts";
   if (policy.wait_on_refusal !== false) return "wait_on_refusal";
   if (policy.budget != null) return "budget";
+  if (policy.throttle != null) return "throttle";
   return null;
 }
 

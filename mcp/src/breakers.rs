@@ -365,6 +365,7 @@ pub struct Breakers {
     limits: Limits,
     registry: Registry,
     extra: Mutex<BTreeMap<String, NamedBreaker>>,
+    instrument: crate::instrument::Instrument,
 }
 
 impl Breakers {
@@ -375,7 +376,14 @@ impl Breakers {
             limits,
             registry: Registry::with_limit(MAX_BREAKERS),
             extra: Mutex::new(BTreeMap::new()),
+            instrument: Default::default(),
         }
+    }
+
+    /// The same, adding `instrument` to every breaker it creates (time, observers).
+    pub fn instrumented(mut self, instrument: crate::instrument::Instrument) -> Self {
+        self.instrument = instrument;
+        self
     }
 
     /// Creates (or keeps, or replaces) the breaker `args.name`.
@@ -403,10 +411,12 @@ impl Breakers {
             log: log.clone(),
             clock: self.clock,
         };
-        let builder = Reliable::builder(&args.name)
-            .breaker(config)
-            .retry(retry)
-            .observer(recorder);
+        let builder = self.instrument.apply(
+            Reliable::builder(&args.name)
+                .breaker(config)
+                .retry(retry)
+                .observer(recorder),
+        );
         let replaced = self.registry.remove(&args.name).is_some();
         let reliable = match self.registry.create(builder) {
             Ok(r) => r,

@@ -29,6 +29,7 @@ use url::Url;
 use crate::backoff::BackoffSpec;
 use crate::breakers::{Breakers, unknown};
 use crate::echo::quoted;
+use crate::instrument::Instrument;
 use crate::redact::{REDACTED, Secrets, is_sensitive, url_without_credentials};
 use crate::ssrf::client::{describe, refusal};
 use crate::ssrf::{BodyError, Guard, Limits, read_capped};
@@ -169,6 +170,8 @@ pub struct HttpCaller {
     pub limits: Limits,
     /// The named breakers.
     pub breakers: Arc<Breakers>,
+    /// Added to the instance each call without a breaker builds (time, observers).
+    pub instrument: Instrument,
 }
 
 impl HttpCaller {
@@ -180,7 +183,15 @@ impl HttpCaller {
             guard,
             limits,
             breakers,
+            instrument: Instrument::default(),
         })
+    }
+
+    /// The same caller, adding `instrument` to the instance each call without a breaker builds
+    /// (give the named breakers theirs with [`Breakers::instrumented`]).
+    pub fn instrumented(mut self, instrument: Instrument) -> Self {
+        self.instrument = instrument;
+        self
     }
 }
 
@@ -433,9 +444,9 @@ fn instance(
             p.idempotent,
             &caller.limits,
         )?;
-        let rel = Reliable::builder("http")
-            .no_breaker()
-            .retry(retry)
+        let rel = caller
+            .instrument
+            .apply(Reliable::builder("http").no_breaker().retry(retry))
             .build()
             .map_err(|e| e.to_string())?;
         return Ok((rel, false));

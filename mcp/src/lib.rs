@@ -24,6 +24,7 @@ pub mod breakers;
 mod duration;
 pub mod echo;
 pub mod http_call;
+pub mod instrument;
 pub mod redact;
 pub mod retry;
 pub mod server;

@@ -13,6 +13,7 @@ Only what the seed's API can express is run; every other sequence is listed with
 - ``throttled_backoff``: one backoff for every class;
 - ``retry_timeouts: false``: timeouts are always retried;
 - ``wait_on_refusal: true``: an open breaker answers at once (``on_open`` or ``CircuitOpenError``).
+- ``throttle``: no adaptive throttle fed scripted draws.
 
 How the policy block maps onto the API: ``max_attempts``, ``backoff`` (``base_delay``,
 ``factor``, ``max_delay``, ``jitter=0``), ``max_server_delay_ms`` (``retry_after_cap``); the
@@ -83,6 +84,7 @@ def check_expressible(policy: dict[str, Any]) -> None:
     for field, why in [
         ("deadline_ms", "no overall deadline in the seed's API"),
         ("throttled_backoff", "one backoff for every class"),
+        ("throttle", "no adaptive throttle with scripted draws in the seed's API"),
     ]:
         if policy.get(field) is not None:
             raise Unsupported(f"{field}: {why}")

@@ -5,10 +5,12 @@
 //! are loops over a `Run`; a layer that sends its attempts itself (a tower service, a batch
 //! scheduler) drives one directly:
 //!
-//! 1. [`Reliable::start`] once: the throttle and (with a per-call breaker) the breaker admit it;
-//! 2. [`Run::admit`] before each attempt: the breaker (per attempt; a half-open probe also draws
-//!    from the ledger), the concurrency limit and the rate limit admit it, and the answer is the
-//!    time the attempt may take; a refusal ends the call unless the policy waits on refusals;
+//! 1. [`Reliable::start`] once: with a per-call breaker, the throttle and the breaker admit it;
+//! 2. [`Run::admit`] before each attempt: with a per-attempt breaker (the default), the throttle
+//!    and then the breaker admit it (every attempt is a request the throttle counts, as the
+//!    answers it records are; a half-open probe also draws from the ledger), then the concurrency
+//!    limit and the rate limit; the answer is the time the attempt may take; a refusal ends the
+//!    call unless the policy waits on refusals;
 //! 3. after the attempt, [`Run::succeeded`], or [`Run::failed`] with the error's class, which
 //!    answers [`Step::Retry`] (wait, then admit again) or [`Step::Stop`].
 //!
@@ -241,14 +243,15 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Reliable {
-    /// Starts a call: the adaptive throttle and (with a per-call breaker) the breaker decide
+    /// Starts a call: with a per-call breaker, the adaptive throttle and the breaker decide
     /// whether it may go at all. Most code calls [`call`](Self::call) instead.
     #[inline]
     pub fn start(&self) -> Result<Run<'_>, Refusal> {
         let inner = &*self.inner;
         let now = inner.eager_clock.then(|| inner.clock.now());
-        if let (Some(t), Some(now)) = (&inner.throttle, now)
-            && let Err(throttled) = lock(t).try_acquire_with(now, inner.rng.next_u64())
+        if inner.scope == Scope::PerCall
+            && let (Some(t), Some(now)) = (&inner.throttle, now)
+            && let Err(throttled) = lock(t).try_acquire_with(now, inner.throttle_sample())
         {
             let why = Rejection::Throttled {
                 probability: f64::from(throttled.probability_ppm) / 1e6,
@@ -473,6 +476,26 @@ impl Run<'_> {
         self.fresh = Some(now);
     }
 
+    /// Asks the adaptive throttle, if there is one, to admit an attempt at `now`. A refusal is a
+    /// local refusal like a breaker's: waited out if the policy says so, else the call ends.
+    fn throttle(&mut self, now: Option<Instant>) -> Result<(), Refusal> {
+        let inner = self.inner;
+        let (Some(t), Some(now)) = (&inner.throttle, now) else {
+            return Ok(());
+        };
+        let Err(shed) = lock(t).try_acquire_with(now, inner.throttle_sample()) else {
+            return Ok(());
+        };
+        let refusal = Refusal::Rejected(Rejection::Throttled {
+            probability: f64::from(shed.probability_ppm) / 1e6,
+        });
+        if self.wait_out(refusal, None, now) {
+            return Err(refusal);
+        }
+        self.finish(now);
+        Err(refuse(inner, refusal, self.attempts, (self.started, now)))
+    }
+
     /// Asks the breaker, if there is one, at `now` (`None`: the call does not use the time).
     #[inline]
     fn acquire(&mut self, now: Option<Instant>) -> Result<Option<Permit>, Refusal> {
@@ -625,7 +648,17 @@ impl Run<'_> {
     pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), Refusal> {
         let now = self.time();
         if self.inner.scope == Scope::PerAttempt {
-            self.attempt_permit = self.acquire(now)?;
+            self.throttle(now)?;
+            self.attempt_permit = match self.acquire(now) {
+                Ok(permit) => permit,
+                Err(refusal) => {
+                    // The throttle counted a request the breaker did not send: not accepted.
+                    if let (Some(t), Some(now)) = (&self.inner.throttle, now) {
+                        lock(t).record(now, false);
+                    }
+                    return Err(refusal);
+                }
+            };
         }
         let inner = self.inner;
         if let Some(now) = now
@@ -658,6 +691,9 @@ impl Run<'_> {
     #[inline]
     pub fn succeeded(&mut self) {
         let inner = self.inner;
+        for o in inner.observers.iter() {
+            o.on_attempt_end(&inner.name, self.attempts, None);
+        }
         let now = self.success_time();
         let at = now.unwrap_or(Instant::ZERO);
         self.close_race(at);
@@ -903,6 +939,9 @@ impl Run<'_> {
     /// The attempt failed with `class`: retry (after how long) or stop (why).
     pub fn failed(&mut self, class: ErrorClass) -> Step {
         let inner = self.inner;
+        for o in inner.observers.iter() {
+            o.on_attempt_end(&inner.name, self.attempts, Some(class));
+        }
         let now = self.now();
         self.close_race(now);
         // A fatal error says nothing about the downstream's health: ignored.

@@ -62,6 +62,7 @@ pub struct Builder {
     clock: Option<Arc<dyn Clock>>,
     sleep: Option<Arc<dyn Sleep>>,
     seed: Option<u64>,
+    throttle_draws: Option<crate::rng::Given>,
     observers: Vec<Arc<dyn Observer>>,
     #[cfg(feature = "metrics")]
     metrics: bool,
@@ -84,6 +85,7 @@ impl Builder {
             clock: None,
             sleep: None,
             seed: None,
+            throttle_draws: None,
             observers: Vec::new(),
             #[cfg(feature = "metrics")]
             metrics: false,
@@ -437,6 +439,15 @@ impl Builder {
         self
     }
 
+    /// The adaptive throttle's uniform samples come from `draws` (each decision calls it once)
+    /// instead of the instance's seeded stream: a throttle's decisions replayed from a script,
+    /// as the conformance suite does to compare faces exactly. Other draws (backoff jitter)
+    /// still come from the seed.
+    pub fn throttle_draws(mut self, draws: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        self.throttle_draws = Some(crate::rng::Given(Arc::new(draws)));
+        self
+    }
+
     /// Adds an observer (several may be added).
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
@@ -593,6 +604,7 @@ impl Builder {
             clock: self.clock.unwrap_or_else(default_clock),
             sleep: self.sleep.unwrap_or_else(default_sleep),
             rng,
+            throttle_draws: self.throttle_draws,
             observers,
             eager_clock,
             fast_first: !success_needs_time && self.scope == Scope::PerAttempt,

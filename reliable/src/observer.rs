@@ -103,6 +103,12 @@ pub trait Observer: Send + Sync + Debug + 'static {
     fn on_attempt(&self, name: &str, attempt: u32) {
         let _ = (name, attempt);
     }
+    /// Attempt `attempt` ended: `None` a success, else the class it failed with (before the
+    /// breaker records it and the retry policy decides). Reported by the calls of a
+    /// [`Reliable`](crate::Reliable) and by a [`Run`](crate::attempt::Run).
+    fn on_attempt_end(&self, name: &str, attempt: u32, class: Option<ErrorClass>) {
+        let _ = (name, attempt, class);
+    }
     /// Attempt `attempt` failed with `class`; the next one goes after `delay`.
     fn on_retry(&self, name: &str, attempt: u32, class: ErrorClass, delay: Duration) {
         let _ = (name, attempt, class, delay);

@@ -26,6 +26,16 @@ pub(crate) enum Scope {
     PerCall,
 }
 
+impl Inner {
+    /// A uniform sample for the adaptive throttle: the given draws, else the seeded stream.
+    pub fn throttle_sample(&self) -> u64 {
+        match &self.throttle_draws {
+            Some(draws) => (draws.0)(),
+            None => self.rng.next_u64(),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub name: Arc<str>,
@@ -48,6 +58,8 @@ pub(crate) struct Inner {
     pub clock: Arc<dyn Clock>,
     pub sleep: Arc<dyn Sleep>,
     pub rng: Rng,
+    /// The throttle's samples, when given instead of drawn from `rng`.
+    pub throttle_draws: Option<crate::rng::Given>,
     pub observers: Arc<[Arc<dyn Observer>]>,
     /// Read the clock on every call (a decision or an observer needs the time); otherwise only
     /// when a call fails or the breaker is not plainly closed.

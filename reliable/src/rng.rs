@@ -37,6 +37,17 @@ impl Rng {
     }
 }
 
+/// Uniform samples given from outside instead of drawn from a seeded stream: a throttle's
+/// decisions replayed from a script (tests, the cross-face conformance suite).
+#[derive(Clone)]
+pub(crate) struct Given(pub std::sync::Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl std::fmt::Debug for Given {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Given(..)")
+    }
+}
+
 /// A seed that differs per call and per process: `std`'s randomly keyed hasher.
 pub(crate) fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};

@@ -501,3 +501,15 @@ fn sweeps() {
         }
     }
 }
+
+#[test]
+fn a_scripted_status_outside_the_http_range_is_refused_at_its_position() {
+    let ds =
+        "(name: \"api\", model: Scripted(script: [Ok, Status(status: 200), Status(status: 600)]))";
+    let e = error(&scenario(OPEN, ds, "", CALL));
+    assert!(e.starts_with("bad.ron:5:"), "{e}");
+    assert!(e.contains("script[2].status"), "{e}");
+    assert!(e.contains("600 is not a status: expected 100..=599"), "{e}");
+    let ok = "(name: \"api\", model: Scripted(script: [Reset, Status(status: 503, retry_after: Some(\"2s\"))], latencies: [\"5ms\"]))";
+    sim::load(&scenario(OPEN, ok, "", CALL), "ok.ron").unwrap();
+}

@@ -103,6 +103,14 @@ impl<P: Clone> ReliableLayer<P> {
         }
     }
 
+    /// The throttle's rejection draws come from `draws` (see [`ThrottleLayer::draws`]).
+    pub fn throttle_draws(self, draws: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        ReliableLayer {
+            throttle: self.throttle.draws(draws),
+            ..self
+        }
+    }
+
     /// One budget, throttle and breaker for every service this layer wraps (per process rather
     /// than per wrapped service).
     pub fn shared(self) -> Self {
@@ -130,6 +138,14 @@ struct Shared<O>(std::sync::Arc<O>);
 impl<O: crate::observer::Observer> crate::observer::Observer for Shared<O> {
     fn on_attempt(&self, name: &str, attempt: u32) {
         self.0.on_attempt(name, attempt);
+    }
+    fn on_attempt_end(
+        &self,
+        name: &str,
+        attempt: u32,
+        class: Option<reliable_core::outcome::ErrorClass>,
+    ) {
+        self.0.on_attempt_end(name, attempt, class);
     }
     fn on_retry(
         &self,

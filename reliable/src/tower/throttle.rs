@@ -25,7 +25,7 @@ use super::time::Time;
 use crate::clock::Clock;
 use crate::error::Rejection;
 use crate::observer::{Observer, Refusal};
-use crate::rng::{Rng, random_seed};
+use crate::rng::{Given, Rng, random_seed};
 use crate::sleep::Sleep;
 
 /// Slots of the throttle's window (the policy's `buckets` must fit).
@@ -34,6 +34,7 @@ type Core = AdaptiveThrottle<64>;
 struct Shared {
     throttle: Mutex<Core>,
     samples: Rng,
+    draws: Option<Given>,
     name: Arc<str>,
     observers: Arc<[Arc<dyn Observer>]>,
 }
@@ -47,6 +48,7 @@ pub struct ThrottleLayer<C> {
     time: Time,
     shared: Option<Arc<Shared>>,
     seed: Option<u64>,
+    draws: Option<Given>,
     name: Arc<str>,
     observers: Vec<Arc<dyn Observer>>,
 }
@@ -81,6 +83,7 @@ impl<C> ThrottleLayer<C> {
             time: Time::tokio(),
             shared: None,
             seed: None,
+            draws: None,
             name: "throttle".into(),
             observers: Vec::new(),
         }
@@ -116,6 +119,14 @@ impl<C> ThrottleLayer<C> {
         self
     }
 
+    /// The rejection draws come from `draws` (one call per decision) instead of a seeded stream:
+    /// decisions replayed from a script, as the conformance suite does.
+    pub fn draws(mut self, draws: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        self.draws = Some(Given(Arc::new(draws)));
+        self.shared = None;
+        self
+    }
+
     /// One throttle for every service this layer wraps.
     pub fn shared(mut self) -> Self {
         self.shared = self.make();
@@ -130,6 +141,7 @@ impl<C> ThrottleLayer<C> {
         Some(Arc::new(Shared {
             throttle: Mutex::new(throttle),
             samples: Rng::new(self.seed.unwrap_or_else(random_seed)),
+            draws: self.draws.clone(),
             name: self.name.clone(),
             observers: self.observers.clone().into(),
         }))
@@ -198,7 +210,10 @@ where
         let admitted = match &self.shared {
             Some(s) => {
                 let now = self.time.now();
-                let sample = s.samples.next_u64();
+                let sample = match &s.draws {
+                    Some(d) => (d.0)(),
+                    None => s.samples.next_u64(),
+                };
                 lock(&s.throttle).try_acquire_with(now, sample)
             }
             None => Ok(()),

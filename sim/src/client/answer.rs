@@ -16,6 +16,10 @@ use reliable_core::Duration;
 /// | `Fatal` | 400 |
 /// | `Conflict` | 409 |
 /// | `Rejected` | a local refusal (breaker, throttle), with its `retry_after` |
+///
+/// A scripted downstream may answer any other status, with the signals its headers would carry,
+/// or reset the connection ([`Answer::scripted`]); such an answer means what the core's table
+/// says of it, and its kind is only `Ok` or `Error`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AnswerKind {
     /// Success: 200.
@@ -38,11 +42,6 @@ pub enum AnswerKind {
 }
 
 impl AnswerKind {
-    /// Whether this is a success.
-    pub fn is_ok(self) -> bool {
-        self == AnswerKind::Ok
-    }
-
     /// Lower-case name for traces and reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -70,6 +69,10 @@ pub struct Answer {
     /// An LLM provider's money-limit answer (a 429 whose body says a spend limit is reached): only
     /// an LLM layer reading provider signals tells it from any other 429.
     pub money: bool,
+    /// A scripted downstream's answer as given (any status with its signals, a reset
+    /// connection): when set, it is what the answer means, and `kind` only says whether it is a
+    /// success (`Ok`) or not (`Error`), for counts and names.
+    pub scripted: Option<reliable_core::answer::Answer>,
 }
 
 impl AnswerKind {
@@ -105,26 +108,6 @@ impl AnswerKind {
             },
         }
     }
-
-    /// How the core's retry policy and budgets see this answer: its class by the core's table
-    /// (`None`: a success).
-    pub fn error_class(self, retry_after: Duration) -> Option<reliable_core::outcome::ErrorClass> {
-        self.core(retry_after).class()
-    }
-
-    /// What a breaker records for this answer (the core's table).
-    pub fn breaker_outcome(self) -> reliable_core::breaker::Outcome {
-        self.error_class(Duration::ZERO)
-            .map_or(reliable_core::breaker::Outcome::Success, |c| {
-                c.consequences().breaker
-            })
-    }
-
-    /// Whether adaptive throttling counts the call as accepted by the downstream (the core's
-    /// table).
-    pub fn accepted(self) -> bool {
-        self.core(Duration::ZERO).accepted()
-    }
 }
 
 impl Answer {
@@ -135,6 +118,48 @@ impl Answer {
             by,
             retry_after: Duration::ZERO,
             money: false,
+            scripted: None,
         }
+    }
+
+    /// A scripted downstream's answer `a`, produced by node `by`.
+    pub fn scripted(a: reliable_core::answer::Answer, by: u16) -> Self {
+        let kind = match a.class() {
+            None => AnswerKind::Ok,
+            Some(_) => AnswerKind::Error,
+        };
+        Answer {
+            scripted: Some(a),
+            ..Answer::new(kind, by)
+        }
+    }
+
+    /// The core's answer this stands for: the scripted one, or what its kind stands for.
+    pub fn core(&self) -> reliable_core::answer::Answer {
+        self.scripted
+            .unwrap_or_else(|| self.kind.core(self.retry_after))
+    }
+
+    /// Its class by the core's table (`None`: a success).
+    pub fn error_class(&self) -> Option<reliable_core::outcome::ErrorClass> {
+        self.core().class()
+    }
+
+    /// Whether it is a success.
+    pub fn is_ok(&self) -> bool {
+        self.error_class().is_none()
+    }
+
+    /// What a breaker records for it (the core's table).
+    pub fn breaker_outcome(&self) -> reliable_core::breaker::Outcome {
+        self.error_class()
+            .map_or(reliable_core::breaker::Outcome::Success, |c| {
+                c.consequences().breaker
+            })
+    }
+
+    /// Whether adaptive throttling counts it as accepted by the downstream (the core's table).
+    pub fn accepted(&self) -> bool {
+        self.core().accepted()
     }
 }

@@ -299,12 +299,33 @@ fn check_downstreams<'s>(
                     ));
                 }
             }
-            DownstreamModel::Scripted { script, .. } => {
-                if script.len() > limits.max_script {
-                    return Err(c.fail(
-                        &m.field("script"),
-                        format!("{} answers, more than {}", script.len(), limits.max_script),
-                    ));
+            DownstreamModel::Scripted {
+                script,
+                then,
+                latencies,
+                ..
+            } => {
+                for (field, len) in [("script", script.len()), ("latencies", latencies.len())] {
+                    if len > limits.max_script {
+                        return Err(c.fail(
+                            &m.field(field),
+                            format!("{len} answers, more than {}", limits.max_script),
+                        ));
+                    }
+                }
+                let answers = script
+                    .iter()
+                    .enumerate()
+                    .map(|(k, a)| (m.field("script").index(k), a));
+                for (at, a) in answers.chain(std::iter::once((m.field("then"), then))) {
+                    if let ScriptAnswer::Status { status, .. } = a
+                        && !(100..=599).contains(status)
+                    {
+                        return Err(c.fail(
+                            &at.field("status"),
+                            format!("{status} is not a status: expected 100..=599"),
+                        ));
+                    }
                 }
             }
         }
@@ -315,11 +336,13 @@ fn check_downstreams<'s>(
             0,
         )?;
     }
-    if compiled::scripted_hints(s).len() + s.faults.len() > compiled::MAX_HINTS {
+    if compiled::scripted_hints(s).len() + s.faults.len() > compiled::MAX_HINTS
+        || compiled::scripted_statuses(s).len() > compiled::MAX_HINTS
+    {
         return Err(c.fail(
             &d,
             format!(
-                "more than {} distinct Retry-After hints (faults included)",
+                "more than {} distinct Retry-After hints (faults included) or scripted statuses",
                 compiled::MAX_HINTS
             ),
         ));

@@ -30,6 +30,8 @@ pub struct Compiled {
     pub(crate) timeline: Timeline,
     /// Retry-After hints by index: fault throttles (at their fault index), then scripted ones.
     pub(crate) hints: Vec<Duration>,
+    /// Scripted downstreams' `Status` answers by index.
+    pub(crate) statuses: Vec<reliable_core::answer::Answer>,
     /// Horizon, ns.
     pub(crate) horizon_ns: u64,
     /// Bucket width, ns.
@@ -81,6 +83,24 @@ pub(crate) fn scripted_hints(scenario: &Scenario) -> Vec<Duration> {
     hints
 }
 
+/// The distinct `Status` answers of scripted downstreams, in order of first use.
+pub(crate) fn scripted_statuses(scenario: &Scenario) -> Vec<reliable_core::answer::Answer> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for d in &scenario.downstreams {
+        if let DownstreamModel::Scripted { script, then, .. } = &d.model {
+            for a in script.iter().chain(std::iter::once(then)) {
+                if let Some(s) = a.status()
+                    && seen.insert(s)
+                {
+                    out.push(s);
+                }
+            }
+        }
+    }
+    out
+}
+
 impl Compiled {
     /// Puts together a scenario and the stacks the compile stage's checks compiled for it.
     pub(crate) fn build(
@@ -105,6 +125,7 @@ impl Compiled {
             })
             .collect();
         hints.extend(scripted_hints(&scenario));
+        let statuses = scripted_statuses(&scenario);
         let horizon_ns = scenario.horizon.as_nanos();
         let bucket_ns = scenario.bucket.as_nanos().max(1);
         let buckets = horizon_ns.div_ceil(bucket_ns).max(1) as usize;
@@ -114,6 +135,7 @@ impl Compiled {
             stacks,
             ds_names,
             hints,
+            statuses,
             horizon_ns,
             bucket_ns,
             buckets,
@@ -150,6 +172,11 @@ impl Compiled {
     /// (the model's offered-load curve).
     pub fn offered_at(&self, t: u64) -> Option<f64> {
         capacity::offered_at(&self.scenario, &self.timeline, t)
+    }
+
+    /// The index of scripted status `a`.
+    pub(crate) fn status_index(&self, a: reliable_core::answer::Answer) -> u16 {
+        self.statuses.iter().position(|s| *s == a).unwrap_or(0) as u16
     }
 
     /// The index of hint `d`.

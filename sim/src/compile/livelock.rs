@@ -29,7 +29,9 @@ pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &Path) -> Option<Path> {
         zero(&d.network.request)
             && zero(&d.network.response)
             && match &d.model {
-                DownstreamModel::Scripted { latency, .. } => latency.is_zero(),
+                DownstreamModel::Scripted {
+                    latency, latencies, ..
+                } => latency.is_zero() || latencies.iter().any(|l| l.is_zero()),
                 DownstreamModel::Server {
                     service,
                     error_rate,

@@ -59,7 +59,8 @@ pub enum EventKind {
         attempt: Handle,
         /// What the downstream answered.
         reply: Reply,
-        /// Extra: for [`Reply::Throttled`], the index of the throttle hint in the world's table.
+        /// Extra: for [`Reply::Throttled`], the index of the throttle hint in the world's table;
+        /// for [`Reply::Status`], the index of the status.
         hint: u16,
     },
     /// A register read's reply reaches the client, which now sends its conditional write.
@@ -122,6 +123,10 @@ pub enum Reply {
     Overloaded,
     /// An LLM provider's 429 with a money-limit body.
     MoneyLimit,
+    /// A scripted status; the event's `hint` is its index in the scenario's table of them.
+    Status,
+    /// A scripted reset connection: no answer.
+    Reset,
 }
 
 #[cfg(test)]

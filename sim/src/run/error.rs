@@ -33,6 +33,21 @@ pub enum RunError {
         /// The system's reason.
         message: String,
     },
+    /// A request of [`run_calls`](super::run_calls) had not finished when the events ran out or
+    /// the horizon came.
+    Unfinished {
+        /// The request, from 1.
+        request: u64,
+        /// When it was given up, ns.
+        at_ns: u64,
+    },
+    /// [`run_calls`](super::run_calls) was given fewer throttle draws than its throttles took.
+    DrawsExhausted {
+        /// Draws given.
+        given: usize,
+        /// Draws taken.
+        taken: usize,
+    },
     /// A trace asked for a policy the scenario does not have.
     NoPolicy {
         /// The index asked for.
@@ -59,6 +74,15 @@ impl std::fmt::Display for RunError {
             RunError::Threads { jobs, message } => {
                 write!(f, "cannot start {jobs} threads: {message}")
             }
+            RunError::Unfinished { request, at_ns } => write!(
+                f,
+                "request {request} had not finished at t = {} (no more events, or the horizon)",
+                Duration::from_nanos(*at_ns)
+            ),
+            RunError::DrawsExhausted { given, taken } => write!(
+                f,
+                "the throttles took {taken} draws, more than the {given} given"
+            ),
             RunError::NoPolicy { index, policies } => {
                 write!(f, "no policy #{index}: the scenario has {policies}")
             }

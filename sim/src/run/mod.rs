@@ -22,7 +22,7 @@ use crate::metrics::PolicySummary;
 pub use admission::Estimate;
 pub use error::RunError;
 pub(crate) use world::World;
-pub use world::{RunOutput, TraceRow};
+pub use world::{Decision, RunOutput, TraceRow};
 
 /// Every run of a scenario under a list of seeds: what [`run`] returns and the
 /// [`report`](crate::report) renders.
@@ -109,6 +109,27 @@ pub(crate) fn run_all(
             })
         },
     )
+}
+
+/// The decisions policy `policy` of `c` takes for logical requests run one after another under
+/// `seed` (see [`Decision`]): request `k` starts at `calls[k].0` (ns) or when request `k − 1`
+/// finished, whichever is later, and a scripted first downstream answers it from answer
+/// `calls[k].1` of its script on; throttles take the samples `draws` (if not empty) in order.
+/// The conformance suite's simulator face.
+pub fn run_calls(
+    c: &Compiled,
+    policy: usize,
+    seed: u64,
+    calls: &[(u64, u64)],
+    draws: &[u64],
+) -> Result<Vec<(u64, Decision)>, RunError> {
+    if policy >= c.stacks.len() {
+        return Err(RunError::NoPolicy {
+            index: policy,
+            policies: c.stacks.len(),
+        });
+    }
+    World::new(c, policy, seed, false).run_calls(calls, draws)
 }
 
 /// One run, with progress reported to `tick`; errors name the policy and seed.

@@ -229,6 +229,10 @@ pub enum DownstreamModel {
         /// Time to answer. Default 0.
         #[serde(default)]
         latency: Duration,
+        /// Time to answer the `n`-th call (from 1), for the first calls; later calls take
+        /// `latency`. Default none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        latencies: Vec<Duration>,
     },
     /// An LLM provider (see [`LlmProvider`](super::LlmProvider)).
     LlmProvider(super::LlmProvider),
@@ -251,6 +255,43 @@ pub enum ScriptAnswer {
     Throttled(Duration),
     /// Never answers (the client's timeout decides).
     Hang,
+    /// An HTTP-like status with the signals its headers would carry; what it means is the core's
+    /// table's business (`reliable_core::answer`), like every answer's.
+    Status {
+        /// The status, in 100..=599.
+        status: u16,
+        /// The server's delay (`Retry-After` / `retry-after-ms`). Default none.
+        #[serde(default)]
+        retry_after: Option<Duration>,
+        /// `x-should-retry`. Default none.
+        #[serde(default)]
+        should_retry: Option<bool>,
+    },
+    /// The connection is reset (after the latency): no answer.
+    Reset,
+}
+
+impl ScriptAnswer {
+    /// The core's answer a `Status` stands for (`None` for the other kinds, which the simulator's
+    /// `AnswerKind` stands for).
+    pub fn status(self) -> Option<reliable_core::answer::Answer> {
+        use reliable_core::answer::{Answer, Signals};
+        match self {
+            ScriptAnswer::Status {
+                status,
+                retry_after,
+                should_retry,
+            } => Some(Answer::status(
+                status,
+                Signals {
+                    retry_after,
+                    should_retry,
+                    overloaded: false,
+                },
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// A server's waiting room.

@@ -121,19 +121,27 @@ impl World<'_> {
             }
             Ds::Llm(_) => self.llm_arrival(ds, attempt),
             Ds::Scripted(s) => {
-                let answer = s.call();
-                let latency = s.latency_ns;
+                let (answer, latency) = s.call();
                 let (reply, hint) = match answer {
                     ScriptAnswer::Ok => (Reply::Ok, 0),
                     ScriptAnswer::Error => (Reply::Error, 0),
                     ScriptAnswer::Fatal => (Reply::Fatal, 0),
                     ScriptAnswer::Throttled(h) => (Reply::Throttled, self.c.hint_index(h)),
+                    ScriptAnswer::Status { .. } => match answer.status() {
+                        Some(a) => (Reply::Status, self.c.status_index(a)),
+                        None => (Reply::Error, 0),
+                    },
+                    ScriptAnswer::Reset => (Reply::Reset, 0),
                     ScriptAnswer::Hang => {
                         self.m.ds[i].hung += 1;
                         return;
                     }
                 };
-                self.m.answered(now, ds, reply == Reply::Ok, false);
+                let ok = match reply {
+                    Reply::Status => self.c.statuses[hint as usize].class().is_none(),
+                    r => r == Reply::Ok,
+                };
+                self.m.answered(now, ds, ok, false);
                 if !self.attempts.contains(attempt) {
                     self.m.late_replies += 1;
                     return;
@@ -234,9 +242,20 @@ impl World<'_> {
             Reply::Fatal => AnswerKind::Fatal,
             Reply::Conflict => AnswerKind::Conflict,
             Reply::RateLimited | Reply::Overloaded | Reply::MoneyLimit => AnswerKind::Throttled,
+            Reply::Status | Reply::Reset => AnswerKind::Error,
         };
         let mut ans = Answer::new(kind, a.node);
         match reply {
+            Reply::Status => {
+                let status = self.c.statuses.get(hint as usize).copied();
+                ans = Answer::scripted(
+                    status.unwrap_or(reliable_core::answer::Answer::Connection),
+                    a.node,
+                );
+            }
+            Reply::Reset => {
+                ans = Answer::scripted(reliable_core::answer::Answer::Connection, a.node)
+            }
             Reply::Throttled => {
                 ans.retry_after = self.c.hints.get(hint as usize).copied().unwrap_or_default();
             }

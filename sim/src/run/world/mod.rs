@@ -113,6 +113,35 @@ pub struct TraceRow {
     pub calls_so_far: Vec<u64>,
 }
 
+/// One decision of a client stack, in the order taken: what [`World::run_calls`] records for the
+/// conformance suite's decision trace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Decision {
+    /// An attempt was sent.
+    Attempt,
+    /// An attempt ended: its class by the core's table (`None`: a success) and whether the
+    /// adaptive throttle counts it as accepted.
+    Answer {
+        /// The class.
+        class: Option<reliable_core::outcome::ErrorClass>,
+        /// Accepted by the downstream.
+        accepted: bool,
+    },
+    /// A breaker changed state.
+    Breaker(reliable_core::breaker::Transition),
+    /// A layer refused the request locally, sending nothing.
+    Refused(reliable_core::answer::Refuser),
+    /// A retry layer retries after this delay (the policy's, before any enclosing deadline).
+    Retry(Duration),
+    /// A retry layer gave up, for the core's reason.
+    GiveUp(&'static str),
+    /// The logical request finished.
+    End {
+        /// Successfully.
+        ok: bool,
+    },
+}
+
 /// What one run produced.
 #[derive(Clone, Debug)]
 pub struct RunOutput {
@@ -175,6 +204,11 @@ pub struct World<'c> {
     pending_client: u32,
     m: Recorder,
     trace: Option<Vec<TraceRow>>,
+    /// Decisions taken, with their times (ns), when [`World::run_calls`] records them.
+    decisions: Option<Vec<(u64, Decision)>>,
+    /// Samples the throttles take instead of `client_rng`'s, when given, and how many were
+    /// taken (past the end: `u64::MAX`, never refused).
+    given_draws: (Vec<u64>, usize),
     next_id: u64,
     events: u64,
     livelock: u64,
@@ -217,7 +251,11 @@ impl<'c> World<'c> {
                     script,
                     then,
                     latency,
-                } => Ds::Scripted(Scripted::new(script.clone(), *then, latency.as_nanos())),
+                    latencies,
+                } => Ds::Scripted(
+                    Scripted::new(script.clone(), *then, latency.as_nanos())
+                        .with_latencies(latencies.iter().map(|l| l.as_nanos()).collect()),
+                ),
                 DownstreamModel::LlmProvider(spec) => Ds::Llm(Box::new(
                     crate::model::llm::LlmModel::new(spec, i, c.clients(), seed),
                 )),
@@ -343,6 +381,8 @@ impl<'c> World<'c> {
                 c.timeline.span(),
             ),
             trace: trace.then(Vec::new),
+            decisions: None,
+            given_draws: (Vec::new(), 0),
             next_id: 1,
             events: 0,
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
@@ -385,6 +425,90 @@ impl<'c> World<'c> {
         for k in 1..self.c.buckets as u64 {
             self.q.push(k * self.c.bucket_ns, EventKind::Sample);
         }
+    }
+
+    /// Records decision `d` now, if decisions are recorded.
+    #[inline]
+    fn decide(&mut self, d: Decision) {
+        if let Some(log) = &mut self.decisions {
+            log.push((self.now, d));
+        }
+    }
+
+    /// A uniform sample for a throttle's decision: the next given draw, else the client stream.
+    fn throttle_sample(&mut self) -> u64 {
+        let (given, taken) = &mut self.given_draws;
+        if given.is_empty() {
+            return self.client_rng.next_u64();
+        }
+        *taken += 1;
+        given.get(*taken - 1).copied().unwrap_or(u64::MAX)
+    }
+
+    /// Runs one logical request after another instead of the scenario's workload, recording every
+    /// decision of the stack: request `k` starts at `calls[k].0` (ns), or when request `k − 1`
+    /// finished if that is later, and the scripted downstream (downstream 0, if scripted) answers
+    /// its attempts from answer `calls[k].1` of its script on. Throttles take their samples from
+    /// `draws` when it is not empty (more decisions than draws is an error). Faults and the
+    /// horizon still apply; an event past the horizon, or a request that never finishes, is an
+    /// error. This is how the conformance suite feeds its sequences to the simulator's own
+    /// client stack.
+    pub fn run_calls(
+        mut self,
+        calls: &[(u64, u64)],
+        draws: &[u64],
+    ) -> Result<Vec<(u64, Decision)>, RunError> {
+        self.decisions = Some(Vec::new());
+        self.given_draws = (draws.to_vec(), 0);
+        let horizon = self.c.horizon_ns;
+        for &(fault_at, fault) in self.c.timeline.edges() {
+            if fault_at < horizon {
+                self.q.push(fault_at, EventKind::FaultEdge { fault });
+            }
+        }
+        for &(start, first_answer) in calls {
+            self.q
+                .push(start.max(self.now), EventKind::ClientStart { client: 0 });
+            let request = self.next_id;
+            if let Some(Ds::Scripted(s)) = self.ds.first_mut() {
+                s.skip_to(first_answer);
+            }
+            let mut same_instant = 0u64;
+            while self.next_id == request || self.requests.len() > 0 {
+                let unfinished = RunError::Unfinished {
+                    request,
+                    at_ns: self.now,
+                };
+                let Some(e) = self.q.pop() else {
+                    return Err(unfinished);
+                };
+                if e.time >= horizon {
+                    return Err(unfinished);
+                }
+                let time = e.time.max(self.now);
+                same_instant = if time == self.now {
+                    same_instant + 1
+                } else {
+                    0
+                };
+                if same_instant > self.livelock {
+                    return Err(RunError::Livelock {
+                        at_ns: time,
+                        events: self.livelock,
+                    });
+                }
+                self.now = time;
+                self.dispatch(e.kind);
+            }
+        }
+        let (given, taken) = &self.given_draws;
+        if *taken > given.len() {
+            return Err(RunError::DrawsExhausted {
+                given: given.len(),
+                taken: *taken,
+            });
+        }
+        Ok(self.decisions.take().unwrap_or_default())
     }
 
     /// Runs to the horizon and summarises.

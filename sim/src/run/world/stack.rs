@@ -1,6 +1,7 @@
 //! How a logical request travels through its policy stack: invoking nodes, handing answers up,
 //! retry wake-ups, and finishing the request (see the [parent module](super) for the overview).
 
+use reliable_core::answer::Refuser;
 use reliable_core::breaker::{Breaker, State, Transition};
 use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
@@ -131,6 +132,7 @@ impl World<'_> {
 
     pub(super) fn note_transition(&mut self, t: Option<Transition>) {
         if let Some(t) = t {
+            self.decide(Decision::Breaker(t));
             self.m.breaker_transitions += 1;
             let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
             if open(t.to) && !open(t.from) {
@@ -175,6 +177,7 @@ impl World<'_> {
                 let first = r.attempts == 0;
                 r.attempts += 1;
                 self.m.sent(self.now, first);
+                self.decide(Decision::Attempt);
                 let attempt = self.attempts.insert(Attempt {
                     request,
                     node,
@@ -213,6 +216,7 @@ impl World<'_> {
                         self.invoke(request, *inner, deadline);
                     }
                     Err(rejection) => {
+                        self.decide(Decision::Refused(Refuser::Breaker));
                         self.m.at(self.now).local_rejections += 1;
                         let mut a = Answer::new(AnswerKind::Rejected, node);
                         a.retry_after = rejection.retry_after().unwrap_or(Duration::ZERO);
@@ -237,11 +241,12 @@ impl World<'_> {
             }
             NodeKind::Throttle { slot, inner, .. } => {
                 let (s, i) = self.throttle_instance(*slot, request);
-                let sample = self.client_rng.next_u64();
+                let sample = self.throttle_sample();
                 let now = Instant::from_nanos(self.now);
                 match self.throttles[s][i].try_acquire_with(now, sample) {
                     Ok(()) => self.invoke(request, *inner, deadline),
                     Err(_) => {
+                        self.decide(Decision::Refused(Refuser::Throttle));
                         self.m.at(self.now).local_rejections += 1;
                         self.answer(request, node, Answer::new(AnswerKind::Rejected, node));
                     }
@@ -260,6 +265,14 @@ impl World<'_> {
     /// Node `from` produced `ans` for `request`: hand it up through the parents.
     pub(super) fn answer(&mut self, request: Handle, from: u16, mut ans: Answer) {
         let stack = self.stack;
+        if self.decisions.is_some()
+            && matches!(stack.nodes[from as usize].kind, NodeKind::Call { .. })
+        {
+            self.decide(Decision::Answer {
+                class: ans.error_class(),
+                accepted: ans.accepted(),
+            });
+        }
         let mut child = from;
         loop {
             let parent = stack.nodes[child as usize].parent;
@@ -274,7 +287,7 @@ impl World<'_> {
                         .map(std::mem::take)
                         .unwrap_or_default();
                     if let Frame::Permit(permit) = frame {
-                        let outcome = ans.kind.breaker_outcome();
+                        let outcome = ans.breaker_outcome();
                         let (s, i) = self.breaker_instance(*slot, request);
                         let breaker = &mut self.breakers[s][i];
                         breaker.record(permit, outcome, Instant::from_nanos(self.now));
@@ -294,7 +307,7 @@ impl World<'_> {
                         continue;
                     };
                     let budget = &mut self.budgets[s][i];
-                    if let Some(class) = ans.kind.error_class(ans.retry_after) {
+                    if let Some(class) = ans.error_class() {
                         match policy.on_failure(
                             &mut state,
                             class,
@@ -303,6 +316,7 @@ impl World<'_> {
                             self.client_rng.rng(),
                         ) {
                             RetryDecision::RetryAt(at) => {
+                                self.decide(Decision::Retry(at - now));
                                 // Wake at the retry time, or at the enclosing deadline if sooner
                                 // (the retry layer then gives up with a timeout).
                                 let at = at.as_nanos().min(deadline).max(self.now);
@@ -318,7 +332,10 @@ impl World<'_> {
                                 );
                                 return;
                             }
-                            RetryDecision::GiveUp(reason) => self.m.give_up(reason),
+                            RetryDecision::GiveUp(reason) => {
+                                self.decide(Decision::GiveUp(reason.name()));
+                                self.m.give_up(reason)
+                            }
                         }
                     } else {
                         policy.on_success(&mut state, now, budget);
@@ -327,7 +344,7 @@ impl World<'_> {
                 NodeKind::Throttle { slot, .. } => {
                     let (s, i) = self.throttle_instance(*slot, request);
                     let now = Instant::from_nanos(self.now);
-                    self.throttles[s][i].record(now, ans.kind.accepted());
+                    self.throttles[s][i].record(now, ans.accepted());
                 }
                 NodeKind::Fallback { children } => {
                     let (index, deadline) = match self.frame_mut(request, parent) {
@@ -335,7 +352,7 @@ impl World<'_> {
                         _ => (0, u64::MAX),
                     };
                     let next = index as usize + 1;
-                    if !ans.kind.is_ok() && next < children.len() {
+                    if !ans.is_ok() && next < children.len() {
                         if let Some(f) = self.frame_mut(request, parent) {
                             *f = Frame::Fallback {
                                 index: next as u16,
@@ -361,7 +378,8 @@ impl World<'_> {
             return;
         };
         self.requests.remove(request);
-        let ok = ans.kind.is_ok();
+        let ok = ans.is_ok();
+        self.decide(Decision::End { ok });
         let latency = self.now.saturating_sub(r.start);
         self.m.finish(self.now, ok, latency);
         // Rows are pushed in request order from request 1, so request `id` is row `id - 1`.

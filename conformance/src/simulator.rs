@@ -1,0 +1,154 @@
+//! The simulator's face: a sequence becomes a one-downstream scenario (the policy block as a stack
+//! of the simulator's own layers, `Retry(Throttle(Breaker(Call)))` without the layers the block
+//! leaves out, and a `Scripted` downstream playing
+//! the answers), loaded like any scenario file and run by the simulator's world one call after
+//! another ([`sim::run::run_calls`]); its recorded decisions are written as the trace.
+//!
+//! The runner only *parses*: a status's headers become the signals of a scripted `Status`
+//! answer (with the same header parser the `reliable` faces use); what an answer means is the
+//! core's table, which the simulator's stack applies.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use reliable::Rejection;
+use reliable::http::Signals;
+use reliable::observer::{Observer, Refusal};
+use reliable_core::Duration;
+use reliable_core::answer::Refuser;
+use sim::run::Decision;
+
+use crate::{Scripted, Sequence, Trace};
+
+/// A duration as the simulator's scenario files write it.
+fn ron_duration(ms: u64) -> String {
+    format!("\"{}\"", Duration::from_millis(ms))
+}
+
+/// One scripted answer in the simulator's words.
+fn ron_answer(a: &Scripted) -> String {
+    match a {
+        Scripted::Status(status, headers) => {
+            let s = Signals::from_headers(&headers[..], SystemTime::now());
+            let delay = s.retry_after.map_or("None".to_string(), |d| {
+                format!("Some(\"{}\")", Duration::from_nanos(d.as_nanos() as u64))
+            });
+            let should = s
+                .should_retry
+                .map_or("None".to_string(), |b| format!("Some({b})"));
+            format!("Status(status: {status}, retry_after: {delay}, should_retry: {should})")
+        }
+        Scripted::Reset => "Reset".into(),
+        Scripted::Hang => "Hang".into(),
+    }
+}
+
+/// A core config in RON, written with the extensions the simulator reads scenarios with.
+fn ron<T: serde::Serialize>(what: &str, value: &T) -> Result<String, String> {
+    use ron::extensions::Extensions;
+    ron::Options::default()
+        .with_default_extension(Extensions::IMPLICIT_SOME | Extensions::UNWRAP_VARIANT_NEWTYPES)
+        .to_string(value)
+        .map_err(|e| format!("{what}: {e}"))
+}
+
+/// The sequence as a scenario: its text, and where each call's answers start in the script.
+pub fn scenario(s: &Sequence) -> Result<(String, Vec<(u64, u64)>), String> {
+    let mut script = Vec::new();
+    let mut latencies = Vec::new();
+    let mut calls = Vec::new();
+    for (i, call) in s.calls.iter().enumerate() {
+        calls.push((call.start_ms * 1_000_000, script.len() as u64));
+        for a in &call.answers {
+            let kind = a.kind().map_err(|e| format!("call {i}: {e}"))?;
+            script.push(ron_answer(&kind));
+            latencies.push(ron_duration(a.latency_ms));
+        }
+    }
+    let call = "Call(downstream: \"scripted\")".to_string();
+    let guarded = match s.policy.breaker() {
+        Some(b) => format!("Breaker(config: {}, inner: {call})", ron("breaker", &b)?),
+        None => call,
+    };
+    let guarded = match s.policy.throttle() {
+        Some((t, _)) => format!(
+            "Throttle(config: {}, inner: {guarded})",
+            ron("throttle", &t)?
+        ),
+        None => guarded,
+    };
+    let budget = match s.policy.budget() {
+        Some(b) => format!("Some({})", ron("budget", &b)?),
+        None => "None".into(),
+    };
+    let stack = format!(
+        "Retry(policy: {}, budget: {budget}, inner: {guarded})",
+        ron("retry", &s.policy.retry())?
+    );
+    // Long enough for any sequence: the calls, each bounded by its attempts and waits.
+    let horizon = "\"8000h\"";
+    let text = format!(
+        "Scenario(name: \"{name}\", horizon: {horizon}, bucket: \"1h\", workload: JobSet(clients: 1),\n\
+         downstreams: [(name: \"scripted\", model: Scripted(script: [{script}], then: Hang, latencies: [{latencies}]))],\n\
+         policies: [(name: \"conformance\", stack: {stack})])\n",
+        name = s.name,
+        script = script.join(", "),
+        latencies = latencies.join(", "),
+    );
+    Ok((text, calls))
+}
+
+/// Runs a sequence through the simulator's client stack; its trace.
+pub fn run(s: &Sequence) -> Result<String, String> {
+    let (text, calls) = scenario(s)?;
+    let compiled = sim::load(&text, &format!("{}.ron", s.name)).map_err(|e| e.to_string())?;
+    let draws = s.policy.throttle().map(|(_, d)| d).unwrap_or_default();
+    let decisions = sim::run::run_calls(&compiled, 0, 1, &calls, draws.samples())
+        .map_err(|e| format!("{}: {e}", s.name))?;
+    let now = Arc::new(AtomicU64::new(0));
+    let clock = now.clone();
+    let trace = Trace::new(Arc::new(move || clock.load(Ordering::SeqCst)));
+    let rec = trace.observer();
+    let mut call = 0;
+    trace.start_call(0);
+    for (t, d) in decisions {
+        now.store(t / 1_000_000, Ordering::SeqCst);
+        match d {
+            Decision::Attempt => {
+                if trace.attempt() as usize > s.calls[call].answers.len() {
+                    return Err(format!("{}: call {call}: script exhausted", s.name));
+                }
+            }
+            Decision::Answer { class, accepted } => trace.answer(trace.attempts(), class, accepted),
+            Decision::Breaker(t) => rec.on_transition("", t),
+            Decision::Refused(by) => rec.on_reject(
+                "",
+                refusal(by).ok_or_else(|| format!("{}: a refusal by {by:?}", s.name))?,
+            ),
+            Decision::Retry(delay) => rec.on_retry(
+                "",
+                trace.attempts(),
+                reliable_core::outcome::ErrorClass::Transient,
+                std::time::Duration::from_nanos(delay.as_nanos()),
+            ),
+            Decision::GiveUp(reason) => rec.on_give_up("", trace.attempts(), reason),
+            Decision::End { ok } => {
+                trace.end(ok);
+                call += 1;
+                trace.start_call(call);
+            }
+        }
+    }
+    Ok(trace.text())
+}
+
+/// The `reliable` refusal a trace names like the simulator's refuser (the simulator's stacks
+/// refuse by breaker and by throttle only).
+fn refusal(by: Refuser) -> Option<Refusal> {
+    match by {
+        Refuser::Breaker => Some(Refusal::Open { retry_after: None }),
+        Refuser::Throttle => Some(Refusal::Rejected(Rejection::Throttled { probability: 0.0 })),
+        Refuser::Budget | Refuser::Limiter => None,
+    }
+}

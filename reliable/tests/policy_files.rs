@@ -376,3 +376,50 @@ async fn route_layers_keep_the_order_the_policy_wrote() {
         format!("(name: \"b\", stack: Retry(policy: {retry}, inner: Call(downstream: \"api\")))");
     assert_eq!(run(&bare).await, (36, 0));
 }
+
+/// Where a throttle sits decides what it counts: each target takes the orders it runs as the
+/// simulator does and says why it refuses the others.
+#[test]
+fn throttles_load_where_their_target_counts_as_the_simulator() {
+    let retry = "(max_attempts: 3, backoff: (shape: Constant(delay: \"0s\")))";
+    let call = "Call(downstream: \"api\")";
+    let breaker = "(consecutive_failures: 5)";
+    let plan =
+        |stack: String| Plan::from_ron(&format!("(name: \"t\", stack: {stack})"), "t.ron").unwrap();
+    let around = plan(format!(
+        "Throttle(inner: Retry(policy: {retry}, inner: {call}))"
+    ));
+    let inside = plan(format!(
+        "Retry(policy: {retry}, inner: Throttle(inner: {call}))"
+    ));
+    let alone = plan(format!("Throttle(inner: {call})"));
+    let layered = plan(format!(
+        "Retry(policy: {retry}, inner: Throttle(inner: Breaker(config: {breaker}, inner: {call})))"
+    ));
+    let outer = plan(format!(
+        "Throttle(inner: Retry(policy: {retry}, inner: Breaker(config: {breaker}, inner: {call})))"
+    ));
+    assert!(around.routes[0].throttle.unwrap().per_call);
+    assert!(!inside.routes[0].throttle.unwrap().per_call);
+    for p in [&around, &inside, &layered, &outer] {
+        let e = p.builder().unwrap_err().to_string();
+        assert!(e.contains("a throttle on a route with retries"), "{e}");
+        p.route_layer(CloneAll).unwrap();
+    }
+    alone.builder().unwrap().build().unwrap();
+    layered.layer(CloneAll).unwrap();
+    let e = outer.layer(CloneAll).unwrap_err().to_string();
+    assert!(e.contains("a throttle around the retry"), "{e}");
+    let e = Plan::from_ron(
+        &format!(
+            "(name: \"t\", stack: Breaker(config: {breaker}, inner: Throttle(inner: {call})))"
+        ),
+        "t.ron",
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "t.ron: stack.inner: a throttle inside the breaker: expected Throttle outside the Breaker (as ReliableLayer and Reliable order them)"
+    );
+}

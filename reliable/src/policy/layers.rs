@@ -35,6 +35,8 @@ enum Order<P> {
     ThrottlePerCall,
     /// throttle → breaker → retry.
     BreakerPerCall(BreakerLayer<P>),
+    /// throttle → retry → breaker.
+    ThrottlePerCallBreakerPerAttempt(BreakerLayer<P>),
 }
 
 fn scoped<L>(layer: L, scope: Scope, shared: impl FnOnce(L) -> L) -> L {
@@ -56,14 +58,14 @@ impl<P: Clone> RouteLayer<P> {
             });
         }
         let throttle = match route.throttle {
-            Some((config, scope, _)) => scoped(
-                ThrottleLayer::new(config, policy.clone()).map_err(refused)?,
-                scope,
+            Some(t) => scoped(
+                ThrottleLayer::new(t.config, policy.clone()).map_err(refused)?,
+                t.scope,
                 |l| l.shared(),
             ),
             None => ThrottleLayer::disabled(policy.clone()),
         };
-        let throttle_outside = route.throttle.is_some_and(|t| t.2) && route.retries;
+        let throttle_outside = route.throttle.is_some_and(|t| t.per_call);
         let order = match route.breaker {
             Some(b) => {
                 let layer = scoped(
@@ -71,10 +73,10 @@ impl<P: Clone> RouteLayer<P> {
                     b.scope,
                     |l| l.shared(),
                 );
-                if b.per_call {
-                    Order::BreakerPerCall(layer)
-                } else {
-                    Order::BreakerPerAttempt(layer)
+                match (b.per_call, throttle_outside) {
+                    (true, _) => Order::BreakerPerCall(layer),
+                    (false, true) => Order::ThrottlePerCallBreakerPerAttempt(layer),
+                    (false, false) => Order::BreakerPerAttempt(layer),
                 }
             }
             None if throttle_outside => Order::ThrottlePerCall,
@@ -106,6 +108,11 @@ impl<S, P: Clone> Layer<S> for RouteLayer<P> {
             Order::BreakerPerCall(b) => {
                 RouteService::BreakerPerCall(throttle.layer(b.layer(retry.layer(inner))))
             }
+            Order::ThrottlePerCallBreakerPerAttempt(b) => {
+                RouteService::ThrottlePerCallBreakerPerAttempt(
+                    throttle.layer(retry.layer(b.layer(inner))),
+                )
+            }
         }
     }
 }
@@ -121,6 +128,8 @@ pub enum RouteService<S, P> {
     ThrottlePerCall(Throttle<Retry<S, P>, P>),
     /// throttle (a pass-through without one) → breaker → retry.
     BreakerPerCall(Throttle<Breaker<Retry<S, P>, P>, P>),
+    /// throttle → retry → breaker.
+    ThrottlePerCallBreakerPerAttempt(Throttle<Retry<Breaker<S, P>, P>, P>),
 }
 
 /// The response future of a [`RouteService`].
@@ -133,10 +142,12 @@ where
     Retry<Throttle<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
     Throttle<Retry<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
     Throttle<Breaker<Retry<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    Throttle<Retry<Breaker<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
     <Retry<Throttle<Breaker<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
     <Retry<Throttle<S, P>, P> as Service<Req>>::Future: Send + 'static,
     <Throttle<Retry<S, P>, P> as Service<Req>>::Future: Send + 'static,
     <Throttle<Breaker<Retry<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
+    <Throttle<Retry<Breaker<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -148,6 +159,7 @@ where
             RouteService::ThrottlePerAttempt(s) => s.poll_ready(cx),
             RouteService::ThrottlePerCall(s) => s.poll_ready(cx),
             RouteService::BreakerPerCall(s) => s.poll_ready(cx),
+            RouteService::ThrottlePerCallBreakerPerAttempt(s) => s.poll_ready(cx),
         }
     }
 
@@ -157,6 +169,7 @@ where
             RouteService::ThrottlePerAttempt(s) => Box::pin(s.call(req)),
             RouteService::ThrottlePerCall(s) => Box::pin(s.call(req)),
             RouteService::BreakerPerCall(s) => Box::pin(s.call(req)),
+            RouteService::ThrottlePerCallBreakerPerAttempt(s) => Box::pin(s.call(req)),
         }
     }
 }

@@ -153,6 +153,18 @@ pub struct RouteBreaker {
     pub scope: Scope,
 }
 
+/// Adaptive throttling on a [`Route`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteThrottle {
+    /// The core's config.
+    pub config: ThrottleConfig,
+    /// Around the retry: admits once per call (`Throttle(inner: Retry(..))`); inside or without
+    /// a retry: once per attempt.
+    pub per_call: bool,
+    /// Whose state it is.
+    pub scope: Scope,
+}
+
 /// One path of a [`Plan`]: the layers a call to one downstream passes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Route {
@@ -168,8 +180,8 @@ pub struct Route {
     pub budget: Option<(BudgetConfig, Scope)>,
     /// The breaker.
     pub breaker: Option<RouteBreaker>,
-    /// Adaptive throttling, whose it is, and whether it is outside the retry.
-    pub throttle: Option<(ThrottleConfig, Scope, bool)>,
+    /// Adaptive throttling.
+    pub throttle: Option<RouteThrottle>,
     /// `Llm(signals: true)`: the policy reads LLM provider signals (money limits are never
     /// retried), so classify errors with `reliable::llm` (feature `llm`).
     pub llm_signals: bool,
@@ -461,9 +473,13 @@ fn route<D>(
                         "a throttle inside the breaker: expected Throttle outside the Breaker (as ReliableLayer and Reliable order them)",
                     );
                 }
-                throttle = Some((*config, *scope, retry.is_none()));
                 path = at(&path, "inner");
                 layer = inner;
+                throttle = Some(RouteThrottle {
+                    config: *config,
+                    per_call: retry.is_none() && has_retry(layer),
+                    scope: *scope,
+                });
             }
             Layer::Llm {
                 signals,
@@ -533,14 +549,6 @@ impl Route {
     /// (per call when it is outside the retry) and throttle, nothing else of the builder's
     /// defaults. Add the clock, observers, metrics as usual.
     pub fn builder(&self) -> Result<Builder, PolicyError> {
-        if let Some((_, _, outside)) = self.throttle
-            && outside
-            && self.retries
-        {
-            return Err(self.refuse(
-                "a throttle around a retry: a Reliable's throttle admits once per call but learns from every attempt, which no simulated stack does; expected the Throttle inside the Retry (use ReliableLayer) or no retry",
-            ));
-        }
         let mut b = Reliable::builder(&self.downstream)
             .no_breaker()
             .retry(self.retry);
@@ -553,13 +561,13 @@ impl Route {
         if let Some((budget, _)) = self.budget {
             b = b.budget(budget);
         }
-        if let Some((throttle, _, _)) = self.throttle {
+        if let Some(throttle) = self.throttle {
             if self.retries {
                 return Err(self.refuse(
-                    "a throttle inside the retry: a Reliable's throttle admits once per call; expected the Throttle outside a single attempt, or ReliableLayer",
+                    "a throttle on a route with retries: a Reliable's throttle admits once per call but learns from every attempt, which no simulated stack does; expected no retry, or the tower layers (Plan::route_layer)",
                 ));
             }
-            b = b.throttle(throttle);
+            b = b.throttle(throttle.config);
         }
         Ok(b)
     }
@@ -579,7 +587,7 @@ impl Route {
             .map(|b| b.1)
             .into_iter()
             .chain(self.breaker.map(|b| b.scope))
-            .chain(self.throttle.map(|t| t.1))
+            .chain(self.throttle.map(|t| t.scope))
             .collect();
         let shared = scopes.iter().all(|s| *s == Scope::Shared);
         if !shared && scopes.contains(&Scope::Shared) {
@@ -615,7 +623,7 @@ impl Route {
                 "a breaker outside the retry: ReliableLayer's breaker sees every attempt; expected Retry(inner: Breaker(..)) (or put BreakerLayer over RetryLayer yourself)",
             ));
         }
-        if self.throttle.is_some_and(|t| t.2 && self.retries) {
+        if self.throttle.is_some_and(|t| t.per_call) {
             return Err(self.refuse(
                 "a throttle around the retry: ReliableLayer's throttle sees every attempt; expected Retry(inner: Throttle(inner: Breaker(..)))",
             ));
@@ -624,7 +632,7 @@ impl Route {
             retry: self.retry,
             budget: self.budget.map(|b| b.0),
             breaker: breaker.config,
-            throttle: self.throttle.map(|t| t.0),
+            throttle: self.throttle.map(|t| t.config),
         })
     }
 }

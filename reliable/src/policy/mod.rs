@@ -20,7 +20,7 @@
 //!
 //! let e = reliable::policy::Plan::from_ron("(name: \"x\", stack: Call(downstrem: \"api\"))", "p.ron")
 //!     .unwrap_err();
-//! assert!(e.to_string().starts_with("p.ron:1:26: "), "{e}");
+//! assert!(e.to_string().starts_with("p.ron:1:25: Unexpected field named `downstrem`"), "{e}");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

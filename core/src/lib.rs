@@ -61,6 +61,8 @@
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
 //!   naming the field; after that nothing can fail.
 //! - [`sample`]: how raw random samples become delays and decisions, without floats.
+//! - `policy` (feature `policy`, allocates): the policy format, a client policy as a stack of
+//!   layers holding these configs, as scenario files write it and `reliable` loads it.
 //!
 //! Each decision carries its reason: a breaker answers with a [`breaker::Permit`] or a
 //! [`breaker::Rejection`] saying why (open, with `retry_after`; probes full; forced open), and state
@@ -111,6 +113,9 @@
     )
 )]
 
+#[cfg(feature = "policy")]
+extern crate alloc;
+
 pub mod answer;
 pub mod backoff;
 pub mod breaker;
@@ -120,6 +125,8 @@ pub mod hedge;
 pub mod ledger;
 pub mod limit;
 pub mod outcome;
+#[cfg(feature = "policy")]
+pub mod policy;
 pub mod provider;
 pub mod registry;
 pub mod retry;

@@ -17,12 +17,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Runs the twelve requests and returns the table, one line per request.
 pub async fn table() -> Result<String, Box<dyn std::error::Error>> {
-    let primary_calls = Arc::new(AtomicUsize::new(0));
     let primary = Reliable::layered_exercise("primary").build()?;
     let backup = Reliable::layered_exercise("backup").no_breaker().build()?;
+    table_of(&primary, &backup).await
+}
+
+/// The same twelve requests through any `primary` and `backup` (`tests/policy_files.rs` runs
+/// the ones loaded from `scenarios/layered-stack.ron`).
+pub async fn table_of(
+    primary: &Reliable,
+    backup: &Reliable,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let primary_calls = Arc::new(AtomicUsize::new(0));
     let calls = primary_calls.clone();
     let stack = Fallback::new()
-        .then(&primary, move |_msg: &'static str| {
+        .then(primary, move |_msg: &'static str| {
             // The primary fails its 3rd to 8th calls and works otherwise.
             let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
             async move {
@@ -33,7 +42,7 @@ pub async fn table() -> Result<String, Box<dyn std::error::Error>> {
                 }
             }
         })
-        .then(&backup, |_msg| async {
+        .then(backup, |_msg| async {
             Ok::<_, std::io::Error>("backup ok")
         });
 

@@ -80,6 +80,9 @@
 //! - `llm` (feature `llm`): LLM provider signals: money limits, overload, server delays and
 //!   remaining quotas (Anthropic, OpenAI, OpenRouter, Portkey, LiteLLM, the IETF draft), as the
 //!   core's typed decisions.
+//! - `policy` (feature `policy`): policy files. A policy written as in the simulator's scenario
+//!   files (RON or JSON) loads unchanged into a builder or the tower layers, errors at
+//!   `file:line:col`; what cannot run as the simulator runs it is refused, never dropped.
 //! - [`observer`]: hooks for logs and traces (attempts, retries, refusals, transitions, hedges,
 //!   cancelled copies, ledger draws, limit moves); `Builder::metrics` under the `metrics`
 //!   feature.
@@ -90,7 +93,7 @@
 //! [`reqwest-middleware`](https://docs.rs/reqwest-middleware) middleware, `middleware::ReliableMiddleware`,
 //! and `Classify` for `reqwest::Error`), `anyhow` (`Classify` for `anyhow::Error`), `tracing` (a
 //! span per call and, with `Builder::tracing`, events per attempt, retry, refusal and transition:
-//! `traces`).
+//! `traces`), `policy` (policy files in RON or JSON, with `ron` and `serde_json`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -116,6 +119,8 @@ pub mod metrics;
 #[cfg(feature = "reqwest")]
 pub mod middleware;
 pub mod observer;
+#[cfg(feature = "policy")]
+pub mod policy;
 pub mod registry;
 mod reliable;
 mod rng;

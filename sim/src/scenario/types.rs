@@ -3,10 +3,6 @@
 //! Field names and variant names here are the file format: renaming one breaks scenario files.
 
 use reliable_core::Duration;
-use reliable_core::breaker::BreakerConfig;
-use reliable_core::budget::BudgetConfig;
-use reliable_core::retry::RetryConfig;
-use reliable_core::throttle::ThrottleConfig;
 use serde::{Deserialize, Serialize};
 
 /// A whole scenario.
@@ -530,111 +526,17 @@ pub enum OutageMode {
     Hang,
 }
 
-/// A client policy to compare: a name and a stack of layers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Policy {
-    /// Shown in tables and reports.
-    pub name: String,
-    /// The layers, outermost first.
-    pub stack: Layer,
-}
+/// A client policy to compare: a name and a stack of layers, in the policy format that `reliable`
+/// loads too ([`reliable_core::policy`]), with the simulator's distributions for `timeout_dist`.
+pub type Policy = reliable_core::policy::Policy<Dist>;
 
-/// One layer of a client policy stack. Layers nest: `Breaker(inner: Retry(inner: Call(..)))`
+/// One layer of a client policy stack ([`reliable_core::policy::Layer`], with the simulator's
+/// distributions for `timeout_dist`). Layers nest: `Breaker(inner: Retry(inner: Call(..)))`
 /// retries inside the breaker (the breaker sees one outcome per retried call), while
 /// `Retry(inner: Breaker(inner: Call(..)))` lets the breaker see every attempt.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub enum Layer {
-    /// One call to a downstream, failing with a timeout after `timeout` (or the nearest deadline
-    /// of an enclosing layer, if sooner).
-    Call {
-        /// The downstream's name.
-        downstream: String,
-        /// Per-call timeout. Default: none (only enclosing deadlines apply).
-        #[serde(default)]
-        timeout: Option<Duration>,
-        /// Instead of one `timeout` for everybody, each logical request draws its own from this
-        /// distribution, once, and every attempt of it through this call uses it: callers with
-        /// different timeouts (Yandex 2024 gives each client 100, 200 or 300 ms:
-        /// `Choice(["100ms", "200ms", "300ms"])`). The draw depends only on the seed and the
-        /// request's number, so every policy sees the same timeouts. Default: none.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout_dist: Option<Dist>,
-    },
-    /// A circuit breaker (the core's) around `inner`.
-    Breaker {
-        /// The core's breaker config.
-        config: BreakerConfig,
-        /// One breaker per client (default) or one shared by all clients.
-        #[serde(default)]
-        scope: Scope,
-        /// What it protects.
-        inner: Box<Layer>,
-    },
-    /// Retries `inner` as the core's retry policy decides: attempts, per-attempt timeout (pushed
-    /// down to the calls inside as a deadline), overall deadline, backoff with jitter, server
-    /// delays, and a retry budget.
-    Retry {
-        /// The core's retry config.
-        policy: RetryConfig,
-        /// The core's budget config. Default: none (unlimited).
-        #[serde(default)]
-        budget: Option<BudgetConfig>,
-        /// One budget per client (default) or one shared by all clients.
-        #[serde(default)]
-        budget_scope: Scope,
-        /// What is retried.
-        inner: Box<Layer>,
-    },
-    /// Client-side adaptive throttling (the core's): rejects locally with a probability that grows
-    /// as the downstream accepts less of what it is sent.
-    Throttle {
-        /// The core's throttle config. Default: the SRE book's (K = 2 over 2 minutes).
-        #[serde(default)]
-        config: ThrottleConfig,
-        /// One throttle per client (default) or one shared by all clients.
-        #[serde(default)]
-        scope: Scope,
-        /// What it protects.
-        inner: Box<Layer>,
-    },
-    /// Tries each layer in order until one succeeds.
-    Fallback(Vec<Layer>),
-    /// An LLM client around `inner` (which calls the `LlmProvider` named `downstream`): with
-    /// `signals`, money-limit answers are read from the body and never retried (without it a money
-    /// 429 looks like any 429, as to an SDK); with `spend`, each attempt reserves input +
-    /// `max_tokens` in the core's spend breaker first and settles to the usage after; with
-    /// `proactive`, the provider's rate-limit headers feed the spend breaker.
-    Llm {
-        /// The `LlmProvider` downstream called inside.
-        downstream: String,
-        /// Read provider signals (money limits). Default false.
-        #[serde(default)]
-        signals: bool,
-        /// The core's spend-breaker config. Default: none.
-        #[serde(default)]
-        spend: Option<reliable_core::spend::SpendConfig>,
-        /// Feed the provider's remaining-quota headers to the spend breaker. Default false.
-        #[serde(default)]
-        proactive: bool,
-        /// One spend breaker per client (default: per key) or one shared by all clients.
-        #[serde(default)]
-        scope: Scope,
-        /// What it wraps.
-        inner: Box<Layer>,
-    },
-}
+pub type Layer = reliable_core::policy::Layer<Dist>;
 
-/// Whose state a stateful layer keeps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Scope {
-    /// One instance per client.
-    #[default]
-    PerClient,
-    /// One instance shared by every client (a process-wide breaker or budget).
-    Shared,
-}
+pub use reliable_core::policy::Scope;
 
 /// How recovery after the faults is judged (see the metrics docs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

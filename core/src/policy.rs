@@ -1,0 +1,160 @@
+//! The policy format: a client policy as a stack of layers, exactly as scenario files write it.
+//!
+//! This is the one definition of the format. The simulator's scenario files (`policies: [(name:
+//! .., stack: ..)]`) parse into it, and `reliable` loads the same text into a `Reliable` or a tower
+//! `ReliableLayer`, so a policy tried in the simulator ships unchanged. Every layer holds the
+//! core's own config ([`BreakerConfig`], [`RetryConfig`], [`BudgetConfig`], [`ThrottleConfig`],
+//! [`SpendConfig`]); durations are written as text (`"250ms"`, `"1s"`).
+//!
+//! Only with the `policy` feature (which turns on `serde` and needs `alloc`: a stack nests and
+//! names things); the core's default build stays allocation-free.
+//!
+//! ```text
+//! (name: "budget + breaker", stack: Retry(
+//!     policy: (max_attempts: 4, attempt_timeout: "1s",
+//!              backoff: (shape: Exponential(base: "100ms", factor: 2.0), cap: "2s", jitter: Full)),
+//!     budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+//!     inner: Breaker(config: (failure_rate: 0.5, minimum_calls: 10), inner: Call(downstream: "api")),
+//! ))
+//! ```
+//!
+//! What belongs to the simulator only is marked so on its field: which downstream a `Call` (or an
+//! `Llm` layer) goes to names the service in a real client, and a `timeout_dist` (a timeout drawn
+//! per request, to model callers with different timeouts) has the distribution type `D` of the
+//! reader: the simulator reads its distributions there, a real client reads a type that refuses it.
+//!
+//! Field names and variant names here are the file format: renaming one breaks policy files.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Duration;
+use crate::breaker::BreakerConfig;
+use crate::budget::BudgetConfig;
+use crate::retry::RetryConfig;
+use crate::spend::SpendConfig;
+use crate::throttle::ThrottleConfig;
+
+/// A client policy: a name and a stack of layers (one entry of a scenario's `policies`). `D` is
+/// the type a `Call`'s `timeout_dist` is read as (see the [module docs](self)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, bound(deserialize = "D: Deserialize<'de>"))]
+pub struct Policy<D> {
+    /// Shown in tables and reports.
+    pub name: String,
+    /// The layers, outermost first.
+    pub stack: Layer<D>,
+}
+
+/// One layer of a client policy stack. Layers nest: `Breaker(inner: Retry(inner: Call(..)))`
+/// retries inside the breaker (the breaker sees one outcome per retried call), while
+/// `Retry(inner: Breaker(inner: Call(..)))` lets the breaker see every attempt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, bound(deserialize = "D: Deserialize<'de>"))]
+pub enum Layer<D> {
+    /// One call to a downstream, failing with a timeout after `timeout` (or the nearest deadline
+    /// of an enclosing layer, if sooner).
+    Call {
+        /// The downstream's name (in a real client: the name of the service called).
+        downstream: String,
+        /// Per-call timeout. Default: none (only enclosing deadlines apply).
+        #[serde(default)]
+        timeout: Option<Duration>,
+        /// Simulator only. Instead of one `timeout` for everybody, each logical request draws its
+        /// own from this distribution, once, and every attempt of it through this call uses it:
+        /// callers with different timeouts (Yandex 2024 gives each client 100, 200 or 300 ms:
+        /// `Choice(["100ms", "200ms", "300ms"])`). The draw depends only on the seed and the
+        /// request's number, so every policy sees the same timeouts. Default: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_dist: Option<D>,
+    },
+    /// A circuit breaker (the core's) around `inner`.
+    Breaker {
+        /// The core's breaker config.
+        config: BreakerConfig,
+        /// One breaker per client (default) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What it protects.
+        inner: Box<Layer<D>>,
+    },
+    /// Retries `inner` as the core's retry policy decides: attempts, per-attempt timeout (pushed
+    /// down to the calls inside as a deadline), overall deadline, backoff with jitter, server
+    /// delays, and a retry budget.
+    Retry {
+        /// The core's retry config.
+        policy: RetryConfig,
+        /// The core's budget config. Default: none (unlimited).
+        #[serde(default)]
+        budget: Option<BudgetConfig>,
+        /// One budget per client (default) or one shared by all clients.
+        #[serde(default)]
+        budget_scope: Scope,
+        /// What is retried.
+        inner: Box<Layer<D>>,
+    },
+    /// Client-side adaptive throttling (the core's): rejects locally with a probability that grows
+    /// as the downstream accepts less of what it is sent.
+    Throttle {
+        /// The core's throttle config. Default: the SRE book's (K = 2 over 2 minutes).
+        #[serde(default)]
+        config: ThrottleConfig,
+        /// One throttle per client (default) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What it protects.
+        inner: Box<Layer<D>>,
+    },
+    /// Tries each layer in order until one succeeds.
+    Fallback(Vec<Layer<D>>),
+    /// An LLM client around `inner` (which calls the `LlmProvider` named `downstream`): with
+    /// `signals`, money-limit answers are read from the body and never retried (without it a money
+    /// 429 looks like any 429, as to an SDK); with `spend`, each attempt reserves input +
+    /// `max_tokens` in the core's spend breaker first and settles to the usage after; with
+    /// `proactive`, the provider's rate-limit headers feed the spend breaker.
+    Llm {
+        /// The `LlmProvider` downstream called inside.
+        downstream: String,
+        /// Read provider signals (money limits). Default false.
+        #[serde(default)]
+        signals: bool,
+        /// The core's spend-breaker config. Default: none.
+        #[serde(default)]
+        spend: Option<SpendConfig>,
+        /// Feed the provider's remaining-quota headers to the spend breaker. Default false.
+        #[serde(default)]
+        proactive: bool,
+        /// One spend breaker per client (default: per key) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What it wraps.
+        inner: Box<Layer<D>>,
+    },
+}
+
+impl<D> Layer<D> {
+    /// The variant's name as written in files.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Layer::Call { .. } => "Call",
+            Layer::Breaker { .. } => "Breaker",
+            Layer::Retry { .. } => "Retry",
+            Layer::Throttle { .. } => "Throttle",
+            Layer::Fallback(_) => "Fallback",
+            Layer::Llm { .. } => "Llm",
+        }
+    }
+}
+
+/// Whose state a stateful layer keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scope {
+    /// One instance per client.
+    #[default]
+    PerClient,
+    /// One instance shared by every client (a process-wide breaker or budget).
+    Shared,
+}

@@ -1,0 +1,80 @@
+//! The policy format (feature `policy`): a stack as scenario files write it parses to the core's
+//! configs, round-trips through RON and JSON, and refuses unknown fields by name.
+#![cfg(feature = "policy")]
+
+use reliable_core::Duration;
+use reliable_core::breaker::BreakerConfig;
+use reliable_core::policy::{Layer, Policy, Scope};
+use ron::extensions::Extensions;
+
+/// A reader whose `timeout_dist` is a list of durations (the simulator reads its distributions).
+type P = Policy<Vec<Duration>>;
+
+const TEXT: &str = r#"(name: "layered", stack: Fallback([
+    Breaker(config: (consecutive_failures: 2, open: (duration: "20s")),
+            scope: Shared,
+            inner: Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))),
+                         budget: Ratio(ratio: 0.1, min_per_sec: 0),
+                         inner: Call(downstream: "primary", timeout: "250ms"))),
+    Throttle(inner: Call(downstream: "backup", timeout_dist: ["100ms", "200ms"])),
+]))"#;
+
+fn options() -> ron::Options {
+    ron::Options::default()
+        .with_default_extension(Extensions::IMPLICIT_SOME | Extensions::UNWRAP_VARIANT_NEWTYPES)
+}
+
+#[test]
+fn a_stack_parses_to_the_core_configs_and_round_trips() {
+    let p: P = options().from_str(TEXT).unwrap();
+    assert_eq!(p.name, "layered");
+    let Layer::Fallback(branches) = &p.stack else {
+        panic!("{:?}", p.stack)
+    };
+    let Layer::Breaker {
+        config,
+        scope,
+        inner,
+    } = &branches[0]
+    else {
+        panic!("{:?}", branches[0])
+    };
+    assert_eq!(*scope, Scope::Shared);
+    assert_eq!(config.consecutive_failures, Some(2));
+    assert_eq!(config.open.duration, Duration::from_secs(20));
+    assert_eq!(config.window, BreakerConfig::default().window);
+    let Layer::Retry { policy, inner, .. } = &**inner else {
+        panic!("{inner:?}")
+    };
+    assert_eq!(policy.max_attempts, Some(2));
+    assert_eq!(
+        **inner,
+        Layer::Call {
+            downstream: "primary".into(),
+            timeout: Some(Duration::from_millis(250)),
+            timeout_dist: None,
+        }
+    );
+    assert_eq!(branches[1].kind_name(), "Throttle");
+
+    let ron_text = options()
+        .to_string_pretty(&p, ron::ser::PrettyConfig::default())
+        .unwrap();
+    assert_eq!(options().from_str::<P>(&ron_text).unwrap(), p);
+    let json = serde_json::to_string(&p).unwrap();
+    assert_eq!(serde_json::from_str::<P>(&json).unwrap(), p);
+}
+
+#[test]
+fn unknown_fields_and_layers_are_refused_by_name() {
+    let e = options()
+        .from_str::<P>(r#"(name: "x", stack: Call(downstream: "a", timout: "1s"))"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("timout") && e.contains("timeout"), "{e}");
+    let e = options()
+        .from_str::<P>(r#"(name: "x", stack: Hedge(inner: Call(downstream: "a")))"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("Hedge") && e.contains("Retry"), "{e}");
+}

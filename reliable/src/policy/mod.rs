@@ -1,0 +1,725 @@
+//! Policy files: a policy tried in the simulator, loaded unchanged into a [`Reliable`] or a tower
+//! `ReliableLayer` (feature `policy`).
+//!
+//! The format is the core's ([`reliable_core::policy`]), the one the simulator's scenario files
+//! use: a policy is `(name: .., stack: ..)`, its stack the layers outermost first, each holding the
+//! core's config, durations written as text (`"250ms"`). It reads from RON (a policy entry, or a
+//! whole scenario file and a policy's name) and JSON (serde's shape of the same types); a syntax
+//! error, an unknown field or a wrong type is refused as `file:line:col: message`.
+//!
+//! ```
+//! let text = r#"(name: "budget + breaker", stack: Retry(
+//!     policy: (max_attempts: 4, attempt_timeout: "1s",
+//!              backoff: (shape: Exponential(base: "100ms", factor: 2.0), cap: "2s", jitter: Full)),
+//!     budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+//!     inner: Breaker(config: (failure_rate: 0.5, minimum_calls: 10), inner: Call(downstream: "api")),
+//! ))"#;
+//! let plan = reliable::policy::Plan::from_ron(text, "policy.ron")?;
+//! let api = plan.builder()?.build()?; // retry(breaker(api)), with the budget
+//! assert_eq!(api.label(), "retry(breaker(api))");
+//!
+//! let e = reliable::policy::Plan::from_ron("(name: \"x\", stack: Call(downstrem: \"api\"))", "p.ron")
+//!     .unwrap_err();
+//! assert!(e.to_string().starts_with("p.ron:1:25: Unexpected field named `downstrem`"), "{e}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## What loads, and into what
+//!
+//! A stack becomes a [`Plan`]: one [`Route`] per path a call may take (an outermost `Fallback`
+//! gives one route per branch, tried in order; compose them with [`Fallback`](crate::Fallback) or
+//! the tower `FallbackLayer`). A route is the shape
+//! `Throttle? → Breaker? → Retry? → Breaker? → Llm? → Call`:
+//!
+//! | In the stack | In a `Reliable` ([`Route::builder`]) | In tower ([`Route::layer`], [`Route::route_layer`]) |
+//! |---|---|---|
+//! | `Call(downstream, timeout)` | the instance's name; `timeout` is the per-attempt timeout (the smaller of it and the retry's `attempt_timeout`) | the same, in the `RetryLayer` |
+//! | `Retry(policy, budget)` | [`Builder::retry`], [`Builder::budget`]; no `Retry`: one attempt | `RetryLayer` with its budget |
+//! | `Breaker` inside the `Retry` | a breaker every attempt passes (the builder's default) | `ReliableLayer`'s order: retry → throttle → breaker |
+//! | `Breaker` outside the `Retry` | [`Builder::breaker_per_call`]: one verdict per call | `RouteLayer` only: throttle → breaker → retry |
+//! | no `Breaker` | [`Builder::no_breaker`] | `RouteLayer` only (`ReliableLayer` always has one) |
+//! | `Throttle` | [`Builder::throttle`], on a route without retries | `ThrottleLayer` where the stack puts it |
+//! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
+//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` | `shared()` on each layer whose scope is `Shared` |
+//!
+//! Anything a target cannot run the way the simulator does is refused with the layer's path and
+//! why, never dropped: a `timeout_dist` (a timeout drawn per request models a crowd of callers),
+//! a spend breaker (`Llm(spend: ..)`: drive [`reliable_core::spend::SpendBreaker`] yourself), two
+//! retries, breakers or throttles on one route, a `Fallback` inside another layer, a throttle
+//! inside a breaker, and a throttle on a route with retries in a `Reliable` (its throttle admits
+//! once per call but learns from every attempt, which no simulated stack does).
+//!
+//! Hostile input is bounded: ron refuses nesting deeper than 128 levels and serde_json too, a
+//! plan has at most [`MAX_ROUTES`] routes, and parsing is linear in the text.
+
+use std::fmt;
+
+use reliable_core::Duration;
+use reliable_core::backoff::BackoffConfig;
+use reliable_core::breaker::BreakerConfig;
+use reliable_core::budget::BudgetConfig;
+use reliable_core::retry::RetryConfig;
+use reliable_core::throttle::ThrottleConfig;
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::Reliable;
+use crate::builder::Builder;
+
+pub use reliable_core::policy::Scope;
+
+#[cfg(feature = "tower")]
+mod layers;
+#[cfg(feature = "tower")]
+pub use layers::{RouteFuture, RouteLayer, RouteService};
+
+/// A policy as a real client reads it: the core's format, with `timeout_dist` refused.
+pub type Policy = reliable_core::policy::Policy<SimulatorOnly>;
+
+/// One layer of a [`Policy`]'s stack.
+pub type Layer = reliable_core::policy::Layer<SimulatorOnly>;
+
+/// Most routes (fallback branches) a plan may have.
+pub const MAX_ROUTES: usize = 64;
+
+/// What a real client reads a simulator-only field as: nothing, ever. Reading one is an error
+/// that says why (and, in a RON or JSON file, where).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimulatorOnly {}
+
+impl<'de> Deserialize<'de> for SimulatorOnly {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(de::Error::custom(
+            "timeout_dist is simulator only (a timeout drawn per request models callers with different timeouts): expected `timeout` in a service",
+        ))
+    }
+}
+
+/// Why a policy file was refused. Displays as `file:line:col: message` for what the parser saw,
+/// `file: field: message` for a layer a target cannot run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyError {
+    /// The file, as given.
+    pub file: String,
+    /// 1-based line and column, when the parser knew them.
+    pub position: Option<(usize, usize)>,
+    /// The layer's path from the policy (`stack.inner.inner`), for a refused layer.
+    pub field: Option<String>,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
+        f.write_str(": ")?;
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl serde::Serialize for SimulatorOnly {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        match *self {}
+    }
+}
+
+/// A scenario's `timeout_dist`, skipped when reading a whole scenario file (refused only if the
+/// policy chosen has one).
+#[derive(Clone, Copy, Debug)]
+struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(d).map(|_| Skipped)
+    }
+}
+
+/// A breaker on a [`Route`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteBreaker {
+    /// The core's config.
+    pub config: BreakerConfig,
+    /// Outside the retry: one verdict per call (`Breaker(inner: Retry(..))`); inside or without a
+    /// retry: one per attempt.
+    pub per_call: bool,
+    /// Whose state it is.
+    pub scope: Scope,
+}
+
+/// Adaptive throttling on a [`Route`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteThrottle {
+    /// The core's config.
+    pub config: ThrottleConfig,
+    /// Around the retry: admits once per call (`Throttle(inner: Retry(..))`); inside or without
+    /// a retry: once per attempt.
+    pub per_call: bool,
+    /// Whose state it is.
+    pub scope: Scope,
+}
+
+/// One path of a [`Plan`]: the layers a call to one downstream passes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Route {
+    /// Where the route is written in the policy: `stack`, or `stack[i]` for a fallback branch.
+    pub path: String,
+    /// The downstream called (the instance's name).
+    pub downstream: String,
+    /// The retry policy; without a `Retry` layer, one attempt with the call's timeout.
+    pub retry: RetryConfig,
+    /// Whether a `Retry` layer was written (one attempt without).
+    pub retries: bool,
+    /// The retry budget, and whose it is.
+    pub budget: Option<(BudgetConfig, Scope)>,
+    /// The breaker.
+    pub breaker: Option<RouteBreaker>,
+    /// Adaptive throttling.
+    pub throttle: Option<RouteThrottle>,
+    /// `Llm(signals: true)`: the policy reads LLM provider signals (money limits are never
+    /// retried), so classify errors with `reliable::llm` (feature `llm`).
+    pub llm_signals: bool,
+    /// The file, for messages.
+    file: String,
+}
+
+/// A loaded policy: its name and its routes, in the order a fallback tries them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The policy's name.
+    pub name: String,
+    /// One route per fallback branch (one without a `Fallback`).
+    pub routes: Vec<Route>,
+    /// The file, for messages.
+    file: String,
+}
+
+/// A layer's path from the policy, for messages.
+fn at(path: &str, step: &str) -> String {
+    format!("{path}.{step}")
+}
+
+impl Plan {
+    /// Reads a policy entry `(name: .., stack: ..)` written in RON (as in a scenario's
+    /// `policies`), with the simulator's extensions: a bare value for an `Option`, one pair of
+    /// parentheses for a newtype variant holding a struct.
+    pub fn from_ron(text: &str, file: &str) -> Result<Plan, PolicyError> {
+        let policy: Policy = ron_options()
+            .from_str(text)
+            .map_err(|e| ron_error(e, file))?;
+        Plan::new(&policy, file)
+    }
+
+    /// Reads a policy from JSON: the same types as serde writes them (`{"name": .., "stack":
+    /// {"Retry": {"policy": .., "inner": {"Call": {"downstream": "api"}}}}}`).
+    pub fn from_json(text: &str, file: &str) -> Result<Plan, PolicyError> {
+        let policy: Policy = serde_json::from_str(text).map_err(|e| PolicyError {
+            file: file.to_string(),
+            position: Some((e.line().max(1), e.column().max(1))),
+            field: None,
+            message: e.to_string(),
+        })?;
+        Plan::new(&policy, file)
+    }
+
+    /// Reads the policy called `name` from a scenario file (`Scenario(..)` or a list of them):
+    /// the file `sim check` validated, unchanged. Only the `policies` are read; the rest of the
+    /// scenario (workload, downstreams, faults) is the simulator's and is skipped. In a list
+    /// whose scenarios share policy names, say which scenario with
+    /// [`from_scenario_in`](Self::from_scenario_in).
+    pub fn from_scenario(text: &str, file: &str, name: &str) -> Result<Plan, PolicyError> {
+        Plan::pick(text, file, None, name)
+    }
+
+    /// Reads the policy called `name` of the scenario called `scenario` from a scenario file.
+    pub fn from_scenario_in(
+        text: &str,
+        file: &str,
+        scenario: &str,
+        name: &str,
+    ) -> Result<Plan, PolicyError> {
+        Plan::pick(text, file, Some(scenario), name)
+    }
+
+    fn pick(
+        text: &str,
+        file: &str,
+        scenario: Option<&str>,
+        name: &str,
+    ) -> Result<Plan, PolicyError> {
+        let all = scenario_policies(text, file)?;
+        let fail = |message: String| PolicyError {
+            file: file.to_string(),
+            position: None,
+            field: None,
+            message,
+        };
+        let found: Vec<&(String, reliable_core::policy::Policy<Skipped>)> = all
+            .iter()
+            .filter(|(s, p)| p.name == name && scenario.is_none_or(|want| want == s))
+            .collect();
+        match found.as_slice() {
+            [(_, policy)] => Plan::new(policy, file),
+            [] => {
+                let names: Vec<String> = all
+                    .iter()
+                    .filter(|(s, _)| scenario.is_none_or(|want| want == s))
+                    .map(|(_, p)| p.name.clone())
+                    .take(20)
+                    .collect();
+                Err(fail(format!(
+                    "no policy named {name:?}: expected one of {names:?}"
+                )))
+            }
+            several => {
+                let scenarios: Vec<&str> = several.iter().map(|(s, _)| s.as_str()).collect();
+                Err(fail(format!(
+                    "{} scenarios have a policy named {name:?} ({scenarios:?}): expected the scenario's name too (Plan::from_scenario_in)",
+                    several.len()
+                )))
+            }
+        }
+    }
+
+    /// Splits a parsed policy into routes, refusing what no target can run as the simulator does.
+    pub fn new<D>(
+        policy: &reliable_core::policy::Policy<D>,
+        file: &str,
+    ) -> Result<Plan, PolicyError> {
+        let fail = |field: String, message: &str| PolicyError {
+            file: file.to_string(),
+            position: None,
+            field: Some(field),
+            message: message.to_string(),
+        };
+        let mut branches = Vec::new();
+        flatten(&policy.stack, "stack".to_string(), &mut branches);
+        if branches.len() > MAX_ROUTES {
+            return Err(fail(
+                "stack".into(),
+                &format!(
+                    "{} fallback branches: expected at most {MAX_ROUTES}",
+                    branches.len()
+                ),
+            ));
+        }
+        let routes = branches
+            .into_iter()
+            .map(|(layer, path)| route(layer, path, file).map_err(|(f, m)| fail(f, &m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Plan {
+            name: policy.name.clone(),
+            routes,
+            file: file.to_string(),
+        })
+    }
+
+    /// The single route, or why there is not exactly one.
+    pub fn route(&self) -> Result<&Route, PolicyError> {
+        match self.routes.as_slice() {
+            [r] => Ok(r),
+            routes => Err(PolicyError {
+                file: self.file.clone(),
+                position: None,
+                field: Some("stack".into()),
+                message: format!(
+                    "a Fallback of {} routes: expected one; build each of `routes` and compose them with `Fallback`",
+                    routes.len()
+                ),
+            }),
+        }
+    }
+
+    /// A [`Builder`] for the single route (see [`Route::builder`]).
+    pub fn builder(&self) -> Result<Builder, PolicyError> {
+        self.route()?.builder()
+    }
+
+    /// A tower `ReliableLayer` for the single route (see [`Route::layer`]).
+    #[cfg(feature = "tower")]
+    pub fn layer<P: Clone>(
+        &self,
+        policy: P,
+    ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
+        self.route()?.layer(policy)
+    }
+
+    /// The tower layers of the single route, in its own order (see [`Route::route_layer`]).
+    #[cfg(feature = "tower")]
+    pub fn route_layer<P: Clone>(&self, policy: P) -> Result<RouteLayer<P>, PolicyError> {
+        self.route()?.route_layer(policy)
+    }
+}
+
+/// The branches of `layer`: the layers of an outermost `Fallback` (nested ones flattened, as
+/// trying `[a, [b, c]]` in order tries a, b, c), or `layer` itself.
+fn flatten<'a, D>(
+    layer: &'a reliable_core::policy::Layer<D>,
+    path: String,
+    out: &mut Vec<(&'a reliable_core::policy::Layer<D>, String)>,
+) {
+    use reliable_core::policy::Layer;
+    match layer {
+        Layer::Fallback(layers) => {
+            for (i, l) in layers.iter().enumerate() {
+                flatten(l, format!("{path}[{i}]"), out);
+            }
+        }
+        other => out.push((other, path)),
+    }
+}
+
+type Refused = (String, String);
+
+/// One route from a chain of layers, outermost first.
+fn route<D>(
+    mut layer: &reliable_core::policy::Layer<D>,
+    at_path: String,
+    file: &str,
+) -> Result<Route, Refused> {
+    use reliable_core::policy::Layer;
+    let mut path = at_path.clone();
+    let refuse = |path: &str, m: &str| Err((path.to_string(), m.to_string()));
+    let mut retry: Option<RetryConfig> = None;
+    let mut budget = None;
+    let mut breaker: Option<RouteBreaker> = None;
+    let mut throttle = None;
+    let mut llm_signals = false;
+    loop {
+        match layer {
+            Layer::Call {
+                downstream,
+                timeout,
+                timeout_dist,
+            } => {
+                if timeout_dist.is_some() {
+                    return refuse(
+                        &at(&path, "timeout_dist"),
+                        "simulator only (a timeout drawn per request models callers with different timeouts): expected `timeout` in a service",
+                    );
+                }
+                let retries = retry.is_some();
+                let mut retry = retry.unwrap_or(RetryConfig {
+                    max_attempts: Some(1),
+                    ..RetryConfig::new(BackoffConfig::immediate())
+                });
+                retry.attempt_timeout = min_some(retry.attempt_timeout, *timeout);
+                return Ok(Route {
+                    path: at_path,
+                    file: file.to_string(),
+                    downstream: downstream.clone(),
+                    retry,
+                    retries,
+                    budget,
+                    breaker,
+                    throttle,
+                    llm_signals,
+                });
+            }
+            Layer::Retry {
+                policy,
+                budget: b,
+                budget_scope,
+                inner,
+            } => {
+                if retry.is_some() {
+                    return refuse(
+                        &path,
+                        "a retry inside a retry: expected one Retry per route (retries multiply)",
+                    );
+                }
+                retry = Some(*policy);
+                budget = b.map(|b| (b, *budget_scope));
+                path = at(&path, "inner");
+                layer = inner;
+            }
+            Layer::Breaker {
+                config,
+                scope,
+                inner,
+            } => {
+                if breaker.is_some() {
+                    return refuse(&path, "a second breaker: expected one Breaker per route");
+                }
+                breaker = Some(RouteBreaker {
+                    config: *config,
+                    per_call: false,
+                    scope: *scope,
+                });
+                path = at(&path, "inner");
+                layer = inner;
+                // Outside the retry if a Retry comes below it.
+                if let Some(b) = &mut breaker {
+                    b.per_call = retry.is_none() && has_retry(layer);
+                }
+            }
+            Layer::Throttle {
+                config,
+                scope,
+                inner,
+            } => {
+                if throttle.is_some() {
+                    return refuse(&path, "a second throttle: expected one Throttle per route");
+                }
+                if breaker.is_some() {
+                    return refuse(
+                        &path,
+                        "a throttle inside the breaker: expected Throttle outside the Breaker (as ReliableLayer and Reliable order them)",
+                    );
+                }
+                path = at(&path, "inner");
+                layer = inner;
+                throttle = Some(RouteThrottle {
+                    config: *config,
+                    per_call: retry.is_none() && has_retry(layer),
+                    scope: *scope,
+                });
+            }
+            Layer::Llm {
+                signals,
+                spend,
+                proactive,
+                inner,
+                ..
+            } => {
+                if *proactive {
+                    return refuse(
+                        &at(&path, "proactive"),
+                        "proactive quotas feed a spend breaker, which is not a Reliable layer: expected `proactive: false`",
+                    );
+                }
+                if spend.is_some() {
+                    return refuse(
+                        &at(&path, "spend"),
+                        "a spend breaker is not a Reliable layer: expected no `spend` (drive reliable_core::spend::SpendBreaker around the call yourself)",
+                    );
+                }
+                llm_signals = *signals;
+                path = at(&path, "inner");
+                layer = inner;
+            }
+            Layer::Fallback(_) => {
+                return refuse(
+                    &path,
+                    "a Fallback inside another layer: expected Fallback only outermost (one route per branch)",
+                );
+            }
+        }
+    }
+}
+
+/// Whether a `Retry` is somewhere below `layer` on its chain.
+fn has_retry<D>(mut layer: &reliable_core::policy::Layer<D>) -> bool {
+    use reliable_core::policy::Layer;
+    loop {
+        layer = match layer {
+            Layer::Retry { .. } => return true,
+            Layer::Breaker { inner, .. }
+            | Layer::Throttle { inner, .. }
+            | Layer::Llm { inner, .. } => inner,
+            Layer::Call { .. } | Layer::Fallback(_) => return false,
+        }
+    }
+}
+
+fn min_some(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+impl Route {
+    fn refuse(&self, message: &str) -> PolicyError {
+        PolicyError {
+            file: self.file.clone(),
+            position: None,
+            field: Some(self.path.clone()),
+            message: message.to_string(),
+        }
+    }
+
+    /// A [`Builder`] set to this route: named after the downstream, its retry, budget, breaker
+    /// (per call when it is outside the retry) and throttle, nothing else of the builder's
+    /// defaults. Add the clock, observers, metrics as usual.
+    pub fn builder(&self) -> Result<Builder, PolicyError> {
+        let mut b = Reliable::builder(&self.downstream)
+            .no_breaker()
+            .retry(self.retry);
+        if let Some(br) = self.breaker {
+            b = b.breaker(br.config);
+            if br.per_call {
+                b = b.breaker_per_call();
+            }
+        }
+        if let Some((budget, _)) = self.budget {
+            b = b.budget(budget);
+        }
+        if let Some(throttle) = self.throttle {
+            if self.retries {
+                return Err(self.refuse(
+                    "a throttle on a route with retries: a Reliable's throttle admits once per call but learns from every attempt, which no simulated stack does; expected no retry, or the tower layers (Plan::route_layer)",
+                ));
+            }
+            b = b.throttle(throttle.config);
+        }
+        Ok(b)
+    }
+
+    /// The tower layers of this route: `ReliableLayer` runs retry (with its budget) → throttle →
+    /// breaker, so the route must have a breaker every attempt passes, and a throttle (if any)
+    /// inside the retry. Scopes: all `Shared` gives [`shared`](crate::tower::ReliableLayer::shared)
+    /// (one state for every service the layer wraps); all per client, one per wrapped service.
+    #[cfg(feature = "tower")]
+    pub fn layer<P: Clone>(
+        &self,
+        policy: P,
+    ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
+        let config = self.reliable_config()?;
+        let scopes: Vec<Scope> = self
+            .budget
+            .map(|b| b.1)
+            .into_iter()
+            .chain(self.breaker.map(|b| b.scope))
+            .chain(self.throttle.map(|t| t.scope))
+            .collect();
+        let shared = scopes.iter().all(|s| *s == Scope::Shared);
+        if !shared && scopes.contains(&Scope::Shared) {
+            return Err(self.refuse(
+                "some layers Shared and some PerClient: expected one scope (ReliableLayer shares all its state or none)",
+            ));
+        }
+        let layer = crate::tower::ReliableLayer::new(config, policy)
+            .map_err(|e| self.refuse(&format!("{e}: expected a config the core accepts")))?;
+        Ok(if shared { layer.shared() } else { layer })
+    }
+
+    /// The tower layers of this route in the order the policy wrote them, whatever it is: a
+    /// [`RouteLayer`] (`RetryLayer`, `ThrottleLayer`, `BreakerLayer`, each shared or per wrapped
+    /// service as its scope says). With a breaker inside the retry, its service is
+    /// `ReliableLayer`'s.
+    #[cfg(feature = "tower")]
+    pub fn route_layer<P: Clone>(&self, policy: P) -> Result<RouteLayer<P>, PolicyError> {
+        RouteLayer::new(self, policy)
+    }
+
+    /// The route as a tower [`ReliableConfig`](crate::tower::ReliableConfig) (see
+    /// [`layer`](Self::layer) for the shapes it takes).
+    #[cfg(feature = "tower")]
+    pub fn reliable_config(&self) -> Result<crate::tower::ReliableConfig, PolicyError> {
+        let Some(breaker) = self.breaker else {
+            return Err(self.refuse(
+                "no breaker: ReliableLayer always has one; expected a Breaker inside the Retry (or compose RetryLayer and ThrottleLayer yourself)",
+            ));
+        };
+        if breaker.per_call {
+            return Err(self.refuse(
+                "a breaker outside the retry: ReliableLayer's breaker sees every attempt; expected Retry(inner: Breaker(..)) (or put BreakerLayer over RetryLayer yourself)",
+            ));
+        }
+        if self.throttle.is_some_and(|t| t.per_call) {
+            return Err(self.refuse(
+                "a throttle around the retry: ReliableLayer's throttle sees every attempt; expected Retry(inner: Throttle(inner: Breaker(..)))",
+            ));
+        }
+        Ok(crate::tower::ReliableConfig {
+            retry: self.retry,
+            budget: self.budget.map(|b| b.0),
+            breaker: breaker.config,
+            throttle: self.throttle.map(|t| t.config),
+        })
+    }
+}
+
+fn ron_options() -> ron::Options {
+    use ron::extensions::Extensions;
+    ron::Options::default()
+        .with_default_extension(Extensions::IMPLICIT_SOME | Extensions::UNWRAP_VARIANT_NEWTYPES)
+        .with_recursion_limit(128)
+}
+
+fn ron_error(e: ron::error::SpannedError, file: &str) -> PolicyError {
+    let message = e.code.to_string().trim().replace('\n', " ");
+    let message = if message.contains("recursion limit") {
+        "nested more than 128 levels deep: expected a flatter policy".to_string()
+    } else {
+        message
+    };
+    PolicyError {
+        file: file.to_string(),
+        position: Some((e.span.start.line.max(1), e.span.start.col.max(1))),
+        field: None,
+        message,
+    }
+}
+
+/// The policies in a scenario file (`Scenario(..)` or a list of them), in file order: for each,
+/// its scenario's name and its own, what [`Plan::from_scenario_in`] loads.
+pub fn policy_names(text: &str, file: &str) -> Result<Vec<(String, String)>, PolicyError> {
+    Ok(scenario_policies(text, file)?
+        .into_iter()
+        .map(|(s, p)| (s, p.name))
+        .collect())
+}
+
+/// Every policy of a scenario file (`Scenario(..)` or `[Scenario(..), ...]`) with its scenario's
+/// name, the rest skipped.
+fn scenario_policies(text: &str, file: &str) -> Result<Vec<Tagged>, PolicyError> {
+    let found: Policies = ron_options()
+        .from_str(text)
+        .map_err(|e| ron_error(e, file))?;
+    Ok(found.0)
+}
+
+/// A policy and the name of the scenario it is in.
+type Tagged = (String, reliable_core::policy::Policy<Skipped>);
+
+/// The policies of one scenario or of a list of them.
+struct Policies(Vec<Tagged>);
+
+impl<'de> Deserialize<'de> for Policies {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(PoliciesVisitor)
+    }
+}
+
+struct PoliciesVisitor;
+
+impl<'de> Visitor<'de> for PoliciesVisitor {
+    type Value = Policies;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scenario `Scenario(..)` or a list `[Scenario(..), ...]`")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Policies, A::Error> {
+        let (mut name, mut policies) = (String::new(), None);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "name" => name = map.next_value()?,
+                "policies" => policies = Some(map.next_value::<Vec<_>>()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let policies = policies.ok_or_else(|| de::Error::missing_field("policies"))?;
+        Ok(Policies(
+            policies.into_iter().map(|p| (name.clone(), p)).collect(),
+        ))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Policies, A::Error> {
+        let mut all = Vec::new();
+        while let Some(Policies(p)) = seq.next_element::<Policies>()? {
+            all.extend(p);
+        }
+        Ok(Policies(all))
+    }
+}

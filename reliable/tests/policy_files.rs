@@ -1,0 +1,425 @@
+//! Policy files: every policy of every shipped scenario loads into `Reliable` and the tower
+//! `ReliableLayer` (or is refused for a stated reason), a loaded policy decides as the simulator
+//! does, errors point at `file:line:col`, and hostile files are refused quickly.
+
+#[allow(dead_code)] // its `main` is for `cargo run --example layered`
+#[path = "../examples/layered.rs"]
+mod layered;
+
+use reliable::policy::{Plan, PolicyError, Route, policy_names};
+use reliable::tower::{AnyOk, BoxError, Classify, Open};
+use reliable_core::outcome::ErrorClass;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tower::{Layer, Service, ServiceExt};
+
+/// Plain requests, every one retryable; every `Ok` a success.
+#[derive(Clone, Copy, Debug)]
+struct CloneAll;
+
+impl Classify<u32> for CloneAll {
+    fn response(&self, _: &u32) -> Option<ErrorClass> {
+        None
+    }
+}
+
+impl reliable::tower::Policy<u32, u32> for CloneAll {
+    fn clone_request(&self, r: &u32) -> Option<u32> {
+        Some(*r)
+    }
+}
+
+fn scenarios() -> Vec<(String, String)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ron"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = format!("scenarios/{}", p.file_name().unwrap().to_string_lossy());
+            (name, std::fs::read_to_string(p).unwrap())
+        })
+        .collect()
+}
+
+/// Why a route cannot run in a `Reliable`, if it cannot.
+fn reliable_refusal(e: &PolicyError) -> &'static str {
+    let m = &e.message;
+    if m.contains("simulator only") {
+        "timeout_dist"
+    } else if m.contains("spend breaker") {
+        "spend"
+    } else {
+        panic!("unexpected refusal: {e}")
+    }
+}
+
+/// Loads a route into a `Reliable` and into tower layers in its own order (both must succeed),
+/// and into a `ReliableLayer` (which takes one order only).
+fn load_route(route: &Route) -> Result<(), PolicyError> {
+    let reliable = route.builder().unwrap().build().unwrap();
+    assert_eq!(reliable.name(), route.downstream);
+    route.route_layer(AnyOk).unwrap();
+    route.layer(AnyOk).map(|_| ())
+}
+
+#[test]
+fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() {
+    let (mut policies, mut into_reliable, mut into_layer) = (0, 0, 0);
+    let mut refused = Vec::new();
+    for (file, text) in scenarios() {
+        let names = policy_names(&text, &file).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!names.is_empty(), "{file}");
+        for (scenario, name) in names {
+            policies += 1;
+            let plan = match Plan::from_scenario_in(&text, &file, &scenario, &name) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    refused.push(format!("{scenario} {name}: {}", reliable_refusal(&e)));
+                    assert!(e.field.is_some(), "{e}");
+                    continue;
+                }
+            };
+            assert_eq!(plan.name, name);
+            into_reliable += 1;
+            for route in &plan.routes {
+                match load_route(route) {
+                    Ok(()) => into_layer += 1,
+                    Err(e) => {
+                        // ReliableLayer's one shape: a breaker every attempt passes, and one
+                        // scope for all its layers.
+                        let b = route.breaker;
+                        assert!(
+                            b.is_none()
+                                || b.unwrap().per_call
+                                || e.message.contains("some layers Shared"),
+                            "{e}"
+                        );
+                        assert!(
+                            e.message.contains("no breaker")
+                                || e.message.contains("breaker outside the retry")
+                                || e.message.contains("some layers Shared"),
+                            "{e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "{policies} policies: {into_reliable} load into Reliable, {into_layer} routes into ReliableLayer; refused: {refused:#?}"
+    );
+    assert!(policies >= 40, "{policies}");
+    // Only what a service cannot run as the simulator does is refused: the timeouts drawn per
+    // request of one scenario, and the spend breaker.
+    assert_eq!(
+        refused,
+        [
+            "llm-provider-storm spend breaker + proactive: spend",
+            "outage-recovery-mixed-timeouts no retries: timeout_dist",
+            "outage-recovery-mixed-timeouts retry-2x: timeout_dist",
+            "outage-recovery-mixed-timeouts retry-2x backoff + jitter: timeout_dist",
+        ]
+    );
+}
+
+/// The policies every shipped scenario uses most load into `ReliableLayer` too.
+#[test]
+fn a_retry_around_a_breaker_loads_into_reliable_layer() {
+    let (file, text) = scenarios()
+        .into_iter()
+        .find(|(f, _)| f.ends_with("/default.ron"))
+        .unwrap();
+    let plan = Plan::from_scenario(&text, &file, "budget + breaker + jitter").unwrap();
+    let config = plan.route().unwrap().reliable_config().unwrap();
+    assert_eq!(config.retry.max_attempts, Some(4));
+    assert!(config.budget.is_some());
+    assert_eq!(config.breaker.failure_rate, Some(0.5));
+    plan.layer(AnyOk).unwrap();
+    assert_eq!(
+        plan.builder().unwrap().build().unwrap().label(),
+        "retry(breaker(api))"
+    );
+    // A breaker around one attempt is ReliableLayer's shape too.
+    let plan = Plan::from_scenario(&text, &file, "circuit breaker").unwrap();
+    assert_eq!(
+        plan.builder().unwrap().build().unwrap().label(),
+        "breaker(api)"
+    );
+    plan.layer(AnyOk).unwrap();
+    // The breaker outside the retry: Reliable runs it per call; ReliableLayer says why not, and
+    // the route's own layers take it.
+    let (file, text) = scenarios()
+        .into_iter()
+        .find(|(f, _)| f.ends_with("/boundary-map.ron"))
+        .unwrap();
+    let plan = Plan::from_scenario(&text, &file, "circuit breaker").unwrap();
+    let rel = plan.builder().unwrap().build().unwrap();
+    assert_eq!(rel.label(), "breaker(retry(api))");
+    let e = plan.layer(AnyOk).unwrap_err().to_string();
+    assert!(
+        e.starts_with("scenarios/boundary-map.ron: stack: a breaker outside the retry"),
+        "{e}"
+    );
+    plan.route_layer(AnyOk).unwrap();
+}
+
+/// Validation case 1, loaded from its scenario file unchanged: the `Reliable`s the plan builds
+/// answer the exercise's twelve requests exactly as the hand-built ones (and as `sim trace
+/// scenarios/layered-stack.ron`, which `sim/tests/validation.rs` holds to the same rows).
+#[tokio::test(start_paused = true)]
+async fn the_layered_stack_loaded_from_its_scenario_decides_like_the_simulator() {
+    let (file, text) = scenarios()
+        .into_iter()
+        .find(|(f, _)| f.ends_with("/layered-stack.ron"))
+        .unwrap();
+    let plan = Plan::from_scenario(&text, &file, "layered").unwrap();
+    assert_eq!(plan.routes.len(), 2);
+    let primary = plan.routes[0].builder().unwrap().build().unwrap();
+    let backup = plan.routes[1].builder().unwrap().build().unwrap();
+    assert_eq!(primary.label(), "breaker(retry(primary))");
+    assert_eq!(backup.label(), "retry(backup)");
+    let loaded = layered::table_of(&primary, &backup).await.unwrap();
+    let by_hand = layered::table().await.unwrap();
+    assert_eq!(loaded, by_hand);
+}
+
+#[test]
+fn errors_point_at_file_line_and_column() {
+    let misspelt = "(name: \"p\", stack: Retry(\n    policy: (max_attempts: 3, backof: (shape: Constant(delay: \"0s\"))),\n    inner: Call(downstream: \"api\"),\n))";
+    let e = Plan::from_ron(misspelt, "p.ron").unwrap_err().to_string();
+    assert!(e.starts_with("p.ron:2:31: "), "{e}");
+    assert!(e.contains("backof"), "{e}");
+
+    let wrong_type = "(name: \"p\", stack: Retry(\n    policy: (max_attempts: \"three\"),\n    inner: Call(downstream: \"api\"),\n))";
+    let e = Plan::from_ron(wrong_type, "p.ron").unwrap_err().to_string();
+    assert!(e.starts_with("p.ron:2:27: Expected integer"), "{e}");
+
+    let bad_duration = "(name: \"p\", stack: Call(downstream: \"api\", timeout: \"1 fortnight\"))";
+    let e = Plan::from_ron(bad_duration, "p.ron")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("p.ron:1:"), "{e}");
+
+    let sim_only =
+        "(name: \"p\", stack: Call(downstream: \"api\",\n  timeout_dist: Choice([\"100ms\"])))";
+    let e = Plan::from_ron(sim_only, "p.ron").unwrap_err().to_string();
+    assert!(
+        e.starts_with("p.ron:2:") && e.contains("simulator only"),
+        "{e}"
+    );
+
+    let json =
+        "{\"name\": \"p\",\n \"stack\": {\"Call\": {\"downstream\": \"api\", \"timeot\": \"1s\"}}}";
+    let e = Plan::from_json(json, "p.json").unwrap_err().to_string();
+    assert!(e.starts_with("p.json:2:") && e.contains("timeot"), "{e}");
+    let json = "{\"name\": \"p\",\n \"stack\": {\"Call\": {\"downstream\": 7}}}";
+    let e = Plan::from_json(json, "p.json").unwrap_err().to_string();
+    assert!(e.starts_with("p.json:2:"), "{e}");
+
+    // A shape no target runs as the simulator does names the layer.
+    let two = "(name: \"p\", stack: Retry(policy: (backoff: (shape: Constant(delay: \"0s\"))), inner: Retry(policy: (backoff: (shape: Constant(delay: \"0s\"))), inner: Call(downstream: \"a\"))))";
+    let e = Plan::from_ron(two, "p.ron").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "p.ron: stack.inner: a retry inside a retry: expected one Retry per route (retries multiply)"
+    );
+    let e = Plan::from_scenario("Scenario(policies: [])", "s.ron", "x")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no policy named \"x\""), "{e}");
+    // A name several scenarios of one file use needs the scenario's name.
+    let (file, text) = scenarios()
+        .into_iter()
+        .find(|(f, _)| f.ends_with("/outage-amplification.ron"))
+        .unwrap();
+    let e = Plan::from_scenario(&text, &file, "retry-2x")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("2 scenarios have a policy named \"retry-2x\""),
+        "{e}"
+    );
+    let e = Plan::from_scenario_in(&text, &file, "outage-recovery-mixed-timeouts", "retry-2x")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "scenarios/outage-amplification.ron: stack.inner.timeout_dist: simulator only (a timeout drawn per request models callers with different timeouts): expected `timeout` in a service"
+    );
+}
+
+#[test]
+fn the_same_policy_in_ron_and_json_loads_the_same() {
+    let ron = r#"(name: "p", stack: Retry(
+        policy: (max_attempts: 4, attempt_timeout: "1s",
+                 backoff: (shape: Exponential(base: "100ms", factor: 2.0), cap: "2s", jitter: Full)),
+        budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+        inner: Breaker(config: (failure_rate: 0.5, minimum_calls: 10), inner: Call(downstream: "api")),
+    ))"#;
+    let json = r#"{"name": "p", "stack": {"Retry": {
+        "policy": {"max_attempts": 4, "attempt_timeout": "1s",
+                   "backoff": {"shape": {"Exponential": {"base": "100ms", "factor": 2.0}}, "cap": "2s", "jitter": "Full"}},
+        "budget": {"Ratio": {"ratio": 0.1, "min_per_sec": 0, "ttl": "10s"}},
+        "inner": {"Breaker": {"config": {"failure_rate": 0.5, "minimum_calls": 10},
+                              "inner": {"Call": {"downstream": "api"}}}}}}}"#;
+    let a = Plan::from_ron(ron, "p.ron").unwrap();
+    let b = Plan::from_json(json, "p.ron").unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.routes[0].retry.attempt_timeout.unwrap().as_millis(), 1000);
+}
+
+#[test]
+fn hostile_files_are_refused_quickly_and_never_panic() {
+    let t0 = std::time::Instant::now();
+    // 10^5 fallback branches: parsed in linear time, refused.
+    let wide = format!(
+        "(name: \"w\", stack: Fallback([{}]))",
+        "Call(downstream: \"a\"),".repeat(100_000)
+    );
+    let e = Plan::from_ron(&wide, "w.ron").unwrap_err().to_string();
+    assert!(e.contains("100000 fallback branches"), "{e}");
+    // 10^5 policies in a scenario: loaded in linear time.
+    let many = format!(
+        "Scenario(policies: [{}])",
+        "(name: \"p\", stack: Call(downstream: \"a\")),".repeat(100_000)
+    );
+    assert_eq!(policy_names(&many, "m.ron").unwrap().len(), 100_000);
+    // 10^5 levels deep: refused by the parsers' depth limits.
+    let deep = format!(
+        "(name: \"d\", stack: {}Call(downstream: \"a\"){})",
+        "Retry(policy: (backoff: (shape: Constant(delay: \"0s\"))), inner: ".repeat(100_000),
+        ")".repeat(100_000)
+    );
+    let e = Plan::from_ron(&deep, "d.ron").unwrap_err().to_string();
+    assert!(e.contains("nested more than 128 levels deep"), "{e}");
+    let deep = format!(
+        "{{\"name\": \"d\", \"stack\": {}{{\"Call\": {{\"downstream\": \"a\"}}}}{}}}",
+        "{\"Retry\": {\"policy\": {\"backoff\": {\"shape\": {\"Constant\": {\"delay\": \"0s\"}}}}, \"inner\": ".repeat(100_000),
+        "}}".repeat(100_000)
+    );
+    let e = Plan::from_json(&deep, "d.json").unwrap_err().to_string();
+    assert!(e.contains("recursion limit"), "{e}");
+    for garbage in [
+        "",
+        "(",
+        "\"",
+        "[[[[",
+        "(name: ",
+        "Scenario(",
+        "/*",
+        "\u{feff}(",
+    ] {
+        let _ = Plan::from_ron(garbage, "g.ron");
+        let _ = Plan::from_json(garbage, "g.json");
+        let _ = policy_names(garbage, "g.ron");
+    }
+    let took = t0.elapsed();
+    assert!(took.as_secs() < 20, "{took:?}");
+}
+
+/// A failing downstream, counting its calls.
+fn failing(
+    calls: Arc<AtomicUsize>,
+) -> impl Service<
+    u32,
+    Response = u32,
+    Error = BoxError,
+    Future = std::future::Ready<Result<u32, BoxError>>,
+> + Clone {
+    tower::service_fn(move |_: u32| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Err::<u32, BoxError>("down".into()))
+    })
+}
+
+/// A breaker outside the retry sees one outcome per call, inside it one per attempt: the tower
+/// layers a plan builds keep the order the policy wrote (as the simulator runs it).
+#[tokio::test(start_paused = true)]
+async fn route_layers_keep_the_order_the_policy_wrote() {
+    let breaker = "(failure_rate: 0.5, minimum_calls: 10, window: Count(calls: 20), open: (duration: \"5s\"))";
+    let retry = "(max_attempts: 3, backoff: (shape: Constant(delay: \"0s\")))";
+    let outside = format!(
+        "(name: \"o\", stack: Breaker(config: {breaker}, inner: Retry(policy: {retry}, inner: Call(downstream: \"api\"))))"
+    );
+    let inside = format!(
+        "(name: \"i\", stack: Retry(policy: {retry}, inner: Breaker(config: {breaker}, inner: Call(downstream: \"api\"))))"
+    );
+    // Calls made downstream by 12 logical requests, and how many requests the open breaker refused.
+    async fn run(text: &str) -> (usize, usize) {
+        let plan = Plan::from_ron(text, "p.ron").unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mut svc = plan
+            .route_layer(CloneAll)
+            .unwrap()
+            .layer(failing(calls.clone()));
+        let mut refused = 0;
+        for i in 0..12 {
+            let e = svc.ready().await.unwrap().call(i).await.unwrap_err();
+            if e.is::<Open>() {
+                refused += 1;
+            }
+        }
+        (calls.load(Ordering::SeqCst), refused)
+    }
+    // Per call: 10 calls of 3 attempts fail, then the breaker refuses the 11th and 12th.
+    assert_eq!(run(&outside).await, (30, 2));
+    // Per attempt: it opens at the 10th attempt (the 4th request's first); the rest are refused.
+    assert_eq!(run(&inside).await, (10, 9));
+    // Without a breaker, every request makes its 3 attempts.
+    let bare =
+        format!("(name: \"b\", stack: Retry(policy: {retry}, inner: Call(downstream: \"api\")))");
+    assert_eq!(run(&bare).await, (36, 0));
+}
+
+/// Where a throttle sits decides what it counts: each target takes the orders it runs as the
+/// simulator does and says why it refuses the others.
+#[test]
+fn throttles_load_where_their_target_counts_as_the_simulator() {
+    let retry = "(max_attempts: 3, backoff: (shape: Constant(delay: \"0s\")))";
+    let call = "Call(downstream: \"api\")";
+    let breaker = "(consecutive_failures: 5)";
+    let plan =
+        |stack: String| Plan::from_ron(&format!("(name: \"t\", stack: {stack})"), "t.ron").unwrap();
+    let around = plan(format!(
+        "Throttle(inner: Retry(policy: {retry}, inner: {call}))"
+    ));
+    let inside = plan(format!(
+        "Retry(policy: {retry}, inner: Throttle(inner: {call}))"
+    ));
+    let alone = plan(format!("Throttle(inner: {call})"));
+    let layered = plan(format!(
+        "Retry(policy: {retry}, inner: Throttle(inner: Breaker(config: {breaker}, inner: {call})))"
+    ));
+    let outer = plan(format!(
+        "Throttle(inner: Retry(policy: {retry}, inner: Breaker(config: {breaker}, inner: {call})))"
+    ));
+    assert!(around.routes[0].throttle.unwrap().per_call);
+    assert!(!inside.routes[0].throttle.unwrap().per_call);
+    for p in [&around, &inside, &layered, &outer] {
+        let e = p.builder().unwrap_err().to_string();
+        assert!(e.contains("a throttle on a route with retries"), "{e}");
+        p.route_layer(CloneAll).unwrap();
+    }
+    alone.builder().unwrap().build().unwrap();
+    layered.layer(CloneAll).unwrap();
+    let e = outer.layer(CloneAll).unwrap_err().to_string();
+    assert!(e.contains("a throttle around the retry"), "{e}");
+    let e = Plan::from_ron(
+        &format!(
+            "(name: \"t\", stack: Breaker(config: {breaker}, inner: Throttle(inner: {call})))"
+        ),
+        "t.ron",
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        e,
+        "t.ron: stack.inner: a throttle inside the breaker: expected Throttle outside the Breaker (as ReliableLayer and Reliable order them)"
+    );
+}

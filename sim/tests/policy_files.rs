@@ -56,6 +56,7 @@ fn simulated(mut s: Scenario, policy: usize, downstream: &str) -> Vec<(u64, bool
             script: script(),
             then: ScriptAnswer::Ok,
             latency: Duration::from_millis(10),
+            latencies: Vec::new(),
         },
         network: Network::default(),
     }];

@@ -295,7 +295,8 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
                             res = res.header(k.as_str(), v.as_str());
                         }
                         let res = res.body(()).map_err(|e| Box::new(e) as BoxError)?;
-                        let class = reliable::tower::Classify::response(&HttpPolicy::new(), &res);
+                        let class =
+                            reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), &res);
                         trace.answer(n, class, accepted(class));
                         Ok(res)
                     }
@@ -318,7 +319,9 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
                 .body(())
                 .map_err(|e| e.to_string())?;
             let ok = match svc.clone().oneshot(req).await {
-                Ok(res) => reliable::tower::Classify::response(&HttpPolicy::new(), &res).is_none(),
+                Ok(res) => {
+                    reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), &res).is_none()
+                }
                 Err(_) => false,
             };
             trace.end(ok);

@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use reliable::Rejection;
-use reliable::observer::{Observer, Refusal};
+use reliable::ShedReason;
+use reliable::observer::{NotSent, Observer};
 use reliable_core::breaker::Transition;
 use reliable_core::outcome::ErrorClass;
 
@@ -130,12 +130,12 @@ impl Observer for Recorder {
         *self.0.ending.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
-    fn on_reject(&self, _: &str, refusal: Refusal) {
+    fn on_reject(&self, _: &str, refusal: NotSent) {
         let by = match refusal {
-            Refusal::Open { .. }
-            | Refusal::Rejected(Rejection::HalfOpenFull | Rejection::SlowStart) => "breaker",
-            Refusal::Rejected(Rejection::Throttled { .. }) => "throttle",
-            Refusal::Rejected(Rejection::Budget(_)) => "budget",
+            NotSent::Open { .. }
+            | NotSent::Rejected(ShedReason::HalfOpenFull | ShedReason::SlowStart) => "breaker",
+            NotSent::Rejected(ShedReason::Throttled { .. }) => "throttle",
+            NotSent::Rejected(ShedReason::Budget(_)) => "budget",
         };
         self.0.push("refused", &format!(",\"by\":\"{by}\""));
         let mut ending = self.0.ending.lock().unwrap_or_else(|p| p.into_inner());

@@ -28,11 +28,11 @@
 //! run.admit().expect("admitted");
 //! run.succeeded();
 //! assert_eq!(rel.snapshot().retries, 1);
-//! # Ok::<(), reliable::ConfigError>(())
+//! # Ok::<(), reliable::BuildError>(())
 //! ```
 
-use crate::error::{Error, Rejection};
-use crate::observer::{CallEnd, CallOutcome, Refusal};
+use crate::error::{Error, ShedReason};
+use crate::observer::{CallEnd, CallOutcome, NotSent};
 use crate::reliable::{Inner, Reliable, Scope};
 use crate::stats::Total;
 use reliable_core::Instant;
@@ -61,7 +61,7 @@ pub enum Stop {
     /// The retry policy gave up (fatal error, "don't retry", attempt limit, deadline).
     GaveUp(GiveUpReason),
     /// The retry budget refused the retry.
-    Rejected(Rejection),
+    Rejected(ShedReason),
 }
 
 impl Stop {
@@ -80,24 +80,24 @@ impl Stop {
     }
 }
 
-impl Refusal {
+impl NotSent {
     /// The error a call returns when it is refused, `last` being the error of the attempt before
     /// (a refused retry), if any.
     pub fn into_error<E>(self, last: Option<E>) -> Error<E> {
         match self {
-            Refusal::Open { retry_after } => Error::Open { retry_after },
-            Refusal::Rejected(why) => Error::Rejected { why, last },
+            NotSent::Open { retry_after } => Error::Open { retry_after },
+            NotSent::Rejected(why) => Error::Rejected { why, last },
         }
     }
 
     fn from_breaker(reason: RejectReason) -> Self {
         match reason {
-            RejectReason::Open { retry_after } => Refusal::Open {
+            RejectReason::Open { retry_after } => NotSent::Open {
                 retry_after: Some(retry_after.into()),
             },
-            RejectReason::ForcedOpen => Refusal::Open { retry_after: None },
-            RejectReason::HalfOpenFull => Refusal::Rejected(Rejection::HalfOpenFull),
-            RejectReason::SlowStart => Refusal::Rejected(Rejection::SlowStart),
+            RejectReason::ForcedOpen => NotSent::Open { retry_after: None },
+            RejectReason::HalfOpenFull => NotSent::Rejected(ShedReason::HalfOpenFull),
+            RejectReason::SlowStart => NotSent::Rejected(ShedReason::SlowStart),
         }
     }
 }
@@ -151,17 +151,17 @@ impl Reliable {
     /// Starts a call: the adaptive throttle and (with a per-call breaker) the breaker decide
     /// whether it may go at all. Most code calls [`call`](Self::call) instead.
     #[inline]
-    pub fn start(&self) -> Result<Run<'_>, Refusal> {
+    pub fn start(&self) -> Result<Run<'_>, NotSent> {
         let inner = &*self.inner;
         let now = inner.eager_clock.then(|| inner.clock.now());
         if let (Some(t), Some(now)) = (&inner.throttle, now)
             && let Err(throttled) = lock(t).try_acquire_with(now, inner.rng.next_u64())
         {
-            let why = Rejection::Throttled {
+            let why = ShedReason::Throttled {
                 probability: f64::from(throttled.probability_ppm) / 1e6,
             };
             let span = (Some(now), now);
-            return Err(refuse(inner, Refusal::Rejected(why), 0, span));
+            return Err(refuse(inner, NotSent::Rejected(why), 0, span));
         }
         let state = with_budget!(inner, |b| inner
             .retry
@@ -302,14 +302,14 @@ impl Drop for FirstAttempt<'_> {
 }
 
 /// Counts and reports a refusal; returns it.
-fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, span: Span) -> Refusal {
+fn refuse(inner: &Inner, refusal: NotSent, attempts: u32, span: Span) -> NotSent {
     inner.stats.bump(Total::Refused);
     for o in inner.observers.iter() {
         o.on_reject(&inner.name, refusal);
     }
     let outcome = match refusal {
-        Refusal::Open { .. } => CallOutcome::Open,
-        Refusal::Rejected(_) => CallOutcome::Rejected,
+        NotSent::Open { .. } => CallOutcome::Open,
+        NotSent::Rejected(_) => CallOutcome::Rejected,
     };
     end(inner, outcome, attempts, span);
     refusal
@@ -372,7 +372,7 @@ impl Run<'_> {
 
     /// Asks the breaker, if there is one, at `now` (`None`: the call does not use the time).
     #[inline]
-    fn acquire(&mut self, now: Option<Instant>) -> Result<Option<Permit>, Refusal> {
+    fn acquire(&mut self, now: Option<Instant>) -> Result<Option<Permit>, NotSent> {
         let inner = self.inner;
         let Some(breaker) = &inner.breaker else {
             return Ok(None);
@@ -384,7 +384,7 @@ impl Run<'_> {
         match admission.result {
             Ok(permit) => Ok(Some(permit)),
             Err(rejection) => {
-                let refusal = Refusal::from_breaker(rejection.reason);
+                let refusal = NotSent::from_breaker(rejection.reason);
                 let now = admission.now.unwrap_or_else(|| self.now());
                 if self.wait_out(refusal, rejection.retry_after(), now) {
                     return Err(refusal);
@@ -401,7 +401,7 @@ impl Run<'_> {
     /// ([`take_wait`](Self::take_wait) says how long); `false`: the call ends with the refusal.
     fn wait_out(
         &mut self,
-        refusal: Refusal,
+        refusal: NotSent,
         retry_after: Option<reliable_core::Duration>,
         now: Instant,
     ) -> bool {
@@ -442,7 +442,7 @@ impl Run<'_> {
     /// Admits the next attempt (the breaker asks, per attempt); answers how long it may take
     /// (`None`: no limit), the shorter of its own timeout and what is left of the deadline.
     #[inline]
-    pub fn admit(&mut self) -> Result<Option<Duration>, Refusal> {
+    pub fn admit(&mut self) -> Result<Option<Duration>, NotSent> {
         let (now, deadline) = self.admit_until()?;
         Ok(match (now, deadline) {
             (Some(now), Some(deadline)) => Some((deadline - now).into()),
@@ -452,7 +452,7 @@ impl Run<'_> {
 
     /// [`admit`](Self::admit), answering with the time read and the attempt's deadline.
     #[inline]
-    pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), Refusal> {
+    pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), NotSent> {
         let now = self.time();
         if self.inner.scope == Scope::PerAttempt {
             self.attempt_permit = self.acquire(now)?;
@@ -540,7 +540,7 @@ impl Run<'_> {
                 }
                 let (stop, outcome) = match reason {
                     GiveUpReason::Budget(d) => {
-                        (Stop::Rejected(Rejection::Budget(d)), CallOutcome::Rejected)
+                        (Stop::Rejected(ShedReason::Budget(d)), CallOutcome::Rejected)
                     }
                     r => (Stop::GaveUp(r), CallOutcome::GaveUp),
                 };

@@ -2,7 +2,7 @@
 //!
 //! Every setting has a default (the seed library's, with a gated half-open probe; see
 //! [`Reliable::builder`]); each method changes one thing. [`Builder::build`] validates everything
-//! once and refuses a bad config with a [`ConfigError`] naming the field, e.g.
+//! once and refuses a bad config with a [`BuildError`] naming the field, e.g.
 //! `breaker.failure_rate` or `retry.max_attempts`.
 //!
 //! ```
@@ -19,12 +19,12 @@
 //!
 //! let err = Reliable::builder("llm").attempts(0).build().unwrap_err();
 //! assert_eq!(err.field(), "retry.max_attempts");
-//! # Ok::<(), reliable::ConfigError>(())
+//! # Ok::<(), reliable::BuildError>(())
 //! ```
 
 use crate::breaker::{Owned, Transitions};
 use crate::clock::{Clock, ManualClock};
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::observer::Observer;
 use crate::reliable::{Inner, Reliable, Scope};
 use crate::rng::Rng;
@@ -384,21 +384,20 @@ impl Builder {
     }
 
     /// Validates everything and builds the instance.
-    pub fn build(self) -> Result<Reliable, ConfigError> {
+    pub fn build(self) -> Result<Reliable, BuildError> {
         if self.name.is_empty() {
-            return Err(ConfigError::new(
+            return Err(BuildError::new(
                 "",
                 reliable_core::ConfigError::new("name", Problem::Inconsistent("must not be empty")),
             ));
         }
-        let retry = RetryPolicy::new(self.retry).map_err(|e| ConfigError::new("retry", e))?;
+        let retry = RetryPolicy::new(self.retry).map_err(|e| BuildError::new("retry", e))?;
         let seed = self.seed.unwrap_or_else(crate::rng::random_seed);
         let rng = Rng::new(seed);
         let budget = match self.budget {
             Some(config) => {
-                let policy =
-                    BudgetPolicy::new(config).map_err(|e| ConfigError::new("budget", e))?;
-                let budget = AnyBudget::new(&policy).map_err(|e| ConfigError::new("budget", e))?;
+                let policy = BudgetPolicy::new(config).map_err(|e| BuildError::new("budget", e))?;
+                let budget = AnyBudget::new(&policy).map_err(|e| BuildError::new("budget", e))?;
                 Some(Mutex::new(budget))
             }
             None => None,
@@ -406,9 +405,9 @@ impl Builder {
         let throttle = match self.throttle {
             Some(config) => {
                 let policy =
-                    ThrottlePolicy::new(config).map_err(|e| ConfigError::new("throttle", e))?;
+                    ThrottlePolicy::new(config).map_err(|e| BuildError::new("throttle", e))?;
                 let t =
-                    AdaptiveThrottle::new(policy).map_err(|e| ConfigError::new("throttle", e))?;
+                    AdaptiveThrottle::new(policy).map_err(|e| BuildError::new("throttle", e))?;
                 Some(Mutex::new(t))
             }
             None => None,
@@ -427,11 +426,11 @@ impl Builder {
         let breaker = match self.breaker {
             Some(config) => {
                 let policy =
-                    BreakerPolicy::new(config).map_err(|e| ConfigError::new("breaker", e))?;
+                    BreakerPolicy::new(config).map_err(|e| BuildError::new("breaker", e))?;
                 let outlet = Transitions::new(name.clone(), observers.clone());
                 Some(
                     Owned::new(policy, rng.fork(1), outlet)
-                        .map_err(|e| ConfigError::new("breaker", e))?,
+                        .map_err(|e| BuildError::new("breaker", e))?,
                 )
             }
             None => None,

@@ -1,5 +1,5 @@
 //! What a call returns when it does not succeed ([`Error`]), and why a config was refused
-//! ([`ConfigError`]).
+//! ([`BuildError`]).
 //!
 //! Each variant says what happened to the downstream, which is what the caller decides on:
 //!
@@ -37,7 +37,7 @@ pub enum Error<E> {
     /// this refusal stopped a retry (a budget that refuses, probe slots taken since).
     Rejected {
         /// Why.
-        why: Rejection,
+        why: ShedReason,
         /// The error of the attempt before, if this refusal came on a retry.
         last: Option<E>,
     },
@@ -58,9 +58,12 @@ pub enum Error<E> {
     },
 }
 
-/// Why a call (or its retry) was refused locally.
+/// Why a call (or its retry) was shed locally while the breaker was not open: probe slots full,
+/// slow start, adaptive throttling, or the retry budget. (An open breaker is [`Error::Open`]; the
+/// core's [`breaker::Rejection`](reliable_core::breaker::Rejection) is the breaker's own refusal of
+/// a permit, open included.)
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Rejection {
+pub enum ShedReason {
     /// The breaker is half-open and every probe slot is taken: another caller's probe decides.
     HalfOpenFull,
     /// The breaker closed recently and is ramping traffic back up; this call fell outside the share.
@@ -74,25 +77,25 @@ pub enum Rejection {
     Budget(Denied),
 }
 
-impl Rejection {
+impl ShedReason {
     /// A short lower-case name: `half-open-full`, `slow-start`, `throttled`, `budget`.
     pub const fn name(self) -> &'static str {
         match self {
-            Rejection::HalfOpenFull => "half-open-full",
-            Rejection::SlowStart => "slow-start",
-            Rejection::Throttled { .. } => "throttled",
-            Rejection::Budget(_) => "budget",
+            ShedReason::HalfOpenFull => "half-open-full",
+            ShedReason::SlowStart => "slow-start",
+            ShedReason::Throttled { .. } => "throttled",
+            ShedReason::Budget(_) => "budget",
         }
     }
 }
 
-impl fmt::Display for Rejection {
+impl fmt::Display for ShedReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Rejection::Throttled { probability } => {
+            ShedReason::Throttled { probability } => {
                 write!(f, "throttled locally (p = {probability:.3})")
             }
-            Rejection::Budget(d) => write!(f, "retry budget ({d})"),
+            ShedReason::Budget(d) => write!(f, "retry budget ({d})"),
             other => f.write_str(other.name()),
         }
     }
@@ -106,7 +109,7 @@ impl<E> Error<E> {
             self,
             Error::Open { .. }
                 | Error::Rejected {
-                    why: Rejection::HalfOpenFull | Rejection::SlowStart,
+                    why: ShedReason::HalfOpenFull | ShedReason::SlowStart,
                     ..
                 }
         )
@@ -182,20 +185,21 @@ impl<T, E> OrOpen<T> for Result<T, Error<E>> {
     }
 }
 
-/// A configuration was refused when building a [`Reliable`](crate::Reliable): the part it
+/// A configuration was refused when building a [`Reliable`](crate::Reliable) (the core's
+/// [`ConfigError`](reliable_core::ConfigError), with the part of the builder it came from): the part it
 /// belongs to (`breaker`, `retry`, `budget`, `throttle`, or empty for the builder's own fields)
 /// and the core's error naming the field.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ConfigError {
+pub struct BuildError {
     /// The part of the config: `breaker`, `retry`, `budget`, `throttle`, or `""`.
     pub part: &'static str,
     /// The field within that part and what was wrong with it.
     pub error: reliable_core::ConfigError,
 }
 
-impl ConfigError {
+impl BuildError {
     pub(crate) fn new(part: &'static str, error: reliable_core::ConfigError) -> Self {
-        ConfigError { part, error }
+        BuildError { part, error }
     }
 
     /// The field as a dotted path from the builder, e.g. `breaker.failure_rate`.
@@ -208,7 +212,7 @@ impl ConfigError {
     }
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.part.is_empty() {
             write!(f, "{}", self.error)
@@ -218,7 +222,7 @@ impl fmt::Display for ConfigError {
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for BuildError {}
 
 #[cfg(test)]
 mod tests {
@@ -231,12 +235,12 @@ mod tests {
         let open: R = Err(Error::Open { retry_after: None });
         assert_eq!(open.or_open(|_| 7).ok(), Some(7));
         let full: R = Err(Error::Rejected {
-            why: Rejection::HalfOpenFull,
+            why: ShedReason::HalfOpenFull,
             last: None,
         });
         assert_eq!(full.or_open(|_| 7).ok(), Some(7));
         let budget: R = Err(Error::Rejected {
-            why: Rejection::Budget(Denied::Ratio),
+            why: ShedReason::Budget(Denied::Ratio),
             last: Some("503"),
         });
         assert!(budget.or_open(|_| 7).is_err());
@@ -255,7 +259,7 @@ mod tests {
 
     #[test]
     fn config_error_names_the_dotted_field() {
-        let e = ConfigError::new(
+        let e = BuildError::new(
             "breaker",
             reliable_core::ConfigError::new("failure_rate", Problem::Zero),
         );

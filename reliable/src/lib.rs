@@ -120,7 +120,7 @@ pub mod traces;
 
 pub use builder::Builder;
 pub use classify::Classify;
-pub use error::{ConfigError, Error, OrOpen, Rejection};
+pub use error::{BuildError, Error, OrOpen, ShedReason};
 pub use fallback::{AllFailed, Fallback, Served};
 pub use registry::{Registry, RegistryError};
 pub use reliable::{Reliable, Snapshot};

@@ -6,8 +6,8 @@ use std::time::Duration as StdDuration;
 
 use reliable::observer::Observer;
 use reliable::tower::{
-    AnyOk, BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, GaveUp, HttpPolicy, Open,
-    Policy, ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled,
+    AnyOk, BoxError, BreakerLayer, ClassifyResponse, Deadline, FallbackLayer, GaveUp, HttpPolicy,
+    Open, Policy, ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled,
     TimedOut,
 };
 use reliable_core::Duration;
@@ -25,7 +25,7 @@ use tower_test::mock;
 #[derive(Clone, Copy, Debug)]
 struct Codes;
 
-impl Classify<u16> for Codes {
+impl ClassifyResponse<u16> for Codes {
     fn response(&self, res: &u16) -> Option<ErrorClass> {
         match *res {
             429 => Some(ErrorClass::Throttled {
@@ -327,7 +327,7 @@ async fn the_throttle_refuses_locally_once_the_downstream_refuses() {
 async fn fallback_answers_and_says_who_served() {
     #[derive(Clone, Copy)]
     struct Http;
-    impl Classify<http::Response<()>> for Http {
+    impl ClassifyResponse<http::Response<()>> for Http {
         fn response(&self, res: &http::Response<()>) -> Option<ErrorClass> {
             res.status()
                 .is_server_error()

@@ -61,7 +61,7 @@ impl Shared {
     }
 }
 
-/// Builds [`Retry`] services from a validated retry config and an optional budget.
+/// Builds [`RetryService`]s from a validated retry config and an optional budget.
 #[derive(Clone)]
 pub struct RetryLayer<P> {
     retry: RetryPolicy,
@@ -158,10 +158,10 @@ impl<P> RetryLayer<P> {
 }
 
 impl<S, P: Clone> Layer<S> for RetryLayer<P> {
-    type Service = Retry<S, P>;
+    type Service = RetryService<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Retry {
+        RetryService {
             inner,
             retry: Arc::new(self.retry),
             shared: self.shared.clone().unwrap_or_else(|| self.make()),
@@ -175,7 +175,7 @@ impl<S, P: Clone> Layer<S> for RetryLayer<P> {
 
 /// A service whose failed calls are retried (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
-pub struct Retry<S, P> {
+pub struct RetryService<S, P> {
     inner: S,
     retry: Arc<RetryPolicy>,
     shared: Arc<Shared>,
@@ -185,17 +185,17 @@ pub struct Retry<S, P> {
     observers: Arc<[Arc<dyn Observer>]>,
 }
 
-impl<S: fmt::Debug, P> fmt::Debug for Retry<S, P> {
+impl<S: fmt::Debug, P> fmt::Debug for RetryService<S, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Retry")
+        f.debug_struct("RetryService")
             .field("inner", &self.inner)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
 }
 
-/// The response future of [`Retry`].
-pub type ResponseFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
+/// The response future of [`RetryService`].
+pub type RetryFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
 
 /// The request's retry state; dropped before the request is over, it hands back any budget grant.
 struct Request {
@@ -234,7 +234,7 @@ async fn within<F: Future>(fut: F, timer: Option<SleepFuture>) -> Option<F::Outp
     .await
 }
 
-impl<S, Req, P> Service<Req> for Retry<S, P>
+impl<S, Req, P> Service<Req> for RetryService<S, P>
 where
     S: Service<Req> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
@@ -245,7 +245,7 @@ where
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Response>;
+    type Future = RetryFuture<S::Response>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)

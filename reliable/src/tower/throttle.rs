@@ -19,12 +19,12 @@ use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::Classify;
+use super::classify::ClassifyResponse;
 use super::error::{BoxError, Throttled};
 use super::time::Time;
 use crate::clock::Clock;
-use crate::error::Rejection;
-use crate::observer::{Observer, Refusal};
+use crate::error::ShedReason;
+use crate::observer::{NotSent, Observer};
 use crate::rng::{Rng, random_seed};
 use crate::sleep::Sleep;
 
@@ -38,7 +38,7 @@ struct Shared {
     observers: Arc<[Arc<dyn Observer>]>,
 }
 
-/// Builds [`Throttle`]s from a validated config.
+/// Builds [`ThrottleService`]s from a validated config.
 #[derive(Clone)]
 pub struct ThrottleLayer<C> {
     /// `None`: a pass-through (no throttling).
@@ -137,10 +137,10 @@ impl<C> ThrottleLayer<C> {
 }
 
 impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
-    type Service = Throttle<S, C>;
+    type Service = ThrottleService<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Throttle {
+        ThrottleService {
             inner,
             shared: self.shared.clone().or_else(|| self.make()),
             classify: self.classify.clone(),
@@ -151,22 +151,22 @@ impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
 
 /// A service behind an adaptive throttle (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
-pub struct Throttle<S, C> {
+pub struct ThrottleService<S, C> {
     inner: S,
     shared: Option<Arc<Shared>>,
     classify: C,
     time: Time,
 }
 
-impl<S: fmt::Debug, C> fmt::Debug for Throttle<S, C> {
+impl<S: fmt::Debug, C> fmt::Debug for ThrottleService<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Throttle")
+        f.debug_struct("ThrottleService")
             .field("inner", &self.inner)
             .finish_non_exhaustive()
     }
 }
 
-impl<S, C> Throttle<S, C> {
+impl<S, C> ThrottleService<S, C> {
     /// The probability that a call now is rejected (0 for a pass-through).
     pub fn rejection_probability(&self) -> f64 {
         let now = self.time.now();
@@ -180,15 +180,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl<S, Req, C> Service<Req> for Throttle<S, C>
+impl<S, Req, C> Service<Req> for ThrottleService<S, C>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
-    C: Classify<S::Response>,
+    C: ClassifyResponse<S::Response>,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, C>;
+    type Future = ThrottleFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -210,17 +210,17 @@ where
                     probability_ppm: t.probability_ppm,
                 };
                 if let Some(s) = &self.shared {
-                    let why = Rejection::Throttled {
+                    let why = ShedReason::Throttled {
                         probability: f64::from(refused.probability_ppm) / 1e6,
                     };
                     for o in s.observers.iter() {
-                        o.on_reject(&s.name, Refusal::Rejected(why));
+                        o.on_reject(&s.name, NotSent::Rejected(why));
                     }
                 }
                 Err(refused)
             }
         };
-        ResponseFuture {
+        ThrottleFuture {
             fut: Inner::from(fut),
             shared: self.shared.clone(),
             classify: self.classify.clone(),
@@ -247,8 +247,8 @@ impl<F> From<Result<F, Throttled>> for Inner<F> {
 }
 
 pin_project_lite::pin_project! {
-    /// The [`Throttle`]'s response future.
-    pub struct ResponseFuture<F, C> {
+    /// The [`ThrottleService`]'s response future.
+    pub struct ThrottleFuture<F, C> {
         #[pin]
         fut: Inner<F>,
         shared: Option<Arc<Shared>>,
@@ -257,17 +257,17 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F, C> fmt::Debug for ResponseFuture<F, C> {
+impl<F, C> fmt::Debug for ThrottleFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+        f.debug_struct("ThrottleFuture").finish_non_exhaustive()
     }
 }
 
-impl<F, Res, E, C> Future for ResponseFuture<F, C>
+impl<F, Res, E, C> Future for ThrottleFuture<F, C>
 where
     F: Future<Output = Result<Res, E>>,
     E: Into<BoxError>,
-    C: Classify<Res>,
+    C: ClassifyResponse<Res>,
 {
     type Output = Result<Res, BoxError>;
 

@@ -188,7 +188,7 @@ fn to_scenario_time(headers: &mut http::HeaderMap, tb: Timebase) {
     headers.remove(http::header::RETRY_AFTER);
     headers.remove("retry-after-ms");
     if let Some(d) = wall {
-        let v = tb.to_virtual(std::time::Duration::from_nanos(d.as_nanos()));
+        let v = tb.to_virtual(d);
         if let Ok(value) = http::HeaderValue::from_str(&format!("{:.6}", v as f64 / 1e6)) {
             headers.insert("retry-after-ms", value);
         }

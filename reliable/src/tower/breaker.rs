@@ -26,6 +26,7 @@ use tower_service::Service;
 
 use super::classify::ClassifyResponse;
 use super::error::{BoxError, Open};
+use super::sharing::Sharing;
 use super::time::Time;
 use crate::breaker::{Owned, Transitions};
 use crate::clock::Clock;
@@ -54,7 +55,7 @@ pub struct BreakerLayer<C> {
     policy: BreakerPolicy,
     classify: C,
     time: Time,
-    shared: Option<Arc<Shared>>,
+    shared: Sharing<Arc<Shared>>,
     name: Arc<str>,
     observers: Vec<Arc<dyn Observer>>,
     seed: Option<u64>,
@@ -64,7 +65,7 @@ impl<C> fmt::Debug for BreakerLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerLayer")
             .field("policy", &self.policy)
-            .field("shared", &self.shared.is_some())
+            .field("shared", &self.shared.is_shared())
             .finish_non_exhaustive()
     }
 }
@@ -82,7 +83,7 @@ impl<C> BreakerLayer<C> {
             policy,
             classify,
             time: Time::tokio(),
-            shared: None,
+            shared: Sharing::per_service(),
             name,
             observers: Vec::new(),
             seed: None,
@@ -94,14 +95,14 @@ impl<C> BreakerLayer<C> {
     /// The same layer reading time from `clock` (and waiting on `sleep`).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
         self.time = Time::new(clock, sleep);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Names the breaker in what observers receive (default `breaker`).
     pub fn named(mut self, name: &str) -> Self {
         self.name = name.into();
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
@@ -109,7 +110,7 @@ impl<C> BreakerLayer<C> {
     /// (`on_reject`).
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
@@ -124,20 +125,21 @@ impl<C> BreakerLayer<C> {
         if let Ok(policy) = BreakerPolicy::new(config) {
             self.policy = policy;
         }
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Seeds the open-time jitter (by default each breaker draws its own seed).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// One breaker for every service this layer wraps (a process-wide breaker per downstream).
+    /// The other settings apply whether they are set before or after this.
     pub fn shared(mut self) -> Self {
-        self.shared = Some(self.make());
+        self.shared = Sharing::shared();
         self
     }
 
@@ -164,7 +166,7 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
     fn layer(&self, inner: S) -> Self::Service {
         BreakerService {
             inner,
-            shared: self.shared.clone().unwrap_or_else(|| self.make()),
+            shared: self.shared.get(|| self.make()),
             classify: self.classify.clone(),
             time: self.time.clone(),
         }
@@ -228,7 +230,7 @@ where
             },
             Err(rejection) => {
                 let open = Open {
-                    retry_after: rejection.retry_after(),
+                    retry_after: rejection.retry_after().map(Into::into),
                 };
                 self.shared.refused(match rejection.reason {
                     RejectReason::Open { retry_after } => NotSent::Open {

@@ -5,8 +5,8 @@
 
 use std::time::SystemTime;
 
+use reliable_core::Instant;
 use reliable_core::outcome::ErrorClass;
-use reliable_core::{Duration, Instant};
 
 use crate::http::{HeaderSignals, classify_status};
 
@@ -32,7 +32,7 @@ pub fn error_class(e: &BoxError) -> ErrorClass {
         ErrorClass::Timeout
     } else if let Some(open) = e.downcast_ref::<Open>() {
         ErrorClass::Refused {
-            retry_after: open.retry_after,
+            retry_after: open.retry_after.map(Into::into),
         }
     } else if e.is::<Throttled>() {
         ErrorClass::Refused { retry_after: None }
@@ -98,10 +98,8 @@ impl HttpPolicy {
 
     /// The server's requested delay in `headers` (`retry-after-ms`, else `Retry-After` in
     /// seconds or as an HTTP-date), if any.
-    pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
-        HeaderSignals::from_headers(headers, SystemTime::now())
-            .retry_after
-            .map(Duration::from)
+    pub fn retry_after(headers: &http::HeaderMap) -> Option<std::time::Duration> {
+        HeaderSignals::from_headers(headers, SystemTime::now()).retry_after
     }
 }
 
@@ -151,6 +149,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reliable_core::Duration;
 
     fn res(status: u16, headers: &[(&str, &str)]) -> http::Response<()> {
         let mut b = http::Response::builder().status(status);
@@ -218,7 +217,7 @@ mod tests {
         let e: BoxError = Box::new(TimedOut);
         assert_eq!(error_class(&e), ErrorClass::Timeout);
         let e: BoxError = Box::new(Open {
-            retry_after: Some(Duration::from_secs(1)),
+            retry_after: Some(std::time::Duration::from_secs(1)),
         });
         assert_eq!(
             error_class(&e),

@@ -55,6 +55,7 @@ mod error;
 mod fallback;
 mod reliable;
 mod retry;
+mod sharing;
 mod throttle;
 mod time;
 

@@ -36,6 +36,7 @@ use tower_service::Service;
 
 use super::classify::Policy;
 use super::error::{BoxError, GaveUp, TimedOut};
+use super::sharing::Sharing;
 use super::time::Time;
 use crate::clock::Clock;
 use crate::observer::Observer;
@@ -68,7 +69,7 @@ pub struct RetryLayer<P> {
     budget: BudgetPolicy,
     policy: P,
     time: Time,
-    shared: Option<Arc<Shared>>,
+    shared: Sharing<Arc<Shared>>,
     seed: Option<u64>,
     name: Arc<str>,
     observers: Arc<[Arc<dyn Observer>]>,
@@ -91,7 +92,7 @@ impl<P> RetryLayer<P> {
             budget: BudgetPolicy::Unlimited,
             policy,
             time: Time::tokio(),
-            shared: None,
+            shared: Sharing::per_service(),
             seed: None,
             name: "retry".into(),
             observers: Arc::new([]),
@@ -106,21 +107,21 @@ impl<P> RetryLayer<P> {
         let budget = BudgetPolicy::new(config)?;
         CoreBudget::new(&budget)?;
         self.budget = budget;
-        self.shared = None;
+        self.shared.reset();
         Ok(self)
     }
 
     /// The same layer reading time from `clock` and waiting on `sleep`.
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
         self.time = Time::new(clock, sleep);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Seeds the backoff jitter.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
@@ -139,9 +140,10 @@ impl<P> RetryLayer<P> {
         self
     }
 
-    /// One budget for every service this layer wraps (one per client process).
+    /// One budget for every service this layer wraps (one per client process). The other
+    /// settings apply whether they are set before or after this.
     pub fn shared(mut self) -> Self {
-        self.shared = Some(self.make());
+        self.shared = Sharing::shared();
         self
     }
 
@@ -164,7 +166,7 @@ impl<S, P: Clone> Layer<S> for RetryLayer<P> {
         RetryService {
             inner,
             retry: Arc::new(self.retry),
-            shared: self.shared.clone().unwrap_or_else(|| self.make()),
+            shared: self.shared.get(|| self.make()),
             policy: self.policy.clone(),
             time: self.time.clone(),
             name: self.name.clone(),

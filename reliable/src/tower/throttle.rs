@@ -21,6 +21,7 @@ use tower_service::Service;
 
 use super::classify::ClassifyResponse;
 use super::error::{BoxError, Throttled};
+use super::sharing::Sharing;
 use super::time::Time;
 use crate::clock::Clock;
 use crate::error::ShedReason;
@@ -45,7 +46,7 @@ pub struct ThrottleLayer<C> {
     policy: Option<ThrottlePolicy>,
     classify: C,
     time: Time,
-    shared: Option<Arc<Shared>>,
+    shared: Sharing<Option<Arc<Shared>>>,
     seed: Option<u64>,
     name: Arc<str>,
     observers: Vec<Arc<dyn Observer>>,
@@ -55,7 +56,7 @@ impl<C> fmt::Debug for ThrottleLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThrottleLayer")
             .field("policy", &self.policy)
-            .field("shared", &self.shared.is_some())
+            .field("shared", &self.shared.is_shared())
             .finish_non_exhaustive()
     }
 }
@@ -79,7 +80,7 @@ impl<C> ThrottleLayer<C> {
             policy,
             classify,
             time: Time::tokio(),
-            shared: None,
+            shared: Sharing::per_service(),
             seed: None,
             name: "throttle".into(),
             observers: Vec::new(),
@@ -91,34 +92,35 @@ impl<C> ThrottleLayer<C> {
     /// The same layer reading time from `clock` (`sleep` is not used: the throttle never waits).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
         self.time = Time::new(clock, sleep);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Names the throttle in what observers receive (default `throttle`).
     pub fn named(mut self, name: &str) -> Self {
         self.name = name.into();
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Tells `observer` every call the throttle refuses (`on_reject`).
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Seeds the rejection draws.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
-    /// One throttle for every service this layer wraps.
+    /// One throttle for every service this layer wraps. The other settings apply whether they
+    /// are set before or after this.
     pub fn shared(mut self) -> Self {
-        self.shared = self.make();
+        self.shared = Sharing::shared();
         self
     }
 
@@ -142,7 +144,7 @@ impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
     fn layer(&self, inner: S) -> Self::Service {
         ThrottleService {
             inner,
-            shared: self.shared.clone().or_else(|| self.make()),
+            shared: self.shared.get(|| self.make()),
             classify: self.classify.clone(),
             time: self.time.clone(),
         }

@@ -316,9 +316,9 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
 #[derive(Clone, Copy, Debug)]
 struct Copyable(bool);
 
-impl reliable::tower::Classify<http::Response<()>> for Copyable {
+impl reliable::tower::ClassifyResponse<http::Response<()>> for Copyable {
     fn response(&self, res: &http::Response<()>) -> Option<ErrorClass> {
-        reliable::tower::Classify::response(&HttpPolicy::new(), res)
+        reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), res)
     }
 }
 
@@ -347,7 +347,7 @@ impl reliable::observer::Observer for Renumber {
         let n = self.base.load(Ordering::SeqCst) + copy - 1;
         self.trace.observer().on_hedge(name, n);
     }
-    fn on_hedge_refused(&self, name: &str, refusal: reliable::observer::Refusal) {
+    fn on_hedge_refused(&self, name: &str, refusal: reliable::observer::NotSent) {
         self.trace.observer().on_hedge_refused(name, refusal);
     }
     fn on_attempt_cancelled(&self, name: &str, copy: u32) {
@@ -483,7 +483,8 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
                             res = res.header(k.as_str(), v.as_str());
                         }
                         let res = res.body(()).map_err(|e| Box::new(e) as BoxError)?;
-                        let class = reliable::tower::Classify::response(&HttpPolicy::new(), &res);
+                        let class =
+                            reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), &res);
                         trace.answer(n, class, accepted(class));
                         Ok(res)
                     }
@@ -509,7 +510,9 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
                 .body(())
                 .map_err(|e| e.to_string())?;
             let ok = match svc.clone().oneshot(req).await {
-                Ok(res) => reliable::tower::Classify::response(&HttpPolicy::new(), &res).is_none(),
+                Ok(res) => {
+                    reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), &res).is_none()
+                }
                 Err(_) => false,
             };
             trace.end(ok);

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use reliable::Rejection;
-use reliable::http::Signals;
-use reliable::observer::{Observer, Refusal};
+use reliable::ShedReason;
+use reliable::http::HeaderSignals;
+use reliable::observer::{Observer, NotSent};
 use reliable_core::Duration;
 use reliable_core::answer::Refuser;
 use sim::run::Decision;
@@ -30,7 +30,7 @@ fn ron_duration(ms: u64) -> String {
 fn ron_answer(a: &Scripted) -> String {
     match a {
         Scripted::Status(status, headers) => {
-            let s = Signals::from_headers(&headers[..], SystemTime::now());
+            let s = HeaderSignals::from_headers(&headers[..], SystemTime::now());
             let delay = s.retry_after.map_or("None".to_string(), |d| {
                 format!("Some(\"{}\")", Duration::from_nanos(d.as_nanos() as u64))
             });
@@ -145,10 +145,10 @@ pub fn run(s: &Sequence) -> Result<String, String> {
 
 /// The `reliable` refusal a trace names like the simulator's refuser (the simulator's stacks
 /// refuse by breaker and by throttle only).
-fn refusal(by: Refuser) -> Option<Refusal> {
+fn refusal(by: Refuser) -> Option<NotSent> {
     match by {
-        Refuser::Breaker => Some(Refusal::Open { retry_after: None }),
-        Refuser::Throttle => Some(Refusal::Rejected(Rejection::Throttled { probability: 0.0 })),
+        Refuser::Breaker => Some(NotSent::Open { retry_after: None }),
+        Refuser::Throttle => Some(NotSent::Rejected(ShedReason::Throttled { probability: 0.0 })),
         Refuser::Budget | Refuser::Limiter => None,
     }
 }

@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use reliable::Rejection;
-use reliable::observer::{Observer, Refusal};
+use reliable::ShedReason;
+use reliable::observer::{NotSent, Observer};
 use reliable_core::breaker::Transition;
 use reliable_core::outcome::ErrorClass;
 
@@ -146,7 +146,7 @@ impl Observer for Recorder {
         *self.0.ending.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
-    fn on_reject(&self, _: &str, refusal: Refusal) {
+    fn on_reject(&self, _: &str, refusal: NotSent) {
         let by = refuser(refusal);
         self.0.push("refused", &format!(",\"by\":\"{by}\""));
         let mut ending = self.0.ending.lock().unwrap_or_else(|p| p.into_inner());
@@ -164,7 +164,7 @@ impl Observer for Recorder {
         self.0.push("hedge", &format!(",\"n\":{attempt}"));
     }
 
-    fn on_hedge_refused(&self, _: &str, refusal: Refusal) {
+    fn on_hedge_refused(&self, _: &str, refusal: NotSent) {
         let by = refuser(refusal);
         self.0.push("no-hedge", &format!(",\"by\":\"{by}\""));
     }
@@ -183,13 +183,13 @@ impl Observer for Recorder {
 }
 
 /// Who refused, as a trace names it.
-fn refuser(refusal: Refusal) -> &'static str {
+fn refuser(refusal: NotSent) -> &'static str {
     match refusal {
-        Refusal::Open { .. }
-        | Refusal::Rejected(Rejection::HalfOpenFull | Rejection::SlowStart) => "breaker",
-        Refusal::Rejected(Rejection::Throttled { .. }) => "throttle",
-        Refusal::Rejected(Rejection::Budget(_)) => "budget",
-        Refusal::Rejected(Rejection::Ledger(_)) => "ledger",
-        Refusal::Rejected(Rejection::Limit { .. } | Rejection::RateLimited { .. }) => "limiter",
+        NotSent::Open { .. }
+        | NotSent::Rejected(ShedReason::HalfOpenFull | ShedReason::SlowStart) => "breaker",
+        NotSent::Rejected(ShedReason::Throttled { .. }) => "throttle",
+        NotSent::Rejected(ShedReason::Budget(_)) => "budget",
+        NotSent::Rejected(ShedReason::Ledger(_)) => "ledger",
+        NotSent::Rejected(ShedReason::Limit { .. } | ShedReason::RateLimited { .. }) => "limiter",
     }
 }

@@ -24,9 +24,9 @@ use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use reliable::observer::{Observer, Refusal};
+use reliable::observer::{NotSent, Observer};
 use reliable::tower::{
-    BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, HttpPolicy, RetryLayer,
+    BoxError, BreakerLayer, ClassifyResponse, Deadline, FallbackLayer, HttpPolicy, RetryLayer,
     ThrottleLayer, TimedOut,
 };
 use tower::util::BoxCloneService;
@@ -188,7 +188,7 @@ fn to_scenario_time(headers: &mut http::HeaderMap, tb: Timebase) {
     headers.remove(http::header::RETRY_AFTER);
     headers.remove("retry-after-ms");
     if let Some(d) = wall {
-        let v = tb.to_virtual(std::time::Duration::from_nanos(d.as_nanos()));
+        let v = tb.to_virtual(d);
         if let Ok(value) = http::HeaderValue::from_str(&format!("{:.6}", v as f64 / 1e6)) {
             headers.insert("retry-after-ms", value);
         }
@@ -381,7 +381,7 @@ impl Observer for Counts {
         });
     }
 
-    fn on_reject(&self, _: &str, _: Refusal) {
+    fn on_reject(&self, _: &str, _: NotSent) {
         self.0.at(|r, t| r.at(t).local_rejections += 1);
     }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant as WallInstant, SystemTime};
 
 use reliable::Reliable;
-use reliable::http::{Signals, classify_status};
+use reliable::http::{HeaderSignals, classify_status};
 use reliable_core::outcome::ErrorClass;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use schemars::JsonSchema;
@@ -366,7 +366,7 @@ async fn attempt(caller: &HttpCaller, p: &Prepared) -> Result<Answer, Failed> {
     let headers = echoed_headers(resp.headers(), &p.secrets);
     let class = classify_status(
         status,
-        &Signals::from_headers(resp.headers(), SystemTime::now()),
+        &HeaderSignals::from_headers(resp.headers(), SystemTime::now()),
     );
     let body = match read_capped(&mut resp, p.max_body).await {
         Ok(body) => body,

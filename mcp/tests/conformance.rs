@@ -23,7 +23,7 @@ use std::time::Duration as StdDuration;
 
 use conformance::{Scripted, Sequence, Trace};
 use reliable::clock::TokioClock;
-use reliable::observer::{CallEnd, CallOutcome, Observer, Refusal};
+use reliable::observer::{CallEnd, CallOutcome, Observer, NotSent};
 use reliable::sleep::{Sleep, SleepFuture};
 use reliable_core::breaker::Transition;
 use reliable_core::outcome::ErrorClass;
@@ -114,7 +114,7 @@ impl Observer for Reports {
         self.trace.observer().on_retry(name, attempt, class, delay);
     }
 
-    fn on_reject(&self, name: &str, refusal: Refusal) {
+    fn on_reject(&self, name: &str, refusal: NotSent) {
         self.trace.observer().on_reject(name, refusal);
     }
 

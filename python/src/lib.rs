@@ -1265,9 +1265,9 @@ fn class_name(class: ErrorClass) -> (&'static str, Option<f64>) {
     }
 }
 
-fn signals(headers: &[(String, String)]) -> reliable::http::Signals {
+fn signals(headers: &[(String, String)]) -> reliable::http::HeaderSignals {
     let headers = headers.get(..MAX_HEADERS).unwrap_or(headers);
-    reliable::http::Signals::from_headers(headers, std::time::SystemTime::now())
+    reliable::http::HeaderSignals::from_headers(headers, std::time::SystemTime::now())
 }
 
 /// The error class of an HTTP answer with `status` and `headers` (name/value pairs), as every

@@ -35,11 +35,11 @@
 //! run.admit().expect("admitted");
 //! run.succeeded();
 //! assert_eq!(rel.snapshot().retries, 1);
-//! # Ok::<(), reliable::ConfigError>(())
+//! # Ok::<(), reliable::BuildError>(())
 //! ```
 
-use crate::error::{Error, Rejection};
-use crate::observer::{CallEnd, CallOutcome, Refusal};
+use crate::error::{Error, ShedReason};
+use crate::observer::{CallEnd, CallOutcome, NotSent};
 use crate::reliable::{Inner, Reliable, Scope};
 use crate::stats::Total;
 use reliable_core::Instant;
@@ -72,7 +72,7 @@ pub enum Stop {
     /// The retry policy gave up (fatal error, "don't retry", attempt limit, deadline).
     GaveUp(GiveUpReason),
     /// The retry budget refused the retry.
-    Rejected(Rejection),
+    Rejected(ShedReason),
 }
 
 impl Stop {
@@ -91,32 +91,32 @@ impl Stop {
     }
 }
 
-impl Refusal {
+impl NotSent {
     /// The error a call returns when it is refused, `last` being the error of the attempt before
     /// (a refused retry), if any.
     pub fn into_error<E>(self, last: Option<E>) -> Error<E> {
         match self {
-            Refusal::Open { retry_after } => Error::Open { retry_after },
-            Refusal::Rejected(why) => Error::Rejected { why, last },
+            NotSent::Open { retry_after } => Error::Open { retry_after },
+            NotSent::Rejected(why) => Error::Rejected { why, last },
         }
     }
 
     /// Who refused, in the core's vocabulary.
     pub const fn refuser(self) -> Refuser {
         match self {
-            Refusal::Open { .. } => Refuser::Breaker,
-            Refusal::Rejected(why) => why.refuser(),
+            NotSent::Open { .. } => Refuser::Breaker,
+            NotSent::Rejected(why) => why.refuser(),
         }
     }
 
     fn from_breaker(reason: RejectReason) -> Self {
         match reason {
-            RejectReason::Open { retry_after } => Refusal::Open {
+            RejectReason::Open { retry_after } => NotSent::Open {
                 retry_after: Some(retry_after.into()),
             },
-            RejectReason::ForcedOpen => Refusal::Open { retry_after: None },
-            RejectReason::HalfOpenFull => Refusal::Rejected(Rejection::HalfOpenFull),
-            RejectReason::SlowStart => Refusal::Rejected(Rejection::SlowStart),
+            RejectReason::ForcedOpen => NotSent::Open { retry_after: None },
+            RejectReason::HalfOpenFull => NotSent::Rejected(ShedReason::HalfOpenFull),
+            RejectReason::SlowStart => NotSent::Rejected(ShedReason::SlowStart),
         }
     }
 }
@@ -246,18 +246,18 @@ impl Reliable {
     /// Starts a call: with a per-call breaker, the adaptive throttle and the breaker decide
     /// whether it may go at all. Most code calls [`call`](Self::call) instead.
     #[inline]
-    pub fn start(&self) -> Result<Run<'_>, Refusal> {
+    pub fn start(&self) -> Result<Run<'_>, NotSent> {
         let inner = &*self.inner;
         let now = inner.eager_clock.then(|| inner.clock.now());
         if inner.scope == Scope::PerCall
             && let (Some(t), Some(now)) = (&inner.throttle, now)
             && let Err(throttled) = lock(t).try_acquire_with(now, inner.throttle_sample())
         {
-            let why = Rejection::Throttled {
+            let why = ShedReason::Throttled {
                 probability: f64::from(throttled.probability_ppm) / 1e6,
             };
             let span = (Some(now), now);
-            return Err(refuse(inner, Refusal::Rejected(why), 0, span));
+            return Err(refuse(inner, NotSent::Rejected(why), 0, span));
         }
         let state = with_budget!(inner, |b| inner
             .retry
@@ -408,14 +408,14 @@ impl Drop for FirstAttempt<'_> {
 }
 
 /// Counts and reports a refusal; returns it.
-fn refuse(inner: &Inner, refusal: Refusal, attempts: u32, span: Span) -> Refusal {
+fn refuse(inner: &Inner, refusal: NotSent, attempts: u32, span: Span) -> NotSent {
     inner.stats.bump(Total::Refused);
     for o in inner.observers.iter() {
         o.on_reject(&inner.name, refusal);
     }
     let outcome = match refusal {
-        Refusal::Open { .. } => CallOutcome::Open,
-        Refusal::Rejected(_) => CallOutcome::Rejected,
+        NotSent::Open { .. } => CallOutcome::Open,
+        NotSent::Rejected(_) => CallOutcome::Rejected,
     };
     end(inner, outcome, attempts, span);
     refusal
@@ -478,7 +478,7 @@ impl Run<'_> {
 
     /// Asks the adaptive throttle, if there is one, to admit an attempt at `now`. A refusal is a
     /// local refusal like a breaker's: waited out if the policy says so, else the call ends.
-    fn throttle(&mut self, now: Option<Instant>) -> Result<(), Refusal> {
+    fn throttle(&mut self, now: Option<Instant>) -> Result<(), NotSent> {
         let inner = self.inner;
         let (Some(t), Some(now)) = (&inner.throttle, now) else {
             return Ok(());
@@ -486,7 +486,7 @@ impl Run<'_> {
         let Err(shed) = lock(t).try_acquire_with(now, inner.throttle_sample()) else {
             return Ok(());
         };
-        let refusal = Refusal::Rejected(Rejection::Throttled {
+        let refusal = NotSent::Rejected(ShedReason::Throttled {
             probability: f64::from(shed.probability_ppm) / 1e6,
         });
         if self.wait_out(refusal, None, now) {
@@ -498,7 +498,7 @@ impl Run<'_> {
 
     /// Asks the breaker, if there is one, at `now` (`None`: the call does not use the time).
     #[inline]
-    fn acquire(&mut self, now: Option<Instant>) -> Result<Option<Permit>, Refusal> {
+    fn acquire(&mut self, now: Option<Instant>) -> Result<Option<Permit>, NotSent> {
         let inner = self.inner;
         let Some(breaker) = &inner.breaker else {
             return Ok(None);
@@ -520,7 +520,7 @@ impl Run<'_> {
                 match drawn {
                     Some(Err(denied)) => {
                         breaker.record(permit, Outcome::Ignored, now);
-                        (Refusal::Rejected(Rejection::Ledger(denied)), None, now)
+                        (NotSent::Rejected(ShedReason::Ledger(denied)), None, now)
                     }
                     draw => {
                         self.draw = draw.and_then(Result::ok);
@@ -529,7 +529,7 @@ impl Run<'_> {
                 }
             }
             Err(rejection) => (
-                Refusal::from_breaker(rejection.reason),
+                NotSent::from_breaker(rejection.reason),
                 rejection.retry_after(),
                 admission.now.unwrap_or_else(|| self.now()),
             ),
@@ -541,10 +541,10 @@ impl Run<'_> {
     /// either waits it out (the policy waits on refusals and the wait fits) or ends the call.
     fn refused_locally(
         &mut self,
-        refusal: Refusal,
+        refusal: NotSent,
         retry_after: Option<reliable_core::Duration>,
         now: Instant,
-    ) -> Refusal {
+    ) -> NotSent {
         self.record(AttemptOutcome::Cancelled, now, false);
         if self.wait_out(refusal, retry_after, now) {
             return refusal;
@@ -558,13 +558,13 @@ impl Run<'_> {
     fn limits(
         &mut self,
         now: Instant,
-    ) -> Result<Option<LimitPermit>, (Rejection, Option<reliable_core::Duration>)> {
+    ) -> Result<Option<LimitPermit>, (ShedReason, Option<reliable_core::Duration>)> {
         let inner = self.inner;
         let permit = match &inner.limiter {
             Some(l) => Some(
                 lock(l)
                     .try_acquire(now)
-                    .map_err(|r| (Rejection::Limit { limit: r.limit }, None))?,
+                    .map_err(|r| (ShedReason::Limit { limit: r.limit }, None))?,
             ),
             None => None,
         };
@@ -574,7 +574,7 @@ impl Run<'_> {
             if let Some(p) = permit {
                 release_limit(inner, p, Completion::Ignored, now);
             }
-            let why = Rejection::RateLimited {
+            let why = ShedReason::RateLimited {
                 retry_after: limited.retry_after.into(),
             };
             return Err((why, Some(limited.retry_after)));
@@ -588,7 +588,7 @@ impl Run<'_> {
     /// ([`take_wait`](Self::take_wait) says how long); `false`: the call ends with the refusal.
     fn wait_out(
         &mut self,
-        refusal: Refusal,
+        refusal: NotSent,
         retry_after: Option<reliable_core::Duration>,
         now: Instant,
     ) -> bool {
@@ -635,7 +635,7 @@ impl Run<'_> {
     /// Admits the next attempt (the breaker asks, per attempt); answers how long it may take
     /// (`None`: no limit), the shorter of its own timeout and what is left of the deadline.
     #[inline]
-    pub fn admit(&mut self) -> Result<Option<Duration>, Refusal> {
+    pub fn admit(&mut self) -> Result<Option<Duration>, NotSent> {
         let (now, deadline) = self.admit_until()?;
         Ok(match (now, deadline) {
             (Some(now), Some(deadline)) => Some((deadline - now).into()),
@@ -645,7 +645,7 @@ impl Run<'_> {
 
     /// [`admit`](Self::admit), answering with the time read and the attempt's deadline.
     #[inline]
-    pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), Refusal> {
+    pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), NotSent> {
         let now = self.time();
         if self.inner.scope == Scope::PerAttempt {
             self.throttle(now)?;
@@ -667,7 +667,7 @@ impl Run<'_> {
             match self.limits(now) {
                 Ok(permit) => self.limit_permit = permit,
                 Err((why, after)) => {
-                    return Err(self.refused_locally(Refusal::Rejected(why), after, now));
+                    return Err(self.refused_locally(NotSent::Rejected(why), after, now));
                 }
             }
         }
@@ -787,7 +787,7 @@ impl Run<'_> {
                 Ok(p) => Some(p),
                 Err(r) => {
                     drop(hedger);
-                    return self.no_hedge(Refusal::from_breaker(r.reason));
+                    return self.no_hedge(NotSent::from_breaker(r.reason));
                 }
             },
             _ => None,
@@ -805,7 +805,7 @@ impl Run<'_> {
             Err((why, _)) => {
                 give_back(breaker, None);
                 drop(hedger);
-                return self.no_hedge(Refusal::Rejected(why));
+                return self.no_hedge(NotSent::Rejected(why));
             }
         };
         let draw = match &inner.ledger {
@@ -818,13 +818,13 @@ impl Run<'_> {
                         give_back(breaker, limit);
                         drop(hedger);
                         let why = match no {
-                            NoHedge::Ledger(d) => Rejection::Ledger(d),
+                            NoHedge::Ledger(d) => ShedReason::Ledger(d),
                             _ => {
                                 self.hedged = None;
                                 return None;
                             }
                         };
-                        return self.no_hedge(Refusal::Rejected(why));
+                        return self.no_hedge(NotSent::Rejected(why));
                     }
                 }
             }
@@ -859,7 +859,7 @@ impl Run<'_> {
     }
 
     /// A hedge was due and refused: reported, and no other hedge of this attempt is sent.
-    fn no_hedge(&mut self, refusal: Refusal) -> Option<usize> {
+    fn no_hedge(&mut self, refusal: NotSent) -> Option<usize> {
         self.hedged = None;
         for o in self.inner.observers.iter() {
             o.on_hedge_refused(&self.inner.name, refusal);
@@ -982,7 +982,7 @@ impl Run<'_> {
                 }
                 let (stop, outcome) = match reason {
                     GiveUpReason::Budget(d) => {
-                        (Stop::Rejected(Rejection::Budget(d)), CallOutcome::Rejected)
+                        (Stop::Rejected(ShedReason::Budget(d)), CallOutcome::Rejected)
                     }
                     r => (Stop::GaveUp(r), CallOutcome::GaveUp),
                 };

@@ -53,7 +53,7 @@ impl Reliable {
     ///     .call_blocking(|| std::fs::read_to_string("/no/such/file"))
     ///     .unwrap_err();
     /// assert!(matches!(err, reliable::Error::GaveUp { attempts: 1, .. })); // NotFound is fatal
-    /// # Ok::<(), reliable::ConfigError>(())
+    /// # Ok::<(), reliable::BuildError>(())
     /// ```
     pub fn call_blocking<T, E: Classify>(
         &self,
@@ -106,7 +106,7 @@ impl Reliable {
     ///     .unwrap_err();
     /// assert!(matches!(err, Error::Timeout { attempts: 1 }));
     /// assert!(t0.elapsed() < Duration::from_secs(5));
-    /// # Ok::<(), reliable::ConfigError>(())
+    /// # Ok::<(), reliable::BuildError>(())
     /// ```
     pub fn call_blocking_detached<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where

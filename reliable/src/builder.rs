@@ -2,7 +2,7 @@
 //!
 //! Every setting has a default (the seed library's, with a gated half-open probe; see
 //! [`Reliable::builder`]); each method changes one thing. [`Builder::build`] validates everything
-//! once and refuses a bad config with a [`ConfigError`] naming the field, e.g.
+//! once and refuses a bad config with a [`BuildError`] naming the field, e.g.
 //! `breaker.failure_rate` or `retry.max_attempts`.
 //!
 //! ```
@@ -19,12 +19,12 @@
 //!
 //! let err = Reliable::builder("llm").attempts(0).build().unwrap_err();
 //! assert_eq!(err.field(), "retry.max_attempts");
-//! # Ok::<(), reliable::ConfigError>(())
+//! # Ok::<(), reliable::BuildError>(())
 //! ```
 
 use crate::breaker::{Owned, Transitions};
 use crate::clock::{Clock, ManualClock};
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::observer::Observer;
 use crate::reliable::{Inner, Reliable, Scope};
 use crate::rng::Rng;
@@ -380,7 +380,7 @@ impl Builder {
     /// budget), hedges and half-open probes draw from one ratio of first tries
     /// ([`reliable_core::ledger`]), so the extra load this client adds under a storm is one
     /// bounded number. Replaces a [`budget`](Self::budget): `build` refuses both. A probe the
-    /// ledger refuses is a local refusal ([`Rejection::Ledger`](crate::Rejection::Ledger)).
+    /// ledger refuses is a local refusal ([`ShedReason::Ledger`](crate::ShedReason::Ledger)).
     pub fn ledger(mut self, config: RatioConfig) -> Self {
         self.ledger = Some(config);
         self
@@ -389,7 +389,7 @@ impl Builder {
     /// A concurrency limit on attempts in flight (hedges included), shared by every clone: fixed
     /// (a bulkhead) or adaptive (AIMD, gradient: [`reliable_core::limit`]), moved by each
     /// attempt's class through the core's answer table. An attempt over the limit is refused
-    /// locally ([`Rejection::Limit`](crate::Rejection::Limit)): inside a retry that ends the call
+    /// locally ([`ShedReason::Limit`](crate::ShedReason::Limit)): inside a retry that ends the call
     /// at once, unless the retry policy waits on refusals.
     pub fn limit(mut self, config: LimiterConfig) -> Self {
         self.limit = Some(config);
@@ -403,7 +403,7 @@ impl Builder {
 
     /// A client-side rate limit on attempts sent (GCRA, [`RateConfig`]), shared by every clone;
     /// an attempt over it is refused locally with the time until the next one would be admitted
-    /// ([`Rejection::RateLimited`](crate::Rejection::RateLimited)).
+    /// ([`ShedReason::RateLimited`](crate::ShedReason::RateLimited)).
     pub fn rate_limit(mut self, config: RateConfig) -> Self {
         self.rate = Some(config);
         self
@@ -471,21 +471,20 @@ impl Builder {
     }
 
     /// Validates everything and builds the instance.
-    pub fn build(self) -> Result<Reliable, ConfigError> {
+    pub fn build(self) -> Result<Reliable, BuildError> {
         if self.name.is_empty() {
-            return Err(ConfigError::new(
+            return Err(BuildError::new(
                 "",
                 reliable_core::ConfigError::new("name", Problem::Inconsistent("must not be empty")),
             ));
         }
-        let retry = RetryPolicy::new(self.retry).map_err(|e| ConfigError::new("retry", e))?;
+        let retry = RetryPolicy::new(self.retry).map_err(|e| BuildError::new("retry", e))?;
         let seed = self.seed.unwrap_or_else(crate::rng::random_seed);
         let rng = Rng::new(seed);
         let budget = match self.budget {
             Some(config) => {
-                let policy =
-                    BudgetPolicy::new(config).map_err(|e| ConfigError::new("budget", e))?;
-                let budget = AnyBudget::new(&policy).map_err(|e| ConfigError::new("budget", e))?;
+                let policy = BudgetPolicy::new(config).map_err(|e| BuildError::new("budget", e))?;
+                let budget = AnyBudget::new(&policy).map_err(|e| BuildError::new("budget", e))?;
                 Some(Mutex::new(budget))
             }
             None => None,
@@ -493,15 +492,15 @@ impl Builder {
         let throttle = match self.throttle {
             Some(config) => {
                 let policy =
-                    ThrottlePolicy::new(config).map_err(|e| ConfigError::new("throttle", e))?;
+                    ThrottlePolicy::new(config).map_err(|e| BuildError::new("throttle", e))?;
                 let t =
-                    AdaptiveThrottle::new(policy).map_err(|e| ConfigError::new("throttle", e))?;
+                    AdaptiveThrottle::new(policy).map_err(|e| BuildError::new("throttle", e))?;
                 Some(Mutex::new(t))
             }
             None => None,
         };
         if self.ledger.is_some() && budget.is_some() {
-            return Err(ConfigError::new(
+            return Err(BuildError::new(
                 "",
                 reliable_core::ConfigError::new(
                     "ledger",
@@ -511,7 +510,7 @@ impl Builder {
         }
         let hedger = match self.hedge {
             Some(_) if self.idempotency == Idempotency::NotIdempotent => {
-                return Err(ConfigError::new(
+                return Err(BuildError::new(
                     "",
                     reliable_core::ConfigError::new(
                         "hedge",
@@ -520,25 +519,25 @@ impl Builder {
                 ));
             }
             Some(config) => Some(Mutex::new(Hedger::new(
-                HedgePolicy::new(config).map_err(|e| ConfigError::new("hedge", e))?,
+                HedgePolicy::new(config).map_err(|e| BuildError::new("hedge", e))?,
             ))),
             None => None,
         };
         let ledger = match self.ledger {
             Some(config) => Some(Mutex::new(
-                ExtraLedger::from_config(config).map_err(|e| ConfigError::new("ledger", e))?,
+                ExtraLedger::from_config(config).map_err(|e| BuildError::new("ledger", e))?,
             )),
             None => None,
         };
         let limiter = match self.limit {
             Some(config) => Some(Mutex::new(Limiter::new(
-                LimiterPolicy::new(config).map_err(|e| ConfigError::new("limit", e))?,
+                LimiterPolicy::new(config).map_err(|e| BuildError::new("limit", e))?,
             ))),
             None => None,
         };
         let rate = match self.rate {
             Some(config) => Some(Mutex::new(RateLimiter::new(
-                RatePolicy::new(config).map_err(|e| ConfigError::new("rate_limit", e))?,
+                RatePolicy::new(config).map_err(|e| BuildError::new("rate_limit", e))?,
             ))),
             None => None,
         };
@@ -556,11 +555,11 @@ impl Builder {
         let breaker = match self.breaker {
             Some(config) => {
                 let policy =
-                    BreakerPolicy::new(config).map_err(|e| ConfigError::new("breaker", e))?;
+                    BreakerPolicy::new(config).map_err(|e| BuildError::new("breaker", e))?;
                 let outlet = Transitions::new(name.clone(), observers.clone());
                 Some(
                     Owned::new(policy, rng.fork(1), outlet)
-                        .map_err(|e| ConfigError::new("breaker", e))?,
+                        .map_err(|e| BuildError::new("breaker", e))?,
                 )
             }
             None => None,

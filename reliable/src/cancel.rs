@@ -22,7 +22,7 @@
 //!     Ok::<_, std::io::Error>(steps)
 //! });
 //! assert_eq!(done.unwrap(), 3);
-//! # Ok::<(), reliable::ConfigError>(())
+//! # Ok::<(), reliable::BuildError>(())
 //! ```
 
 use crate::clock::Clock;

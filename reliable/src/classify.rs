@@ -144,7 +144,7 @@ impl Classify for reqwest::Error {
         let answer = if let Some(status) = self.status() {
             Some(crate::http::answer(
                 status.as_u16(),
-                &crate::http::Signals::default(),
+                &crate::http::HeaderSignals::default(),
             ))
         } else if self.is_timeout() {
             Some(Answer::Timeout)

@@ -1,5 +1,5 @@
 //! What a call returns when it does not succeed ([`Error`]), and why a config was refused
-//! ([`ConfigError`]).
+//! ([`BuildError`]).
 //!
 //! Each variant says what happened to the downstream, which is what the caller decides on:
 //!
@@ -37,7 +37,7 @@ pub enum Error<E> {
     /// this refusal stopped a retry (a budget that refuses, probe slots taken since).
     Rejected {
         /// Why.
-        why: Rejection,
+        why: ShedReason,
         /// The error of the attempt before, if this refusal came on a retry.
         last: Option<E>,
     },
@@ -58,9 +58,12 @@ pub enum Error<E> {
     },
 }
 
-/// Why a call (or its retry) was refused locally.
+/// Why a call (or its retry) was shed locally while the breaker was not open: probe slots full,
+/// slow start, adaptive throttling, or the retry budget. (An open breaker is [`Error::Open`]; the
+/// core's [`breaker::Rejection`](reliable_core::breaker::Rejection) is the breaker's own refusal of
+/// a permit, open included.)
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Rejection {
+pub enum ShedReason {
     /// The breaker is half-open and every probe slot is taken: another caller's probe decides.
     HalfOpenFull,
     /// The breaker closed recently and is ramping traffic back up; this call fell outside the share.
@@ -86,18 +89,18 @@ pub enum Rejection {
     },
 }
 
-impl Rejection {
+impl ShedReason {
     /// A short lower-case name: `half-open-full`, `slow-start`, `throttled`, `budget`, `ledger`,
     /// `limit`, `rate-limited`.
     pub const fn name(self) -> &'static str {
         match self {
-            Rejection::HalfOpenFull => "half-open-full",
-            Rejection::SlowStart => "slow-start",
-            Rejection::Throttled { .. } => "throttled",
-            Rejection::Budget(_) => "budget",
-            Rejection::Ledger(_) => "ledger",
-            Rejection::Limit { .. } => "limit",
-            Rejection::RateLimited { .. } => "rate-limited",
+            ShedReason::HalfOpenFull => "half-open-full",
+            ShedReason::SlowStart => "slow-start",
+            ShedReason::Throttled { .. } => "throttled",
+            ShedReason::Budget(_) => "budget",
+            ShedReason::Ledger(_) => "ledger",
+            ShedReason::Limit { .. } => "limit",
+            ShedReason::RateLimited { .. } => "rate-limited",
         }
     }
 
@@ -106,24 +109,24 @@ impl Rejection {
     pub const fn refuser(self) -> reliable_core::answer::Refuser {
         use reliable_core::answer::Refuser;
         match self {
-            Rejection::HalfOpenFull | Rejection::SlowStart => Refuser::Breaker,
-            Rejection::Throttled { .. } => Refuser::Throttle,
-            Rejection::Budget(_) | Rejection::Ledger(_) => Refuser::Budget,
-            Rejection::Limit { .. } | Rejection::RateLimited { .. } => Refuser::Limiter,
+            ShedReason::HalfOpenFull | ShedReason::SlowStart => Refuser::Breaker,
+            ShedReason::Throttled { .. } => Refuser::Throttle,
+            ShedReason::Budget(_) | ShedReason::Ledger(_) => Refuser::Budget,
+            ShedReason::Limit { .. } | ShedReason::RateLimited { .. } => Refuser::Limiter,
         }
     }
 }
 
-impl fmt::Display for Rejection {
+impl fmt::Display for ShedReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Rejection::Throttled { probability } => {
+            ShedReason::Throttled { probability } => {
                 write!(f, "throttled locally (p = {probability:.3})")
             }
-            Rejection::Budget(d) => write!(f, "retry budget ({d})"),
-            Rejection::Ledger(d) => write!(f, "ledger of extra attempts ({d})"),
-            Rejection::Limit { limit } => write!(f, "concurrency limit ({limit} in flight)"),
-            Rejection::RateLimited { retry_after } => {
+            ShedReason::Budget(d) => write!(f, "retry budget ({d})"),
+            ShedReason::Ledger(d) => write!(f, "ledger of extra attempts ({d})"),
+            ShedReason::Limit { limit } => write!(f, "concurrency limit ({limit} in flight)"),
+            ShedReason::RateLimited { retry_after } => {
                 write!(f, "rate limited (next call in {retry_after:?})")
             }
             other => f.write_str(other.name()),
@@ -139,7 +142,7 @@ impl<E> Error<E> {
             self,
             Error::Open { .. }
                 | Error::Rejected {
-                    why: Rejection::HalfOpenFull | Rejection::SlowStart,
+                    why: ShedReason::HalfOpenFull | ShedReason::SlowStart,
                     ..
                 }
         )
@@ -215,20 +218,21 @@ impl<T, E> OrOpen<T> for Result<T, Error<E>> {
     }
 }
 
-/// A configuration was refused when building a [`Reliable`](crate::Reliable): the part it
+/// A configuration was refused when building a [`Reliable`](crate::Reliable) (the core's
+/// [`ConfigError`](reliable_core::ConfigError), with the part of the builder it came from): the part it
 /// belongs to (`breaker`, `retry`, `budget`, `throttle`, or empty for the builder's own fields)
 /// and the core's error naming the field.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ConfigError {
+pub struct BuildError {
     /// The part of the config: `breaker`, `retry`, `budget`, `throttle`, or `""`.
     pub part: &'static str,
     /// The field within that part and what was wrong with it.
     pub error: reliable_core::ConfigError,
 }
 
-impl ConfigError {
+impl BuildError {
     pub(crate) fn new(part: &'static str, error: reliable_core::ConfigError) -> Self {
-        ConfigError { part, error }
+        BuildError { part, error }
     }
 
     /// The field as a dotted path from the builder, e.g. `breaker.failure_rate`.
@@ -241,7 +245,7 @@ impl ConfigError {
     }
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.part.is_empty() {
             write!(f, "{}", self.error)
@@ -251,7 +255,7 @@ impl fmt::Display for ConfigError {
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for BuildError {}
 
 #[cfg(test)]
 mod tests {
@@ -264,12 +268,12 @@ mod tests {
         let open: R = Err(Error::Open { retry_after: None });
         assert_eq!(open.or_open(|_| 7).ok(), Some(7));
         let full: R = Err(Error::Rejected {
-            why: Rejection::HalfOpenFull,
+            why: ShedReason::HalfOpenFull,
             last: None,
         });
         assert_eq!(full.or_open(|_| 7).ok(), Some(7));
         let budget: R = Err(Error::Rejected {
-            why: Rejection::Budget(Denied::Ratio),
+            why: ShedReason::Budget(Denied::Ratio),
             last: Some("503"),
         });
         assert!(budget.or_open(|_| 7).is_err());
@@ -288,7 +292,7 @@ mod tests {
 
     #[test]
     fn config_error_names_the_dotted_field() {
-        let e = ConfigError::new(
+        let e = BuildError::new(
             "breaker",
             reliable_core::ConfigError::new("failure_rate", Problem::Zero),
         );

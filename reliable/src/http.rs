@@ -3,7 +3,7 @@
 //! Servers say more than "failed": `Retry-After` (seconds or an HTTP-date) and `retry-after-ms`
 //! ask for a minimum wait, `x-should-retry: true|false` (sent by OpenAI, Anthropic and other APIs
 //! whose SDKs Stainless generates) overrides the status rules either way. This module reads them
-//! into [`Signals`]; what a status plus signals *means* is the core's one table,
+//! into [`HeaderSignals`]; what a status plus signals *means* is the core's one table,
 //! [`reliable_core::answer`], which [`classify_status`] executes (429, 503, 529 throttled with the
 //! server's delay; 408, 409, other 5xx transient; other 4xx fatal; `x-should-retry` overrides).
 //!
@@ -14,17 +14,17 @@
 //! own modules; anything that reads headers implements [`Headers`].
 //!
 //! ```
-//! use reliable::http::{classify_status, Signals};
+//! use reliable::http::{classify_status, HeaderSignals};
 //! use reliable_core::outcome::ErrorClass;
 //! use std::time::{Duration, SystemTime};
 //!
 //! let headers = [("Retry-After", "2"), ("content-type", "application/json")];
-//! let signals = Signals::from_headers(&headers[..], SystemTime::now());
+//! let signals = HeaderSignals::from_headers(&headers[..], SystemTime::now());
 //! assert_eq!(signals.retry_after, Some(Duration::from_secs(2)));
 //! let class = classify_status(429, &signals);
 //! assert_eq!(class, Some(ErrorClass::Throttled { retry_after: Some(Duration::from_secs(2).into()) }));
 //! assert_eq!(classify_status(200, &signals), None);
-//! assert_eq!(classify_status(404, &Signals::default()), Some(ErrorClass::Fatal));
+//! assert_eq!(classify_status(404, &HeaderSignals::default()), Some(ErrorClass::Fatal));
 //! ```
 
 use crate::classify::Classify;
@@ -69,14 +69,14 @@ impl<H: Headers + ?Sized> Headers for &H {
 
 /// What a response's headers say about retrying it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Signals {
+pub struct HeaderSignals {
     /// The server's requested wait: `retry-after-ms`, else `Retry-After`.
     pub retry_after: Option<Duration>,
     /// `x-should-retry`, when present and `true` or `false`.
     pub should_retry: Option<bool>,
 }
 
-impl Signals {
+impl HeaderSignals {
     /// Reads the signals from `headers`; `now` is the wall-clock time an HTTP-date is measured from
     /// (pass `SystemTime::now()`, or a fixed time in tests).
     pub fn from_headers(headers: &(impl Headers + ?Sized), now: SystemTime) -> Self {
@@ -88,7 +88,7 @@ impl Signals {
                 .header("retry-after")
                 .and_then(|v| parse_retry_after(v, now))
         });
-        Signals {
+        HeaderSignals {
             retry_after,
             should_retry: headers
                 .header("x-should-retry")
@@ -135,7 +135,7 @@ pub fn parse_should_retry(value: &str) -> Option<bool> {
 }
 
 /// The core's answer for a response with `status` and `signals`.
-pub fn answer(status: u16, signals: &Signals) -> reliable_core::answer::Answer {
+pub fn answer(status: u16, signals: &HeaderSignals) -> reliable_core::answer::Answer {
     reliable_core::answer::Answer::status(
         status,
         reliable_core::answer::Signals {
@@ -148,7 +148,7 @@ pub fn answer(status: u16, signals: &Signals) -> reliable_core::answer::Answer {
 
 /// The error class of a response with `status` and `signals`, by the core's table
 /// ([`reliable_core::answer`]); `None` when the status is not an error (below 400).
-pub fn classify_status(status: u16, signals: &Signals) -> Option<ErrorClass> {
+pub fn classify_status(status: u16, signals: &HeaderSignals) -> Option<ErrorClass> {
     answer(status, signals).class()
 }
 
@@ -169,15 +169,15 @@ pub struct HttpError {
     /// The status code.
     pub status: u16,
     /// What the headers said.
-    pub signals: Signals,
+    pub signals: HeaderSignals,
 }
 
 impl HttpError {
-    /// The error of a response with `status` and `headers`; `now` as for [`Signals::from_headers`].
+    /// The error of a response with `status` and `headers`; `now` as for [`HeaderSignals::from_headers`].
     pub fn new(status: u16, headers: &(impl Headers + ?Sized), now: SystemTime) -> Self {
         HttpError {
             status,
-            signals: Signals::from_headers(headers, now),
+            signals: HeaderSignals::from_headers(headers, now),
         }
     }
 }
@@ -264,15 +264,18 @@ mod tests {
     #[test]
     fn ms_header_wins_and_lookup_ignores_case() {
         let h = [("RETRY-AFTER", "10"), ("Retry-After-Ms", "250")];
-        let s = Signals::from_headers(&h[..], at(0));
+        let s = HeaderSignals::from_headers(&h[..], at(0));
         assert_eq!(s.retry_after, Some(Duration::from_millis(250)));
         let mut map = std::collections::HashMap::new();
         map.insert("X-Should-Retry".to_string(), "true".to_string());
-        assert_eq!(Signals::from_headers(&map, at(0)).should_retry, Some(true));
+        assert_eq!(
+            HeaderSignals::from_headers(&map, at(0)).should_retry,
+            Some(true)
+        );
         // A malformed ms header falls back to Retry-After.
         let h = [("retry-after-ms", "soon"), ("retry-after", "3")];
         assert_eq!(
-            Signals::from_headers(&h[..], at(0)).retry_after,
+            HeaderSignals::from_headers(&h[..], at(0)).retry_after,
             Some(Duration::from_secs(3))
         );
     }
@@ -283,15 +286,15 @@ mod tests {
         let mut map = http::HeaderMap::new();
         map.insert("retry-after", http::HeaderValue::from_static("4"));
         map.insert("x-should-retry", http::HeaderValue::from_static("true"));
-        let s = Signals::from_headers(&map, at(0));
+        let s = HeaderSignals::from_headers(&map, at(0));
         assert_eq!(s.retry_after, Some(Duration::from_secs(4)));
         assert_eq!(s.should_retry, Some(true));
     }
 
     #[test]
     fn the_status_table() {
-        let none = Signals::default();
-        let wait = Signals {
+        let none = HeaderSignals::default();
+        let wait = HeaderSignals {
             retry_after: Some(Duration::from_secs(7)),
             should_retry: None,
         };
@@ -315,11 +318,11 @@ mod tests {
         for (status, signals, want) in cases {
             assert_eq!(classify_status(status, &signals), want, "{status}");
         }
-        let no = Signals {
+        let no = HeaderSignals {
             retry_after: None,
             should_retry: Some(false),
         };
-        let yes = Signals {
+        let yes = HeaderSignals {
             retry_after: None,
             should_retry: Some(true),
         };

@@ -87,6 +87,32 @@
 //!   cancelled copies, ledger draws, limit moves); `Builder::metrics` under the `metrics`
 //!   feature.
 //!
+//! ## The core's types, and two `Duration`s
+//!
+//! The configs and answers this crate takes from [`reliable_core`] are re-exported here:
+//! [`BreakerConfig`], [`RetryConfig`], [`BackoffConfig`], [`BudgetConfig`], [`ThrottleConfig`],
+//! [`ErrorClass`], [`State`], [`Transition`], [`RejectReason`], [`GiveUpReason`], [`Denied`],
+//! [`Counts`].
+//!
+//! Everything this crate takes or returns itself is a std [`Duration`](std::time::Duration): the
+//! builder's words, errors, observers, snapshots, the tower layers' [`Open`](crate::tower::Open).
+//! The core is `no_std` and its configs are plain structs with the core's own
+//! [`reliable_core::Duration`] (nanoseconds in a `u64`, usable in `const`); a std `Duration` goes
+//! in with `.into()` (saturating past about 584 years) and comes back out the same way:
+//!
+//! ```
+//! use std::time::Duration;
+//! let mut breaker = reliable::BreakerConfig::reliablekit();
+//! breaker.open.duration = Duration::from_secs(10).into(); // std → core
+//! let open: Duration = breaker.open.duration.into(); // core → std
+//! assert_eq!(open, Duration::from_secs(10));
+//! let _llm = reliable::Reliable::builder("llm").breaker(breaker).build()?;
+//! # Ok::<(), reliable::BuildError>(())
+//! ```
+//!
+//! The builder's words ([`Builder::cooldown`], [`Builder::timeout`], ...) take std `Duration`s
+//! and cover the common settings without a core config.
+//!
 //! Features: `tokio` (default: tokio's clock and timer inside a tokio runtime, a runtime-free timer
 //! elsewhere), `metrics`, `tower`, `http` (read signals from an `http::HeaderMap`), `llm` (LLM
 //! provider signals; reads JSON error bodies with `serde_json`), `reqwest` (a
@@ -133,8 +159,15 @@ pub mod traces;
 
 pub use builder::Builder;
 pub use classify::Classify;
-pub use error::{ConfigError, Error, OrOpen, Rejection};
+pub use error::{BuildError, Error, OrOpen, ShedReason};
 pub use fallback::{AllFailed, Fallback, Served};
 pub use registry::{Registry, RegistryError};
 pub use reliable::{Reliable, Snapshot};
 pub use reliable_core;
+// The core's types this crate's API takes and returns, one import away and documented here.
+pub use reliable_core::backoff::BackoffConfig;
+pub use reliable_core::breaker::{BreakerConfig, Counts, RejectReason, State, Transition};
+pub use reliable_core::budget::{BudgetConfig, Denied};
+pub use reliable_core::outcome::ErrorClass;
+pub use reliable_core::retry::{GiveUpReason, RetryConfig};
+pub use reliable_core::throttle::ThrottleConfig;

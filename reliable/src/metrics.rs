@@ -20,7 +20,7 @@
 //! Labels stay low-cardinality: the instance's name (one per downstream), never a URL or a
 //! prompt. Durations are measured on the instance's clock.
 
-use crate::observer::{CallEnd, Observer, Refusal};
+use crate::observer::{CallEnd, Observer, NotSent};
 use metrics::{SharedString, counter, gauge, histogram};
 use reliable_core::breaker::{RejectReason, State, Transition};
 use reliable_core::ledger::Extra;
@@ -79,10 +79,10 @@ impl Observer for Metrics {
             .increment(1);
     }
 
-    fn on_reject(&self, _: &str, refusal: Refusal) {
+    fn on_reject(&self, _: &str, refusal: NotSent) {
         let reason = match refusal {
-            Refusal::Open { .. } => "open",
-            Refusal::Rejected(why) => why.name(),
+            NotSent::Open { .. } => "open",
+            NotSent::Rejected(why) => why.name(),
         };
         counter!("reliable_rejections_total", "name" => self.name.clone(), "reason" => reason)
             .increment(1);
@@ -93,7 +93,7 @@ impl Observer for Metrics {
             .increment(1);
     }
 
-    fn on_hedge_refused(&self, _: &str, _: Refusal) {
+    fn on_hedge_refused(&self, _: &str, _: NotSent) {
         counter!("reliable_hedges_total", "name" => self.name.clone(), "result" => "refused")
             .increment(1);
     }

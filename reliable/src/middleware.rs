@@ -34,7 +34,7 @@
 //! ```
 
 use crate::classify::Classify;
-use crate::error::{Error, Rejection};
+use crate::error::{Error, ShedReason};
 use crate::http::HttpError;
 use crate::reliable::Reliable;
 use http::Extensions;
@@ -70,7 +70,7 @@ pub enum Refused {
         retry_after: Option<Duration>,
     },
     /// Refused locally (probe slots full, slow start, adaptive throttling, retry budget).
-    Rejected(Rejection),
+    Rejected(ShedReason),
     /// The last attempt ran out of time (its own timeout, or the call's deadline).
     Timeout {
         /// Attempts sent.

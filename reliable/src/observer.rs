@@ -24,26 +24,28 @@
 //!     }
 //! }
 //! let rel = reliable::Reliable::builder("llm").observer(Log).build()?;
-//! # Ok::<(), reliable::ConfigError>(())
+//! # Ok::<(), reliable::BuildError>(())
 //! ```
 
-use crate::error::Rejection;
+use crate::error::ShedReason;
 use reliable_core::breaker::{RejectReason, Transition};
 use reliable_core::ledger::Extra;
 use reliable_core::outcome::ErrorClass;
 use std::fmt::Debug;
 use std::time::Duration;
 
-/// Why a call (or a retry) was not sent: the breaker's answer or a local refusal.
+/// Why a call (or a retry) was not sent: the breaker is open, or the call was shed locally
+/// ([`ShedReason`]). The same two cases as [`Error::Open`](crate::Error::Open) and
+/// [`Error::Rejected`](crate::Error::Rejected).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Refusal {
+pub enum NotSent {
     /// The breaker is open; `retry_after` is `None` when it was forced open.
     Open {
         /// Time until it turns half-open.
         retry_after: Option<Duration>,
     },
     /// Refused locally (probe slots full, slow start, throttling, budget, ledger, limits).
-    Rejected(Rejection),
+    Rejected(ShedReason),
 }
 
 /// How a call ended.
@@ -114,7 +116,7 @@ pub trait Observer: Send + Sync + Debug + 'static {
         let _ = (name, attempt, class, delay);
     }
     /// A call or a retry was refused before it was sent.
-    fn on_reject(&self, name: &str, refusal: Refusal) {
+    fn on_reject(&self, name: &str, refusal: NotSent) {
         let _ = (name, refusal);
     }
     /// The breaker changed state (in shadow mode, a would-be transition: see
@@ -142,7 +144,7 @@ pub trait Observer: Send + Sync + Debug + 'static {
     }
     /// A hedge was due but not sent: refused locally (the ledger, a limit, the breaker). No other
     /// hedge of that attempt follows.
-    fn on_hedge_refused(&self, name: &str, refusal: Refusal) {
+    fn on_hedge_refused(&self, name: &str, refusal: NotSent) {
         let _ = (name, refusal);
     }
     /// Attempt `attempt` succeeded first while other copies of it were in flight; `hedge`: it was

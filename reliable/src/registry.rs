@@ -19,7 +19,7 @@
 //! ```
 
 use crate::builder::Builder;
-use crate::error::ConfigError;
+use crate::error::BuildError;
 use crate::reliable::{Reliable, Snapshot};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -43,7 +43,7 @@ pub enum RegistryError {
         limit: usize,
     },
     /// The instance's config was refused.
-    Config(ConfigError),
+    Config(BuildError),
 }
 
 impl fmt::Display for RegistryError {
@@ -58,8 +58,8 @@ impl fmt::Display for RegistryError {
 
 impl std::error::Error for RegistryError {}
 
-impl From<ConfigError> for RegistryError {
-    fn from(e: ConfigError) -> Self {
+impl From<BuildError> for RegistryError {
+    fn from(e: BuildError) -> Self {
         RegistryError::Config(e)
     }
 }

@@ -93,7 +93,7 @@ pub(crate) struct Inner {
 /// let rel = Reliable::builder("inventory").build()?;
 /// let n: Result<u32, _> = rel.call_blocking(|| Ok::<_, std::io::Error>(42));
 /// assert_eq!(n.unwrap(), 42);
-/// # Ok::<(), reliable::ConfigError>(())
+/// # Ok::<(), reliable::BuildError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Reliable {

@@ -22,7 +22,7 @@
 //! The event's message is its name, so `RUST_LOG=reliable=info` with `tracing-subscriber` shows
 //! retries, refusals and transitions.
 
-use crate::observer::{CallEnd, Observer, Refusal};
+use crate::observer::{CallEnd, NotSent, Observer};
 use reliable_core::breaker::Transition;
 use reliable_core::outcome::ErrorClass;
 use std::time::Duration;
@@ -47,7 +47,7 @@ impl Observer for TracingObserver {
         tracing::info!(target: "reliable", name, attempt, class = ?class, delay_ms, "retry");
     }
 
-    fn on_reject(&self, name: &str, refusal: Refusal) {
+    fn on_reject(&self, name: &str, refusal: NotSent) {
         tracing::warn!(target: "reliable", name, refusal = ?refusal, "refused");
     }
 
@@ -70,7 +70,7 @@ impl Observer for TracingObserver {
         tracing::debug!(target: "reliable", name, attempt, "hedge");
     }
 
-    fn on_hedge_refused(&self, name: &str, refusal: Refusal) {
+    fn on_hedge_refused(&self, name: &str, refusal: NotSent) {
         tracing::debug!(target: "reliable", name, refusal = ?refusal, "hedge refused");
     }
 

@@ -3,8 +3,8 @@
 
 use reliable::clock::ManualClock;
 use reliable::http::HttpError;
-use reliable::observer::{CallEnd, Observer, Refusal};
-use reliable::{Error, OrOpen, Rejection, Reliable};
+use reliable::observer::{CallEnd, NotSent, Observer};
+use reliable::{Error, OrOpen, Reliable, ShedReason};
 use reliable_core::Duration as D;
 use reliable_core::breaker::{BreakerConfig, State, Transition};
 use reliable_core::budget::{BudgetConfig, Denied, RatioConfig};
@@ -43,7 +43,7 @@ impl Observer for Log {
     fn on_retry(&self, _: &str, _: u32, _: ErrorClass, delay: Duration) {
         self.push(format!("retry after {}", delay.as_nanos()));
     }
-    fn on_reject(&self, _: &str, refusal: Refusal) {
+    fn on_reject(&self, _: &str, refusal: NotSent) {
         self.push(format!("reject {refusal:?}"));
     }
     fn on_transition(&self, _: &str, t: Transition) {
@@ -325,7 +325,7 @@ fn a_retry_budget_bounds_retries_in_an_outage() {
     for _ in 0..200 {
         match rel.call_blocking(|| flaky(&calls, u32::MAX)) {
             Err(Error::Rejected {
-                why: Rejection::Budget(Denied::Ratio),
+                why: ShedReason::Budget(Denied::Ratio),
                 last: Some(e),
             }) => {
                 assert_eq!(e.kind(), ErrorKind::ConnectionReset);
@@ -360,7 +360,7 @@ fn adaptive_throttling_rejects_locally_once_the_downstream_refuses_for_overload(
         Err::<u32, _>(answer)
     }) {
         Err(Error::Rejected {
-            why: Rejection::Throttled { probability },
+            why: ShedReason::Throttled { probability },
             last: None,
         }) => {
             assert!(probability > 0.0 && probability < 1.0);
@@ -472,7 +472,7 @@ fn the_seed_preset_lets_every_call_through_half_open() {
     let mut b = gated.start().unwrap();
     assert_eq!(
         b.admit().unwrap_err(),
-        Refusal::Rejected(Rejection::HalfOpenFull)
+        NotSent::Rejected(ShedReason::HalfOpenFull)
     );
     a.succeeded();
 }

@@ -3,7 +3,7 @@
 //! cancelled half-open probe frees its slot without waiting for its lease), and blocking work sees
 //! its deadline through the cancel token.
 
-use reliable::{Error, Rejection, Reliable};
+use reliable::{Error, Reliable, ShedReason};
 use reliable_core::Duration as CoreDuration;
 use reliable_core::breaker::{BreakerConfig, HalfOpenConfig, OpenConfig, ProbeRule, State};
 use std::io::ErrorKind;
@@ -155,7 +155,7 @@ async fn a_cancelled_half_open_probe_frees_its_slot_at_once() {
         matches!(
             refused,
             Error::Rejected {
-                why: Rejection::HalfOpenFull,
+                why: ShedReason::HalfOpenFull,
                 ..
             }
         ),

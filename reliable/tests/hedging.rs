@@ -221,7 +221,7 @@ async fn a_limit_refusal_ends_the_call_with_a_typed_rejection() {
     assert_eq!(tries.load(Ordering::SeqCst), 1);
     match err {
         Error::Rejected {
-            why: reliable::Rejection::RateLimited { retry_after },
+            why: reliable::ShedReason::RateLimited { retry_after },
             last: Some(500),
         } => assert_eq!(retry_after, Duration::from_secs(1)),
         other => panic!("{other:?}"),

@@ -7,7 +7,7 @@
 mod layered;
 
 use reliable::policy::{Plan, PolicyError, Route, policy_names};
-use reliable::tower::{AnyOk, BoxError, Classify, Open};
+use reliable::tower::{AnyOk, BoxError, ClassifyResponse, Open};
 use reliable_core::outcome::ErrorClass;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use tower::{Layer, Service, ServiceExt};
 #[derive(Clone, Copy, Debug)]
 struct CloneAll;
 
-impl Classify<u32> for CloneAll {
+impl ClassifyResponse<u32> for CloneAll {
     fn response(&self, _: &u32) -> Option<ErrorClass> {
         None
     }

@@ -3,7 +3,7 @@
 
 use reliable::Reliable;
 use reliable::clock::ManualClock;
-use reliable::observer::{Observer, Refusal};
+use reliable::observer::{NotSent, Observer};
 use reliable_core::breaker::{BreakerConfig, RejectReason, Transition};
 use std::cell::Cell;
 use std::io::ErrorKind;
@@ -27,7 +27,7 @@ impl Observer for Log {
             .unwrap()
             .push(format!("{} -> {} at {:?}", t.from, t.to, t.at));
     }
-    fn on_reject(&self, _: &str, _: Refusal) {
+    fn on_reject(&self, _: &str, _: NotSent) {
         self.0.lock().unwrap().push("rejected".into());
     }
     fn on_would_reject(&self, _: &str, _: RejectReason) {

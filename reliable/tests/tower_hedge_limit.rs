@@ -23,7 +23,7 @@ use tower::{Layer, ServiceExt, service_fn};
 #[derive(Clone, Copy, Debug)]
 struct Copies;
 
-impl reliable::tower::Classify<u32> for Copies {
+impl reliable::tower::ClassifyResponse<u32> for Copies {
     fn response(&self, res: &u32) -> Option<ErrorClass> {
         (*res >= 500).then_some(ErrorClass::Transient)
     }
@@ -115,7 +115,7 @@ async fn a_rate_limit_refusal_ends_the_retry_at_once() {
         .layer(RateLimitLayer::new(rate).unwrap().layer(svc));
     let err = stack.oneshot(1).await.unwrap_err();
     let over = err.downcast_ref::<OverRate>().expect("the refusal itself");
-    assert_eq!(over.retry_after, reliable_core::Duration::from_secs(1));
+    assert_eq!(over.retry_after, std::time::Duration::from_secs(1));
     assert_eq!(tries.load(Ordering::SeqCst), 1);
 }
 

@@ -138,7 +138,7 @@ async fn an_open_breaker_inside_the_retry_answers_within_milliseconds() {
         let open = err
             .downcast_ref::<Open>()
             .expect("the breaker's own refusal");
-        assert!(open.retry_after > Some(Duration::from_secs(29)));
+        assert!(open.retry_after > Some(StdDuration::from_secs(29)));
         assert!(
             start.elapsed() < StdDuration::from_millis(100),
             "{:?}",

@@ -6,8 +6,8 @@ use std::time::Duration as StdDuration;
 
 use reliable::observer::Observer;
 use reliable::tower::{
-    AnyOk, BoxError, BreakerLayer, Classify, Deadline, FallbackLayer, GaveUp, HttpPolicy, Open,
-    Policy, ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled,
+    AnyOk, BoxError, BreakerLayer, ClassifyResponse, Deadline, FallbackLayer, GaveUp, HttpPolicy,
+    Open, Policy, ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled,
     TimedOut,
 };
 use reliable_core::Duration;
@@ -25,7 +25,7 @@ use tower_test::mock;
 #[derive(Clone, Copy, Debug)]
 struct Codes;
 
-impl Classify<u16> for Codes {
+impl ClassifyResponse<u16> for Codes {
     fn response(&self, res: &u16) -> Option<ErrorClass> {
         match *res {
             429 => Some(ErrorClass::Throttled {
@@ -86,7 +86,7 @@ async fn open_breaker_is_ready_and_fails_in_call_with_retry_after() {
     let fut = svc.ready().await.unwrap().call(1);
     let err = fut.await.unwrap_err();
     let open = err.downcast_ref::<Open>().expect("an Open error");
-    assert_eq!(open.retry_after, Some(Duration::from_secs(5)));
+    assert_eq!(open.retry_after, Some(StdDuration::from_secs(5)));
     // The downstream never saw it.
     assert!(
         tokio::time::timeout(StdDuration::from_millis(1), handle.next_request())
@@ -327,7 +327,7 @@ async fn the_throttle_refuses_locally_once_the_downstream_refuses() {
 async fn fallback_answers_and_says_who_served() {
     #[derive(Clone, Copy)]
     struct Http;
-    impl Classify<http::Response<()>> for Http {
+    impl ClassifyResponse<http::Response<()>> for Http {
         fn response(&self, res: &http::Response<()>) -> Option<ErrorClass> {
             res.status()
                 .is_server_error()
@@ -376,7 +376,7 @@ async fn an_open_breaker_inside_the_retry_ends_the_call_at_once() {
     let open = err.downcast_ref::<Open>().expect("the breaker's refusal");
     assert_eq!(
         open.retry_after,
-        Some(Duration::from_millis(59_900)),
+        Some(StdDuration::from_millis(59_900)),
         "opened 100 ms ago"
     );
     assert!(
@@ -432,4 +432,167 @@ fn invalid_configs_are_refused_naming_the_field() {
     let mut b = BreakerConfig::reliablekit();
     b.open.duration = Duration::ZERO;
     assert!(BreakerLayer::new(b, AnyOk).is_err());
+}
+
+/// A downstream that answers every request with `status` and counts the requests.
+fn answering(
+    status: u16,
+    sent: &Arc<std::sync::atomic::AtomicU32>,
+) -> impl Service<u32, Response = u16, Error = BoxError, Future: Send> + Clone + Send + 'static {
+    let sent = sent.clone();
+    tower::service_fn(move |_: u32| {
+        sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        async move { Ok::<u16, BoxError>(status) }
+    })
+}
+
+#[derive(Debug)]
+struct Quiet;
+impl Observer for Quiet {}
+
+#[tokio::test(start_paused = true)]
+async fn no_breaker_setter_undoes_shared() {
+    type Setter = fn(BreakerLayer<Codes>) -> BreakerLayer<Codes>;
+    let setters: [(&str, Setter); 5] = [
+        ("named", |l| l.named("api")),
+        ("seed", |l| l.seed(3)),
+        ("observer", |l| l.observer(Quiet)),
+        ("shadow", |l| l.shadow()),
+        ("with_time", |l| {
+            l.with_time(
+                reliable::clock::TokioClock::new(),
+                reliable::sleep::TokioSleep,
+            )
+        }),
+    ];
+    let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    for (name, set) in setters {
+        for layer in [
+            set(BreakerLayer::new(consecutive(1, 5), Codes)
+                .unwrap()
+                .shared()),
+            set(BreakerLayer::new(consecutive(1, 5), Codes).unwrap()).shared(),
+        ] {
+            let mut a = layer.layer(answering(500, &sent));
+            let b = layer.layer(answering(500, &sent));
+            a.ready().await.unwrap().call(1).await.unwrap();
+            // One failure through `a` opened the breaker `b` shares.
+            assert_eq!(b.state(), State::Open, "`{name}` undid `shared()`");
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_retry_setter_undoes_shared() {
+    // Two retries in all, for every service of a shared layer.
+    let budget = BudgetConfig::TokenBucket(TokenBucketConfig {
+        max_tokens: 2.0,
+        initial_tokens: None,
+        first_try_credit: 0.0,
+        success_credit: 0.0,
+        retried_success_credit: None,
+        failure_cost: 0.0,
+        retry_cost: 1.0,
+        retry_when: reliable_core::budget::Threshold::AtLeast(1.0),
+    });
+    type Setter = fn(RetryLayer<Codes>) -> RetryLayer<Codes>;
+    let setters: [(&str, Setter); 4] = [
+        ("named", |l| l.named("api")),
+        ("seed", |l| l.seed(3)),
+        ("observer", |l| l.observer(Quiet)),
+        ("with_time", |l| {
+            l.with_time(
+                reliable::clock::TokioClock::new(),
+                reliable::sleep::TokioSleep,
+            )
+        }),
+    ];
+    let layers = setters.into_iter().flat_map(|(name, set)| {
+        let with_budget = RetryLayer::new(constant(10, 10), Codes)
+            .unwrap()
+            .budget(budget)
+            .unwrap();
+        [
+            (name, set(with_budget.clone().shared())),
+            (name, set(with_budget).shared()),
+        ]
+    });
+    // `budget` itself, after `shared`.
+    let budget_last = RetryLayer::new(constant(10, 10), Codes)
+        .unwrap()
+        .shared()
+        .budget(budget)
+        .unwrap();
+    for (name, layer) in layers.chain([("budget", budget_last)]) {
+        let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let a = layer.layer(answering(500, &sent));
+        let b = layer.layer(answering(500, &sent));
+        assert_eq!(a.oneshot(1).await.unwrap(), 500);
+        assert_eq!(b.oneshot(2).await.unwrap(), 500);
+        // `a` took both retries of the one budget: `b` got its first try only.
+        let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(sent, 4, "`{name}` undid `shared()`");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_throttle_setter_undoes_shared() {
+    let cfg = ThrottleConfig {
+        max_rejection: Some(0.9),
+        ..ThrottleConfig::google_sre()
+    };
+    type Setter = fn(ThrottleLayer<Codes>) -> ThrottleLayer<Codes>;
+    let setters: [(&str, Setter); 4] = [
+        ("named", |l| l.named("api")),
+        ("seed", |l| l.seed(3)),
+        ("observer", |l| l.observer(Quiet)),
+        ("with_time", |l| {
+            l.with_time(
+                reliable::clock::TokioClock::new(),
+                reliable::sleep::TokioSleep,
+            )
+        }),
+    ];
+    let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    for (name, set) in setters {
+        for layer in [
+            set(ThrottleLayer::new(cfg, Codes).unwrap().shared()),
+            set(ThrottleLayer::new(cfg, Codes).unwrap()).shared(),
+        ] {
+            let mut a = layer.layer(answering(429, &sent));
+            let b = layer.layer(answering(429, &sent));
+            for i in 0..50 {
+                let _ = a.ready().await.unwrap().call(i).await;
+            }
+            // `a`'s refused answers raised the throttle `b` shares.
+            assert!(b.rejection_probability() > 0.5, "`{name}` undid `shared()`");
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_reliable_layer_stays_shared_whatever_the_order() {
+    let config = ReliableConfig {
+        retry: constant(1, 0),
+        budget: None,
+        breaker: consecutive(1, 5),
+        throttle: None,
+    };
+    let new = || ReliableLayer::new(config, Codes).unwrap();
+    let clock = || reliable::clock::TokioClock::new();
+    for layer in [
+        new().shared().observer(Quiet),
+        new()
+            .shared()
+            .with_time(clock(), reliable::sleep::TokioSleep),
+        new().observer(Quiet).shared(),
+    ] {
+        let sent = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let a = layer.layer(answering(500, &sent));
+        let b = layer.layer(answering(500, &sent));
+        assert_eq!(a.oneshot(1).await.unwrap(), 500);
+        // The breaker `a` opened refuses `b`'s call before it is sent.
+        assert!(b.oneshot(2).await.unwrap_err().is::<Open>());
+        assert_eq!(sent.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
 }

@@ -59,7 +59,7 @@ mod quota;
 pub use quota::{Quota, quotas};
 
 use crate::classify::Classify;
-use crate::http::{Headers, Signals};
+use crate::http::{HeaderSignals, Headers};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::provider::Signal;
 use std::time::SystemTime;
@@ -75,7 +75,7 @@ pub fn classify(
     body: &str,
     now: SystemTime,
 ) -> Option<Signal> {
-    let signals = Signals::from_headers(headers, now);
+    let signals = HeaderSignals::from_headers(headers, now);
     let delay = signals.retry_after.map(reliable_core::Duration::from);
     let error = money::ErrorBody::parse(body);
     if let Some(reset_after) = money::money_limit(status, &signals, &error, now) {

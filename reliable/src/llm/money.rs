@@ -8,7 +8,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::calendar;
-use crate::http::Signals;
+use crate::http::HeaderSignals;
 
 /// The fields of a JSON error body that the rules read. Every provider here nests them under
 /// `error` (`{"error": {"type": ..., "code": ..., "details": {"error_code": ...}}}`); a body that
@@ -68,7 +68,7 @@ fn openai_money(s: &str) -> bool {
 
 /// OpenRouter's in-flight budget is full (recent paid requests still settling): a 402 that its
 /// documentation calls transient, sent with a `Retry-After`.
-pub fn is_in_flight_budget(status: u16, signals: &Signals, body: &ErrorBody) -> bool {
+pub fn is_in_flight_budget(status: u16, signals: &HeaderSignals, body: &ErrorBody) -> bool {
     status == 402
         && body.limit_source.as_deref() == Some("openrouter_in_flight_budget")
         && signals.retry_after.is_some()
@@ -78,7 +78,7 @@ pub fn is_in_flight_budget(status: u16, signals: &Signals, body: &ErrorBody) -> 
 /// known (the server's `Retry-After`, or Anthropic's monthly reset); `None` if it is not one.
 pub fn money_limit(
     status: u16,
-    signals: &Signals,
+    signals: &HeaderSignals,
     body: &ErrorBody,
     now: SystemTime,
 ) -> Option<Option<Duration>> {

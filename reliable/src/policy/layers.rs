@@ -14,7 +14,9 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::{PolicyError, Route, Scope};
-use crate::tower::{BoxError, Breaker, BreakerLayer, Retry, RetryLayer, Throttle, ThrottleLayer};
+use crate::tower::{
+    BoxError, BreakerLayer, BreakerService, RetryLayer, RetryService, ThrottleLayer, ThrottleService,
+};
 
 /// The layers of one [`Route`], in its order. Built by [`Route::route_layer`].
 #[derive(Clone, Debug)]
@@ -121,15 +123,15 @@ impl<S, P: Clone> Layer<S> for RouteLayer<P> {
 #[derive(Clone, Debug)]
 pub enum RouteService<S, P> {
     /// retry → throttle → breaker: `ReliableLayer`'s service.
-    BreakerPerAttempt(Retry<Throttle<Breaker<S, P>, P>, P>),
+    BreakerPerAttempt(RetryService<ThrottleService<BreakerService<S, P>, P>, P>),
     /// retry → throttle (a pass-through without one).
-    ThrottlePerAttempt(Retry<Throttle<S, P>, P>),
+    ThrottlePerAttempt(RetryService<ThrottleService<S, P>, P>),
     /// throttle → retry.
-    ThrottlePerCall(Throttle<Retry<S, P>, P>),
+    ThrottlePerCall(ThrottleService<RetryService<S, P>, P>),
     /// throttle (a pass-through without one) → breaker → retry.
-    BreakerPerCall(Throttle<Breaker<Retry<S, P>, P>, P>),
+    BreakerPerCall(ThrottleService<BreakerService<RetryService<S, P>, P>, P>),
     /// throttle → retry → breaker.
-    ThrottlePerCallBreakerPerAttempt(Throttle<Retry<Breaker<S, P>, P>, P>),
+    ThrottlePerCallBreakerPerAttempt(ThrottleService<RetryService<BreakerService<S, P>, P>, P>),
 }
 
 /// The response future of a [`RouteService`].
@@ -138,16 +140,16 @@ pub type RouteFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> +
 impl<S, P, Req> Service<Req> for RouteService<S, P>
 where
     S: Service<Req>,
-    Retry<Throttle<Breaker<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    Retry<Throttle<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    Throttle<Retry<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    Throttle<Breaker<Retry<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    Throttle<Retry<Breaker<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    <Retry<Throttle<Breaker<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
-    <Retry<Throttle<S, P>, P> as Service<Req>>::Future: Send + 'static,
-    <Throttle<Retry<S, P>, P> as Service<Req>>::Future: Send + 'static,
-    <Throttle<Breaker<Retry<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
-    <Throttle<Retry<Breaker<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
+    RetryService<ThrottleService<BreakerService<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    RetryService<ThrottleService<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    ThrottleService<RetryService<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    ThrottleService<BreakerService<RetryService<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    ThrottleService<RetryService<BreakerService<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    <RetryService<ThrottleService<BreakerService<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
+    <RetryService<ThrottleService<S, P>, P> as Service<Req>>::Future: Send + 'static,
+    <ThrottleService<RetryService<S, P>, P> as Service<Req>>::Future: Send + 'static,
+    <ThrottleService<BreakerService<RetryService<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
+    <ThrottleService<RetryService<BreakerService<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;

@@ -5,11 +5,11 @@
 //!   `Pending` would stall every caller until the breaker closes).
 //! - The permit is taken in `call`, never in `poll_ready` (a ready service may never be called).
 //! - The outcome is recorded when the response future completes: success, failure (by the
-//!   [`Classify`] given), or ignored (a fatal error, or a local rejection from a layer below). A
+//!   [`ClassifyResponse`] given), or ignored (a fatal error, or a local rejection from a layer below). A
 //!   response future dropped before it completes records `Outcome::Ignored`, so a cancelled
 //!   half-open probe frees its slot at once instead of after `probe_timeout`.
 //!
-//! Every clone of a [`Breaker`] shares one breaker. A layer built with [`BreakerLayer::new`] gives
+//! Every clone of a [`BreakerService`] shares one breaker. A layer built with [`BreakerLayer::new`] gives
 //! each service it wraps a breaker of its own; [`BreakerLayer::shared`] gives them all one.
 
 use std::fmt;
@@ -24,13 +24,14 @@ use reliable_core::outcome::ErrorClass;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::Classify;
+use super::classify::ClassifyResponse;
 use super::error::{BoxError, Open};
+use super::sharing::Sharing;
 use super::time::Time;
 use crate::breaker::{Owned, Transitions};
 use crate::clock::Clock;
-use crate::error::Rejection;
-use crate::observer::{Observer, Refusal};
+use crate::error::ShedReason;
+use crate::observer::{NotSent, Observer};
 use crate::rng::random_seed;
 use crate::sleep::Sleep;
 
@@ -41,20 +42,20 @@ struct Shared {
 }
 
 impl Shared {
-    fn refused(&self, refusal: Refusal) {
+    fn refused(&self, refusal: NotSent) {
         for o in self.observers.iter() {
             o.on_reject(&self.name, refusal);
         }
     }
 }
 
-/// Builds [`Breaker`]s from a validated config.
+/// Builds [`BreakerService`]s from a validated config.
 #[derive(Clone)]
 pub struct BreakerLayer<C> {
     policy: BreakerPolicy,
     classify: C,
     time: Time,
-    shared: Option<Arc<Shared>>,
+    shared: Sharing<Arc<Shared>>,
     name: Arc<str>,
     observers: Vec<Arc<dyn Observer>>,
     seed: Option<u64>,
@@ -64,7 +65,7 @@ impl<C> fmt::Debug for BreakerLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerLayer")
             .field("policy", &self.policy)
-            .field("shared", &self.shared.is_some())
+            .field("shared", &self.shared.is_shared())
             .finish_non_exhaustive()
     }
 }
@@ -82,7 +83,7 @@ impl<C> BreakerLayer<C> {
             policy,
             classify,
             time: Time::tokio(),
-            shared: None,
+            shared: Sharing::per_service(),
             name,
             observers: Vec::new(),
             seed: None,
@@ -94,14 +95,14 @@ impl<C> BreakerLayer<C> {
     /// The same layer reading time from `clock` (and waiting on `sleep`).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
         self.time = Time::new(clock, sleep);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Names the breaker in what observers receive (default `breaker`).
     pub fn named(mut self, name: &str) -> Self {
         self.name = name.into();
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
@@ -109,7 +110,7 @@ impl<C> BreakerLayer<C> {
     /// (`on_reject`).
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
@@ -124,20 +125,21 @@ impl<C> BreakerLayer<C> {
         if let Ok(policy) = BreakerPolicy::new(config) {
             self.policy = policy;
         }
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Seeds the open-time jitter (by default each breaker draws its own seed).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// One breaker for every service this layer wraps (a process-wide breaker per downstream).
+    /// The other settings apply whether they are set before or after this.
     pub fn shared(mut self) -> Self {
-        self.shared = Some(self.make());
+        self.shared = Sharing::shared();
         self
     }
 
@@ -159,12 +161,12 @@ impl<C> BreakerLayer<C> {
 }
 
 impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
-    type Service = Breaker<S, C>;
+    type Service = BreakerService<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Breaker {
+        BreakerService {
             inner,
-            shared: self.shared.clone().unwrap_or_else(|| self.make()),
+            shared: self.shared.get(|| self.make()),
             classify: self.classify.clone(),
             time: self.time.clone(),
         }
@@ -173,39 +175,39 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
 
 /// A service behind a circuit breaker (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
-pub struct Breaker<S, C> {
+pub struct BreakerService<S, C> {
     inner: S,
     shared: Arc<Shared>,
     classify: C,
     time: Time,
 }
 
-impl<S: fmt::Debug, C> fmt::Debug for Breaker<S, C> {
+impl<S: fmt::Debug, C> fmt::Debug for BreakerService<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.shared.breaker.state(self.time.now());
-        f.debug_struct("Breaker")
+        f.debug_struct("BreakerService")
             .field("inner", &self.inner)
             .field("state", &state)
             .finish_non_exhaustive()
     }
 }
 
-impl<S, C> Breaker<S, C> {
+impl<S, C> BreakerService<S, C> {
     /// The breaker's state now.
     pub fn state(&self) -> reliable_core::breaker::State {
         self.shared.breaker.state(self.time.now())
     }
 }
 
-impl<S, Req, C> Service<Req> for Breaker<S, C>
+impl<S, Req, C> Service<Req> for BreakerService<S, C>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
-    C: Classify<S::Response>,
+    C: ClassifyResponse<S::Response>,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, C>;
+    type Future = BreakerFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -215,7 +217,7 @@ where
         let now = self.time.now();
         let decision = self.shared.breaker.acquire(Some(now), &NoClock).result;
         match decision {
-            Ok(permit) => ResponseFuture {
+            Ok(permit) => BreakerFuture {
                 state: State::Called {
                     fut: self.inner.call(req),
                 },
@@ -228,17 +230,17 @@ where
             },
             Err(rejection) => {
                 let open = Open {
-                    retry_after: rejection.retry_after(),
+                    retry_after: rejection.retry_after().map(Into::into),
                 };
                 self.shared.refused(match rejection.reason {
-                    RejectReason::Open { retry_after } => Refusal::Open {
+                    RejectReason::Open { retry_after } => NotSent::Open {
                         retry_after: Some(retry_after.into()),
                     },
-                    RejectReason::ForcedOpen => Refusal::Open { retry_after: None },
-                    RejectReason::HalfOpenFull => Refusal::Rejected(Rejection::HalfOpenFull),
-                    RejectReason::SlowStart => Refusal::Rejected(Rejection::SlowStart),
+                    RejectReason::ForcedOpen => NotSent::Open { retry_after: None },
+                    RejectReason::HalfOpenFull => NotSent::Rejected(ShedReason::HalfOpenFull),
+                    RejectReason::SlowStart => NotSent::Rejected(ShedReason::SlowStart),
                 });
-                ResponseFuture {
+                BreakerFuture {
                     state: State::Rejected { open: Some(open) },
                     guard: Guard {
                         permit: None,
@@ -283,8 +285,8 @@ pin_project_lite::pin_project! {
 }
 
 pin_project_lite::pin_project! {
-    /// The [`Breaker`]'s response future.
-    pub struct ResponseFuture<F, C> {
+    /// The [`BreakerService`]'s response future.
+    pub struct BreakerFuture<F, C> {
         #[pin]
         state: State<F>,
         guard: Guard,
@@ -292,9 +294,9 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F, C> fmt::Debug for ResponseFuture<F, C> {
+impl<F, C> fmt::Debug for BreakerFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture")
+        f.debug_struct("BreakerFuture")
             .field("holds_permit", &self.guard.permit.is_some())
             .finish_non_exhaustive()
     }
@@ -307,11 +309,11 @@ fn outcome_of(class: Option<ErrorClass>) -> Outcome {
     class.map_or(Outcome::Success, |c| c.consequences().breaker)
 }
 
-impl<F, Res, E, C> Future for ResponseFuture<F, C>
+impl<F, Res, E, C> Future for BreakerFuture<F, C>
 where
     F: Future<Output = Result<Res, E>>,
     E: Into<BoxError>,
-    C: Classify<Res>,
+    C: ClassifyResponse<Res>,
 {
     type Output = Result<Res, BoxError>;
 

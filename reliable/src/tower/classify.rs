@@ -1,21 +1,21 @@
-//! How the layers read an answer: [`Classify`] (is this response a failure, of which class?) and
+//! How the layers read an answer: [`ClassifyResponse`] (is this response a failure, of which class?) and
 //! [`Policy`] (can this request be sent again?), with [`AnyOk`] for plain services and
 //! [`HttpPolicy`] for HTTP, which reads status codes and the crate's [HTTP signals](crate::http)
 //! (`Retry-After`, `retry-after-ms`, `x-should-retry`) with [`classify_status`].
 
 use std::time::SystemTime;
 
+use reliable_core::Instant;
 use reliable_core::outcome::ErrorClass;
-use reliable_core::{Duration, Instant};
 
-use crate::http::{Signals, classify_status};
+use crate::http::{HeaderSignals, classify_status};
 
 use super::error::{BoxError, Open, OverLimit, OverRate, Throttled, TimedOut};
 use reliable_core::answer::{Answer, Refuser};
 
 /// Maps an answer to the core's error classes. A response can be a failure (an HTTP 503 is an
 /// `Ok` at the service level); an error is always one.
-pub trait Classify<Res>: Clone + Send + Sync + 'static {
+pub trait ClassifyResponse<Res>: Clone + Send + Sync + 'static {
     /// `None` if `res` is a success, else its class.
     fn response(&self, res: &Res) -> Option<ErrorClass>;
 
@@ -28,13 +28,13 @@ pub trait Classify<Res>: Clone + Send + Sync + 'static {
     }
 }
 
-/// The default classification of an error (see [`Classify::error`]).
+/// The default classification of an error (see [`ClassifyResponse::error`]).
 pub fn error_class(e: &BoxError) -> ErrorClass {
     if e.is::<TimedOut>() {
         ErrorClass::Timeout
     } else if let Some(open) = e.downcast_ref::<Open>() {
         ErrorClass::Refused {
-            retry_after: open.retry_after,
+            retry_after: open.retry_after.map(Into::into),
         }
     } else if e.is::<Throttled>() {
         ErrorClass::Refused { retry_after: None }
@@ -50,7 +50,7 @@ fn local_limit(e: &BoxError) -> Option<ErrorClass> {
     let retry_after = if e.is::<OverLimit>() {
         None
     } else {
-        Some(e.downcast_ref::<OverRate>()?.retry_after)
+        Some(e.downcast_ref::<OverRate>()?.retry_after.into())
     };
     Answer::Refused {
         by: Refuser::Limiter,
@@ -62,7 +62,7 @@ fn local_limit(e: &BoxError) -> Option<ErrorClass> {
 /// What a retry or fallback layer needs besides classification: a copy of the request to send
 /// again, and where to put an attempt's deadline so that a timeout further down (inside a
 /// breaker) can see it.
-pub trait Policy<Req, Res>: Classify<Res> {
+pub trait Policy<Req, Res>: ClassifyResponse<Res> {
     /// A copy of `req` for another attempt, or `None` if it must not be sent twice (the first
     /// answer is then final).
     fn clone_request(&self, req: &Req) -> Option<Req>;
@@ -78,7 +78,7 @@ pub trait Policy<Req, Res>: Classify<Res> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AnyOk;
 
-impl<Res> Classify<Res> for AnyOk {
+impl<Res> ClassifyResponse<Res> for AnyOk {
     fn response(&self, _: &Res) -> Option<ErrorClass> {
         None
     }
@@ -116,14 +116,12 @@ impl HttpPolicy {
 
     /// The server's requested delay in `headers` (`retry-after-ms`, else `Retry-After` in
     /// seconds or as an HTTP-date), if any.
-    pub fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
-        Signals::from_headers(headers, SystemTime::now())
-            .retry_after
-            .map(Duration::from)
+    pub fn retry_after(headers: &http::HeaderMap) -> Option<std::time::Duration> {
+        HeaderSignals::from_headers(headers, SystemTime::now()).retry_after
     }
 }
 
-impl<B> Classify<http::Response<B>> for HttpPolicy
+impl<B> ClassifyResponse<http::Response<B>> for HttpPolicy
 where
     B: 'static,
 {
@@ -134,7 +132,7 @@ where
         }
         classify_status(
             status,
-            &Signals::from_headers(res.headers(), SystemTime::now()),
+            &HeaderSignals::from_headers(res.headers(), SystemTime::now()),
         )
     }
 }
@@ -169,6 +167,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reliable_core::Duration;
 
     fn res(status: u16, headers: &[(&str, &str)]) -> http::Response<()> {
         let mut b = http::Response::builder().status(status);
@@ -236,7 +235,7 @@ mod tests {
         let e: BoxError = Box::new(TimedOut);
         assert_eq!(error_class(&e), ErrorClass::Timeout);
         let e: BoxError = Box::new(Open {
-            retry_after: Some(Duration::from_secs(1)),
+            retry_after: Some(std::time::Duration::from_secs(1)),
         });
         assert_eq!(
             error_class(&e),

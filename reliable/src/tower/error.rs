@@ -2,8 +2,8 @@
 //! types inside it, to downcast to.
 
 use std::fmt;
+use std::time::Duration;
 
-use reliable_core::Duration;
 use reliable_core::retry::GiveUpReason;
 
 /// tower's error type for stacked services.
@@ -19,7 +19,7 @@ pub struct Open {
 impl fmt::Display for Open {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.retry_after {
-            Some(d) => write!(f, "circuit open: retry after {d}"),
+            Some(d) => write!(f, "circuit open; retry after {d:?}"),
             None => f.write_str("circuit open"),
         }
     }
@@ -110,7 +110,7 @@ pub struct OverRate {
 
 impl fmt::Display for OverRate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "rate limited: next call in {}", self.retry_after)
+        write!(f, "rate limited: next call in {:?}", self.retry_after)
     }
 }
 

@@ -15,7 +15,7 @@ use tower_service::Service;
 
 use super::classify::Policy;
 use super::error::BoxError;
-use super::retry::ResponseFuture;
+use super::retry::RetryFuture;
 
 /// The name of the path that served a response, in an HTTP response's extensions.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,10 +71,10 @@ impl<B, P> FallbackLayer<B, P> {
 }
 
 impl<S, B: Clone, P: Clone> Layer<S> for FallbackLayer<B, P> {
-    type Service = Fallback<S, B, P>;
+    type Service = FallbackService<S, B, P>;
 
     fn layer(&self, primary: S) -> Self::Service {
-        Fallback {
+        FallbackService {
             primary,
             backup: self.backup.clone(),
             policy: self.policy.clone(),
@@ -83,25 +83,28 @@ impl<S, B: Clone, P: Clone> Layer<S> for FallbackLayer<B, P> {
     }
 }
 
+/// The response future of [`FallbackService`].
+pub type FallbackFuture<Res> = RetryFuture<Res>;
+
 /// A service with a fallback (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
-pub struct Fallback<S, B, P> {
+pub struct FallbackService<S, B, P> {
     primary: S,
     backup: B,
     policy: P,
     names: (Arc<str>, Arc<str>),
 }
 
-impl<S, B, P> fmt::Debug for Fallback<S, B, P> {
+impl<S, B, P> fmt::Debug for FallbackService<S, B, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Fallback")
+        f.debug_struct("FallbackService")
             .field("primary", &self.names.0)
             .field("backup", &self.names.1)
             .finish_non_exhaustive()
     }
 }
 
-impl<S, B, P, Req> Service<Req> for Fallback<S, B, P>
+impl<S, B, P, Req> Service<Req> for FallbackService<S, B, P>
 where
     S: Service<Req> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
@@ -115,7 +118,7 @@ where
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Response>;
+    type Future = FallbackFuture<S::Response>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.primary.poll_ready(cx).map_err(Into::into)

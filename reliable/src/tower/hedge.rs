@@ -33,8 +33,8 @@ use super::error::BoxError;
 use super::ledger::SharedLedger;
 use super::time::Time;
 use crate::clock::Clock;
-use crate::error::Rejection;
-use crate::observer::{Observer, Refusal};
+use crate::error::ShedReason;
+use crate::observer::{Observer, NotSent};
 use crate::sleep::{Sleep, SleepFuture};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,7 +194,7 @@ impl<P> Config<P> {
         match drawn {
             Ok(draw) => Ok(Some((ledger.clone(), draw, self.time.clone()))),
             Err(NoHedge::Ledger(d)) => {
-                let refusal = Refusal::Rejected(Rejection::Ledger(d));
+                let refusal = NotSent::Rejected(ShedReason::Ledger(d));
                 self.tell(|o, name| o.on_hedge_refused(name, refusal));
                 Err(true)
             }

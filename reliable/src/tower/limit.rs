@@ -24,12 +24,12 @@ use reliable_core::limit::{
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::Classify;
+use super::classify::ClassifyResponse;
 use super::error::{BoxError, OverLimit, OverRate};
 use super::time::Time;
 use crate::clock::Clock;
-use crate::error::Rejection;
-use crate::observer::{Observer, Refusal};
+use crate::error::ShedReason;
+use crate::observer::{Observer, NotSent};
 use crate::sleep::Sleep;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -57,9 +57,9 @@ impl Outlet {
         self.observers = all.into();
     }
 
-    fn refused(&self, why: Rejection) {
+    fn refused(&self, why: ShedReason) {
         for o in self.observers.iter() {
-            o.on_reject(&self.name, Refusal::Rejected(why));
+            o.on_reject(&self.name, NotSent::Rejected(why));
         }
     }
 }
@@ -210,7 +210,7 @@ where
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
     S::Response: Send + 'static,
-    C: Classify<S::Response>,
+    C: ClassifyResponse<S::Response>,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -226,7 +226,7 @@ where
         let permit = match admitted {
             Ok(p) => p,
             Err(reached) => {
-                self.outlet.refused(Rejection::Limit {
+                self.outlet.refused(ShedReason::Limit {
                     limit: reached.limit,
                 });
                 let e: BoxError = Box::new(OverLimit {
@@ -356,11 +356,11 @@ where
         let now = self.time.now();
         let admitted = lock(&self.limiter).try_acquire(now);
         if let Err(limited) = admitted {
-            self.outlet.refused(Rejection::RateLimited {
+            self.outlet.refused(ShedReason::RateLimited {
                 retry_after: limited.retry_after.into(),
             });
             let e: BoxError = Box::new(OverRate {
-                retry_after: limited.retry_after,
+                retry_after: limited.retry_after.into(),
             });
             return Box::pin(std::future::ready(Err(e)));
         }

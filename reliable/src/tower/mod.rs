@@ -24,6 +24,11 @@
 //!   [`HedgeLayer::ledger`].
 //! - [`ReliableLayer`]: retry → throttle → breaker from one [`ReliableConfig`].
 //!
+//! Names follow tower's: each `…Layer` wraps a service in a `…Service` (e.g. [`BreakerLayer`] →
+//! [`BreakerService`]) whose response future is a `…Future` ([`BreakerFuture`]); answers are read
+//! by a [`ClassifyResponse`] (the crate root's [`Classify`](crate::Classify) classifies an error
+//! value instead).
+//!
 //! The layers share the crate's machinery: the core's policies, its injected
 //! [`Clock`](crate::clock::Clock) and [`Sleep`](crate::sleep::Sleep) (tokio's by default, so tests
 //! run in paused virtual time; `with_time` on each layer), its seeded randomness, and its HTTP
@@ -47,7 +52,7 @@
 //! assert_eq!(svc.oneshot(21).await.unwrap(), 42);
 //! # Ok(()) }
 //! # #[derive(Clone)] struct CloneAll;
-//! # impl reliable::tower::Classify<u32> for CloneAll { fn response(&self, _: &u32) -> Option<reliable_core::outcome::ErrorClass> { None } }
+//! # impl reliable::tower::ClassifyResponse<u32> for CloneAll { fn response(&self, _: &u32) -> Option<reliable_core::outcome::ErrorClass> { None } }
 //! # impl reliable::tower::Policy<u32, u32> for CloneAll { fn clone_request(&self, r: &u32) -> Option<u32> { Some(*r) } }
 //! ```
 
@@ -60,19 +65,20 @@ mod ledger;
 mod limit;
 mod reliable;
 mod retry;
+mod sharing;
 mod throttle;
 mod time;
 
-pub use breaker::{Breaker, BreakerLayer};
-pub use classify::{AnyOk, Classify, Deadline, HttpPolicy, Policy, error_class};
+pub use breaker::{BreakerFuture, BreakerLayer, BreakerService};
+pub use classify::{AnyOk, ClassifyResponse, Deadline, HttpPolicy, Policy, error_class};
 pub use error::{BoxError, GaveUp, Open, OverLimit, OverRate, Throttled, TimedOut};
-pub use fallback::{Fallback, FallbackLayer, ServedBy, Stamp};
+pub use fallback::{FallbackFuture, FallbackLayer, FallbackService, ServedBy, Stamp};
 pub use hedge::{HedgeFuture, HedgeLayer, HedgeService};
 pub use ledger::SharedLedger;
 pub use limit::{
     ConcurrencyLimitFuture, ConcurrencyLimitLayer, ConcurrencyLimitService, RateLimitFuture,
     RateLimitLayer, RateLimitService,
 };
-pub use reliable::{ReliableConfig, ReliableLayer};
-pub use retry::{Retry, RetryLayer};
-pub use throttle::{Throttle, ThrottleLayer};
+pub use reliable::{ReliableConfig, ReliableLayer, ReliableService};
+pub use retry::{RetryFuture, RetryLayer, RetryService};
+pub use throttle::{ThrottleFuture, ThrottleLayer, ThrottleService};

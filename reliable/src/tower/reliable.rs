@@ -10,9 +10,9 @@ use reliable_core::retry::RetryConfig;
 use reliable_core::throttle::ThrottleConfig;
 use tower_layer::Layer;
 
-use super::breaker::{Breaker, BreakerLayer};
-use super::retry::{Retry, RetryLayer};
-use super::throttle::{Throttle, ThrottleLayer};
+use super::breaker::{BreakerLayer, BreakerService};
+use super::retry::{RetryLayer, RetryService};
+use super::throttle::{ThrottleLayer, ThrottleService};
 use crate::clock::Clock;
 use crate::sleep::Sleep;
 
@@ -44,6 +44,9 @@ impl ReliableConfig {
         }
     }
 }
+
+/// The service a [`ReliableLayer`] builds: retry → throttle → breaker around `S`.
+pub type ReliableService<S, P> = RetryService<ThrottleService<BreakerService<S, P>, P>, P>;
 
 /// Retry → throttle → breaker from one config. `P` classifies answers and copies requests for
 /// every layer.
@@ -123,7 +126,7 @@ impl<P: Clone> ReliableLayer<P> {
 }
 
 impl<S, P: Clone> Layer<S> for ReliableLayer<P> {
-    type Service = Retry<Throttle<Breaker<S, P>, P>, P>;
+    type Service = ReliableService<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
         self.retry
@@ -156,7 +159,7 @@ impl<O: crate::observer::Observer> crate::observer::Observer for Shared<O> {
     ) {
         self.0.on_retry(name, attempt, class, delay);
     }
-    fn on_reject(&self, name: &str, refusal: crate::observer::Refusal) {
+    fn on_reject(&self, name: &str, refusal: crate::observer::NotSent) {
         self.0.on_reject(name, refusal);
     }
     fn on_transition(&self, name: &str, transition: reliable_core::breaker::Transition) {
@@ -171,7 +174,7 @@ impl<O: crate::observer::Observer> crate::observer::Observer for Shared<O> {
     fn on_hedge(&self, name: &str, attempt: u32) {
         self.0.on_hedge(name, attempt);
     }
-    fn on_hedge_refused(&self, name: &str, refusal: crate::observer::Refusal) {
+    fn on_hedge_refused(&self, name: &str, refusal: crate::observer::NotSent) {
         self.0.on_hedge_refused(name, refusal);
     }
     fn on_hedge_won(&self, name: &str, attempt: u32, hedge: bool) {

@@ -37,6 +37,7 @@ use tower_service::Service;
 use super::classify::Policy;
 use super::error::{BoxError, GaveUp, TimedOut};
 use super::ledger::SharedLedger;
+use super::sharing::Sharing;
 use super::time::Time;
 use crate::clock::Clock;
 use crate::observer::Observer;
@@ -51,9 +52,8 @@ type CoreBudget = AnyBudget<64>;
 
 struct Shared {
     budget: Mutex<CoreBudget>,
-    /// The ledger of extra attempts, when retries draw from it instead of `budget` (settable
-    /// after the state is shared, so that setting it keeps the state).
-    ledger: Mutex<Option<SharedLedger>>,
+    /// The ledger of extra attempts, when retries draw from it instead of `budget`.
+    ledger: Option<SharedLedger>,
     samples: Rng,
 }
 
@@ -66,26 +66,21 @@ impl Shared {
 
     /// Runs `f` with the budget retries draw from: the ledger if there is one.
     fn with_budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
-        let ledger = self
-            .ledger
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        match ledger {
+        match &self.ledger {
             Some(l) => f(&mut *l.lock()),
             None => f(&mut *self.budget()),
         }
     }
 }
 
-/// Builds [`Retry`] services from a validated retry config and an optional budget.
+/// Builds [`RetryService`]s from a validated retry config and an optional budget.
 #[derive(Clone)]
 pub struct RetryLayer<P> {
     retry: RetryPolicy,
     budget: BudgetPolicy,
     policy: P,
     time: Time,
-    shared: Option<Arc<Shared>>,
+    shared: Sharing<Arc<Shared>>,
     ledger: Option<SharedLedger>,
     seed: Option<u64>,
     name: Arc<str>,
@@ -109,7 +104,7 @@ impl<P> RetryLayer<P> {
             budget: BudgetPolicy::Unlimited,
             policy,
             time: Time::tokio(),
-            shared: None,
+            shared: Sharing::per_service(),
             ledger: None,
             seed: None,
             name: "retry".into(),
@@ -125,7 +120,7 @@ impl<P> RetryLayer<P> {
         let budget = BudgetPolicy::new(config)?;
         CoreBudget::new(&budget)?;
         self.budget = budget;
-        self.shared = None;
+        self.shared.reset();
         Ok(self)
     }
 
@@ -134,28 +129,22 @@ impl<P> RetryLayer<P> {
     /// of their own. Every service this layer wraps, and every layer given a clone of `ledger`,
     /// draws from the same one.
     pub fn ledger(mut self, ledger: SharedLedger) -> Self {
-        self.ledger = Some(ledger.clone());
-        if let Some(shared) = &self.shared {
-            // The state shared earlier stays; it now draws from `ledger`.
-            *shared
-                .ledger
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ledger);
-        }
+        self.ledger = Some(ledger);
+        self.shared.reset();
         self
     }
 
     /// The same layer reading time from `clock` and waiting on `sleep`.
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
         self.time = Time::new(clock, sleep);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Seeds the backoff jitter.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
@@ -174,9 +163,10 @@ impl<P> RetryLayer<P> {
         self
     }
 
-    /// One budget for every service this layer wraps (one per client process).
+    /// One budget for every service this layer wraps (one per client process). The other
+    /// settings apply whether they are set before or after this.
     pub fn shared(mut self) -> Self {
-        self.shared = Some(self.make());
+        self.shared = Sharing::shared();
         self
     }
 
@@ -187,20 +177,20 @@ impl<P> RetryLayer<P> {
         };
         Arc::new(Shared {
             budget: Mutex::new(budget),
-            ledger: Mutex::new(self.ledger.clone()),
+            ledger: self.ledger.clone(),
             samples: Rng::new(self.seed.unwrap_or_else(random_seed)),
         })
     }
 }
 
 impl<S, P: Clone> Layer<S> for RetryLayer<P> {
-    type Service = Retry<S, P>;
+    type Service = RetryService<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Retry {
+        RetryService {
             inner,
             retry: Arc::new(self.retry),
-            shared: self.shared.clone().unwrap_or_else(|| self.make()),
+            shared: self.shared.get(|| self.make()),
             policy: self.policy.clone(),
             time: self.time.clone(),
             name: self.name.clone(),
@@ -211,7 +201,7 @@ impl<S, P: Clone> Layer<S> for RetryLayer<P> {
 
 /// A service whose failed calls are retried (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
-pub struct Retry<S, P> {
+pub struct RetryService<S, P> {
     inner: S,
     retry: Arc<RetryPolicy>,
     shared: Arc<Shared>,
@@ -221,17 +211,17 @@ pub struct Retry<S, P> {
     observers: Arc<[Arc<dyn Observer>]>,
 }
 
-impl<S: fmt::Debug, P> fmt::Debug for Retry<S, P> {
+impl<S: fmt::Debug, P> fmt::Debug for RetryService<S, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Retry")
+        f.debug_struct("RetryService")
             .field("inner", &self.inner)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
 }
 
-/// The response future of [`Retry`].
-pub type ResponseFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
+/// The response future of [`RetryService`].
+pub type RetryFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
 
 /// The request's retry state; dropped before the request is over, it hands back any budget grant.
 struct Request {
@@ -270,7 +260,7 @@ async fn within<F: Future>(fut: F, timer: Option<SleepFuture>) -> Option<F::Outp
     .await
 }
 
-impl<S, Req, P> Service<Req> for Retry<S, P>
+impl<S, Req, P> Service<Req> for RetryService<S, P>
 where
     S: Service<Req> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
@@ -281,7 +271,7 @@ where
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Response>;
+    type Future = RetryFuture<S::Response>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)

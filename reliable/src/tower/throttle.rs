@@ -19,12 +19,13 @@ use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::Classify;
+use super::classify::ClassifyResponse;
 use super::error::{BoxError, Throttled};
+use super::sharing::Sharing;
 use super::time::Time;
 use crate::clock::Clock;
-use crate::error::Rejection;
-use crate::observer::{Observer, Refusal};
+use crate::error::ShedReason;
+use crate::observer::{NotSent, Observer};
 use crate::rng::{Given, Rng, random_seed};
 use crate::sleep::Sleep;
 
@@ -39,14 +40,14 @@ struct Shared {
     observers: Arc<[Arc<dyn Observer>]>,
 }
 
-/// Builds [`Throttle`]s from a validated config.
+/// Builds [`ThrottleService`]s from a validated config.
 #[derive(Clone)]
 pub struct ThrottleLayer<C> {
     /// `None`: a pass-through (no throttling).
     policy: Option<ThrottlePolicy>,
     classify: C,
     time: Time,
-    shared: Option<Arc<Shared>>,
+    shared: Sharing<Option<Arc<Shared>>>,
     seed: Option<u64>,
     draws: Option<Given>,
     name: Arc<str>,
@@ -57,7 +58,7 @@ impl<C> fmt::Debug for ThrottleLayer<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThrottleLayer")
             .field("policy", &self.policy)
-            .field("shared", &self.shared.is_some())
+            .field("shared", &self.shared.is_shared())
             .finish_non_exhaustive()
     }
 }
@@ -81,7 +82,7 @@ impl<C> ThrottleLayer<C> {
             policy,
             classify,
             time: Time::tokio(),
-            shared: None,
+            shared: Sharing::per_service(),
             seed: None,
             draws: None,
             name: "throttle".into(),
@@ -94,28 +95,28 @@ impl<C> ThrottleLayer<C> {
     /// The same layer reading time from `clock` (`sleep` is not used: the throttle never waits).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
         self.time = Time::new(clock, sleep);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Names the throttle in what observers receive (default `throttle`).
     pub fn named(mut self, name: &str) -> Self {
         self.name = name.into();
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Tells `observer` every call the throttle refuses (`on_reject`).
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
     /// Seeds the rejection draws.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
@@ -123,13 +124,14 @@ impl<C> ThrottleLayer<C> {
     /// decisions replayed from a script, as the conformance suite does.
     pub fn draws(mut self, draws: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
         self.draws = Some(Given(Arc::new(draws)));
-        self.shared = None;
+        self.shared.reset();
         self
     }
 
-    /// One throttle for every service this layer wraps.
+    /// One throttle for every service this layer wraps. The other settings apply whether they
+    /// are set before or after this.
     pub fn shared(mut self) -> Self {
-        self.shared = self.make();
+        self.shared = Sharing::shared();
         self
     }
 
@@ -149,12 +151,12 @@ impl<C> ThrottleLayer<C> {
 }
 
 impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
-    type Service = Throttle<S, C>;
+    type Service = ThrottleService<S, C>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Throttle {
+        ThrottleService {
             inner,
-            shared: self.shared.clone().or_else(|| self.make()),
+            shared: self.shared.get(|| self.make()),
             classify: self.classify.clone(),
             time: self.time.clone(),
         }
@@ -163,22 +165,22 @@ impl<S, C: Clone> Layer<S> for ThrottleLayer<C> {
 
 /// A service behind an adaptive throttle (see the [`tower` module docs](crate::tower)).
 #[derive(Clone)]
-pub struct Throttle<S, C> {
+pub struct ThrottleService<S, C> {
     inner: S,
     shared: Option<Arc<Shared>>,
     classify: C,
     time: Time,
 }
 
-impl<S: fmt::Debug, C> fmt::Debug for Throttle<S, C> {
+impl<S: fmt::Debug, C> fmt::Debug for ThrottleService<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Throttle")
+        f.debug_struct("ThrottleService")
             .field("inner", &self.inner)
             .finish_non_exhaustive()
     }
 }
 
-impl<S, C> Throttle<S, C> {
+impl<S, C> ThrottleService<S, C> {
     /// The probability that a call now is rejected (0 for a pass-through).
     pub fn rejection_probability(&self) -> f64 {
         let now = self.time.now();
@@ -192,15 +194,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl<S, Req, C> Service<Req> for Throttle<S, C>
+impl<S, Req, C> Service<Req> for ThrottleService<S, C>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
-    C: Classify<S::Response>,
+    C: ClassifyResponse<S::Response>,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, C>;
+    type Future = ThrottleFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -225,17 +227,17 @@ where
                     probability_ppm: t.probability_ppm,
                 };
                 if let Some(s) = &self.shared {
-                    let why = Rejection::Throttled {
+                    let why = ShedReason::Throttled {
                         probability: f64::from(refused.probability_ppm) / 1e6,
                     };
                     for o in s.observers.iter() {
-                        o.on_reject(&s.name, Refusal::Rejected(why));
+                        o.on_reject(&s.name, NotSent::Rejected(why));
                     }
                 }
                 Err(refused)
             }
         };
-        ResponseFuture {
+        ThrottleFuture {
             fut: Inner::from(fut),
             shared: self.shared.clone(),
             classify: self.classify.clone(),
@@ -262,8 +264,8 @@ impl<F> From<Result<F, Throttled>> for Inner<F> {
 }
 
 pin_project_lite::pin_project! {
-    /// The [`Throttle`]'s response future.
-    pub struct ResponseFuture<F, C> {
+    /// The [`ThrottleService`]'s response future.
+    pub struct ThrottleFuture<F, C> {
         #[pin]
         fut: Inner<F>,
         shared: Option<Arc<Shared>>,
@@ -272,17 +274,17 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F, C> fmt::Debug for ResponseFuture<F, C> {
+impl<F, C> fmt::Debug for ThrottleFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+        f.debug_struct("ThrottleFuture").finish_non_exhaustive()
     }
 }
 
-impl<F, Res, E, C> Future for ResponseFuture<F, C>
+impl<F, Res, E, C> Future for ThrottleFuture<F, C>
 where
     F: Future<Output = Result<Res, E>>,
     E: Into<BoxError>,
-    C: Classify<Res>,
+    C: ClassifyResponse<Res>,
 {
     type Output = Result<Res, BoxError>;
 

@@ -186,6 +186,12 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         )
     }
 
+    /// The stored state: an open breaker whose time is up is still open (for the model checks).
+    #[cfg(all(test, loom))]
+    pub(crate) fn stored_state(&self) -> State {
+        self.state
+    }
+
     /// While the breaker is open at `now`, how long until it admits a probe; `None` otherwise.
     /// Changes nothing (an acquire at `now` would be rejected with this `retry_after`).
     pub fn retry_after(&self, now: Instant) -> Option<Duration> {

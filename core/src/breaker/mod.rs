@@ -104,5 +104,7 @@ pub use spec::{Outcome, Permit, RejectReason, Rejection, Snapshot, State, Transi
 pub use time_window::TimeWindow;
 pub use window::{Counts, NoWindow, Window, WindowSpec};
 
+#[cfg(all(test, loom))]
+mod model_check;
 #[cfg(test)]
 mod tests;

@@ -57,6 +57,8 @@ const COUNT: BreakerConfig = BreakerConfig {
         rule: ProbeRule::Consecutive { successes: 2 },
         probe_timeout: Duration::from_secs(1),
         decide_at_minimum: false,
+        max_wait: None,
+        max_wait_closes: false,
     },
     slow_start: Some(SlowStartConfig {
         ramp: Duration::from_secs(4),
@@ -87,6 +89,8 @@ const TIME: BreakerConfig = BreakerConfig {
         rule: ProbeRule::Rate { calls: 3 },
         probe_timeout: Duration::from_secs(1),
         decide_at_minimum: false,
+        max_wait: None,
+        max_wait_closes: false,
     },
     slow_start: None,
     shadow: false,

@@ -6,8 +6,8 @@ use super::config::BreakerPolicy;
 use super::count_window::CountWindow;
 use super::observer::Observer;
 use super::spec::{
-    Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection,
-    Round, SHADOW_LEASE, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
+    Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, ProbeRound, RejectReason,
+    Rejection, SHADOW_LEASE, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
     jitter_sample, open_left, quiet_result, refuse, retry_after, step, tally, visible,
 };
 use super::window::{Counts, Window};
@@ -26,7 +26,7 @@ struct Probes<const P: usize> {
     lease: [u32; P],
     next_lease: u32,
     /// The round's tallies.
-    round: Round,
+    round: ProbeRound,
 }
 
 impl<const P: usize> Probes<P> {
@@ -34,7 +34,7 @@ impl<const P: usize> Probes<P> {
         expires: [Instant::ZERO; P],
         lease: [0; P],
         next_lease: FIRST_LEASE,
-        round: Round {
+        round: ProbeRound {
             successes: 0,
             failures: 0,
             slow: 0,
@@ -77,7 +77,8 @@ pub struct CircuitBreaker<R = BreakerPolicy, W = CountWindow<64>, const P: usize
     observer: O,
     window: W,
     latest: Instant,
-    /// Open: when the open time is up. Closed: when it last closed (slow start). Otherwise unused.
+    /// Open: when the open time is up. Half-open: when the round began. Closed: when it last
+    /// closed (slow start). Otherwise unused.
     since: Instant,
     seed: u64,
     generation: u32,
@@ -237,6 +238,11 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         self.generation
     }
 
+    /// The half-open round's tallies so far (all zero outside half-open; see [`ProbeRound`]).
+    pub fn probe_round(&self) -> ProbeRound {
+        self.probes.round.readable(self.policy.borrow(), self.state)
+    }
+
     #[inline]
     fn observe_now(&mut self, now: Instant) -> Instant {
         if now > self.latest {
@@ -266,7 +272,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             now,
             until: self.since,
             ramping: self.ramping,
-            ramp_elapsed: if self.ramping {
+            elapsed: if self.ramping || self.state == State::HalfOpen {
                 now.saturating_duration_since(self.since)
             } else {
                 Duration::ZERO
@@ -290,6 +296,8 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             Target::HalfOpen => {
                 // From forced open or disabled, failures in a row are no longer kept.
                 self.consecutive = 0;
+                // When the round began (the open time, kept here while open, is over).
+                self.since = now;
                 self.go(State::HalfOpen, now)
             }
             Target::Close => {

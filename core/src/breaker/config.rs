@@ -27,6 +27,8 @@
 //!         rule: ProbeRule::Consecutive { successes: 2 },
 //!         probe_timeout: Duration::from_secs(10),
 //!         decide_at_minimum: false,
+//!         max_wait: None,
+//!         max_wait_closes: false,
 //!     },
 //!     ..BreakerConfig::new()
 //! };
@@ -167,6 +169,17 @@ pub struct HalfOpenConfig {
     /// the round still out when it decides are of an older generation: their results are ignored.
     #[cfg_attr(feature = "serde", serde(default))]
     pub decide_at_minimum: bool,
+    /// The longest a half-open round may last: a round still undecided this long after it began
+    /// ends at the next call, re-opening the breaker (counted as a failed round) or, with
+    /// `max_wait_closes`, closing it. Probes still out are then of an older generation, and their
+    /// results are ignored. `None` (the default): no limit. resilience4j's
+    /// `maxWaitDurationInHalfOpenState` (which re-opens).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub max_wait: Option<Duration>,
+    /// What a round that ran out of `max_wait` does: re-open (`false`, the default) or close
+    /// (`true`, as if its probes had succeeded).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub max_wait_closes: bool,
 }
 
 /// What the half-open probes decide.
@@ -254,6 +267,8 @@ impl Default for HalfOpenConfig {
             rule: ProbeRule::default(),
             probe_timeout: default_probe_timeout(),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         }
     }
 }
@@ -280,6 +295,8 @@ impl BreakerConfig {
                 rule: ProbeRule::Consecutive { successes: 1 },
                 probe_timeout: Duration::from_secs(10),
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             slow_start: None,
             shadow: false,
@@ -311,6 +328,8 @@ impl BreakerConfig {
                 rule: ProbeRule::Consecutive { successes: 3 },
                 probe_timeout: Duration::MAX,
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::new()
         }
@@ -335,6 +354,8 @@ impl BreakerConfig {
                 rule: ProbeRule::Consecutive { successes: 1 },
                 probe_timeout: Duration::MAX,
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::new()
         }
@@ -394,6 +415,8 @@ impl BreakerConfig {
                 rule: ProbeRule::Rate { calls: 10 },
                 probe_timeout: Duration::MAX,
                 decide_at_minimum: true,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::new()
         }
@@ -431,6 +454,10 @@ pub struct BreakerPolicy {
     /// The open time ends strictly after its last instant (`OpenConfig::strictly_after`).
     pub(crate) strictly_after: bool,
     pub(crate) probe_timeout: Duration,
+    /// Half-open: how long a round may last (`Duration::MAX`: no limit), and whether it then
+    /// closes rather than re-opens.
+    pub(crate) max_wait: Duration,
+    pub(crate) max_wait_closes: bool,
     pub(crate) ramp: Duration,
     pub(crate) ramp_initial_ppm: u32,
     /// Admit what the rules reject, reporting it (`BreakerConfig::shadow`).
@@ -583,6 +610,11 @@ impl BreakerPolicy {
         if half.probe_timeout.is_zero() {
             return Err(ConfigError::new("half_open.probe_timeout", Problem::Zero));
         }
+        if let Some(w) = half.max_wait
+            && w.is_zero()
+        {
+            return Err(ConfigError::new("half_open.max_wait", Problem::Zero));
+        }
         let (ramp, ramp_initial_ppm) = match config.slow_start {
             Some(s) if s.ramp.is_zero() => {
                 return Err(ConfigError::new("slow_start.ramp", Problem::Zero));
@@ -619,6 +651,11 @@ impl BreakerPolicy {
             },
             strictly_after: open.strictly_after,
             probe_timeout: half.probe_timeout,
+            max_wait: match half.max_wait {
+                Some(w) => w,
+                None => Duration::MAX,
+            },
+            max_wait_closes: half.max_wait_closes,
             ramp,
             ramp_initial_ppm,
             shadow: config.shadow,

@@ -377,6 +377,8 @@ fn rate_round() -> BreakerPolicy {
             rule: ProbeRule::Rate { calls: 2 },
             probe_timeout: Duration::MAX,
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         ..BreakerConfig::layered_exercise()
     })

@@ -52,9 +52,10 @@ use super::atomic_window::{AtomicCountWindow, AtomicWindow, Line};
 use super::config::{BreakerPolicy, FP_ONE, ProbeRule};
 use super::observer::Observer;
 use super::spec::{
-    self, Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason,
-    Rejection, Round, Snapshot, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
-    jitter_sample, open_left, quiet_result, refuse, round_has_room, step, tally, visible,
+    self, Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, ProbeRound,
+    RejectReason, Rejection, Snapshot, State, Target, Transition, UNLEASED_PROBE, View,
+    counts_in_window, jitter_sample, open_left, quiet_result, refuse, round_has_room, step, tally,
+    visible,
 };
 use super::window::Counts;
 use crate::error::{ConfigError, Problem};
@@ -178,7 +179,7 @@ fn lease_of(slot: usize, seq: u64) -> u32 {
 /// The tallies of a half-open round in one 32-bit word: [`ProbeRule::Consecutive`] uses all 32
 /// bits for successes; [`ProbeRule::Rate`] packs successes, failures, slow probes and probes issued
 /// in 8 bits each.
-fn pack(r: Round, rate: bool) -> u32 {
+fn pack(r: ProbeRound, rate: bool) -> u32 {
     if rate {
         let b = |n: u32| n.min(MAX_RATE_CALLS);
         b(r.successes) | b(r.failures) << 8 | b(r.slow) << 16 | b(r.issued) << 24
@@ -187,18 +188,18 @@ fn pack(r: Round, rate: bool) -> u32 {
     }
 }
 
-fn unpack(v: u32, rate: bool) -> Round {
+fn unpack(v: u32, rate: bool) -> ProbeRound {
     if rate {
-        Round {
+        ProbeRound {
             successes: v & 0xff,
             failures: (v >> 8) & 0xff,
             slow: (v >> 16) & 0xff,
             issued: v >> 24,
         }
     } else {
-        Round {
+        ProbeRound {
             successes: v,
-            ..Round::default()
+            ..ProbeRound::default()
         }
     }
 }
@@ -320,7 +321,8 @@ pub struct SharedBreaker<R = BreakerPolicy, W = AtomicCountWindow<64>, const P: 
     policy: R,
     observer: O,
     seed: u64,
-    /// The `now` of the latest transition into open or into a slow-start ramp (an atomic maximum).
+    /// The `now` of the latest transition into open, half-open or a slow-start ramp (an atomic
+    /// maximum).
     since: AtomicU64,
     /// The half-open round's [`Tallies`], tagged with its generation.
     round: AtomicU64,
@@ -468,6 +470,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             reopens: self.reopens(),
             probes_in_flight: self.probes_in_flight(),
             counts: self.counts(now),
+            probe_round: self.probe_round(),
         }
     }
 
@@ -508,7 +511,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     /// Makes the transition `from` → `to` if nobody else changed the state first, and reports it:
     /// every state change goes through here. `Ok(true)` if the state changed.
     fn go(&self, from: Ctl, to: Ctl, now: Instant) -> Result<bool, ()> {
-        let stamps = to.code() == OPEN || (to.code() == CLOSED && to.flag());
+        let stamps = matches!(to.code(), OPEN | HALF_OPEN) || (to.code() == CLOSED && to.flag());
         if stamps {
             // Before publishing: whoever sees `to` also sees its start instant.
             self.since.fetch_max(now.as_nanos(), Release);
@@ -570,6 +573,13 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         self.load().generation()
     }
 
+    /// The half-open round's tallies so far (all zero outside half-open; see [`ProbeRound`]).
+    pub fn probe_round(&self) -> ProbeRound {
+        let c = self.load();
+        self.round(c.generation())
+            .readable(self.policy(), c.state())
+    }
+
     #[inline]
     fn permit(generation: u32, lease: u32, now: Instant) -> Permit {
         Permit::new(generation, lease, now)
@@ -620,7 +630,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     /// What the rules read, from control word `c` as of `now`; `credit` and `round` are those of
     /// `c`'s generation. Only what the state can use is loaded.
     #[inline(always)]
-    fn view(&self, c: Ctl, now: Instant, credit: u32, round: Round) -> View {
+    fn view(&self, c: Ctl, now: Instant, credit: u32, round: ProbeRound) -> View {
         let state = c.state();
         let closed = c.code() == CLOSED;
         let ramping = closed && c.flag();
@@ -633,7 +643,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
                 Instant::ZERO
             },
             ramping,
-            ramp_elapsed: if ramping {
+            elapsed: if ramping || state == State::HalfOpen {
                 now.saturating_duration_since(Instant::from_nanos(self.since.load(Acquire)))
             } else {
                 crate::time::Duration::ZERO
@@ -796,8 +806,8 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     fn update_round(
         &self,
         g: u32,
-        f: impl Fn(Round) -> Option<Round>,
-    ) -> Result<Option<(Round, Round)>, ()> {
+        f: impl Fn(ProbeRound) -> Option<ProbeRound>,
+    ) -> Result<Option<(ProbeRound, ProbeRound)>, ()> {
         let rate = matches!(self.policy().rule, ProbeRule::Rate { .. });
         let mut w = self.round.load(Acquire);
         loop {
@@ -806,7 +816,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             } else if self.load().generation() != g {
                 return Err(());
             } else {
-                Round::default()
+                ProbeRound::default()
             };
             let Some(next) = f(current) else {
                 return Ok(None);
@@ -821,7 +831,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         }
     }
 
-    fn round(&self, g: u32) -> Round {
+    fn round(&self, g: u32) -> ProbeRound {
         let w = self.round.load(Acquire);
         if (w >> 32) as u32 == g {
             unpack(
@@ -829,7 +839,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
                 matches!(self.policy().rule, ProbeRule::Rate { .. }),
             )
         } else {
-            Round::default()
+            ProbeRound::default()
         }
     }
 
@@ -1001,7 +1011,11 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     fn record_other(&self, mut c: Ctl, event: Event, now: Instant) {
         let g = c.generation();
         loop {
-            let done = match step(self.policy(), self.view(c, now, 0, Round::default()), event) {
+            let done = match step(
+                self.policy(),
+                self.view(c, now, 0, ProbeRound::default()),
+                event,
+            ) {
                 Decision::Go(target) => self.go(c, self.target(c, target), now).is_ok(),
                 Decision::Consecutive(consecutive) if consecutive != c.count() => {
                     let next = Ctl::new(c.code(), c.flag(), consecutive, g);
@@ -1059,7 +1073,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
         let now = self.observe_now(now);
         loop {
             let c = self.load();
-            let view = self.view(c, now, 0, Round::default());
+            let view = self.view(c, now, 0, ProbeRound::default());
             let Decision::Go(target) = step(self.policy(), view, Event::Command(command)) else {
                 return false;
             };
@@ -1142,16 +1156,16 @@ mod tests {
 
     #[test]
     fn tallies_and_leases_round_trip() {
-        let t = Round {
+        let t = ProbeRound {
             successes: 3,
             failures: 255,
             slow: 0,
             issued: 200,
         };
         assert_eq!(unpack(pack(t, true), true), t);
-        let c = Round {
+        let c = ProbeRound {
             successes: u32::MAX,
-            ..Round::default()
+            ..ProbeRound::default()
         };
         assert_eq!(unpack(pack(c, false), false), c);
         for (slot, seq) in [(0usize, 0u64), (63, SEQ_MASK), (5, 1234)] {

@@ -256,8 +256,7 @@ enum Step<T> {
 /// (one `fetch_add`, none with `NoWindow`). Those two words are each on a cache line of their own;
 /// the control word and the window's bits, read by every call but rarely written, sit apart, so
 /// the cores keep them shared. (So a `SharedBreaker` is 64-byte aligned and a few cache lines long:
-/// 320 bytes with a 64-call count window: the operator's open deadline takes the word that
-/// spills into a fifth line.)
+/// 256 bytes with a 64-call count window, the jitter seed riding on the latest `now`'s line.)
 ///
 /// # Limits of the packing
 ///
@@ -320,7 +319,6 @@ pub struct SharedBreaker<R = BreakerPolicy, W = AtomicCountWindow<64>, const P: 
     control: AtomicU64,
     policy: R,
     observer: O,
-    seed: u64,
     /// The `now` of the latest transition into open, half-open or a slow-start ramp (an atomic
     /// maximum).
     since: AtomicU64,
@@ -342,8 +340,18 @@ pub struct SharedBreaker<R = BreakerPolicy, W = AtomicCountWindow<64>, const P: 
 #[derive(Debug)]
 #[repr(C)]
 struct Hot<W> {
-    latest: Line<AtomicU64>,
+    latest: Line<Clock>,
     window: W,
+}
+
+/// The latest `now`, and beside it the open-time jitter's seed: it never changes and is read only
+/// when an open time is computed, so sharing the line costs it nothing, and the breaker keeps to
+/// four cache lines with a 64-call window.
+#[derive(Debug)]
+#[repr(C)]
+struct Clock {
+    now: AtomicU64,
+    seed: u64,
 }
 
 impl<R: Borrow<BreakerPolicy>> SharedBreaker<R> {
@@ -399,12 +407,14 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer + De
         }
         Ok(SharedBreaker {
             hot: Hot {
-                latest: Line(AtomicU64::new(0)),
+                latest: Line(Clock {
+                    now: AtomicU64::new(0),
+                    seed: instance_seed(),
+                }),
                 window,
             },
             policy: policy_holder,
             observer: O::default(),
-            seed: instance_seed(),
             control: AtomicU64::new(Ctl::new(CLOSED, false, 0, 0).0),
 
             since: AtomicU64::new(0),
@@ -427,7 +437,6 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             control: self.control,
             policy: self.policy,
             observer,
-            seed: self.seed,
             since: self.since,
             round: self.round,
             credit: self.credit,
@@ -440,13 +449,13 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     /// Sets the seed of the open-time jitter (see
     /// [`CircuitBreaker::with_seed`](super::CircuitBreaker::with_seed)).
     pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        self.hot.latest.0.seed = seed;
         self
     }
 
     /// The seed of the open-time jitter.
     pub fn seed(&self) -> u64 {
-        self.seed
+        self.hot.latest.seed
     }
 
     /// The policy this breaker follows.
@@ -484,17 +493,17 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     #[inline]
     fn observe_now(&self, now: Instant) -> Instant {
         let now = now.as_nanos();
-        let seen = self.hot.latest.load(Relaxed);
+        let seen = self.hot.latest.now.load(Relaxed);
         if now <= seen {
             return Instant::from_nanos(seen);
         }
-        self.hot.latest.store(now, Relaxed);
+        self.hot.latest.now.store(now, Relaxed);
         Instant::from_nanos(now)
     }
 
     #[inline]
     fn query_time(&self, now: Instant) -> Instant {
-        now.max(Instant::from_nanos(self.hot.latest.load(Relaxed)))
+        now.max(Instant::from_nanos(self.hot.latest.now.load(Relaxed)))
     }
 
     /// When an open breaker in `c` turns half-open.
@@ -503,7 +512,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
             return Instant::from_nanos(self.deadline.load(Acquire));
         }
         // The jitter draw of the opening that left generation `c - 1`, as the `&mut` breaker does.
-        let sample = jitter_sample(self.seed, c.generation().wrapping_sub(1));
+        let sample = jitter_sample(self.hot.latest.seed, c.generation().wrapping_sub(1));
         Instant::from_nanos(self.since.load(Acquire))
             .saturating_add(self.policy().open_time(c.reopens(), sample))
     }
@@ -606,7 +615,7 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     pub fn try_acquire_closed(&self) -> Option<Permit> {
         let c = self.load();
         (c.code() == CLOSED && !c.flag()).then(|| {
-            let seen = Instant::from_nanos(self.hot.latest.load(Relaxed));
+            let seen = Instant::from_nanos(self.hot.latest.now.load(Relaxed));
             Self::permit(c.generation(), NOT_A_PROBE, seen)
         })
     }

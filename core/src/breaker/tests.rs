@@ -523,6 +523,12 @@ fn sizes_stay_small() {
     );
     assert_eq!(core::mem::size_of::<Permit>(), 16);
     assert!(core::mem::size_of::<CircuitBreaker<&BreakerPolicy, NoWindow, 1>>() <= 96);
+    // The shared one, with the same window: four cache lines.
+    #[cfg(not(loom))]
+    assert_eq!(
+        core::mem::size_of::<SharedBreaker<&BreakerPolicy, AtomicCountWindow<64>, 1>>(),
+        256
+    );
 }
 
 /// Found by the reference-model test: the late answer of a probe whose lease expired must neither

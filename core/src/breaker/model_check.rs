@@ -179,7 +179,7 @@ impl Scenario {
                     let step = next[t];
                     next[t] += 1;
                     let call = self.threads[t][step / 2];
-                    if step % 2 == 0 {
+                    if step.is_multiple_of(2) {
                         // The spec's first step of an acquire: an open breaker whose time is up
                         // turns half-open (the same change as an operator's `half_open`).
                         if let Acquire(now) = call
@@ -232,7 +232,7 @@ impl Scenario {
         let this = StdArc::new(self);
         explore(bound, move || {
             let s = &*this;
-            let b = SharedBreaker::<_, W, P, ()>::with_storage(s.policy.clone())
+            let b = SharedBreaker::<_, W, P, ()>::with_storage(s.policy)
                 .unwrap()
                 .with_seed(SEED)
                 .observe(Heard::default());
@@ -430,7 +430,7 @@ fn sequential_counts(size: u64, calls: &[(bool, bool)]) -> Vec<Counts> {
         }
         for i in 0..k {
             heap(k - 1, perm, f);
-            let j = if k % 2 == 0 { i } else { 0 };
+            let j = if k.is_multiple_of(2) { i } else { 0 };
             perm.swap(j, k - 1);
         }
     }

@@ -74,6 +74,7 @@ struct Params {
     max_wait: Option<u64>,
     max_wait_closes: bool,
     shadow: bool,
+    initial_state: State,
 }
 
 impl Params {
@@ -115,6 +116,7 @@ impl Params {
                 initial: ppm(p),
             }),
             shadow: self.shadow,
+            initial_state: self.initial_state,
         }
     }
 }
@@ -167,6 +169,12 @@ fn params() -> impl Strategy<Value = Params> {
         half,
         slow_start,
         (any::<u64>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        prop_oneof![
+            5 => Just(State::Closed),
+            1 => Just(State::HalfOpen),
+            1 => Just(State::ForcedOpen),
+            1 => Just(State::Disabled),
+        ],
     )
         .prop_map(
             |(
@@ -177,6 +185,7 @@ fn params() -> impl Strategy<Value = Params> {
                 half,
                 slow_start,
                 (seed, strictly_after, decide_at_minimum, shadow),
+                initial_state,
             )| {
                 let mut consecutive = consecutive;
                 let slow = slow.map(|(ms, p)| (ms * MS, p));
@@ -214,6 +223,7 @@ fn params() -> impl Strategy<Value = Params> {
                     strictly_after,
                     decide_at_minimum,
                     shadow,
+                    initial_state,
                 }
             },
         )
@@ -319,11 +329,18 @@ struct Model {
 
 impl Model {
     fn new(p: Params) -> Self {
+        let state = match p.initial_state {
+            State::Closed => MState::Closed,
+            State::HalfOpen => MState::HalfOpen,
+            State::ForcedOpen => MState::Forced,
+            State::Disabled => MState::Disabled,
+            State::Open => unreachable!("refused by the policy"),
+        };
         Model {
             p,
             clock: 0,
             latest: 0,
-            state: MState::Closed,
+            state,
             epoch: 0,
             next_id: 0,
             outstanding: Vec::new(),

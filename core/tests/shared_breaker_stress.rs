@@ -258,6 +258,7 @@ fn config(rule: ProbeRule, max_in_flight: u32, probe_timeout: Duration) -> Break
             initial: 0.3,
         }),
         shadow: false,
+        initial_state: State::Closed,
     }
 }
 

@@ -114,6 +114,7 @@ fn config(r: &RawConfig) -> BreakerConfig {
             initial: frac(init),
         }),
         shadow: false,
+        initial_state: State::Closed,
     }
 }
 

@@ -5,8 +5,8 @@ use core::hint::black_box;
 
 use reliable_core::breaker::{
     Breaker, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, HalfOpenConfig, OpenConfig,
-    Outcome, Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, TimeWindow, Window,
-    WindowConfig,
+    Outcome, Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, State, TimeWindow,
+    Window, WindowConfig,
 };
 use reliable_core::{Duration, Instant};
 
@@ -65,6 +65,7 @@ const COUNT: BreakerConfig = BreakerConfig {
         initial: 0.25,
     }),
     shadow: false,
+    initial_state: State::Closed,
 };
 
 /// Failures in a row and a rate over 5 s in 5 buckets, a round of three probes judged by rate.
@@ -94,6 +95,7 @@ const TIME: BreakerConfig = BreakerConfig {
     },
     slow_start: None,
     shadow: false,
+    initial_state: State::Closed,
 };
 
 /// Each breaker's jitter seed (fixed: the trace must not depend on build order).

@@ -93,7 +93,7 @@ pub struct CircuitBreaker<R = BreakerPolicy, W = CountWindow<64>, const P: usize
 }
 
 impl<R: Borrow<BreakerPolicy>> CircuitBreaker<R> {
-    /// A closed breaker for `policy` with the default storage: a 64-call window and one probe
+    /// A breaker for `policy` (closed, unless its `initial_state` says otherwise) with the default storage: a 64-call window and one probe
     /// slot. Fails if the policy asks for more (use [`with_storage`](Self::with_storage)).
     ///
     /// Its open-time jitter gets a seed of its own ([`instance_seed`]); set one with
@@ -106,7 +106,8 @@ impl<R: Borrow<BreakerPolicy>> CircuitBreaker<R> {
 impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer + Default>
     CircuitBreaker<R, W, P, O>
 {
-    /// A closed breaker for `policy` with window `W` and `P` probe slots, named in the type
+    /// A breaker for `policy` (in its [initial state](super::BreakerConfig::initial_state),
+    /// closed by default) with window `W` and `P` probe slots, named in the type
     /// (`CircuitBreaker::<_, CountWindow<100, 2>, 10>::with_storage(&policy)`). Fails if `W`
     /// cannot hold the policy's window or `P` slots are fewer than the policy's probes in flight.
     pub fn with_storage(policy: R) -> Result<Self, ConfigError> {
@@ -114,6 +115,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer + Default>
         let rules = policy.borrow();
         let window = rules.build_window(W::new, W::is_recording)?;
         rules.check_probe_slots(P)?;
+        let state = rules.initial_state;
         Ok(CircuitBreaker {
             policy,
             observer: O::default(),
@@ -125,7 +127,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer + Default>
             consecutive: 0,
             reopens: 0,
             credit: 0,
-            state: State::Closed,
+            state,
             ramping: false,
             probes: Probes::EMPTY,
         })

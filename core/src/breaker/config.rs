@@ -36,6 +36,7 @@
 //! assert_eq!(policy.max_open_time(), Duration::from_secs(60));
 //! ```
 
+use super::spec::State;
 use super::window::WindowSpec;
 use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm, tri};
 use crate::time::Duration;
@@ -84,6 +85,12 @@ pub struct BreakerConfig {
     /// rejects. Default off.
     #[cfg_attr(feature = "serde", serde(default))]
     pub shadow: bool,
+    /// The state a new breaker starts in: closed (the default), half-open (its first calls are
+    /// probes, as after an open time; a round that began at `Instant::ZERO`), forced open or
+    /// disabled. Not open: an open time needs an instant to start from (open a new breaker with
+    /// `open_for` instead). resilience4j's initial state.
+    #[cfg_attr(feature = "serde", serde(default = "default_initial_state"))]
+    pub initial_state: State,
 }
 
 /// The slow-call trip rule: a call is slow when its latency is strictly longer than `threshold`;
@@ -228,6 +235,11 @@ fn default_growth() -> f64 {
 fn default_max_in_flight() -> Option<u32> {
     Some(1)
 }
+#[cfg(feature = "serde")]
+fn default_initial_state() -> State {
+    State::Closed
+}
+
 fn default_probe_timeout() -> Duration {
     Duration::from_secs(10)
 }
@@ -300,6 +312,7 @@ impl BreakerConfig {
             },
             slow_start: None,
             shadow: false,
+            initial_state: State::Closed,
         }
     }
 
@@ -462,6 +475,8 @@ pub struct BreakerPolicy {
     pub(crate) ramp_initial_ppm: u32,
     /// Admit what the rules reject, reporting it (`BreakerConfig::shadow`).
     pub(crate) shadow: bool,
+    /// The state a new breaker starts in.
+    pub(crate) initial_state: State,
     /// `consecutive`, or 2³² (never reached) when the rule is off: one comparison on the hot path.
     pub(crate) consecutive_limit: u64,
     /// `minimum_calls`, or `u64::MAX` when no rate rule is on.
@@ -607,6 +622,12 @@ impl BreakerPolicy {
             }
             _ => {}
         }
+        if matches!(config.initial_state, State::Open) {
+            return Err(ConfigError::new(
+                "initial_state",
+                Problem::Inconsistent("an open state needs an instant to start from: use open_for"),
+            ));
+        }
         if half.probe_timeout.is_zero() {
             return Err(ConfigError::new("half_open.probe_timeout", Problem::Zero));
         }
@@ -659,6 +680,7 @@ impl BreakerPolicy {
             ramp,
             ramp_initial_ppm,
             shadow: config.shadow,
+            initial_state: config.initial_state,
             consecutive_limit: match consecutive {
                 0 => 1 << 32,
                 n => n as u64,

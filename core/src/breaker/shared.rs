@@ -79,6 +79,17 @@ const STATE_MASK: u64 = 0b111;
 const FLAG: u64 = 1 << 3;
 const COUNT_SHIFT: u32 = 4;
 
+/// The control word's code for `state`.
+const fn code_of(state: State) -> u64 {
+    match state {
+        State::Closed => CLOSED,
+        State::Open => OPEN,
+        State::HalfOpen => HALF_OPEN,
+        State::ForcedOpen => FORCED_OPEN,
+        State::Disabled => DISABLED,
+    }
+}
+
 /// The control word: `state (3 bits) | flag (1) | count (28) | generation (32)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Ctl(u64);
@@ -245,7 +256,9 @@ enum Step<T> {
 ///   taken while its result is tallied and decided, and a probe claimed meanwhile checks that its
 ///   round is still on, so no probe is admitted into a round its predecessor's result just ended.
 ///   The round's tallies (successes, failures, slow probes, probes issued) are one
-///   generation-tagged word.
+///   generation-tagged word; the instant it began (for `max_wait`) an atomic maximum written
+///   before the transition is published, kept apart from the open time's start, which a call
+///   still reading the open state may be computing from.
 /// - **Slow-start credit** is one generation-tagged word.
 /// - **The latest `now`** (a `now` earlier than it counts as it, as in the `&mut` breaker) is a plain
 ///   store, made only when a call's `now` is later than the value it read: no read-modify-write on
@@ -319,8 +332,7 @@ pub struct SharedBreaker<R = BreakerPolicy, W = AtomicCountWindow<64>, const P: 
     control: AtomicU64,
     policy: R,
     observer: O,
-    /// The `now` of the latest transition into open, half-open or a slow-start ramp (an atomic
-    /// maximum).
+    /// The `now` of the latest transition into open or a slow-start ramp (an atomic maximum).
     since: AtomicU64,
     /// The half-open round's [`Tallies`], tagged with its generation.
     round: AtomicU64,
@@ -344,18 +356,22 @@ struct Hot<W> {
     window: W,
 }
 
-/// The latest `now`, and beside it the open-time jitter's seed: it never changes and is read only
-/// when an open time is computed, so sharing the line costs it nothing, and the breaker keeps to
-/// four cache lines with a 64-call window.
+/// The latest `now`, and beside it two words read off the hot path: the open-time jitter's seed
+/// (it never changes; read only when an open time is computed) and when the half-open round began
+/// (written once a round). Sharing the line costs them nothing, and the breaker keeps to four
+/// cache lines with a 64-call window.
 #[derive(Debug)]
 #[repr(C)]
 struct Clock {
     now: AtomicU64,
     seed: u64,
+    /// When the latest half-open round began (an atomic maximum, written before the transition is
+    /// published): read only by half-open acquires, written once a round.
+    round_began: AtomicU64,
 }
 
 impl<R: Borrow<BreakerPolicy>> SharedBreaker<R> {
-    /// A closed breaker for `policy` with the default storage: a 64-call window and one probe
+    /// A breaker for `policy` (closed, unless its `initial_state` says otherwise) with the default storage: a 64-call window and one probe
     /// slot. Fails as [`with_storage`](Self::with_storage) does. Its open-time jitter gets a seed of
     /// its own, as for [`CircuitBreaker::new`](super::CircuitBreaker::new).
     pub fn new(policy: R) -> Result<Self, ConfigError> {
@@ -366,7 +382,7 @@ impl<R: Borrow<BreakerPolicy>> SharedBreaker<R> {
 impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer + Default>
     SharedBreaker<R, W, P, O>
 {
-    /// A closed breaker for `policy` with window `W` and `P` probe slots, named in the type. Fails if
+    /// A breaker for `policy` (closed, unless its `initial_state` says otherwise) with window `W` and `P` probe slots, named in the type. Fails if
     /// `W` cannot hold the policy's window, if `P` slots are fewer than the policy's probes in
     /// flight, or if the policy is beyond the limits of the packing (see [the type's
     /// documentation](SharedBreaker#limits-of-the-packing)).
@@ -405,17 +421,19 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer + De
                 ),
             ));
         }
+        let initial = code_of(policy.initial_state);
         Ok(SharedBreaker {
             hot: Hot {
                 latest: Line(Clock {
                     now: AtomicU64::new(0),
                     seed: instance_seed(),
+                    round_began: AtomicU64::new(0),
                 }),
                 window,
             },
             policy: policy_holder,
             observer: O::default(),
-            control: AtomicU64::new(Ctl::new(CLOSED, false, 0, 0).0),
+            control: AtomicU64::new(Ctl::new(initial, false, 0, 0).0),
 
             since: AtomicU64::new(0),
             round: AtomicU64::new(0),
@@ -520,10 +538,16 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
     /// Makes the transition `from` → `to` if nobody else changed the state first, and reports it:
     /// every state change goes through here. `Ok(true)` if the state changed.
     fn go(&self, from: Ctl, to: Ctl, now: Instant) -> Result<bool, ()> {
-        let stamps = matches!(to.code(), OPEN | HALF_OPEN) || (to.code() == CLOSED && to.flag());
+        let stamps = to.code() == OPEN || (to.code() == CLOSED && to.flag());
         if stamps {
             // Before publishing: whoever sees `to` also sees its start instant.
             self.since.fetch_max(now.as_nanos(), Release);
+        } else if to.code() == HALF_OPEN {
+            // Not in `since`: a call still reading the open state computes its open time from it.
+            self.hot
+                .latest
+                .round_began
+                .fetch_max(now.as_nanos(), Release);
         }
         self.control
             .compare_exchange(from.0, to.0, AcqRel, Acquire)
@@ -652,8 +676,11 @@ impl<R: Borrow<BreakerPolicy>, W: AtomicWindow, const P: usize, O: Observer>
                 Instant::ZERO
             },
             ramping,
-            elapsed: if ramping || state == State::HalfOpen {
+            elapsed: if ramping {
                 now.saturating_duration_since(Instant::from_nanos(self.since.load(Acquire)))
+            } else if state == State::HalfOpen {
+                let began = self.hot.latest.round_began.load(Acquire);
+                now.saturating_duration_since(Instant::from_nanos(began))
             } else {
                 crate::time::Duration::ZERO
             },

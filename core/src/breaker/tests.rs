@@ -695,3 +695,44 @@ fn half_open_max_wait_ends_an_undecided_round() {
     });
     assert_eq!(zero.unwrap_err().field, "half_open.max_wait");
 }
+
+/// A new breaker starts in its policy's initial state, on both breakers; open is refused.
+#[test]
+fn initial_state_from_the_policy() {
+    fn first_call(b: &mut impl Breaker) -> (State, Result<bool, RejectReason>) {
+        let s = b.state(t(1));
+        (
+            s,
+            b.try_acquire(t(1))
+                .map(|p| p.is_probe())
+                .map_err(|r| r.reason),
+        )
+    }
+    let cases = [
+        (State::Closed, Ok(false)),
+        (State::HalfOpen, Ok(true)),
+        (State::ForcedOpen, Err(RejectReason::ForcedOpen)),
+        (State::Disabled, Ok(false)),
+    ];
+    for (initial_state, answer) in cases {
+        let p = BreakerPolicy::new(BreakerConfig {
+            initial_state,
+            ..BreakerConfig::layered_exercise()
+        })
+        .unwrap();
+        let mut mutable = CircuitBreaker::<_, NoWindow>::with_storage(&p).unwrap();
+        assert_eq!(first_call(&mut mutable), (initial_state, answer));
+        assert_eq!(mutable.generation(), 0);
+        #[cfg(not(loom))]
+        {
+            let shared = SharedBreaker::<_, NoWindow>::with_storage(&p).unwrap();
+            assert_eq!(first_call(&mut &shared), (initial_state, answer));
+            assert_eq!(shared.generation(), 0);
+        }
+    }
+    let open = BreakerPolicy::new(BreakerConfig {
+        initial_state: State::Open,
+        ..BreakerConfig::layered_exercise()
+    });
+    assert_eq!(open.unwrap_err().field, "initial_state");
+}

@@ -23,6 +23,9 @@
 //! breaker still refuses, changing nothing; `probe_round` (and the snapshot) reads the half-open
 //! round's tallies.
 //!
+//! A new breaker starts closed, or in the policy's `initial_state` (half-open, forced open,
+//! disabled).
+//!
 //! Every permit carries the generation it was issued in; a result from an older generation (a late
 //! reply from before a trip) changes nothing. A `now` earlier than the latest one seen counts as
 //! the latest, so a clock that steps back cannot re-open or shorten anything. Each open time is

@@ -71,6 +71,8 @@ fn main() -> Result<(), ConfigError> {
             rule: ProbeRule::Consecutive { successes: 2 },
             probe_timeout: Duration::from_secs(5),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         ..BreakerConfig::new()
     })?;

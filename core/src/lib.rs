@@ -133,6 +133,8 @@ pub mod retry;
 mod ring;
 pub mod sample;
 pub mod spend;
+#[cfg(target_has_atomic = "64")]
+mod sync;
 pub mod throttle;
 pub mod time;
 

@@ -17,8 +17,8 @@ use proptest::prelude::*;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 use reliable_core::breaker::{
     AnyWindow, AtomicAnyWindow, Breaker, BreakerConfig, BreakerPolicy, CircuitBreaker,
-    HalfOpenConfig, LastTransition, OpenConfig, Outcome, Permit, ProbeRule, RejectReason,
-    SharedBreaker, SlowCallRule, SlowStartConfig, State, Transition, WindowConfig,
+    HalfOpenConfig, LastTransition, OpenConfig, Outcome, Permit, ProbeRound, ProbeRule,
+    RejectReason, SharedBreaker, SlowCallRule, SlowStartConfig, State, Transition, WindowConfig,
 };
 use reliable_core::sample::{splitmix64, uniform_between};
 use reliable_core::{Duration, Instant};
@@ -70,7 +70,11 @@ struct Params {
     seed: u64,
     strictly_after: bool,
     decide_at_minimum: bool,
+    /// Half-open: how long a round may last, and whether it then closes.
+    max_wait: Option<u64>,
+    max_wait_closes: bool,
     shadow: bool,
+    initial_state: State,
 }
 
 impl Params {
@@ -104,12 +108,15 @@ impl Params {
                 rule: self.rule,
                 probe_timeout: Duration::from_nanos(self.probe_timeout),
                 decide_at_minimum: self.decide_at_minimum,
+                max_wait: self.max_wait.map(Duration::from_nanos),
+                max_wait_closes: self.max_wait_closes,
             },
             slow_start: self.slow_start.map(|(ramp, p)| SlowStartConfig {
                 ramp: Duration::from_nanos(ramp),
                 initial: ppm(p),
             }),
             shadow: self.shadow,
+            initial_state: self.initial_state,
         }
     }
 }
@@ -147,6 +154,8 @@ fn params() -> impl Strategy<Value = Params> {
             (1u32..=5).prop_map(|c| ProbeRule::Rate { calls: c })
         ],
         prop_oneof![(100u64..=30_000).prop_map(|ms| ms * MS), Just(u64::MAX)],
+        proptest::option::of((1u64..=20_000).prop_map(|ms| ms * MS)),
+        any::<bool>(),
     );
     let slow_start = proptest::option::of((
         1u64..=20_000,
@@ -160,6 +169,12 @@ fn params() -> impl Strategy<Value = Params> {
         half,
         slow_start,
         (any::<u64>(), any::<bool>(), any::<bool>(), any::<bool>()),
+        prop_oneof![
+            5 => Just(State::Closed),
+            1 => Just(State::HalfOpen),
+            1 => Just(State::ForcedOpen),
+            1 => Just(State::Disabled),
+        ],
     )
         .prop_map(
             |(
@@ -170,6 +185,7 @@ fn params() -> impl Strategy<Value = Params> {
                 half,
                 slow_start,
                 (seed, strictly_after, decide_at_minimum, shadow),
+                initial_state,
             )| {
                 let mut consecutive = consecutive;
                 let slow = slow.map(|(ms, p)| (ms * MS, p));
@@ -200,11 +216,14 @@ fn params() -> impl Strategy<Value = Params> {
                     max_in_flight: half.0,
                     rule,
                     probe_timeout: half.2,
+                    max_wait: half.3,
+                    max_wait_closes: half.4,
                     slow_start: slow_start.map(|(ms, p)| (ms * MS, p)),
                     seed,
                     strictly_after,
                     decide_at_minimum,
                     shadow,
+                    initial_state,
                 }
             },
         )
@@ -292,6 +311,8 @@ struct Model {
     time_window: Vec<(u64, bool, bool)>,
     consecutive: u32,
     reopens: u32,
+    /// When this half-open round began.
+    round_since: u64,
     /// Probes leased in this half-open round: (permit id, issued at).
     leases: Vec<(u64, u64)>,
     issued: u32,
@@ -308,11 +329,18 @@ struct Model {
 
 impl Model {
     fn new(p: Params) -> Self {
+        let state = match p.initial_state {
+            State::Closed => MState::Closed,
+            State::HalfOpen => MState::HalfOpen,
+            State::ForcedOpen => MState::Forced,
+            State::Disabled => MState::Disabled,
+            State::Open => unreachable!("refused by the policy"),
+        };
         Model {
             p,
             clock: 0,
             latest: 0,
-            state: MState::Closed,
+            state,
             epoch: 0,
             next_id: 0,
             outstanding: Vec::new(),
@@ -320,6 +348,7 @@ impl Model {
             time_window: Vec::new(),
             consecutive: 0,
             reopens: 0,
+            round_since: 0,
             leases: Vec::new(),
             issued: 0,
             successes: 0,
@@ -361,6 +390,28 @@ impl Model {
     }
 
     /// Effective state for `state(now)`.
+    /// The half-open round's tallies as the breakers show them: none outside half-open, only the
+    /// successes in a row under `Consecutive`.
+    fn probe_round(&self) -> ProbeRound {
+        match (&self.state, self.p.rule) {
+            (MState::HalfOpen, ProbeRule::Rate { .. }) => ProbeRound {
+                successes: self.successes,
+                failures: self.failures,
+                slow: self.slow,
+                issued: if self.p.max_in_flight.is_some() {
+                    self.issued
+                } else {
+                    0
+                },
+            },
+            (MState::HalfOpen, ProbeRule::Consecutive { .. }) => ProbeRound {
+                successes: self.successes,
+                ..ProbeRound::default()
+            },
+            _ => ProbeRound::default(),
+        }
+    }
+
     fn visible_state(&self) -> State {
         match self.state {
             MState::Open { until } if self.open_over(self.query_time(), until) => State::HalfOpen,
@@ -386,6 +437,9 @@ impl Model {
         let from = Self::public(self.state);
         self.state = to;
         self.epoch += 1;
+        if to == MState::HalfOpen {
+            self.round_since = self.latest;
+        }
         self.leases.clear();
         self.issued = 0;
         self.successes = 0;
@@ -553,8 +607,36 @@ impl Model {
         self.issue(false, transition)
     }
 
+    /// A round that outlived its maximum wait ends: open again (rejected as open) or closed
+    /// (decided again as closed). `None` while it has time left.
+    fn max_wait_over(&mut self) -> Option<Answer> {
+        let wait = self.p.max_wait?;
+        if self.latest - self.round_since < wait {
+            return None;
+        }
+        Some(if self.p.max_wait_closes {
+            let t = self.close();
+            self.acquire_closed(t)
+        } else {
+            self.reopens += 1;
+            let t = self.open();
+            let MState::Open { until } = self.state else {
+                unreachable!()
+            };
+            Answer::Reject {
+                reason: RejectReason::Open {
+                    retry_after: self.open_left(until),
+                },
+                transition: t,
+            }
+        })
+    }
+
     fn acquire_half_open(&mut self, entered: Option<(State, State)>) -> Answer {
         let Some(max) = self.p.max_in_flight else {
+            if let Some(answer) = self.max_wait_over() {
+                return answer;
+            }
             self.issued += 1;
             return self.issue(true, entered);
         };
@@ -586,6 +668,9 @@ impl Model {
                     _ => self.acquire_closed(t),
                 };
             }
+        }
+        if let Some(answer) = self.max_wait_over() {
+            return answer;
         }
         let full = self.leases.len() as u32 >= max
             || matches!(self.p.rule, ProbeRule::Rate { calls } if self.issued >= calls);
@@ -877,6 +962,7 @@ impl<B: UnderTest> Driven<B> {
         if let Some(max) = model.p.max_in_flight {
             assert!(b.probes_in_flight <= max, "{name}: probes in flight");
         }
+        assert_eq!(b.probe_round, model.probe_round(), "{name}: probe round");
         assert_eq!(b.consecutive_failures, model.consecutive, "{name}");
         assert_eq!(b.reopens, model.reopens, "{name}");
         assert_eq!(

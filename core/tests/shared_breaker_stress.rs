@@ -250,12 +250,15 @@ fn config(rule: ProbeRule, max_in_flight: u32, probe_timeout: Duration) -> Break
             rule,
             probe_timeout,
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         slow_start: Some(SlowStartConfig {
             ramp: Duration::from_micros(300),
             initial: 0.3,
         }),
         shadow: false,
+        initial_state: State::Closed,
     }
 }
 

@@ -106,12 +106,15 @@ fn config(r: &RawConfig) -> BreakerConfig {
                 .probe_timeout_ms
                 .map_or(Duration::MAX, |ms| Duration::from_millis(u64::from(ms))),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         slow_start: r.slow_start.map(|(ms, init)| SlowStartConfig {
             ramp: Duration::from_millis(u64::from(ms)),
             initial: frac(init),
         }),
         shadow: false,
+        initial_state: State::Closed,
     }
 }
 

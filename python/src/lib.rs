@@ -436,6 +436,8 @@ impl CircuitBreaker {
                 rule: ProbeRule::Consecutive { successes: probe },
                 probe_timeout,
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::new()
         };

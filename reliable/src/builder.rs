@@ -637,6 +637,8 @@ fn default_breaker() -> BreakerConfig {
             rule: ProbeRule::Consecutive { successes: 3 },
             probe_timeout: Duration::from_secs(10),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         ..BreakerConfig::reliablekit()
     }

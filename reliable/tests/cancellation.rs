@@ -111,6 +111,8 @@ fn one_probe_breaker() -> BreakerConfig {
             rule: ProbeRule::Consecutive { successes: 1 },
             probe_timeout: CoreDuration::from_secs(60),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         ..BreakerConfig::new()
     }

@@ -49,6 +49,8 @@ fn consecutive(n: u32, open: Duration) -> &'static BreakerPolicy {
             rule: ProbeRule::Consecutive { successes: 1 },
             probe_timeout: Duration::from_secs(10),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         ..BreakerConfig::new()
     })

@@ -5,8 +5,8 @@ use core::hint::black_box;
 
 use reliable_core::breaker::{
     Breaker, BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, HalfOpenConfig, OpenConfig,
-    Outcome, Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, TimeWindow, Window,
-    WindowConfig,
+    Outcome, Permit, ProbeRule, RejectReason, SlowCallRule, SlowStartConfig, State, TimeWindow,
+    Window, WindowConfig,
 };
 use reliable_core::{Duration, Instant};
 
@@ -57,12 +57,15 @@ const COUNT: BreakerConfig = BreakerConfig {
         rule: ProbeRule::Consecutive { successes: 2 },
         probe_timeout: Duration::from_secs(1),
         decide_at_minimum: false,
+        max_wait: None,
+        max_wait_closes: false,
     },
     slow_start: Some(SlowStartConfig {
         ramp: Duration::from_secs(4),
         initial: 0.25,
     }),
     shadow: false,
+    initial_state: State::Closed,
 };
 
 /// Failures in a row and a rate over 5 s in 5 buckets, a round of three probes judged by rate.
@@ -87,9 +90,12 @@ const TIME: BreakerConfig = BreakerConfig {
         rule: ProbeRule::Rate { calls: 3 },
         probe_timeout: Duration::from_secs(1),
         decide_at_minimum: false,
+        max_wait: None,
+        max_wait_closes: false,
     },
     slow_start: None,
     shadow: false,
+    initial_state: State::Closed,
 };
 
 /// Each breaker's jitter seed (fixed: the trace must not depend on build order).

@@ -101,6 +101,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> Breaker
             reopens: self.reopens(),
             probes_in_flight: self.probes_in_flight(),
             counts: self.counts(now),
+            probe_round: self.probe_round(),
         }
     }
     fn policy(&self) -> &BreakerPolicy {

@@ -6,8 +6,8 @@ use super::config::BreakerPolicy;
 use super::count_window::CountWindow;
 use super::observer::Observer;
 use super::spec::{
-    Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, RejectReason, Rejection,
-    Round, SHADOW_LEASE, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
+    Command, Decision, Event, FIRST_LEASE, NOT_A_PROBE, Outcome, Permit, ProbeRound, RejectReason,
+    Rejection, SHADOW_LEASE, State, Target, Transition, UNLEASED_PROBE, View, counts_in_window,
     jitter_sample, open_left, quiet_result, refuse, retry_after, step, tally, visible,
 };
 use super::window::{Counts, Window};
@@ -26,7 +26,7 @@ struct Probes<const P: usize> {
     lease: [u32; P],
     next_lease: u32,
     /// The round's tallies.
-    round: Round,
+    round: ProbeRound,
 }
 
 impl<const P: usize> Probes<P> {
@@ -34,7 +34,7 @@ impl<const P: usize> Probes<P> {
         expires: [Instant::ZERO; P],
         lease: [0; P],
         next_lease: FIRST_LEASE,
-        round: Round {
+        round: ProbeRound {
             successes: 0,
             failures: 0,
             slow: 0,
@@ -77,7 +77,8 @@ pub struct CircuitBreaker<R = BreakerPolicy, W = CountWindow<64>, const P: usize
     observer: O,
     window: W,
     latest: Instant,
-    /// Open: when the open time is up. Closed: when it last closed (slow start). Otherwise unused.
+    /// Open: when the open time is up. Half-open: when the round began. Closed: when it last
+    /// closed (slow start). Otherwise unused.
     since: Instant,
     seed: u64,
     generation: u32,
@@ -92,7 +93,7 @@ pub struct CircuitBreaker<R = BreakerPolicy, W = CountWindow<64>, const P: usize
 }
 
 impl<R: Borrow<BreakerPolicy>> CircuitBreaker<R> {
-    /// A closed breaker for `policy` with the default storage: a 64-call window and one probe
+    /// A breaker for `policy` (closed, unless its `initial_state` says otherwise) with the default storage: a 64-call window and one probe
     /// slot. Fails if the policy asks for more (use [`with_storage`](Self::with_storage)).
     ///
     /// Its open-time jitter gets a seed of its own ([`instance_seed`]); set one with
@@ -105,7 +106,8 @@ impl<R: Borrow<BreakerPolicy>> CircuitBreaker<R> {
 impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer + Default>
     CircuitBreaker<R, W, P, O>
 {
-    /// A closed breaker for `policy` with window `W` and `P` probe slots, named in the type
+    /// A breaker for `policy` (in its [initial state](super::BreakerConfig::initial_state),
+    /// closed by default) with window `W` and `P` probe slots, named in the type
     /// (`CircuitBreaker::<_, CountWindow<100, 2>, 10>::with_storage(&policy)`). Fails if `W`
     /// cannot hold the policy's window or `P` slots are fewer than the policy's probes in flight.
     pub fn with_storage(policy: R) -> Result<Self, ConfigError> {
@@ -113,6 +115,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer + Default>
         let rules = policy.borrow();
         let window = rules.build_window(W::new, W::is_recording)?;
         rules.check_probe_slots(P)?;
+        let state = rules.initial_state;
         Ok(CircuitBreaker {
             policy,
             observer: O::default(),
@@ -124,7 +127,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer + Default>
             consecutive: 0,
             reopens: 0,
             credit: 0,
-            state: State::Closed,
+            state,
             ramping: false,
             probes: Probes::EMPTY,
         })
@@ -186,6 +189,12 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         )
     }
 
+    /// The stored state: an open breaker whose time is up is still open (for the model checks).
+    #[cfg(all(test, loom))]
+    pub(crate) fn stored_state(&self) -> State {
+        self.state
+    }
+
     /// While the breaker is open at `now`, how long until it admits a probe; `None` otherwise.
     /// Changes nothing (an acquire at `now` would be rejected with this `retry_after`).
     pub fn retry_after(&self, now: Instant) -> Option<Duration> {
@@ -231,6 +240,11 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
         self.generation
     }
 
+    /// The half-open round's tallies so far (all zero outside half-open; see [`ProbeRound`]).
+    pub fn probe_round(&self) -> ProbeRound {
+        self.probes.round.readable(self.policy.borrow(), self.state)
+    }
+
     #[inline]
     fn observe_now(&mut self, now: Instant) -> Instant {
         if now > self.latest {
@@ -260,7 +274,7 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             now,
             until: self.since,
             ramping: self.ramping,
-            ramp_elapsed: if self.ramping {
+            elapsed: if self.ramping || self.state == State::HalfOpen {
                 now.saturating_duration_since(self.since)
             } else {
                 Duration::ZERO
@@ -284,6 +298,8 @@ impl<R: Borrow<BreakerPolicy>, W: Window, const P: usize, O: Observer> CircuitBr
             Target::HalfOpen => {
                 // From forced open or disabled, failures in a row are no longer kept.
                 self.consecutive = 0;
+                // When the round began (the open time, kept here while open, is over).
+                self.since = now;
                 self.go(State::HalfOpen, now)
             }
             Target::Close => {

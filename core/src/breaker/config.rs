@@ -27,6 +27,8 @@
 //!         rule: ProbeRule::Consecutive { successes: 2 },
 //!         probe_timeout: Duration::from_secs(10),
 //!         decide_at_minimum: false,
+//!         max_wait: None,
+//!         max_wait_closes: false,
 //!     },
 //!     ..BreakerConfig::new()
 //! };
@@ -34,6 +36,7 @@
 //! assert_eq!(policy.max_open_time(), Duration::from_secs(60));
 //! ```
 
+use super::spec::State;
 use super::window::WindowSpec;
 use crate::error::{ConfigError, PPM, Problem, fraction_ppm, in_range, mul_ppm, tri};
 use crate::time::Duration;
@@ -82,6 +85,12 @@ pub struct BreakerConfig {
     /// rejects. Default off.
     #[cfg_attr(feature = "serde", serde(default))]
     pub shadow: bool,
+    /// The state a new breaker starts in: closed (the default), half-open (its first calls are
+    /// probes, as after an open time; a round that began at `Instant::ZERO`), forced open or
+    /// disabled. Not open: an open time needs an instant to start from (open a new breaker with
+    /// `open_for` instead). resilience4j's initial state.
+    #[cfg_attr(feature = "serde", serde(default = "default_initial_state"))]
+    pub initial_state: State,
 }
 
 /// The slow-call trip rule: a call is slow when its latency is strictly longer than `threshold`;
@@ -167,6 +176,17 @@ pub struct HalfOpenConfig {
     /// the round still out when it decides are of an older generation: their results are ignored.
     #[cfg_attr(feature = "serde", serde(default))]
     pub decide_at_minimum: bool,
+    /// The longest a half-open round may last: a round still undecided this long after it began
+    /// ends at the next call, re-opening the breaker (counted as a failed round) or, with
+    /// `max_wait_closes`, closing it. Probes still out are then of an older generation, and their
+    /// results are ignored. `None` (the default): no limit. resilience4j's
+    /// `maxWaitDurationInHalfOpenState` (which re-opens).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub max_wait: Option<Duration>,
+    /// What a round that ran out of `max_wait` does: re-open (`false`, the default) or close
+    /// (`true`, as if its probes had succeeded).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub max_wait_closes: bool,
 }
 
 /// What the half-open probes decide.
@@ -215,6 +235,11 @@ fn default_growth() -> f64 {
 fn default_max_in_flight() -> Option<u32> {
     Some(1)
 }
+#[cfg(feature = "serde")]
+fn default_initial_state() -> State {
+    State::Closed
+}
+
 fn default_probe_timeout() -> Duration {
     Duration::from_secs(10)
 }
@@ -254,6 +279,8 @@ impl Default for HalfOpenConfig {
             rule: ProbeRule::default(),
             probe_timeout: default_probe_timeout(),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         }
     }
 }
@@ -280,9 +307,12 @@ impl BreakerConfig {
                 rule: ProbeRule::Consecutive { successes: 1 },
                 probe_timeout: Duration::from_secs(10),
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             slow_start: None,
             shadow: false,
+            initial_state: State::Closed,
         }
     }
 
@@ -311,6 +341,8 @@ impl BreakerConfig {
                 rule: ProbeRule::Consecutive { successes: 3 },
                 probe_timeout: Duration::MAX,
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::new()
         }
@@ -335,6 +367,8 @@ impl BreakerConfig {
                 rule: ProbeRule::Consecutive { successes: 1 },
                 probe_timeout: Duration::MAX,
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::new()
         }
@@ -394,6 +428,8 @@ impl BreakerConfig {
                 rule: ProbeRule::Rate { calls: 10 },
                 probe_timeout: Duration::MAX,
                 decide_at_minimum: true,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::new()
         }
@@ -431,10 +467,16 @@ pub struct BreakerPolicy {
     /// The open time ends strictly after its last instant (`OpenConfig::strictly_after`).
     pub(crate) strictly_after: bool,
     pub(crate) probe_timeout: Duration,
+    /// Half-open: how long a round may last (`Duration::MAX`: no limit), and whether it then
+    /// closes rather than re-opens.
+    pub(crate) max_wait: Duration,
+    pub(crate) max_wait_closes: bool,
     pub(crate) ramp: Duration,
     pub(crate) ramp_initial_ppm: u32,
     /// Admit what the rules reject, reporting it (`BreakerConfig::shadow`).
     pub(crate) shadow: bool,
+    /// The state a new breaker starts in.
+    pub(crate) initial_state: State,
     /// `consecutive`, or 2³² (never reached) when the rule is off: one comparison on the hot path.
     pub(crate) consecutive_limit: u64,
     /// `minimum_calls`, or `u64::MAX` when no rate rule is on.
@@ -580,8 +622,19 @@ impl BreakerPolicy {
             }
             _ => {}
         }
+        if matches!(config.initial_state, State::Open) {
+            return Err(ConfigError::new(
+                "initial_state",
+                Problem::Inconsistent("an open state needs an instant to start from: use open_for"),
+            ));
+        }
         if half.probe_timeout.is_zero() {
             return Err(ConfigError::new("half_open.probe_timeout", Problem::Zero));
+        }
+        if let Some(w) = half.max_wait
+            && w.is_zero()
+        {
+            return Err(ConfigError::new("half_open.max_wait", Problem::Zero));
         }
         let (ramp, ramp_initial_ppm) = match config.slow_start {
             Some(s) if s.ramp.is_zero() => {
@@ -619,9 +672,15 @@ impl BreakerPolicy {
             },
             strictly_after: open.strictly_after,
             probe_timeout: half.probe_timeout,
+            max_wait: match half.max_wait {
+                Some(w) => w,
+                None => Duration::MAX,
+            },
+            max_wait_closes: half.max_wait_closes,
             ramp,
             ramp_initial_ppm,
             shadow: config.shadow,
+            initial_state: config.initial_state,
             consecutive_limit: match consecutive {
                 0 => 1 << 32,
                 n => n as u64,

@@ -11,7 +11,7 @@
 //! |---|---|---|---|
 //! | **closed** | admit (during slow start after a close: admit a rising share, shed the rest) | count it in the window and in failures in a row | **open** when failures in a row, the failure rate or the slow-call rate reach their limit (rates once `minimum_calls` are in) |
 //! | **open** | reject with `retry_after` | ignore | **half-open** when the open time is up (the next call is a probe) |
-//! | **half-open** | admit up to `max_in_flight` probes, each with a lease of `probe_timeout` | tally it | **closed** when the probes say so (`successes` in a row, or a `Rate` round under the limits); **open** again, for a longer jittered time, when a probe fails, is slow or its lease expires (`Consecutive`), or the round's rates reach the limits (`Rate`) |
+//! | **half-open** | admit up to `max_in_flight` probes, each with a lease of `probe_timeout` | tally it | **closed** when the probes say so (`successes` in a row, or a `Rate` round under the limits); **open** again, for a longer jittered time, when a probe fails, is slow or its lease expires (`Consecutive`), or the round's rates reach the limits (`Rate`); with `max_wait`, a round still undecided that long after it began ends at the next call, **open** again or (`max_wait_closes`) **closed** |
 //! | **forced open** | reject | ignore | **closed** on reset |
 //! | **disabled** | admit | count it in the window only | **closed** on reset |
 //!
@@ -20,7 +20,11 @@
 //! now (`half_open`; refused while closed, which has nothing to probe), close it as successful
 //! probes would (`close`), force it open, disable it, or `reset` it. A caller that measured a
 //! call's latency itself reports it with `record_latency`; `retry_after` reads how long an open
-//! breaker still refuses, changing nothing.
+//! breaker still refuses, changing nothing; `probe_round` (and the snapshot) reads the half-open
+//! round's tallies.
+//!
+//! A new breaker starts closed, or in the policy's `initial_state` (half-open, forced open,
+//! disabled).
 //!
 //! Every permit carries the generation it was issued in; a result from an older generation (a late
 //! reply from before a trip) changes nothing. A `now` earlier than the latest one seen counts as
@@ -33,7 +37,8 @@
 //!
 //! - [`BreakerPolicy`]: the rules' parameters, validated once from a [`BreakerConfig`].
 //! - [`CircuitBreaker`] (`&mut self`) and [`SharedBreaker`] (`&self`, lock-free atomics, on targets
-//!   with 64-bit atomics): the state, applying the spec. Both implement [`Breaker`]. A breaker owns
+//!   with 64-bit atomics, model-checked with `loom` against the `&mut` breaker: see its "Under
+//!   concurrency"): the state, applying the spec. Both implement [`Breaker`]. A breaker owns
 //!   its policy, or borrows it (`&BreakerPolicy`, an `Arc`: anything `Borrow<BreakerPolicy>`), so
 //!   an `Arc<SharedBreaker>` is `'static + Send + Sync`; sharing one policy by reference keeps a
 //!   `CircuitBreaker<&BreakerPolicy, CountWindow<64>>` at 120 bytes on 64-bit targets (`cargo run
@@ -100,9 +105,11 @@ pub use observer::Rejections;
 pub use observer::{LastTransition, Observer};
 #[cfg(target_has_atomic = "64")]
 pub use shared::SharedBreaker;
-pub use spec::{Outcome, Permit, RejectReason, Rejection, Snapshot, State, Transition};
+pub use spec::{Outcome, Permit, ProbeRound, RejectReason, Rejection, Snapshot, State, Transition};
 pub use time_window::TimeWindow;
 pub use window::{Counts, NoWindow, Window, WindowSpec};
 
+#[cfg(all(test, loom))]
+mod model_check;
 #[cfg(test)]
 mod tests;

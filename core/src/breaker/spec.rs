@@ -21,6 +21,7 @@
 //! | closed | result | count it; trip (→ open) if failures in a row or a window rate reach their limit |
 //! | open | acquire, open time not over (`now < until`; `now <= until` with `strictly_after`) | reject: open, with `retry_after` to the first instant it is over |
 //! | open | acquire, open time over | → half-open, then decide again |
+//! | half-open | acquire, the round began `max_wait` ago or more | → open again (a failed round), or → closed with `max_wait_closes`; then decide again |
 //! | half-open | acquire, no probe gate | admit as a probe |
 //! | half-open | acquire, `in flight = max` or every probe of a `Rate` round issued | reject: half-open full |
 //! | half-open | acquire | admit as a probe, with a lease |
@@ -56,25 +57,55 @@ pub(crate) struct View {
     pub now: Instant,
     /// Open: when the open time is up.
     pub until: Instant,
-    /// Closed: whether a slow-start ramp is on, how far into it, and its credit (ppm of a call).
+    /// Closed: whether a slow-start ramp is on, and its credit (ppm of a call).
     pub ramping: bool,
-    pub ramp_elapsed: Duration,
+    /// Closed and ramping: how far into the ramp. Half-open: how long since the round began.
+    pub elapsed: Duration,
     pub credit: u32,
     /// Closed: failures in a row.
     pub consecutive: u32,
     /// Half-open: the round's tallies and the probes holding a lease.
-    pub round: Round,
+    pub round: ProbeRound,
     pub in_flight: u32,
 }
 
-/// The tallies of a half-open round.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Round {
+/// The tallies of a half-open round: what the rules read to close or re-open it, and what
+/// [`Snapshot::probe_round`] shows (all zero outside half-open).
+///
+/// Under [`ProbeRule::Consecutive`] a round keeps only its `successes` in a row (a failed, slow
+/// or expired probe ends the round), so the others read 0. Under [`ProbeRule::Rate`] it keeps all
+/// four.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ProbeRound {
+    /// Probes that succeeded (slow ones included, under `Rate`).
     pub successes: u32,
+    /// Probes that failed, or whose lease expired.
     pub failures: u32,
+    /// Probes that were slow, failed or not.
     pub slow: u32,
-    /// Probes issued (for [`ProbeRule::Rate`]).
+    /// Probes issued in the round (a probe whose result said nothing gives its place back); 0
+    /// without a probe gate (`max_in_flight: None`), where every call is a probe.
     pub issued: u32,
+}
+
+impl ProbeRound {
+    /// The round as a caller reads it: none outside half-open, only `successes` under
+    /// `Consecutive` (the breakers count the rest only where the rules read them).
+    #[inline]
+    pub(crate) fn readable(self, p: &BreakerPolicy, state: State) -> ProbeRound {
+        match (state, p.rule) {
+            // Without a probe gate every call is a probe: none is counted as issued.
+            (State::HalfOpen, ProbeRule::Rate { .. }) if p.max_in_flight == u32::MAX => {
+                ProbeRound { issued: 0, ..self }
+            }
+            (State::HalfOpen, ProbeRule::Rate { .. }) => self,
+            (State::HalfOpen, ProbeRule::Consecutive { .. }) => ProbeRound {
+                successes: self.successes,
+                ..ProbeRound::default()
+            },
+            _ => ProbeRound::default(),
+        }
+    }
 }
 
 /// What happened.
@@ -151,7 +182,7 @@ pub(crate) enum Decision {
     /// Closed, no state change: failures in a row become this.
     Consecutive(u32),
     /// Half-open, no state change: the round's tallies become these.
-    Tally(Round),
+    Tally(ProbeRound),
     /// Nothing changes.
     Nothing,
 }
@@ -165,8 +196,8 @@ pub(crate) fn step(p: &BreakerPolicy, v: View, event: Event) -> Decision {
     match (v.state, event) {
         // Closed: every call goes through, unless slow start sheds part of them.
         (Closed, Event::Acquire) if !v.ramping => Admit { probe: false },
-        (Closed, Event::Acquire) if v.ramp_elapsed >= p.ramp => RampDone,
-        (Closed, Event::Acquire) => ramp(p, v.credit, v.ramp_elapsed),
+        (Closed, Event::Acquire) if v.elapsed >= p.ramp => RampDone,
+        (Closed, Event::Acquire) => ramp(p, v.credit, v.elapsed),
         // Closed: results count; a trip rule that fires opens it.
         (
             Closed,
@@ -186,6 +217,8 @@ pub(crate) fn step(p: &BreakerPolicy, v: View, event: Event) -> Decision {
             retry_after: open_left(p, v.now, v.until),
         }),
         (Open, Event::Acquire) => Go(Target::HalfOpen),
+        // Half-open: a round that outlived its maximum wait ends undecided; then decide again.
+        (HalfOpen, Event::Acquire) if max_wait_over(p, v.elapsed) => Go(after_max_wait(p)),
         // Half-open: admit probes up to the gate.
         (HalfOpen, Event::Acquire) if p.max_in_flight == u32::MAX => Admit { probe: true },
         (HalfOpen, Event::Acquire) if probes_full(p, v.in_flight, v.round) => {
@@ -252,6 +285,24 @@ pub(crate) fn retry_after(
             (!open_over(p, now, until)).then(|| open_left(p, now, until))
         }
         _ => None,
+    }
+}
+
+/// Whether a half-open round that began `elapsed` ago has outlived
+/// [`HalfOpenConfig::max_wait`](super::HalfOpenConfig::max_wait).
+#[inline]
+fn max_wait_over(p: &BreakerPolicy, elapsed: Duration) -> bool {
+    p.max_wait != Duration::MAX && elapsed >= p.max_wait
+}
+
+/// Where a round that outlived its maximum wait goes: open again, or closed
+/// ([`HalfOpenConfig::max_wait_closes`](super::HalfOpenConfig::max_wait_closes)).
+#[inline]
+fn after_max_wait(p: &BreakerPolicy) -> Target {
+    if p.max_wait_closes {
+        Target::Close
+    } else {
+        Target::Reopen
     }
 }
 
@@ -348,16 +399,16 @@ pub(crate) fn quiet_result(
 
 /// Whether half-open admits no more probes: every slot in use, or every probe of a `Rate` round
 /// issued.
-fn probes_full(p: &BreakerPolicy, in_flight: u32, round: Round) -> bool {
+fn probes_full(p: &BreakerPolicy, in_flight: u32, round: ProbeRound) -> bool {
     in_flight >= p.max_in_flight || !round_has_room(p, round)
 }
 
 /// Whether the round may issue another probe: a `Rate` round issues exactly `calls`.
-pub(crate) fn round_has_room(p: &BreakerPolicy, r: Round) -> bool {
+pub(crate) fn round_has_room(p: &BreakerPolicy, r: ProbeRound) -> bool {
     !matches!(p.rule, ProbeRule::Rate { calls } if r.issued >= calls)
 }
 
-fn expired(p: &BreakerPolicy, round: Round, n: u32) -> Decision {
+fn expired(p: &BreakerPolicy, round: ProbeRound, n: u32) -> Decision {
     match (n, p.rule) {
         (0, _) => Decision::Nothing,
         (_, ProbeRule::Consecutive { .. }) => Decision::Go(Target::Reopen),
@@ -365,7 +416,7 @@ fn expired(p: &BreakerPolicy, round: Round, n: u32) -> Decision {
     }
 }
 
-fn probe_result(p: &BreakerPolicy, round: Round, outcome: Outcome, slow: bool) -> Decision {
+fn probe_result(p: &BreakerPolicy, round: ProbeRound, outcome: Outcome, slow: bool) -> Decision {
     let event = Event::Result {
         outcome,
         slow,
@@ -391,14 +442,14 @@ fn probe_result(p: &BreakerPolicy, round: Round, outcome: Outcome, slow: bool) -
 
 /// A half-open round's tallies after `event`. The shared breaker updates its round word with this
 /// in a compare-and-swap loop, then asks [`step`] with the tallies it replaced.
-pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
+pub(crate) fn tally(p: &BreakerPolicy, r: ProbeRound, event: Event) -> ProbeRound {
     let rate = matches!(p.rule, ProbeRule::Rate { .. });
     match event {
-        Event::Acquire => Round {
+        Event::Acquire => ProbeRound {
             issued: r.issued.saturating_add(1),
             ..r
         },
-        Event::Expired(n) => Round {
+        Event::Expired(n) => ProbeRound {
             failures: r.failures.saturating_add(n),
             ..r
         },
@@ -406,7 +457,7 @@ pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
         Event::Result {
             outcome: Outcome::Ignored,
             ..
-        } if rate => Round {
+        } if rate => ProbeRound {
             issued: r.issued.saturating_sub(1),
             ..r
         },
@@ -418,12 +469,12 @@ pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
             outcome: Outcome::Failure,
             slow,
             ..
-        } if rate => Round {
+        } if rate => ProbeRound {
             failures: r.failures.saturating_add(1),
             slow: r.slow.saturating_add(u32::from(slow)),
             ..r
         },
-        Event::Result { slow, .. } if rate => Round {
+        Event::Result { slow, .. } if rate => ProbeRound {
             successes: r.successes.saturating_add(1),
             slow: r.slow.saturating_add(u32::from(slow)),
             ..r
@@ -431,7 +482,7 @@ pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
         Event::Result {
             outcome: Outcome::Success,
             ..
-        } => Round {
+        } => ProbeRound {
             successes: r.successes.saturating_add(1),
             ..r
         },
@@ -441,7 +492,7 @@ pub(crate) fn tally(p: &BreakerPolicy, r: Round, event: Event) -> Round {
 
 /// A `Rate` round's verdict on `round` once its quorum reported (all `calls`, or the minimum with
 /// `decide_at_minimum`), or the new tallies while it is undecided.
-fn verdict(p: &BreakerPolicy, round: Round) -> Decision {
+fn verdict(p: &BreakerPolicy, round: ProbeRound) -> Decision {
     if !matches!(p.rule, ProbeRule::Rate { .. }) {
         return Decision::Tally(round);
     }
@@ -569,6 +620,8 @@ pub struct Snapshot {
     pub probes_in_flight: u32,
     /// Outcomes in the window.
     pub counts: Counts,
+    /// The half-open round's tallies so far (all zero outside half-open).
+    pub probe_round: ProbeRound,
 }
 
 /// A state change, handed to the breaker's [`Observer`](super::Observer) as a plain value to log,
@@ -818,10 +871,10 @@ mod tests {
                     now: Instant::from_nanos(draw(&mut x, u64::MAX)),
                     until: Instant::from_nanos(draw(&mut x, u64::MAX)),
                     ramping: draw(&mut x, 2) == 0,
-                    ramp_elapsed: Duration::from_nanos(draw(&mut x, 100_000_000_000)),
+                    elapsed: Duration::from_nanos(draw(&mut x, 100_000_000_000)),
                     credit: draw(&mut x, 1_000_000) as u32,
                     consecutive: 0,
-                    round: Round::default(),
+                    round: ProbeRound::default(),
                     in_flight: 0,
                 };
                 return Some((policy, view));

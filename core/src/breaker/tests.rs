@@ -495,6 +495,8 @@ fn ignored_outcomes_free_probe_slots_without_deciding() {
             rule: ProbeRule::Consecutive { successes: 2 },
             probe_timeout: secs(5),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         ..BreakerConfig::layered_exercise()
     };
@@ -521,6 +523,12 @@ fn sizes_stay_small() {
     );
     assert_eq!(core::mem::size_of::<Permit>(), 16);
     assert!(core::mem::size_of::<CircuitBreaker<&BreakerPolicy, NoWindow, 1>>() <= 96);
+    // The shared one, with the same window: four cache lines.
+    #[cfg(not(loom))]
+    assert_eq!(
+        core::mem::size_of::<SharedBreaker<&BreakerPolicy, AtomicCountWindow<64>, 1>>(),
+        256
+    );
 }
 
 /// Found by the reference-model test: the late answer of a probe whose lease expired must neither
@@ -533,6 +541,8 @@ fn late_answer_of_an_expired_probe_is_ignored() {
             rule: ProbeRule::Rate { calls: 3 },
             probe_timeout: secs(1),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         failure_rate: Some(1.0),
         window: WindowConfig::Count { calls: 2 },
@@ -576,6 +586,8 @@ fn a_close_is_reported_even_when_slow_start_rejects_the_call() {
             rule: ProbeRule::Rate { calls: 2 },
             probe_timeout: secs(1),
             decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
         },
         failure_rate: Some(1.0),
         window: WindowConfig::Count { calls: 1 },
@@ -601,4 +613,126 @@ fn a_close_is_reported_even_when_slow_start_rejects_the_call() {
         caused.map(|t| (t.from, t.to)),
         Some((State::HalfOpen, State::Closed))
     );
+}
+
+/// A half-open round that outlives `max_wait` ends at the next call: re-opened (a failed round,
+/// that call rejected as open) or, with `max_wait_closes`, closed; the round's tallies read as it
+/// goes. On both breakers.
+#[test]
+fn half_open_max_wait_ends_an_undecided_round() {
+    fn run(b: &mut impl Breaker, closes: bool) {
+        for _ in 0..2 {
+            let p = b.try_acquire(t(0)).unwrap();
+            b.record(p, Outcome::Failure, t(0));
+        }
+        assert_eq!(b.state(t(0)), State::Open);
+        assert_eq!(b.snapshot(t(0)).probe_round, ProbeRound::default());
+        // Half-open at 20 s: one probe succeeds, the other never reports.
+        let first = b.try_acquire(t(20)).unwrap();
+        let _stuck = b.try_acquire(t(20)).unwrap();
+        b.record(first, Outcome::Success, t(21));
+        let round = ProbeRound {
+            successes: 1,
+            failures: 0,
+            slow: 0,
+            issued: 2,
+        };
+        assert_eq!(b.snapshot(t(21)).probe_round, round);
+        // Within the wait: the round goes on, full.
+        let full = b.try_acquire(ms(24_999)).unwrap_err();
+        assert_eq!(full.reason, RejectReason::HalfOpenFull);
+        // 5 s after the round began, it ends undecided.
+        let at = b.try_acquire(t(25));
+        let s = b.snapshot(t(25));
+        if closes {
+            assert!(at.is_ok());
+            assert_eq!((s.state, s.reopens), (State::Closed, 0));
+        } else {
+            let r = at.unwrap_err().reason;
+            assert_eq!(
+                r,
+                RejectReason::Open {
+                    retry_after: secs(20)
+                }
+            );
+            assert_eq!((s.state, s.reopens), (State::Open, 1));
+        }
+        assert_eq!(s.probe_round, ProbeRound::default());
+    }
+    for closes in [false, true] {
+        let p = BreakerPolicy::new(BreakerConfig {
+            failure_rate: Some(0.5),
+            minimum_calls: 2,
+            window: WindowConfig::Count { calls: 4 },
+            half_open: HalfOpenConfig {
+                max_in_flight: Some(2),
+                rule: ProbeRule::Rate { calls: 2 },
+                probe_timeout: Duration::MAX,
+                decide_at_minimum: false,
+                max_wait: Some(secs(5)),
+                max_wait_closes: closes,
+            },
+            ..BreakerConfig::layered_exercise()
+        })
+        .unwrap();
+        run(
+            &mut CircuitBreaker::<_, CountWindow<4>, 2>::with_storage(&p).unwrap(),
+            closes,
+        );
+        #[cfg(not(loom))]
+        run(
+            &mut &SharedBreaker::<_, AtomicCountWindow<4>, 2>::with_storage(&p).unwrap(),
+            closes,
+        );
+    }
+    // A zero wait is refused.
+    let zero = BreakerPolicy::new(BreakerConfig {
+        half_open: HalfOpenConfig {
+            max_wait: Some(Duration::ZERO),
+            ..HalfOpenConfig::default()
+        },
+        ..BreakerConfig::layered_exercise()
+    });
+    assert_eq!(zero.unwrap_err().field, "half_open.max_wait");
+}
+
+/// A new breaker starts in its policy's initial state, on both breakers; open is refused.
+#[test]
+fn initial_state_from_the_policy() {
+    fn first_call(b: &mut impl Breaker) -> (State, Result<bool, RejectReason>) {
+        let s = b.state(t(1));
+        (
+            s,
+            b.try_acquire(t(1))
+                .map(|p| p.is_probe())
+                .map_err(|r| r.reason),
+        )
+    }
+    let cases = [
+        (State::Closed, Ok(false)),
+        (State::HalfOpen, Ok(true)),
+        (State::ForcedOpen, Err(RejectReason::ForcedOpen)),
+        (State::Disabled, Ok(false)),
+    ];
+    for (initial_state, answer) in cases {
+        let p = BreakerPolicy::new(BreakerConfig {
+            initial_state,
+            ..BreakerConfig::layered_exercise()
+        })
+        .unwrap();
+        let mut mutable = CircuitBreaker::<_, NoWindow>::with_storage(&p).unwrap();
+        assert_eq!(first_call(&mut mutable), (initial_state, answer));
+        assert_eq!(mutable.generation(), 0);
+        #[cfg(not(loom))]
+        {
+            let shared = SharedBreaker::<_, NoWindow>::with_storage(&p).unwrap();
+            assert_eq!(first_call(&mut &shared), (initial_state, answer));
+            assert_eq!(shared.generation(), 0);
+        }
+    }
+    let open = BreakerPolicy::new(BreakerConfig {
+        initial_state: State::Open,
+        ..BreakerConfig::layered_exercise()
+    });
+    assert_eq!(open.unwrap_err().field, "initial_state");
 }

@@ -352,6 +352,8 @@ impl Tables {
                 rule: ProbeRule::Consecutive { successes: probe },
                 probe_timeout: Duration::MAX,
                 decide_at_minimum: false,
+                max_wait: None,
+                max_wait_closes: false,
             },
             ..BreakerConfig::reliablekit()
         };

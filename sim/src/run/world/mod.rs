@@ -19,7 +19,7 @@
 use reliable_core::Duration;
 use reliable_core::retry::RetryState;
 
-use crate::client::breakers::BreakerSlot;
+use crate::client::breakers::Breakers;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 use crate::client::stack::{NONE, NodeKind};
 use crate::client::{Answer, AnswerKind, CompiledStack};
@@ -160,7 +160,7 @@ pub struct World<'c> {
     net_rng: Vec<Stream>,
     fault_rng: Stream,
     /// Per breaker slot of the stack: one breaker (shared) or one per client.
-    breakers: Vec<Vec<BreakerSlot>>,
+    breakers: Vec<Box<dyn Breakers>>,
     /// Per retry node: one budget (shared) or one per client.
     budgets: Vec<Vec<BudgetSlot>>,
     /// Per throttle node: one throttle (shared) or one per client.
@@ -241,13 +241,10 @@ impl<'c> World<'c> {
                 continue;
             };
             let n = if *scope == Scope::Shared { 1 } else { clients };
-            let mut v = Vec::with_capacity(n as usize);
-            for client in 0..n {
+            breakers.push(breaker.instances((0..n).map(|client| {
                 let key = (u64::from(*slot) << 32) | u64::from(client);
-                let seed = crate::engine::rng::derive(seed, StreamId::Client, key);
-                v.push(breaker.instance(seed));
-            }
-            breakers.push(v);
+                crate::engine::rng::derive(seed, StreamId::Client, key)
+            })));
         }
         let mut budgets = Vec::with_capacity(stack.retries.len());
         for &node in &stack.retries {
@@ -468,6 +465,13 @@ impl<'c> World<'c> {
         let mut m = self.m;
         if self.ds.iter().any(|d| matches!(d, Ds::Llm(_))) {
             m.llm.get_or_insert_with(Default::default);
+        }
+        let shadow = |&n: &u16| match &self.stack.nodes[n as usize].kind {
+            NodeKind::Breaker { breaker, .. } => breaker.shadow(),
+            _ => false,
+        };
+        if self.stack.breakers.iter().any(shadow) {
+            m.shadow.get_or_insert_with(Default::default);
         }
         let mut summary = summarize(&m, &cx);
         summary.peak_in_flight = self.requests.capacity_used() as u64;

@@ -9,7 +9,8 @@
 //!
 //! Starting a request *invokes* the outermost node. A `Call` node sends an attempt (a network hop,
 //! then the downstream) and arms its timer; a `Breaker` asks the core's breaker for a permit and
-//! either invokes its inner node or answers at once with a rejection; a `Fallback` invokes its
+//! either invokes its inner node or answers at once with a rejection (in shadow mode the core
+//! gives a shadow permit instead, counted as a would-be rejection, and the call goes on); a `Fallback` invokes its
 //! children in turn. An answer produced at a node travels up through its parents (`World::answer`):
 //! a breaker records the outcome with its permit, a fallback tries its next child on failure, and
 //! the answer that leaves the outermost node finishes the request. Per-request state of each

@@ -44,9 +44,49 @@ pub fn lines(policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Vec<String> {
                     format!("first would have opened at {t:.3} s")
                 });
             Some(format!(
-                "{} (shadow mode): would have rejected {} calls, {} would-be transitions, {opened}",
+                "\"{}\", in shadow mode: would have rejected {} calls, {} would-be transitions, {opened}",
                 p.name, s.would_reject, s.transitions
             ))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::ShadowSummary;
+
+    #[test]
+    fn only_policies_with_a_shadow_breaker_get_a_row() {
+        let plain = PolicySummary {
+            name: "plain".into(),
+            ..PolicySummary::empty()
+        };
+        assert_eq!(markdown(&[(plain.clone(), Vec::new())]), None);
+        assert!(lines(&[(plain.clone(), Vec::new())]).is_empty());
+        let shadow = PolicySummary {
+            name: "shadow".into(),
+            shadow: Some(ShadowSummary {
+                would_reject: 12,
+                transitions: 3,
+                opens: 2,
+                first_open_s: Some(1.5),
+                first_reject_s: None,
+            }),
+            ..PolicySummary::empty()
+        };
+        let both = [(plain, Vec::new()), (shadow, Vec::new())];
+        let table = markdown(&both).unwrap();
+        assert!(
+            table.contains("| shadow | 12 | 3 | 2 | 1.500 s | - |"),
+            "{table}"
+        );
+        assert!(!table.contains("| plain |"), "{table}");
+        assert_eq!(
+            lines(&both),
+            [
+                "\"shadow\", in shadow mode: would have rejected 12 calls, 3 would-be transitions, first would have opened at 1.500 s"
+            ]
+        );
+    }
 }

@@ -595,4 +595,32 @@ async fn the_reliable_layer_stays_shared_whatever_the_order() {
         assert!(b.oneshot(2).await.unwrap_err().is::<Open>());
         assert_eq!(sent.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
+#[tokio::test(start_paused = true)]
+async fn a_breaker_layer_in_shadow_mode_lets_every_request_through_and_reports() {
+    #[derive(Clone, Debug, Default)]
+    struct WouldReject(Arc<Mutex<u32>>);
+    impl Observer for WouldReject {
+        fn on_would_reject(&self, _: &str, _: reliable_core::breaker::RejectReason) {
+            *self.0.lock().unwrap() += 1;
+        }
+    }
+    let (svc, mut handle) = mock::pair::<u32, u16>();
+    let seen = WouldReject::default();
+    let mut svc = BreakerLayer::new(consecutive(2, 5), Codes)
+        .unwrap()
+        .observer(seen.clone())
+        .shadow()
+        .layer(svc);
+    // Two failures open it; the next three calls would be rejected, and all reach the downstream.
+    for i in 0..5 {
+        let fut = svc.ready().await.unwrap().call(1);
+        let (_, send) = tokio::time::timeout(StdDuration::from_millis(1), handle.next_request())
+            .await
+            .unwrap_or_else(|_| panic!("call {i} did not reach the downstream"))
+            .unwrap();
+        send.send_response(500);
+        assert_eq!(fut.await.unwrap(), 500, "call {i}");
+    }
+    assert_eq!(svc.state(), State::Open);
+    assert_eq!(*seen.0.lock().unwrap(), 3);
 }

@@ -1,7 +1,8 @@
 //! `sim trace FILE [--policy NAME]`: one row per logical request, in request order.
 //!
 //! Columns: request number, start time, the state of each breaker of the stack just before the
-//! request (for the request's client), the final outcome, `served_by` (the layer path that
+//! request (for the request's client; a would-be state for a breaker in shadow mode, whose column
+//! is marked `(shadow)`), the final outcome, `served_by` (the layer path that
 //! produced the answer), attempts sent, latency, then the calls each downstream had received when
 //! the request finished.
 
@@ -9,6 +10,7 @@ use crate::cli::out::outln;
 use std::path::PathBuf;
 
 use super::input::read_scenarios;
+use crate::client::stack::NodeKind;
 use crate::compile::{Compiled, Limits};
 use crate::run::trace as run_trace;
 use crate::scenario::escape;
@@ -62,14 +64,22 @@ pub fn trace(args: TraceArgs) -> Result<(), String> {
     c.estimate(1, 1, 1, &Limits::default())
         .map_err(|e| e.to_string())?;
     let rows = run_trace(&c, policy, seed).map_err(|e| e.to_string())?;
-    let breakers = c.stacks[policy].breakers.len();
+    let stack = &c.stacks[policy];
+    let breakers = stack.breakers.len();
     let mut header = vec!["request".to_string(), "time".into()];
-    header.extend((0..breakers).map(|i| {
-        if breakers == 1 {
-            "breaker".into()
+    header.extend(stack.breakers.iter().enumerate().map(|(i, &node)| {
+        let mut name = if breakers == 1 {
+            "breaker".to_string()
         } else {
             format!("breaker{}", i + 1)
+        };
+        // A breaker in shadow mode admits every call: its state is a would-be state.
+        if let NodeKind::Breaker { breaker, .. } = &stack.nodes[node as usize].kind
+            && breaker.shadow()
+        {
+            name.push_str("(shadow)");
         }
+        name
     }));
     header.extend(["outcome", "served_by", "attempts", "latency"].map(String::from));
     header.extend(c.ds_names.iter().map(|n| format!("calls:{n}")));

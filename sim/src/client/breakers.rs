@@ -1,30 +1,23 @@
 //! Breakers as the simulator stores them: the smallest core breaker type that fits the config.
 //!
 //! The core's breaker is generic over its window storage and probe slots. A scenario's config is
-//! only known at run time, so [`BreakerSlot`] picks, in order, a breaker with no window (consecutive
-//! failures only, one probe), one with a 64-call count window and four probes, or a boxed
-//! [`AnyWindow<256, 64, 4>`](reliable_core::breaker::AnyWindow) with 16 probes, whichever the core
-//! accepts first. A million per-client breakers of the first kind take tens of megabytes, not
-//! gigabytes. A config none of them fits is reported as a scenario error (the core's message).
+//! only known at run time, so [`BreakerProto`] picks, in order, a breaker with no window
+//! (consecutive failures only, one probe), one with a 64-call count window and four probes, or one
+//! with an [`AnyWindow<256, 64, 4>`](reliable_core::breaker::AnyWindow) and 16 probes, whichever
+//! the core accepts first. Each breaker node of a run keeps its breakers (one shared, or one per
+//! client) in one [`Breakers`] of that type, driven through the core's [`Breaker`] trait: the
+//! storage is chosen once per node, never per call. A million per-client breakers of the first
+//! kind take tens of megabytes, not gigabytes. A config none of them fits is reported as a
+//! scenario error (the core's message).
 
 use reliable_core::breaker::{
     AnyWindow, Breaker, BreakerPolicy, CircuitBreaker, CountWindow, LastTransition, NoWindow,
-    Outcome, Permit, Rejection, Snapshot, State, Transition,
+    Outcome, Permit, Rejection, Transition, Window,
 };
+use std::fmt::Debug;
 use std::sync::Arc;
 
-use reliable_core::{ConfigError, Duration, Instant};
-
-/// A breaker of whichever storage fits its policy.
-#[derive(Clone, Debug)]
-pub enum BreakerSlot {
-    /// Consecutive-failure breakers: no window.
-    Plain(Core<NoWindow, 1>),
-    /// Rate rules over at most 64 calls, up to 4 probes.
-    Count(Core<CountWindow<64>, 4>),
-    /// Anything else the core supports: 256-call count windows or 64-bucket time windows, 16 probes.
-    Any(Box<Core<AnyWindow<256, 64, 4>, 16>>),
-}
+use reliable_core::{ConfigError, Instant};
 
 /// A core breaker sharing its scenario's policy (one `Arc` for all clients), keeping its latest
 /// transition for the caller.
@@ -34,131 +27,125 @@ type Core<W, const P: usize> = CircuitBreaker<Arc<BreakerPolicy>, W, P, LastTran
 /// every run's thread, keeps.
 type Fresh<W, const P: usize> = CircuitBreaker<Arc<BreakerPolicy>, W, P>;
 
+/// One breaker node's breakers in one run (one shared, or one per client), all of the storage
+/// that fits the node's policy. Each call names the breaker and returns the transition it made,
+/// if any.
+pub trait Breakers: Debug {
+    /// Breaker `i` asked for a permit at `now`.
+    fn try_acquire(
+        &mut self,
+        i: usize,
+        now: Instant,
+    ) -> (Result<Permit, Rejection>, Option<Transition>);
+    /// Breaker `i` told how a call it permitted ended.
+    fn record(
+        &mut self,
+        i: usize,
+        permit: Permit,
+        outcome: Outcome,
+        now: Instant,
+    ) -> Option<Transition>;
+    /// Breaker `i`, to read.
+    fn get(&self, i: usize) -> &dyn Breaker;
+    /// How many there are.
+    fn len(&self) -> usize;
+}
+
+/// Every storage's breakers, through the core's trait.
+impl<W: Window + Debug, const P: usize> Breakers for Vec<Core<W, P>> {
+    #[inline]
+    fn try_acquire(
+        &mut self,
+        i: usize,
+        now: Instant,
+    ) -> (Result<Permit, Rejection>, Option<Transition>) {
+        let b = &mut self[i];
+        let decision = Breaker::try_acquire(b, now);
+        (decision, b.observer().take())
+    }
+    #[inline]
+    fn record(
+        &mut self,
+        i: usize,
+        permit: Permit,
+        outcome: Outcome,
+        now: Instant,
+    ) -> Option<Transition> {
+        let b = &mut self[i];
+        Breaker::record(b, permit, outcome, now);
+        b.observer().take()
+    }
+    fn get(&self, i: usize) -> &dyn Breaker {
+        &self[i]
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
 /// A closed breaker for a validated policy, in the storage that fits it: built once when the
 /// scenario is compiled (where a config none of the storages fits is refused), then copied for
-/// each client by [`BreakerProto::instance`], which cannot fail.
+/// each client by [`BreakerProto::instances`], which cannot fail.
 #[derive(Clone, Debug)]
-pub enum BreakerProto {
-    /// See [`BreakerSlot::Plain`].
-    Plain(Fresh<NoWindow, 1>),
-    /// See [`BreakerSlot::Count`].
-    Count(Fresh<CountWindow<64>, 4>),
-    /// See [`BreakerSlot::Any`].
-    Any(Box<Fresh<AnyWindow<256, 64, 4>, 16>>),
+pub struct BreakerProto {
+    fresh: Arc<dyn Prototype>,
+    /// Whether the policy runs in shadow mode ([`BreakerPolicy::shadow`]).
+    shadow: bool,
+}
+
+/// A closed breaker of one storage, to copy.
+trait Prototype: Debug + Send + Sync {
+    /// Copies of it, the `i`-th with its open-time jitter seeded with `seeds[i]`.
+    fn instances(&self, seeds: &mut dyn Iterator<Item = u64>) -> Box<dyn Breakers>;
+    /// Bytes one copy takes.
+    fn bytes(&self) -> usize;
+}
+
+impl<W: Window + Clone + Debug + Send + Sync + 'static, const P: usize> Prototype for Fresh<W, P> {
+    fn instances(&self, seeds: &mut dyn Iterator<Item = u64>) -> Box<dyn Breakers> {
+        let copies: Vec<Core<W, P>> = seeds
+            .map(|seed| {
+                self.clone()
+                    .with_seed(seed)
+                    .observe(LastTransition::default())
+            })
+            .collect();
+        Box::new(copies)
+    }
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Core<W, P>>()
+    }
 }
 
 impl BreakerProto {
     /// The breaker for `policy`, or why no storage fits it.
     pub fn new(policy: BreakerPolicy) -> Result<Self, ConfigError> {
-        let needs_window = policy.needs_window();
+        let (needs_window, shadow) = (policy.needs_window(), policy.shadow());
         let policy = Arc::new(policy);
-        if let Ok(b) = Fresh::<NoWindow, 1>::with_storage(policy.clone())
-            && !needs_window
-        {
-            return Ok(BreakerProto::Plain(b));
-        }
-        if let Ok(b) = Fresh::<CountWindow<64>, 4>::with_storage(policy.clone()) {
-            return Ok(BreakerProto::Count(b));
-        }
-        let b = Fresh::<AnyWindow<256, 64, 4>, 16>::with_storage(policy)?;
-        Ok(BreakerProto::Any(Box::new(b)))
+        let fresh: Arc<dyn Prototype> = match Fresh::<NoWindow, 1>::with_storage(policy.clone()) {
+            Ok(b) if !needs_window => Arc::new(b),
+            _ => match Fresh::<CountWindow<64>, 4>::with_storage(policy.clone()) {
+                Ok(b) => Arc::new(b),
+                Err(_) => Arc::new(Fresh::<AnyWindow<256, 64, 4>, 16>::with_storage(policy)?),
+            },
+        };
+        Ok(BreakerProto { fresh, shadow })
     }
 
-    /// A fresh breaker of this kind, its open-time jitter seeded with `seed`.
-    pub fn instance(&self, seed: u64) -> BreakerSlot {
-        let o = LastTransition::default;
-        match self {
-            BreakerProto::Plain(b) => BreakerSlot::Plain(b.clone().with_seed(seed).observe(o())),
-            BreakerProto::Count(b) => BreakerSlot::Count(b.clone().with_seed(seed).observe(o())),
-            BreakerProto::Any(b) => {
-                BreakerSlot::Any(Box::new((**b).clone().with_seed(seed).observe(o())))
-            }
-        }
+    /// Fresh breakers of this kind, the `i`-th with its open-time jitter seeded with `seeds[i]`.
+    pub fn instances(&self, seeds: impl Iterator<Item = u64>) -> Box<dyn Breakers> {
+        self.fresh.instances(&mut { seeds })
     }
 
-    /// Bytes one instance takes, its boxed part included.
+    /// Bytes one instance takes.
     pub fn bytes(&self) -> usize {
-        let own = std::mem::size_of::<BreakerSlot>();
-        match self {
-            BreakerProto::Plain(_) | BreakerProto::Count(_) => own,
-            BreakerProto::Any(_) => own + std::mem::size_of::<Core<AnyWindow<256, 64, 4>, 16>>(),
-        }
+        self.fresh.bytes()
     }
-}
 
-/// Every call goes to the breaker of whichever storage the slot holds.
-macro_rules! each {
-    ($slot:expr, $b:ident => $e:expr) => {
-        match $slot {
-            BreakerSlot::Plain($b) => $e,
-            BreakerSlot::Count($b) => $e,
-            BreakerSlot::Any($b) => $e,
-        }
-    };
-}
-
-impl BreakerSlot {
-    /// The transition the latest call made, if any (each call replaces it).
-    #[inline]
-    pub fn take_transition(&self) -> Option<Transition> {
-        each!(self, b => b.observer().take())
-    }
-}
-
-/// The simulator drives its breakers through the core's [`Breaker`] trait, like any other user.
-impl Breaker for BreakerSlot {
-    #[inline]
-    fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejection> {
-        each!(self, b => b.try_acquire(now))
-    }
-    #[inline]
-    fn record(&mut self, permit: Permit, outcome: Outcome, now: Instant) {
-        each!(self, b => b.record(permit, outcome, now))
-    }
-    fn record_latency(
-        &mut self,
-        permit: Permit,
-        outcome: Outcome,
-        latency: Duration,
-        now: Instant,
-    ) {
-        each!(self, b => b.record_latency(permit, outcome, latency, now))
-    }
-    fn state(&self, now: Instant) -> State {
-        each!(self, b => b.state(now))
-    }
-    fn retry_after(&self, now: Instant) -> Option<Duration> {
-        each!(self, b => b.retry_after(now))
-    }
-    fn try_acquire_closed(&mut self) -> Option<Permit> {
-        each!(self, b => b.try_acquire_closed())
-    }
-    fn open_until(&mut self, until: Instant, now: Instant) {
-        each!(self, b => b.open_until(until, now))
-    }
-    fn open_for(&mut self, duration: Duration, now: Instant) {
-        each!(self, b => b.open_for(duration, now))
-    }
-    fn half_open(&mut self, now: Instant) -> bool {
-        each!(self, b => b.half_open(now))
-    }
-    fn close(&mut self, now: Instant) {
-        each!(self, b => b.close(now))
-    }
-    fn snapshot(&self, now: Instant) -> Snapshot {
-        each!(self, b => b.snapshot(now))
-    }
-    fn policy(&self) -> &BreakerPolicy {
-        each!(self, b => b.policy())
-    }
-    fn force_open(&mut self, now: Instant) {
-        each!(self, b => b.force_open(now))
-    }
-    fn disable(&mut self, now: Instant) {
-        each!(self, b => b.disable(now))
-    }
-    fn reset(&mut self, now: Instant) {
-        each!(self, b => b.reset(now))
+    /// Whether the policy runs in shadow mode: its breakers admit every call and their
+    /// transitions are would-be transitions.
+    pub fn shadow(&self) -> bool {
+        self.shadow
     }
 }
 
@@ -178,7 +165,8 @@ mod tests {
                 ..BreakerConfig::reliablekit()
             };
             let proto = BreakerProto::new(BreakerPolicy::new(config).unwrap()).unwrap();
-            let mut b = proto.instance(7);
+            assert_eq!(proto.shadow(), shadow);
+            let mut b = proto.instances(std::iter::once(7));
             let (mut refused, mut transitions) = (Vec::new(), Vec::new());
             for i in 0..400u64 {
                 let now = Instant::from_millis(i * 500);
@@ -188,15 +176,16 @@ mod tests {
                 } else {
                     Outcome::Success
                 };
-                match b.try_acquire(now) {
+                let (decision, t) = b.try_acquire(0, now);
+                transitions.extend(t);
+                match decision {
                     Ok(p) if p.is_shadow() => {
                         refused.push(i);
-                        b.record(p, outcome, now);
+                        transitions.extend(b.record(0, p, outcome, now));
                     }
-                    Ok(p) => b.record(p, outcome, now),
+                    Ok(p) => transitions.extend(b.record(0, p, outcome, now)),
                     Err(_) => refused.push(i),
                 }
-                transitions.extend(b.take_transition());
             }
             (refused, transitions)
         };
@@ -209,12 +198,16 @@ mod tests {
     fn picks_the_smallest_storage_that_fits() {
         let build = |c: BreakerConfig| BreakerProto::new(BreakerPolicy::new(c).unwrap()).unwrap();
         let plain = build(BreakerConfig::layered_exercise());
-        assert!(matches!(plain.instance(1), BreakerSlot::Plain(_)));
+        assert_eq!(plain.bytes(), std::mem::size_of::<Core<NoWindow, 1>>());
         let kit = build(BreakerConfig::reliablekit());
-        assert!(matches!(kit.instance(1), BreakerSlot::Count(_)));
+        assert_eq!(kit.bytes(), std::mem::size_of::<Core<CountWindow<64>, 4>>());
         let r4j = build(BreakerConfig::resilience4j());
-        assert!(matches!(r4j.instance(1), BreakerSlot::Any(_)));
+        let any = std::mem::size_of::<Core<AnyWindow<256, 64, 4>, 16>>();
+        assert_eq!(r4j.bytes(), any);
+        assert!(plain.bytes() < kit.bytes() && kit.bytes() < any);
         // 160 bytes of breaker state, and the latest transition kept for the simulator (24).
         assert!(plain.bytes() <= 184, "{}", plain.bytes());
+        let b = plain.instances([1, 2, 3].into_iter());
+        assert_eq!(b.len(), 3);
     }
 }

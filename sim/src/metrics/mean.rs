@@ -15,7 +15,10 @@
 //! The headline figures' 95% intervals across seeds ([`PolicySummary::intervals`]) are here too.
 
 use super::llm::LlmSummary;
-use super::{Amplification, DownstreamSummary, GiveUps, Latency, PolicySummary, Verdict, Verdicts};
+use super::{
+    Amplification, DownstreamSummary, GiveUps, Latency, PolicySummary, ShadowSummary, Verdict,
+    Verdicts,
+};
 use crate::stats;
 
 /// A value that has a mean over the runs of several seeds.
@@ -82,6 +85,19 @@ impl<T: Mean> Mean for Vec<T> {
                 T::mean(&column)
             })
             .collect()
+    }
+}
+
+impl Mean for Option<ShadowSummary> {
+    fn mean(runs: &[&Self]) -> Self {
+        let present: Vec<&ShadowSummary> = runs.iter().filter_map(|x| x.as_ref()).collect();
+        (!present.is_empty()).then(|| ShadowSummary {
+            would_reject: of(&present, |s| &s.would_reject),
+            transitions: of(&present, |s| &s.transitions),
+            opens: of(&present, |s| &s.opens),
+            first_open_s: of(&present, |s| &s.first_open_s),
+            first_reject_s: of(&present, |s| &s.first_reject_s),
+        })
     }
 }
 
@@ -191,6 +207,7 @@ impl Mean for PolicySummary {
             events: of(runs, |s| &s.events),
             downstreams: of(runs, |s| &s.downstreams),
             llm: of(runs, |s| &s.llm),
+            shadow: of(runs, |s| &s.shadow),
         }
     }
 }
@@ -285,6 +302,7 @@ impl PolicySummary {
             events: 0,
             downstreams: Vec::new(),
             llm: None,
+            shadow: None,
         }
     }
 }

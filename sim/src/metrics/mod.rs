@@ -70,7 +70,12 @@
 //!   the gap between `relapse` and `threshold` keeps it from flapping; judging against the
 //!   scheduled rate means a rate step after the fault is not mistaken for a failure to recover.
 //! - **breaker open share** (per bucket): breaker instances whose last transition was to open (or
-//!   forced open), ÷ all breaker instances, at the bucket's end.
+//!   forced open), ÷ all breaker instances, at the bucket's end. A breaker in shadow mode is never
+//!   open here: it admits every call.
+//! - **shadow** (policies with a breaker in shadow mode): the calls such a breaker admitted that it
+//!   would have rejected (`would_reject`), its would-be transitions and openings, and when it
+//!   first would have opened and rejected. They are not counted in `local_rejections`,
+//!   `breaker_transitions` or the open share: the policy sends as it would without the breaker.
 //! - **LLM figures** (tokens, cost, cost wasted, cost per success): see [`llm`].
 
 mod give_up;
@@ -84,5 +89,5 @@ pub use give_up::GiveUps;
 pub use mean::Mean;
 pub use recorder::Bucket;
 pub(crate) use recorder::Recorder;
-pub use summary::{Amplification, DownstreamSummary, Latency, PolicySummary};
+pub use summary::{Amplification, DownstreamSummary, Latency, PolicySummary, ShadowSummary};
 pub use verdict::{Verdict, Verdicts};

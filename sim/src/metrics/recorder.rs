@@ -67,6 +67,21 @@ pub struct DsCounters {
     pub wasted_us: u64,
 }
 
+/// What a policy's breakers in shadow mode would have done in one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ShadowCounters {
+    /// Calls they admitted that they would have rejected.
+    pub would_reject: u64,
+    /// Their would-be state changes.
+    pub transitions: u64,
+    /// Of which openings.
+    pub opens: u64,
+    /// When one first would have opened, ns.
+    pub first_open_ns: Option<u64>,
+    /// When one first would have rejected a call, ns.
+    pub first_reject_ns: Option<u64>,
+}
+
 /// Everything one run records.
 #[derive(Debug)]
 pub struct Recorder {
@@ -96,6 +111,8 @@ pub struct Recorder {
     pub breaker_transitions: u64,
     /// Breakers open now.
     pub breakers_open: u64,
+    /// What breakers in shadow mode would have done, for a policy with one.
+    pub shadow: Option<ShadowCounters>,
     /// Most logical requests in flight at once.
     pub peak_in_flight: u64,
     /// Retry layers that gave up, by the core's reason.
@@ -125,9 +142,27 @@ impl Recorder {
             late_replies: 0,
             breaker_transitions: 0,
             breakers_open: 0,
+            shadow: None,
             peak_in_flight: 0,
             give_ups: super::GiveUps::default(),
             llm: None,
+        }
+    }
+
+    /// A breaker in shadow mode admitted a call at `t` that it would have rejected.
+    pub fn shadow_reject(&mut self, t: u64) {
+        let s = self.shadow.get_or_insert_with(ShadowCounters::default);
+        s.would_reject += 1;
+        s.first_reject_ns.get_or_insert(t);
+    }
+
+    /// A breaker in shadow mode changed state at `t` (an opening if `opens`).
+    pub fn shadow_transition(&mut self, t: u64, opens: bool) {
+        let s = self.shadow.get_or_insert_with(ShadowCounters::default);
+        s.transitions += 1;
+        if opens {
+            s.opens += 1;
+            s.first_open_ns.get_or_insert(t);
         }
     }
 

@@ -142,6 +142,39 @@ pub struct PolicySummary {
     /// Tokens and money, for scenarios with an LLM provider.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub llm: Option<super::llm::LlmSummary>,
+    /// What the policy's breakers in shadow mode would have done, for a policy with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<ShadowSummary>,
+}
+
+/// What a policy's breakers in shadow mode (`shadow: true` in a breaker's config) would have
+/// done: they admit every call, so the policy sends as without them, and report their would-be
+/// decisions here instead of in `local_rejections` and `breaker_transitions`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShadowSummary {
+    /// Calls they admitted that they would have rejected.
+    pub would_reject: u64,
+    /// Their would-be state changes.
+    pub transitions: u64,
+    /// Of which openings.
+    pub opens: u64,
+    /// When one first would have opened, seconds from the start; `null` if none would have.
+    pub first_open_s: Option<f64>,
+    /// When one first would have rejected a call, seconds from the start; `null` if none would
+    /// have.
+    pub first_reject_s: Option<f64>,
+}
+
+impl ShadowSummary {
+    fn new(c: &super::recorder::ShadowCounters) -> Self {
+        ShadowSummary {
+            would_reject: c.would_reject,
+            transitions: c.transitions,
+            opens: c.opens,
+            first_open_s: c.first_open_ns.map(|n| n as f64 / 1e9),
+            first_reject_s: c.first_reject_ns.map(|n| n as f64 / 1e9),
+        }
+    }
 }
 
 /// What [`summarize`] needs besides the recorder.
@@ -492,6 +525,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
             .llm
             .as_ref()
             .map(|c| super::llm::LlmSummary::new(c, total.successes)),
+        shadow: r.shadow.as_ref().map(ShadowSummary::new),
     }
 }
 

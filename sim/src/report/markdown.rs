@@ -92,6 +92,10 @@ pub fn summary_md(
         let _ = writeln!(out, "\n### Tokens and money\n");
         let _ = writeln!(out, "{llm}");
     }
+    if let Some(shadow) = super::shadow::markdown(policies) {
+        let _ = writeln!(out, "\n### Breakers in shadow mode\n");
+        let _ = writeln!(out, "{shadow}");
+    }
 
     if !figures.is_empty() {
         let _ = writeln!(out, "## Plots\n");

@@ -29,6 +29,7 @@ pub mod grid;
 pub(crate) mod json;
 pub(crate) mod llm;
 pub(crate) mod markdown;
+pub(crate) mod shadow;
 pub(crate) mod table;
 mod terminal;
 pub(crate) mod write;

@@ -1,5 +1,5 @@
 //! What `sim run` prints for one scenario: its name and description, the table and the
-//! conclusion, wrapped to the table's width.
+//! conclusion, wrapped to the table's width, and what breakers in shadow mode would have done.
 
 use crate::run::Runs;
 use crate::scenario::{escape, escape_lines};
@@ -42,5 +42,11 @@ pub fn terminal(runs: &Runs<'_>, styled: bool) -> String {
         "\n{}\n\n",
         escape_lines(&super::conclusion::wrap(&text, width))
     ));
+    for line in super::shadow::lines(&policies) {
+        out.push_str(&format!(
+            "{}\n",
+            escape_lines(&super::conclusion::wrap(&line, width))
+        ));
+    }
     out
 }

@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 12] = [
+pub const SHIPPED: [(&str, &str); 13] = [
     (
         "backoff-open-vs-closed.ron",
         include_str!("../../../scenarios/backoff-open-vs-closed.ron"),
@@ -50,5 +50,9 @@ pub const SHIPPED: [(&str, &str); 12] = [
     (
         "partition-heal.ron",
         include_str!("../../../scenarios/partition-heal.ron"),
+    ),
+    (
+        "shadow-rollout.ron",
+        include_str!("../../../scenarios/shadow-rollout.ron"),
     ),
 ];

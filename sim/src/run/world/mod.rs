@@ -9,7 +9,8 @@
 //!
 //! Starting a request *invokes* the outermost node. A `Call` node sends an attempt (a network hop,
 //! then the downstream) and arms its timer; a `Breaker` asks the core's breaker for a permit and
-//! either invokes its inner node or answers at once with a rejection; a `Fallback` invokes its
+//! either invokes its inner node or answers at once with a rejection (in shadow mode the core
+//! gives a shadow permit instead, counted as a would-be rejection, and the call goes on); a `Fallback` invokes its
 //! children in turn. An answer produced at a node travels up through its parents (`World::answer`):
 //! a breaker records the outcome with its permit, a fallback tries its next child on failure, and
 //! the answer that leaves the outermost node finishes the request. Per-request state of each
@@ -19,7 +20,7 @@
 use reliable_core::Duration;
 use reliable_core::retry::RetryState;
 
-use crate::client::breakers::BreakerSlot;
+use crate::client::breakers::Breakers;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
 use crate::client::stack::{NONE, NodeKind};
 use crate::client::{Answer, AnswerKind, CompiledStack};
@@ -189,7 +190,7 @@ pub struct World<'c> {
     net_rng: Vec<Stream>,
     fault_rng: Stream,
     /// Per breaker slot of the stack: one breaker (shared) or one per client.
-    breakers: Vec<Vec<BreakerSlot>>,
+    breakers: Vec<Box<dyn Breakers>>,
     /// Per retry node: one budget (shared) or one per client.
     budgets: Vec<Vec<BudgetSlot>>,
     /// Per throttle node: one throttle (shared) or one per client.
@@ -279,13 +280,10 @@ impl<'c> World<'c> {
                 continue;
             };
             let n = if *scope == Scope::Shared { 1 } else { clients };
-            let mut v = Vec::with_capacity(n as usize);
-            for client in 0..n {
+            breakers.push(breaker.instances((0..n).map(|client| {
                 let key = (u64::from(*slot) << 32) | u64::from(client);
-                let seed = crate::engine::rng::derive(seed, StreamId::Client, key);
-                v.push(breaker.instance(seed));
-            }
-            breakers.push(v);
+                crate::engine::rng::derive(seed, StreamId::Client, key)
+            })));
         }
         let mut budgets = Vec::with_capacity(stack.retries.len());
         for &node in &stack.retries {
@@ -592,6 +590,13 @@ impl<'c> World<'c> {
         let mut m = self.m;
         if self.ds.iter().any(|d| matches!(d, Ds::Llm(_))) {
             m.llm.get_or_insert_with(Default::default);
+        }
+        let shadow = |&n: &u16| match &self.stack.nodes[n as usize].kind {
+            NodeKind::Breaker { breaker, .. } => breaker.shadow(),
+            _ => false,
+        };
+        if self.stack.breakers.iter().any(shadow) {
+            m.shadow.get_or_insert_with(Default::default);
         }
         let mut summary = summarize(&m, &cx);
         summary.peak_in_flight = self.requests.capacity_used() as u64;

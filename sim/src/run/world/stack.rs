@@ -2,7 +2,7 @@
 //! retry wake-ups, and finishing the request (see the [parent module](super) for the overview).
 
 use reliable_core::answer::Refuser;
-use reliable_core::breaker::{Breaker, State, Transition};
+use reliable_core::breaker::{State, Transition};
 use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
 
@@ -35,14 +35,7 @@ impl World<'_> {
             let states = self
                 .breakers
                 .iter()
-                .map(|v| {
-                    let b = if v.len() == 1 {
-                        &v[0]
-                    } else {
-                        &v[client as usize % v.len().max(1)]
-                    };
-                    b.state(now).name()
-                })
+                .map(|v| v.get(client as usize % v.len().max(1)).state(now).name())
                 .collect();
             trace.push(TraceRow {
                 request: id,
@@ -79,7 +72,7 @@ impl World<'_> {
     }
 
     pub(super) fn breaker_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
-        let n = self.breakers.get(slot as usize).map_or(1, Vec::len);
+        let n = self.breakers.get(slot as usize).map_or(1, |b| b.len());
         (slot as usize, self.instance(n, request))
     }
 
@@ -130,16 +123,23 @@ impl World<'_> {
         self.invoke(request, *inner, enclosing.min(attempt_deadline));
     }
 
-    pub(super) fn note_transition(&mut self, t: Option<Transition>) {
-        if let Some(t) = t {
-            self.decide(Decision::Breaker(t));
-            self.m.breaker_transitions += 1;
-            let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
-            if open(t.to) && !open(t.from) {
-                self.m.breakers_open += 1;
-            } else if open(t.from) && !open(t.to) {
-                self.m.breakers_open = self.m.breakers_open.saturating_sub(1);
-            }
+    /// Counts a breaker's transition: a live one's, or, for a breaker in `shadow` mode, a
+    /// would-be transition (which leaves the count of open breakers alone: it sends regardless,
+    /// and it is not a decision of the stack's).
+    pub(super) fn note_transition(&mut self, t: Option<Transition>, shadow: bool) {
+        let Some(t) = t else { return };
+        let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
+        let opens = open(t.to) && !open(t.from);
+        if shadow {
+            self.m.shadow_transition(self.now, opens);
+            return;
+        }
+        self.decide(Decision::Breaker(t));
+        self.m.breaker_transitions += 1;
+        if opens {
+            self.m.breakers_open += 1;
+        } else if open(t.from) && !open(t.to) {
+            self.m.breakers_open = self.m.breakers_open.saturating_sub(1);
         }
     }
 
@@ -201,15 +201,21 @@ impl World<'_> {
                     }
                 }
             }
-            NodeKind::Breaker { slot, inner, .. } => {
+            NodeKind::Breaker {
+                slot,
+                inner,
+                breaker,
+                ..
+            } => {
                 let (s, i) = self.breaker_instance(*slot, request);
                 let now = Instant::from_nanos(self.now);
-                let breaker = &mut self.breakers[s][i];
-                let decision = breaker.try_acquire(now);
-                let transition = breaker.take_transition();
-                self.note_transition(transition);
+                let (decision, transition) = self.breakers[s].try_acquire(i, now);
+                self.note_transition(transition, breaker.shadow());
                 match decision {
                     Ok(permit) => {
+                        if permit.is_shadow() {
+                            self.m.shadow_reject(self.now);
+                        }
                         if let Some(f) = self.frame_mut(request, node) {
                             *f = Frame::Permit(permit);
                         }
@@ -281,7 +287,7 @@ impl World<'_> {
                 return;
             }
             match &stack.nodes[parent as usize].kind {
-                NodeKind::Breaker { slot, .. } => {
+                NodeKind::Breaker { slot, breaker, .. } => {
                     let frame = self
                         .frame_mut(request, parent)
                         .map(std::mem::take)
@@ -289,10 +295,9 @@ impl World<'_> {
                     if let Frame::Permit(permit) = frame {
                         let outcome = ans.breaker_outcome();
                         let (s, i) = self.breaker_instance(*slot, request);
-                        let breaker = &mut self.breakers[s][i];
-                        breaker.record(permit, outcome, Instant::from_nanos(self.now));
-                        let t = breaker.take_transition();
-                        self.note_transition(t);
+                        let now = Instant::from_nanos(self.now);
+                        let t = self.breakers[s].record(i, permit, outcome, now);
+                        self.note_transition(t, breaker.shadow());
                     }
                 }
                 NodeKind::Retry { policy, slot, .. } => {

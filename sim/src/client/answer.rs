@@ -125,6 +125,19 @@ impl AnswerKind {
     pub fn accepted(self) -> bool {
         self.core(Duration::ZERO).accepted()
     }
+
+    /// What a concurrency limit reads from this answer: a success is a latency sample; an answer
+    /// the core's table does not count as accepted by the downstream (a timeout, a 429 or 503) is
+    /// a drop, the sign of overload; a local refusal never reached it and a served error says
+    /// nothing about load, so both are ignored (as Netflix's limiters' `onIgnore`).
+    pub fn limit_completion(self) -> reliable_core::limit::Completion {
+        use reliable_core::limit::Completion;
+        match (self, self.accepted()) {
+            (AnswerKind::Ok, _) => Completion::Success,
+            (AnswerKind::Rejected, _) | (_, true) => Completion::Ignored,
+            (_, false) => Completion::Dropped,
+        }
+    }
 }
 
 impl Answer {

@@ -191,6 +191,7 @@ impl Mean for PolicySummary {
             events: of(runs, |s| &s.events),
             downstreams: of(runs, |s| &s.downstreams),
             llm: of(runs, |s| &s.llm),
+            extra: of(runs, |s| &s.extra),
         }
     }
 }
@@ -285,6 +286,7 @@ impl PolicySummary {
             events: 0,
             downstreams: Vec::new(),
             llm: None,
+            extra: None,
         }
     }
 }

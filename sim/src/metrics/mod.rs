@@ -72,7 +72,9 @@
 //! - **breaker open share** (per bucket): breaker instances whose last transition was to open (or
 //!   forced open), ÷ all breaker instances, at the bucket's end.
 //! - **LLM figures** (tokens, cost, cost wasted, cost per success): see [`llm`].
+//! - **Hedges, extra attempts by kind, limits and admitted concurrency**: see [`extra`].
 
+pub mod extra;
 mod give_up;
 pub mod llm;
 mod mean;

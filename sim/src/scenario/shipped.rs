@@ -2,7 +2,11 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 12] = [
+pub const SHIPPED: [(&str, &str); 15] = [
+    (
+        "adaptive-limits.ron",
+        include_str!("../../../scenarios/adaptive-limits.ron"),
+    ),
     (
         "backoff-open-vs-closed.ron",
         include_str!("../../../scenarios/backoff-open-vs-closed.ron"),
@@ -28,6 +32,10 @@ pub const SHIPPED: [(&str, &str); 12] = [
         include_str!("../../../scenarios/failure-rate-sweep.ron"),
     ),
     (
+        "hedging-storm.ron",
+        include_str!("../../../scenarios/hedging-storm.ron"),
+    ),
+    (
         "jitter-contention.ron",
         include_str!("../../../scenarios/jitter-contention.ron"),
     ),
@@ -50,5 +58,9 @@ pub const SHIPPED: [(&str, &str); 12] = [
     (
         "partition-heal.ron",
         include_str!("../../../scenarios/partition-heal.ron"),
+    ),
+    (
+        "tail-at-scale.ron",
+        include_str!("../../../scenarios/tail-at-scale.ron"),
     ),
 ];

@@ -2,7 +2,8 @@
 //!
 //! - **hedges sent**: copies a `Hedge` layer sent after the first (each is also an attempt after
 //!   the first, so `retries` counts it too); **hedge share**: hedges sent ÷ first tries.
-//! - **hedges won**: hedged calls whose answer came from a hedge rather than the first copy.
+//! - **hedges won**: hedged calls whose answer came from a hedge rather than the first copy (a
+//!   call whose copies all timed out was won by nobody).
 //! - **copies cancelled**: copies still out when their call was answered, cancelled then: their
 //!   attempts end (no latency is recorded for them), and a server with `cancel_abandoned` drops
 //!   those still queued (one already in service runs to its end, as wasted work).

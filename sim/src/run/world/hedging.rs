@@ -247,12 +247,11 @@ impl World<'_> {
                 self.ledgers[l][li].settle(draw, now);
             }
         }
-        if let Some((k, sent)) = winner {
-            if ans.kind != AnswerKind::Timeout {
-                let (h, i) = self.instance_of(&self.hedgers, *slot, request);
-                let latency = Duration::from_nanos(self.now.saturating_sub(sent));
-                self.hedgers[h][i].record(latency);
-            }
+        // A timeout is nobody's win, and no latency.
+        if let Some((k, sent)) = winner.filter(|_| ans.kind != AnswerKind::Timeout) {
+            let (h, i) = self.instance_of(&self.hedgers, *slot, request);
+            let latency = Duration::from_nanos(self.now.saturating_sub(sent));
+            self.hedgers[h][i].record(latency);
             if k > 0
                 && let Some(e) = &mut self.m.extra
             {

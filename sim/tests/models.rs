@@ -595,3 +595,34 @@ fn retries_draw_from_the_enclosing_ledger() {
         s.first_tries
     );
 }
+
+/// Probes of a half-open breaker inside a ledger draw from it: with nothing in the ledger, every
+/// probe is refused locally and none reaches the server; without the ledger they go.
+#[test]
+fn probes_draw_from_the_enclosing_ledger() {
+    let breaker = r#"Breaker(config: (failure_rate: 0.5, minimum_calls: 10, window: Count(calls: 20),
+        open: (duration: "2s", growth: 1.0, max: "2s", jitter: 0.0),
+        half_open: (max_in_flight: 1, rule: Consecutive(successes: 2), probe_timeout: "1s")),
+        inner: Call(downstream: "q", timeout: "1s"))"#;
+    let s = summaries(&format!(
+        r#"Scenario(
+            name: "ledger-probes", horizon: "20s", seed: 5,
+            workload: OpenLoop(rate: 100.0, clients: 1),
+            downstreams: [(name: "q", model: Server(workers: 10, service: Constant("5ms")))],
+            faults: [ErrorRate(downstream: "q", from: "1s", until: "5s", rate: 1.0)],
+            policies: [
+                (name: "ledger", stack: Ledger(config: (ratio: 0.0, min_per_sec: 0), inner: {breaker})),
+                (name: "plain", stack: Limit(config: (rule: Fixed, initial: 1000, min: 1000, max: 1000),
+                    inner: {breaker})),
+            ],
+        )"#
+    ));
+    let e = s[0].extra.as_ref().unwrap();
+    let l = e.ledger.unwrap();
+    assert_eq!(e.extra_sent.probe, 0);
+    assert!(l.denied.probe > 0, "{l:?}");
+    assert_eq!(l.drawn.probe, 0);
+    let plain = s[1].extra.as_ref().unwrap();
+    assert!(plain.extra_sent.probe > 0, "{plain:?}");
+    assert!(s[1].success_rate > s[0].success_rate);
+}

@@ -4,7 +4,7 @@
 //! .., stack: ..)]`) parse into it, and `reliable` loads the same text into a `Reliable` or a tower
 //! `ReliableLayer`, so a policy tried in the simulator ships unchanged. Every layer holds the
 //! core's own config ([`BreakerConfig`], [`RetryConfig`], [`BudgetConfig`], [`ThrottleConfig`],
-//! [`SpendConfig`]); durations are written as text (`"250ms"`, `"1s"`).
+//! [`SpendConfig`], and the hedging, ledger and limiter configs); durations are written as text (`"250ms"`, `"1s"`).
 //!
 //! Only with the `policy` feature (which turns on `serde` and needs `alloc`: a stack nests and
 //! names things); the core's default build stays allocation-free.
@@ -110,6 +110,56 @@ pub enum Layer<D> {
     },
     /// Tries each layer in order until one succeeds.
     Fallback(Vec<Layer<D>>),
+    /// Hedged requests (the core's [`Hedger`](crate::hedge::Hedger)): when the call
+    /// inside has been out longer than the delay (fixed, or a quantile of recent latencies), send
+    /// another copy, up to `max_hedges`; the first answer to come back, success or failure, is the
+    /// call's answer and the other copies are cancelled (their attempts end; a server drops their
+    /// queued jobs when it has `cancel_abandoned`, and finishes those already in service). `inner`
+    /// must be a `Call`. Inside a `Ledger`, each hedge draws from it.
+    Hedge {
+        /// The core's hedging config: `(delay: Quantile(), max_hedges: 1)` or
+        /// `(delay: Fixed("10ms"), max_hedges: 1)`.
+        config: crate::hedge::HedgeConfig,
+        /// Whether the call may be sent twice. Only idempotent calls are hedged: the scenario
+        /// must say so. Default false (never hedged).
+        #[serde(default)]
+        idempotent: bool,
+        /// One latency estimate per client (default) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// The hedged call.
+        inner: Box<Layer<D>>,
+    },
+    /// One ledger for every extra attempt inside it (the core's
+    /// [`ExtraLedger`](crate::ledger::ExtraLedger)): each logical request entering it
+    /// deposits `ratio`; retries of `Retry` layers without a budget of their own, hedges of
+    /// `Hedge` layers and probes of half-open `Breaker`s inside it each withdraw one, or are
+    /// refused locally. Put it outside any `Retry`: inside one, every retry would count as a
+    /// first try.
+    Ledger {
+        /// The core's ratio budget config: `(ratio: 0.1, min_per_sec: 10, ttl: "10s")`.
+        config: crate::budget::RatioConfig,
+        /// One ledger per client (default) or one shared by all clients.
+        #[serde(default)]
+        scope: Scope,
+        /// What draws from it.
+        inner: Box<Layer<D>>,
+    },
+    /// A concurrency limit (the core's [`Limiter`](crate::limit::Limiter)): a static
+    /// bulkhead or an adaptive limit (AIMD, gradient) that admits a call while fewer than the
+    /// limit are in flight through it, and refuses locally otherwise. An answer moves the limit as
+    /// the rule says: a success is a latency sample, a timeout or an overload answer (429, 503)
+    /// is a drop, anything else (a local refusal, a served error) is ignored.
+    Limit {
+        /// The core's limiter config: `(rule: Aimd(backoff: 0.9, increase: 1), initial: 20,
+        /// min: 1, max: 200)`.
+        config: crate::limit::LimiterConfig,
+        /// One limiter per client or one shared by all clients. Default: per client.
+        #[serde(default)]
+        scope: Scope,
+        /// What it admits calls to.
+        inner: Box<Layer<D>>,
+    },
     /// An LLM client around `inner` (which calls the `LlmProvider` named `downstream`): with
     /// `signals`, money-limit answers are read from the body and never retried (without it a money
     /// 429 looks like any 429, as to an SDK); with `spend`, each attempt reserves input +

@@ -303,6 +303,11 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
                 "the Llm layer cannot be emulated: the emulator's server implements the Server model only, not an LLM provider".into(),
             );
         }
+        Layer::Hedge { .. } | Layer::Ledger { .. } | Layer::Limit { .. } => {
+            return Err(
+                "the Hedge, Ledger and Limit layers cannot be emulated yet: the `reliable` crate has no hedging, ledger or limiter layers to run them with".into(),
+            );
+        }
         Layer::Call {
             downstream,
             timeout,

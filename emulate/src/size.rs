@@ -39,8 +39,13 @@ pub struct Size {
 fn attempts(l: &Layer) -> f64 {
     match l {
         Layer::Call { .. } => 1.0,
-        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } | Layer::Llm { inner, .. } => {
-            attempts(inner)
+        Layer::Breaker { inner, .. }
+        | Layer::Throttle { inner, .. }
+        | Layer::Llm { inner, .. }
+        | Layer::Ledger { inner, .. }
+        | Layer::Limit { inner, .. } => attempts(inner),
+        Layer::Hedge { config, inner, .. } => {
+            (f64::from(config.max_hedges) + 1.0) * attempts(inner)
         }
         Layer::Retry { policy, inner, .. } => {
             f64::from(policy.max_attempts.unwrap_or(u32::MAX)) * attempts(inner)
@@ -52,9 +57,12 @@ fn attempts(l: &Layer) -> f64 {
 fn timeouts(l: &Layer, out: &mut Vec<u64>) {
     match l {
         Layer::Call { timeout, .. } => out.extend(timeout.map(|t| t.as_nanos())),
-        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } | Layer::Llm { inner, .. } => {
-            timeouts(inner, out)
-        }
+        Layer::Breaker { inner, .. }
+        | Layer::Throttle { inner, .. }
+        | Layer::Llm { inner, .. }
+        | Layer::Hedge { inner, .. }
+        | Layer::Ledger { inner, .. }
+        | Layer::Limit { inner, .. } => timeouts(inner, out),
         Layer::Retry { policy, inner, .. } => {
             out.extend(policy.attempt_timeout.map(|t| t.as_nanos()));
             timeouts(inner, out);

@@ -136,16 +136,20 @@ pub fn finish(
         ds_names: &c.ds_names,
         register: vec![None; c.ds_names.len()],
         scheduled,
+        ledger: None,
+        limited: false,
     };
     let mut summary = summarize(&rec, &cx);
     summary.peak_in_flight = peak_in_flight;
     RunOutput {
         summary,
         latency_curve: percentile_curve(&rec.latency),
+        far_tail: Vec::new(),
         buckets: rec.buckets,
         trace: None,
         peak_events: 0,
         peak_requests: peak_in_flight as usize,
         peak_attempts: 0,
+        limits: Vec::new(),
     }
 }

@@ -227,6 +227,76 @@ fn semantic_errors_point_at_the_field() {
         ),
         (
             scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Hedge(config: (delay: Fixed(\"0s\"), max_hedges: 1), idempotent: true, inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.config.delay", "zero"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Hedge(config: (delay: Fixed(\"5ms\"), max_hedges: 9), idempotent: true, inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.config.max_hedges", "at most 8"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Hedge(config: (delay: Quantile(), max_hedges: 1), idempotent: true, inner: Retry(policy: (backoff: (shape: Constant(delay: \"0s\"))), inner: Call(downstream: \"api\"))))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.inner", "expected `inner: Call(...)`"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Retry(policy: (backoff: (shape: Constant(delay: \"0s\"))), inner: Ledger(config: (ratio: 0.1, min_per_sec: 0), inner: Call(downstream: \"api\"))))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.inner", "outside the Retry"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Ledger(config: (ratio: 0.1, min_per_sec: 0, ttl: \"100ms\"), inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.config.ttl"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Limit(config: (rule: Aimd(backoff: 1.5, increase: 1), initial: 10, min: 1, max: 100), inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.config.rule.backoff"],
+        ),
+        (
+            scenario(
+                OPEN,
+                SERVER,
+                "",
+                "(name: \"p\", stack: Limit(config: (rule: Fixed, initial: 0, min: 0, max: 0), inner: Call(downstream: \"api\")))",
+            ),
+            "bad.ron:7:",
+            &["policies[0].stack.config.min"],
+        ),
+        (
+            scenario(
                 "ClosedLoop(clients: 3)",
                 SERVER,
                 "LoadSpike(from: \"1s\", until: \"2s\", factor: 2.0)",

@@ -491,3 +491,138 @@ fn verdicts_for_faults_at_the_edges_of_the_run() {
     assert_eq!(from_zero[0].baseline_goodput_per_s, None);
     assert!(from_zero[0].success_rate > 0.95);
 }
+
+/// Hedging, the ledger and a limit on a mostly-fast server with rare slow calls: every count adds
+/// up, a hedge is only sent for a call marked idempotent, a spent ledger refuses hedges and a
+/// bulkhead never admits more than its size.
+#[test]
+fn hedges_ledger_and_limits_add_up() {
+    let s = summaries(
+        r#"Scenario(
+            name: "hedges", horizon: "20s", seed: 7,
+            workload: OpenLoop(rate: 500.0, clients: 10),
+            downstreams: [(name: "q", model: Server(workers: 50, cancel_abandoned: true,
+                service: Bimodal(slow_share: 0.05, fast: Constant("2ms"), slow: Constant("200ms"))))],
+            policies: [
+                (name: "plain", stack: Call(downstream: "q")),
+                (name: "hedged", stack: Hedge(config: (delay: Fixed("10ms"), max_hedges: 2),
+                    idempotent: true, inner: Call(downstream: "q"))),
+                (name: "not idempotent", stack: Hedge(config: (delay: Fixed("10ms"), max_hedges: 2),
+                    inner: Call(downstream: "q"))),
+                (name: "no budget", stack: Ledger(config: (ratio: 0.0, min_per_sec: 0),
+                    inner: Hedge(config: (delay: Fixed("10ms"), max_hedges: 2), idempotent: true,
+                        inner: Call(downstream: "q")))),
+                (name: "ledger", stack: Ledger(config: (ratio: 0.02, min_per_sec: 0),
+                    inner: Hedge(config: (delay: Fixed("10ms"), max_hedges: 2), idempotent: true,
+                        inner: Call(downstream: "q")))),
+                (name: "bulkhead", stack: Limit(config: (rule: Fixed, initial: 3, min: 3, max: 3),
+                    scope: Shared, inner: Call(downstream: "q"))),
+            ],
+        )"#,
+    );
+    let [plain, hedged, not_idem, no_budget, ledger, bulkhead] = &s[..] else {
+        panic!("six policies")
+    };
+    assert!(plain.extra.is_none());
+    let e = hedged.extra.as_ref().unwrap();
+    // 5% of calls are slow: about that many get a first hedge, and 5% of those a second.
+    assert!(
+        (e.hedge_share - 0.0525).abs() < 0.01,
+        "hedge share {}",
+        e.hedge_share
+    );
+    assert_eq!(hedged.attempts, hedged.first_tries + e.hedges_sent);
+    assert_eq!(e.extra_sent.hedge, e.hedges_sent);
+    assert_eq!(e.extra_sent.retry, 0);
+    // A hedge of a slow call wins nearly always; every loser still out is cancelled.
+    assert!(e.hedges_won as f64 > 0.9 * e.hedges_sent as f64 / 1.05);
+    assert!(e.hedges_won <= e.hedges_sent);
+    assert!(e.copies_cancelled >= e.hedges_won);
+    assert!(
+        hedged.latency_ms.p99 < 20.0 && plain.latency_ms.p99 >= 200.0,
+        "p99 {} vs {}",
+        hedged.latency_ms.p99,
+        plain.latency_ms.p99
+    );
+    let e = not_idem.extra.as_ref().unwrap();
+    assert_eq!(
+        (e.hedges_sent, not_idem.attempts),
+        (0, not_idem.first_tries)
+    );
+    let e = no_budget.extra.as_ref().unwrap();
+    assert_eq!(e.hedges_sent, 0);
+    assert!(e.hedges_refused > 0);
+    assert_eq!(e.ledger.unwrap().denied.hedge, e.hedges_refused);
+    // A 2% ledger: hedges at most 2% of first tries over any 10 s window.
+    let e = ledger.extra.as_ref().unwrap();
+    assert!(e.hedges_sent > 0 && e.hedges_refused > 0);
+    assert!(
+        e.hedges_sent as f64 <= 0.02 * ledger.first_tries as f64 + 1.0,
+        "{} hedges for {} first tries",
+        e.hedges_sent,
+        ledger.first_tries
+    );
+    assert_eq!(e.ledger.unwrap().drawn.hedge, e.hedges_sent);
+    let e = bulkhead.extra.as_ref().unwrap();
+    assert_eq!(e.limit_mean, Some(3.0));
+    assert!(e.admitted_mean.unwrap() <= 3.0 && e.admitted_mean.unwrap() > 0.5);
+    assert!(e.limit_refusals > 0);
+    assert_eq!(bulkhead.local_rejections, e.limit_refusals);
+}
+
+/// Retries without a budget of their own inside a ledger draw from it, as retries.
+#[test]
+fn retries_draw_from_the_enclosing_ledger() {
+    let s = summaries(
+        r#"Scenario(
+            name: "ledger-retries", horizon: "20s", seed: 3,
+            workload: OpenLoop(rate: 200.0, clients: 10),
+            downstreams: [(name: "q", model: Server(workers: 10, service: Constant("5ms"), error_rate: 0.5))],
+            policies: [(name: "ledger", stack: Ledger(config: (ratio: 0.1, min_per_sec: 0),
+                inner: Retry(policy: (max_attempts: 4, backoff: (shape: Constant(delay: "0s"))),
+                    inner: Call(downstream: "q"))))],
+        )"#,
+    );
+    let s = &s[0];
+    let e = s.extra.as_ref().unwrap();
+    let l = e.ledger.unwrap();
+    assert_eq!(l.drawn.retry, s.retries);
+    assert!(l.denied.retry > 0);
+    assert!(
+        (s.retries as f64) <= 0.1 * s.first_tries as f64 + 1.0,
+        "{} retries for {} first tries",
+        s.retries,
+        s.first_tries
+    );
+}
+
+/// Probes of a half-open breaker inside a ledger draw from it: with nothing in the ledger, every
+/// probe is refused locally and none reaches the server; without the ledger they go.
+#[test]
+fn probes_draw_from_the_enclosing_ledger() {
+    let breaker = r#"Breaker(config: (failure_rate: 0.5, minimum_calls: 10, window: Count(calls: 20),
+        open: (duration: "2s", growth: 1.0, max: "2s", jitter: 0.0),
+        half_open: (max_in_flight: 1, rule: Consecutive(successes: 2), probe_timeout: "1s")),
+        inner: Call(downstream: "q", timeout: "1s"))"#;
+    let s = summaries(&format!(
+        r#"Scenario(
+            name: "ledger-probes", horizon: "20s", seed: 5,
+            workload: OpenLoop(rate: 100.0, clients: 1),
+            downstreams: [(name: "q", model: Server(workers: 10, service: Constant("5ms")))],
+            faults: [ErrorRate(downstream: "q", from: "1s", until: "5s", rate: 1.0)],
+            policies: [
+                (name: "ledger", stack: Ledger(config: (ratio: 0.0, min_per_sec: 0), inner: {breaker})),
+                (name: "plain", stack: Limit(config: (rule: Fixed, initial: 1000, min: 1000, max: 1000),
+                    inner: {breaker})),
+            ],
+        )"#
+    ));
+    let e = s[0].extra.as_ref().unwrap();
+    let l = e.ledger.unwrap();
+    assert_eq!(e.extra_sent.probe, 0);
+    assert!(l.denied.probe > 0, "{l:?}");
+    assert_eq!(l.drawn.probe, 0);
+    let plain = s[1].extra.as_ref().unwrap();
+    assert!(plain.extra_sent.probe > 0, "{plain:?}");
+    assert!(s[1].success_rate > s[0].success_rate);
+}

@@ -510,6 +510,12 @@ fn route<D>(
                     "a Fallback inside another layer: expected Fallback only outermost (one route per branch)",
                 );
             }
+            Layer::Hedge { .. } | Layer::Ledger { .. } | Layer::Limit { .. } => {
+                return refuse(
+                    &path,
+                    "hedging, the ledger and concurrency limits are not loaded from a policy file yet: set them with Builder::hedge, Builder::ledger and Builder::limit (or the tower HedgeLayer, SharedLedger and ConcurrencyLimitLayer)",
+                );
+            }
         }
     }
 }
@@ -522,6 +528,9 @@ fn has_retry<D>(mut layer: &reliable_core::policy::Layer<D>) -> bool {
             Layer::Retry { .. } => return true,
             Layer::Breaker { inner, .. }
             | Layer::Throttle { inner, .. }
+            | Layer::Hedge { inner, .. }
+            | Layer::Ledger { inner, .. }
+            | Layer::Limit { inner, .. }
             | Layer::Llm { inner, .. } => inner,
             Layer::Call { .. } | Layer::Fallback(_) => return false,
         }

@@ -117,10 +117,14 @@ fn run_one(args: &RunArgs, c: &Compiled, seeds: &[u64]) -> Result<(), String> {
         );
         outln!();
     }
+    let mut stems = report::FIGURES.to_vec();
+    if runs.results.iter().any(|r| !r.output.limits.is_empty()) {
+        stems.extend(["concurrency", "limit"]);
+    }
     outln!(
         "wrote {}: summary.md (open it first), summary.json, timeseries.csv, and {} as SVG and PNG",
         escape(&dir.display().to_string()),
-        report::FIGURES.join(", ")
+        stems.join(", ")
     );
     Ok(())
 }

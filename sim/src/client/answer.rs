@@ -162,4 +162,10 @@ impl Answer {
     pub fn accepted(&self) -> bool {
         self.core().accepted()
     }
+
+    /// What a concurrency limit reads from it (the core's table's limit column): a success is a
+    /// latency sample, overload and timeouts are drops, anything else is ignored.
+    pub fn limit_completion(&self) -> reliable_core::limit::Completion {
+        reliable_core::limit::Completion::of(self.error_class())
+    }
 }

@@ -14,11 +14,25 @@ use reliable_core::throttle::ThrottlePolicy;
 
 use crate::client::breakers::BreakerProto;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
+use crate::client::ledgers::LedgerSlot;
 use crate::model::Sampler;
 use crate::scenario::{Checker, Layer, Path, ScenarioError, Scope};
 
 /// Deepest nesting of layers.
 const MAX_DEPTH: usize = 64;
+
+/// Most hedges a `Hedge` layer may send per call (each copy in flight holds a slot in every
+/// request's frame of copies).
+pub const MAX_HEDGES: u32 = 8;
+
+/// What encloses a layer being compiled.
+#[derive(Clone, Copy, Debug, Default)]
+struct Within {
+    /// The innermost enclosing ledger's slot.
+    ledger: Option<u16>,
+    /// Whether a retry layer encloses it.
+    retry: bool,
+}
 
 /// What [`CompiledStack::add`] needs besides the layer.
 struct Cx<'a, 'c> {
@@ -86,6 +100,8 @@ pub enum NodeKind {
         inner: u16,
         /// Index among the stack's breakers (state storage and trace columns).
         slot: u16,
+        /// The enclosing ledger's slot, which probes of the half-open breaker draw from.
+        ledger: Option<u16>,
     },
     /// A retry policy, with a budget.
     Retry {
@@ -100,6 +116,9 @@ pub enum NodeKind {
         inner: u16,
         /// Index among the stack's budgets.
         slot: u16,
+        /// The enclosing ledger's slot, which retries draw from when the layer has no budget of
+        /// its own.
+        ledger: Option<u16>,
     },
     /// Adaptive throttling.
     Throttle {
@@ -111,6 +130,49 @@ pub enum NodeKind {
         /// The protected layer.
         inner: u16,
         /// Index among the stack's throttles.
+        slot: u16,
+    },
+    /// Hedged calls.
+    Hedge {
+        /// A fresh hedger (no latency recorded) for the validated policy; each client (or the
+        /// shared scope) starts from a copy.
+        hedger: reliable_core::hedge::Hedger,
+        /// Whether the call is marked idempotent.
+        idempotent: bool,
+        /// Per client or shared latency estimate.
+        scope: Scope,
+        /// The hedged `Call` node.
+        inner: u16,
+        /// Index among the stack's hedgers.
+        slot: u16,
+        /// The enclosing ledger's slot, which hedges draw from.
+        ledger: Option<u16>,
+        /// Offset of this layer's copies in a request's copies (see [`CompiledStack::copies`]);
+        /// it has `max_hedges + 1`.
+        copies: u16,
+    },
+    /// A ledger of extra attempts.
+    Ledger {
+        /// A fresh ledger for the validated config; each client (or the shared scope) starts
+        /// from a copy.
+        ledger: LedgerSlot,
+        /// Per client or shared.
+        scope: Scope,
+        /// What draws from it.
+        inner: u16,
+        /// Index among the stack's ledgers.
+        slot: u16,
+    },
+    /// A concurrency limit.
+    Limit {
+        /// A fresh limiter for the validated policy; each client (or the shared scope) starts
+        /// from a copy.
+        limiter: reliable_core::limit::Limiter,
+        /// Per client or shared.
+        scope: Scope,
+        /// What it admits calls to.
+        inner: u16,
+        /// Index among the stack's limiters.
         slot: u16,
     },
     /// Try each child in turn until one succeeds.
@@ -159,6 +221,14 @@ pub struct CompiledStack {
     pub per_client_bytes: u64,
     /// The LLM nodes, in stack order.
     pub llms: Vec<u16>,
+    /// The hedge nodes, in stack order.
+    pub hedges: Vec<u16>,
+    /// The ledger nodes, in stack order.
+    pub ledgers: Vec<u16>,
+    /// The limit nodes, in stack order.
+    pub limits: Vec<u16>,
+    /// Hedge copies each logical request may have in flight: `max_hedges + 1` per hedge node.
+    pub copies: usize,
 }
 
 impl CompiledStack {
@@ -181,6 +251,10 @@ impl CompiledStack {
             throttles: Vec::new(),
             per_client_bytes: 0,
             llms: Vec::new(),
+            hedges: Vec::new(),
+            ledgers: Vec::new(),
+            limits: Vec::new(),
+            copies: 0,
         };
         let cx = Cx {
             ds_index,
@@ -188,7 +262,7 @@ impl CompiledStack {
             stack: at,
             max_layers,
         };
-        s.add(layer, NONE, &cx, at.clone(), 0)?;
+        s.add(layer, NONE, &cx, at.clone(), 0, Within::default())?;
         for i in 0..s.nodes.len() {
             s.nodes[i].served_by = s.label_path(i as u16);
         }
@@ -202,6 +276,7 @@ impl CompiledStack {
         cx: &Cx<'_, '_>,
         at: Path,
         depth: usize,
+        within: Within,
     ) -> Result<u16, ScenarioError> {
         if depth > MAX_DEPTH || self.nodes.len() >= cx.max_layers.min(usize::from(NONE - 1)) {
             return Err(cx.c.fail(
@@ -265,12 +340,13 @@ impl CompiledStack {
                 self.nodes[id as usize].frame = self.next_frame();
                 let slot = self.breakers.len() as u16;
                 self.breakers.push(id);
-                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
                 NodeKind::Breaker {
                     breaker,
                     scope: *scope,
                     inner,
                     slot,
+                    ledger: within.ledger,
                 }
             }
             Layer::Retry {
@@ -284,6 +360,7 @@ impl CompiledStack {
                 }
                 let policy = RetryPolicy::new(*policy)
                     .map_err(|e| cx.c.config_error(&at.field("policy"), e))?;
+                let ledger = within.ledger.filter(|_| budget.is_none());
                 let budget = match budget {
                     Some(b) => {
                         let bp = at.field("budget");
@@ -299,13 +376,18 @@ impl CompiledStack {
                 self.nodes[id as usize].frame = self.next_frame();
                 let slot = self.retries.len() as u16;
                 self.retries.push(id);
-                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
+                let inner_within = Within {
+                    retry: true,
+                    ..within
+                };
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, inner_within)?;
                 NodeKind::Retry {
                     policy,
                     budget,
                     scope: *budget_scope,
                     inner,
                     slot,
+                    ledger,
                 }
             }
             Layer::Throttle {
@@ -319,7 +401,7 @@ impl CompiledStack {
                 self.per_client(*scope, throttle.bytes());
                 let slot = self.throttles.len() as u16;
                 self.throttles.push(id);
-                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
                 NodeKind::Throttle {
                     throttle,
                     scope: *scope,
@@ -361,12 +443,103 @@ impl CompiledStack {
                 self.nodes[id as usize].frame = self.next_frame();
                 let slot = self.llms.len() as u16;
                 self.llms.push(id);
-                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1)?;
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
                 NodeKind::Llm {
                     ds,
                     signals: *signals,
                     spend,
                     proactive: *proactive,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
+            Layer::Hedge {
+                config,
+                idempotent,
+                scope,
+                inner,
+            } => {
+                let cp = at.field("config");
+                let policy = reliable_core::hedge::HedgePolicy::new(*config)
+                    .map_err(|e| cx.c.config_error(&cp, e))?;
+                if policy.max_hedges() > MAX_HEDGES {
+                    return Err(cx.c.fail(
+                        &cp.field("max_hedges"),
+                        format!(
+                            "{} hedges per call: expected at most {MAX_HEDGES}",
+                            policy.max_hedges()
+                        ),
+                    ));
+                }
+                if !matches!(**inner, Layer::Call { .. }) {
+                    return Err(cx.c.fail(
+                        &at.field("inner"),
+                        "a Hedge sends copies of one call: expected `inner: Call(...)`",
+                    ));
+                }
+                let hedger = reliable_core::hedge::Hedger::new(policy);
+                self.per_client(*scope, std::mem::size_of_val(&hedger));
+                self.nodes[id as usize].frame = self.next_frame();
+                let slot = self.hedges.len() as u16;
+                self.hedges.push(id);
+                let copies = self.copies as u16;
+                self.copies += policy.max_hedges() as usize + 1;
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
+                NodeKind::Hedge {
+                    hedger,
+                    idempotent: *idempotent,
+                    scope: *scope,
+                    inner,
+                    slot,
+                    ledger: within.ledger,
+                    copies,
+                }
+            }
+            Layer::Ledger {
+                config,
+                scope,
+                inner,
+            } => {
+                let cp = at.field("config");
+                if within.retry {
+                    return Err(cx.c.fail(
+                        &at,
+                        "a Ledger inside a Retry counts every retry as a first try: expected the Ledger outside the Retry",
+                    ));
+                }
+                let ledger = LedgerSlot::new(*config).map_err(|e| cx.c.config_error(&cp, e))?;
+                self.per_client(*scope, ledger.bytes());
+                let slot = self.ledgers.len() as u16;
+                self.ledgers.push(id);
+                let inner_within = Within {
+                    ledger: Some(slot),
+                    ..within
+                };
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, inner_within)?;
+                NodeKind::Ledger {
+                    ledger,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
+            Layer::Limit {
+                config,
+                scope,
+                inner,
+            } => {
+                let cp = at.field("config");
+                let policy = reliable_core::limit::LimiterPolicy::new(*config)
+                    .map_err(|e| cx.c.config_error(&cp, e))?;
+                let limiter = reliable_core::limit::Limiter::new(policy);
+                self.per_client(*scope, std::mem::size_of_val(&limiter));
+                self.nodes[id as usize].frame = self.next_frame();
+                let slot = self.limits.len() as u16;
+                self.limits.push(id);
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
+                NodeKind::Limit {
+                    limiter,
                     scope: *scope,
                     inner,
                     slot,
@@ -381,7 +554,7 @@ impl CompiledStack {
                 self.nodes[id as usize].frame = self.next_frame();
                 let mut children = Vec::with_capacity(layers.len());
                 for (k, l) in layers.iter().enumerate() {
-                    children.push(self.add(l, id, cx, at.index(k), depth + 1)?);
+                    children.push(self.add(l, id, cx, at.index(k), depth + 1, within)?);
                 }
                 NodeKind::Fallback { children }
             }
@@ -416,6 +589,9 @@ impl CompiledStack {
             NodeKind::Throttle { .. } => Some("throttle".into()),
             NodeKind::Llm { spend: Some(_), .. } => Some("spend".into()),
             NodeKind::Llm { .. } => Some("llm".into()),
+            NodeKind::Hedge { .. } => Some("hedge".into()),
+            NodeKind::Ledger { .. } => Some("ledger".into()),
+            NodeKind::Limit { .. } => Some("limit".into()),
             NodeKind::Fallback { .. } => None,
         }
     }

@@ -168,6 +168,13 @@ impl Compiled {
         capacity::capacity_at(&self.scenario, &self.timeline, t)
     }
 
+    /// Little's law for the servers at `t` (ns): the calls in flight at capacity with no queue
+    /// (capacity × (mean service time + mean network round trip), summed over the servers, with
+    /// the faults in force), or `None` without servers.
+    pub fn concurrency_at(&self, t: u64) -> Option<f64> {
+        capacity::concurrency_at(&self.scenario, &self.timeline, t)
+    }
+
     /// The open-loop offered rate at `t` (ns), or `None` for other workloads
     /// (the model's offered-load curve).
     pub fn offered_at(&self, t: u64) -> Option<f64> {

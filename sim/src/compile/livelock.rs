@@ -45,7 +45,11 @@ pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &Path) -> Option<Path> {
     fn zero_answer(s: &Scenario, layer: &Layer) -> bool {
         match layer {
             Layer::Call { downstream, .. } => fails_at_once(s, downstream),
-            Layer::Breaker { .. } | Layer::Throttle { .. } | Layer::Llm { .. } => true,
+            Layer::Breaker { .. }
+            | Layer::Throttle { .. }
+            | Layer::Llm { .. }
+            | Layer::Limit { .. } => true,
+            Layer::Hedge { inner, .. } | Layer::Ledger { inner, .. } => zero_answer(s, inner),
             Layer::Retry { inner, .. } => zero_answer(s, inner),
             Layer::Fallback(children) => children.iter().all(|c| zero_answer(s, c)),
         }
@@ -65,9 +69,12 @@ pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &Path) -> Option<Path> {
             }
             livelock(s, inner, &at.field("inner"))
         }
-        Layer::Breaker { inner, .. } | Layer::Throttle { inner, .. } | Layer::Llm { inner, .. } => {
-            livelock(s, inner, &at.field("inner"))
-        }
+        Layer::Breaker { inner, .. }
+        | Layer::Throttle { inner, .. }
+        | Layer::Llm { inner, .. }
+        | Layer::Hedge { inner, .. }
+        | Layer::Ledger { inner, .. }
+        | Layer::Limit { inner, .. } => livelock(s, inner, &at.field("inner")),
         Layer::Fallback(children) => children
             .iter()
             .enumerate()

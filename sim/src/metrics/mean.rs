@@ -208,6 +208,7 @@ impl Mean for PolicySummary {
             downstreams: of(runs, |s| &s.downstreams),
             llm: of(runs, |s| &s.llm),
             shadow: of(runs, |s| &s.shadow),
+            extra: of(runs, |s| &s.extra),
         }
     }
 }
@@ -303,6 +304,7 @@ impl PolicySummary {
             downstreams: Vec::new(),
             llm: None,
             shadow: None,
+            extra: None,
         }
     }
 }

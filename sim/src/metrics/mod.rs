@@ -77,7 +77,9 @@
 //!   first would have opened and rejected. They are not counted in `local_rejections`,
 //!   `breaker_transitions` or the open share: the policy sends as it would without the breaker.
 //! - **LLM figures** (tokens, cost, cost wasted, cost per success): see [`llm`].
+//! - **Hedges, extra attempts by kind, limits and admitted concurrency**: see [`extra`].
 
+pub mod extra;
 mod give_up;
 pub mod llm;
 mod mean;

@@ -99,6 +99,8 @@ pub struct Recorder {
     pub ds: Vec<DsCounters>,
     /// LLM counters, for runs with an LLM provider.
     pub llm: Option<super::llm::LlmCounters>,
+    /// Hedging, ledger and limiter counters, for stacks with those layers.
+    pub extra: Option<super::extra::ExtraCounters>,
     /// `[start, end)` of the fault span, if any.
     fault: Option<(u64, u64)>,
     /// First tries, server arrivals and attempts sent during the fault span.
@@ -146,6 +148,7 @@ impl Recorder {
             peak_in_flight: 0,
             give_ups: super::GiveUps::default(),
             llm: None,
+            extra: None,
         }
     }
 

@@ -145,6 +145,10 @@ pub struct PolicySummary {
     /// What the policy's breakers in shadow mode would have done, for a policy with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<ShadowSummary>,
+    /// Hedges, extra attempts by kind and limits, for stacks with a `Hedge`, `Ledger` or `Limit`
+    /// layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<super::extra::ExtraSummary>,
 }
 
 /// What a policy's breakers in shadow mode (`shadow: true` in a breaker's config) would have
@@ -211,6 +215,10 @@ pub struct Context<'a> {
     /// Open loops: the arrivals each bucket is scheduled to get (rate × width, steps and load
     /// spikes included), which recovery is judged against.
     pub scheduled: Option<Vec<f64>>,
+    /// The ledgers' counts, for stacks with a ledger.
+    pub ledger: Option<super::extra::LedgerCounts>,
+    /// Whether the stack has a concurrency limit.
+    pub limited: bool,
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -258,6 +266,13 @@ pub fn percentile_curve(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
             (n, h.value_at_quantile(q) as f64 / 1_000.0)
         })
         .collect()
+}
+
+/// The latency in milliseconds at `nines` (the percentile `1 − 10^−nines`), or `None` for an
+/// empty histogram. A fan-out of `n` independent calls answers when its slowest does: its
+/// p99.9 is one call's percentile `0.999^(1/n)`, about `3 + log10(n)` nines (6 for 1,000).
+pub fn latency_at_nines(h: &hdrhistogram::Histogram<u64>, nines: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(1.0 - 10f64.powf(-nines)) as f64 / 1_000.0)
 }
 
 /// Whole buckets before `fault_start`, leaving out bucket 0 (warm-up) when there are at least two.
@@ -526,6 +541,20 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
             .as_ref()
             .map(|c| super::llm::LlmSummary::new(c, total.successes)),
         shadow: r.shadow.as_ref().map(ShadowSummary::new),
+        extra: r.extra.as_ref().map(|c| {
+            let w = cx.bucket_ns.max(1);
+            let fault_buckets = cx.fault.map(|(a, b)| {
+                (a.div_ceil(w) as usize)..((b / w) as usize).max(a.div_ceil(w) as usize)
+            });
+            super::extra::ExtraSummary::new(
+                c,
+                total.retries,
+                total.first_tries,
+                cx.ledger,
+                cx.limited,
+                fault_buckets,
+            )
+        }),
     }
 }
 

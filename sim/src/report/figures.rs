@@ -210,15 +210,34 @@ fn over_time(
     at_end: bool,
     value: impl Fn(&Bucket, f64) -> f64,
 ) -> Vec<Series> {
+    series_over_time(c, results, |r| &r.output.buckets, at_end, value)
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// [`over_time`] for any per-bucket record `per_bucket` picks from a run: `None` for a policy
+/// whose runs have none.
+fn series_over_time<T>(
+    c: &Compiled,
+    results: &[RunResult],
+    per_bucket: impl Fn(&RunResult) -> &[T],
+    at_end: bool,
+    value: impl Fn(&T, f64) -> f64,
+) -> Vec<Option<Series>> {
     let w = secs(c.bucket_ns);
     let horizon = secs(c.horizon_ns);
     (0..c.stacks.len())
         .map(|p| {
-            let runs: Vec<&[Bucket]> = results
+            let runs: Vec<&[T]> = results
                 .iter()
                 .filter(|r| r.policy == p)
-                .map(|r| r.output.buckets.as_slice())
+                .map(&per_bucket)
+                .filter(|b| !b.is_empty())
                 .collect();
+            if runs.is_empty() {
+                return None;
+            }
             let mut points = Vec::with_capacity(c.buckets);
             let mut band = Vec::new();
             for i in 0..c.buckets {
@@ -240,7 +259,7 @@ fn over_time(
                     band.push((x, lo.max(0.0), hi));
                 }
             }
-            Series::line(&c.scenario.policies[p].name, points).with_band(band)
+            Some(Series::line(&c.scenario.policies[p].name, points).with_band(band))
         })
         .collect()
 }
@@ -468,7 +487,74 @@ pub fn figures(c: &Compiled, seeds: &[u64], results: &[RunResult]) -> Vec<Figure
 
     // Latency.
     out.push(latency_figure(c, seeds, results));
+    out.extend(limit_figures(c, seeds, results, &wins, &fault_note));
     out
+}
+
+/// With concurrency limits: the admitted concurrency against Little's law, and the limits.
+fn limit_figures(
+    c: &Compiled,
+    seeds: &[u64],
+    results: &[RunResult],
+    wins: &[Window],
+    fault_note: &str,
+) -> Vec<Figure> {
+    if results.iter().all(|r| r.output.limits.is_empty()) {
+        return Vec::new();
+    }
+    fn limits(r: &RunResult) -> &[crate::metrics::extra::LimitBucket] {
+        &r.output.limits
+    }
+    let admitted: Vec<Series> = series_over_time(c, results, limits, false, |b, _| b.admitted)
+        .into_iter()
+        .flatten()
+        .collect();
+    let limit: Vec<Series> = series_over_time(c, results, limits, true, |b, _| b.limit as f64)
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut edges = fault_edges(c);
+    edges.sort_unstable();
+    let little = c
+        .concurrency_at(0)
+        .map(|_| step_points(c, edges, |t| c.concurrency_at(t).unwrap_or(0.0)));
+    let refs: Vec<Reference> = little
+        .iter()
+        .map(|l| Reference::dashed("capacity × unloaded latency (Little's law)", l.clone()))
+        .collect();
+    let subtitle_text = subtitle(c, seeds, &format!("{} buckets", bucket_width_text(c)));
+    vec![
+        Figure {
+            stem: "concurrency",
+            chart: Chart {
+                title: "Admitted concurrency: calls in flight through the limit".into(),
+                subtitle: subtitle_text.clone(),
+                x: time_axis(c),
+                y: Axis::linear("calls in flight (time average)", TickFormat::Number),
+                series: admitted,
+                windows: wins.to_vec(),
+                references: refs.clone(),
+            },
+            how_to_read: format!(
+                "Calls a policy's concurrency limit had admitted and not yet seen answered, averaged over each bucket's time (policies without a limit are not drawn). The dashed line is Little's law for the server: its capacity times the latency of a call that does not queue (mean service time plus the network round trip), the concurrency that keeps every worker busy with no queue. Above it, admitted calls wait in the server's queue; below it, workers sit idle.{fault_note}"
+            ),
+        },
+        Figure {
+            stem: "limit",
+            chart: Chart {
+                title: "The concurrency limit over time".into(),
+                subtitle: subtitle_text,
+                x: time_axis(c),
+                y: Axis::linear("limit (calls)", TickFormat::Number),
+                series: limit,
+                windows: wins.to_vec(),
+                references: refs,
+            },
+            how_to_read: format!(
+                "Each policy's concurrency limit at the end of each bucket (summed over its limiters when each client has its own). A static bulkhead is a flat line; AIMD and the gradient move it as answers come back. The dashed line is Little's law for the server, as in the concurrency plot.{fault_note}"
+            ),
+        },
+    ]
 }
 
 /// p50 in nines: `−log10(1 − 0.5)`. The latency plot starts there: below the median, the curve

@@ -97,6 +97,11 @@ pub fn summary_md(
         let _ = writeln!(out, "{shadow}");
     }
 
+    if let Some(extra) = super::extra_load::markdown(policies) {
+        let _ = writeln!(out, "\n### Hedges, extra attempts and concurrency limits\n");
+        let _ = writeln!(out, "{extra}");
+    }
+
     if !figures.is_empty() {
         let _ = writeln!(out, "## Plots\n");
         for f in figures {

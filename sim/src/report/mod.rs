@@ -11,8 +11,10 @@
 //! - `table`: the comparison table. `conclusion`: the plain-language conclusion.
 //! - `markdown`: `summary.md`: description, conclusion, table, plots, parameters, definitions.
 //! - `llm`: the tokens-and-money table, for scenarios with an LLM provider.
-//! - `figures`: the report's plots (amplification, goodput, queue, latency) built from the runs,
-//!   with the model's capacity and offered-load curves as reference lines.
+//! - `extra_load`: the hedges, extra-attempts and limits table, for stacks with those layers.
+//! - `figures`: the report's plots (amplification, goodput, queue, latency; with concurrency
+//!   limits, admitted concurrency and the limit against Little's law) built from the runs, with
+//!   the model's capacity and offered-load curves as reference lines.
 //! - `map`, `sweep`, `shards`: the renderings of maps and sweeps, and the shard files a map
 //!   split over machines writes and merges.
 //!
@@ -24,6 +26,7 @@
 
 pub(crate) mod conclusion;
 pub(crate) mod csv;
+pub(crate) mod extra_load;
 pub(crate) mod figures;
 pub mod grid;
 pub(crate) mod json;

@@ -115,10 +115,26 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
             }
         }
         (NodeKind::Breaker { inner, .. }, Layer::Breaker { inner: l, .. })
-        | (NodeKind::Throttle { inner, .. }, Layer::Throttle { inner: l, .. }) => {
-            // An open breaker or a throttle answers at once.
+        | (NodeKind::Throttle { inner, .. }, Layer::Throttle { inner: l, .. })
+        | (NodeKind::Ledger { inner, .. }, Layer::Ledger { inner: l, .. })
+        | (NodeKind::Limit { inner, .. }, Layer::Limit { inner: l, .. }) => {
+            // An open breaker, a throttle, a spent ledger or a full limit answers at once.
             let c = cost(s, stack, l, *inner, horizon_s);
             Cost { min_s: 0.0, ..c }
+        }
+        (
+            NodeKind::Hedge { inner, .. },
+            Layer::Hedge {
+                config, inner: l, ..
+            },
+        ) => {
+            // Every copy may be sent (one timer event more each).
+            let c = cost(s, stack, l, *inner, horizon_s);
+            let copies = f64::from(config.max_hedges) + 1.0;
+            Cost {
+                attempts: c.attempts * copies,
+                ..c
+            }
         }
         (
             NodeKind::Retry { inner, .. },

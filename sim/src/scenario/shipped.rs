@@ -2,7 +2,11 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 13] = [
+pub const SHIPPED: [(&str, &str); 16] = [
+    (
+        "adaptive-limits.ron",
+        include_str!("../../../scenarios/adaptive-limits.ron"),
+    ),
     (
         "backoff-open-vs-closed.ron",
         include_str!("../../../scenarios/backoff-open-vs-closed.ron"),
@@ -26,6 +30,10 @@ pub const SHIPPED: [(&str, &str); 13] = [
     (
         "failure-rate-sweep.ron",
         include_str!("../../../scenarios/failure-rate-sweep.ron"),
+    ),
+    (
+        "hedging-storm.ron",
+        include_str!("../../../scenarios/hedging-storm.ron"),
     ),
     (
         "jitter-contention.ron",
@@ -54,5 +62,9 @@ pub const SHIPPED: [(&str, &str); 13] = [
     (
         "shadow-rollout.ron",
         include_str!("../../../scenarios/shadow-rollout.ron"),
+    ),
+    (
+        "tail-at-scale.ron",
+        include_str!("../../../scenarios/tail-at-scale.ron"),
     ),
 ];

@@ -22,6 +22,7 @@ use reliable_core::retry::RetryState;
 
 use crate::client::breakers::Breakers;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
+use crate::client::ledgers::LedgerSlot;
 use crate::client::stack::{NONE, NodeKind};
 use crate::client::{Answer, AnswerKind, CompiledStack};
 use crate::compile::Compiled;
@@ -38,6 +39,7 @@ use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
 mod downstreams;
+mod hedging;
 mod llm;
 mod stack;
 
@@ -79,6 +81,36 @@ enum Frame {
     Fallback { index: u16, deadline: u64 },
     /// A retry layer's per-request state (the core's) and the deadline of the enclosing layers.
     Retry { state: RetryState, deadline: u64 },
+    /// A hedge layer's call in progress (the core's), the deadline its copies inherit, and the
+    /// call's number (its timers carry it).
+    Hedge {
+        call: reliable_core::hedge::HedgedCall,
+        deadline: u64,
+        number: u32,
+    },
+    /// A limiter's permit for the call in progress.
+    Limit(reliable_core::limit::LimitPermit),
+}
+
+/// One copy of a hedged call: its attempt, when it was sent, and the ledger draw a hedge holds.
+#[derive(Debug)]
+struct HedgeCopy {
+    attempt: Handle,
+    sent: u64,
+    draw: Option<reliable_core::ledger::Draw>,
+}
+
+impl Default for HedgeCopy {
+    fn default() -> Self {
+        HedgeCopy {
+            attempt: Handle {
+                index: u32::MAX,
+                generation: u32::MAX,
+            },
+            sent: 0,
+            draw: None,
+        }
+    }
 }
 
 /// A downstream's state in one run.
@@ -153,6 +185,10 @@ pub struct RunOutput {
     /// Latency of finished requests by percentile, for plots (see
     /// `metrics::summary::percentile_curve`).
     pub latency_curve: Vec<(f64, f64)>,
+    /// Latency of finished requests (ms) at 5 to 7 nines in steps of 0.1 (`(nines, ms)`; empty
+    /// with no request finished): the far tail a fan-out of many calls sees (see
+    /// `metrics::summary::latency_at_nines`).
+    pub far_tail: Vec<(f64, f64)>,
     /// Trace rows, if asked for.
     pub trace: Option<Vec<TraceRow>>,
     /// Most events pending at once.
@@ -161,6 +197,8 @@ pub struct RunOutput {
     pub peak_requests: usize,
     /// Most attempts in flight at once.
     pub peak_attempts: usize,
+    /// Limiter gauges per bucket (empty without a `Limit` layer).
+    pub limits: Vec<crate::metrics::extra::LimitBucket>,
 }
 
 /// Bytes a logical request in flight costs in the world's own structures, for a stack with
@@ -199,6 +237,16 @@ pub struct World<'c> {
     spends: Vec<Vec<crate::client::llm::SpendSlot<'c>>>,
     /// Spend reservations of the attempts in flight, indexed like `frames`.
     held: Vec<Option<reliable_core::spend::Reservation>>,
+    /// Per hedge node: one hedger (shared) or one per client.
+    hedgers: Vec<Vec<reliable_core::hedge::Hedger>>,
+    /// Per ledger node: one ledger (shared) or one per client.
+    ledgers: Vec<Vec<LedgerSlot>>,
+    /// Per limit node: one limiter (shared) or one per client.
+    limiters: Vec<Vec<reliable_core::limit::Limiter>>,
+    /// Copies of hedged calls, `stack.copies` per request slot.
+    copies: Vec<HedgeCopy>,
+    /// Hedged calls started so far (numbers their timers).
+    hedged_calls: u32,
     /// Client-side randomness: retry jitter, throttle draws.
     client_rng: Stream,
     source: Source,
@@ -319,6 +367,39 @@ impl<'c> World<'c> {
                 spends.push(v);
             }
         }
+        let per = |scope: &Scope| {
+            if *scope == Scope::Shared {
+                1
+            } else {
+                clients as usize
+            }
+        };
+        let mut hedgers = Vec::with_capacity(stack.hedges.len());
+        let mut ledgers = Vec::with_capacity(stack.ledgers.len());
+        let mut limiters = Vec::with_capacity(stack.limits.len());
+        for n in &stack.nodes {
+            match &n.kind {
+                NodeKind::Hedge { hedger, scope, .. } => {
+                    hedgers.push(vec![hedger.clone(); per(scope)])
+                }
+                NodeKind::Ledger { ledger, scope, .. } => {
+                    ledgers.push(vec![ledger.clone(); per(scope)])
+                }
+                NodeKind::Limit { limiter, scope, .. } => {
+                    limiters.push(vec![limiter.clone(); per(scope)])
+                }
+                _ => {}
+            }
+        }
+        let mut m = Recorder::new(
+            c.buckets,
+            c.bucket_ns,
+            s.downstreams.len(),
+            c.timeline.span(),
+        );
+        if !(stack.hedges.is_empty() && stack.ledgers.is_empty() && stack.limits.is_empty()) {
+            m.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
+        }
         let source = match &s.workload {
             Workload::OpenLoop {
                 rate,
@@ -369,15 +450,15 @@ impl<'c> World<'c> {
             throttles,
             spends,
             held: Vec::new(),
+            hedgers,
+            ledgers,
+            limiters,
+            copies: Vec::new(),
+            hedged_calls: 0,
             client_rng: Stream::new(seed, StreamId::Client),
             source,
             pending_client: 0,
-            m: Recorder::new(
-                c.buckets,
-                c.bucket_ns,
-                s.downstreams.len(),
-                c.timeline.span(),
-            ),
+            m,
             trace: trace.then(Vec::new),
             decisions: None,
             given_draws: (Vec::new(), 0),
@@ -586,6 +667,21 @@ impl<'c> World<'c> {
                 }
                 _ => None,
             },
+            ledger: (!self.ledgers.is_empty()).then(|| {
+                let (mut drawn, mut denied) = ([0u64; 3], [0u64; 3]);
+                for l in self.ledgers.iter().flatten() {
+                    let (d, n) = l.counts();
+                    for k in 0..3 {
+                        drawn[k] += d[k];
+                        denied[k] += n[k];
+                    }
+                }
+                crate::metrics::extra::LedgerCounts {
+                    drawn: crate::metrics::extra::ByKind::from_array(drawn),
+                    denied: crate::metrics::extra::ByKind::from_array(denied),
+                }
+            }),
+            limited: !self.limiters.is_empty(),
         };
         let mut m = self.m;
         if self.ds.iter().any(|d| matches!(d, Ds::Llm(_))) {
@@ -603,11 +699,21 @@ impl<'c> World<'c> {
         RunOutput {
             summary,
             latency_curve: crate::metrics::summary::percentile_curve(&m.latency),
+            far_tail: (50..=70)
+                .filter_map(|k| {
+                    let n = f64::from(k) / 10.0;
+                    crate::metrics::summary::latency_at_nines(&m.latency, n).map(|ms| (n, ms))
+                })
+                .collect(),
             buckets: m.buckets,
             trace: self.trace,
             peak_events: self.q.peak_len(),
             peak_requests: self.requests.capacity_used(),
             peak_attempts: self.attempts.capacity_used(),
+            limits: match m.extra {
+                Some(e) if !self.limiters.is_empty() => e.limits,
+                _ => Vec::new(),
+            },
         }
     }
 
@@ -633,6 +739,17 @@ impl<'c> World<'c> {
         }
         let in_flight = self.requests.len() as u64;
         self.m.sample(self.now, queue, busy, in_flight);
+        if let Some(e) = &mut self.m.extra {
+            let limit = self
+                .limiters
+                .iter()
+                .flatten()
+                .map(|l| u64::from(l.limit()))
+                .sum();
+            let w = self.c.bucket_ns.max(1);
+            let i = (self.now.saturating_sub(1) / w) as usize;
+            e.sample(i, self.now, w, limit);
+        }
     }
 
     #[inline]
@@ -706,6 +823,11 @@ impl<'c> World<'c> {
                 }
             }
             EventKind::Wake { request, node } => self.wake(request, node),
+            EventKind::HedgeDue {
+                request,
+                node,
+                call,
+            } => self.hedge_due(request, node, call),
             EventKind::FaultEdge { fault } => {
                 if let Some(ds) = self.c.timeline.downstream_of(fault) {
                     self.drain_server(ds as u16);

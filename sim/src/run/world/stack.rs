@@ -3,10 +3,26 @@
 
 use reliable_core::answer::Refuser;
 use reliable_core::breaker::{State, Transition};
+use reliable_core::ledger::Extra;
 use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
 
 use super::*;
+use crate::client::ledgers::{LedgerRetries, RetryBudget};
+
+/// The budget retry node `(slot, instance)` draws from: the ledger `(slot, instance)` enclosing
+/// it when it has no budget of its own, else its own.
+fn retry_budget<'a>(
+    budgets: &'a mut [Vec<BudgetSlot>],
+    ledgers: &'a mut [Vec<LedgerSlot>],
+    own: (usize, usize),
+    ledger: Option<(usize, usize)>,
+) -> RetryBudget<'a> {
+    match ledger {
+        Some((l, i)) => RetryBudget::Ledger(LedgerRetries(&mut ledgers[l][i])),
+        None => RetryBudget::Own(&mut budgets[own.0][own.1]),
+    }
+}
 
 impl World<'_> {
     pub(super) fn start_request(&mut self, client: u32) {
@@ -23,6 +39,10 @@ impl World<'_> {
         let need = (h.index as usize + 1) * stride;
         if self.frames.len() < need {
             self.frames.resize_with(need, Frame::default);
+        }
+        let need = (h.index as usize + 1) * self.stack.copies;
+        if self.copies.len() < need {
+            self.copies.resize_with(need, HedgeCopy::default);
         }
         let in_flight = self.requests.len() as u64;
         if in_flight > self.m.peak_in_flight {
@@ -86,6 +106,23 @@ impl World<'_> {
         (slot as usize, self.instance(n, request))
     }
 
+    /// The instance of `slot` among `per_slot` (one vector of instances per slot) serving
+    /// `request`.
+    pub(super) fn instance_of<T>(
+        &self,
+        per_slot: &[Vec<T>],
+        slot: u16,
+        request: Handle,
+    ) -> (usize, usize) {
+        let n = per_slot.get(slot as usize).map_or(1, Vec::len);
+        (slot as usize, self.instance(n, request))
+    }
+
+    /// The ledger `ledger` (a slot, if any) instance serving `request`.
+    pub(super) fn ledger_of(&self, ledger: Option<u16>, request: Handle) -> Option<(usize, usize)> {
+        ledger.map(|l| self.instance_of(&self.ledgers, l, request))
+    }
+
     /// A retry layer's backoff is over: send the next attempt through its inner layer, unless an
     /// enclosing deadline has passed meanwhile (then the retry layer gives up with a timeout).
     pub(super) fn wake(&mut self, request: Handle, node: u16) {
@@ -97,6 +134,7 @@ impl World<'_> {
             policy,
             slot,
             inner,
+            ledger,
             ..
         }) = stack.nodes.get(node as usize).map(|n| &n.kind)
         else {
@@ -110,11 +148,13 @@ impl World<'_> {
             _ => return,
         };
         if enclosing <= self.now {
-            let (s, i) = self.budget_instance(*slot, request);
+            let own = self.budget_instance(*slot, request);
+            let l = self.ledger_of(*ledger, request);
             if let Some(Frame::Retry { mut state, .. }) =
                 self.frame_mut(request, node).map(std::mem::take)
             {
-                policy.abandon(&mut state, now, &mut self.budgets[s][i]);
+                let mut budget = retry_budget(&mut self.budgets, &mut self.ledgers, own, l);
+                policy.abandon(&mut state, now, &mut budget);
             }
             self.m.at(self.now).timeouts += 1;
             self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
@@ -161,60 +201,49 @@ impl World<'_> {
                     self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
                     return;
                 }
-                let Some(r) = self.requests.get_mut(request) else {
-                    return;
-                };
-                let own_timeout = match timeout_dist {
-                    // Keyed by (request number, node): the same draw for every attempt of the
-                    // request and for every policy.
-                    Some(d) => Some(d.sample(&mut Stream::keyed(
-                        self.seed,
-                        StreamId::Timeouts,
-                        (r.id << 16) ^ u64::from(node),
-                    ))),
-                    None => timeout.map(|t| t.as_nanos()),
-                };
-                let first = r.attempts == 0;
-                r.attempts += 1;
-                self.m.sent(self.now, first);
-                self.decide(Decision::Attempt);
-                let attempt = self.attempts.insert(Attempt {
+                self.send_attempt(
                     request,
                     node,
-                    sent: self.now,
-                });
-                let d = self.hop(*ds, true);
-                self.q.push(
-                    self.now.saturating_add(d),
-                    EventKind::AtDownstream { ds: *ds, attempt },
+                    *ds,
+                    *timeout,
+                    timeout_dist.as_ref(),
+                    deadline,
                 );
-                // The attempt's timer: its own timeout or the nearest enclosing deadline, whichever
-                // comes first. A timer of a fixed length armed now goes to that length's FIFO lane.
-                let own = own_timeout.map_or(u64::MAX, |t| self.now.saturating_add(t));
-                let fire = own.min(deadline);
-                if fire != u64::MAX {
-                    let len = Duration::from_nanos(fire - self.now);
-                    let event = EventKind::Timeout { attempt };
-                    match stack.timeouts.iter().position(|t| *t == len) {
-                        Some(i) => self.q.push_lane(self.lanes[i], fire, event),
-                        None => self.q.push(fire, event),
-                    }
-                }
             }
             NodeKind::Breaker {
                 slot,
                 inner,
                 breaker,
+                ledger,
                 ..
             } => {
                 let (s, i) = self.breaker_instance(*slot, request);
                 let now = Instant::from_nanos(self.now);
+                // A half-open breaker's call is a probe: an extra attempt the ledger may refuse
+                // (its draw is settled at once: the ratio ledger's balance does not depend on
+                // when a draw is settled, only its count of draws outstanding does).
+                let probe = self.m.extra.is_some()
+                    && self.breakers[s].get(i).state(now) == State::HalfOpen;
+                if probe && let Some((l, li)) = self.ledger_of(*ledger, request) {
+                    match self.ledgers[l][li].try_draw(Extra::Probe, now) {
+                        Ok(draw) => self.ledgers[l][li].settle(draw, now),
+                        Err(_) => {
+                            self.decide(Decision::Refused(Refuser::Budget));
+                            self.m.at(self.now).local_rejections += 1;
+                            self.answer(request, node, Answer::new(AnswerKind::Rejected, node));
+                            return;
+                        }
+                    }
+                }
                 let (decision, transition) = self.breakers[s].try_acquire(i, now);
                 self.note_transition(transition, breaker.shadow());
                 match decision {
                     Ok(permit) => {
                         if permit.is_shadow() {
                             self.m.shadow_reject(self.now);
+                        }
+                        if probe && let Some(e) = &mut self.m.extra {
+                            e.probes_sent += 1;
                         }
                         if let Some(f) = self.frame_mut(request, node) {
                             *f = Frame::Permit(permit);
@@ -234,16 +263,46 @@ impl World<'_> {
                 policy,
                 slot,
                 inner,
+                ledger,
                 ..
             } => {
-                let (s, i) = self.budget_instance(*slot, request);
+                let own = self.budget_instance(*slot, request);
+                let l = self.ledger_of(*ledger, request);
                 let now = Instant::from_nanos(self.now);
-                let state = policy.start(now, &mut self.budgets[s][i]);
+                let mut budget = retry_budget(&mut self.budgets, &mut self.ledgers, own, l);
+                let state = policy.start(now, &mut budget);
                 let inner_deadline = deadline.min(policy.attempt_deadline(&state, now).as_nanos());
                 if let Some(f) = self.frame_mut(request, node) {
                     *f = Frame::Retry { state, deadline };
                 }
                 self.invoke(request, *inner, inner_deadline);
+            }
+            NodeKind::Hedge { .. } => self.invoke_hedge(request, node, deadline),
+            NodeKind::Ledger { slot, inner, .. } => {
+                let (l, i) = self.instance_of(&self.ledgers, *slot, request);
+                self.ledgers[l][i].on_first_try(Instant::from_nanos(self.now));
+                self.invoke(request, *inner, deadline);
+            }
+            NodeKind::Limit { slot, inner, .. } => {
+                let (l, i) = self.instance_of(&self.limiters, *slot, request);
+                match self.limiters[l][i].try_acquire(Instant::from_nanos(self.now)) {
+                    Ok(permit) => {
+                        if let Some(e) = &mut self.m.extra {
+                            e.admitted(self.now, true);
+                        }
+                        if let Some(f) = self.frame_mut(request, node) {
+                            *f = Frame::Limit(permit);
+                        }
+                        self.invoke(request, *inner, deadline);
+                    }
+                    Err(_) => {
+                        self.m.at(self.now).local_rejections += 1;
+                        if let Some(e) = &mut self.m.extra {
+                            e.limit_refusals += 1;
+                        }
+                        self.answer(request, node, Answer::new(AnswerKind::Rejected, node));
+                    }
+                }
             }
             NodeKind::Throttle { slot, inner, .. } => {
                 let (s, i) = self.throttle_instance(*slot, request);
@@ -266,6 +325,59 @@ impl World<'_> {
             }
             NodeKind::Llm { .. } => self.invoke_llm(request, node, deadline),
         }
+    }
+
+    /// Sends an attempt of `request` through call node `node` to downstream `ds` and arms its
+    /// timer (its own `timeout` or `timeout_dist` draw, or `deadline` if sooner); returns the
+    /// attempt. `deadline` has not passed.
+    pub(super) fn send_attempt(
+        &mut self,
+        request: Handle,
+        node: u16,
+        ds: u16,
+        timeout: Option<Duration>,
+        timeout_dist: Option<&Sampler>,
+        deadline: u64,
+    ) -> Option<Handle> {
+        let stack = self.stack;
+        let r = self.requests.get_mut(request)?;
+        let own_timeout = match timeout_dist {
+            // Keyed by (request number, node): the same draw for every attempt of the request
+            // and for every policy.
+            Some(d) => Some(d.sample(&mut Stream::keyed(
+                self.seed,
+                StreamId::Timeouts,
+                (r.id << 16) ^ u64::from(node),
+            ))),
+            None => timeout.map(|t| t.as_nanos()),
+        };
+        let first = r.attempts == 0;
+        r.attempts += 1;
+        self.m.sent(self.now, first);
+        self.decide(Decision::Attempt);
+        let attempt = self.attempts.insert(Attempt {
+            request,
+            node,
+            sent: self.now,
+        });
+        let d = self.hop(ds, true);
+        self.q.push(
+            self.now.saturating_add(d),
+            EventKind::AtDownstream { ds, attempt },
+        );
+        // The attempt's timer: its own timeout or the nearest enclosing deadline, whichever comes
+        // first. A timer of a fixed length armed now goes to that length's FIFO lane.
+        let own = own_timeout.map_or(u64::MAX, |t| self.now.saturating_add(t));
+        let fire = own.min(deadline);
+        if fire != u64::MAX {
+            let len = Duration::from_nanos(fire - self.now);
+            let event = EventKind::Timeout { attempt };
+            match stack.timeouts.iter().position(|t| *t == len) {
+                Some(i) => self.q.push_lane(self.lanes[i], fire, event),
+                None => self.q.push(fire, event),
+            }
+        }
+        Some(attempt)
     }
 
     /// Node `from` produced `ans` for `request`: hand it up through the parents.
@@ -300,8 +412,14 @@ impl World<'_> {
                         self.note_transition(t, breaker.shadow());
                     }
                 }
-                NodeKind::Retry { policy, slot, .. } => {
-                    let (s, i) = self.budget_instance(*slot, request);
+                NodeKind::Retry {
+                    policy,
+                    slot,
+                    ledger,
+                    ..
+                } => {
+                    let own = self.budget_instance(*slot, request);
+                    let l = self.ledger_of(*ledger, request);
                     let now = Instant::from_nanos(self.now);
                     let Some(Frame::Retry {
                         mut state,
@@ -311,13 +429,13 @@ impl World<'_> {
                         child = parent;
                         continue;
                     };
-                    let budget = &mut self.budgets[s][i];
+                    let mut budget = retry_budget(&mut self.budgets, &mut self.ledgers, own, l);
                     if let Some(class) = ans.error_class() {
                         match policy.on_failure(
                             &mut state,
                             class,
                             now,
-                            budget,
+                            &mut budget,
                             self.client_rng.rng(),
                         ) {
                             RetryDecision::RetryAt(at) => {
@@ -343,7 +461,7 @@ impl World<'_> {
                             }
                         }
                     } else {
-                        policy.on_success(&mut state, now, budget);
+                        policy.on_success(&mut state, now, &mut budget);
                     }
                 }
                 NodeKind::Throttle { slot, .. } => {
@@ -372,7 +490,24 @@ impl World<'_> {
                     }
                 }
                 NodeKind::Llm { .. } => ans = self.answer_llm(request, parent, ans),
-                NodeKind::Call { .. } => {}
+                NodeKind::Hedge { .. } => {
+                    if !self.hedge_answered(request, parent, ans) {
+                        return;
+                    }
+                }
+                NodeKind::Limit { slot, .. } => {
+                    if let Some(Frame::Limit(permit)) =
+                        self.frame_mut(request, parent).map(std::mem::take)
+                    {
+                        let (l, i) = self.instance_of(&self.limiters, *slot, request);
+                        let now = Instant::from_nanos(self.now);
+                        self.limiters[l][i].release(permit, ans.limit_completion(), now);
+                        if let Some(e) = &mut self.m.extra {
+                            e.admitted(self.now, false);
+                        }
+                    }
+                }
+                NodeKind::Ledger { .. } | NodeKind::Call { .. } => {}
             }
             child = parent;
         }

@@ -72,11 +72,11 @@ mod layers;
 #[cfg(feature = "tower")]
 pub use layers::{RouteFuture, RouteLayer, RouteService};
 
-/// A policy as a real client reads it: the core's format, with `timeout_dist` refused.
-pub type Policy = reliable_core::policy::Policy<SimulatorOnly>;
+/// A policy entry as a real client reads it: the core's format, with `timeout_dist` refused.
+pub type PolicyEntry = reliable_core::policy::Policy<SimulatorOnly>;
 
-/// One layer of a [`Policy`]'s stack.
-pub type Layer = reliable_core::policy::Layer<SimulatorOnly>;
+/// One layer of a [`PolicyEntry`]'s stack.
+pub type PolicyLayer = reliable_core::policy::Layer<SimulatorOnly>;
 
 /// Most routes (fallback branches) a plan may have.
 pub const MAX_ROUTES: usize = 64;
@@ -210,7 +210,7 @@ impl Plan {
     /// `policies`), with the simulator's extensions: a bare value for an `Option`, one pair of
     /// parentheses for a newtype variant holding a struct.
     pub fn from_ron(text: &str, file: &str) -> Result<Plan, PolicyError> {
-        let policy: Policy = ron_options()
+        let policy: PolicyEntry = ron_options()
             .from_str(text)
             .map_err(|e| ron_error(e, file))?;
         Plan::new(&policy, file)
@@ -219,7 +219,7 @@ impl Plan {
     /// Reads a policy from JSON: the same types as serde writes them (`{"name": .., "stack":
     /// {"Retry": {"policy": .., "inner": {"Call": {"downstream": "api"}}}}}`).
     pub fn from_json(text: &str, file: &str) -> Result<Plan, PolicyError> {
-        let policy: Policy = serde_json::from_str(text).map_err(|e| PolicyError {
+        let policy: PolicyEntry = serde_json::from_str(text).map_err(|e| PolicyError {
             file: file.to_string(),
             position: Some((e.line().max(1), e.column().max(1))),
             field: None,

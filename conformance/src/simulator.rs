@@ -14,7 +14,7 @@ use std::time::SystemTime;
 
 use reliable::ShedReason;
 use reliable::http::HeaderSignals;
-use reliable::observer::{Observer, NotSent};
+use reliable::observer::{NotSent, Observer};
 use reliable_core::Duration;
 use reliable_core::answer::Refuser;
 use sim::run::Decision;
@@ -148,7 +148,9 @@ pub fn run(s: &Sequence) -> Result<String, String> {
 fn refusal(by: Refuser) -> Option<NotSent> {
     match by {
         Refuser::Breaker => Some(NotSent::Open { retry_after: None }),
-        Refuser::Throttle => Some(NotSent::Rejected(ShedReason::Throttled { probability: 0.0 })),
+        Refuser::Throttle => Some(NotSent::Rejected(ShedReason::Throttled {
+            probability: 0.0,
+        })),
         Refuser::Budget | Refuser::Limiter => None,
     }
 }

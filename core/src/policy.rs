@@ -194,6 +194,9 @@ impl<D> Layer<D> {
             Layer::Retry { .. } => "Retry",
             Layer::Throttle { .. } => "Throttle",
             Layer::Fallback(_) => "Fallback",
+            Layer::Hedge { .. } => "Hedge",
+            Layer::Ledger { .. } => "Ledger",
+            Layer::Limit { .. } => "Limit",
             Layer::Llm { .. } => "Llm",
         }
     }

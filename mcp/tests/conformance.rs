@@ -23,7 +23,7 @@ use std::time::Duration as StdDuration;
 
 use conformance::{Scripted, Sequence, Trace};
 use reliable::clock::TokioClock;
-use reliable::observer::{CallEnd, CallOutcome, Observer, NotSent};
+use reliable::observer::{CallEnd, CallOutcome, NotSent, Observer};
 use reliable::sleep::{Sleep, SleepFuture};
 use reliable_core::breaker::Transition;
 use reliable_core::outcome::ErrorClass;

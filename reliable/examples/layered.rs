@@ -1,7 +1,7 @@
 //! The layered-stack exercise: a fallback over `breaker(retry(primary))` and `retry(backup)`,
 //! twelve requests five seconds apart while the primary fails its 3rd to 8th calls.
 //!
-//! `cargo run -p reliable --example layered` prints the exercise's table; tokio's clock is paused,
+//! `cargo run -p reliablekit --example layered` prints the exercise's table; tokio's clock is paused,
 //! so the minute of simulated time passes at once. `tests/layered.rs` checks the table row by row.
 
 use reliable::{Fallback, Reliable};

@@ -1,7 +1,7 @@
 //! The seed library's README example in Rust: a flaky model call behind a breaker, a per-attempt
 //! timeout, retries with ±10% jitter, and a cached answer while the breaker is open.
 //!
-//! `cargo run -p reliable --example llm_client`. The runtime starts with tokio's clock paused, so
+//! `cargo run -p reliablekit --example llm_client`. The runtime starts with tokio's clock paused, so
 //! the minute of backoff and open time the run goes through passes in virtual time, at once.
 
 use reliable::{OrOpen, Reliable};

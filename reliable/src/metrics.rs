@@ -20,7 +20,7 @@
 //! Labels stay low-cardinality: the instance's name (one per downstream), never a URL or a
 //! prompt. Durations are measured on the instance's clock.
 
-use crate::observer::{CallEnd, Observer, NotSent};
+use crate::observer::{CallEnd, NotSent, Observer};
 use metrics::{SharedString, counter, gauge, histogram};
 use reliable_core::breaker::{RejectReason, State, Transition};
 use reliable_core::ledger::Extra;

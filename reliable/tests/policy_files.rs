@@ -54,6 +54,8 @@ fn reliable_refusal(e: &PolicyError) -> &'static str {
         "timeout_dist"
     } else if m.contains("spend breaker") {
         "spend"
+    } else if m.contains("not loaded from a policy file yet") {
+        "hedge, ledger or limit"
     } else {
         panic!("unexpected refusal: {e}")
     }
@@ -116,14 +118,24 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
     );
     assert!(policies >= 40, "{policies}");
     // Only what a service cannot run as the simulator does is refused: the timeouts drawn per
-    // request of one scenario, and the spend breaker.
+    // request of one scenario, the spend breaker, and (not yet loaded from files) the hedging,
+    // ledger and limit layers.
     assert_eq!(
         refused,
         [
+            "adaptive-limits static 40: hedge, ledger or limit",
+            "adaptive-limits AIMD: hedge, ledger or limit",
+            "adaptive-limits gradient: hedge, ledger or limit",
+            "hedging-storm hedge after 30 ms: hedge, ledger or limit",
+            "hedging-storm hedge after 30 ms, ledger: hedge, ledger or limit",
+            "hedging-storm hedge at p95: hedge, ledger or limit",
+            "hedging-storm hedge at p95, ledger: hedge, ledger or limit",
             "llm-provider-storm spend breaker + proactive: spend",
             "outage-recovery-mixed-timeouts no retries: timeout_dist",
             "outage-recovery-mixed-timeouts retry-2x: timeout_dist",
             "outage-recovery-mixed-timeouts retry-2x backoff + jitter: timeout_dist",
+            "tail-at-scale hedge after 10 ms: hedge, ledger or limit",
+            "tail-at-scale hedge at p95: hedge, ledger or limit",
         ]
     );
 }

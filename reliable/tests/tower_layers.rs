@@ -595,6 +595,8 @@ async fn the_reliable_layer_stays_shared_whatever_the_order() {
         assert!(b.oneshot(2).await.unwrap_err().is::<Open>());
         assert_eq!(sent.load(std::sync::atomic::Ordering::Relaxed), 1);
     }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_breaker_layer_in_shadow_mode_lets_every_request_through_and_reports() {
     #[derive(Clone, Debug, Default)]

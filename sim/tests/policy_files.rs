@@ -35,7 +35,12 @@ fn eligible(layer: &Layer) -> bool {
     match layer {
         Layer::Call { timeout_dist, .. } => timeout_dist.is_none(),
         Layer::Retry { inner, .. } | Layer::Breaker { inner, .. } => eligible(inner),
-        Layer::Throttle { .. } | Layer::Llm { .. } | Layer::Fallback(_) => false,
+        Layer::Throttle { .. }
+        | Layer::Llm { .. }
+        | Layer::Fallback(_)
+        | Layer::Hedge { .. }
+        | Layer::Ledger { .. }
+        | Layer::Limit { .. } => false,
     }
 }
 

@@ -15,7 +15,8 @@ use tower_service::Service;
 
 use super::{PolicyError, Route, Scope};
 use crate::tower::{
-    BoxError, BreakerLayer, BreakerService, RetryLayer, RetryService, ThrottleLayer, ThrottleService,
+    BoxError, BreakerLayer, BreakerService, RetryLayer, RetryService, ThrottleLayer,
+    ThrottleService,
 };
 
 /// The layers of one [`Route`], in its order. Built by [`Route::route_layer`].
@@ -140,16 +141,22 @@ pub type RouteFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> +
 impl<S, P, Req> Service<Req> for RouteService<S, P>
 where
     S: Service<Req>,
-    RetryService<ThrottleService<BreakerService<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    RetryService<ThrottleService<BreakerService<S, P>, P>, P>:
+        Service<Req, Response = S::Response, Error = BoxError>,
     RetryService<ThrottleService<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
     ThrottleService<RetryService<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    ThrottleService<BreakerService<RetryService<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    ThrottleService<RetryService<BreakerService<S, P>, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    <RetryService<ThrottleService<BreakerService<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
+    ThrottleService<BreakerService<RetryService<S, P>, P>, P>:
+        Service<Req, Response = S::Response, Error = BoxError>,
+    ThrottleService<RetryService<BreakerService<S, P>, P>, P>:
+        Service<Req, Response = S::Response, Error = BoxError>,
+    <RetryService<ThrottleService<BreakerService<S, P>, P>, P> as Service<Req>>::Future:
+        Send + 'static,
     <RetryService<ThrottleService<S, P>, P> as Service<Req>>::Future: Send + 'static,
     <ThrottleService<RetryService<S, P>, P> as Service<Req>>::Future: Send + 'static,
-    <ThrottleService<BreakerService<RetryService<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
-    <ThrottleService<RetryService<BreakerService<S, P>, P>, P> as Service<Req>>::Future: Send + 'static,
+    <ThrottleService<BreakerService<RetryService<S, P>, P>, P> as Service<Req>>::Future:
+        Send + 'static,
+    <ThrottleService<RetryService<BreakerService<S, P>, P>, P> as Service<Req>>::Future:
+        Send + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;

@@ -34,7 +34,7 @@ use super::ledger::SharedLedger;
 use super::time::Time;
 use crate::clock::Clock;
 use crate::error::ShedReason;
-use crate::observer::{Observer, NotSent};
+use crate::observer::{NotSent, Observer};
 use crate::sleep::{Sleep, SleepFuture};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

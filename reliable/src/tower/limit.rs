@@ -29,7 +29,7 @@ use super::error::{BoxError, OverLimit, OverRate};
 use super::time::Time;
 use crate::clock::Clock;
 use crate::error::ShedReason;
-use crate::observer::{Observer, NotSent};
+use crate::observer::{NotSent, Observer};
 use crate::sleep::Sleep;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -222,8 +222,8 @@ impl World<'_> {
                 // A half-open breaker's call is a probe: an extra attempt the ledger may refuse
                 // (its draw is settled at once: the ratio ledger's balance does not depend on
                 // when a draw is settled, only its count of draws outstanding does).
-                let probe = self.m.extra.is_some()
-                    && self.breakers[s].get(i).state(now) == State::HalfOpen;
+                let probe =
+                    self.m.extra.is_some() && self.breakers[s].get(i).state(now) == State::HalfOpen;
                 if probe && let Some((l, li)) = self.ledger_of(*ledger, request) {
                     match self.ledgers[l][li].try_draw(Extra::Probe, now) {
                         Ok(draw) => self.ledgers[l][li].settle(draw, now),

@@ -73,8 +73,8 @@ fn unknown_fields_and_layers_are_refused_by_name() {
         .to_string();
     assert!(e.contains("timout") && e.contains("timeout"), "{e}");
     let e = options()
-        .from_str::<P>(r#"(name: "x", stack: Hedge(inner: Call(downstream: "a")))"#)
+        .from_str::<P>(r#"(name: "x", stack: Bulkhead(inner: Call(downstream: "a")))"#)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("Hedge") && e.contains("Retry"), "{e}");
+    assert!(e.contains("Bulkhead") && e.contains("Retry"), "{e}");
 }

@@ -262,6 +262,20 @@ fn inexpressible(
     if p.throttle.is_some() {
         return Some("throttle: the server has no adaptive throttle".into());
     }
+    let extra = [
+        (p.idempotent, "idempotent"),
+        (p.hedge.is_some(), "hedge"),
+        (p.ledger.is_some(), "ledger"),
+        (p.limit.is_some(), "limit"),
+        (p.rate_limit.is_some(), "rate_limit"),
+    ]
+    .into_iter()
+    .find_map(|(set, field)| set.then_some(field));
+    if let Some(field) = extra {
+        return Some(format!(
+            "{field}: the server's calls have no hedging, ledger or limits"
+        ));
+    }
     let limits = limits(s);
     let server = match breaker {
         Some(b) => reliable_mcp::retry::config(

@@ -16,6 +16,11 @@ use std::path::{Path, PathBuf};
 /// does not import (the std crate wraps or replaces it).
 const SAME_NAME_AS_CORE: &[(&str, &str)] = &[
     (
+        "Policy",
+        "the core's policy::Policy is a policy file's entry, which this crate names \
+         policy::PolicyEntry; tower::Policy is what a tower layer reads answers with",
+    ),
+    (
         "Observer",
         "the core's breaker::Observer is the core breaker's transition hook, which this crate \
          implements itself and hands on to this Observer",

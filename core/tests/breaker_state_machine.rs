@@ -486,7 +486,8 @@ impl Model {
         self.go(MState::Closed)
     }
 
-    fn window_counts(&self, at: u64) -> (u64, u64, u64) {
+    /// (calls, failures, slow calls, slow failures) in the window as of `at`.
+    fn window_counts(&self, at: u64) -> (u64, u64, u64, u64) {
         let items: Vec<(bool, bool)> = match self.p.time_window {
             Some((width, n)) => self
                 .time_window
@@ -498,7 +499,8 @@ impl Model {
         };
         let f = items.iter().filter(|c| c.0).count() as u64;
         let s = items.iter().filter(|c| c.1).count() as u64;
-        (items.len() as u64, f, s)
+        let sf = items.iter().filter(|c| c.0 && c.1).count() as u64;
+        (items.len() as u64, f, s, sf)
     }
 
     fn push_window(&mut self, failed: bool, slow: bool) {
@@ -701,7 +703,8 @@ impl Model {
                 }
                 self.consecutive = if failed { self.consecutive + 1 } else { 0 };
                 self.push_window(failed, slow);
-                let (calls, f, s) = self.window_counts(self.latest);
+                // The rates count every slow call, failed or not: the split is only read.
+                let (calls, f, s, _) = self.window_counts(self.latest);
                 let has_rate = self.p.failure_ppm.is_some() || self.p.slow.is_some();
                 let trip = self.p.consecutive.is_some_and(|c| self.consecutive >= c)
                     || (has_rate
@@ -951,12 +954,18 @@ impl<B: UnderTest> Driven<B> {
         let b = self.breaker.snapshot(now);
         assert_eq!(b.state, model.visible_state(), "{name}: state");
         assert_eq!(self.breaker.state(now), b.state, "{name}: state");
-        let (calls, failures, slow) = model.window_counts(model.query_time());
+        let (calls, failures, slow, slow_failures) = model.window_counts(model.query_time());
         let c = b.counts;
         assert_eq!(
             (c.calls, c.failures, c.slow),
             (calls, failures, slow),
             "{name}: window counts"
+        );
+        // The slow calls split into slow failures and slow successes, as the model counts them.
+        assert_eq!(
+            (c.slow_failures, c.slow_successes()),
+            (slow_failures, slow - slow_failures),
+            "{name}: slow failures and slow successes"
         );
         // Half-open probes in flight never exceed the limit.
         if let Some(max) = model.p.max_in_flight {

@@ -20,8 +20,9 @@
 //!   `transitionToDisabledState()` and `reset()` are [`Breaker::half_open`], [`Breaker::close`],
 //!   [`Breaker::force_open`], [`Breaker::disable`] and [`Breaker::reset`].
 //! - Window metrics (`getNumberOfBufferedCalls`, failed, slow) are the snapshot's
-//!   [`Counts`]; the sliding-window tests run on a disabled breaker, which records every call in
-//!   its window and never trips.
+//!   [`Counts`]; `getNumberOfSlowSuccessfulCalls` and `getNumberOfSlowFailedCalls` are
+//!   [`Counts::slow_successes`] and [`Counts::slow_failures`]. The sliding-window tests run on a
+//!   disabled breaker, which records every call in its window and never trips.
 //! - The mock clock is the `now` every call takes.
 //!
 //! Deliberate differences are asserted as such, in tests named `differs_*`; the profile's docs
@@ -136,6 +137,18 @@ impl Cb<'_> {
             self.kind,
             self.now
         );
+    }
+    /// (`getNumberOfSlowSuccessfulCalls`, `getNumberOfSlowFailedCalls`) in the window.
+    fn expect_slow(&self, successes: u64, failures: u64) {
+        let c = self.counts();
+        assert_eq!(
+            (c.slow_successes(), c.slow_failures),
+            (successes, failures),
+            "{}: slow successes and slow failures at {:?}",
+            self.kind,
+            self.now
+        );
+        assert_eq!(c.slow, successes + failures, "{}", self.kind);
     }
     /// resilience4j's `transitionToOpenState()`: open for the configured wait.
     fn transition_to_open_state(&mut self) {
@@ -408,6 +421,28 @@ fn should_open_after_slow_call_rate_threshold_exceeded() {
         cb.on_success(secs(5));
         cb.expect_state(State::Open);
         cb.expect_counts(5, 2, 3);
+        // Not read by the Java test: of the 3 slow calls, the first failed.
+        cb.expect_slow(2, 1);
+    });
+}
+
+/// `CircuitBreakerMetrics.onError` records a slow failed call as `SLOW_ERROR`, which
+/// `AbstractAggregation.record` counts as a slow call, a failed call and a slow failed call: the
+/// slow-call rate counts slow failures with slow successes. Here 2 slow failures, 1 slow success
+/// and 2 fast successes trip the breaker on the slow-call rate (60%), with the failure rate (40%)
+/// below its threshold and the slow successes alone (20%) too.
+#[test]
+fn slow_call_rate_counts_slow_failures() {
+    on_both(state_machine_test(), |cb| {
+        cb.on_error(secs(5));
+        cb.on_error(secs(5));
+        cb.on_success(secs(5));
+        cb.on_success(FAST);
+        cb.expect_state(State::Closed);
+        cb.on_success(FAST);
+        cb.expect_state(State::Open);
+        cb.expect_counts(5, 2, 3);
+        cb.expect_slow(1, 2);
     });
 }
 
@@ -828,13 +863,19 @@ fn on_window(config: BreakerConfig, test: impl Fn(&mut Cb<'_>)) {
 /// `FixedSizeSlidingWindowMetricsTest.checkInitialBucketCreation`.
 #[test]
 fn count_window_check_initial_bucket_creation() {
-    on_window(count_window(5), |cb| cb.expect_counts(0, 0, 0));
+    on_window(count_window(5), |cb| {
+        cb.expect_counts(0, 0, 0);
+        cb.expect_slow(0, 0);
+    });
 }
 
 /// `SlidingTimeWindowMetricsTest.checkInitialBucketCreation`.
 #[test]
 fn time_window_check_initial_bucket_creation() {
-    on_window(time_window(), |cb| cb.expect_counts(0, 0, 0));
+    on_window(time_window(), |cb| {
+        cb.expect_counts(0, 0, 0);
+        cb.expect_slow(0, 0);
+    });
 }
 
 /// `FixedSizeSlidingWindowMetricsTest.testRecordSuccess`.
@@ -843,6 +884,7 @@ fn count_window_test_record_success() {
     on_window(count_window(5), |cb| {
         cb.on_success(FAST);
         cb.expect_counts(1, 0, 0);
+        cb.expect_slow(0, 0);
     });
 }
 
@@ -852,6 +894,7 @@ fn time_window_test_record_success() {
     on_window(time_window(), |cb| {
         cb.on_success(FAST);
         cb.expect_counts(1, 0, 0);
+        cb.expect_slow(0, 0);
     });
 }
 
@@ -861,6 +904,7 @@ fn count_window_test_record_error() {
     on_window(count_window(5), |cb| {
         cb.on_error(FAST);
         cb.expect_counts(1, 1, 0);
+        cb.expect_slow(0, 0);
     });
 }
 
@@ -870,6 +914,7 @@ fn time_window_test_record_error() {
     on_window(time_window(), |cb| {
         cb.on_error(FAST);
         cb.expect_counts(1, 1, 0);
+        cb.expect_slow(0, 0);
     });
 }
 
@@ -879,6 +924,7 @@ fn count_window_test_record_slow_success() {
     on_window(count_window(5), |cb| {
         cb.on_success(SLOW);
         cb.expect_counts(1, 0, 1);
+        cb.expect_slow(1, 0);
     });
 }
 
@@ -888,11 +934,12 @@ fn time_window_test_record_slow_success() {
     on_window(time_window(), |cb| {
         cb.on_success(SLOW);
         cb.expect_counts(1, 0, 1);
+        cb.expect_slow(1, 0);
     });
 }
 
 /// The calls of `testSlowCallsPercentage`: a slow success, a slow error, three fast successes:
-/// 5 calls, 1 failed, 2 slow (40%).
+/// 5 calls, 1 failed, 2 slow (40%): 1 slow success and 1 slow failure.
 fn slow_calls_percentage(cb: &mut Cb<'_>) {
     cb.on_success(SLOW);
     cb.on_error(SLOW);
@@ -900,6 +947,7 @@ fn slow_calls_percentage(cb: &mut Cb<'_>) {
         cb.on_success(FAST);
     }
     cb.expect_counts(5, 1, 2);
+    cb.expect_slow(1, 1);
 }
 
 /// `FixedSizeSlidingWindowMetricsTest.testSlowCallsPercentage`.
@@ -936,14 +984,20 @@ fn count_window_test_sliding_window_metrics_with_slow_calls() {
     on_window(count_window(2), |cb| {
         cb.on_error(SLOW);
         cb.expect_counts(1, 1, 1);
+        cb.expect_slow(0, 1);
         cb.on_success(SLOW);
         cb.expect_counts(2, 1, 2);
+        cb.expect_slow(1, 1);
+        // The slow failure leaves the window.
         cb.on_success(FAST);
         cb.expect_counts(2, 0, 1);
+        cb.expect_slow(1, 0);
         cb.on_success(FAST);
         cb.expect_counts(2, 0, 0);
+        cb.expect_slow(0, 0);
         cb.on_success(FAST);
         cb.expect_counts(2, 0, 0);
+        cb.expect_slow(0, 0);
     });
 }
 
@@ -960,16 +1014,22 @@ fn time_window_should_clear_sliding_time_window_metrics() {
         cb.advance(millis(700));
         cb.on_error(secs(1) + millis(1));
         cb.expect_counts(3, 2, 1);
+        cb.expect_slow(0, 1);
         cb.advance(secs(4));
         cb.expect_counts(3, 2, 1);
+        cb.expect_slow(0, 1);
+        // The bucket with the slow failure ages out.
         cb.advance(secs(1));
         cb.expect_counts(0, 0, 0);
+        cb.expect_slow(0, 0);
         cb.advance(millis(100));
         cb.on_success(FAST);
         cb.expect_counts(1, 0, 0);
+        cb.expect_slow(0, 0);
         cb.advance(secs(5));
         cb.on_success(FAST);
         cb.expect_counts(1, 0, 0);
+        cb.expect_slow(0, 0);
     });
 }
 
@@ -1171,6 +1231,34 @@ fn differs_state_reads_half_open_once_the_wait_is_over() {
         // Only read: no transition was made.
         assert_eq!(cb.b.snapshot(cb.now).generation, generation);
         assert_eq!(cb.transitions(), 1);
+    });
+}
+
+/// `CircuitBreakerStateMachine.HalfOpenState` reads its metrics (slow successes and slow failures
+/// included) from a fresh window of the round's calls; here the snapshot's window keeps the
+/// calls of the closed state that tripped (cleared when the breaker closes), and the round's
+/// tallies are [`Snapshot::probe_round`](reliable_core::breaker::Snapshot::probe_round), whose
+/// slow probes are not split.
+#[test]
+fn differs_half_open_slow_calls_are_the_rounds_unsplit() {
+    on_both(state_machine_test(), |cb| {
+        for _ in 0..2 {
+            cb.on_error(secs(5));
+        }
+        for _ in 0..3 {
+            cb.on_success(secs(5));
+        }
+        cb.expect_state(State::Open);
+        cb.advance(secs(6));
+        // A slow failed probe and a slow successful one: 2 of 4, the round is undecided.
+        cb.on_error(secs(5));
+        cb.on_success(secs(5));
+        cb.expect_state(State::HalfOpen);
+        // resilience4j: 2 calls, 1 slow success, 1 slow failure (the round's window).
+        cb.expect_counts(5, 2, 5);
+        cb.expect_slow(3, 2);
+        let round = cb.b.snapshot(cb.now).probe_round;
+        assert_eq!((round.successes, round.failures, round.slow), (1, 1, 2));
     });
 }
 

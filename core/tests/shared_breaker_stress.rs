@@ -380,6 +380,8 @@ fn no_call_is_lost_by_either_window() {
         calls: 1_000 * THREADS,
         failures: 250 * THREADS,
         slow: 100 * THREADS,
+        // Of each thread's 100 slow calls, every 4th failed.
+        slow_failures: 25 * THREADS,
     };
     let count = counts_of_disabled::<AtomicCountWindow<6_016, 94>>(
         WindowConfig::Count { calls: 6_000 },

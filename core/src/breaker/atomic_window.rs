@@ -22,10 +22,11 @@
 //! Under concurrency the counts are those of *some* order of the calls, give or take the calls still
 //! being written: a reader racing a writer may miss its call, and a call racing
 //! [`clear`](AtomicWindow::clear) may survive it. Counts never exceed the window
-//! (failures and slow calls never exceed calls). One limit of the count window's bit ring: two
+//! (failures and slow calls never exceed calls, slow failures neither of them). One limit of the count window's bit ring: two
 //! calls a lap apart (more calls than the window holds, recorded while one call is still writing
 //! its bits) write the same position at once, and their bits may interleave so that both outcomes
-//! are lost. The model checks (`loom`, `breaker/model_check.rs`) show the counts are always those
+//! are lost, or one call's failure and the other's slowness are kept as one slow failure. The
+//! model checks (`loom`, `breaker/model_check.rs`) show the counts are always those
 //! of some order of the calls while the calls being written fit in the window, and find the lap
 //! race in a window of 2 with 3 threads.
 
@@ -48,13 +49,12 @@ pub trait AtomicWindow: Sized + Sync {
     fn new(spec: WindowSpec) -> Result<Self, ConfigError>;
     /// Records one call; returns the number of calls in the window including it.
     fn record(&self, now: Instant, failure: bool, slow: bool) -> u64;
-    /// The counts as of `now`, with failures counted only if `failures` and slow calls only if
-    /// `slow` (0 otherwise).
+    /// The counts a breaker's rules read, as of `now`: failures counted only if `failures` and
+    /// slow calls only if `slow` (0 otherwise); slow failures, which no rule reads, never (0).
     fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts;
-    /// The counts as of `now` (time windows drop buckets that have aged out).
-    fn counts(&self, now: Instant) -> Counts {
-        self.counts_of(now, true, true)
-    }
+    /// Every count as of `now`, slow failures included (time windows drop buckets that have aged
+    /// out).
+    fn counts(&self, now: Instant) -> Counts;
     /// Records a good call (neither failed nor slow) if the window holds no failed and no slow
     /// call, and says whether it did; records nothing otherwise. `true` means the counts with this
     /// call hold no bad call, so no rate rule can fire on them: a breaker need not count them.
@@ -83,6 +83,9 @@ impl AtomicWindow for NoWindow {
     fn counts_of(&self, _: Instant, _: bool, _: bool) -> Counts {
         Counts::default()
     }
+    fn counts(&self, _: Instant) -> Counts {
+        Counts::default()
+    }
     #[inline]
     fn record_good_if_clear(&self, _: Instant) -> bool {
         true
@@ -99,7 +102,9 @@ impl AtomicWindow for NoWindow {
 /// A call claims its position with one `fetch_add` on a call counter, then sets its bits with
 /// `fetch_or` (a failure) or clears them with `fetch_and` (only if set: a success over a success
 /// writes nothing). Failures and slow calls are counted by `popcount` over the ring, so the counts
-/// can never drift from the bits, whatever the interleaving; recording costs O(`WORDS`).
+/// can never drift from the bits, whatever the interleaving; recording costs O(`WORDS`). Slow
+/// failures are the positions with both bits set, counted only by [`counts`](AtomicWindow::counts):
+/// recording writes nothing for them.
 #[derive(Debug)]
 #[repr(C)]
 pub struct AtomicCountWindow<const CALLS: usize, const WORDS: usize = 1> {
@@ -150,6 +155,32 @@ impl<const CALLS: usize, const WORDS: usize> AtomicCountWindow<CALLS, WORDS> {
             calls,
             failures: if failures { ones(&self.failed) } else { 0 },
             slow: if slow { ones(&self.slow) } else { 0 },
+            slow_failures: 0,
+        }
+    }
+
+    /// Every count, each word of each ring loaded once, so that the slow failures (both bits set)
+    /// never exceed the failures or the slow calls read beside them.
+    fn all_counts(&self, total: u64) -> Counts {
+        let calls = total.min(self.size);
+        let (failed, slow) = (
+            self.failed.get(..self.words).unwrap_or(&self.failed),
+            self.slow.get(..self.words).unwrap_or(&self.slow),
+        );
+        let (mut f, mut s, mut both) = (0u32, 0u32, 0u32);
+        for (fw, sw) in failed.iter().zip(slow) {
+            let (fw, sw) = (fw.load(Relaxed), sw.load(Relaxed));
+            f += fw.count_ones();
+            s += sw.count_ones();
+            both += (fw & sw).count_ones();
+        }
+        // A call racing a clear can leave a bit beyond `calls` for a moment.
+        let (failures, slow) = (u64::from(f).min(calls), u64::from(s).min(calls));
+        Counts {
+            calls,
+            failures,
+            slow,
+            slow_failures: u64::from(both).min(failures).min(slow),
         }
     }
 }
@@ -246,6 +277,10 @@ impl<const CALLS: usize, const WORDS: usize> AtomicWindow for AtomicCountWindow<
         self.counts_after(self.total.load(Relaxed), failures, slow)
     }
 
+    fn counts(&self, _: Instant) -> Counts {
+        self.all_counts(self.total.load(Relaxed))
+    }
+
     #[inline]
     fn record_good_if_clear(&self, _: Instant) -> bool {
         if !self.clear_bits() {
@@ -285,7 +320,8 @@ fn count_of(word: u64) -> u32 {
 
 /// Calls of the last `n * width` (at most `BUCKETS` buckets) in atomic bucket counters.
 ///
-/// Each bucket is three tagged words (calls, failures, slow calls). The newest epoch is an atomic
+/// Each bucket is four tagged words (calls, failures, slow calls, slow failures; the last written
+/// only for a call both slow and failed). The newest epoch is an atomic
 /// maximum; the thread that moves it forward resets the buckets that aged out, as
 /// [`TimeWindow`](super::TimeWindow) does, so a bucket never holds counts of an epoch outside the
 /// window. Reading the counts sums the live buckets: O(`BUCKETS`) per call.
@@ -295,6 +331,7 @@ pub struct AtomicTimeWindow<const BUCKETS: usize> {
     calls: [AtomicU64; BUCKETS],
     failures: [AtomicU64; BUCKETS],
     slow: [AtomicU64; BUCKETS],
+    slow_failures: [AtomicU64; BUCKETS],
     width: u64,
     n: u64,
 }
@@ -325,7 +362,7 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
         // that entered it, which are those that left it.
         for e in before + 1..=epoch {
             let slot = self.slot(e);
-            for ring in [&self.calls, &self.failures, &self.slow] {
+            for ring in [&self.calls, &self.failures, &self.slow, &self.slow_failures] {
                 if let Some(w) = ring.get(slot) {
                     self.reset(w, slot);
                 }
@@ -380,7 +417,9 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
         }
     }
 
-    fn counts_at(&self, newest: u64, failures: bool, slow: bool) -> Counts {
+    /// The counts of the window whose newest epoch is `newest`: failures only if `failures`, slow
+    /// calls only if `slow`, slow failures only if `split`.
+    fn counts_at(&self, newest: u64, failures: bool, slow: bool, split: bool) -> Counts {
         let first = newest.saturating_sub(self.n - 1);
         let mut c = Counts::default();
         let mut slot = self.slot(first);
@@ -403,6 +442,9 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
             if slow {
                 c.slow += read(&self.slow);
             }
+            if split {
+                c.slow_failures += read(&self.slow_failures);
+            }
             slot += 1;
             if slot as u64 == self.n {
                 slot = 0;
@@ -411,6 +453,7 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
         // A reader racing a writer may see a failure before its call.
         c.failures = c.failures.min(c.calls);
         c.slow = c.slow.min(c.calls);
+        c.slow_failures = c.slow_failures.min(c.failures).min(c.slow);
         c
     }
 }
@@ -442,6 +485,7 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
             calls: zeroed(),
             failures: zeroed(),
             slow: zeroed(),
+            slow_failures: zeroed(),
             width: width.as_nanos(),
             n: u64::from(buckets),
         })
@@ -461,12 +505,18 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
                 if slow && let Some(w) = self.slow.get(slot) {
                     self.bump(w, epoch);
                 }
-                return self.counts_at(epoch, false, false).calls;
+                if failure
+                    && slow
+                    && let Some(w) = self.slow_failures.get(slot)
+                {
+                    self.bump(w, epoch);
+                }
+                return self.counts_at(epoch, false, false, false).calls;
             }
             let newest = self.newest.load(Acquire);
             if newest == epoch {
                 // The bucket is full: the call is not counted, as in `TimeWindow`.
-                return self.counts_at(epoch, false, false).calls;
+                return self.counts_at(epoch, false, false, false).calls;
             }
             // The window moved on while this call was being recorded: count it in the newest bucket.
             epoch = newest;
@@ -475,11 +525,22 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
 
     fn counts_of(&self, now: Instant, failures: bool, slow: bool) -> Counts {
         let newest = self.newest.load(Acquire);
-        self.counts_at((now.as_nanos() / self.width).max(newest), failures, slow)
+        self.counts_at(
+            (now.as_nanos() / self.width).max(newest),
+            failures,
+            slow,
+            false,
+        )
+    }
+
+    fn counts(&self, now: Instant) -> Counts {
+        let newest = self.newest.load(Acquire);
+        self.counts_at((now.as_nanos() / self.width).max(newest), true, true, true)
     }
 
     fn clear(&self) {
-        for w in self.calls.iter().chain(&self.failures).chain(&self.slow) {
+        let rings = [&self.calls, &self.failures, &self.slow, &self.slow_failures];
+        for w in rings.into_iter().flatten() {
             w.store(0, Release);
         }
     }
@@ -516,6 +577,12 @@ impl<const CALLS: usize, const BUCKETS: usize, const WORDS: usize> AtomicWindow
         match self {
             AtomicAnyWindow::Count(w) => w.counts_of(now, failures, slow),
             AtomicAnyWindow::Time(w) => w.counts_of(now, failures, slow),
+        }
+    }
+    fn counts(&self, now: Instant) -> Counts {
+        match self {
+            AtomicAnyWindow::Count(w) => w.counts(now),
+            AtomicAnyWindow::Time(w) => w.counts(now),
         }
     }
     #[inline]
@@ -666,10 +733,14 @@ mod tests {
                 });
             }
         });
+        // Thread k's failures are its calls with i + k ≡ 0 (mod 4), its slow calls those with
+        // i ≡ 0 (mod 10), which are even: both for 50 calls of an even k (i ≡ 5k mod 20), none
+        // of an odd k.
         let want = Counts {
             calls: 4_000,
             failures: 1_000,
             slow: 400,
+            slow_failures: 100,
         };
         assert_eq!(a.counts(Instant::ZERO), want);
         assert_eq!(t.counts(Instant::from_secs(2)), want);

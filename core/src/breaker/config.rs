@@ -386,6 +386,13 @@ impl BreakerConfig {
     /// defaults, 10 of 10). resilience4j waits indefinitely in half-open by default, so the probe
     /// lease is off.
     ///
+    /// Slow calls split as resilience4j's metrics split them:
+    /// [`Counts::slow_failures`](super::Counts::slow_failures) is its
+    /// `getNumberOfSlowFailedCalls`, [`Counts::slow_successes`](super::Counts::slow_successes)
+    /// its `getNumberOfSlowSuccessfulCalls`, and `slow` their sum. The slow-call rate counts both,
+    /// as resilience4j's does (a slow failed call is a failure and a slow call); the split is only
+    /// read.
+    ///
     /// Where this breaker deliberately differs from resilience4j (`core/tests/resilience4j.rs`
     /// asserts each):
     /// - **Late results.** A result whose permit was issued before a state change is ignored;
@@ -405,8 +412,12 @@ impl BreakerConfig {
     /// - **Manual opens** take their time or instant explicitly (`open_for`, `open_until`);
     ///   resilience4j's `transitionToOpenState()` waits the configured interval of the next
     ///   attempt.
-    /// - **Not yet here**: a maximum wait in half-open, an initial state other than closed, and
-    ///   call durations kept in the window (total and average).
+    /// - **Half-open metrics.** resilience4j's metrics in half-open (slow successes and slow
+    ///   failures included) are those of a fresh window of the round's calls; here the snapshot's
+    ///   `counts` keep the window of the closed state that tripped (until the breaker closes), and
+    ///   the round's tallies are [`Snapshot::probe_round`](super::Snapshot::probe_round), whose
+    ///   slow probes are not split into successes and failures.
+    /// - **Not yet here**: call durations kept in the window (total and average).
     pub const fn resilience4j() -> Self {
         BreakerConfig {
             failure_rate: Some(0.5),

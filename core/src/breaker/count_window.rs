@@ -2,6 +2,9 @@
 //!
 //! Two bits per call (failed, slow) in `[u64; WORDS]` rings, with running counts that are adjusted
 //! when a call is evicted, so recording and reading are O(1) and a 64-call window costs 32 bytes.
+//! Slow failures are not kept apart: they are the calls with both bits set, counted (one `AND` and
+//! one `popcount` a word) only when the counts are read with a slow call in the window, so
+//! recording writes nothing for them.
 //!
 //! `CALLS` is the capacity in calls; a policy may ask for any size up to it. `WORDS`, the number of
 //! 64-bit words that hold `CALLS` bits, must be `CALLS.div_ceil(64)`: stable Rust cannot compute an
@@ -74,6 +77,25 @@ pub(crate) const fn check_count_capacity<const CALLS: usize, const WORDS: usize>
 impl<const CALLS: usize, const WORDS: usize> CountWindow<CALLS, WORDS> {
     /// How many calls this type can hold: `CALLS`.
     pub const CAPACITY: usize = CALLS;
+
+    /// The counts of a window of `len` calls whose running counts are `bad`.
+    #[inline(always)]
+    fn counts_of(&self, len: u16, bad: u32) -> Counts {
+        // Only with a slow call in the window can a call have both bits set. (A breaker's rules
+        // never read the split, so where the counts only feed them this is compiled away.)
+        let slow_failures = if bad >= SLOW {
+            let both = self.failed.iter().zip(&self.slow).map(|(f, s)| f & s);
+            u64::from(both.map(u64::count_ones).sum::<u32>())
+        } else {
+            0
+        };
+        Counts {
+            calls: u64::from(len),
+            failures: u64::from(bad % SLOW),
+            slow: u64::from(bad / SLOW),
+            slow_failures,
+        }
+    }
 }
 
 impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS> {
@@ -124,8 +146,7 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
         if (u32::from(failure | slow) | bad) == 0 {
             return Counts {
                 calls: u64::from(len),
-                failures: 0,
-                slow: 0,
+                ..Counts::default()
             };
         }
         let pos = usize::from(head);
@@ -139,20 +160,12 @@ impl<const CALLS: usize, const WORDS: usize> Window for CountWindow<CALLS, WORDS
         }
         self.bad = bad;
         self.head = if head + 1 == size { 0 } else { head + 1 };
-        Counts {
-            calls: u64::from(len),
-            failures: u64::from(bad % SLOW),
-            slow: u64::from(bad / SLOW),
-        }
+        self.counts_of(len, bad)
     }
 
     #[inline]
     fn counts(&self, _: Instant) -> Counts {
-        Counts {
-            calls: u64::from(self.len),
-            failures: u64::from(self.bad % SLOW),
-            slow: u64::from(self.bad / SLOW),
-        }
+        self.counts_of(self.len, self.bad)
     }
 
     fn clear(&mut self) {
@@ -227,8 +240,10 @@ mod tests {
                     calls: model.len() as u64,
                     failures: model.iter().filter(|c| c.0).count() as u64,
                     slow: model.iter().filter(|c| c.1).count() as u64,
+                    slow_failures: model.iter().filter(|c| c.0 && c.1).count() as u64,
                 };
                 assert_eq!(got, want, "size {size}, {mix:?}");
+                assert_eq!(w.counts(Instant::ZERO), want, "size {size}, {mix:?}");
                 // Each ring holds exactly the window's bits: nothing stale is left set.
                 let ones =
                     |ring: &[u64; 2]| u64::from(ring.iter().map(|w| w.count_ones()).sum::<u32>());

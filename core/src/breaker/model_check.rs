@@ -440,6 +440,7 @@ fn sequential_counts(size: u64, calls: &[(bool, bool)]) -> Vec<Counts> {
             calls: kept.len() as u64,
             failures: kept.iter().filter(|&&i| calls[i].0).count() as u64,
             slow: kept.iter().filter(|&&i| calls[i].1).count() as u64,
+            slow_failures: kept.iter().filter(|&&i| calls[i].0 && calls[i].1).count() as u64,
         });
     });
     all
@@ -447,12 +448,11 @@ fn sequential_counts(size: u64, calls: &[(bool, bool)]) -> Vec<Counts> {
 
 /// Three calls, (failed, slow), recorded at once into a count window of `size`: the counts must
 /// be those of some order of them.
-fn three_calls_into(size: u32) -> usize {
-    const CALLS: [(bool, bool); 3] = [(true, false), (false, true), (false, false)];
-    let allowed = sequential_counts(u64::from(size), &CALLS);
+fn three_calls_into(size: u32, calls: [(bool, bool); 3]) -> usize {
+    let allowed = sequential_counts(u64::from(size), &calls);
     explore(2, move || {
         let w = Arc::new(AtomicCountWindow::<4>::new(WindowSpec::Count { calls: size }).unwrap());
-        let handles: Vec<_> = CALLS
+        let handles: Vec<_> = calls
             .iter()
             .map(|&(f, s)| {
                 let w = Arc::clone(&w);
@@ -472,18 +472,31 @@ fn three_calls_into(size: u32) -> usize {
     })
 }
 
+/// A failure, a slow call and a good one.
+const MIXED: [(bool, bool); 3] = [(true, false), (false, true), (false, false)];
+
 #[test]
 fn model_check_count_window_loses_no_call() {
-    three_calls_into(4);
+    three_calls_into(4, MIXED);
+}
+
+#[test]
+fn model_check_count_window_splits_slow_calls() {
+    // Slow failures are the positions with both bits set: each counted once, and never more than
+    // the failures or the slow calls read beside them.
+    three_calls_into(4, [(true, true), (false, true), (true, true)]);
 }
 
 /// The documented limit of the atomic bit ring: two calls a lap apart writing one position at
 /// once (more calls than the window holds, recorded while one call is being written) may
-/// interleave their bits and lose both outcomes. The checker finds it.
+/// interleave their bits: one call's failure and the other's slowness land together, a slow
+/// failure that never happened (or both outcomes are lost). The checker finds it.
 #[test]
-#[should_panic(expected = "window of 2: Counts { calls: 2, failures: 0, slow: 0 }")]
+#[should_panic(
+    expected = "window of 2: Counts { calls: 2, failures: 1, slow: 1, slow_failures: 1 }"
+)]
 fn model_check_finds_the_lapped_window_race() {
-    three_calls_into(2);
+    three_calls_into(2, MIXED);
 }
 
 #[test]
@@ -509,8 +522,9 @@ fn model_check_good_call_shortcut_races_a_failure() {
 
 #[test]
 fn model_check_time_window_loses_no_call() {
-    // Two calls in one bucket and one that moves the window a bucket on: a window of two
-    // buckets holds all three.
+    // Two slow failures in one bucket and a good call that moves the window a bucket on: a
+    // window of two buckets holds all three, and both slow failures (the counter written only
+    // for them, bumped by both at once).
     explore(2, || {
         let w = Arc::new(
             AtomicTimeWindow::<2>::new(WindowSpec::Time {
@@ -519,13 +533,13 @@ fn model_check_time_window_loses_no_call() {
             })
             .unwrap(),
         );
-        let at = [(0u64, true), (0, false), (1_000, true)];
+        let at = [(0u64, true, true), (0, true, true), (1_000, false, false)];
         let handles: Vec<_> = at
             .iter()
-            .map(|&(t, f)| {
+            .map(|&(t, f, s)| {
                 let w = Arc::clone(&w);
                 loom::thread::spawn(move || {
-                    w.record(ms(t), f, false);
+                    w.record(ms(t), f, s);
                 })
             })
             .collect();
@@ -533,6 +547,10 @@ fn model_check_time_window_loses_no_call() {
             h.join().unwrap();
         }
         let c = w.counts(ms(1_000));
-        assert_eq!((c.calls, c.failures), (3, 2), "{c:?}");
+        assert_eq!(
+            (c.calls, c.failures, c.slow, c.slow_failures),
+            (3, 2, 2, 2),
+            "{c:?}"
+        );
     });
 }

@@ -500,10 +500,12 @@ fn verdict(p: &BreakerPolicy, round: ProbeRound) -> Decision {
     if done < p.quorum {
         return Decision::Tally(round);
     }
+    // A round does not split its slow probes: no rule reads the split.
     let counts = Counts {
         calls: u64::from(done),
         failures: u64::from(round.failures),
         slow: u64::from(round.slow),
+        slow_failures: 0,
     };
     Decision::Go(if p.rates_trip(counts) {
         Target::Reopen
@@ -911,6 +913,7 @@ mod tests {
                 calls,
                 failures: draw(&mut x, 2).min(calls),
                 slow: draw(&mut x, 2).min(calls),
+                slow_failures: 0,
             };
             // Slow or not: a slow call the window keeps shows in its counts.
             let slow = draw(&mut x, 2) == 0;
@@ -967,6 +970,7 @@ mod tests {
             calls,
             failures,
             slow,
+            slow_failures: 0,
         };
         use {Decision::*, Outcome::*, Target::*};
         // Policy, state, result, and what the rules answer instead of leaving it as it is.

@@ -28,6 +28,8 @@ struct Bucket {
     calls: u32,
     failures: u32,
     slow: u32,
+    /// Of the slow calls, those that failed: written only when a call is both.
+    slow_failures: u32,
 }
 
 /// Calls of the last `n * width` (at most `BUCKETS` buckets).
@@ -58,6 +60,7 @@ impl<const BUCKETS: usize> TimeWindow<BUCKETS> {
                 gone.calls += u64::from(b.calls);
                 gone.failures += u64::from(b.failures);
                 gone.slow += u64::from(b.slow);
+                gone.slow_failures += u64::from(b.slow_failures);
             }
         }
         gone
@@ -77,6 +80,7 @@ impl<const BUCKETS: usize> TimeWindow<BUCKETS> {
                     self.totals.calls -= u64::from(b.calls);
                     self.totals.failures -= u64::from(b.failures);
                     self.totals.slow -= u64::from(b.slow);
+                    self.totals.slow_failures -= u64::from(b.slow_failures);
                     *b = Bucket::default();
                 }
             }
@@ -129,6 +133,10 @@ impl<const BUCKETS: usize> Window for TimeWindow<BUCKETS> {
             self.totals.calls += 1;
             self.totals.failures += u64::from(failure);
             self.totals.slow += u64::from(slow);
+            if failure & slow {
+                b.slow_failures += 1;
+                self.totals.slow_failures += 1;
+            }
         }
         self.totals
     }
@@ -143,6 +151,7 @@ impl<const BUCKETS: usize> Window for TimeWindow<BUCKETS> {
             calls: self.totals.calls - gone.calls,
             failures: self.totals.failures - gone.failures,
             slow: self.totals.slow - gone.slow,
+            slow_failures: self.totals.slow_failures - gone.slow_failures,
         }
     }
 
@@ -190,15 +199,19 @@ mod tests {
                 calls: live.len() as u64,
                 failures: live.iter().filter(|m| m.1).count() as u64,
                 slow: live.iter().filter(|m| m.2).count() as u64,
+                slow_failures: live.iter().filter(|m| m.1 && m.2).count() as u64,
             };
             assert_eq!(got, want, "t = {t}");
             // Reading ahead agrees with what recording there would drop.
             let ahead = seen + x % 1_500;
-            let live_ahead = model
+            let live_ahead: std::vec::Vec<_> = model
                 .iter()
                 .filter(|m| m.0 / width + u64::from(n) > ahead / width)
-                .count() as u64;
-            assert_eq!(w.counts(Instant::from_nanos(ahead)).calls, live_ahead);
+                .collect();
+            let c = w.counts(Instant::from_nanos(ahead));
+            assert_eq!(c.calls, live_ahead.len() as u64);
+            let slow_failures = live_ahead.iter().filter(|m| m.1 && m.2).count() as u64;
+            assert_eq!(c.slow_failures, slow_failures);
         }
     }
 

@@ -19,12 +19,20 @@
 //! assert_eq!(w.counts(t).failures, 0);
 //! assert_eq!(w.counts(t).slow, 1);
 //! assert_eq!(w.counts(t).calls, 3);
+//! w.record(t, true, true); // a slow failure
+//! let c = w.counts(t);
+//! assert_eq!((c.slow, c.slow_failures, c.slow_successes()), (2, 1, 1));
 //! ```
 
 use crate::error::{ConfigError, Problem};
 use crate::time::{Duration, Instant};
 
 /// Calls, failures and slow calls currently in a window.
+///
+/// The slow calls split into slow failures (counted) and slow successes (the rest,
+/// [`slow_successes`](Counts::slow_successes)), as resilience4j's `getNumberOfSlowFailedCalls` and
+/// `getNumberOfSlowSuccessfulCalls` read them. The split is for reading only: the slow-call rate
+/// a breaker trips on counts every slow call, failed or not, as resilience4j's does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     /// Calls recorded.
@@ -33,6 +41,16 @@ pub struct Counts {
     pub failures: u64,
     /// Of which were slow (whatever their outcome).
     pub slow: u64,
+    /// Of the slow calls, those that failed (never more than `slow` or `failures`).
+    pub slow_failures: u64,
+}
+
+impl Counts {
+    /// Of the slow calls, those that succeeded: `slow - slow_failures`.
+    #[inline]
+    pub const fn slow_successes(&self) -> u64 {
+        self.slow.saturating_sub(self.slow_failures)
+    }
 }
 
 /// Storage for the outcomes a breaker's rate rules look at.

@@ -14,7 +14,7 @@ use std::time::{Duration as StdDuration, Instant as WallInstant};
 use reliable::observer::Observer;
 use reliable::{Registry, Reliable};
 use reliable_core::breaker::{
-    BreakerConfig, BreakerPolicy, ProbeRule, State, Transition, WindowConfig,
+    BreakerConfig, BreakerPolicy, Counts, ProbeRule, State, Transition, WindowConfig,
 };
 use reliable_core::retry::RetryConfig;
 use schemars::JsonSchema;
@@ -184,10 +184,27 @@ pub struct WindowCounts {
     pub calls: u64,
     /// Of which failed.
     pub failures: u64,
-    /// Of which were slow.
+    /// Of which were slow (`slow_successes + slow_failures`).
     pub slow: u64,
+    /// Slow calls that succeeded.
+    pub slow_successes: u64,
+    /// Slow calls that failed (also counted in `failures`).
+    pub slow_failures: u64,
     /// failures ÷ calls, if there were calls.
     pub failure_rate: Option<f64>,
+}
+
+impl From<Counts> for WindowCounts {
+    fn from(c: Counts) -> Self {
+        WindowCounts {
+            calls: c.calls,
+            failures: c.failures,
+            slow: c.slow,
+            slow_successes: c.slow_successes(),
+            slow_failures: c.slow_failures,
+            failure_rate: (c.calls > 0).then(|| c.failures as f64 / c.calls as f64),
+        }
+    }
 }
 
 /// Calls through the breaker since it was created.
@@ -316,13 +333,7 @@ impl NamedBreaker {
             state: s.state.map_or("none", State::name).to_string(),
             shadow: s.shadow,
             retry_after_ms,
-            window: WindowCounts {
-                calls: s.window.calls,
-                failures: s.window.failures,
-                slow: s.window.slow,
-                failure_rate: (s.window.calls > 0)
-                    .then(|| s.window.failures as f64 / s.window.calls as f64),
-            },
+            window: s.window.into(),
             consecutive_failures: s.consecutive_failures,
             totals: Totals {
                 succeeded: s.succeeded,
@@ -550,6 +561,18 @@ mod tests {
             .starts_with("max_probes")
         );
         assert!(b.snapshot("x").unwrap_err().contains("there are: api"));
+    }
+
+    #[test]
+    fn window_counts_split_slow_calls() {
+        let w = WindowCounts::from(Counts {
+            calls: 8,
+            failures: 2,
+            slow: 3,
+            slow_failures: 1,
+        });
+        assert_eq!((w.slow, w.slow_successes, w.slow_failures), (3, 2, 1));
+        assert_eq!(w.failure_rate, Some(0.25));
     }
 
     #[test]

@@ -169,6 +169,9 @@ async fn breakers_backoff_resource_and_prompt() {
         (state["state"].as_str(), state["window"]["calls"].as_u64()),
         (Some("closed"), Some(0))
     );
+    // Slow calls split into slow successes and slow failures.
+    let split = ["slow", "slow_successes", "slow_failures"].map(|k| state["window"][k].as_u64());
+    assert_eq!(split, [Some(0); 3]);
 
     let backoff = ok(
         &client,

@@ -119,7 +119,9 @@ pub struct Snapshot {
     /// refused now would get). `None` when it is not open, and when it is forced open (no probe
     /// until it is reset).
     pub retry_after: Option<Duration>,
-    /// Outcomes in the breaker's window (zero for a breaker that only counts failures in a row).
+    /// Outcomes in the breaker's window (zero for a breaker that only counts failures in a row);
+    /// its slow calls split into [`slow_failures`](Counts::slow_failures) and
+    /// [`slow_successes`](Counts::slow_successes).
     pub window: Counts,
     /// Failures in a row while closed.
     pub consecutive_failures: u32,

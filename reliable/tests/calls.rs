@@ -197,6 +197,40 @@ fn fatal_errors_are_neither_retried_nor_held_against_the_downstream() {
     assert_eq!(rel.snapshot().window.failures, 1);
 }
 
+/// The snapshot's window splits slow calls into slow failures and slow successes (resilience4j's
+/// `getNumberOfSlowFailedCalls` and `getNumberOfSlowSuccessfulCalls`).
+#[test]
+fn the_window_splits_slow_calls_into_failures_and_successes() {
+    let clock = ManualClock::new();
+    let rel = Reliable::builder("api")
+        .slow_call(Duration::from_secs(1), 1.0)
+        .no_timeout()
+        .manual_time(clock.clone())
+        .build()
+        .unwrap();
+    let slow = || clock.advance(Duration::from_secs(2));
+    // A slow 503 the server says not to retry: one slow failure.
+    rel.call_blocking(|| {
+        slow();
+        Err::<(), _>(HttpError::new(
+            503,
+            &[("x-should-retry", "false")][..],
+            SystemTime::now(),
+        ))
+    })
+    .unwrap_err();
+    // A slow success, then a fast one.
+    rel.call_blocking(|| {
+        slow();
+        Ok::<_, HttpError>(())
+    })
+    .unwrap();
+    rel.call_blocking(|| Ok::<_, HttpError>(())).unwrap();
+    let w = rel.snapshot().window;
+    assert_eq!((w.calls, w.failures, w.slow), (3, 1, 2));
+    assert_eq!((w.slow_failures, w.slow_successes()), (1, 1));
+}
+
 fn two_in_a_row() -> BreakerConfig {
     BreakerConfig {
         consecutive_failures: Some(2),

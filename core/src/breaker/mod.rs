@@ -21,7 +21,8 @@
 //! probes would (`close`), force it open, disable it, or `reset` it. A caller that measured a
 //! call's latency itself reports it with `record_latency`; `retry_after` reads how long an open
 //! breaker still refuses, changing nothing; `probe_round` (and the snapshot) reads the half-open
-//! round's tallies.
+//! round's tallies; the snapshot's window `counts` split slow calls into slow failures and slow
+//! successes (read only: the slow-call rate counts both).
 //!
 //! A new breaker starts closed, or in the policy's `initial_state` (half-open, forced open,
 //! disabled).

@@ -620,7 +620,7 @@ pub struct Snapshot {
     pub reopens: u32,
     /// Half-open probes in flight (with bounded probes; 0 otherwise).
     pub probes_in_flight: u32,
-    /// Outcomes in the window.
+    /// Outcomes in the window, slow calls split into slow failures and slow successes.
     pub counts: Counts,
     /// The half-open round's tallies so far (all zero outside half-open).
     pub probe_round: ProbeRound,

@@ -68,21 +68,7 @@ pub const ALL: [Face; 4] = [
     Face {
         name: "simulator",
         run: crate::simulator::run,
-        skips: |s| {
-            let p = &s.policy;
-            let field = [
-                (p.idempotent, "idempotent"),
-                (p.hedge.is_some(), "hedge"),
-                (p.ledger.is_some(), "ledger"),
-                (p.limit.is_some(), "limit"),
-                (p.rate_limit.is_some(), "rate_limit"),
-            ]
-            .into_iter()
-            .find_map(|(set, name)| set.then_some(name))?;
-            Some(format!(
-                "{field}: the sequence's stack is built from retry, throttle and breaker only"
-            ))
-        },
+        skips: crate::simulator::skips,
     },
 ];
 

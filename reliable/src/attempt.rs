@@ -195,7 +195,8 @@ fn breaker_outcome(end: AttemptOutcome) -> Outcome {
 }
 
 /// Hands back what one attempt held: its breaker permit, its slot under the limit (read through
-/// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered.
+/// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered
+/// (a cancelled copy has none, and a timeout's is its timer's length, not the downstream's).
 fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     if let (Some(b), Some(p)) = (&inner.breaker, sent.breaker) {
         b.record(p, breaker_outcome(end), now);
@@ -206,7 +207,11 @@ fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     if let (Some(l), Some(d)) = (&inner.ledger, sent.draw) {
         lock(l).settle(d, now);
     }
-    if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled) {
+    let answered = !matches!(
+        end,
+        AttemptOutcome::Cancelled | AttemptOutcome::Failed(ErrorClass::Timeout)
+    );
+    if let (Some(h), Some(at), true) = (&inner.hedger, sent.at, answered) {
         lock(h).record(now.saturating_duration_since(at));
     }
 }

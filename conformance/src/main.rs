@@ -1,7 +1,8 @@
 //! `cargo run -p conformance -- bless`: writes every sequence's expected trace from the reference
 //! face (`Reliable::call`). `cargo run -p conformance -- run FACE`: prints each trace of FACE.
 //! `cargo run -p conformance -- scenario NAME`: prints the simulator scenario sequence NAME
-//! becomes (what the simulator face runs).
+//! becomes (what the simulator face runs). `cargo run -p conformance -- table`: prints the
+//! README's table of sequences and the Rust faces that run them.
 
 use std::process::ExitCode;
 
@@ -9,6 +10,18 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (bless, face) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["bless"] => (true, conformance::faces::ALL[0]),
+        ["table"] => {
+            return match conformance::sequences() {
+                Ok(s) => {
+                    print!("{}", table(&s));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         ["scenario", name] => {
             let path = conformance::root()
                 .join("sequences")
@@ -34,7 +47,8 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: conformance bless | conformance run FACE | conformance scenario NAME"
+                "usage: conformance bless | conformance run FACE | conformance scenario NAME | \
+                 conformance table"
             );
             return ExitCode::FAILURE;
         }
@@ -69,4 +83,39 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// A markdown table: each sequence that sets an optional field of format 1 (the others run on
+/// every Rust face), and for each Rust face whether it runs it or, if not, the field it cannot
+/// express; then the count each face runs of all the sequences.
+fn table(sequences: &[conformance::Sequence]) -> String {
+    use conformance::faces::ALL;
+    let mut out = String::from("| sequence |");
+    for f in ALL {
+        out += &format!(" {} |", f.name);
+    }
+    out += "\n|---|";
+    out += &"---|".repeat(ALL.len());
+    out += "\n";
+    for s in sequences {
+        let p = &s.policy;
+        if p.extra_load_field().is_none() && !p.idempotent {
+            continue;
+        }
+        out += &format!("| `{}` |", s.name);
+        for f in ALL {
+            let cell = match (f.skips)(s) {
+                None => "runs".to_string(),
+                Some(why) => format!("no: `{}`", why.split(':').next().unwrap_or("")),
+            };
+            out += &format!(" {cell} |");
+        }
+        out += "\n";
+    }
+    out += &format!("| **runs, of {}** |", sequences.len());
+    for f in ALL {
+        let runs = sequences.iter().filter(|s| (f.skips)(s).is_none()).count();
+        out += &format!(" {runs} |");
+    }
+    out + "\n"
 }

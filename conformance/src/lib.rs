@@ -556,3 +556,38 @@ pub fn first_difference(want: &str, got: &str) -> Option<String> {
         })
     })
 }
+
+/// A markdown table: each sequence that sets an optional field of format 1 (the others run on
+/// every Rust face), and for each Rust face whether it runs it or, if not, the field it cannot
+/// express; then the count each face runs of all the sequences.
+pub fn table(sequences: &[Sequence]) -> String {
+    use faces::ALL;
+    let mut out = String::from("| sequence |");
+    for f in ALL {
+        out += &format!(" {} |", f.name);
+    }
+    out += "\n|---|";
+    out += &"---|".repeat(ALL.len());
+    out += "\n";
+    for s in sequences {
+        let p = &s.policy;
+        if p.extra_load_field().is_none() && !p.idempotent {
+            continue;
+        }
+        out += &format!("| `{}` |", s.name);
+        for f in ALL {
+            let cell = match (f.skips)(s) {
+                None => "runs".to_string(),
+                Some(why) => format!("no: `{}`", why.split(':').next().unwrap_or("")),
+            };
+            out += &format!(" {cell} |");
+        }
+        out += "\n";
+    }
+    out += &format!("| **runs, of {}** |", sequences.len());
+    for f in ALL {
+        let runs = sequences.iter().filter(|s| (f.skips)(s).is_none()).count();
+        out += &format!(" {runs} |");
+    }
+    out + "\n"
+}

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         ["table"] => {
             return match conformance::sequences() {
                 Ok(s) => {
-                    print!("{}", table(&s));
+                    print!("{}", conformance::table(&s));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -83,39 +83,4 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
-}
-
-/// A markdown table: each sequence that sets an optional field of format 1 (the others run on
-/// every Rust face), and for each Rust face whether it runs it or, if not, the field it cannot
-/// express; then the count each face runs of all the sequences.
-fn table(sequences: &[conformance::Sequence]) -> String {
-    use conformance::faces::ALL;
-    let mut out = String::from("| sequence |");
-    for f in ALL {
-        out += &format!(" {} |", f.name);
-    }
-    out += "\n|---|";
-    out += &"---|".repeat(ALL.len());
-    out += "\n";
-    for s in sequences {
-        let p = &s.policy;
-        if p.extra_load_field().is_none() && !p.idempotent {
-            continue;
-        }
-        out += &format!("| `{}` |", s.name);
-        for f in ALL {
-            let cell = match (f.skips)(s) {
-                None => "runs".to_string(),
-                Some(why) => format!("no: `{}`", why.split(':').next().unwrap_or("")),
-            };
-            out += &format!(" {cell} |");
-        }
-        out += "\n";
-    }
-    out += &format!("| **runs, of {}** |", sequences.len());
-    for f in ALL {
-        let runs = sequences.iter().filter(|s| (f.skips)(s).is_none()).count();
-        out += &format!(" {runs} |");
-    }
-    out + "\n"
 }

@@ -198,11 +198,13 @@ fn breaker_outcome(end: AttemptOutcome) -> Outcome {
 /// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered
 /// (a cancelled copy has none, and a timeout's is its timer's length, not the downstream's).
 fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
-    if let (Some(b), Some(p)) = (&inner.breaker, sent.breaker) {
-        b.record(p, breaker_outcome(end), now);
-    }
+    // The limit first: it admitted the attempt after the breaker did, so it sits inside it, and
+    // an answer reaches the inner piece first (as in a tower stack and the simulator's).
     if let Some(p) = sent.limit {
         release_limit(inner, p, Completion::from(end), now);
+    }
+    if let (Some(b), Some(p)) = (&inner.breaker, sent.breaker) {
+        b.record(p, breaker_outcome(end), now);
     }
     if let (Some(l), Some(d)) = (&inner.ledger, sent.draw) {
         lock(l).settle(d, now);

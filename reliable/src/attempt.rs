@@ -890,7 +890,8 @@ impl Run<'_> {
             sent.live = false;
             settle(self.inner, done, AttemptOutcome::Failed(class), now);
         }
-        self.observed(now);
+        // No `observed(now)`: the race goes on, and its next decision (another copy's answer)
+        // comes later and reads the clock then.
     }
 
     /// The race is over: copy `slot` answered (`won`: with a success) and becomes the attempt

@@ -175,8 +175,8 @@ pub enum Decision {
     Refused(reliable_core::answer::Refuser),
     /// A hedge layer sends a hedge (its [`Attempt`](Decision::Attempt) follows).
     Hedge,
-    /// A hedge was due and refused locally (by the ledger: [`Refuser::Budget`](
-    /// reliable_core::answer::Refuser::Budget)); no other hedge of that call follows.
+    /// A hedge was due and refused locally (by the ledger: `Refuser::Budget`); no other hedge of
+    /// that call follows.
     NoHedge(reliable_core::answer::Refuser),
     /// Attempt `n` of the request (from 1, in send order) lost a hedged race and was dropped.
     Cancelled(u32),

@@ -15,8 +15,8 @@ use reliable::clock::{Clock, ManualClock, TokioClock};
 use reliable::http::HttpError;
 use reliable::sleep::TokioSleep;
 use reliable::tower::{
-    BoxError, Deadline, HedgeLayer, HttpPolicy, RateLimitLayer, ReliableConfig, ReliableLayer,
-    SharedLedger, TimedOut,
+    BoxError, ConcurrencyLimitLayer, Deadline, HedgeLayer, HttpPolicy, RateLimitLayer,
+    ReliableConfig, ReliableLayer, SharedLedger, TimedOut,
 };
 use reliable_core::breaker::BreakerConfig;
 use reliable_core::outcome::ErrorClass;
@@ -56,7 +56,7 @@ pub const ALL: [Face; 4] = [
         name: "tower-reliable-layer",
         run: tower_reliable_layer,
         skips: |s| match (&s.policy.limit, &s.policy.ledger, &s.policy.breaker) {
-            (Some(_), _, _) => Some(
+            (Some(_), _, _) if s.policy.hedge.is_some() => Some(
                 "limit: a limit layer below the hedge layer fails a hedge as a refused copy, \
                  above it never sees hedges"
                     .into(),
@@ -68,21 +68,7 @@ pub const ALL: [Face; 4] = [
     Face {
         name: "simulator",
         run: crate::simulator::run,
-        skips: |s| {
-            let p = &s.policy;
-            let field = [
-                (p.idempotent, "idempotent"),
-                (p.hedge.is_some(), "hedge"),
-                (p.ledger.is_some(), "ledger"),
-                (p.limit.is_some(), "limit"),
-                (p.rate_limit.is_some(), "rate_limit"),
-            ]
-            .into_iter()
-            .find_map(|(set, name)| set.then_some(name))?;
-            Some(format!(
-                "{field}: the sequence's stack is built from retry, throttle and breaker only"
-            ))
-        },
+        skips: crate::simulator::skips,
     },
 ];
 
@@ -431,6 +417,16 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
             }
             None => None,
         };
+        // Then the concurrency limit (a sequence with hedging and a limit is not run).
+        let limit = match s.policy.limit() {
+            Some(c) => Some(
+                ConcurrencyLimitLayer::new(c, HttpPolicy::new())
+                    .map_err(|e| e.to_string())?
+                    .with_time(clock, TokioSleep)
+                    .observer(trace.observer()),
+            ),
+            None => None,
+        };
         let rate = match s.policy.rate_limit() {
             Some(c) => Some(
                 RateLimitLayer::new(c)
@@ -500,7 +496,7 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
         });
         let svc = layer.layer(Either::layered(
             hedge,
-            Either::layered(rate, BoxCloneService::new(fake)),
+            Either::layered(limit, Either::layered(rate, BoxCloneService::new(fake))),
         ));
         for (i, call) in s.calls.iter().enumerate() {
             tokio::time::sleep_until(t0 + StdDuration::from_millis(call.start_ms)).await;

@@ -15,8 +15,8 @@ use reliable_core::Duration;
 use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
 use reliable_core::breaker::{BreakerConfig, ProbeRule};
 use reliable_core::budget::{BudgetConfig, RatioConfig, Threshold, TokenBucketConfig};
-use reliable_core::hedge::{HedgeConfig, HedgeDelay};
-use reliable_core::limit::{LimiterConfig, RateConfig};
+use reliable_core::hedge::{HedgeConfig, HedgeDelay, QuantileDelay};
+use reliable_core::limit::{LimitRule, LimiterConfig, RateConfig};
 use reliable_core::retry::RetryConfig;
 use reliable_core::throttle::ThrottleConfig;
 use serde::Deserialize;
@@ -127,12 +127,29 @@ pub fn sample(u: f64) -> u64 {
     (u * 18_446_744_073_709_551_616.0) as u64
 }
 
-/// A hedge `delay_ms` after an attempt is sent, the next after `2 × delay_ms`, up to `max_hedges`.
+/// A hedge `delay_ms` after an attempt is sent, the next after `2 × delay_ms`, up to `max_hedges`;
+/// or, with `quantile` instead of `delay_ms`, a delay read from recent latencies.
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HedgeBlock {
-    pub delay_ms: u64,
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    /// Optional (instead of `delay_ms`): the delay is a quantile of recent attempt latencies.
+    #[serde(default)]
+    pub quantile: Option<QuantileBlock>,
     pub max_hedges: u32,
+}
+
+/// A hedge delay from the core's streaming quantile: `q` of the latencies held (up to `window`),
+/// no hedge before `min_samples`, clamped to `[min_ms, max_ms]`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuantileBlock {
+    pub q: f64,
+    pub window: u32,
+    pub min_samples: u32,
+    pub min_ms: u64,
+    pub max_ms: u64,
 }
 
 /// The ledger: extra attempts ≤ `ratio` × first tries + `min_per_sec` × the window, over `ttl_ms`.
@@ -144,11 +161,41 @@ pub struct LedgerBlock {
     pub ttl_ms: u64,
 }
 
-/// A static bulkhead: at most `max_in_flight` attempts in flight, hedges included.
+/// A concurrency limit on attempts in flight, hedges included: a static bulkhead
+/// (`max_in_flight`), or (optional, instead) an adaptive `aimd` or `gradient` limit.
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitBlock {
-    pub max_in_flight: u32,
+    #[serde(default)]
+    pub max_in_flight: Option<u32>,
+    #[serde(default)]
+    pub aimd: Option<AimdBlock>,
+    #[serde(default)]
+    pub gradient: Option<GradientBlock>,
+}
+
+/// AIMD: × `backoff` on a drop, + `increase` on a success while the limit is in use.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AimdBlock {
+    pub initial: u32,
+    pub min: u32,
+    pub max: u32,
+    pub backoff: f64,
+    pub increase: u32,
+}
+
+/// Gradient2: the limit follows `tolerance × long-term RTT / RTT`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradientBlock {
+    pub initial: u32,
+    pub min: u32,
+    pub max: u32,
+    pub tolerance: f64,
+    pub smoothing: f64,
+    pub long_window: u32,
+    pub queue: u32,
 }
 
 /// `rate` attempts per `period_ms`, `burst` at once (GCRA).
@@ -336,10 +383,20 @@ impl PolicyBlock {
 }
 
 impl PolicyBlock {
-    /// The core's hedging config, if any.
+    /// The core's hedging config, if any (a block with neither or both delays is refused by
+    /// [`load`]; here it is a fixed delay of `delay_ms`, 0 if absent).
     pub fn hedge(&self) -> Option<HedgeConfig> {
         self.hedge.map(|h| HedgeConfig {
-            delay: HedgeDelay::Fixed(ms(h.delay_ms)),
+            delay: match h.quantile {
+                Some(q) => HedgeDelay::Quantile(QuantileDelay {
+                    quantile: q.q,
+                    window: q.window,
+                    min_samples: q.min_samples,
+                    min: ms(q.min_ms),
+                    max: ms(q.max_ms),
+                }),
+                None => HedgeDelay::Fixed(ms(h.delay_ms.unwrap_or(0))),
+            },
             max_hedges: h.max_hedges,
         })
     }
@@ -354,9 +411,55 @@ impl PolicyBlock {
         })
     }
 
-    /// The core's concurrency limit, if any.
+    /// The core's concurrency limit, if any (a block with no rule or several is refused by
+    /// [`load`]; here the first of `max_in_flight`, `aimd`, `gradient` it sets).
     pub fn limit(&self) -> Option<LimiterConfig> {
-        self.limit.map(|l| LimiterConfig::bulkhead(l.max_in_flight))
+        self.limit
+            .map(|l| match (l.max_in_flight, l.aimd, l.gradient) {
+                (Some(n), _, _) => LimiterConfig::bulkhead(n),
+                (None, Some(a), _) => LimiterConfig {
+                    rule: LimitRule::Aimd {
+                        backoff: a.backoff,
+                        increase: a.increase,
+                    },
+                    initial: a.initial,
+                    min: a.min,
+                    max: a.max,
+                },
+                (None, None, Some(g)) => LimiterConfig {
+                    rule: LimitRule::Gradient {
+                        tolerance: g.tolerance,
+                        smoothing: g.smoothing,
+                        long_window: g.long_window,
+                        queue: g.queue,
+                    },
+                    initial: g.initial,
+                    min: g.min,
+                    max: g.max,
+                },
+                (None, None, None) => LimiterConfig::bulkhead(0),
+            })
+    }
+
+    /// Why the optional blocks are ill-formed, if they are: a hedge needs exactly one of
+    /// `delay_ms` and `quantile`, a limit exactly one of `max_in_flight`, `aimd`, `gradient`.
+    fn shape_error(&self) -> Option<&'static str> {
+        let one = |set: &[bool]| set.iter().filter(|&&s| s).count() == 1;
+        if let Some(h) = &self.hedge
+            && !one(&[h.delay_ms.is_some(), h.quantile.is_some()])
+        {
+            return Some("a hedge needs exactly one of delay_ms and quantile");
+        }
+        if let Some(l) = &self.limit
+            && !one(&[
+                l.max_in_flight.is_some(),
+                l.aimd.is_some(),
+                l.gradient.is_some(),
+            ])
+        {
+            return Some("a limit needs exactly one of max_in_flight, aimd and gradient");
+        }
+        None
     }
 
     /// The core's rate limit, if any.
@@ -411,6 +514,9 @@ pub fn load(path: &Path) -> Result<Sequence, String> {
             path.display()
         ));
     }
+    if let Some(e) = s.policy.shape_error() {
+        return Err(format!("{}: {e}", path.display()));
+    }
     for c in &s.calls {
         for a in &c.answers {
             a.kind().map_err(|e| format!("{}: {e}", path.display()))?;
@@ -449,4 +555,39 @@ pub fn first_difference(want: &str, got: &str) -> Option<String> {
             )
         })
     })
+}
+
+/// A markdown table: each sequence that sets an optional field of format 1 (the others run on
+/// every Rust face), and for each Rust face whether it runs it or, if not, the field it cannot
+/// express; then the count each face runs of all the sequences.
+pub fn table(sequences: &[Sequence]) -> String {
+    use faces::ALL;
+    let mut out = String::from("| sequence |");
+    for f in ALL {
+        out += &format!(" {} |", f.name);
+    }
+    out += "\n|---|";
+    out += &"---|".repeat(ALL.len());
+    out += "\n";
+    for s in sequences {
+        let p = &s.policy;
+        if p.extra_load_field().is_none() && !p.idempotent {
+            continue;
+        }
+        out += &format!("| `{}` |", s.name);
+        for f in ALL {
+            let cell = match (f.skips)(s) {
+                None => "runs".to_string(),
+                Some(why) => format!("no: `{}`", why.split(':').next().unwrap_or("")),
+            };
+            out += &format!(" {cell} |");
+        }
+        out += "\n";
+    }
+    out += &format!("| **runs, of {}** |", sequences.len());
+    for f in ALL {
+        let runs = sequences.iter().filter(|s| (f.skips)(s).is_none()).count();
+        out += &format!(" {runs} |");
+    }
+    out + "\n"
 }

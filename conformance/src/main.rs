@@ -1,7 +1,8 @@
 //! `cargo run -p conformance -- bless`: writes every sequence's expected trace from the reference
 //! face (`Reliable::call`). `cargo run -p conformance -- run FACE`: prints each trace of FACE.
 //! `cargo run -p conformance -- scenario NAME`: prints the simulator scenario sequence NAME
-//! becomes (what the simulator face runs).
+//! becomes (what the simulator face runs). `cargo run -p conformance -- table`: prints the
+//! README's table of sequences and the Rust faces that run them.
 
 use std::process::ExitCode;
 
@@ -9,6 +10,18 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (bless, face) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["bless"] => (true, conformance::faces::ALL[0]),
+        ["table"] => {
+            return match conformance::sequences() {
+                Ok(s) => {
+                    print!("{}", conformance::table(&s));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         ["scenario", name] => {
             let path = conformance::root()
                 .join("sequences")
@@ -34,7 +47,8 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: conformance bless | conformance run FACE | conformance scenario NAME"
+                "usage: conformance bless | conformance run FACE | conformance scenario NAME | \
+                 conformance table"
             );
             return ExitCode::FAILURE;
         }

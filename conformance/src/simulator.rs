@@ -1,8 +1,9 @@
 //! The simulator's face: a sequence becomes a one-downstream scenario (the policy block as a stack
-//! of the simulator's own layers, `Retry(Throttle(Breaker(Call)))` without the layers the block
-//! leaves out, and a `Scripted` downstream playing
-//! the answers), loaded like any scenario file and run by the simulator's world one call after
-//! another ([`sim::run::run_calls`]); its recorded decisions are written as the trace.
+//! of the simulator's own layers, `Ledger(Retry(Throttle(Breaker(Limit(Hedge(Call))))))` without
+//! the layers the block leaves out, in the order `Reliable` applies them, and a `Scripted`
+//! downstream playing the answers), loaded like any scenario file and run by the simulator's
+//! world one call after another ([`sim::run::run_calls`]); its recorded decisions are written as
+//! the trace.
 //!
 //! The runner only *parses*: a status's headers become the signals of a scripted `Status`
 //! answer (with the same header parser the `reliable` faces use); what an answer means is the
@@ -17,6 +18,7 @@ use reliable::http::HeaderSignals;
 use reliable::observer::{NotSent, Observer};
 use reliable_core::Duration;
 use reliable_core::answer::Refuser;
+use reliable_core::budget::Denied;
 use sim::run::Decision;
 
 use crate::{Scripted, Sequence, Trace};
@@ -67,6 +69,18 @@ pub fn scenario(s: &Sequence) -> Result<(String, Vec<(u64, u64)>), String> {
         }
     }
     let call = "Call(downstream: \"scripted\")".to_string();
+    let call = match s.policy.hedge() {
+        Some(h) => format!(
+            "Hedge(config: {}, idempotent: {}, inner: {call})",
+            ron("hedge", &h)?,
+            s.policy.idempotent
+        ),
+        None => call,
+    };
+    let call = match s.policy.limit() {
+        Some(l) => format!("Limit(config: {}, inner: {call})", ron("limit", &l)?),
+        None => call,
+    };
     let guarded = match s.policy.breaker() {
         Some(b) => format!("Breaker(config: {}, inner: {call})", ron("breaker", &b)?),
         None => call,
@@ -86,6 +100,11 @@ pub fn scenario(s: &Sequence) -> Result<(String, Vec<(u64, u64)>), String> {
         "Retry(policy: {}, budget: {budget}, inner: {guarded})",
         ron("retry", &s.policy.retry())?
     );
+    // A ledger is the retry budget: outside the retry, so each call's first try deposits once.
+    let stack = match s.policy.ledger() {
+        Some(l) => format!("Ledger(config: {}, inner: {stack})", ron("ledger", &l)?),
+        None => stack,
+    };
     // Long enough for any sequence: the calls, each bounded by its attempts and waits.
     let horizon = "\"8000h\"";
     let text = format!(
@@ -113,19 +132,22 @@ pub fn run(s: &Sequence) -> Result<String, String> {
     let mut call = 0;
     trace.start_call(0);
     for (t, d) in decisions {
-        now.store(t / 1_000_000, Ordering::SeqCst);
+        // At the next whole millisecond, as a millisecond timer (tokio's) acts on an instant
+        // between two: a quantile hedge delay is rarely a whole number of milliseconds.
+        now.store(t.div_ceil(1_000_000), Ordering::SeqCst);
         match d {
             Decision::Attempt => {
                 if trace.attempt() as usize > s.calls[call].answers.len() {
                     return Err(format!("{}: call {call}: script exhausted", s.name));
                 }
             }
-            Decision::Answer { class, accepted } => trace.answer(trace.attempts(), class, accepted),
+            Decision::Answer { n, class, accepted } => trace.answer(n, class, accepted),
             Decision::Breaker(t) => rec.on_transition("", t),
-            Decision::Refused(by) => rec.on_reject(
-                "",
-                refusal(by).ok_or_else(|| format!("{}: a refusal by {by:?}", s.name))?,
-            ),
+            Decision::Refused(by) => rec.on_reject("", refusal(by)),
+            Decision::Hedge => rec.on_hedge("", trace.attempts() + 1),
+            Decision::NoHedge(by) => rec.on_hedge_refused("", refusal(by)),
+            Decision::Cancelled(n) => rec.on_attempt_cancelled("", n),
+            Decision::Limit { from, to } => rec.on_limit_change("", from, to),
             Decision::Retry(delay) => rec.on_retry(
                 "",
                 trace.attempts(),
@@ -143,14 +165,39 @@ pub fn run(s: &Sequence) -> Result<String, String> {
     Ok(trace.text())
 }
 
-/// The `reliable` refusal a trace names like the simulator's refuser (the simulator's stacks
-/// refuse by breaker and by throttle only).
-fn refusal(by: Refuser) -> Option<NotSent> {
+/// The `reliable` refusal a trace names like the simulator's refuser. The simulator's only local
+/// refusal by a budget is its ledger's (of a probe or a hedge): a retry budget that refuses
+/// gives up instead.
+fn refusal(by: Refuser) -> NotSent {
     match by {
-        Refuser::Breaker => Some(NotSent::Open { retry_after: None }),
-        Refuser::Throttle => Some(NotSent::Rejected(ShedReason::Throttled {
-            probability: 0.0,
-        })),
-        Refuser::Budget | Refuser::Limiter => None,
+        Refuser::Breaker => NotSent::Open { retry_after: None },
+        Refuser::Throttle => NotSent::Rejected(ShedReason::Throttled { probability: 0.0 }),
+        Refuser::Budget => NotSent::Rejected(ShedReason::Ledger(Denied::Ratio)),
+        Refuser::Limiter => NotSent::Rejected(ShedReason::Limit { limit: 0 }),
     }
+}
+
+/// Why the simulator's layers cannot express a sequence, or `None`: the format's fields its
+/// policy format has no layer or no placement for.
+pub fn skips(s: &Sequence) -> Option<String> {
+    let p = &s.policy;
+    let hedged = p.hedge.is_some();
+    [
+        (
+            p.rate_limit.is_some(),
+            "rate_limit: the policy format has no rate-limit layer",
+        ),
+        (
+            hedged && p.limit.is_some(),
+            "limit with hedge: a Hedge sends copies of a Call, so a Limit admits the hedged call \
+             once, not each copy",
+        ),
+        (
+            hedged && p.breaker.is_some(),
+            "hedge with breaker: a Hedge sends copies of a Call, so its hedges do not pass the \
+             breaker",
+        ),
+    ]
+    .into_iter()
+    .find_map(|(set, why)| set.then(|| why.to_string()))
 }

@@ -175,6 +175,11 @@ impl Observer for Recorder {
         cancelled.push(attempt);
     }
 
+    fn on_limit_change(&self, _: &str, from: u32, to: u32) {
+        self.0
+            .push("limit", &format!(",\"from\":{from},\"to\":{to}"));
+    }
+
     fn on_give_up(&self, _: &str, _: u32, reason: &'static str) {
         let mut ending = self.0.ending.lock().unwrap_or_else(|p| p.into_inner());
         // A refusal already ended the call (the retry layer then reports "refused" too).

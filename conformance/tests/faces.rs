@@ -23,6 +23,13 @@ fn check(face: Face) {
             Err(e) => failures.push(format!("{}: {e}", s.name)),
         }
     }
+    eprintln!(
+        "face {}: {} of {} sequences run, {} not expressible",
+        face.name,
+        sequences.len() - skipped.len(),
+        sequences.len(),
+        skipped.len()
+    );
     if !skipped.is_empty() {
         eprintln!(
             "face {}: not expressible, not run: {}",

@@ -57,9 +57,11 @@
 //!   as its budget; its retries are drawn as [`Extra::Retry`].
 //! - **Hedges:** [`Hedger::try_hedge_from`](crate::hedge::Hedger::try_hedge_from) asks the ledger
 //!   once the hedging rules say yes.
-//! - **Probes:** while a breaker reads half-open (`state(now) == State::HalfOpen`), the caller
-//!   draws an [`Extra::Probe`] before asking the breaker for a permit, and treats a refusal as a
-//!   local rejection; the draw is settled with the probe's result.
+//! - **Probes:** when the breaker's permit is a probe (`Permit::is_probe`: it is half-open), the
+//!   caller draws an [`Extra::Probe`]; a refusal gives the permit back unused
+//!   (`Outcome::Ignored`) and is a local rejection; the draw is settled with the probe's result.
+//!   Asking the breaker first draws only for a call that is a probe (not for one a full
+//!   half-open breaker refuses anyway), and every face does it in this order.
 //!
 //! Every first try is reported once ([`on_first_try`](ExtraLedger::on_first_try); the retry
 //! policy does it when the ledger is its budget): first tries are what extra attempts are a share

@@ -112,10 +112,12 @@ pub enum Layer<D> {
     Fallback(Vec<Layer<D>>),
     /// Hedged requests (the core's [`Hedger`](crate::hedge::Hedger)): when the call
     /// inside has been out longer than the delay (fixed, or a quantile of recent latencies), send
-    /// another copy, up to `max_hedges`; the first answer to come back, success or failure, is the
-    /// call's answer and the other copies are cancelled (their attempts end; a server drops their
-    /// queued jobs when it has `cancel_abandoned`, and finishes those already in service). `inner`
-    /// must be a `Call`. Inside a `Ledger`, each hedge draws from it.
+    /// another copy, up to `max_hedges`; the first **success** to come back is the call's answer
+    /// and the other copies are cancelled (their attempts end; a server drops their queued jobs
+    /// when it has `cancel_abandoned`, and finishes those already in service). A copy that fails
+    /// waits for the others; when every copy has failed, the last failure is the call's answer
+    /// (as `reliable`'s hedging and the conformance suite decide). `inner` must be a `Call`.
+    /// Inside a `Ledger`, each hedge draws from it.
     Hedge {
         /// The core's hedging config: `(delay: Quantile(), max_hedges: 1)` or
         /// `(delay: Fixed("10ms"), max_hedges: 1)`.

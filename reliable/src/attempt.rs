@@ -195,18 +195,25 @@ fn breaker_outcome(end: AttemptOutcome) -> Outcome {
 }
 
 /// Hands back what one attempt held: its breaker permit, its slot under the limit (read through
-/// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered.
+/// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered
+/// (a cancelled copy has none, and a timeout's is its timer's length, not the downstream's).
 fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
-    if let (Some(b), Some(p)) = (&inner.breaker, sent.breaker) {
-        b.record(p, breaker_outcome(end), now);
-    }
+    // The limit first: it admitted the attempt after the breaker did, so it sits inside it, and
+    // an answer reaches the inner piece first (as in a tower stack and the simulator's).
     if let Some(p) = sent.limit {
         release_limit(inner, p, Completion::from(end), now);
+    }
+    if let (Some(b), Some(p)) = (&inner.breaker, sent.breaker) {
+        b.record(p, breaker_outcome(end), now);
     }
     if let (Some(l), Some(d)) = (&inner.ledger, sent.draw) {
         lock(l).settle(d, now);
     }
-    if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled) {
+    let answered = !matches!(
+        end,
+        AttemptOutcome::Cancelled | AttemptOutcome::Failed(ErrorClass::Timeout)
+    );
+    if let (Some(h), Some(at), true) = (&inner.hedger, sent.at, answered) {
         lock(h).record(now.saturating_duration_since(at));
     }
 }
@@ -883,7 +890,8 @@ impl Run<'_> {
             sent.live = false;
             settle(self.inner, done, AttemptOutcome::Failed(class), now);
         }
-        self.observed(now);
+        // No `observed(now)`: the race goes on, and its next decision (another copy's answer)
+        // comes later and reads the clock then.
     }
 
     /// The race is over: copy `slot` answered (`won`: with a success) and becomes the attempt

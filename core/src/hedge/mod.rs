@@ -1,5 +1,6 @@
 //! Hedged requests: when an idempotent call is slower than usual, send another copy and take
-//! whichever answers first (Dean & Barroso, "The Tail at Scale", CACM 2013).
+//! whichever succeeds first (Dean & Barroso, "The Tail at Scale", CACM 2013); a copy that fails
+//! waits for the others.
 //!
 //! A hedge is sent `delay` after the call started, a second one `2 × delay` after, and so on up to
 //! `max_hedges`. The delay is fixed, or a quantile (p95 by default) of recent attempt latencies

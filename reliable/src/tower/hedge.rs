@@ -25,6 +25,7 @@ use reliable_core::ConfigError;
 use reliable_core::Instant;
 use reliable_core::hedge::{HedgeConfig, HedgePolicy, Hedger, Idempotency, NoHedge};
 use reliable_core::ledger::{Draw, Extra};
+use reliable_core::outcome::ErrorClass;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -256,7 +257,14 @@ where
                         let result: Result<S::Response, BoxError> = result.map_err(Into::into);
                         let now = config.time.now();
                         let (n, latency) = (copy.n, now.saturating_duration_since(copy.sent));
-                        lock(&config.hedger).record(latency);
+                        // A timeout's latency is its timer's length, not the service's.
+                        let timed_out = matches!(
+                            &result,
+                            Err(e) if matches!(super::error_class(e), ErrorClass::Timeout)
+                        );
+                        if !timed_out {
+                            lock(&config.hedger).record(latency);
+                        }
                         let failed = match &result {
                             Ok(res) => config.policy.response(res).is_some(),
                             Err(_) => true,

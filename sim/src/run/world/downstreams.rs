@@ -263,6 +263,7 @@ impl World<'_> {
             Reply::MoneyLimit => ans.money = true,
             _ => {}
         }
+        self.answering = Some(a.n);
         self.answer(a.request, a.node, ans);
     }
 }

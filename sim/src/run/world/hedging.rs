@@ -1,14 +1,17 @@
 //! Hedged calls: a `Hedge` node sends its `Call` once, arms a timer for the first hedge at the
 //! core hedger's `next_hedge_at`, and when it fires asks the hedger (and the enclosing ledger, if
-//! any) whether to send another copy. The first answer back wins, except a copy's own timeout
-//! while other copies are still out (that copy has just lost); the copies still out are then
-//! cancelled: their attempts end (replies that come later are dropped as late), their queued jobs
-//! are dropped by a server with `cancel_abandoned` when they reach the head of its queue, and a
-//! job already in service runs to its end as wasted work. Every copy's ledger draw is settled
-//! when the call ends. The winner's latency, from its own send, feeds the hedger's quantile
-//! unless it is a timeout (a timer's length is not a latency).
+//! any) whether to send another copy. The first **success** back wins, as in `reliable`'s
+//! hedging: a copy that fails (or times out) while other copies are still out has just lost, and
+//! the race goes on; when the last copy fails, its failure is the call's answer. The copies still
+//! out when a copy wins are cancelled: their attempts end (replies that come later are dropped as
+//! late), their queued jobs are dropped by a server with `cancel_abandoned` when they reach the
+//! head of its queue, and a job already in service runs to its end as wasted work. Every copy's
+//! ledger draw is settled when the call ends. Every copy that answers feeds its latency, from its
+//! own send, to the hedger's quantile, unless it timed out (a timer's length is not a latency);
+//! a cancelled copy has none.
 
 use reliable_core::Instant;
+use reliable_core::answer::Refuser;
 use reliable_core::hedge::{HedgedCall, Idempotency, NoHedge};
 use reliable_core::ledger::Draw;
 
@@ -103,11 +106,13 @@ impl World<'_> {
         ) else {
             return draw;
         };
+        let n = self.requests.get(request).map_or(0, |r| r.attempts);
         let Some(copy) = self.copies.get_mut(idx) else {
             return draw;
         };
         *copy = HedgeCopy {
             attempt,
+            n,
             sent: self.now,
             draw,
         };
@@ -162,6 +167,7 @@ impl World<'_> {
                 if let Some(e) = &mut self.m.extra {
                     e.hedges_sent += 1;
                 }
+                self.decide(Decision::Hedge);
                 let k = call.hedges() as usize;
                 if let Some(unsent) = self.send_copy(request, *inner, *copies, k, draw, deadline)
                     && let Some((l, li)) = ledger
@@ -181,6 +187,7 @@ impl World<'_> {
                 self.q.push(at, event);
             }
             Err(NoHedge::Ledger(_)) => {
+                self.decide(Decision::NoHedge(Refuser::Budget));
                 if let Some(e) = &mut self.m.extra {
                     e.hedges_refused += 1;
                 }
@@ -190,7 +197,7 @@ impl World<'_> {
     }
 
     /// A copy of the hedged call at `node` answered `ans`. Returns whether the answer goes on up:
-    /// false when it is a copy's own timeout and other copies are still out.
+    /// false when it is a failure (a timeout included) and other copies are still out.
     pub(super) fn hedge_answered(&mut self, request: Handle, node: u16, ans: Answer) -> bool {
         let stack = self.stack;
         let Some(NodeKind::Hedge {
@@ -216,12 +223,20 @@ impl World<'_> {
             .iter()
             .filter(|c| self.attempts.contains(c.attempt))
             .count();
-        if ans.kind == AnswerKind::Timeout && out > 0 {
-            // This copy lost; mark it so the winner can be told apart later.
+        if !ans.is_ok() && out > 0 {
+            // This copy lost; mark it so the winner can be told apart later, and keep the latency
+            // of an answer (not of a timer).
+            let now = self.now;
+            let mut answered = None;
             for c in self.copies.get_mut(range).unwrap_or(&mut []) {
                 if c.attempt != dead && !self.attempts.contains(c.attempt) {
                     c.attempt = dead;
+                    answered = Some(c.sent);
                 }
+            }
+            if let Some(sent) = answered.filter(|_| ans.kind != AnswerKind::Timeout) {
+                let (h, i) = self.instance_of(&self.hedgers, *slot, request);
+                self.hedgers[h][i].record(Duration::from_nanos(now.saturating_sub(sent)));
             }
             return false;
         }
@@ -237,6 +252,7 @@ impl World<'_> {
             };
             if self.attempts.contains(c.attempt) {
                 self.attempts.remove(c.attempt);
+                self.decide(Decision::Cancelled(c.n));
                 if let Some(e) = &mut self.m.extra {
                     e.copies_cancelled += 1;
                 }
@@ -253,6 +269,7 @@ impl World<'_> {
             let latency = Duration::from_nanos(self.now.saturating_sub(sent));
             self.hedgers[h][i].record(latency);
             if k > 0
+                && ans.is_ok()
                 && let Some(e) = &mut self.m.extra
             {
                 e.hedges_won += 1;

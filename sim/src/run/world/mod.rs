@@ -66,6 +66,8 @@ struct Request {
 struct Attempt {
     request: Handle,
     node: u16,
+    /// Its number among its request's attempts, from 1.
+    n: u32,
     /// When it was sent, for the attempt latency recovery is judged on.
     sent: u64,
 }
@@ -92,10 +94,12 @@ enum Frame {
     Limit(reliable_core::limit::LimitPermit),
 }
 
-/// One copy of a hedged call: its attempt, when it was sent, and the ledger draw a hedge holds.
+/// One copy of a hedged call: its attempt, its number among the request's attempts, when it was
+/// sent, and the ledger draw a hedge holds.
 #[derive(Debug)]
 struct HedgeCopy {
     attempt: Handle,
+    n: u32,
     sent: u64,
     draw: Option<reliable_core::ledger::Draw>,
 }
@@ -107,6 +111,7 @@ impl Default for HedgeCopy {
                 index: u32::MAX,
                 generation: u32::MAX,
             },
+            n: 0,
             sent: 0,
             draw: None,
         }
@@ -152,9 +157,11 @@ pub struct TraceRow {
 pub enum Decision {
     /// An attempt was sent.
     Attempt,
-    /// An attempt ended: its class by the core's table (`None`: a success) and whether the
+    /// Attempt `n` ended: its class by the core's table (`None`: a success) and whether the
     /// adaptive throttle counts it as accepted.
     Answer {
+        /// The attempt's number among its request's attempts, from 1.
+        n: u32,
         /// The class.
         class: Option<reliable_core::outcome::ErrorClass>,
         /// Accepted by the downstream.
@@ -162,8 +169,24 @@ pub enum Decision {
     },
     /// A breaker changed state.
     Breaker(reliable_core::breaker::Transition),
-    /// A layer refused the request locally, sending nothing.
+    /// A layer refused the request locally, sending nothing (a ledger's refusal of a half-open
+    /// probe is [`Refuser::Budget`](reliable_core::answer::Refuser::Budget): the ledger is the
+    /// retry budget).
     Refused(reliable_core::answer::Refuser),
+    /// A hedge layer sends a hedge (its [`Attempt`](Decision::Attempt) follows).
+    Hedge,
+    /// A hedge was due and refused locally (by the ledger: `Refuser::Budget`); no other hedge of
+    /// that call follows.
+    NoHedge(reliable_core::answer::Refuser),
+    /// Attempt `n` of the request (from 1, in send order) lost a hedged race and was dropped.
+    Cancelled(u32),
+    /// A concurrency limit's whole part moved.
+    Limit {
+        /// Before.
+        from: u32,
+        /// After.
+        to: u32,
+    },
     /// A retry layer retries after this delay (the policy's, before any enclosing deadline).
     Retry(Duration),
     /// A retry layer gave up, for the core's reason.
@@ -255,6 +278,8 @@ pub struct World<'c> {
     trace: Option<Vec<TraceRow>>,
     /// Decisions taken, with their times (ns), when [`World::run_calls`] records them.
     decisions: Option<Vec<(u64, Decision)>>,
+    /// The number of the attempt whose answer is being handed up (set where an attempt ends).
+    answering: Option<u32>,
     /// Samples the throttles take instead of `client_rng`'s, when given, and how many were
     /// taken (past the end: `u64::MAX`, never refused).
     given_draws: (Vec<u64>, usize),
@@ -461,6 +486,7 @@ impl<'c> World<'c> {
             m,
             trace: trace.then(Vec::new),
             decisions: None,
+            answering: None,
             given_draws: (Vec::new(), 0),
             next_id: 1,
             events: 0,
@@ -819,6 +845,7 @@ impl<'c> World<'c> {
                     self.attempts.remove(attempt);
                     self.m.at(self.now).timeouts += 1;
                     self.m.attempt_ended(self.now, self.now - a.sent);
+                    self.answering = Some(a.n);
                     self.answer(a.request, a.node, Answer::new(AnswerKind::Timeout, a.node));
                 }
             }

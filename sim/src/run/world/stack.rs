@@ -2,7 +2,7 @@
 //! retry wake-ups, and finishing the request (see the [parent module](super) for the overview).
 
 use reliable_core::answer::Refuser;
-use reliable_core::breaker::{State, Transition};
+use reliable_core::breaker::{Outcome, State, Transition};
 use reliable_core::ledger::Extra;
 use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
@@ -219,26 +219,30 @@ impl World<'_> {
             } => {
                 let (s, i) = self.breaker_instance(*slot, request);
                 let now = Instant::from_nanos(self.now);
-                // A half-open breaker's call is a probe: an extra attempt the ledger may refuse
-                // (its draw is settled at once: the ratio ledger's balance does not depend on
-                // when a draw is settled, only its count of draws outstanding does).
-                let probe =
-                    self.m.extra.is_some() && self.breakers[s].get(i).state(now) == State::HalfOpen;
-                if probe && let Some((l, li)) = self.ledger_of(*ledger, request) {
-                    match self.ledgers[l][li].try_draw(Extra::Probe, now) {
-                        Ok(draw) => self.ledgers[l][li].settle(draw, now),
-                        Err(_) => {
-                            self.decide(Decision::Refused(Refuser::Budget));
-                            self.m.at(self.now).local_rejections += 1;
-                            self.answer(request, node, Answer::new(AnswerKind::Rejected, node));
-                            return;
-                        }
-                    }
-                }
                 let (decision, transition) = self.breakers[s].try_acquire(i, now);
                 self.note_transition(transition, breaker.shadow());
                 match decision {
                     Ok(permit) => {
+                        // A half-open breaker's permit is a probe: an extra attempt the ledger
+                        // may refuse, and then the permit goes back unused, as in `reliable` (the
+                        // draw is settled at once: the ratio ledger's balance does not depend on
+                        // when a draw is settled, only its count of draws outstanding does).
+                        let probe = permit.is_probe();
+                        if probe && let Some((l, li)) = self.ledger_of(*ledger, request) {
+                            match self.ledgers[l][li].try_draw(Extra::Probe, now) {
+                                Ok(draw) => self.ledgers[l][li].settle(draw, now),
+                                Err(_) => {
+                                    let t =
+                                        self.breakers[s].record(i, permit, Outcome::Ignored, now);
+                                    self.note_transition(t, breaker.shadow());
+                                    self.decide(Decision::Refused(Refuser::Budget));
+                                    self.m.at(self.now).local_rejections += 1;
+                                    let a = Answer::new(AnswerKind::Rejected, node);
+                                    self.answer(request, node, a);
+                                    return;
+                                }
+                            }
+                        }
                         if permit.is_shadow() {
                             self.m.shadow_reject(self.now);
                         }
@@ -296,6 +300,7 @@ impl World<'_> {
                         self.invoke(request, *inner, deadline);
                     }
                     Err(_) => {
+                        self.decide(Decision::Refused(Refuser::Limiter));
                         self.m.at(self.now).local_rejections += 1;
                         if let Some(e) = &mut self.m.extra {
                             e.limit_refusals += 1;
@@ -353,11 +358,13 @@ impl World<'_> {
         };
         let first = r.attempts == 0;
         r.attempts += 1;
+        let n = r.attempts;
         self.m.sent(self.now, first);
         self.decide(Decision::Attempt);
         let attempt = self.attempts.insert(Attempt {
             request,
             node,
+            n,
             sent: self.now,
         });
         let d = self.hop(ds, true);
@@ -383,10 +390,15 @@ impl World<'_> {
     /// Node `from` produced `ans` for `request`: hand it up through the parents.
     pub(super) fn answer(&mut self, request: Handle, from: u16, mut ans: Answer) {
         let stack = self.stack;
+        let answering = self.answering.take();
         if self.decisions.is_some()
             && matches!(stack.nodes[from as usize].kind, NodeKind::Call { .. })
         {
+            // An answer with no attempt sent (a deadline already passed) is the last attempt's.
+            let n =
+                answering.unwrap_or_else(|| self.requests.get(request).map_or(0, |r| r.attempts));
             self.decide(Decision::Answer {
+                n,
                 class: ans.error_class(),
                 accepted: ans.accepted(),
             });
@@ -501,7 +513,12 @@ impl World<'_> {
                     {
                         let (l, i) = self.instance_of(&self.limiters, *slot, request);
                         let now = Instant::from_nanos(self.now);
+                        let from = self.limiters[l][i].limit();
                         self.limiters[l][i].release(permit, ans.limit_completion(), now);
+                        let to = self.limiters[l][i].limit();
+                        if from != to {
+                            self.decide(Decision::Limit { from, to });
+                        }
                         if let Some(e) = &mut self.m.extra {
                             e.admitted(self.now, false);
                         }

@@ -646,3 +646,38 @@ async fn a_limit_and_a_ledger_are_shared_or_per_client_as_their_scope_says() {
     assert_eq!(attempts_of_b("Shared").await, 4);
     assert_eq!(attempts_of_b("PerClient").await, 2);
 }
+
+/// A hedge's latency estimate is shared or per client as its scope says: after client a's 20
+/// fast calls warm a shared p95, client b's slow first call is hedged; with one estimate per
+/// client, b's is still warming up and its call is not.
+#[tokio::test(start_paused = true)]
+async fn a_hedge_times_hedges_from_a_shared_or_per_client_estimate_as_its_scope_says() {
+    async fn sent_by_b(scope: &str) -> usize {
+        let text = format!(
+            "(name: \"h\", stack: Hedge(config: (delay: Quantile(), max_hedges: 1), idempotent: true, scope: {scope}, inner: Call(downstream: \"api\")))"
+        );
+        let layer = Plan::from_ron(&text, "h.ron")
+            .unwrap()
+            .route_layer(CloneAll)
+            .unwrap();
+        let sleepy = |sent: Arc<AtomicUsize>| {
+            tower::service_fn(move |ms: u32| {
+                sent.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(ms))).await;
+                    Ok::<u32, BoxError>(ms)
+                }
+            })
+        };
+        let a = layer.layer(sleepy(Arc::default()));
+        for _ in 0..20 {
+            a.clone().oneshot(10).await.unwrap();
+        }
+        let sent = Arc::new(AtomicUsize::new(0));
+        let b = layer.layer(sleepy(sent.clone()));
+        b.oneshot(100).await.unwrap();
+        sent.load(Ordering::SeqCst)
+    }
+    assert_eq!(sent_by_b("Shared").await, 2);
+    assert_eq!(sent_by_b("PerClient").await, 1);
+}

@@ -21,6 +21,15 @@
 //! let e = reliable::policy::Plan::from_ron("(name: \"x\", stack: Call(downstrem: \"api\"))", "p.ron")
 //!     .unwrap_err();
 //! assert!(e.to_string().starts_with("p.ron:1:25: Unexpected field named `downstrem`"), "{e}");
+//!
+//! // Hedged reads, every hedge (and probe, and retry) drawn from one ledger of 10%.
+//! let hedged = r#"(name: "hedged", stack: Ledger(config: (ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+//!     inner: Hedge(config: (delay: Quantile(), max_hedges: 1), idempotent: true,
+//!                  inner: Call(downstream: "api", timeout: "1s"))))"#;
+//! let plan = reliable::policy::Plan::from_ron(hedged, "hedged.ron")?;
+//! let reads = plan.builder()?.build()?; // hedges in `call`
+//! let e = plan.blocking_builder().unwrap_err(); // `call_blocking` never hedges: refused, not dropped
+//! assert!(e.message.starts_with("a Hedge in a blocking call"), "{e}");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -29,7 +38,8 @@
 //! A stack becomes a [`Plan`]: one [`Route`] per path a call may take (an outermost `Fallback`
 //! gives one route per branch, tried in order; compose them with [`Fallback`](crate::Fallback) or
 //! the tower `FallbackLayer`). A route is the shape
-//! `Throttle? → Breaker? → Retry? → Breaker? → Llm? → Call`:
+//! `Ledger? → Throttle? → Breaker? → Ledger? → Retry? → Breaker? → Llm? → Limit? → Hedge? → Call`
+//! (one ledger):
 //!
 //! | In the stack | In a `Reliable` ([`Route::builder`]) | In tower ([`Route::layer`], [`Route::route_layer`]) |
 //! |---|---|---|
@@ -39,15 +49,24 @@
 //! | `Breaker` outside the `Retry` | [`Builder::breaker_per_call`]: one verdict per call | `RouteLayer` only: throttle → breaker → retry |
 //! | no `Breaker` | [`Builder::no_breaker`] | `RouteLayer` only (`ReliableLayer` always has one) |
 //! | `Throttle` | [`Builder::throttle`], on a route without retries | `ThrottleLayer` where the stack puts it |
+//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied |
+//! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and half-open probes draw from it): outermost, since a `Reliable` deposits each call before its breaker decides | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
+//! | `Limit(config)` | [`Builder::limit`]: every attempt takes a slot, after the breaker admitted it | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
-//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` | `shared()` on each layer whose scope is `Shared` |
+//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
 //!
 //! Anything a target cannot run the way the simulator does is refused with the layer's path and
 //! why, never dropped: a `timeout_dist` (a timeout drawn per request models a crowd of callers),
 //! a spend breaker (`Llm(spend: ..)`: drive [`reliable_core::spend::SpendBreaker`] yourself), two
-//! retries, breakers or throttles on one route, a `Fallback` inside another layer, a throttle
-//! inside a breaker, and a throttle on a route with retries in a `Reliable` (its throttle admits
-//! once per call but learns from every attempt, which no simulated stack does).
+//! retries, breakers, throttles or ledgers on one route, a `Fallback` inside another layer, a
+//! throttle inside a breaker, a layer inside a `Limit` other than a `Hedge`, a `Hedge` whose
+//! `inner` is not a `Call` or whose call is not `idempotent`, a `Ledger` inside a `Retry` or
+//! around a `Retry` with a budget of its own; in a `Reliable`, a throttle on a route with retries
+//! (its throttle admits once per call but learns from every attempt, which no simulated stack
+//! does), a hedge inside a per-attempt breaker or a limit, a ledger inside a throttle or breaker,
+//! and a hedge in a blocking call ([`Route::blocking_builder`]); in tower, a ledger where the
+//! retry layer cannot deposit each call as the simulator does, and in `ReliableLayer` any hedge,
+//! ledger or limit ([`Route::route_layer`] stacks them).
 //!
 //! Hostile input is bounded: ron refuses nesting deeper than 128 levels and serde_json too, a
 //! plan has at most [`MAX_ROUTES`] routes, and parsing is linear in the text.

@@ -808,9 +808,12 @@ impl Route {
     }
 
     /// The tower layers of this route in the order the policy wrote them, whatever it is: a
-    /// [`RouteLayer`] (`RetryLayer`, `ThrottleLayer`, `BreakerLayer`, each shared or per wrapped
-    /// service as its scope says). With a breaker inside the retry, its service is
-    /// `ReliableLayer`'s.
+    /// [`RouteLayer`] (`RetryLayer`, `ThrottleLayer`, `BreakerLayer`, then innermost a
+    /// `ConcurrencyLimitLayer` and a `HedgeLayer`, each shared or per wrapped service as its scope
+    /// says, and a `SharedLedger` for the retry, hedge and breaker layers inside the ledger).
+    /// With a breaker inside the retry and no hedge, ledger or limit, its service is
+    /// `ReliableLayer`'s. Refuses a ledger the retry layer cannot deposit in where the simulator
+    /// does (see the [module docs](self)).
     #[cfg(feature = "tower")]
     pub fn route_layer<P: Clone>(&self, policy: P) -> Result<RouteLayer<P>, PolicyError> {
         RouteLayer::new(self, policy)

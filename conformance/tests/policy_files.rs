@@ -1,8 +1,9 @@
 //! Policy files with the hedging, ledger and limit layers: each policy is written once as a
 //! scenario, run by the simulator's own client stack one call after another
 //! ([`sim::run::run_calls`]), and loaded unchanged with `reliable::policy` into a `Reliable`
-//! (`Route::builder`) and into tower layers (`Route::route_layer`), driven on tokio's paused
-//! clock against a fake answering the same script. What each sends and how each call ends must
+//! (`Route::builder`; `Route::blocking_builder` for `call_blocking`, on a manual clock) and into
+//! tower layers (`Route::route_layer`), driven on tokio's paused clock against a fake answering
+//! the same script. What each sends and how each call ends must
 //! be the same, at the same virtual times.
 //!
 //! The log compared is the calls' observable decisions: every attempt sent, every answer
@@ -12,6 +13,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use reliable::clock::Clock;
 use reliable::policy::Plan;
 use reliable::tower::{BoxError, ClassifyResponse, Policy};
 use reliable_core::answer::{Answer, Signals};
@@ -163,6 +165,48 @@ fn built(plan: &Plan, calls: &[Call]) -> Log {
     })
 }
 
+/// The policy loaded for blocking calls (`Route::blocking_builder`), its calls made with
+/// `Reliable::call_blocking` on a manual clock that each answer's latency advances.
+fn blocked(plan: &Plan, calls: &[Call]) -> Log {
+    let clock = reliable::clock::ManualClock::new();
+    let lines = Mutex::new(Log::new());
+    let push = |what: String| {
+        let t = clock.now().as_nanos() / 1_000_000;
+        lines.lock().unwrap().push(format!("{t} {what}"));
+    };
+    let rel = plan
+        .blocking_builder()
+        .unwrap()
+        .manual_time(clock.clone())
+        .seed(1)
+        .build()
+        .unwrap();
+    for (i, (start, answers)) in calls.iter().enumerate() {
+        clock.set(Duration::from_millis(*start));
+        let mut n = 0;
+        let result = rel.call_blocking(|| {
+            push("attempt".into());
+            let (status, ms) = answers[n];
+            n += 1;
+            clock.advance(Duration::from_millis(ms));
+            push(format!("answer {:?}", class(status)));
+            match status {
+                s if s < 400 => Ok(()),
+                s => {
+                    let none: [(String, String); 0] = [];
+                    Err(reliable::http::HttpError::new(
+                        s,
+                        &none[..],
+                        std::time::SystemTime::now(),
+                    ))
+                }
+            }
+        });
+        push(format!("end {}", result.is_ok()));
+    }
+    lines.into_inner().unwrap()
+}
+
 /// Requests are numbers, copied freely; a response is a status, read by the core's table.
 #[derive(Clone, Copy, Debug)]
 struct Statuses;
@@ -294,6 +338,9 @@ fn a_ledger_loaded_from_a_policy_file_refuses_a_probe_as_the_simulator() {
         (3_000, vec![(200, 10)]),
     ];
     let log = same_decisions(&stack, &calls, true);
+    let (text, _) = scenario(&stack, &calls);
+    let plan = Plan::from_scenario(&text, "policy-file.ron", "p").unwrap();
+    assert_eq!(blocked(&plan, &calls), log, "Reliable::call_blocking");
     assert!(log.contains(&"2000 end false".to_string()), "{log:?}");
     assert!(!log.contains(&"2000 attempt".to_string()), "{log:?}");
 }

@@ -55,12 +55,13 @@ pub const ALL: [Face; 4] = [
     Face {
         name: "tower-reliable-layer",
         run: tower_reliable_layer,
-        skips: |s| {
-            s.policy.limit.map(|_| {
+        skips: |s| match (&s.policy.limit, &s.policy.ledger, &s.policy.breaker) {
+            (Some(_), _, _) => Some(
                 "limit: a limit layer below the hedge layer fails a hedge as a refused copy, \
                  above it never sees hedges"
-                    .to_string()
-            })
+                    .into(),
+            ),
+            _ => None,
         },
     },
     Face {

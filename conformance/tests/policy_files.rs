@@ -181,7 +181,7 @@ fn blocked(plan: &Plan, calls: &[Call]) -> Log {
         .seed(1)
         .build()
         .unwrap();
-    for (i, (start, answers)) in calls.iter().enumerate() {
+    for (start, answers) in calls {
         clock.set(Duration::from_millis(*start));
         let mut n = 0;
         let result = rel.call_blocking(|| {

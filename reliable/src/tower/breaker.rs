@@ -8,7 +8,6 @@
 //!   [`ClassifyResponse`] given), or ignored (a fatal error, or a local rejection from a layer below). A
 //!   response future dropped before it completes records `Outcome::Ignored`, so a cancelled
 //!   half-open probe frees its slot at once instead of after `probe_timeout`.
-//!
 //! - With a [`SharedLedger`] ([`BreakerLayer::ledger`]), a half-open probe is an extra attempt: it
 //!   draws from the ledger as the builder's breaker does, and a probe the ledger denies is refused
 //!   locally with [`ProbeDenied`] (the breaker stays half-open, its probe slot freed at once). The

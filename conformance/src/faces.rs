@@ -61,7 +61,6 @@ pub const ALL: [Face; 4] = [
                  above it never sees hedges"
                     .into(),
             ),
-            (_, Some(_), Some(_)) => Some("ledger: the breaker layer draws no probes".into()),
             _ => None,
         },
     },

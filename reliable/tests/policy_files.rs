@@ -54,8 +54,6 @@ fn reliable_refusal(e: &PolicyError) -> &'static str {
         "timeout_dist"
     } else if m.contains("spend breaker") {
         "spend"
-    } else if m.contains("not loaded from a policy file yet") {
-        "hedge, ledger or limit"
     } else {
         panic!("unexpected refusal: {e}")
     }
@@ -93,19 +91,24 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
                 match load_route(route) {
                     Ok(()) => into_layer += 1,
                     Err(e) => {
-                        // ReliableLayer's one shape: a breaker every attempt passes, and one
-                        // scope for all its layers.
+                        // ReliableLayer's one shape: a breaker every attempt passes, one
+                        // scope for all its layers, none of the hedge, ledger and limit layers.
                         let b = route.breaker;
+                        let extra = route.hedge.is_some()
+                            || route.ledger.is_some()
+                            || route.limit.is_some();
                         assert!(
                             b.is_none()
                                 || b.unwrap().per_call
+                                || extra
                                 || e.message.contains("some layers Shared"),
                             "{e}"
                         );
                         assert!(
                             e.message.contains("no breaker")
                                 || e.message.contains("breaker outside the retry")
-                                || e.message.contains("some layers Shared"),
+                                || e.message.contains("some layers Shared")
+                                || e.message.contains("a Hedge, Ledger or Limit"),
                             "{e}"
                         );
                     }
@@ -118,24 +121,15 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
     );
     assert!(policies >= 40, "{policies}");
     // Only what a service cannot run as the simulator does is refused: the timeouts drawn per
-    // request of one scenario, the spend breaker, and (not yet loaded from files) the hedging,
-    // ledger and limit layers.
+    // request of one scenario, and the spend breaker. The hedging, ledger and limit policies
+    // load into both.
     assert_eq!(
         refused,
         [
-            "adaptive-limits static 40: hedge, ledger or limit",
-            "adaptive-limits AIMD: hedge, ledger or limit",
-            "adaptive-limits gradient: hedge, ledger or limit",
-            "hedging-storm hedge after 30 ms: hedge, ledger or limit",
-            "hedging-storm hedge after 30 ms, ledger: hedge, ledger or limit",
-            "hedging-storm hedge at p95: hedge, ledger or limit",
-            "hedging-storm hedge at p95, ledger: hedge, ledger or limit",
             "llm-provider-storm spend breaker + proactive: spend",
             "outage-recovery-mixed-timeouts no retries: timeout_dist",
             "outage-recovery-mixed-timeouts retry-2x: timeout_dist",
             "outage-recovery-mixed-timeouts retry-2x backoff + jitter: timeout_dist",
-            "tail-at-scale hedge after 10 ms: hedge, ledger or limit",
-            "tail-at-scale hedge at p95: hedge, ledger or limit",
         ]
     );
 }
@@ -434,4 +428,256 @@ fn throttles_load_where_their_target_counts_as_the_simulator() {
         e,
         "t.ron: stack.inner: a throttle inside the breaker: expected Throttle outside the Breaker (as ReliableLayer and Reliable order them)"
     );
+}
+
+/// The hedging, ledger and limit layers load where each target runs them as the simulator
+/// does, and every other shape is refused with the layer's path and the reason.
+#[test]
+fn hedge_ledger_and_limit_load_where_their_target_runs_them_as_the_simulator() {
+    let plan = |stack: &str| Plan::from_ron(&format!("(name: \"x\", stack: {stack})"), "x.ron");
+    let call = "Call(downstream: \"api\", timeout: \"1s\")";
+    let hedge = |inner: &str| {
+        format!(
+            "Hedge(config: (delay: Fixed(\"30ms\"), max_hedges: 1), idempotent: true, inner: {inner})"
+        )
+    };
+    let ledger = |inner: &str| {
+        format!("Ledger(config: (ratio: 0.1, min_per_sec: 0, ttl: \"10s\"), inner: {inner})")
+    };
+    let limit = |inner: &str| {
+        format!(
+            "Limit(config: (rule: Aimd(backoff: 0.9, increase: 1), initial: 4, min: 1, max: 8), inner: {inner})"
+        )
+    };
+    let retry = |inner: &str| {
+        format!(
+            "Retry(policy: (max_attempts: 3, backoff: (shape: Constant(delay: \"0s\"))), inner: {inner})"
+        )
+    };
+    let breaker =
+        |inner: &str| format!("Breaker(config: (consecutive_failures: 5), inner: {inner})");
+    let refused = |stack: &str| plan(stack).unwrap_err().to_string();
+
+    // Every layer where both targets run it.
+    let full = ledger(&retry(&breaker(&limit(call))));
+    let p = plan(&full).unwrap();
+    let r = p.route().unwrap();
+    assert!(r.ledger.is_some() && r.limit.is_some());
+    p.builder().unwrap().build().unwrap();
+    p.route_layer(CloneAll).unwrap();
+    let hedged = breaker(&retry(&hedge(call)));
+    let p = plan(&hedged).unwrap();
+    assert_eq!(
+        p.builder().unwrap().build().unwrap().label(),
+        "breaker(retry(api))"
+    );
+    p.route_layer(CloneAll).unwrap();
+
+    // What no target runs as the simulator does.
+    assert_eq!(
+        refused(&hedge(&retry(call))),
+        "x.ron: stack.inner: a Hedge sends copies of one call: expected `inner: Call(...)`"
+    );
+    let not_idempotent = hedge(call).replace("idempotent: true", "idempotent: false");
+    assert!(
+        refused(&not_idempotent)
+            .starts_with("x.ron: stack.idempotent: a Hedge of a call not marked idempotent"),
+        "{}",
+        refused(&not_idempotent)
+    );
+    assert!(refused(&retry(&ledger(call))).starts_with(
+        "x.ron: stack.inner: a Ledger inside a Retry counts every retry as a first try"
+    ));
+    let budgeted = ledger(&retry(call).replace(
+        ", inner:",
+        ", budget: Ratio(ratio: 0.1, min_per_sec: 0, ttl: \"10s\"), inner:",
+    ));
+    assert!(
+        refused(&budgeted).starts_with("x.ron: stack.inner.budget: a retry budget inside a Ledger"),
+        "{}",
+        refused(&budgeted)
+    );
+    assert!(
+        refused(&limit(&breaker(call))).starts_with(
+            "x.ron: stack.inner: a Breaker inside a Limit: expected the Limit innermost"
+        )
+    );
+    assert!(refused(&limit(&retry(call))).contains("a Retry inside a Limit"));
+
+    // What one target runs differently: refused by it, with the other named.
+    let e = |r: Result<reliable::Builder, PolicyError>| r.map(|_| ()).unwrap_err().to_string();
+    let per_attempt = plan(&retry(&breaker(&hedge(call)))).unwrap();
+    assert!(
+        e(per_attempt.builder()).contains("a Hedge inside a Breaker that sees every attempt"),
+        "{}",
+        e(per_attempt.builder())
+    );
+    per_attempt.route_layer(CloneAll).unwrap();
+    let limited = plan(&limit(&hedge(call))).unwrap();
+    assert!(e(limited.builder()).contains("a Hedge inside a Limit"));
+    limited.route_layer(CloneAll).unwrap();
+    let under = plan(&breaker(&ledger(&retry(call)))).unwrap();
+    assert!(e(under.builder()).contains("a Throttle or Breaker outside the Ledger"));
+    under.route_layer(CloneAll).unwrap();
+    let between = plan(&ledger(&breaker(&retry(call)))).unwrap();
+    between.builder().unwrap().build().unwrap();
+    let e2 = between.route_layer(CloneAll).unwrap_err().to_string();
+    assert!(
+        e2.contains("a Ledger the retry layer cannot deposit in where the simulator does"),
+        "{e2}"
+    );
+    let blocking = plan(&hedge(call)).unwrap();
+    blocking.builder().unwrap().build().unwrap();
+    assert!(e(blocking.blocking_builder()).contains("a Hedge in a blocking call"));
+    plan(&ledger(call)).unwrap().blocking_builder().unwrap();
+    let e3 = plan(&full)
+        .unwrap()
+        .layer(CloneAll)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e3.contains("ReliableLayer has retry, throttle and breaker only"),
+        "{e3}"
+    );
+}
+
+/// Hanging requests until told, each counted as it is sent.
+fn hanging(
+    sent: Arc<AtomicUsize>,
+) -> impl Service<
+    u32,
+    Response = u32,
+    Error = BoxError,
+    Future = std::future::Pending<Result<u32, BoxError>>,
+> + Clone {
+    tower::service_fn(move |_: u32| {
+        sent.fetch_add(1, Ordering::SeqCst);
+        std::future::pending::<Result<u32, BoxError>>()
+    })
+}
+
+/// `scope` means what it means in the simulator: `Shared`, one state for every client (every
+/// service the layer wraps); `PerClient`, one each. A bulkhead of 2 shared by two clients admits
+/// two calls in all, one per client admits two each; the shipped AIMD policy's limit is 40.
+#[tokio::test(start_paused = true)]
+async fn a_limit_and_a_ledger_are_shared_or_per_client_as_their_scope_says() {
+    use reliable::tower::OverLimit;
+    async fn admitted(scope: &str) -> usize {
+        let text = format!(
+            "(name: \"b\", stack: Limit(config: (rule: Fixed, initial: 2, min: 2, max: 2), scope: {scope}, inner: Call(downstream: \"api\")))"
+        );
+        let layer = Plan::from_ron(&text, "b.ron")
+            .unwrap()
+            .route_layer(CloneAll)
+            .unwrap();
+        let sent = Arc::new(AtomicUsize::new(0));
+        let clients = [
+            layer.layer(hanging(sent.clone())),
+            layer.layer(hanging(sent.clone())),
+        ];
+        let mut held = Vec::new();
+        for client in &clients {
+            for _ in 0..3 {
+                let mut svc = client.clone();
+                let fut = svc.ready().await.unwrap().call(1);
+                held.push(tokio::spawn(fut));
+            }
+        }
+        tokio::task::yield_now().await;
+        let n = sent.load(Ordering::SeqCst);
+        for h in held {
+            h.abort();
+        }
+        n
+    }
+    assert_eq!(admitted("Shared").await, 2);
+    assert_eq!(admitted("PerClient").await, 4);
+
+    // The shipped adaptive-limits policies: the AIMD limit starts at 40, shared.
+    let (file, text) = scenarios()
+        .into_iter()
+        .find(|(f, _)| f.ends_with("/adaptive-limits.ron"))
+        .unwrap();
+    let plan = Plan::from_scenario(&text, &file, "AIMD").unwrap();
+    let svc = plan.route_layer(CloneAll).unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let (a, b) = (
+        svc.layer(hanging(sent.clone())),
+        svc.layer(hanging(sent.clone())),
+    );
+    let mut held = Vec::new();
+    for i in 0..40 {
+        let mut s = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let fut = s.ready().await.unwrap().call(1);
+        held.push(tokio::spawn(fut));
+    }
+    tokio::task::yield_now().await;
+    let e = a.clone().oneshot(1).await.unwrap_err();
+    assert_eq!(
+        e.downcast_ref::<OverLimit>(),
+        Some(&OverLimit { limit: 40 })
+    );
+    assert_eq!(sent.load(Ordering::SeqCst), 40);
+    for h in held {
+        h.abort();
+    }
+
+    // A ledger per client: each client's calls deposit in its own. With a 100% ledger and no
+    // floor, each first try buys one retry: after client a's three calls, client b's failing call
+    // (4 attempts allowed) retries 3 times from a shared ledger, once from its own.
+    async fn attempts_of_b(scope: &str) -> usize {
+        let text = format!(
+            "(name: \"l\", stack: Ledger(config: (ratio: 1.0, min_per_sec: 0, ttl: \"10s\"), scope: {scope}, inner: Retry(policy: (max_attempts: 4, backoff: (shape: Constant(delay: \"0s\"))), inner: Call(downstream: \"api\"))))"
+        );
+        let layer = Plan::from_ron(&text, "l.ron")
+            .unwrap()
+            .route_layer(CloneAll)
+            .unwrap();
+        let fine = tower::service_fn(|r: u32| std::future::ready(Ok::<u32, BoxError>(r)));
+        let a = layer.layer(fine);
+        for _ in 0..3 {
+            a.clone().oneshot(1).await.unwrap();
+        }
+        let calls = Arc::new(AtomicUsize::new(0));
+        let b = layer.layer(failing(calls.clone()));
+        let _ = b.oneshot(1).await;
+        calls.load(Ordering::SeqCst)
+    }
+    assert_eq!(attempts_of_b("Shared").await, 4);
+    assert_eq!(attempts_of_b("PerClient").await, 2);
+}
+
+/// A hedge's latency estimate is shared or per client as its scope says: after client a's 20
+/// fast calls warm a shared p95, client b's slow first call is hedged; with one estimate per
+/// client, b's is still warming up and its call is not.
+#[tokio::test(start_paused = true)]
+async fn a_hedge_times_hedges_from_a_shared_or_per_client_estimate_as_its_scope_says() {
+    async fn sent_by_b(scope: &str) -> usize {
+        let text = format!(
+            "(name: \"h\", stack: Hedge(config: (delay: Quantile(), max_hedges: 1), idempotent: true, scope: {scope}, inner: Call(downstream: \"api\")))"
+        );
+        let layer = Plan::from_ron(&text, "h.ron")
+            .unwrap()
+            .route_layer(CloneAll)
+            .unwrap();
+        let sleepy = |sent: Arc<AtomicUsize>| {
+            tower::service_fn(move |ms: u32| {
+                sent.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(u64::from(ms))).await;
+                    Ok::<u32, BoxError>(ms)
+                }
+            })
+        };
+        let a = layer.layer(sleepy(Arc::default()));
+        for _ in 0..20 {
+            a.clone().oneshot(10).await.unwrap();
+        }
+        let sent = Arc::new(AtomicUsize::new(0));
+        let b = layer.layer(sleepy(sent.clone()));
+        b.oneshot(100).await.unwrap();
+        sent.load(Ordering::SeqCst)
+    }
+    assert_eq!(sent_by_b("Shared").await, 2);
+    assert_eq!(sent_by_b("PerClient").await, 1);
 }

@@ -3,8 +3,11 @@
 //! `ReliableLayer` has one order (retry → throttle → breaker, the breaker seeing every attempt).
 //! A route may have no breaker, a breaker outside its retry, or a throttle outside its retry; a
 //! `RouteLayer` stacks the crate's `RetryLayer`, `ThrottleLayer` and `BreakerLayer` in the order
-//! the policy wrote, each shared or per wrapped service as its `scope` says. With a breaker inside
-//! the retry its service is exactly `ReliableLayer`'s.
+//! the policy wrote, then, innermost, a `ConcurrencyLimitLayer` and a `HedgeLayer` around the
+//! call, each shared or per wrapped service as its `scope` says. A ledger is a `SharedLedger`
+//! (one, or one per wrapped service) given to the retry layer (whose calls deposit in it), the
+//! hedge layer and the breaker inside it. With a breaker inside the retry and none of the
+//! innermost layers, its service is exactly `ReliableLayer`'s.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +18,8 @@ use tower_service::Service;
 
 use super::{PolicyError, Route, Scope};
 use crate::tower::{
-    BoxError, BreakerLayer, BreakerService, RetryLayer, RetryService, ThrottleLayer,
+    BoxError, BreakerLayer, BreakerService, ConcurrencyLimitLayer, ConcurrencyLimitService,
+    HedgeLayer, HedgeService, Policy, RetryLayer, RetryService, SharedLedger, ThrottleLayer,
     ThrottleService,
 };
 
@@ -25,6 +29,33 @@ pub struct RouteLayer<P> {
     retry: RetryLayer<P>,
     throttle: ThrottleLayer<P>,
     order: Order<P>,
+    limit: Option<Scoped<ConcurrencyLimitLayer<P>>>,
+    hedge: Option<Scoped<HedgeLayer<P>>>,
+    ledger: Option<Scoped<SharedLedger>>,
+    /// The breaker is inside the ledger: its half-open probes draw from it.
+    probes_draw: bool,
+}
+
+/// A layer's state as its scope says: one for every wrapped service, or for each a fresh copy
+/// of a template that never wraps one.
+#[derive(Clone, Debug)]
+struct Scoped<T> {
+    value: T,
+    scope: Scope,
+}
+
+impl<T: Clone> Scoped<T> {
+    fn new(value: T, scope: Scope) -> Self {
+        Scoped { value, scope }
+    }
+
+    /// The state for the next wrapped service.
+    fn get(&self, fresh: impl FnOnce(&T) -> T) -> T {
+        match self.scope {
+            Scope::Shared => self.value.clone(),
+            Scope::PerClient => fresh(&self.value),
+        }
+    }
 }
 
 /// Where the breaker and the throttle sit relative to the retry.
@@ -69,6 +100,37 @@ impl<P: Clone> RouteLayer<P> {
             None => ThrottleLayer::disabled(policy.clone()),
         };
         let throttle_outside = route.throttle.is_some_and(|t| t.per_call);
+        if let Some(l) = route.ledger {
+            // The retry layer deposits each call: nothing may decide between it and the ledger.
+            let breaker_outside = route.breaker.is_some_and(|b| b.per_call);
+            if l.under_throttle != throttle_outside || l.under_breaker != breaker_outside {
+                return Err(route.refuse(
+                    "a Ledger the retry layer cannot deposit in where the simulator does: tower deposits each call where its RetryLayer runs (outermost, or inside a Throttle and Breaker around the Retry); expected the Ledger directly around the Retry, or outermost without layers around the Retry",
+                ));
+            }
+        }
+        let limit = match route.limit {
+            Some(l) => Some(Scoped::new(
+                ConcurrencyLimitLayer::new(l.config, policy.clone()).map_err(refused)?,
+                l.scope,
+            )),
+            None => None,
+        };
+        let hedge = match route.hedge {
+            Some(h) => Some(Scoped::new(
+                HedgeLayer::new(h.config, policy.clone()).map_err(refused)?,
+                h.scope,
+            )),
+            None => None,
+        };
+        let ledger = match route.ledger {
+            Some(l) => Some(Scoped::new(
+                SharedLedger::new(l.config).map_err(refused)?,
+                l.scope,
+            )),
+            None => None,
+        };
+        let probes_draw = route.ledger.is_some_and(|l| !l.under_breaker);
         let order = match route.breaker {
             Some(b) => {
                 let layer = scoped(
@@ -89,6 +151,10 @@ impl<P: Clone> RouteLayer<P> {
             retry,
             throttle,
             order,
+            limit,
+            hedge,
+            ledger,
+            probes_draw,
         })
     }
 }
@@ -97,11 +163,33 @@ impl<S, P: Clone> Layer<S> for RouteLayer<P> {
     type Service = RouteService<S, P>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let (retry, throttle) = (&self.retry, &self.throttle);
-        match &self.order {
-            Order::BreakerPerAttempt(b) => {
-                RouteService::BreakerPerAttempt(retry.layer(throttle.layer(b.layer(inner))))
+        let ledger = self.ledger.as_ref().map(|l| l.get(SharedLedger::fresh));
+        let retry = match &ledger {
+            Some(l) => self.retry.clone().ledger(l.clone()),
+            None => self.retry.clone(),
+        };
+        let probes = ledger.as_ref().filter(|_| self.probes_draw);
+        let breaker = |b: &BreakerLayer<P>| match probes {
+            Some(l) => b.clone().ledger(l.clone()),
+            None => b.clone(),
+        };
+        let hedge = self.hedge.as_ref().map(|h| {
+            let h = h.get(HedgeLayer::fresh);
+            match &ledger {
+                Some(l) => h.ledger(l.clone()),
+                None => h,
             }
+        });
+        let limit = self
+            .limit
+            .as_ref()
+            .map(|l| l.get(ConcurrencyLimitLayer::fresh));
+        let inner = RouteInnermost::new(inner, limit, hedge);
+        let throttle = &self.throttle;
+        match &self.order {
+            Order::BreakerPerAttempt(b) => RouteService::BreakerPerAttempt(
+                retry.layer(throttle.layer(breaker(b).layer(inner))),
+            ),
             Order::ThrottlePerAttempt => {
                 RouteService::ThrottlePerAttempt(retry.layer(throttle.layer(inner)))
             }
@@ -109,30 +197,100 @@ impl<S, P: Clone> Layer<S> for RouteLayer<P> {
                 RouteService::ThrottlePerCall(throttle.layer(retry.layer(inner)))
             }
             Order::BreakerPerCall(b) => {
-                RouteService::BreakerPerCall(throttle.layer(b.layer(retry.layer(inner))))
+                RouteService::BreakerPerCall(throttle.layer(breaker(b).layer(retry.layer(inner))))
             }
             Order::ThrottlePerCallBreakerPerAttempt(b) => {
                 RouteService::ThrottlePerCallBreakerPerAttempt(
-                    throttle.layer(retry.layer(b.layer(inner))),
+                    throttle.layer(retry.layer(breaker(b).layer(inner))),
                 )
             }
         }
     }
 }
 
+/// The innermost layers of a route around the wrapped service: a concurrency limit (every
+/// attempt takes a slot) around hedging (copies of the call), either, both, or neither.
+#[derive(Clone, Debug)]
+pub enum RouteInnermost<S, P> {
+    /// The service itself.
+    Plain(S),
+    /// Hedged.
+    Hedged(HedgeService<S, P>),
+    /// Under a concurrency limit.
+    Limited(ConcurrencyLimitService<S, P>),
+    /// Under a concurrency limit, hedged.
+    LimitedHedged(ConcurrencyLimitService<HedgeService<S, P>, P>),
+}
+
+impl<S, P: Clone> RouteInnermost<S, P> {
+    fn new(
+        inner: S,
+        limit: Option<ConcurrencyLimitLayer<P>>,
+        hedge: Option<HedgeLayer<P>>,
+    ) -> Self {
+        match (limit, hedge) {
+            (None, None) => RouteInnermost::Plain(inner),
+            (None, Some(h)) => RouteInnermost::Hedged(h.layer(inner)),
+            (Some(l), None) => RouteInnermost::Limited(l.layer(inner)),
+            (Some(l), Some(h)) => RouteInnermost::LimitedHedged(l.layer(h.layer(inner))),
+        }
+    }
+}
+
+impl<S, P, Req> Service<Req> for RouteInnermost<S, P>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+    Req: Send + 'static,
+    P: Policy<Req, S::Response>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = RouteFuture<S::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        match self {
+            RouteInnermost::Plain(s) => s.poll_ready(cx).map_err(Into::into),
+            RouteInnermost::Hedged(s) => s.poll_ready(cx),
+            RouteInnermost::Limited(s) => s.poll_ready(cx),
+            RouteInnermost::LimitedHedged(s) => s.poll_ready(cx),
+        }
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        match self {
+            RouteInnermost::Plain(s) => {
+                let fut = s.call(req);
+                Box::pin(async move { fut.await.map_err(Into::into) })
+            }
+            RouteInnermost::Hedged(s) => s.call(req),
+            RouteInnermost::Limited(s) => s.call(req),
+            RouteInnermost::LimitedHedged(s) => s.call(req),
+        }
+    }
+}
+
+/// The route's call behind its breaker.
+type GuardedCall<S, P> = BreakerService<RouteInnermost<S, P>, P>;
+
+/// The route's call under its retry.
+type RetriedCall<S, P> = RetryService<RouteInnermost<S, P>, P>;
+
 /// A service wrapped by a [`RouteLayer`]: one variant per order of the layers.
 #[derive(Clone, Debug)]
 pub enum RouteService<S, P> {
     /// retry → throttle → breaker: `ReliableLayer`'s service.
-    BreakerPerAttempt(RetryService<ThrottleService<BreakerService<S, P>, P>, P>),
+    BreakerPerAttempt(RetryService<ThrottleService<GuardedCall<S, P>, P>, P>),
     /// retry → throttle (a pass-through without one).
-    ThrottlePerAttempt(RetryService<ThrottleService<S, P>, P>),
+    ThrottlePerAttempt(RetryService<ThrottleService<RouteInnermost<S, P>, P>, P>),
     /// throttle → retry.
-    ThrottlePerCall(ThrottleService<RetryService<S, P>, P>),
+    ThrottlePerCall(ThrottleService<RetriedCall<S, P>, P>),
     /// throttle (a pass-through without one) → breaker → retry.
-    BreakerPerCall(ThrottleService<BreakerService<RetryService<S, P>, P>, P>),
+    BreakerPerCall(ThrottleService<BreakerService<RetriedCall<S, P>, P>, P>),
     /// throttle → retry → breaker.
-    ThrottlePerCallBreakerPerAttempt(ThrottleService<RetryService<BreakerService<S, P>, P>, P>),
+    ThrottlePerCallBreakerPerAttempt(ThrottleService<RetryService<GuardedCall<S, P>, P>, P>),
 }
 
 /// The response future of a [`RouteService`].
@@ -140,22 +298,25 @@ pub type RouteFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> +
 
 impl<S, P, Req> Service<Req> for RouteService<S, P>
 where
+    RouteInnermost<S, P>: Service<Req, Response = S::Response, Error = BoxError>,
     S: Service<Req>,
-    RetryService<ThrottleService<BreakerService<S, P>, P>, P>:
+    RetryService<ThrottleService<GuardedCall<S, P>, P>, P>:
         Service<Req, Response = S::Response, Error = BoxError>,
-    RetryService<ThrottleService<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    ThrottleService<RetryService<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
-    ThrottleService<BreakerService<RetryService<S, P>, P>, P>:
+    RetryService<ThrottleService<RouteInnermost<S, P>, P>, P>:
         Service<Req, Response = S::Response, Error = BoxError>,
-    ThrottleService<RetryService<BreakerService<S, P>, P>, P>:
+    ThrottleService<RetriedCall<S, P>, P>: Service<Req, Response = S::Response, Error = BoxError>,
+    ThrottleService<BreakerService<RetriedCall<S, P>, P>, P>:
         Service<Req, Response = S::Response, Error = BoxError>,
-    <RetryService<ThrottleService<BreakerService<S, P>, P>, P> as Service<Req>>::Future:
+    ThrottleService<RetryService<GuardedCall<S, P>, P>, P>:
+        Service<Req, Response = S::Response, Error = BoxError>,
+    <RetryService<ThrottleService<GuardedCall<S, P>, P>, P> as Service<Req>>::Future:
         Send + 'static,
-    <RetryService<ThrottleService<S, P>, P> as Service<Req>>::Future: Send + 'static,
-    <ThrottleService<RetryService<S, P>, P> as Service<Req>>::Future: Send + 'static,
-    <ThrottleService<BreakerService<RetryService<S, P>, P>, P> as Service<Req>>::Future:
+    <RetryService<ThrottleService<RouteInnermost<S, P>, P>, P> as Service<Req>>::Future:
         Send + 'static,
-    <ThrottleService<RetryService<BreakerService<S, P>, P>, P> as Service<Req>>::Future:
+    <ThrottleService<RetriedCall<S, P>, P> as Service<Req>>::Future: Send + 'static,
+    <ThrottleService<BreakerService<RetriedCall<S, P>, P>, P> as Service<Req>>::Future:
+        Send + 'static,
+    <ThrottleService<RetryService<GuardedCall<S, P>, P>, P> as Service<Req>>::Future:
         Send + 'static,
 {
     type Response = S::Response;

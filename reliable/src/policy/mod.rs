@@ -21,6 +21,15 @@
 //! let e = reliable::policy::Plan::from_ron("(name: \"x\", stack: Call(downstrem: \"api\"))", "p.ron")
 //!     .unwrap_err();
 //! assert!(e.to_string().starts_with("p.ron:1:25: Unexpected field named `downstrem`"), "{e}");
+//!
+//! // Hedged reads, every hedge (and probe, and retry) drawn from one ledger of 10%.
+//! let hedged = r#"(name: "hedged", stack: Ledger(config: (ratio: 0.1, min_per_sec: 0, ttl: "10s"),
+//!     inner: Hedge(config: (delay: Quantile(), max_hedges: 1), idempotent: true,
+//!                  inner: Call(downstream: "api", timeout: "1s"))))"#;
+//! let plan = reliable::policy::Plan::from_ron(hedged, "hedged.ron")?;
+//! let reads = plan.builder()?.build()?; // hedges in `call`
+//! let e = plan.blocking_builder().unwrap_err(); // `call_blocking` never hedges: refused, not dropped
+//! assert!(e.message.starts_with("a Hedge in a blocking call"), "{e}");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -29,7 +38,8 @@
 //! A stack becomes a [`Plan`]: one [`Route`] per path a call may take (an outermost `Fallback`
 //! gives one route per branch, tried in order; compose them with [`Fallback`](crate::Fallback) or
 //! the tower `FallbackLayer`). A route is the shape
-//! `Throttle? → Breaker? → Retry? → Breaker? → Llm? → Call`:
+//! `Ledger? → Throttle? → Breaker? → Ledger? → Retry? → Breaker? → Llm? → Limit? → Hedge? → Call`
+//! (one ledger):
 //!
 //! | In the stack | In a `Reliable` ([`Route::builder`]) | In tower ([`Route::layer`], [`Route::route_layer`]) |
 //! |---|---|---|
@@ -39,15 +49,24 @@
 //! | `Breaker` outside the `Retry` | [`Builder::breaker_per_call`]: one verdict per call | `RouteLayer` only: throttle → breaker → retry |
 //! | no `Breaker` | [`Builder::no_breaker`] | `RouteLayer` only (`ReliableLayer` always has one) |
 //! | `Throttle` | [`Builder::throttle`], on a route without retries | `ThrottleLayer` where the stack puts it |
+//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]); when every copy times out, the attempt ends at the first copy's timeout (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
+//! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and half-open probes draw from it): outermost, since a `Reliable` deposits each call before its breaker decides | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
+//! | `Limit(config)` | [`Builder::limit`]: every attempt takes a slot, after the breaker admitted it | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
-//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` | `shared()` on each layer whose scope is `Shared` |
+//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
 //!
 //! Anything a target cannot run the way the simulator does is refused with the layer's path and
 //! why, never dropped: a `timeout_dist` (a timeout drawn per request models a crowd of callers),
 //! a spend breaker (`Llm(spend: ..)`: drive [`reliable_core::spend::SpendBreaker`] yourself), two
-//! retries, breakers or throttles on one route, a `Fallback` inside another layer, a throttle
-//! inside a breaker, and a throttle on a route with retries in a `Reliable` (its throttle admits
-//! once per call but learns from every attempt, which no simulated stack does).
+//! retries, breakers, throttles or ledgers on one route, a `Fallback` inside another layer, a
+//! throttle inside a breaker, a layer inside a `Limit` other than a `Hedge`, a `Hedge` whose
+//! `inner` is not a `Call` or whose call is not `idempotent`, a `Ledger` inside a `Retry` or
+//! around a `Retry` with a budget of its own; in a `Reliable`, a throttle on a route with retries
+//! (its throttle admits once per call but learns from every attempt, which no simulated stack
+//! does), a hedge inside a per-attempt breaker or a limit, a ledger inside a throttle or breaker,
+//! and a hedge in a blocking call ([`Route::blocking_builder`]); in tower, a ledger where the
+//! retry layer cannot deposit each call as the simulator does, and in `ReliableLayer` any hedge,
+//! ledger or limit ([`Route::route_layer`] stacks them).
 //!
 //! Hostile input is bounded: ron refuses nesting deeper than 128 levels and serde_json too, a
 //! plan has at most [`MAX_ROUTES`] routes, and parsing is linear in the text.
@@ -57,7 +76,9 @@ use std::fmt;
 use reliable_core::Duration;
 use reliable_core::backoff::BackoffConfig;
 use reliable_core::breaker::BreakerConfig;
-use reliable_core::budget::BudgetConfig;
+use reliable_core::budget::{BudgetConfig, RatioConfig};
+use reliable_core::hedge::HedgeConfig;
+use reliable_core::limit::LimiterConfig;
 use reliable_core::retry::RetryConfig;
 use reliable_core::throttle::ThrottleConfig;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -70,7 +91,7 @@ pub use reliable_core::policy::Scope;
 #[cfg(feature = "tower")]
 mod layers;
 #[cfg(feature = "tower")]
-pub use layers::{RouteFuture, RouteLayer, RouteService};
+pub use layers::{RouteFuture, RouteInnermost, RouteLayer, RouteService};
 
 /// A policy entry as a real client reads it: the core's format, with `timeout_dist` refused.
 pub type PolicyEntry = reliable_core::policy::Policy<SimulatorOnly>;
@@ -165,6 +186,47 @@ pub struct RouteThrottle {
     pub scope: Scope,
 }
 
+/// Hedging on a [`Route`]: around its call, every copy the call itself (as the simulator sends
+/// them: a `Hedge`'s `inner` is a `Call`).
+///
+/// One difference remains, when every copy times out: the `Call`'s `timeout` is the route's
+/// per-attempt timeout, which a `Reliable` and the tower layers count from the first copy's send
+/// (the hedged attempt ends then), while the simulator times each copy from its own send (the
+/// call ends when the last copy's timer fires, up to the hedge delays later). A copy that answers
+/// decides the same way in all three.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteHedge {
+    /// The core's config.
+    pub config: HedgeConfig,
+    /// Whose latency estimate times the hedges.
+    pub scope: Scope,
+}
+
+/// The ledger of extra attempts on a [`Route`]: the retries, hedges and half-open probes inside
+/// it draw from it, and each call that enters it deposits a share of one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteLedger {
+    /// The core's ratio config.
+    pub config: RatioConfig,
+    /// Whose ledger it is.
+    pub scope: Scope,
+    /// A `Throttle` is outside it (it decides before the call deposits).
+    pub under_throttle: bool,
+    /// A `Breaker` is outside it (it decides before the call deposits, and its probes do not
+    /// draw from the ledger).
+    pub under_breaker: bool,
+}
+
+/// A concurrency limit on a [`Route`]: innermost, so every attempt takes a slot (a hedged
+/// attempt one for all its copies).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteLimit {
+    /// The core's config.
+    pub config: LimiterConfig,
+    /// Whose limiter it is.
+    pub scope: Scope,
+}
+
 /// One path of a [`Plan`]: the layers a call to one downstream passes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Route {
@@ -182,6 +244,12 @@ pub struct Route {
     pub breaker: Option<RouteBreaker>,
     /// Adaptive throttling.
     pub throttle: Option<RouteThrottle>,
+    /// Hedged requests (of a call marked idempotent).
+    pub hedge: Option<RouteHedge>,
+    /// The ledger of extra attempts.
+    pub ledger: Option<RouteLedger>,
+    /// A concurrency limit.
+    pub limit: Option<RouteLimit>,
     /// `Llm(signals: true)`: the policy reads LLM provider signals (money limits are never
     /// retried), so classify errors with `reliable::llm` (feature `llm`).
     pub llm_signals: bool,
@@ -341,6 +409,11 @@ impl Plan {
         self.route()?.builder()
     }
 
+    /// A [`Builder`] for blocking calls on the single route (see [`Route::blocking_builder`]).
+    pub fn blocking_builder(&self) -> Result<Builder, PolicyError> {
+        self.route()?.blocking_builder()
+    }
+
     /// A tower `ReliableLayer` for the single route (see [`Route::layer`]).
     #[cfg(feature = "tower")]
     pub fn layer<P: Clone>(
@@ -389,9 +462,31 @@ fn route<D>(
     let mut retry: Option<RetryConfig> = None;
     let mut budget = None;
     let mut breaker: Option<RouteBreaker> = None;
-    let mut throttle = None;
+    let mut throttle: Option<RouteThrottle> = None;
+    let mut hedge = None;
+    let mut ledger: Option<RouteLedger> = None;
+    let mut limit = None;
     let mut llm_signals = false;
     loop {
+        // A limit is innermost: every attempt takes a slot, after the breaker admitted it.
+        if limit.is_some()
+            && matches!(
+                layer,
+                Layer::Retry { .. }
+                    | Layer::Breaker { .. }
+                    | Layer::Throttle { .. }
+                    | Layer::Ledger { .. }
+                    | Layer::Limit { .. }
+            )
+        {
+            return refuse(
+                &path,
+                &format!(
+                    "a {} inside a Limit: expected the Limit innermost, around the Call or its Hedge (every attempt takes a slot after the breaker admitted it, as a Reliable's limit does)",
+                    layer.kind_name()
+                ),
+            );
+        }
         match layer {
             Layer::Call {
                 downstream,
@@ -419,6 +514,9 @@ fn route<D>(
                     budget,
                     breaker,
                     throttle,
+                    hedge,
+                    ledger,
+                    limit,
                     llm_signals,
                 });
             }
@@ -432,6 +530,12 @@ fn route<D>(
                     return refuse(
                         &path,
                         "a retry inside a retry: expected one Retry per route (retries multiply)",
+                    );
+                }
+                if ledger.is_some() && b.is_some() {
+                    return refuse(
+                        &at(&path, "budget"),
+                        "a retry budget inside a Ledger: its retries would not draw from the ledger, nor its calls deposit in it, which neither a Reliable (the ledger is its retry budget) nor the tower layers run; expected no `budget` (the ledger bounds the retries)",
                     );
                 }
                 retry = Some(*policy);
@@ -510,11 +614,65 @@ fn route<D>(
                     "a Fallback inside another layer: expected Fallback only outermost (one route per branch)",
                 );
             }
-            Layer::Hedge { .. } | Layer::Ledger { .. } | Layer::Limit { .. } => {
-                return refuse(
-                    &path,
-                    "hedging, the ledger and concurrency limits are not loaded from a policy file yet: set them with Builder::hedge, Builder::ledger and Builder::limit (or the tower HedgeLayer, SharedLedger and ConcurrencyLimitLayer)",
-                );
+            Layer::Hedge {
+                config,
+                idempotent,
+                scope,
+                inner,
+            } => {
+                if !matches!(**inner, Layer::Call { .. }) {
+                    return refuse(
+                        &at(&path, "inner"),
+                        "a Hedge sends copies of one call: expected `inner: Call(...)`",
+                    );
+                }
+                if !*idempotent {
+                    return refuse(
+                        &at(&path, "idempotent"),
+                        "a Hedge of a call not marked idempotent never hedges (a copy would do its work twice): expected `idempotent: true`, or no Hedge",
+                    );
+                }
+                hedge = Some(RouteHedge {
+                    config: *config,
+                    scope: *scope,
+                });
+                path = at(&path, "inner");
+                layer = inner;
+            }
+            Layer::Ledger {
+                config,
+                scope,
+                inner,
+            } => {
+                if retry.is_some() {
+                    return refuse(
+                        &path,
+                        "a Ledger inside a Retry counts every retry as a first try: expected the Ledger outside the Retry",
+                    );
+                }
+                if ledger.is_some() {
+                    return refuse(&path, "a second ledger: expected one Ledger per route");
+                }
+                ledger = Some(RouteLedger {
+                    config: *config,
+                    scope: *scope,
+                    under_throttle: throttle.is_some(),
+                    under_breaker: breaker.is_some(),
+                });
+                path = at(&path, "inner");
+                layer = inner;
+            }
+            Layer::Limit {
+                config,
+                scope,
+                inner,
+            } => {
+                limit = Some(RouteLimit {
+                    config: *config,
+                    scope: *scope,
+                });
+                path = at(&path, "inner");
+                layer = inner;
             }
         }
     }
@@ -555,8 +713,13 @@ impl Route {
     }
 
     /// A [`Builder`] set to this route: named after the downstream, its retry, budget, breaker
-    /// (per call when it is outside the retry) and throttle, nothing else of the builder's
-    /// defaults. Add the clock, observers, metrics as usual.
+    /// (per call when it is outside the retry), throttle, hedging (the instance marked
+    /// idempotent), ledger and concurrency limit, nothing else of the builder's defaults. Add the
+    /// clock, observers, metrics as usual.
+    ///
+    /// The instance hedges in [`Reliable::call`] only: [`Reliable::call_blocking`] never hedges.
+    /// For blocking calls, build from [`blocking_builder`](Self::blocking_builder), which refuses
+    /// a route with a `Hedge` instead of dropping it.
     pub fn builder(&self) -> Result<Builder, PolicyError> {
         let mut b = Reliable::builder(&self.downstream)
             .no_breaker()
@@ -578,7 +741,42 @@ impl Route {
             }
             b = b.throttle(throttle.config);
         }
+        if let Some(hedge) = self.hedge {
+            if self.breaker.is_some_and(|br| !br.per_call) {
+                return Err(self.refuse(
+                    "a Hedge inside a Breaker that sees every attempt: a Reliable passes each copy through the breaker, the simulator the hedged call once; expected the Breaker outside the Retry, or the tower layers (Plan::route_layer)",
+                ));
+            }
+            if self.limit.is_some() {
+                return Err(self.refuse(
+                    "a Hedge inside a Limit: a Reliable gives each copy a slot, the simulator the hedged call one; expected no Limit, or the tower layers (Plan::route_layer)",
+                ));
+            }
+            b = b.hedge(hedge.config).idempotent();
+        }
+        if let Some(ledger) = self.ledger {
+            if ledger.under_throttle || ledger.under_breaker {
+                return Err(self.refuse(
+                    "a Throttle or Breaker outside the Ledger: a Reliable deposits each call in its ledger before its breaker decides, and draws every probe from it; expected the Ledger outermost, or the tower layers (Plan::route_layer)",
+                ));
+            }
+            b = b.ledger(ledger.config);
+        }
+        if let Some(limit) = self.limit {
+            b = b.limit(limit.config);
+        }
         Ok(b)
+    }
+
+    /// A [`Builder`] for [`Reliable::call_blocking`]: [`builder`](Self::builder), refusing a
+    /// route with a `Hedge` (a blocking call is never hedged: a copy would need a thread).
+    pub fn blocking_builder(&self) -> Result<Builder, PolicyError> {
+        if self.hedge.is_some() {
+            return Err(self.refuse(
+                "a Hedge in a blocking call: call_blocking never hedges (a copy would need a thread of its own); expected an async call (Route::builder), or no Hedge",
+            ));
+        }
+        self.builder()
     }
 
     /// The tower layers of this route: `ReliableLayer` runs retry (with its budget) → throttle →
@@ -610,9 +808,12 @@ impl Route {
     }
 
     /// The tower layers of this route in the order the policy wrote them, whatever it is: a
-    /// [`RouteLayer`] (`RetryLayer`, `ThrottleLayer`, `BreakerLayer`, each shared or per wrapped
-    /// service as its scope says). With a breaker inside the retry, its service is
-    /// `ReliableLayer`'s.
+    /// [`RouteLayer`] (`RetryLayer`, `ThrottleLayer`, `BreakerLayer`, then innermost a
+    /// `ConcurrencyLimitLayer` and a `HedgeLayer`, each shared or per wrapped service as its scope
+    /// says, and a `SharedLedger` for the retry, hedge and breaker layers inside the ledger).
+    /// With a breaker inside the retry and no hedge, ledger or limit, its service is
+    /// `ReliableLayer`'s. Refuses a ledger the retry layer cannot deposit in where the simulator
+    /// does (see the [module docs](self)).
     #[cfg(feature = "tower")]
     pub fn route_layer<P: Clone>(&self, policy: P) -> Result<RouteLayer<P>, PolicyError> {
         RouteLayer::new(self, policy)
@@ -622,6 +823,11 @@ impl Route {
     /// [`layer`](Self::layer) for the shapes it takes).
     #[cfg(feature = "tower")]
     pub fn reliable_config(&self) -> Result<crate::tower::ReliableConfig, PolicyError> {
+        if self.hedge.is_some() || self.ledger.is_some() || self.limit.is_some() {
+            return Err(self.refuse(
+                "a Hedge, Ledger or Limit: ReliableLayer has retry, throttle and breaker only; expected the route's own tower layers (Plan::route_layer)",
+            ));
+        }
         let Some(breaker) = self.breaker else {
             return Err(self.refuse(
                 "no breaker: ReliableLayer always has one; expected a Breaker inside the Retry (or compose RetryLayer and ThrottleLayer yourself)",

@@ -8,6 +8,10 @@
 //!   [`ClassifyResponse`] given), or ignored (a fatal error, or a local rejection from a layer below). A
 //!   response future dropped before it completes records `Outcome::Ignored`, so a cancelled
 //!   half-open probe frees its slot at once instead of after `probe_timeout`.
+//! - With a [`SharedLedger`] ([`BreakerLayer::ledger`]), a half-open probe is an extra attempt: it
+//!   draws from the ledger as the builder's breaker does, and a probe the ledger denies is refused
+//!   locally with [`ProbeDenied`] (the breaker stays half-open, its probe slot freed at once). The
+//!   draw is settled when the probe ends or its future is dropped.
 //!
 //! Every clone of a [`BreakerService`] shares one breaker. A layer built with [`BreakerLayer::new`] gives
 //! each service it wraps a breaker of its own; [`BreakerLayer::shared`] gives them all one.
@@ -20,12 +24,14 @@ use std::task::{Context, Poll};
 
 use reliable_core::ConfigError;
 use reliable_core::breaker::{BreakerConfig, BreakerPolicy, Outcome, Permit, RejectReason};
+use reliable_core::ledger::{Draw, Extra};
 use reliable_core::outcome::ErrorClass;
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::ClassifyResponse;
-use super::error::{BoxError, Open};
+use super::error::{BoxError, Open, ProbeDenied};
+use super::ledger::SharedLedger;
 use super::sharing::Sharing;
 use super::time::Time;
 use crate::breaker::{Owned, Transitions};
@@ -47,6 +53,31 @@ impl Shared {
             o.on_reject(&self.name, refusal);
         }
     }
+
+    /// A probe the breaker admitted draws from the ledger (as the builder's breaker does): the
+    /// permit and its draw, or, denied, the permit handed back unused and the refusal.
+    fn draw_probe(
+        &self,
+        ledger: Option<&SharedLedger>,
+        permit: Permit,
+        now: reliable_core::Instant,
+    ) -> Result<(Permit, Option<(SharedLedger, Draw)>), ProbeDenied> {
+        let Some(ledger) = ledger.filter(|_| permit.is_probe()) else {
+            return Ok((permit, None));
+        };
+        let drawn = ledger.lock().try_draw(Extra::Probe, now);
+        for o in self.observers.iter() {
+            o.on_ledger(&self.name, Extra::Probe, drawn.is_ok());
+        }
+        match drawn {
+            Ok(draw) => Ok((permit, Some((ledger.clone(), draw)))),
+            Err(denied) => {
+                self.breaker.record(permit, Outcome::Ignored, now);
+                self.refused(NotSent::Rejected(ShedReason::Ledger(denied)));
+                Err(ProbeDenied { denied })
+            }
+        }
+    }
 }
 
 /// Builds [`BreakerService`]s from a validated config.
@@ -56,6 +87,7 @@ pub struct BreakerLayer<C> {
     classify: C,
     time: Time,
     shared: Sharing<Arc<Shared>>,
+    ledger: Option<SharedLedger>,
     name: Arc<str>,
     observers: Vec<Arc<dyn Observer>>,
     seed: Option<u64>,
@@ -66,6 +98,7 @@ impl<C> fmt::Debug for BreakerLayer<C> {
         f.debug_struct("BreakerLayer")
             .field("policy", &self.policy)
             .field("shared", &self.shared.is_shared())
+            .field("ledger", &self.ledger.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -84,6 +117,7 @@ impl<C> BreakerLayer<C> {
             classify,
             time: Time::tokio(),
             shared: Sharing::per_service(),
+            ledger: None,
             name,
             observers: Vec::new(),
             seed: None,
@@ -111,6 +145,25 @@ impl<C> BreakerLayer<C> {
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
         self.shared.reset();
+        self
+    }
+
+    /// Half-open probes draw from `ledger`, the one budget of extra attempts that retries
+    /// ([`RetryLayer::ledger`](super::RetryLayer::ledger)) and hedges
+    /// ([`HedgeLayer::ledger`](super::HedgeLayer::ledger)) given the same ledger draw from, as the
+    /// builder's breaker does ([`Builder::ledger`](crate::Builder::ledger)). A probe the ledger
+    /// denies is not sent: the call fails with [`ProbeDenied`] (a local refusal in the core's
+    /// answer table), observers hear `on_ledger` and `on_reject` with
+    /// [`ShedReason::Ledger`], and the breaker stays half-open with its probe slot free. A probe
+    /// granted holds its draw until it ends or its future is dropped. First tries are what the
+    /// ledger is a share of: put a `RetryLayer` with the same ledger above, or only the ledger's
+    /// floor is there to draw.
+    ///
+    /// The ledger is the wrapped service's, not the breaker's: a [`shared`](Self::shared) breaker
+    /// stays shared when clones of this layer are given different ledgers (one per client), and
+    /// each probe draws from the ledger of the service it goes through.
+    pub fn ledger(mut self, ledger: SharedLedger) -> Self {
+        self.ledger = Some(ledger);
         self
     }
 
@@ -167,6 +220,7 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
         BreakerService {
             inner,
             shared: self.shared.get(|| self.make()),
+            ledger: self.ledger.clone(),
             classify: self.classify.clone(),
             time: self.time.clone(),
         }
@@ -178,6 +232,7 @@ impl<S, C: Clone> Layer<S> for BreakerLayer<C> {
 pub struct BreakerService<S, C> {
     inner: S,
     shared: Arc<Shared>,
+    ledger: Option<SharedLedger>,
     classify: C,
     time: Time,
 }
@@ -216,22 +271,25 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         let now = self.time.now();
         let decision = self.shared.breaker.acquire(Some(now), &NoClock).result;
-        match decision {
-            Ok(permit) => BreakerFuture {
-                state: State::Called {
-                    fut: self.inner.call(req),
-                },
-                guard: Guard {
-                    permit: Some(permit),
-                    shared: self.shared.clone(),
-                    time: self.time.clone(),
-                },
-                classify: self.classify.clone(),
+        let refusal = match decision {
+            Ok(permit) => match self.shared.draw_probe(self.ledger.as_ref(), permit, now) {
+                Ok((permit, draw)) => {
+                    return BreakerFuture {
+                        state: State::Called {
+                            fut: self.inner.call(req),
+                        },
+                        guard: Guard {
+                            permit: Some(permit),
+                            draw,
+                            shared: self.shared.clone(),
+                            time: self.time.clone(),
+                        },
+                        classify: self.classify.clone(),
+                    };
+                }
+                Err(denied) => Box::new(denied) as BoxError,
             },
             Err(rejection) => {
-                let open = Open {
-                    retry_after: rejection.retry_after().map(Into::into),
-                };
                 self.shared.refused(match rejection.reason {
                     RejectReason::Open { retry_after } => NotSent::Open {
                         retry_after: Some(retry_after.into()),
@@ -240,32 +298,46 @@ where
                     RejectReason::HalfOpenFull => NotSent::Rejected(ShedReason::HalfOpenFull),
                     RejectReason::SlowStart => NotSent::Rejected(ShedReason::SlowStart),
                 });
-                BreakerFuture {
-                    state: State::Rejected { open: Some(open) },
-                    guard: Guard {
-                        permit: None,
-                        shared: self.shared.clone(),
-                        time: self.time.clone(),
-                    },
-                    classify: self.classify.clone(),
-                }
+                Box::new(Open {
+                    retry_after: rejection.retry_after().map(Into::into),
+                })
             }
+        };
+        BreakerFuture {
+            state: State::Rejected {
+                refusal: Some(refusal),
+            },
+            guard: Guard {
+                permit: None,
+                draw: None,
+                shared: self.shared.clone(),
+                time: self.time.clone(),
+            },
+            classify: self.classify.clone(),
         }
     }
 }
 
-/// Holds the permit until the call ends; dropped early, it records `Outcome::Ignored`.
+/// Holds the permit (and a probe's ledger draw) until the call ends; dropped early, it records
+/// `Outcome::Ignored` and settles the draw.
 struct Guard {
     permit: Option<Permit>,
+    draw: Option<(SharedLedger, Draw)>,
     shared: Arc<Shared>,
     time: Time,
 }
 
 impl Guard {
     fn record(&mut self, outcome: Outcome) {
+        if self.permit.is_none() && self.draw.is_none() {
+            return;
+        }
+        let now = self.time.now();
         if let Some(permit) = self.permit.take() {
-            let now = self.time.now();
             self.shared.breaker.record(permit, outcome, now);
+        }
+        if let Some((ledger, draw)) = self.draw.take() {
+            ledger.lock().settle(draw, now);
         }
     }
 }
@@ -280,7 +352,7 @@ pin_project_lite::pin_project! {
     #[project = StateProj]
     enum State<F> {
         Called { #[pin] fut: F },
-        Rejected { open: Option<Open> },
+        Rejected { refusal: Option<BoxError> },
     }
 }
 
@@ -320,9 +392,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         match this.state.project() {
-            StateProj::Rejected { open } => {
-                let open = open.take().unwrap_or(Open { retry_after: None });
-                Poll::Ready(Err(Box::new(open)))
+            StateProj::Rejected { refusal } => {
+                let refusal = refusal
+                    .take()
+                    .unwrap_or_else(|| Box::new(Open { retry_after: None }));
+                Poll::Ready(Err(refusal))
             }
             StateProj::Called { fut } => {
                 let result = std::task::ready!(fut.poll(cx));

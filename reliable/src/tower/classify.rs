@@ -10,7 +10,7 @@ use reliable_core::outcome::ErrorClass;
 
 use crate::http::{HeaderSignals, classify_status};
 
-use super::error::{BoxError, Open, OverLimit, OverRate, Throttled, TimedOut};
+use super::error::{BoxError, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
 use reliable_core::answer::{Answer, Refuser};
 
 /// Maps an answer to the core's error classes. A response can be a failure (an HTTP 503 is an
@@ -20,7 +20,7 @@ pub trait ClassifyResponse<Res>: Clone + Send + Sync + 'static {
     fn response(&self, res: &Res) -> Option<ErrorClass>;
 
     /// The class of an error. The default knows the layers' own errors ([`TimedOut`]: timeout;
-    /// [`Open`], [`Throttled`], [`OverLimit`] and [`OverRate`]: refused locally, with the
+    /// [`Open`], [`Throttled`], [`ProbeDenied`], [`OverLimit`] and [`OverRate`]: refused locally, with the
     /// breaker's or the rate limiter's `retry_after`) and calls
     /// every other error transient.
     fn error(&self, e: &BoxError) -> ErrorClass {
@@ -38,11 +38,23 @@ pub fn error_class(e: &BoxError) -> ErrorClass {
         }
     } else if e.is::<Throttled>() {
         ErrorClass::Refused { retry_after: None }
+    } else if let Some(denied) = probe_denied(e) {
+        denied
     } else if let Some(limited) = local_limit(e) {
         limited
     } else {
         ErrorClass::Transient
     }
+}
+
+/// A probe the ledger denied, read through the core's answer table as the builder reads it.
+fn probe_denied(e: &BoxError) -> Option<ErrorClass> {
+    let probe = e.downcast_ref::<ProbeDenied>()?;
+    Answer::Refused {
+        by: crate::ShedReason::Ledger(probe.denied).refuser(),
+        retry_after: None,
+    }
+    .class()
 }
 
 /// A limiter's refusal, read through the core's answer table.

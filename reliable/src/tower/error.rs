@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use reliable_core::budget::Denied;
 use reliable_core::retry::GiveUpReason;
 
 /// tower's error type for stacked services.
@@ -26,6 +27,28 @@ impl fmt::Display for Open {
 }
 
 impl std::error::Error for Open {}
+
+/// The ledger of extra attempts denied a half-open probe: the call was not made, and the breaker
+/// stays half-open (see [`BreakerLayer::ledger`](super::BreakerLayer::ledger)). The builder's
+/// breaker refuses the same probe with
+/// [`ShedReason::Ledger`](crate::ShedReason::Ledger).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeDenied {
+    /// Why the ledger said no.
+    pub denied: Denied,
+}
+
+impl fmt::Display for ProbeDenied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "half-open probe refused by the ledger of extra attempts ({})",
+            self.denied
+        )
+    }
+}
+
+impl std::error::Error for ProbeDenied {}
 
 /// The adaptive throttle rejected the call locally: the call was not made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

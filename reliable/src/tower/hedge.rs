@@ -91,6 +91,22 @@ impl<P> HedgeLayer<P> {
         })
     }
 
+    /// The same layer with a hedger of its own, as this one's was when it was built: no
+    /// latency recorded if this one's template never wrapped a service (a per-client hedger).
+    #[cfg(feature = "policy")]
+    pub(crate) fn fresh(&self) -> Self
+    where
+        P: Clone,
+    {
+        let hedger = lock(&self.config.hedger).clone();
+        HedgeLayer {
+            config: Config {
+                hedger: Arc::new(Mutex::new(hedger)),
+                ..self.config.clone()
+            },
+        }
+    }
+
     /// Each hedge draws from `ledger`, the one budget of extra attempts a
     /// [`RetryLayer`](super::RetryLayer) given the same ledger draws its retries from (and feeds
     /// with first tries: without one above, only the ledger's floor is there to draw). A refused

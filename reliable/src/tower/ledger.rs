@@ -28,6 +28,13 @@ impl SharedLedger {
         )?))))
     }
 
+    /// Another ledger, a copy of this one as it is now (a per-client ledger made from a template
+    /// nothing draws from).
+    #[cfg(feature = "policy")]
+    pub(crate) fn fresh(&self) -> Self {
+        SharedLedger(Arc::new(Mutex::new(self.lock().clone())))
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, CoreLedger> {
         self.0
             .lock()

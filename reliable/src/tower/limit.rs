@@ -100,6 +100,21 @@ impl<C> ConcurrencyLimitLayer<C> {
         })
     }
 
+    /// The same layer with a limiter of its own, a copy of this one's (a per-client limit made
+    /// from a template that never wraps a service).
+    #[cfg(feature = "policy")]
+    pub(crate) fn fresh(&self) -> Self
+    where
+        C: Clone,
+    {
+        ConcurrencyLimitLayer {
+            limiter: Arc::new(Mutex::new(lock(&self.limiter).clone())),
+            classify: self.classify.clone(),
+            time: self.time.clone(),
+            outlet: self.outlet.clone(),
+        }
+    }
+
     /// A static bulkhead of `calls` in flight.
     pub fn bulkhead(calls: u32, classify: C) -> Result<Self, ConfigError> {
         Self::new(LimiterConfig::bulkhead(calls), classify)

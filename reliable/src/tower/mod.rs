@@ -20,8 +20,9 @@
 //! - [`ConcurrencyLimitLayer`] (a bulkhead, AIMD or gradient) and [`RateLimitLayer`] (GCRA):
 //!   local refusals ([`OverLimit`], [`OverRate`]) in `call`, read as `Refused` by the core's
 //!   answer table.
-//! - [`SharedLedger`]: one budget of extra attempts for [`RetryLayer::ledger`] and
-//!   [`HedgeLayer::ledger`].
+//! - [`SharedLedger`]: one budget of extra attempts for [`RetryLayer::ledger`],
+//!   [`HedgeLayer::ledger`] and [`BreakerLayer::ledger`] (half-open probes; a denied one fails
+//!   with [`ProbeDenied`]).
 //! - [`ReliableLayer`]: retry → throttle → breaker from one [`ReliableConfig`].
 //!
 //! Names follow tower's: each `…Layer` wraps a service in a `…Service` (e.g. [`BreakerLayer`] →
@@ -71,7 +72,7 @@ mod time;
 
 pub use breaker::{BreakerFuture, BreakerLayer, BreakerService};
 pub use classify::{AnyOk, ClassifyResponse, Deadline, HttpPolicy, Policy, error_class};
-pub use error::{BoxError, GaveUp, Open, OverLimit, OverRate, Throttled, TimedOut};
+pub use error::{BoxError, GaveUp, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
 pub use fallback::{FallbackFuture, FallbackLayer, FallbackService, ServedBy, Stamp};
 pub use hedge::{HedgeFuture, HedgeLayer, HedgeService};
 pub use ledger::SharedLedger;

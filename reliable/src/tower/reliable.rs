@@ -97,11 +97,13 @@ impl<P: Clone> ReliableLayer<P> {
         }
     }
 
-    /// Retries draw from `ledger`, the one budget of extra attempts a
-    /// [`HedgeLayer`](super::HedgeLayer) below may share ([`RetryLayer::ledger`]).
+    /// Retries and half-open probes draw from `ledger`, the one budget of extra attempts a
+    /// [`HedgeLayer`](super::HedgeLayer) below may share ([`RetryLayer::ledger`],
+    /// [`BreakerLayer::ledger`]), as a [`Builder::ledger`](crate::Builder::ledger)'s do.
     pub fn ledger(self, ledger: super::SharedLedger) -> Self {
         ReliableLayer {
-            retry: self.retry.ledger(ledger),
+            retry: self.retry.ledger(ledger.clone()),
+            breaker: self.breaker.ledger(ledger),
             ..self
         }
     }

@@ -250,3 +250,65 @@ fn a_limit_refuses_locally_and_admits_as_simulated() {
         );
     }
 }
+
+/// What building policy `p` of `text`'s scenario says (no traffic is sent).
+fn build_error(text: &str) -> String {
+    use emulate::client::{Env, build, http_client};
+    use emulate::meter::Meter;
+    let c = compile(text);
+    let env = Env {
+        client: http_client(),
+        base: "http://127.0.0.1:9".into(),
+        meter: std::sync::Arc::new(Meter::new(
+            emulate::timebase::Timebase::new(1.0),
+            1_000_000_000,
+            emulate::simface::recorder(&c),
+        )),
+        seed: 1,
+    };
+    match build(&c, 0, &env) {
+        Ok(_) => String::new(),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn ledgers_the_layers_cannot_run_as_sim_does_are_refused_with_the_reason() {
+    let scenario = |stack: &str| {
+        format!(
+            r#"Scenario(name: "s", horizon: "1s", workload: OpenLoop(rate: 10.0),
+            downstreams: [(name: "api", model: Server(workers: 1, service: Constant("10ms")))],
+            policies: [(name: "p", stack: Ledger(config: (ratio: 0.1, min_per_sec: 1, ttl: "10s"), inner: {stack}))])"#
+        )
+    };
+    let retry = |inner: &str| {
+        format!(
+            r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), inner: {inner})"#
+        )
+    };
+    let call = r#"Call(downstream: "api", timeout: "100ms")"#;
+    let breaker =
+        format!(r#"Breaker(config: (failure_rate: 0.5, minimum_calls: 10), inner: {call})"#);
+    // A half-open breaker's probes draw from the ledger in `sim`; reliable's BreakerLayer
+    // takes none.
+    let e = build_error(&scenario(&retry(&breaker)));
+    assert!(e.contains("a Breaker inside a Ledger"), "{e}");
+    // Two budgetless retries: reliable's RetryLayer would deposit once per attempt of the outer.
+    let e = build_error(&scenario(&retry(&retry(call))));
+    assert!(
+        e.contains("must be its direct inner layer and the only one"),
+        "{e}"
+    );
+    let limited = format!(
+        r#"Limit(config: (rule: Fixed, initial: 4, min: 4, max: 4), inner: {})"#,
+        retry(call)
+    );
+    let e = build_error(&scenario(&limited));
+    assert!(e.contains("must be its direct inner layer"), "{e}");
+    // A retry right inside the ledger feeds it; a hedge alone gets a feeder.
+    assert_eq!(build_error(&scenario(&retry(call))), "");
+    let hedge = format!(
+        r#"Hedge(config: (delay: Fixed("10ms"), max_hedges: 1), idempotent: true, inner: {call})"#
+    );
+    assert_eq!(build_error(&scenario(&hedge)), "");
+}

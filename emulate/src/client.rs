@@ -11,7 +11,16 @@
 //!   (`retry-after-ms`, wall time) is rewritten into scenario time, the time base every layer
 //!   runs on, as the transport's only translation.
 //! - [`build`] turns a policy's layer tree into services: shared-scope layers get one state for
-//!   every client, per-client ones a state per client, seeded per client.
+//!   every client, per-client ones a state per client, seeded per client (the hedger, the ledger
+//!   and the limiters draw no random numbers: they need no seed).
+//! - `Hedge` is reliable's [`HedgeLayer`] (copies only for a scenario that says `idempotent`),
+//!   `Limit` its [`ConcurrencyLimitLayer`], and `Ledger` one [`SharedLedger`] per client or
+//!   shared, handed to every hedge and to every retry without a budget of its own inside it. In
+//!   `sim` a ledger deposits each request once as it enters; reliable's [`RetryLayer`] deposits
+//!   each request entering it, so a ledger is fed by its retry when that retry is its direct
+//!   inner layer, and otherwise by a feeder (a retry layer of one attempt: it deposits and never
+//!   draws) when nothing inside retries. Other shapes are refused with the reason. A breaker
+//!   inside a ledger draws its half-open probes from it ([`BreakerLayer::ledger`]), as in `sim`.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,11 +35,13 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use reliable::observer::{NotSent, Observer};
 use reliable::tower::{
-    BoxError, BreakerLayer, ClassifyResponse, Deadline, FallbackLayer, HttpPolicy, RetryLayer,
-    ThrottleLayer, TimedOut,
+    BoxError, BreakerLayer, ClassifyResponse, ConcurrencyLimitLayer, Deadline, FallbackLayer,
+    GaveUp, HedgeLayer, HttpPolicy, Policy, RetryLayer, SharedLedger, ThrottleLayer, TimedOut,
 };
+use reliable_core::Instant;
+use reliable_core::outcome::ErrorClass;
 use tower::util::BoxCloneService;
-use tower::{Layer as _, Service};
+use tower::{Layer as _, Service, ServiceExt as _};
 
 use crate::meter::Meter;
 use crate::simface::{Compiled, Layer, Sampler, Scope, Stream, StreamId};
@@ -195,6 +206,68 @@ fn to_scenario_time(headers: &mut http::HeaderMap, tb: Timebase) {
     }
 }
 
+/// The HTTP policy of a hedge layer: copies a request only if the scenario calls it
+/// idempotent (`sim` hedges only those), and reads answers as every other layer does.
+#[derive(Clone, Copy, Debug)]
+struct Copies {
+    idempotent: bool,
+}
+
+impl ClassifyResponse<Res> for Copies {
+    fn response(&self, res: &Res) -> Option<ErrorClass> {
+        policy().response(res)
+    }
+}
+
+impl Policy<Req, Res> for Copies {
+    fn clone_request(&self, req: &Req) -> Option<Req> {
+        self.idempotent
+            .then(|| Policy::<Req, Res>::clone_request(&policy(), req))
+            .flatten()
+    }
+
+    fn set_deadline(&self, req: &mut Req, at: Instant) {
+        Policy::<Req, Res>::set_deadline(&policy(), req, at);
+    }
+}
+
+/// The service just inside a limiter: counts the calls it admitted while they are in flight
+/// (`sim`'s admitted concurrency).
+#[derive(Clone)]
+struct Admitted {
+    inner: Svc,
+    meter: Arc<Meter>,
+}
+
+/// One admitted call in flight; it ends when dropped (answered, failed or cancelled).
+struct InFlight(Arc<Meter>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.admitted(false);
+    }
+}
+
+impl Service<Req> for Admitted {
+    type Response = Res;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        self.meter.admitted(true);
+        let in_flight = InFlight(self.meter.clone());
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let _in_flight = in_flight;
+            fut.await
+        })
+    }
+}
+
 /// A policy's layer tree with its layers configured (shared-scope state already made).
 #[derive(Clone)]
 enum Node {
@@ -204,14 +277,23 @@ enum Node {
         timeout_dist: Option<Arc<Sampler>>,
         node: u16,
     },
-    /// A layer around `inner`: builds the service from the inner one and, for per-client state,
-    /// the client's seed; `bool`: the state is shared by every client.
+    /// A layer around `inner`: builds the service from the inner one, the client's seed for
+    /// per-client state, and the enclosing ledger; `bool`: the state is shared by every client.
     Wrap(Wrap, bool, Box<Node>),
     Fallback(Vec<Node>),
+    /// A ledger of extra attempts: one for every client (`shared`) or one per client made from
+    /// `config`; `feed`: a feeder deposits each request entering it (no retry inside does).
+    Ledger {
+        shared: Option<SharedLedger>,
+        config: reliable_core::budget::RatioConfig,
+        feed: bool,
+        inner: Box<Node>,
+    },
 }
 
-/// Wraps a service in a configured layer, reseeded for one client when given a seed.
-type Wrap = Arc<dyn Fn(Svc, Option<u64>) -> Svc + Send + Sync>;
+/// Wraps a service in a configured layer, reseeded for one client when given a seed, drawing
+/// from the enclosing ledger's instance for that client, if any.
+type Wrap = Arc<dyn Fn(Svc, Option<u64>, Option<&SharedLedger>) -> Svc + Send + Sync>;
 
 /// A layer with state (breaker, budget, throttle): per client or shared by all.
 trait Stateful: tower::Layer<Svc> + Clone + Send + Sync + 'static {
@@ -247,8 +329,15 @@ impl Stateful for ThrottleLayer<HttpPolicy> {
 }
 
 /// `layer` around `inner`: its state made once now (seeded with `seed`) for a shared scope, or
-/// per client (seeded per client) when the stacks are built.
-fn stateful<L>(layer: L, scope: Scope, inner: Node, seed: u64) -> Node
+/// per client (seeded per client) when the stacks are built; `draw` gives it the enclosing
+/// ledger's instance.
+fn stateful<L>(
+    layer: L,
+    scope: Scope,
+    inner: Node,
+    seed: u64,
+    draw: impl Fn(L, &SharedLedger) -> L + Send + Sync + 'static,
+) -> Node
 where
     L: Stateful,
     L::Service: Service<Req, Response = Res, Error = BoxError> + Clone + Send + 'static,
@@ -260,14 +349,75 @@ where
     } else {
         layer
     };
-    let f: Wrap = Arc::new(move |svc, seed| {
-        let l = match seed {
+    let f: Wrap = Arc::new(move |svc, seed, ledger| {
+        let mut l = match seed {
             Some(s) => layer.clone().seeded(s),
             None => layer.clone(),
         };
+        if let Some(ledger) = ledger {
+            l = draw(l, ledger);
+        }
         BoxCloneService::new(l.layer(svc))
     });
     Node::Wrap(f, shared, Box::new(inner))
+}
+
+/// A layer whose state is one for all when `shared`, else made anew per client by `make`:
+/// the layers whose clones share their state (the hedger, the limiter).
+fn one_or_each<L>(shared: bool, make: impl Fn() -> L) -> impl Fn() -> L
+where
+    L: Clone,
+{
+    let one = shared.then(&make);
+    move || one.clone().unwrap_or_else(&make)
+}
+
+/// Budgetless retry layers drawing from ledger `l` (the innermost ledger enclosing them) in
+/// `l`'s subtree, not counting nested ledgers' own.
+fn ledger_retries(l: &Layer) -> usize {
+    match l {
+        Layer::Retry { budget, inner, .. } => usize::from(budget.is_none()) + ledger_retries(inner),
+        Layer::Breaker { inner, .. }
+        | Layer::Throttle { inner, .. }
+        | Layer::Hedge { inner, .. }
+        | Layer::Limit { inner, .. }
+        | Layer::Llm { inner, .. } => ledger_retries(inner),
+        Layer::Fallback(children) => children.iter().map(ledger_retries).sum(),
+        Layer::Ledger { .. } | Layer::Call { .. } => 0,
+    }
+}
+
+/// Whether a ledger over `inner` is fed by a feeder (`true`) or by its retry (`false`), or why
+/// it cannot be emulated.
+fn ledger_feed(inner: &Layer) -> Result<bool, String> {
+    let direct = matches!(inner, Layer::Retry { budget: None, .. });
+    match (direct, ledger_retries(inner)) {
+        (_, 0) => Ok(true),
+        (true, 1) => Ok(false),
+        _ => Err("this Ledger cannot be emulated: `sim` deposits each request once as it enters a ledger, and reliable's RetryLayer deposits each request entering it, so a Retry without a budget inside a Ledger must be its direct inner layer and the only one".into()),
+    }
+}
+
+/// The feeder of a ledger nothing inside deposits to: a retry layer of one attempt without
+/// timeouts, which deposits each request entering it into `ledger` and never draws; an error
+/// leaves it as it came (not wrapped as given up), so the layers above read it as `sim` does.
+fn feeder(inner: Svc, ledger: &SharedLedger, tb: Timebase) -> Svc {
+    let mut config = reliable_core::retry::RetryConfig::reliablekit();
+    config.max_attempts = Some(1);
+    config.attempt_timeout = None;
+    config.deadline = None;
+    let Ok(layer) = RetryLayer::new(config, policy()) else {
+        unreachable!("one attempt without timeouts is a valid retry config")
+    };
+    let layer = layer.with_time(tb, tb).ledger(ledger.clone());
+    BoxCloneService::new(
+        layer
+            .layer(inner)
+            .map_err(|e: BoxError| match e.downcast::<GaveUp>() {
+                Ok(gave_up) => gave_up.last,
+                Err(e) => e,
+            }),
+    )
 }
 
 /// What every stack of one run shares.
@@ -303,10 +453,77 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
                 "the Llm layer cannot be emulated: the emulator's server implements the Server model only, not an LLM provider".into(),
             );
         }
-        Layer::Hedge { .. } | Layer::Ledger { .. } | Layer::Limit { .. } => {
-            return Err(
-                "the Hedge, Ledger and Limit layers cannot be emulated yet: the `reliable` crate has no hedging, ledger or limiter layers to run them with".into(),
-            );
+        Layer::Hedge {
+            config,
+            idempotent,
+            scope,
+            inner,
+        } => {
+            let copies = Copies {
+                idempotent: *idempotent,
+            };
+            let (config, meter) = (*config, env.meter.clone());
+            let make = move || {
+                let Ok(l) = HedgeLayer::new(config, copies) else {
+                    unreachable!("validated when the scenario was compiled")
+                };
+                l.with_time(tb, tb).observer(Counts(meter.clone()))
+            };
+            HedgeLayer::new(config, copies).map_err(err)?;
+            let shared = *scope == Scope::Shared;
+            let layer = one_or_each(shared, make);
+            let f: Wrap = Arc::new(move |svc, _, ledger| {
+                let l = match ledger {
+                    Some(ledger) => layer().ledger(ledger.clone()),
+                    None => layer(),
+                };
+                BoxCloneService::new(l.layer(svc))
+            });
+            Node::Wrap(f, shared, Box::new(compile(inner, c, env, next)?))
+        }
+        Layer::Ledger {
+            config,
+            scope,
+            inner,
+        } => {
+            let ledger = SharedLedger::new(*config).map_err(err)?;
+            let shared = (*scope == Scope::Shared).then(|| {
+                env.meter.add_ledger(ledger.clone());
+                ledger
+            });
+            Node::Ledger {
+                shared,
+                config: *config,
+                feed: ledger_feed(inner)?,
+                inner: Box::new(compile(inner, c, env, next)?),
+            }
+        }
+        Layer::Limit {
+            config,
+            scope,
+            inner,
+        } => {
+            let (config, meter) = (*config, env.meter.clone());
+            let make = move || {
+                let Ok(l) = ConcurrencyLimitLayer::new(config, policy) else {
+                    unreachable!("validated when the scenario was compiled")
+                };
+                let l = l.with_time(tb, tb).observer(Counts(meter.clone()));
+                meter.add_limiter(l.clone());
+                l
+            };
+            ConcurrencyLimitLayer::new(config, policy).map_err(err)?;
+            let shared = *scope == Scope::Shared;
+            let layer = one_or_each(shared, make);
+            let meter = env.meter.clone();
+            let f: Wrap = Arc::new(move |svc, _, _| {
+                let admitted = Admitted {
+                    inner: svc,
+                    meter: meter.clone(),
+                };
+                BoxCloneService::new(layer().layer(BoxCloneService::new(admitted)))
+            });
+            Node::Wrap(f, shared, Box::new(compile(inner, c, env, next)?))
         }
         Layer::Call {
             downstream,
@@ -330,7 +547,10 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
                 .map_err(err)?
                 .with_time(tb, tb)
                 .observer(Counts(env.meter.clone()));
-            stateful(layer, *scope, compile(inner, c, env, next)?, seed)
+            // Its half-open probes draw from the enclosing ledger.
+            let draw =
+                |l: BreakerLayer<HttpPolicy>, ledger: &SharedLedger| l.ledger(ledger.clone());
+            stateful(layer, *scope, compile(inner, c, env, next)?, seed, draw)
         }
         Layer::Retry {
             policy: config,
@@ -342,10 +562,21 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
                 .map_err(err)?
                 .with_time(tb, tb)
                 .observer(Counts(env.meter.clone()));
+            let own = budget.is_some();
             if let Some(b) = budget {
                 layer = layer.budget(*b).map_err(err)?;
             }
-            stateful(layer, *budget_scope, compile(inner, c, env, next)?, seed)
+            // Without a budget of its own, it draws from the enclosing ledger.
+            let draw = move |l: RetryLayer<HttpPolicy>, ledger: &SharedLedger| {
+                if own { l } else { l.ledger(ledger.clone()) }
+            };
+            stateful(
+                layer,
+                *budget_scope,
+                compile(inner, c, env, next)?,
+                seed,
+                draw,
+            )
         }
         Layer::Throttle {
             config,
@@ -356,7 +587,7 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
                 .map_err(err)?
                 .with_time(tb, tb)
                 .observer(Counts(env.meter.clone()));
-            stateful(layer, *scope, compile(inner, c, env, next)?, seed)
+            stateful(layer, *scope, compile(inner, c, env, next)?, seed, |l, _| l)
         }
         Layer::Fallback(children) => Node::Fallback(
             children
@@ -368,7 +599,8 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
 }
 
 /// Counts what the layers report, as `sim` counts it: breaker transitions and open breakers,
-/// local refusals, and give-ups by reason.
+/// local refusals (a limiter's also as a limit refusal), give-ups by reason, and hedges sent,
+/// won, refused by the ledger and cancelled.
 #[derive(Debug)]
 struct Counts(Arc<Meter>);
 
@@ -386,8 +618,35 @@ impl Observer for Counts {
         });
     }
 
-    fn on_reject(&self, _: &str, _: NotSent) {
-        self.0.at(|r, t| r.at(t).local_rejections += 1);
+    fn on_reject(&self, _: &str, refusal: NotSent) {
+        let limit = matches!(
+            refusal,
+            NotSent::Rejected(reliable::ShedReason::Limit { .. })
+        );
+        self.0.at(|r, t| {
+            r.at(t).local_rejections += 1;
+            if let (true, Some(e)) = (limit, &mut r.extra) {
+                e.limit_refusals += 1;
+            }
+        });
+    }
+
+    fn on_hedge(&self, _: &str, _: u32) {
+        self.0.extra(|e| e.hedges_sent += 1);
+    }
+
+    fn on_hedge_refused(&self, _: &str, _: NotSent) {
+        self.0.extra(|e| e.hedges_refused += 1);
+    }
+
+    fn on_hedge_won(&self, _: &str, _: u32, hedge: bool) {
+        if hedge {
+            self.0.extra(|e| e.hedges_won += 1);
+        }
+    }
+
+    fn on_attempt_cancelled(&self, _: &str, _: u32) {
+        self.0.extra(|e| e.copies_cancelled += 1);
     }
 
     fn on_give_up(&self, _: &str, _: u32, reason: &'static str) {
@@ -400,7 +659,14 @@ fn seed_for(env: &Env, client: u32, node: usize) -> u64 {
     reliable_core::sample::splitmix64(env.seed ^ (u64::from(client) << 20) ^ node as u64)
 }
 
-fn instantiate(n: &Node, env: &Env, client: u32, depth: usize) -> Svc {
+/// Client `client`'s service for node `n`, `depth` deep, inside ledger instance `ledger`.
+fn instantiate(
+    n: &Node,
+    env: &Env,
+    client: u32,
+    depth: usize,
+    ledger: Option<&SharedLedger>,
+) -> Svc {
     match n {
         Node::Call {
             ds,
@@ -419,18 +685,45 @@ fn instantiate(n: &Node, env: &Env, client: u32, depth: usize) -> Svc {
             meter: env.meter.clone(),
         }),
         Node::Wrap(wrap, shared, inner) => {
-            let inner = instantiate(inner, env, client, depth + 1);
-            wrap(inner, (!shared).then(|| seed_for(env, client, depth)))
+            let inner = instantiate(inner, env, client, depth + 1, ledger);
+            wrap(
+                inner,
+                (!shared).then(|| seed_for(env, client, depth)),
+                ledger,
+            )
+        }
+        Node::Ledger {
+            shared,
+            config,
+            feed,
+            inner,
+        } => {
+            let own = match shared {
+                Some(l) => l.clone(),
+                None => {
+                    let Ok(l) = SharedLedger::new(*config) else {
+                        unreachable!("validated when the stack was compiled")
+                    };
+                    env.meter.add_ledger(l.clone());
+                    l
+                }
+            };
+            let svc = instantiate(inner, env, client, depth + 1, Some(&own));
+            if *feed {
+                feeder(svc, &own, *env.meter.timebase())
+            } else {
+                svc
+            }
         }
         Node::Fallback(children) => {
             let mut it = children.iter().rev();
             let Some(last) = it.next() else {
                 unreachable!("validation refuses an empty fallback")
             };
-            let mut backup = instantiate(last, env, client, depth + 1);
+            let mut backup = instantiate(last, env, client, depth + 1, ledger);
             let policy = policy();
             for ch in it {
-                let primary = instantiate(ch, env, client, depth + 1);
+                let primary = instantiate(ch, env, client, depth + 1, ledger);
                 backup = BoxCloneService::new(FallbackLayer::new(backup, policy).layer(primary));
             }
             backup
@@ -443,7 +736,7 @@ pub fn build(c: &Compiled, p: usize, env: &Env) -> Result<Vec<Svc>, String> {
     let mut next = 0;
     let tree = compile(&c.scenario.policies[p].stack, c, env, &mut next)?;
     Ok((0..crate::simface::clients(c).max(1))
-        .map(|client| instantiate(&tree, env, client, 0))
+        .map(|client| instantiate(&tree, env, client, 0, None))
         .collect())
 }
 

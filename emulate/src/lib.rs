@@ -8,6 +8,16 @@
 //! with the simulator's own recorder and definitions ([`meter`]), writes the same report as
 //! `sim run`, and sets the simulated and emulated figures side by side ([`compare`]).
 //!
+//! Every layer of the policy format is built from reliable's own tower layers but `Llm` (the
+//! server implements the `Server` model only): breaker, retry, throttle, fallback, hedge
+//! (`HedgeLayer`), ledger (one `SharedLedger` per client or shared) and limit
+//! (`ConcurrencyLimitLayer`), with hedges sent, won, refused and cancelled, extra attempts by
+//! kind, the ledgers' draws, limit refusals and admitted concurrency counted as `sim` counts
+//! them. Where reliable's layers decide differently from the simulator's (a hedge waits for a
+//! success; a ledger is fed by a retry layer; a breaker's probes do not draw), [`client`] says
+//! how the emulator builds them, and the shapes it cannot build as `sim` runs them are refused
+//! with the reason.
+//!
 //! Everything the emulator takes from `sim` goes through [`simface`]. Time can be stretched
 //! ([`timebase`]); scenarios too large for the machine are refused with the numbers ([`size`]).
 //! Traffic goes only to 127.0.0.1, every loop ends at the horizon, and each run stops by itself.

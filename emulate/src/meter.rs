@@ -4,13 +4,19 @@
 //! summary is computed by `sim`'s own definitions. Events at or after the horizon are not
 //! recorded, as in `sim`. The meter also keeps what only an emulation has: how late each
 //! arrival was sent compared with its schedule (the emulator's own fidelity).
+//!
+//! For stacks with hedging, a ledger or limits, the recorder keeps `sim`'s extra counters: the
+//! meter holds the run's ledgers (their draws by kind are read at the end) and limiters (their
+//! limits summed at each bucket's end), and counts the calls in flight through the limiters.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
+use reliable::tower::{ConcurrencyLimitLayer, HttpPolicy, SharedLedger};
+use reliable_core::ledger::Extra;
 
-use crate::simface::Recorder;
+use crate::simface::{ByKind, LedgerCounts, Recorder};
 use crate::timebase::Timebase;
 
 /// Shared measurements of one emulated run.
@@ -23,6 +29,10 @@ pub struct Meter {
     peak_in_flight: AtomicU64,
     /// Send lag of arrivals (wall microseconds after their scheduled instant).
     lag_us: Mutex<Histogram<u64>>,
+    /// Every ledger of the run (one per client, or one shared).
+    ledgers: Mutex<Vec<SharedLedger>>,
+    /// Every limiter of the run.
+    limiters: Mutex<Vec<ConcurrencyLimitLayer<HttpPolicy>>>,
 }
 
 impl Meter {
@@ -38,7 +48,49 @@ impl Meter {
                 Histogram::new_with_bounds(1, 3_600_000_000, 3)
                     .unwrap_or_else(|_| unreachable!("valid bounds")),
             ),
+            ledgers: Mutex::default(),
+            limiters: Mutex::default(),
         }
+    }
+
+    /// A ledger of the run, whose draws the summary reports.
+    pub fn add_ledger(&self, ledger: SharedLedger) {
+        relock(&self.ledgers).push(ledger);
+    }
+
+    /// A limiter of the run, whose limit the gauges sum.
+    pub fn add_limiter(&self, limiter: ConcurrencyLimitLayer<HttpPolicy>) {
+        relock(&self.limiters).push(limiter);
+    }
+
+    /// The ledgers' draws granted and refused by kind, summed (`None`: the run has none).
+    pub fn ledger_counts(&self) -> Option<LedgerCounts> {
+        let ledgers = relock(&self.ledgers);
+        let sum = |f: fn(&SharedLedger, Extra) -> u64| {
+            ByKind::from_array(Extra::ALL.map(|k| ledgers.iter().map(|l| f(l, k)).sum()))
+        };
+        (!ledgers.is_empty()).then(|| LedgerCounts {
+            drawn: sum(SharedLedger::drawn),
+            denied: sum(SharedLedger::denied),
+        })
+    }
+
+    /// A limiter admitted a call (`true`), or a call it admitted ended (`false`).
+    pub fn admitted(&self, up: bool) {
+        self.at(|r, t| {
+            if let Some(e) = &mut r.extra {
+                e.admitted(t, up);
+            }
+        });
+    }
+
+    /// Runs `f` on the extra counters (hedges, limits), if the stack keeps them.
+    pub fn extra(&self, f: impl FnOnce(&mut crate::simface::ExtraCounters)) {
+        self.at(|r, _| {
+            if let Some(e) = &mut r.extra {
+                f(e);
+            }
+        });
     }
 
     /// The timebase.
@@ -68,15 +120,26 @@ impl Meter {
         }
     }
 
-    /// Gauges at the end of the bucket holding `t - 1`.
-    pub fn sample(&self, t: u64, queue_len: u64, busy: u64, in_flight: u64) {
-        if t <= self.horizon_ns {
-            self.lock().sample(t, queue_len, busy, in_flight);
+    /// Gauges at the end of the bucket holding `t - 1`, `bucket_ns` wide: the server's, and the
+    /// limits summed over every limiter, as `sim` samples them.
+    pub fn sample(&self, t: u64, bucket_ns: u64, queue_len: u64, busy: u64, in_flight: u64) {
+        if t > self.horizon_ns {
+            return;
+        }
+        let limit = relock(&self.limiters)
+            .iter()
+            .map(|l| u64::from(l.limit()))
+            .sum();
+        let mut r = self.lock();
+        r.sample(t, queue_len, busy, in_flight);
+        if let Some(e) = &mut r.extra {
+            let w = bucket_ns.max(1);
+            e.sample((t.saturating_sub(1) / w) as usize, t, w, limit);
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Recorder> {
-        self.rec.lock().unwrap_or_else(|e| e.into_inner())
+        relock(&self.rec)
     }
 
     /// A logical request ended after `latency_ns` of virtual time.
@@ -98,13 +161,12 @@ impl Meter {
     /// An arrival was sent `lag` (wall) after its scheduled instant.
     pub fn send_lag(&self, lag: std::time::Duration) {
         let us = (lag.as_micros() as u64).max(1);
-        let mut h = self.lag_us.lock().unwrap_or_else(|e| e.into_inner());
-        h.saturating_record(us);
+        relock(&self.lag_us).saturating_record(us);
     }
 
     /// Send lag percentiles in wall milliseconds: (p50, p99, max).
     pub fn lag_ms(&self) -> (f64, f64, f64) {
-        let h = self.lag_us.lock().unwrap_or_else(|e| e.into_inner());
+        let h = relock(&self.lag_us);
         if h.is_empty() {
             return (0.0, 0.0, 0.0);
         }
@@ -117,4 +179,8 @@ impl Meter {
         let empty = Recorder::new(1, 1, 0, None);
         std::mem::replace(&mut *self.lock(), empty)
     }
+}
+
+fn relock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -57,14 +57,15 @@ pub fn run_policy(
     };
     let peak = meter.peak_in_flight();
     let unfinished = meter.in_flight();
+    let ledgers = meter.ledger_counts();
     let rec = meter.take_recorder();
-    Ok((finish(c, p, seed, rec, unfinished, peak), fidelity))
+    Ok((finish(c, p, seed, rec, unfinished, peak, ledgers), fidelity))
 }
 
 async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Meter>, u64), String> {
     let tb = Timebase::new(scale);
     let (horizon_ns, bucket_ns, buckets) = simface::buckets(c);
-    let meter = Arc::new(Meter::new(tb, horizon_ns, simface::recorder(c)));
+    let meter = Arc::new(Meter::new(tb, horizon_ns, simface::recorder_for(c, p)));
     let server = Downstreams::new(c, seed, meter.clone())?;
     let addr = server
         .serve()
@@ -90,7 +91,7 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
         .map_err(|e| format!("cannot reach the emulated server at {addr}: {e}"))?;
     let stacks = build(c, p, &env)?;
     // Gauges at the end of every bucket.
-    {
+    let gauges = {
         let (meter, server) = (meter.clone(), server.clone());
         let (bucket, buckets) = (bucket_ns, buckets as u64);
         tokio::spawn(async move {
@@ -98,10 +99,10 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
                 let t = k * bucket;
                 meter.timebase().sleep_until_ns(t).await;
                 let (q, b) = server.gauges();
-                meter.sample(t, q, b, meter.in_flight());
+                meter.sample(t, bucket, q, b, meter.in_flight());
             }
-        });
-    }
+        })
+    };
     let mut src = arrivals(c, seed).ok_or("only open-loop workloads can be emulated")?;
     let mut sent = 0u64;
     while let Some((t, client)) = src.next(simface::timeline(c)) {
@@ -121,7 +122,8 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
         });
     }
     tb.sleep_until_ns(horizon_ns).await;
-    // Let the gauge task write the last bucket.
-    tokio::task::yield_now().await;
+    // The gauge task writes the last bucket at the horizon: wait for it (a yield alone lost that
+    // sample now and then on a loaded machine, leaving the last bucket's gauges at 0).
+    let _ = tokio::time::timeout(Duration::from_secs(1), gauges).await;
     Ok((meter, sent))
 }

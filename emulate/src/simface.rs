@@ -6,9 +6,9 @@
 
 pub use sim::compile::Compiled;
 pub use sim::emulation::{
-    Admission, Handle, Job, OpenLoop, Recorder, Sampler, Server, Started, Stream, StreamId,
-    Timeline, arrivals, buckets, clients, downstreams, finish, give_up, hints, recorder, server,
-    timeline,
+    Admission, ByKind, ExtraCounters, Handle, Job, LedgerCounts, OpenLoop, Recorder, Sampler,
+    Server, Started, Stream, StreamId, Timeline, arrivals, buckets, clients, downstreams, finish,
+    give_up, hints, recorder, recorder_for, server, timeline,
 };
 pub use sim::metrics::PolicySummary;
 pub use sim::run::{BatchOptions, RunOutput, RunResult, Runs};

@@ -2,7 +2,7 @@
 //! against the simulation of the same scenario and seed.
 
 use emulate::run::run_policy;
-use emulate::simface::{Compiled, RunOutput, simulate};
+use emulate::simface::{Compiled, PolicySummary, RunOutput, simulate};
 use emulate::size;
 
 fn compile(text: &str) -> Compiled {
@@ -116,4 +116,197 @@ fn the_size_check_refuses_what_two_cores_cannot_drive_with_the_numbers() {
     let s = size::measure(&compile(OUTAGE), 0.1, 1).unwrap();
     let e = size::check(&s, size::MAX_ATTEMPTS_PER_S, 600.0).unwrap_err();
     assert!(e.contains("mean service time of 2.00 ms"), "{e}");
+}
+
+const HEDGE: &str = r#"Scenario(
+    name: "hedge",
+    horizon: "3s",
+    workload: OpenLoop(rate: 100.0, clients: 4),
+    downstreams: [(name: "api", model: Server(workers: 20, service: Bimodal(
+        slow_share: 0.05, fast: Constant("10ms"), slow: Constant("300ms"),
+    )))],
+    policies: [
+        (name: "hedge", stack: Hedge(
+            config: (delay: Fixed("50ms"), max_hedges: 1),
+            idempotent: true,
+            inner: Call(downstream: "api", timeout: "1s"),
+        )),
+        (name: "hedge, ledger", stack: Ledger(
+            config: (ratio: 0.02, min_per_sec: 0, ttl: "10s"),
+            scope: Shared,
+            inner: Hedge(
+                config: (delay: Fixed("50ms"), max_hedges: 1),
+                idempotent: true,
+                inner: Call(downstream: "api", timeout: "1s"),
+            ),
+        )),
+        (name: "not idempotent", stack: Hedge(
+            config: (delay: Fixed("50ms"), max_hedges: 1),
+            inner: Call(downstream: "api", timeout: "1s"),
+        )),
+    ],
+)"#;
+
+/// Policy `p` of `c` emulated and simulated under seed 1: (emulated, simulated) summaries.
+fn both(c: &Compiled, p: usize) -> (PolicySummary, PolicySummary) {
+    let (out, _) = run_policy(c, p, 1, 1.0).unwrap();
+    let sim = simulate(c, 1).unwrap();
+    (out.summary, sim[p].output.summary.clone())
+}
+
+#[test]
+fn hedges_are_sent_won_and_charged_to_the_ledger_as_simulated() {
+    let c = compile(HEDGE);
+    // One call in 20 takes 300 ms; a copy after 50 ms is fast 19 times in 20.
+    let (e, s) = both(&c, 0);
+    let (ex, sx) = (e.extra.as_ref().unwrap(), s.extra.as_ref().unwrap());
+    assert!(sx.hedges_sent >= 8, "simulated {} hedges", sx.hedges_sent);
+    let near = |a: u64, b: u64| a.abs_diff(b) <= 4 + b / 2;
+    assert!(
+        near(ex.hedges_sent, sx.hedges_sent),
+        "{} hedges sent, simulated {}",
+        ex.hedges_sent,
+        sx.hedges_sent
+    );
+    assert!(
+        near(ex.hedges_won, sx.hedges_won) && ex.hedges_won > 0,
+        "{} hedges won, simulated {}",
+        ex.hedges_won,
+        sx.hedges_won
+    );
+    // Each hedge is an extra attempt of its own kind, not a retry.
+    assert_eq!(ex.extra_sent.hedge, ex.hedges_sent);
+    assert_eq!(ex.extra_sent.retry, 0);
+    // The won hedges cut the 300 ms tail in both.
+    assert!(
+        e.latency_ms.p99 < 200.0 && s.latency_ms.p99 < 200.0,
+        "{} / {}",
+        e.latency_ms.p99,
+        s.latency_ms.p99
+    );
+    // Charged to a 2% ledger (no floor), hedges stop once its balance is spent: 300 requests
+    // deposit 6 hedges in all, and the rest are refused, in both.
+    let (e, s) = both(&c, 1);
+    let (ex, sx) = (e.extra.as_ref().unwrap(), s.extra.as_ref().unwrap());
+    let (el, sl) = (ex.ledger.unwrap(), sx.ledger.unwrap());
+    assert!(
+        (1..=6).contains(&el.drawn.hedge) && (1..=6).contains(&sl.drawn.hedge),
+        "{el:?} / {sl:?}"
+    );
+    assert_eq!(el.drawn.hedge, ex.hedges_sent);
+    assert!(el.denied.hedge >= 4, "{el:?}");
+    assert_eq!(ex.hedges_refused, el.denied.hedge);
+    // A call the scenario does not call idempotent is never copied.
+    let (e, s) = both(&c, 2);
+    assert_eq!(e.extra.as_ref().unwrap().hedges_sent, 0);
+    assert_eq!(s.extra.as_ref().unwrap().hedges_sent, 0);
+    assert!(e.latency_ms.p99 >= 300.0, "{}", e.latency_ms.p99);
+}
+
+const LIMIT: &str = r#"Scenario(
+    name: "limit",
+    horizon: "3s",
+    workload: OpenLoop(rate: 300.0, clients: 4, arrivals: Constant),
+    downstreams: [(name: "api", model: Server(workers: 8, service: Constant("50ms")))],
+    policies: [
+        (name: "bulkhead", stack: Limit(
+            config: (rule: Fixed, initial: 4, min: 4, max: 4),
+            scope: Shared,
+            inner: Call(downstream: "api", timeout: "1s"),
+        )),
+        (name: "one per client", stack: Limit(
+            config: (rule: Fixed, initial: 1, min: 1, max: 1),
+            inner: Call(downstream: "api", timeout: "1s"),
+        )),
+    ],
+)"#;
+
+#[test]
+fn a_limit_refuses_locally_and_admits_as_simulated() {
+    let c = compile(LIMIT);
+    for p in 0..2 {
+        // 300 calls/s of 50 ms need 15 in flight; 4 are admitted, by one shared bulkhead or by
+        // one slot per client (4 clients): about 80 calls/s, and 220/s refused. (Most calls are
+        // refused, so the count barely moves with the few ms real time adds to each call.)
+        let (e, s) = both(&c, p);
+        let (ex, sx) = (e.extra.as_ref().unwrap(), s.extra.as_ref().unwrap());
+        assert!(sx.limit_refusals > 500, "simulated {}", sx.limit_refusals);
+        let rel = (ex.limit_refusals as f64 - sx.limit_refusals as f64) / sx.limit_refusals as f64;
+        assert!(
+            rel.abs() <= 0.15,
+            "policy {p}: {} refusals, simulated {}",
+            ex.limit_refusals,
+            sx.limit_refusals
+        );
+        // A limiter's refusal is a local rejection, as in `sim`.
+        assert_eq!(e.local_rejections, ex.limit_refusals);
+        // The limits summed over every limiter, and the calls in flight through them.
+        assert_eq!(ex.limit_mean, Some(4.0), "policy {p}");
+        assert_eq!(sx.limit_mean, Some(4.0), "policy {p}");
+        let (ea, sa) = (ex.admitted_mean.unwrap(), sx.admitted_mean.unwrap());
+        assert!(
+            sa > 3.0 && (ea - sa).abs() <= 0.15 * sa,
+            "policy {p}: admitted {ea}, simulated {sa}"
+        );
+    }
+}
+
+/// What building policy `p` of `text`'s scenario says (no traffic is sent).
+fn build_error(text: &str) -> String {
+    use emulate::client::{Env, build, http_client};
+    use emulate::meter::Meter;
+    let c = compile(text);
+    let env = Env {
+        client: http_client(),
+        base: "http://127.0.0.1:9".into(),
+        meter: std::sync::Arc::new(Meter::new(
+            emulate::timebase::Timebase::new(1.0),
+            1_000_000_000,
+            emulate::simface::recorder(&c),
+        )),
+        seed: 1,
+    };
+    match build(&c, 0, &env) {
+        Ok(_) => String::new(),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn ledgers_the_layers_cannot_run_as_sim_does_are_refused_with_the_reason() {
+    let scenario = |stack: &str| {
+        format!(
+            r#"Scenario(name: "s", horizon: "1s", workload: OpenLoop(rate: 10.0),
+            downstreams: [(name: "api", model: Server(workers: 1, service: Constant("10ms")))],
+            policies: [(name: "p", stack: Ledger(config: (ratio: 0.1, min_per_sec: 1, ttl: "10s"), inner: {stack}))])"#
+        )
+    };
+    let retry = |inner: &str| {
+        format!(
+            r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), inner: {inner})"#
+        )
+    };
+    let call = r#"Call(downstream: "api", timeout: "100ms")"#;
+    let breaker =
+        format!(r#"Breaker(config: (failure_rate: 0.5, minimum_calls: 10), inner: {call})"#);
+    // A half-open breaker's probes draw from the ledger, in `sim` and in reliable's BreakerLayer.
+    assert_eq!(build_error(&scenario(&retry(&breaker))), "");
+    // Two budgetless retries: reliable's RetryLayer would deposit once per attempt of the outer.
+    let e = build_error(&scenario(&retry(&retry(call))));
+    assert!(
+        e.contains("must be its direct inner layer and the only one"),
+        "{e}"
+    );
+    let limited = format!(
+        r#"Limit(config: (rule: Fixed, initial: 4, min: 4, max: 4), inner: {})"#,
+        retry(call)
+    );
+    let e = build_error(&scenario(&limited));
+    assert!(e.contains("must be its direct inner layer"), "{e}");
+    // A retry right inside the ledger feeds it; a hedge alone gets a feeder.
+    assert_eq!(build_error(&scenario(&retry(call))), "");
+    let hedge = format!(
+        r#"Hedge(config: (delay: Fixed("10ms"), max_hedges: 1), idempotent: true, inner: {call})"#
+    );
+    assert_eq!(build_error(&scenario(&hedge)), "");
 }

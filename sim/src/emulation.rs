@@ -28,6 +28,7 @@ pub use crate::model::server::{Admission, Job, Server, Started};
 pub use crate::workload::OpenLoop;
 
 use crate::compile::Compiled;
+pub use crate::metrics::extra::{ByKind, ExtraCounters, LedgerCounts};
 use crate::metrics::summary::{Context, percentile_curve, summarize};
 use crate::run::RunOutput;
 use crate::scenario::Workload;
@@ -60,6 +61,19 @@ pub fn clients(c: &Compiled) -> u32 {
 /// An empty recorder for a run of `c`.
 pub fn recorder(c: &Compiled) -> Recorder {
     Recorder::new(c.buckets, c.bucket_ns, c.ds_names.len(), c.timeline.span())
+}
+
+/// An empty recorder for a run of policy `policy` of `c`: with hedging, ledger and limiter
+/// counters when its stack has a `Hedge`, `Ledger` or `Limit` layer, as a simulated run keeps.
+pub fn recorder_for(c: &Compiled, policy: usize) -> Recorder {
+    let mut rec = recorder(c);
+    if c.stacks
+        .get(policy)
+        .is_some_and(|s| !(s.hedges.is_empty() && s.ledgers.is_empty() && s.limits.is_empty()))
+    {
+        rec.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
+    }
+    rec
 }
 
 /// The open-loop arrivals of `c` under `seed`, exactly as a simulated run draws them (`None` for
@@ -109,7 +123,8 @@ pub fn give_up(r: &mut Recorder, name: &str) {
 }
 
 /// The output of a run of policy `policy` under `seed` from its recorder, summarised by the
-/// simulator's own definitions.
+/// simulator's own definitions; `ledger`: the ledgers' counts summed, for a stack with a
+/// `Ledger` (a stack with a `Limit` reports its limits and admitted concurrency).
 pub fn finish(
     c: &Compiled,
     policy: usize,
@@ -117,7 +132,9 @@ pub fn finish(
     rec: Recorder,
     unfinished: u64,
     peak_in_flight: u64,
+    ledger: Option<LedgerCounts>,
 ) -> RunOutput {
+    let limited = c.stacks.get(policy).is_some_and(|s| !s.limits.is_empty());
     let s = &c.scenario;
     let scheduled = arrivals(c, seed).map(|src| src.scheduled(&c.timeline, c.bucket_ns, c.buckets));
     let cx = Context {
@@ -136,8 +153,8 @@ pub fn finish(
         ds_names: &c.ds_names,
         register: vec![None; c.ds_names.len()],
         scheduled,
-        ledger: None,
-        limited: false,
+        ledger,
+        limited,
     };
     let mut summary = summarize(&rec, &cx);
     summary.peak_in_flight = peak_in_flight;
@@ -150,6 +167,9 @@ pub fn finish(
         peak_events: 0,
         peak_requests: peak_in_flight as usize,
         peak_attempts: 0,
-        limits: Vec::new(),
+        limits: match rec.extra {
+            Some(e) if limited => e.limits,
+            _ => Vec::new(),
+        },
     }
 }

@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 16] = [
+pub const SHIPPED: [(&str, &str); 18] = [
     (
         "adaptive-limits.ron",
         include_str!("../../../scenarios/adaptive-limits.ron"),
@@ -22,6 +22,14 @@ pub const SHIPPED: [(&str, &str); 16] = [
     (
         "default.ron",
         include_str!("../../../scenarios/default.ron"),
+    ),
+    (
+        "emulated-hedging.ron",
+        include_str!("../../../scenarios/emulated-hedging.ron"),
+    ),
+    (
+        "emulated-limits.ron",
+        include_str!("../../../scenarios/emulated-limits.ron"),
     ),
     (
         "emulated-validation.ron",

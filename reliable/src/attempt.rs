@@ -195,8 +195,8 @@ fn breaker_outcome(end: AttemptOutcome) -> Outcome {
 }
 
 /// Hands back what one attempt held: its breaker permit, its slot under the limit (read through
-/// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered
-/// (a cancelled copy has none, and a timeout's is its timer's length, not the downstream's).
+/// the answer table's limit column) and its ledger draw; its time to the hedger if it answered
+/// or timed out (a lower bound of its latency then; a loser's is fed by [`Run::end_race`]).
 fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     // The limit first: it admitted the attempt after the breaker did, so it sits inside it, and
     // an answer reaches the inner piece first (as in a tower stack and the simulator's).
@@ -209,11 +209,7 @@ fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     if let (Some(l), Some(d)) = (&inner.ledger, sent.draw) {
         lock(l).settle(d, now);
     }
-    let answered = !matches!(
-        end,
-        AttemptOutcome::Cancelled | AttemptOutcome::Failed(ErrorClass::Timeout)
-    );
-    if let (Some(h), Some(at), true) = (&inner.hedger, sent.at, answered) {
+    if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled) {
         lock(h).record(now.saturating_duration_since(at));
     }
 }
@@ -908,6 +904,11 @@ impl Run<'_> {
             } else if sent.live {
                 for o in inner.observers.iter() {
                     o.on_attempt_cancelled(&inner.name, sent.n);
+                }
+                // A loser's latency is at least its time so far: the hedger counts it (see
+                // `reliable_core::hedge`), or its estimate would see only the fast copies.
+                if let (Some(h), Some(at)) = (&inner.hedger, sent.at) {
+                    lock(h).record(now.saturating_duration_since(at));
                 }
                 settle(inner, sent, AttemptOutcome::Cancelled, now);
             }

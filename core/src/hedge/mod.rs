@@ -26,9 +26,14 @@
 //! | | otherwise | hedge; `k + 1` |
 //!
 //! The delay is `clamp(estimate, min, max)` for a quantile delay, read when the decision is made.
-//! Record the latency of every attempt that completes (first tries and hedges alike), measured
-//! from its own send, with [`Hedger::record`]; a cancelled loser has no latency and is not
-//! recorded (as in tower's `hedge`).
+//! Record every copy that ends (first tries and hedges alike), measured from its own send, with
+//! [`Hedger::record`]: an answer (a success or a failure) with its latency, and a copy that timed
+//! out or was cancelled because another copy won with its time so far, a lower bound of its
+//! latency. Those are exactly the slow copies: an estimate that left them out (as tower's `hedge`
+//! leaves out cancelled losers) would see only the calls that hedging made fast, settle below the
+//! quantile it aims at and hedge more than the quantile says; one that left out timeouts would
+//! hedge more the slower a downstream gets. With them, a p95 delay hedges about 5% of calls, and
+//! when most attempts time out the delay grows to the timeout and hedging stops.
 //!
 //! ```
 //! use reliable_core::hedge::{HedgeConfig, HedgeDelay, Hedger, HedgePolicy, Idempotency, NoHedge};
@@ -309,7 +314,9 @@ impl Hedger {
         }
     }
 
-    /// An attempt completed after `latency` (from its own send). Only a quantile delay reads it.
+    /// A copy ended `latency` after its own send: answered, or timed out or cancelled (then
+    /// `latency` is its time so far, a lower bound; see [the module docs](self)). Only a quantile
+    /// delay reads it.
     #[inline]
     pub fn record(&mut self, latency: Duration) {
         if let Delay::Quantile { .. } = self.policy.delay {

@@ -25,7 +25,6 @@ use reliable_core::ConfigError;
 use reliable_core::Instant;
 use reliable_core::hedge::{HedgeConfig, HedgePolicy, Hedger, Idempotency, NoHedge};
 use reliable_core::ledger::{Draw, Extra};
-use reliable_core::outcome::ErrorClass;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -273,14 +272,9 @@ where
                         let result: Result<S::Response, BoxError> = result.map_err(Into::into);
                         let now = config.time.now();
                         let (n, latency) = (copy.n, now.saturating_duration_since(copy.sent));
-                        // A timeout's latency is its timer's length, not the service's.
-                        let timed_out = matches!(
-                            &result,
-                            Err(e) if matches!(super::error_class(e), ErrorClass::Timeout)
-                        );
-                        if !timed_out {
-                            lock(&config.hedger).record(latency);
-                        }
+                        // A timeout's time is a lower bound of its latency, recorded as such
+                        // (see `reliable_core::hedge`).
+                        lock(&config.hedger).record(latency);
                         let failed = match &result {
                             Ok(res) => config.policy.response(res).is_some(),
                             Err(_) => true,
@@ -291,6 +285,9 @@ where
                         }
                         if !failed && sent > 1 {
                             for loser in &flying {
+                                // Its latency is at least its time so far.
+                                lock(&config.hedger)
+                                    .record(now.saturating_duration_since(loser.sent));
                                 config.tell(|o, name| o.on_attempt_cancelled(name, loser.n));
                             }
                             config.tell(|o, name| o.on_hedge_won(name, n, n > 1));

@@ -224,8 +224,8 @@ impl World<'_> {
             .filter(|c| self.attempts.contains(c.attempt))
             .count();
         if !ans.is_ok() && out > 0 {
-            // This copy lost; mark it so the winner can be told apart later, and keep the latency
-            // of an answer (not of a timer).
+            // This copy lost; mark it so the winner can be told apart later, and feed its time to
+            // the estimate (a timeout's is a lower bound of its latency; see `Hedger::record`).
             let now = self.now;
             let mut answered = None;
             for c in self.copies.get_mut(range).unwrap_or(&mut []) {
@@ -234,7 +234,7 @@ impl World<'_> {
                     answered = Some(c.sent);
                 }
             }
-            if let Some(sent) = answered.filter(|_| ans.kind != AnswerKind::Timeout) {
+            if let Some(sent) = answered {
                 let (h, i) = self.instance_of(&self.hedgers, *slot, request);
                 self.hedgers[h][i].record(Duration::from_nanos(now.saturating_sub(sent)));
             }
@@ -253,6 +253,9 @@ impl World<'_> {
             if self.attempts.contains(c.attempt) {
                 self.attempts.remove(c.attempt);
                 self.decide(Decision::Cancelled(c.n));
+                // A loser's latency is at least its time so far (see `Hedger::record`).
+                let (h, i) = self.instance_of(&self.hedgers, *slot, request);
+                self.hedgers[h][i].record(Duration::from_nanos(self.now.saturating_sub(c.sent)));
                 if let Some(e) = &mut self.m.extra {
                     e.copies_cancelled += 1;
                 }
@@ -263,8 +266,7 @@ impl World<'_> {
                 self.ledgers[l][li].settle(draw, now);
             }
         }
-        // A timeout is nobody's win, and no latency.
-        if let Some((k, sent)) = winner.filter(|_| ans.kind != AnswerKind::Timeout) {
+        if let Some((k, sent)) = winner {
             let (h, i) = self.instance_of(&self.hedgers, *slot, request);
             let latency = Duration::from_nanos(self.now.saturating_sub(sent));
             self.hedgers[h][i].record(latency);

@@ -66,8 +66,9 @@ fn at_nines(o: &RunOutput, nines: f64) -> f64 {
 
 // ---- The tail at scale ----
 
-/// Per read, on every seed: the 10 ms hedge sends 2-3% more reads and the p95 hedge 6-10%; both
-/// cut the p99.9 of one read several times; losers are cancelled, never answered twice.
+/// Per read, on every seed: the 10 ms hedge sends 2-3% more reads and the p95 hedge 4-6% (the
+/// published "approximately 5%"); both cut the p99.9 of one read several times; losers are
+/// cancelled, never answered twice.
 fn tail_per_read(all: &[(String, RunOutput)]) {
     let plain = of(all, "no hedging");
     for (i, p) in plain.iter().enumerate() {
@@ -87,7 +88,7 @@ fn tail_per_read(all: &[(String, RunOutput)]) {
         assert!(p.summary.extra.is_none());
         assert!((0.02..0.03).contains(&ef.hedge_share), "{}", ef.hedge_share);
         assert!(
-            (0.06..0.10).contains(&e95.hedge_share),
+            (0.04..0.06).contains(&e95.hedge_share),
             "{}",
             e95.hedge_share
         );
@@ -108,7 +109,7 @@ fn tail_at_scale_hedges_cut_the_tail_of_a_read() {
 
 /// The published figures, on every seed: without hedging the 1,000-key fan-out's p99.9 is near
 /// 1.8 s (within [1.2 s, 2.7 s]); hedged after 10 ms it is near 74 ms ([50, 110] ms, more than
-/// 10 times lower) for 2-3% more reads; the p95 hedge cuts it as much, for 6-10% more reads
+/// 10 times lower) for 2-3% more reads; the p95 hedge cuts it as much, for 4-6% more reads
 /// (which of the two ends lower varies with the seed).
 #[test]
 #[ignore = "5 seeds of 10 million reads per policy: run in release (.ci/run sim_hedging)"]
@@ -133,11 +134,12 @@ fn tail_at_scale_reproduces_the_published_fan_out_over_5_seeds() {
 
 // ---- Hedging in a storm ----
 
-const UNGOVERNED: [&str; 2] = ["hedge after 30 ms", "hedge at p95"];
 const CHARGED: [&str; 2] = ["hedge after 30 ms, ledger", "hedge at p95, ledger"];
 
-/// On every seed: without hedges the server recovers; ungoverned hedges double the load and stay
-/// stuck; charged to the 10% ledger, the same hedges stay within the ledger's bound and recover.
+/// On every seed: without hedges the server recovers; ungoverned hedges after a fixed 30 ms
+/// double the load and stay stuck; ungoverned hedges at the p95 double the load in the fault's
+/// first second, until the timeouts and slow copies they count raise the delay, then send almost
+/// none and recover; charged to the 10% ledger, both stay within the ledger's bound and recover.
 fn storm(seeds: &[u64]) {
     let (_, all) = run("hedging-storm", None, seeds);
     for (i, plain) in of(&all, "no hedging").iter().enumerate() {
@@ -158,14 +160,21 @@ fn storm(seeds: &[u64]) {
             )
         };
         println!("seed {}: {}", seeds[i], line(plain));
-        for p in UNGOVERNED {
-            let s = &of(&all, p)[i].summary;
-            println!("seed {}: {}", seeds[i], line(s));
-            assert_eq!(s.verdict, Verdict::Stuck, "{p}");
-            assert!(s.amplification.after_fault.unwrap() > 1.6, "{p}");
-            assert!(extra(s).hedge_share > 0.3, "{p}");
-            assert!(s.wasted_work_share > 0.5, "{p}");
-        }
+        let p = "hedge after 30 ms";
+        let s = &of(&all, p)[i].summary;
+        println!("seed {}: {}", seeds[i], line(s));
+        assert_eq!(s.verdict, Verdict::Stuck, "{p}");
+        assert!(s.amplification.after_fault.unwrap() > 1.6, "{p}");
+        assert!(extra(s).hedge_share > 0.3, "{p}");
+        assert!(s.wasted_work_share > 0.5, "{p}");
+        let p = "hedge at p95";
+        let s = &of(&all, p)[i].summary;
+        println!("seed {}: {}", seeds[i], line(s));
+        assert_eq!(s.verdict, Verdict::Recovered, "{p}");
+        assert!(s.amplification.peak > 1.5, "{p}");
+        assert!(s.amplification.during_fault.unwrap() < 1.1, "{p}");
+        assert!(s.amplification.after_fault.unwrap() < 1.1, "{p}");
+        assert!(extra(s).hedge_share < 0.15, "{p}");
         for p in CHARGED {
             let s = &of(&all, p)[i].summary;
             let e = extra(s);

@@ -195,8 +195,8 @@ fn breaker_outcome(end: AttemptOutcome) -> Outcome {
 }
 
 /// Hands back what one attempt held: its breaker permit, its slot under the limit (read through
-/// the answer table's limit column) and its ledger draw; a latency for the hedger if it answered
-/// (a cancelled copy has none, and a timeout's is its timer's length, not the downstream's).
+/// the answer table's limit column) and its ledger draw; its end to the hedger, which keeps the
+/// latency of an answer (the core's rule: `Hedger::copy_ended`).
 fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     // The limit first: it admitted the attempt after the breaker did, so it sits inside it, and
     // an answer reaches the inner piece first (as in a tower stack and the simulator's).
@@ -209,12 +209,8 @@ fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     if let (Some(l), Some(d)) = (&inner.ledger, sent.draw) {
         lock(l).settle(d, now);
     }
-    let answered = !matches!(
-        end,
-        AttemptOutcome::Cancelled | AttemptOutcome::Failed(ErrorClass::Timeout)
-    );
-    if let (Some(h), Some(at), true) = (&inner.hedger, sent.at, answered) {
-        lock(h).record(now.saturating_duration_since(at));
+    if let (Some(h), Some(at)) = (&inner.hedger, sent.at) {
+        lock(h).copy_ended(now.saturating_duration_since(at), end);
     }
 }
 
@@ -872,6 +868,13 @@ impl Run<'_> {
             o.on_hedge_refused(&self.inner.name, refusal);
         }
         None
+    }
+
+    /// When copy `slot` of the race times out on its own timer (the instance's copy timeout from
+    /// its send), if it has one.
+    pub(crate) fn copy_deadline(&self, slot: usize) -> Option<Instant> {
+        let (timeout, sent) = (self.inner.copy_timeout?, self.copies.get(slot)?.at?);
+        Some(sent.saturating_add(timeout))
     }
 
     /// Copy `slot` of the race failed with `class` while others are still in flight: it is

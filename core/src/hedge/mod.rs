@@ -26,9 +26,15 @@
 //! | | otherwise | hedge; `k + 1` |
 //!
 //! The delay is `clamp(estimate, min, max)` for a quantile delay, read when the decision is made.
-//! Record the latency of every attempt that completes (first tries and hedges alike), measured
-//! from its own send, with [`Hedger::record`]; a cancelled loser has no latency and is not
-//! recorded (as in tower's `hedge`).
+//! Report every copy that ends (first tries and hedges alike) with [`Hedger::copy_ended`], its
+//! latency measured from its own send: the one rule of which copies feed the quantile. A copy
+//! that answered does (a success, or a failure the downstream sent); a timed-out copy does not
+//! (its timer's length is the policy's, not the downstream's), nor a cancelled loser (it has no
+//! latency, as in tower's `hedge`).
+//!
+//! Each copy is timed from its own send: a policy's `Call` timeout under a `Hedge` is each
+//! copy's, while the retry's attempt timeout and the call's deadline bound the hedged attempt as
+//! a whole. The attempt ends when a copy succeeds or every copy has ended.
 //!
 //! ```
 //! use reliable_core::hedge::{HedgeConfig, HedgeDelay, Hedger, HedgePolicy, Idempotency, NoHedge};
@@ -59,6 +65,7 @@ pub use quantile::LatencyQuantile;
 use crate::budget::Denied;
 use crate::error::{ConfigError, Problem, fraction_ppm, tri};
 use crate::ledger::{Draw, Extra, ExtraLedger};
+use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::time::{Duration, Instant};
 
 /// A delay from a latency quantile. Defaults: p95 over a window of 1,000 samples, from 20 samples,
@@ -317,6 +324,20 @@ impl Hedger {
         }
     }
 
+    /// A copy ended `latency` after its own send, as `end` says: its latency is recorded if it
+    /// answered (see the [module docs](self)). Every face reports its copies here.
+    #[inline]
+    pub fn copy_ended(&mut self, latency: Duration, end: AttemptOutcome) {
+        match end {
+            AttemptOutcome::Success => self.record(latency),
+            // A timer's length is the policy's, not the downstream's.
+            AttemptOutcome::Failed(ErrorClass::Timeout) => {}
+            AttemptOutcome::Failed(_) => self.record(latency),
+            // A loser dropped before it answered has no latency.
+            AttemptOutcome::Cancelled => {}
+        }
+    }
+
     /// The delay between hedges now, `None` while a quantile delay is warming up.
     #[inline]
     pub fn delay(&self) -> Option<Duration> {
@@ -448,6 +469,25 @@ mod tests {
         let write = h.start(t0, Idempotency::NotIdempotent);
         assert_eq!(h.decide(&write, Instant::MAX), Err(NoHedge::NotIdempotent));
         assert_eq!(h.next_hedge_at(&write), None);
+    }
+
+    #[test]
+    fn only_copies_that_answered_feed_the_quantile() {
+        let ms = Duration::from_millis;
+        let quantile = QuantileDelay {
+            min_samples: 1,
+            window: 100,
+            min: ms(1),
+            max: ms(10_000),
+            ..QuantileDelay::p95()
+        };
+        let mut h = hedger(HedgeDelay::Quantile(quantile), 1);
+        h.copy_ended(ms(900), AttemptOutcome::Failed(ErrorClass::Timeout));
+        h.copy_ended(ms(900), AttemptOutcome::Cancelled);
+        assert_eq!(h.latencies().samples(), 0);
+        h.copy_ended(ms(10), AttemptOutcome::Success);
+        h.copy_ended(ms(10), AttemptOutcome::Failed(ErrorClass::Transient));
+        assert_eq!(h.latencies().samples(), 2);
     }
 
     #[test]

@@ -43,13 +43,13 @@
 //!
 //! | In the stack | In a `Reliable` ([`Route::builder`]) | In tower ([`Route::layer`], [`Route::route_layer`]) |
 //! |---|---|---|
-//! | `Call(downstream, timeout)` | the instance's name; `timeout` is the per-attempt timeout (the smaller of it and the retry's `attempt_timeout`) | the same, in the `RetryLayer` |
+//! | `Call(downstream, timeout)` | the instance's name; `timeout` is the per-attempt timeout (the smaller of it and the retry's `attempt_timeout`), or under a `Hedge` each copy's ([`Builder::copy_timeout`]) | the same, in the `RetryLayer`; under a `Hedge`, `HedgeLayer::copy_timeout` |
 //! | `Retry(policy, budget)` | [`Builder::retry`], [`Builder::budget`]; no `Retry`: one attempt | `RetryLayer` with its budget |
 //! | `Breaker` inside the `Retry` | a breaker every attempt passes (the builder's default) | `ReliableLayer`'s order: retry → throttle → breaker |
 //! | `Breaker` outside the `Retry` | [`Builder::breaker_per_call`]: one verdict per call | `RouteLayer` only: throttle → breaker → retry |
 //! | no `Breaker` | [`Builder::no_breaker`] | `RouteLayer` only (`ReliableLayer` always has one) |
 //! | `Throttle` | [`Builder::throttle`], on a route without retries | `ThrottleLayer` where the stack puts it |
-//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]); when every copy times out, the attempt ends at the first copy's timeout (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
+//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]); each copy timed from its own send, the retry's `attempt_timeout` bounding the hedged attempt (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
 //! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and half-open probes draw from it): outermost, since a `Reliable` deposits each call before its breaker decides | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
 //! | `Limit(config)` | [`Builder::limit`]: every attempt takes a slot, after the breaker admitted it | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
@@ -189,15 +189,18 @@ pub struct RouteThrottle {
 /// Hedging on a [`Route`]: around its call, every copy the call itself (as the simulator sends
 /// them: a `Hedge`'s `inner` is a `Call`).
 ///
-/// One difference remains, when every copy times out: the `Call`'s `timeout` is the route's
-/// per-attempt timeout, which a `Reliable` and the tower layers count from the first copy's send
-/// (the hedged attempt ends then), while the simulator times each copy from its own send (the
-/// call ends when the last copy's timer fires, up to the hedge delays later). A copy that answers
-/// decides the same way in all three.
+/// Timeouts follow the format's structure, as in the simulator: the `Call`'s `timeout` is each
+/// copy's, from that copy's own send ([`Builder::copy_timeout`],
+/// [`HedgeLayer::copy_timeout`](crate::tower::HedgeLayer::copy_timeout)); the `Retry`'s
+/// `attempt_timeout` bounds the hedged attempt as a whole from its first send, and the deadline
+/// the call. The attempt ends when a copy succeeds or every copy has ended (so when every copy
+/// times out, at the last copy's timer), and only then may the retry send the next.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RouteHedge {
     /// The core's config.
     pub config: HedgeConfig,
+    /// The `Call`'s `timeout`: each copy's own, from its send.
+    pub copy_timeout: Option<Duration>,
     /// Whose latency estimate times the hedges.
     pub scope: Scope,
 }
@@ -504,7 +507,12 @@ fn route<D>(
                     max_attempts: Some(1),
                     ..RetryConfig::new(BackoffConfig::immediate())
                 });
-                retry.attempt_timeout = min_some(retry.attempt_timeout, *timeout);
+                // Under a hedge the call's timeout is each copy's; otherwise the attempt is the
+                // call's only copy.
+                match &mut hedge {
+                    Some(RouteHedge { copy_timeout, .. }) => *copy_timeout = *timeout,
+                    None => retry.attempt_timeout = min_some(retry.attempt_timeout, *timeout),
+                }
                 return Ok(Route {
                     path: at_path,
                     file: file.to_string(),
@@ -634,6 +642,7 @@ fn route<D>(
                 }
                 hedge = Some(RouteHedge {
                     config: *config,
+                    copy_timeout: None,
                     scope: *scope,
                 });
                 path = at(&path, "inner");
@@ -753,6 +762,9 @@ impl Route {
                 ));
             }
             b = b.hedge(hedge.config).idempotent();
+            if let Some(t) = hedge.copy_timeout {
+                b = b.copy_timeout(t.into());
+            }
         }
         if let Some(ledger) = self.ledger {
             if ledger.under_throttle || ledger.under_breaker {

@@ -6,14 +6,18 @@
 //! out when a copy wins are cancelled: their attempts end (replies that come later are dropped as
 //! late), their queued jobs are dropped by a server with `cancel_abandoned` when they reach the
 //! head of its queue, and a job already in service runs to its end as wasted work. Every copy's
-//! ledger draw is settled when the call ends. Every copy that answers feeds its latency, from its
-//! own send, to the hedger's quantile, unless it timed out (a timer's length is not a latency);
-//! a cancelled copy has none.
+//! ledger draw is settled when the call ends. Every copy that ends is reported to the hedger
+//! with its latency from its own send (`Hedger::copy_ended`, the core's rule: an answer feeds the
+//! quantile, a timeout does not); a cancelled copy has none. Each copy is timed from its own send
+//! (its `Call`'s timeout), within the deadline the hedge was invoked with (the retry's attempt
+//! timeout and the call's deadline), so the call ends when a copy succeeds or every copy has
+//! ended.
 
 use reliable_core::Instant;
 use reliable_core::answer::Refuser;
 use reliable_core::hedge::{HedgedCall, Idempotency, NoHedge};
 use reliable_core::ledger::Draw;
+use reliable_core::outcome::AttemptOutcome;
 
 use super::*;
 
@@ -224,8 +228,7 @@ impl World<'_> {
             .filter(|c| self.attempts.contains(c.attempt))
             .count();
         if !ans.is_ok() && out > 0 {
-            // This copy lost; mark it so the winner can be told apart later, and keep the latency
-            // of an answer (not of a timer).
+            // This copy lost; mark it so the winner can be told apart later, and report it.
             let now = self.now;
             let mut answered = None;
             for c in self.copies.get_mut(range).unwrap_or(&mut []) {
@@ -234,9 +237,10 @@ impl World<'_> {
                     answered = Some(c.sent);
                 }
             }
-            if let Some(sent) = answered.filter(|_| ans.kind != AnswerKind::Timeout) {
+            if let Some(sent) = answered {
                 let (h, i) = self.instance_of(&self.hedgers, *slot, request);
-                self.hedgers[h][i].record(Duration::from_nanos(now.saturating_sub(sent)));
+                let latency = Duration::from_nanos(now.saturating_sub(sent));
+                self.hedgers[h][i].copy_ended(latency, outcome(&ans));
             }
             return false;
         }
@@ -263,11 +267,11 @@ impl World<'_> {
                 self.ledgers[l][li].settle(draw, now);
             }
         }
-        // A timeout is nobody's win, and no latency.
-        if let Some((k, sent)) = winner.filter(|_| ans.kind != AnswerKind::Timeout) {
+        // A timeout is nobody's win (and, by the core's rule, no latency).
+        if let Some((k, sent)) = winner {
             let (h, i) = self.instance_of(&self.hedgers, *slot, request);
             let latency = Duration::from_nanos(self.now.saturating_sub(sent));
-            self.hedgers[h][i].record(latency);
+            self.hedgers[h][i].copy_ended(latency, outcome(&ans));
             if k > 0
                 && ans.is_ok()
                 && let Some(e) = &mut self.m.extra
@@ -277,4 +281,10 @@ impl World<'_> {
         }
         true
     }
+}
+
+/// How a copy that answered `ans` ended, in the core's words.
+fn outcome(ans: &Answer) -> AttemptOutcome {
+    ans.error_class()
+        .map_or(AttemptOutcome::Success, AttemptOutcome::Failed)
 }

@@ -646,9 +646,22 @@ impl Run<'_> {
         })
     }
 
-    /// [`admit`](Self::admit), answering with the time read and the attempt's deadline.
+    /// [`admit`](Self::admit), answering with the time read and the attempt's deadline. The
+    /// attempt is sent once (a blocking call, a layer driving the run): it is its only copy, so
+    /// a copy timeout bounds it too.
     #[inline]
     pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), NotSent> {
+        let (now, deadline) = self.admit_race()?;
+        let own = now
+            .zip(self.inner.copy_timeout)
+            .map(|(now, t)| now.saturating_add(t));
+        Ok((now, deadline.into_iter().chain(own).min()))
+    }
+
+    /// [`admit_until`](Self::admit_until) for an attempt that may be raced against its hedges:
+    /// the deadline is the attempt's as a whole (each copy's own timer is the race's).
+    #[inline]
+    pub(crate) fn admit_race(&mut self) -> Result<(Option<Instant>, Option<Instant>), NotSent> {
         let now = self.time();
         if self.inner.scope == Scope::PerAttempt {
             self.throttle(now)?;

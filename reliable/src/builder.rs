@@ -131,7 +131,8 @@ impl Builder {
         self
     }
 
-    /// How long each attempt may take; a timed-out async attempt is dropped (cancelled).
+    /// How long each attempt may take; a timed-out async attempt is dropped (cancelled). A hedged
+    /// attempt as a whole, from its first send: each copy's own is [`copy_timeout`](Self::copy_timeout).
     pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
         self.retry.attempt_timeout = Some(timeout.into());
         self
@@ -357,7 +358,8 @@ impl Builder {
     /// failed copy waits for the others; the attempt fails when every copy has. Every copy passes
     /// the breaker, the limits and, with a [`ledger`](Self::ledger), draws a hedge from it. Only
     /// calls marked [`idempotent`](Self::idempotent) are hedged: `build` refuses a hedge without
-    /// it. A blocking call is never hedged (it would need a thread per copy).
+    /// it. A blocking call is never hedged (it would need a thread per copy). Each copy may have
+    /// a timeout of its own, from its own send ([`copy_timeout`](Self::copy_timeout)).
     pub fn hedge(mut self, config: HedgeConfig) -> Self {
         self.hedge = Some(config);
         self

@@ -126,7 +126,7 @@ impl Reliable {
             let (class, error) = match failure.take() {
                 Some(failed) => failed,
                 None => {
-                    let (_, deadline) = match run.admit_until() {
+                    let (_, deadline) = match run.admit_race() {
                         Ok(admitted) => admitted,
                         Err(refusal) => match run.take_wait() {
                             Some(wait) => {

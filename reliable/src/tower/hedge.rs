@@ -4,8 +4,10 @@
 //! latencies: [`reliable_core::hedge`]), a copy is sent to a clone of the service, up to
 //! `max_hedges`; the first **success** (by the [`Policy`]'s classification) wins and every copy
 //! still in flight is dropped (cancelled: an HTTP client closes its connection). A copy that
-//! fails waits for the others; when every copy has failed, the last answer is returned. Only a
-//! request [`Policy::clone_request`] can copy is hedged (`None`: not idempotent). With a
+//! fails waits for the others; when every copy has failed, the last answer is returned. With
+//! [`HedgeLayer::copy_timeout`], each copy is timed from its own send and one still unanswered
+//! then fails as a timeout. Only a request [`Policy::clone_request`] can copy is hedged (`None`:
+//! not idempotent). With a
 //! [`SharedLedger`], each hedge draws from the one budget of extra attempts that a
 //! [`RetryLayer`](super::RetryLayer) given the same ledger draws its retries from; a refused hedge
 //! is reported (`on_hedge_refused`) and the request goes on without it. Every draw is settled

@@ -172,6 +172,10 @@ fn builder(s: &Sequence, trace: &Trace, draws: &crate::Draws) -> reliable::Build
         Some(c) => b.hedge(c),
         None => b,
     };
+    let b = match p.copy_timeout() {
+        Some(t) => b.copy_timeout(t.into()),
+        None => b,
+    };
     let b = match p.ledger() {
         Some(c) => b.ledger(c),
         None => b,
@@ -296,8 +300,9 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
     Ok(trace.text())
 }
 
-/// The tower face's request policy: HTTP classification, and copies of a request only for an
-/// idempotent sequence (a hedge needs one; a retry too, so a retry layer above gets them always).
+/// The tower face's request policy: HTTP classification and deadlines, and copies of a request
+/// only for an idempotent sequence (a hedge needs one; a retry too, so a retry layer above gets
+/// them always).
 #[derive(Clone, Copy, Debug)]
 struct Copyable(bool);
 
@@ -312,6 +317,10 @@ impl reliable::tower::Policy<http::Request<()>, http::Response<()>> for Copyable
         self.0.then(|| {
             reliable::tower::Policy::<_, http::Response<()>>::clone_request(&HttpPolicy::new(), req)
         })?
+    }
+
+    fn set_deadline(&self, req: &mut http::Request<()>, at: reliable_core::Instant) {
+        reliable::tower::Policy::<_, http::Response<()>>::set_deadline(&HttpPolicy::new(), req, at);
     }
 }
 
@@ -402,13 +411,16 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
         // rate limit.
         let hedge = match s.policy.hedge() {
             Some(c) => {
-                let h = HedgeLayer::new(c, Copyable(s.policy.idempotent))
-                    .map_err(|e| e.to_string())?
-                    .with_time(clock, TokioSleep)
-                    .observer(Renumber {
-                        trace: trace.clone(),
-                        base: Arc::default(),
-                    });
+                let h =
+                    HedgeLayer::new(c, Copyable(s.policy.idempotent)).map_err(|e| e.to_string())?;
+                let h = match s.policy.copy_timeout() {
+                    Some(t) => h.copy_timeout(t.into()),
+                    None => h,
+                };
+                let h = h.with_time(clock, TokioSleep).observer(Renumber {
+                    trace: trace.clone(),
+                    base: Arc::default(),
+                });
                 Some(match &ledger {
                     Some(l) => h.ledger(l.clone()),
                     None => h,

@@ -138,6 +138,10 @@ pub struct HedgeBlock {
     #[serde(default)]
     pub quantile: Option<QuantileBlock>,
     pub max_hedges: u32,
+    /// Optional (default none): each copy's own timeout, from its own send (the policy format's
+    /// `Call` timeout under a `Hedge`); `attempt_timeout_ms` still bounds the hedged attempt.
+    #[serde(default)]
+    pub copy_timeout_ms: Option<u64>,
 }
 
 /// A hedge delay from the core's streaming quantile: `q` of the latencies held (up to `window`),
@@ -399,6 +403,11 @@ impl PolicyBlock {
             },
             max_hedges: h.max_hedges,
         })
+    }
+
+    /// Each copy's own timeout in a hedged attempt, if any.
+    pub fn copy_timeout(&self) -> Option<Duration> {
+        self.hedge.and_then(|h| h.copy_timeout_ms).map(ms)
     }
 
     /// The core's ledger config, if any.

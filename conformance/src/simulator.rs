@@ -68,7 +68,10 @@ pub fn scenario(s: &Sequence) -> Result<(String, Vec<(u64, u64)>), String> {
             latencies.push(ron_duration(a.latency_ms));
         }
     }
-    let call = "Call(downstream: \"scripted\")".to_string();
+    let call = match s.policy.copy_timeout() {
+        Some(t) => format!("Call(downstream: \"scripted\", timeout: \"{t}\")"),
+        None => "Call(downstream: \"scripted\")".to_string(),
+    };
     let call = match s.policy.hedge() {
         Some(h) => format!(
             "Hedge(config: {}, idempotent: {}, inner: {call})",

@@ -7,8 +7,9 @@
 //! be the same, at the same virtual times.
 //!
 //! The log compared is the calls' observable decisions: every attempt sent, every answer
-//! received (by the core's class), every call's end. (Refusals show as a call ending with no
-//! attempt; breaker transitions are compared by the conformance sequences.)
+//! received (by the core's class), every attempt dropped unanswered (timed out, or cancelled by
+//! a copy that won), every call's end. (Refusals show as a call ending with no attempt; breaker
+//! transitions are compared by the conformance sequences.)
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -64,6 +65,12 @@ fn simulated(text: &str, starts: &[(u64, u64)]) -> Log {
             let t = t / 1_000_000;
             match d {
                 Decision::Attempt => Some(format!("{t} attempt")),
+                // A timeout is no answer: the attempt was dropped at its timer.
+                Decision::Answer {
+                    class: Some(ErrorClass::Timeout),
+                    ..
+                }
+                | Decision::Cancelled(_) => Some(format!("{t} dropped")),
                 Decision::Answer { class, .. } => Some(format!("{t} answer {class:?}")),
                 Decision::End { ok } => Some(format!("{t} end {ok}")),
                 _ => None,
@@ -95,8 +102,19 @@ impl Recorder {
     }
 }
 
+/// Logs `dropped` if the attempt it guards is dropped before it answers.
+struct Unanswered(Option<Recorder>);
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(rec) = self.0.take() {
+            rec.push("dropped".into());
+        }
+    }
+}
+
 /// The fake downstream: attempt `n` of call `call` answers `calls[call].1[n]` after its latency,
-/// logging the attempt and the answer (a copy dropped before it answers logs no answer).
+/// logging the attempt and the answer, or `dropped` if it is dropped before it answers.
 fn answer(
     rec: &Recorder,
     calls: &[Call],
@@ -110,10 +128,12 @@ fn answer(
     };
     rec.push("attempt".into());
     let (status, ms) = calls[call].1[n];
-    let rec = rec.clone();
+    let mut guard = Unanswered(Some(rec.clone()));
     async move {
         tokio::time::sleep(Duration::from_millis(ms)).await;
-        rec.push(format!("answer {:?}", class(status)));
+        if let Some(rec) = guard.0.take() {
+            rec.push(format!("answer {:?}", class(status)));
+        }
         status
     }
 }
@@ -287,8 +307,8 @@ fn a_hedge_loaded_from_a_policy_file_hedges_as_the_simulator() {
             "0 attempt",
             "30 attempt",
             "40 answer None",
+            "40 dropped",
             "40 end true",
-            "1000 attempt"
         ]
     );
 }
@@ -363,4 +383,29 @@ fn a_limit_around_a_hedge_holds_one_slot_as_the_simulator() {
         .builder()
         .unwrap_err();
     assert!(e.message.contains("a Hedge inside a Limit"), "{e}");
+}
+
+/// Each copy is timed from its own send (the `Call`'s timeout is each copy's): neither copy of
+/// the first attempt answers, so the first is dropped at 1 s and its hedge at 1.03 s, and only
+/// then does the retry go (100 ms later); the retry's slow copy is beaten by its hedge.
+#[test]
+fn each_hedged_copy_times_out_on_its_own_timer_as_the_simulator() {
+    let stack = format!(
+        "Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: \"100ms\"))), inner: {})",
+        hedge(CALL)
+    );
+    let calls: Vec<Call> = vec![(0, vec![(200, 5_000), (200, 5_000), (200, 50), (200, 10)])];
+    let log = same_decisions(&stack, &calls, true);
+    assert_eq!(
+        log[..6],
+        [
+            "0 attempt",
+            "30 attempt",
+            "1000 dropped",
+            "1030 dropped",
+            "1130 attempt",
+            "1160 attempt"
+        ],
+        "{log:?}"
+    );
 }

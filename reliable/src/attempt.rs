@@ -195,8 +195,9 @@ fn breaker_outcome(end: AttemptOutcome) -> Outcome {
 }
 
 /// Hands back what one attempt held: its breaker permit, its slot under the limit (read through
-/// the answer table's limit column) and its ledger draw; its time to the hedger if it answered
-/// or timed out (a lower bound of its latency then; a loser's is fed by [`Run::end_race`]).
+/// the answer table's limit column) and its ledger draw; its end to the hedger (the core's rule:
+/// `Hedger::copy_ended`), but for a cancelled attempt, which may never have been sent: a copy
+/// dropped in flight is reported by [`dropped`].
 fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     // The limit first: it admitted the attempt after the breaker did, so it sits inside it, and
     // an answer reaches the inner piece first (as in a tower stack and the simulator's).
@@ -210,8 +211,17 @@ fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
         lock(l).settle(d, now);
     }
     if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled) {
-        lock(h).record(now.saturating_duration_since(at));
+        lock(h).copy_ended(now.saturating_duration_since(at), end);
     }
+}
+
+/// Settles a copy dropped while in flight (it lost the race, or the race was dropped), its time
+/// so far reported to the hedger as the core's rule says (a lower bound of its latency).
+fn dropped(inner: &Inner, sent: Sent, now: Instant) {
+    if let (Some(h), Some(at)) = (&inner.hedger, sent.at) {
+        lock(h).copy_ended(now.saturating_duration_since(at), AttemptOutcome::Cancelled);
+    }
+    settle(inner, sent, AttemptOutcome::Cancelled, now);
 }
 
 /// Releases a slot under the concurrency limit, reporting a move of the limit.
@@ -646,9 +656,22 @@ impl Run<'_> {
         })
     }
 
-    /// [`admit`](Self::admit), answering with the time read and the attempt's deadline.
+    /// [`admit`](Self::admit), answering with the time read and the attempt's deadline. The
+    /// attempt is sent once (a blocking call, a layer driving the run): it is its only copy, so
+    /// a copy timeout bounds it too.
     #[inline]
     pub(crate) fn admit_until(&mut self) -> Result<(Option<Instant>, Option<Instant>), NotSent> {
+        let (now, deadline) = self.admit_race()?;
+        let own = now
+            .zip(self.inner.copy_timeout)
+            .map(|(now, t)| now.saturating_add(t));
+        Ok((now, deadline.into_iter().chain(own).min()))
+    }
+
+    /// [`admit_until`](Self::admit_until) for an attempt that may be raced against its hedges:
+    /// the deadline is the attempt's as a whole (each copy's own timer is the race's).
+    #[inline]
+    pub(crate) fn admit_race(&mut self) -> Result<(Option<Instant>, Option<Instant>), NotSent> {
         let now = self.time();
         if self.inner.scope == Scope::PerAttempt {
             self.throttle(now)?;
@@ -870,6 +893,13 @@ impl Run<'_> {
         None
     }
 
+    /// When copy `slot` of the race times out on its own timer (the instance's copy timeout from
+    /// its send), if it has one.
+    pub(crate) fn copy_deadline(&self, slot: usize) -> Option<Instant> {
+        let (timeout, sent) = (self.inner.copy_timeout?, self.copies.get(slot)?.at?);
+        Some(sent.saturating_add(timeout))
+    }
+
     /// Copy `slot` of the race failed with `class` while others are still in flight: it is
     /// settled now; the race goes on.
     pub(crate) fn copy_failed(&mut self, slot: usize, class: ErrorClass) {
@@ -905,12 +935,7 @@ impl Run<'_> {
                 for o in inner.observers.iter() {
                     o.on_attempt_cancelled(&inner.name, sent.n);
                 }
-                // A loser's latency is at least its time so far: the hedger counts it (see
-                // `reliable_core::hedge`), or its estimate would see only the fast copies.
-                if let (Some(h), Some(at)) = (&inner.hedger, sent.at) {
-                    lock(h).record(now.saturating_duration_since(at));
-                }
-                settle(inner, sent, AttemptOutcome::Cancelled, now);
+                dropped(inner, sent, now);
             }
         }
         self.hedged = None;
@@ -936,7 +961,7 @@ impl Run<'_> {
         for sent in copies.into_iter().filter(|s| s.live) {
             match current {
                 None => current = Some(sent),
-                Some(_) => settle(self.inner, sent, AttemptOutcome::Cancelled, now),
+                Some(_) => dropped(self.inner, sent, now),
             }
         }
         if let Some(sent) = current {

@@ -55,6 +55,7 @@ pub struct Builder {
     budget: Option<BudgetConfig>,
     throttle: Option<ThrottleConfig>,
     hedge: Option<HedgeConfig>,
+    copy_timeout: Option<Duration>,
     idempotency: Idempotency,
     ledger: Option<RatioConfig>,
     limit: Option<LimiterConfig>,
@@ -78,6 +79,7 @@ impl Builder {
             budget: None,
             throttle: None,
             hedge: None,
+            copy_timeout: None,
             idempotency: Idempotency::NotIdempotent,
             ledger: None,
             limit: None,
@@ -129,7 +131,8 @@ impl Builder {
         self
     }
 
-    /// How long each attempt may take; a timed-out async attempt is dropped (cancelled).
+    /// How long each attempt may take; a timed-out async attempt is dropped (cancelled). A hedged
+    /// attempt as a whole, from its first send: each copy's own is [`copy_timeout`](Self::copy_timeout).
     pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
         self.retry.attempt_timeout = Some(timeout.into());
         self
@@ -355,9 +358,21 @@ impl Builder {
     /// failed copy waits for the others; the attempt fails when every copy has. Every copy passes
     /// the breaker, the limits and, with a [`ledger`](Self::ledger), draws a hedge from it. Only
     /// calls marked [`idempotent`](Self::idempotent) are hedged: `build` refuses a hedge without
-    /// it. A blocking call is never hedged (it would need a thread per copy).
+    /// it. A blocking call is never hedged (it would need a thread per copy). Each copy may have
+    /// a timeout of its own, from its own send ([`copy_timeout`](Self::copy_timeout)).
     pub fn hedge(mut self, config: HedgeConfig) -> Self {
         self.hedge = Some(config);
+        self
+    }
+
+    /// How long each copy of a hedged attempt may take, from its own send (a policy file's
+    /// `Call` timeout under a `Hedge`): a copy that has not answered by then is dropped and
+    /// fails as a timeout, and the race goes on while other copies are out. The
+    /// [`timeout`](Self::timeout) still bounds the hedged attempt as a whole, from its first
+    /// send, and the [`deadline`](Self::deadline) the call. Without hedging the attempt is its
+    /// only copy: the shorter of the two timeouts applies.
+    pub fn copy_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.copy_timeout = Some(timeout.into());
         self
     }
 
@@ -478,7 +493,24 @@ impl Builder {
                 reliable_core::ConfigError::new("name", Problem::Inconsistent("must not be empty")),
             ));
         }
-        let retry = RetryPolicy::new(self.retry).map_err(|e| BuildError::new("retry", e))?;
+        let mut retry_config = self.retry;
+        let copy_timeout = match (self.copy_timeout, self.hedge) {
+            (Some(t), _) if t.is_zero() => {
+                return Err(BuildError::new(
+                    "",
+                    reliable_core::ConfigError::new("copy_timeout", Problem::Zero),
+                ));
+            }
+            // Without hedging, the attempt is its only copy.
+            (Some(t), None) => {
+                let own = retry_config.attempt_timeout.map_or(t, |a| a.min(t));
+                retry_config.attempt_timeout = Some(own);
+                None
+            }
+            (t, Some(_)) => t,
+            (None, None) => None,
+        };
+        let retry = RetryPolicy::new(retry_config).map_err(|e| BuildError::new("retry", e))?;
         let seed = self.seed.unwrap_or_else(crate::rng::random_seed);
         let rng = Rng::new(seed);
         let budget = match self.budget {
@@ -564,7 +596,7 @@ impl Builder {
             }
             None => None,
         };
-        let config = &self.retry;
+        let config = &retry_config;
         let breaker_needs_time = breaker.as_ref().is_some_and(|b| {
             let c = b.policy().config();
             c.slow_calls.is_some()
@@ -596,6 +628,7 @@ impl Builder {
             budget,
             throttle,
             hedger,
+            copy_timeout,
             idempotency: self.idempotency,
             ledger,
             limiter,
@@ -698,6 +731,10 @@ mod tests {
         let fixed = |ms| Reliable::builder("x").hedge_after(std::time::Duration::from_millis(ms));
         assert_eq!(field(fixed(10)), "hedge");
         assert_eq!(field(fixed(0).idempotent()), "hedge.delay");
+        let no_time = fixed(10)
+            .idempotent()
+            .copy_timeout(std::time::Duration::ZERO);
+        assert_eq!(field(no_time), "copy_timeout");
         let ledger = RatioConfig::percent(0.1);
         let budget = BudgetConfig::Ratio(ledger);
         assert_eq!(

@@ -126,7 +126,7 @@ impl Reliable {
             let (class, error) = match failure.take() {
                 Some(failed) => failed,
                 None => {
-                    let (_, deadline) = match run.admit_until() {
+                    let (_, deadline) = match run.admit_race() {
                         Ok(admitted) => admitted,
                         Err(refusal) => match run.take_wait() {
                             Some(wait) => {
@@ -172,7 +172,10 @@ impl Reliable {
 /// first **success** wins. The copies still in flight are then dropped (cancelled) as this
 /// returns, after the run has settled their permits and draws. A copy that fails while others
 /// are in flight is settled and the race goes on; when the last one fails, so does the attempt.
-/// The caller's timer bounds the whole race: dropped, it leaves the run to settle the copies.
+/// With a copy timeout, each copy is timed from its own send: one not answered by then is
+/// dropped and fails as a timeout, like any failed copy. The caller's timer (the attempt's
+/// timeout, the call's deadline) bounds the whole race: dropped, it leaves the run to settle the
+/// copies.
 async fn race<T, E, C, F, Fut>(
     run: &mut Run<'_>,
     f: &mut F,
@@ -185,13 +188,15 @@ where
     Fut: Future<Output = Result<T, E>>,
 {
     run.begin_race();
-    // (copy index in the run, its future); boxed so that copies can come and go.
-    let mut flying: Vec<(usize, Pin<Box<Fut>>)> = vec![(0, Box::pin(f()))];
+    // (copy index in the run, when it times out, its future); boxed so that copies can come
+    // and go.
+    let mut flying: Vec<(usize, Option<Instant>, Pin<Box<Fut>>)> =
+        vec![(0, run.copy_deadline(0), Box::pin(f()))];
     let mut timer: Option<(Instant, SleepFuture)> = None;
     std::future::poll_fn(|cx| {
         loop {
             let mut i = 0;
-            while let Some((slot, fut)) = flying.get_mut(i) {
+            while let Some((slot, _, fut)) = flying.get_mut(i) {
                 let slot = *slot;
                 match fut.as_mut().poll(cx) {
                     Poll::Pending => i += 1,
@@ -210,19 +215,38 @@ where
                     }
                 }
             }
-            let Some(at) = run.hedge_due() else {
+            let copy_due = flying.iter().filter_map(|(_, due, _)| *due).min();
+            let hedge_due = run.hedge_due();
+            let Some(wake) = copy_due.into_iter().chain(hedge_due).min() else {
                 return Poll::Pending;
             };
             let now = inner.clock.now();
-            if now >= at {
-                timer = None;
-                if let Some(slot) = run.try_hedge(now) {
-                    flying.push((slot, Box::pin(f())));
+            if copy_due.is_some_and(|due| now >= due) {
+                // Copies past their own timer: dropped (cancelled) here, failed as timeouts.
+                let (late, live): (Vec<_>, Vec<_>) = std::mem::take(&mut flying)
+                    .into_iter()
+                    .partition(|(_, due, _)| due.is_some_and(|due| now >= due));
+                flying = live;
+                let last = late.len();
+                for (k, (slot, _, fut)) in late.into_iter().enumerate() {
+                    drop(fut);
+                    if flying.is_empty() && k + 1 == last {
+                        run.end_race(slot, false);
+                        return Poll::Ready(Err((ErrorClass::Timeout, None)));
+                    }
+                    run.copy_failed(slot, ErrorClass::Timeout);
                 }
                 continue;
             }
-            if timer.as_ref().is_none_or(|(due, _)| *due != at) {
-                timer = Some((at, inner.sleep.sleep((at - now).into())));
+            if hedge_due.is_some_and(|at| now >= at) {
+                timer = None;
+                if let Some(slot) = run.try_hedge(now) {
+                    flying.push((slot, run.copy_deadline(slot), Box::pin(f())));
+                }
+                continue;
+            }
+            if timer.as_ref().is_none_or(|(due, _)| *due != wake) {
+                timer = Some((wake, inner.sleep.sleep((wake - now).into())));
             }
             if let Some((_, t)) = &mut timer
                 && t.as_mut().poll(cx).is_pending()

@@ -47,6 +47,8 @@ pub(crate) struct Inner {
     pub throttle: Option<Mutex<AdaptiveThrottle>>,
     /// Hedges for the attempts of idempotent calls.
     pub hedger: Option<Mutex<Hedger>>,
+    /// Each copy's own timeout in a hedged attempt, from its own send.
+    pub copy_timeout: Option<reliable_core::Duration>,
     /// Whether calls may be sent twice (only then are they hedged).
     pub idempotency: Idempotency,
     /// The one budget of extra attempts: retries (as the retry budget), hedges and probes.

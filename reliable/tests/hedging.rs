@@ -227,3 +227,48 @@ async fn a_limit_refusal_ends_the_call_with_a_typed_rejection() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Each copy of a hedged attempt is timed from its own send: neither copy answers, so the first
+/// times out at 200 ms, the hedge (sent at 30 ms) at 230 ms, and the attempt ends then; a
+/// blocking call, never hedged, sends one copy, bounded by the copy timeout too.
+#[tokio::test(start_paused = true)]
+async fn each_copy_times_out_on_its_own_timer() {
+    let rel = Reliable::builder("copies")
+        .no_breaker()
+        .no_timeout()
+        .attempts(1)
+        .hedge_after(Duration::from_millis(30))
+        .idempotent()
+        .copy_timeout(Duration::from_millis(200))
+        .seed(1)
+        .build()
+        .unwrap();
+    let t0 = tokio::time::Instant::now();
+    let sent = AtomicU32::new(0);
+    let result: Result<(), Error<ErrorClass>> = rel
+        .call(|| {
+            sent.fetch_add(1, Ordering::SeqCst);
+            std::future::pending()
+        })
+        .await;
+    assert!(
+        matches!(result, Err(Error::Timeout { attempts: 2 })),
+        "{result:?}"
+    );
+    assert_eq!(sent.load(Ordering::SeqCst), 2);
+    assert_eq!(t0.elapsed(), Duration::from_millis(230));
+
+    let clock = reliable::clock::ManualClock::new();
+    let blocking = Reliable::builder("copies")
+        .no_breaker()
+        .timeout(Duration::from_secs(1))
+        .attempts(1)
+        .hedge_after(Duration::from_millis(30))
+        .idempotent()
+        .copy_timeout(Duration::from_millis(200))
+        .manual_time(clock)
+        .build()
+        .unwrap();
+    let left = blocking.call_blocking_cancellable(|token| Ok::<_, ErrorClass>(token.remaining()));
+    assert_eq!(left.unwrap(), Some(Duration::from_millis(200)));
+}

@@ -59,19 +59,29 @@ fn reliable_refusal(e: &PolicyError) -> &'static str {
     }
 }
 
-/// Loads a route into a `Reliable` and into tower layers in its own order (both must succeed),
-/// and into a `ReliableLayer` (which takes one order only).
-fn load_route(route: &Route) -> Result<(), PolicyError> {
-    let reliable = route.builder().unwrap().build().unwrap();
-    assert_eq!(reliable.name(), route.downstream);
+/// Loads a route into a `Reliable` (which refuses only a route mixing `Shared` and `PerClient`
+/// layers: it is one state) and into tower layers in its own order (which must succeed), and
+/// into a `ReliableLayer` (which takes one order only). `Err(false)`: the `Reliable` refused it.
+fn load_route(route: &Route) -> Result<(), (bool, PolicyError)> {
+    match route.builder() {
+        Ok(b) => assert_eq!(b.build().unwrap().name(), route.downstream),
+        Err(e)
+            if e.message
+                .starts_with("some layers Shared and some PerClient") =>
+        {
+            route.route_layer(AnyOk).unwrap();
+            return Err((false, e));
+        }
+        Err(e) => panic!("{e}"),
+    }
     route.route_layer(AnyOk).unwrap();
-    route.layer(AnyOk).map(|_| ())
+    route.layer(AnyOk).map(|_| ()).map_err(|e| (true, e))
 }
 
 #[test]
 fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() {
     let (mut policies, mut into_reliable, mut into_layer) = (0, 0, 0);
-    let mut refused = Vec::new();
+    let (mut refused, mut mixed) = (Vec::new(), Vec::new());
     for (file, text) in scenarios() {
         let names = policy_names(&text, &file).unwrap_or_else(|e| panic!("{e}"));
         assert!(!names.is_empty(), "{file}");
@@ -90,7 +100,8 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
             for route in &plan.routes {
                 match load_route(route) {
                     Ok(()) => into_layer += 1,
-                    Err(e) => {
+                    Err((false, _)) => mixed.push(format!("{scenario} {name}")),
+                    Err((true, e)) => {
                         // ReliableLayer's one shape: a breaker every attempt passes, one
                         // scope for all its layers, none of the hedge, ledger and limit layers.
                         let b = route.breaker;
@@ -117,7 +128,7 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
         }
     }
     println!(
-        "{policies} policies: {into_reliable} load into Reliable, {into_layer} routes into ReliableLayer; refused: {refused:#?}"
+        "{policies} policies: {into_reliable} load, {into_layer} routes into ReliableLayer; refused: {refused:#?}; mixed scopes, refused by a Reliable: {mixed:#?}"
     );
     assert!(policies >= 40, "{policies}");
     // Only what a service cannot run as the simulator does is refused: the timeouts drawn per
@@ -132,6 +143,9 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
             "outage-recovery-mixed-timeouts retry-2x backoff + jitter: timeout_dist",
         ]
     );
+    // A breaker shared by the scenario's 50 clients around a retry budget each: the tower layers
+    // keep each layer's scope, a `Reliable` (one state) cannot.
+    assert_eq!(mixed, ["llm-provider-storm breaker"]);
 }
 
 /// The policies every shipped scenario uses most load into `ReliableLayer` too.
@@ -530,6 +544,24 @@ fn hedge_ledger_and_limit_load_where_their_target_runs_them_as_the_simulator() {
     blocking.builder().unwrap().build().unwrap();
     assert!(e(blocking.blocking_builder()).contains("a Hedge in a blocking call"));
     plan(&ledger(call)).unwrap().blocking_builder().unwrap();
+    // A `Reliable` is one state: shared, its per-client layers would be shared too; one per
+    // client, its shared ones would not be. The tower layers keep each layer's scope.
+    let shared = |stack: String| {
+        stack.replace(
+            "(consecutive_failures: 5), inner:",
+            "(consecutive_failures: 5), scope: Shared, inner:",
+        )
+    };
+    let mixed = plan(&shared(retry(&breaker(&limit(call))))).unwrap();
+    assert!(
+        e(mixed.builder()).contains("some layers Shared and some PerClient"),
+        "{}",
+        e(mixed.builder())
+    );
+    mixed.route_layer(CloneAll).unwrap();
+    // A hedge with a fixed delay keeps no state: its scope does not count.
+    let fixed = plan(&shared(breaker(&retry(&hedge(call))))).unwrap();
+    fixed.builder().unwrap().build().unwrap();
     let e3 = plan(&full)
         .unwrap()
         .layer(CloneAll)

@@ -1,7 +1,10 @@
 //! The same policy, two faces: every shipped policy that a `Reliable` runs (one route, no
-//! throttle, no LLM layer) is loaded by `reliable::policy` from its scenario file unchanged, and
-//! it and the simulator's client stack meet the same scripted downstream. Per request, both must
-//! end the same way (ok or not) after the same number of downstream calls.
+//! throttle, no LLM layer; its hedging, ledger and limit layers included) is loaded by
+//! `reliable::policy` from its scenario file unchanged, and it and the simulator's client stack
+//! meet the same scripted downstream. Per request, both must end the same way (ok or not) after
+//! the same number of downstream calls (hedges included). A hedged policy runs in
+//! `Reliable::call` on tokio's paused clock, against answers slow enough to be hedged; the others
+//! in `call_blocking` on a manual clock.
 
 use std::path::PathBuf;
 
@@ -14,6 +17,11 @@ use sim::scenario::{
 
 const REQUESTS: u64 = 24;
 const GAP_S: u64 = 600;
+/// Every answer's latency: under every shipped timeout.
+const LATENCY_MS: u64 = 10;
+/// A hedged policy's answers: later than the shipped fixed hedge delays (10 and 30 ms), so its
+/// hedges are sent (the p95 delay settles just above it, and then none are).
+const HEDGED_LATENCY_MS: u64 = 40;
 
 /// Fails calls 3 to 40 (enough to open every shipped breaker and drain every budget; requests
 /// come 10 min apart, so even an unlimited retry is over before the next one starts), then
@@ -30,22 +38,22 @@ fn script() -> Vec<ScriptAnswer> {
         .collect()
 }
 
-/// Whether a `Reliable` runs `layer` (a single route of retry, breaker, budget and calls).
+/// Whether a `Reliable` runs `layer` (a single route of retry, breaker, budget, hedge, ledger,
+/// limit and calls; its loader refuses the shapes it runs differently).
 fn eligible(layer: &Layer) -> bool {
     match layer {
         Layer::Call { timeout_dist, .. } => timeout_dist.is_none(),
-        Layer::Retry { inner, .. } | Layer::Breaker { inner, .. } => eligible(inner),
-        Layer::Throttle { .. }
-        | Layer::Llm { .. }
-        | Layer::Fallback(_)
-        | Layer::Hedge { .. }
-        | Layer::Ledger { .. }
-        | Layer::Limit { .. } => false,
+        Layer::Retry { inner, .. }
+        | Layer::Breaker { inner, .. }
+        | Layer::Hedge { inner, .. }
+        | Layer::Ledger { inner, .. }
+        | Layer::Limit { inner, .. } => eligible(inner),
+        Layer::Throttle { .. } | Layer::Llm { .. } | Layer::Fallback(_) => false,
     }
 }
 
 /// (downstream calls so far, ok) after each request, in the simulator.
-fn simulated(mut s: Scenario, policy: usize, downstream: &str) -> Vec<(u64, bool)> {
+fn simulated(mut s: Scenario, policy: usize, downstream: &str, latency: u64) -> Vec<(u64, bool)> {
     s.workload = Workload::OpenLoop {
         rate: 1.0 / GAP_S as f64,
         arrivals: Arrivals::Constant,
@@ -60,7 +68,7 @@ fn simulated(mut s: Scenario, policy: usize, downstream: &str) -> Vec<(u64, bool
         model: DownstreamModel::Scripted {
             script: script(),
             then: ScriptAnswer::Ok,
-            latency: Duration::from_millis(10),
+            latency: Duration::from_millis(latency),
             latencies: Vec::new(),
         },
         network: Network::default(),
@@ -101,7 +109,7 @@ fn real(plan: &Plan) -> Vec<(u64, bool)> {
             clock.set(std::time::Duration::from_secs(1 + k * GAP_S));
             let out = rel.call_blocking(|| {
                 calls += 1;
-                clock.advance(std::time::Duration::from_millis(10));
+                clock.advance(std::time::Duration::from_millis(LATENCY_MS));
                 match script.get(calls as usize - 1) {
                     Some(ScriptAnswer::Error) => Err(ErrorClass::Transient),
                     _ => Ok(()),
@@ -112,10 +120,56 @@ fn real(plan: &Plan) -> Vec<(u64, bool)> {
         .collect()
 }
 
+/// The same, hedged: `Reliable::call` on tokio's paused clock, every copy a downstream call.
+fn real_hedged(plan: &Plan) -> Vec<(u64, bool)> {
+    use std::time::Duration as Std;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let rel = plan
+            .builder()
+            .unwrap()
+            .clock(reliable::clock::TokioClock::new())
+            .sleep(reliable::sleep::TokioSleep)
+            .seed(1)
+            .build()
+            .unwrap();
+        let t0 = tokio::time::Instant::now();
+        let script = script();
+        let calls = std::cell::Cell::new(0u64);
+        let mut out = Vec::new();
+        for k in 0..REQUESTS {
+            tokio::time::sleep_until(t0 + Std::from_secs(1 + k * GAP_S)).await;
+            let result = rel
+                .call(|| {
+                    calls.set(calls.get() + 1);
+                    let fails = matches!(
+                        script.get(calls.get() as usize - 1),
+                        Some(ScriptAnswer::Error)
+                    );
+                    async move {
+                        tokio::time::sleep(Std::from_millis(HEDGED_LATENCY_MS)).await;
+                        if fails {
+                            Err(ErrorClass::Transient)
+                        } else {
+                            Ok(())
+                        }
+                    }
+                })
+                .await;
+            out.push((calls.get(), result.is_ok()));
+        }
+        out
+    })
+}
+
 #[test]
 fn shipped_policies_loaded_into_reliable_decide_like_the_simulator() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let mut compared = 0;
+    let (mut compared, mut hedged, mut sent_hedges) = (0, 0, 0);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|x| x != "ron") {
@@ -131,14 +185,35 @@ fn shipped_policies_loaded_into_reliable_decide_like_the_simulator() {
                 let plan = Plan::from_scenario_in(&text, &file, &c.scenario.name, &p.name)
                     .unwrap_or_else(|e| panic!("{e}"));
                 let route = &plan.routes[0];
-                let want = simulated(c.scenario.clone(), i, &route.downstream);
+                let latency = match route.hedge {
+                    Some(_) => HEDGED_LATENCY_MS,
+                    None => LATENCY_MS,
+                };
+                let want = simulated(c.scenario.clone(), i, &route.downstream, latency);
                 assert_eq!(want.len() as u64, REQUESTS, "{file} {}", p.name);
-                let got = real(&plan);
+                let got = match route.hedge {
+                    Some(_) => {
+                        hedged += 1;
+                        let got = real_hedged(&plan);
+                        // No retries here: a call beyond one per request is a hedge.
+                        if got.last().is_some_and(|(calls, _)| *calls > REQUESTS) {
+                            sent_hedges += 1;
+                        }
+                        got
+                    }
+                    None => real(&plan),
+                };
                 assert_eq!(got, want, "{file}: {} / {}", c.scenario.name, p.name);
                 compared += 1;
             }
         }
     }
-    println!("{compared} shipped policies decide alike in the simulator and in a Reliable");
+    println!(
+        "{compared} shipped policies ({hedged} hedged, {sent_hedges} sending hedges) decide alike in the simulator and in a Reliable"
+    );
     assert!(compared >= 30, "{compared}");
+    // tail-at-scale's and hedging-storm's hedged policies. Those with a fixed delay and no ledger
+    // send hedges; a 10% ledger whose deposits last 10 s never holds a whole hedge with requests
+    // 10 min apart, and the p95 delay settles above the answers' latency.
+    assert!(hedged >= 6 && sent_hedges >= 2, "{hedged} {sent_hedges}");
 }

@@ -26,14 +26,19 @@
 //! | | otherwise | hedge; `k + 1` |
 //!
 //! The delay is `clamp(estimate, min, max)` for a quantile delay, read when the decision is made.
-//! Record every copy that ends (first tries and hedges alike), measured from its own send, with
-//! [`Hedger::record`]: an answer (a success or a failure) with its latency, and a copy that timed
-//! out or was cancelled because another copy won with its time so far, a lower bound of its
-//! latency. Those are exactly the slow copies: an estimate that left them out (as tower's `hedge`
-//! leaves out cancelled losers) would see only the calls that hedging made fast, settle below the
-//! quantile it aims at and hedge more than the quantile says; one that left out timeouts would
-//! hedge more the slower a downstream gets. With them, a p95 delay hedges about 5% of calls, and
-//! when most attempts time out the delay grows to the timeout and hedging stops.
+//! Report every copy that ends (first tries and hedges alike) with [`Hedger::copy_ended`], its
+//! time measured from its own send: the one rule of what feeds the quantile. A copy that answered
+//! gives its latency (a success, or a failure the downstream sent); a copy that timed out, or was
+//! cancelled because another copy won or the attempt ended, gives its time so far, a lower bound
+//! of its latency. Those are exactly the slow copies: an estimate that left them out (as tower's
+//! `hedge` leaves out cancelled losers) would see only the calls that hedging made fast, settle
+//! below the quantile it aims at and hedge more than the quantile says; one that left out
+//! timeouts would hedge more the slower a downstream gets. With them, a p95 delay hedges about 5%
+//! of calls, and when most copies time out the delay grows to the timeout and hedging stops.
+//!
+//! Each copy is timed from its own send: a policy's `Call` timeout under a `Hedge` is each
+//! copy's, while the retry's attempt timeout and the call's deadline bound the hedged attempt as
+//! a whole. The attempt ends when a copy succeeds or every copy has ended.
 //!
 //! ```
 //! use reliable_core::hedge::{HedgeConfig, HedgeDelay, Hedger, HedgePolicy, Idempotency, NoHedge};
@@ -64,6 +69,7 @@ pub use quantile::LatencyQuantile;
 use crate::budget::Denied;
 use crate::error::{ConfigError, Problem, fraction_ppm, tri};
 use crate::ledger::{Draw, Extra, ExtraLedger};
+use crate::outcome::AttemptOutcome;
 use crate::time::{Duration, Instant};
 
 /// A delay from a latency quantile. Defaults: p95 over a window of 1,000 samples, from 20 samples,
@@ -324,6 +330,19 @@ impl Hedger {
         }
     }
 
+    /// A copy ended `elapsed` after its own send, as `end` says (see the [module docs](self)).
+    /// Every face reports its copies here, and only copies that were sent.
+    #[inline]
+    pub fn copy_ended(&mut self, elapsed: Duration, end: AttemptOutcome) {
+        // An answer gives its latency; a timeout or a cancelled copy its time so far, a lower
+        // bound. Every end is named, so a new one is decided here.
+        match end {
+            AttemptOutcome::Success | AttemptOutcome::Failed(_) | AttemptOutcome::Cancelled => {
+                self.record(elapsed)
+            }
+        }
+    }
+
     /// The delay between hedges now, `None` while a quantile delay is warming up.
     #[inline]
     pub fn delay(&self) -> Option<Duration> {
@@ -402,6 +421,7 @@ fn due(call: &HedgedCall, delay: Duration) -> Instant {
 mod tests {
     use super::*;
     use crate::budget::RatioConfig;
+    use crate::outcome::ErrorClass;
 
     fn hedger(delay: HedgeDelay, max_hedges: u32) -> Hedger {
         Hedger::new(HedgePolicy::new(HedgeConfig { delay, max_hedges }).unwrap())
@@ -455,6 +475,28 @@ mod tests {
         let write = h.start(t0, Idempotency::NotIdempotent);
         assert_eq!(h.decide(&write, Instant::MAX), Err(NoHedge::NotIdempotent));
         assert_eq!(h.next_hedge_at(&write), None);
+    }
+
+    #[test]
+    fn every_copy_that_ends_feeds_the_quantile() {
+        let ms = Duration::from_millis;
+        let quantile = QuantileDelay {
+            min_samples: 1,
+            window: 100,
+            min: ms(1),
+            max: ms(10_000),
+            ..QuantileDelay::p95()
+        };
+        let mut h = hedger(HedgeDelay::Quantile(quantile), 1);
+        h.copy_ended(ms(10), AttemptOutcome::Success);
+        h.copy_ended(ms(10), AttemptOutcome::Failed(ErrorClass::Transient));
+        assert_eq!(h.latencies().samples(), 2);
+        assert!(h.delay().is_some_and(|d| d < ms(11)), "{:?}", h.delay());
+        // A timeout and a loser are at least this slow: the delay follows them up.
+        h.copy_ended(ms(900), AttemptOutcome::Failed(ErrorClass::Timeout));
+        h.copy_ended(ms(900), AttemptOutcome::Cancelled);
+        assert_eq!(h.latencies().samples(), 4);
+        assert!(h.delay().is_some_and(|d| d > ms(800)), "{:?}", h.delay());
     }
 
     #[test]

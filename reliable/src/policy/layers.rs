@@ -117,10 +117,14 @@ impl<P: Clone> RouteLayer<P> {
             None => None,
         };
         let hedge = match route.hedge {
-            Some(h) => Some(Scoped::new(
-                HedgeLayer::new(h.config, policy.clone()).map_err(refused)?,
-                h.scope,
-            )),
+            Some(h) => {
+                let layer = HedgeLayer::new(h.config, policy.clone()).map_err(refused)?;
+                let layer = match h.copy_timeout {
+                    Some(t) => layer.copy_timeout(t.into()),
+                    None => layer,
+                };
+                Some(Scoped::new(layer, h.scope))
+            }
             None => None,
         };
         let ledger = match route.ledger {

@@ -43,17 +43,17 @@
 //!
 //! | In the stack | In a `Reliable` ([`Route::builder`]) | In tower ([`Route::layer`], [`Route::route_layer`]) |
 //! |---|---|---|
-//! | `Call(downstream, timeout)` | the instance's name; `timeout` is the per-attempt timeout (the smaller of it and the retry's `attempt_timeout`) | the same, in the `RetryLayer` |
+//! | `Call(downstream, timeout)` | the instance's name; `timeout` is the per-attempt timeout (the smaller of it and the retry's `attempt_timeout`), or under a `Hedge` each copy's ([`Builder::copy_timeout`]) | the same, in the `RetryLayer`; under a `Hedge`, `HedgeLayer::copy_timeout` |
 //! | `Retry(policy, budget)` | [`Builder::retry`], [`Builder::budget`]; no `Retry`: one attempt | `RetryLayer` with its budget |
 //! | `Breaker` inside the `Retry` | a breaker every attempt passes (the builder's default) | `ReliableLayer`'s order: retry → throttle → breaker |
 //! | `Breaker` outside the `Retry` | [`Builder::breaker_per_call`]: one verdict per call | `RouteLayer` only: throttle → breaker → retry |
 //! | no `Breaker` | [`Builder::no_breaker`] | `RouteLayer` only (`ReliableLayer` always has one) |
 //! | `Throttle` | [`Builder::throttle`], on a route without retries | `ThrottleLayer` where the stack puts it |
-//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]); when every copy times out, the attempt ends at the first copy's timeout (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
+//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]); each copy timed from its own send, the retry's `attempt_timeout` bounding the hedged attempt (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
 //! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and half-open probes draw from it): outermost, since a `Reliable` deposits each call before its breaker decides | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
 //! | `Limit(config)` | [`Builder::limit`]: every attempt takes a slot, after the breaker admitted it | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
-//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
+//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` (so a route's stateful layers must have one scope) | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
 //!
 //! Anything a target cannot run the way the simulator does is refused with the layer's path and
 //! why, never dropped: a `timeout_dist` (a timeout drawn per request models a crowd of callers),
@@ -63,7 +63,8 @@
 //! `inner` is not a `Call` or whose call is not `idempotent`, a `Ledger` inside a `Retry` or
 //! around a `Retry` with a budget of its own; in a `Reliable`, a throttle on a route with retries
 //! (its throttle admits once per call but learns from every attempt, which no simulated stack
-//! does), a hedge inside a per-attempt breaker or a limit, a ledger inside a throttle or breaker,
+//! does), a route mixing `Shared` and `PerClient` layers, a hedge inside a per-attempt breaker or
+//! a limit, a ledger inside a throttle or breaker,
 //! and a hedge in a blocking call ([`Route::blocking_builder`]); in tower, a ledger where the
 //! retry layer cannot deposit each call as the simulator does, and in `ReliableLayer` any hedge,
 //! ledger or limit ([`Route::route_layer`] stacks them).
@@ -77,7 +78,7 @@ use reliable_core::Duration;
 use reliable_core::backoff::BackoffConfig;
 use reliable_core::breaker::BreakerConfig;
 use reliable_core::budget::{BudgetConfig, RatioConfig};
-use reliable_core::hedge::HedgeConfig;
+use reliable_core::hedge::{HedgeConfig, HedgeDelay};
 use reliable_core::limit::LimiterConfig;
 use reliable_core::retry::RetryConfig;
 use reliable_core::throttle::ThrottleConfig;
@@ -189,15 +190,18 @@ pub struct RouteThrottle {
 /// Hedging on a [`Route`]: around its call, every copy the call itself (as the simulator sends
 /// them: a `Hedge`'s `inner` is a `Call`).
 ///
-/// One difference remains, when every copy times out: the `Call`'s `timeout` is the route's
-/// per-attempt timeout, which a `Reliable` and the tower layers count from the first copy's send
-/// (the hedged attempt ends then), while the simulator times each copy from its own send (the
-/// call ends when the last copy's timer fires, up to the hedge delays later). A copy that answers
-/// decides the same way in all three.
+/// Timeouts follow the format's structure, as in the simulator: the `Call`'s `timeout` is each
+/// copy's, from that copy's own send ([`Builder::copy_timeout`],
+/// [`HedgeLayer::copy_timeout`](crate::tower::HedgeLayer::copy_timeout)); the `Retry`'s
+/// `attempt_timeout` bounds the hedged attempt as a whole from its first send, and the deadline
+/// the call. The attempt ends when a copy succeeds or every copy has ended (so when every copy
+/// times out, at the last copy's timer), and only then may the retry send the next.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RouteHedge {
     /// The core's config.
     pub config: HedgeConfig,
+    /// The `Call`'s `timeout`: each copy's own, from its send.
+    pub copy_timeout: Option<Duration>,
     /// Whose latency estimate times the hedges.
     pub scope: Scope,
 }
@@ -504,7 +508,12 @@ fn route<D>(
                     max_attempts: Some(1),
                     ..RetryConfig::new(BackoffConfig::immediate())
                 });
-                retry.attempt_timeout = min_some(retry.attempt_timeout, *timeout);
+                // Under a hedge the call's timeout is each copy's; otherwise the attempt is the
+                // call's only copy.
+                match &mut hedge {
+                    Some(RouteHedge { copy_timeout, .. }) => *copy_timeout = *timeout,
+                    None => retry.attempt_timeout = min_some(retry.attempt_timeout, *timeout),
+                }
                 return Ok(Route {
                     path: at_path,
                     file: file.to_string(),
@@ -634,6 +643,7 @@ fn route<D>(
                 }
                 hedge = Some(RouteHedge {
                     config: *config,
+                    copy_timeout: None,
                     scope: *scope,
                 });
                 path = at(&path, "inner");
@@ -703,6 +713,26 @@ fn min_some(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 }
 
 impl Route {
+    /// The scopes of the route's layers that keep state (a hedge with a fixed delay keeps none).
+    fn scopes(&self) -> impl Iterator<Item = Scope> {
+        let estimates = |h: &RouteHedge| matches!(h.config.delay, HedgeDelay::Quantile(_));
+        self.budget
+            .map(|b| b.1)
+            .into_iter()
+            .chain(self.breaker.map(|b| b.scope))
+            .chain(self.throttle.map(|t| t.scope))
+            .chain(self.hedge.filter(estimates).map(|h| h.scope))
+            .chain(self.ledger.map(|l| l.scope))
+            .chain(self.limit.map(|l| l.scope))
+    }
+
+    /// Some of its stateful layers are `Shared` and some `PerClient`.
+    fn mixes_scopes(&self) -> bool {
+        let mut scopes = self.scopes();
+        let first = scopes.next();
+        scopes.any(|s| Some(s) != first)
+    }
+
     fn refuse(&self, message: &str) -> PolicyError {
         PolicyError {
             file: self.file.clone(),
@@ -721,6 +751,11 @@ impl Route {
     /// For blocking calls, build from [`blocking_builder`](Self::blocking_builder), which refuses
     /// a route with a `Hedge` instead of dropping it.
     pub fn builder(&self) -> Result<Builder, PolicyError> {
+        if self.mixes_scopes() {
+            return Err(self.refuse(
+                "some layers Shared and some PerClient: a Reliable is one state for all its layers (share one instance for Shared, build one per client for PerClient), so either way some layer would run with the other scope, unlike the simulator; expected one scope, or the tower layers (Plan::route_layer), which keep each layer's own",
+            ));
+        }
         let mut b = Reliable::builder(&self.downstream)
             .no_breaker()
             .retry(self.retry);
@@ -753,6 +788,9 @@ impl Route {
                 ));
             }
             b = b.hedge(hedge.config).idempotent();
+            if let Some(t) = hedge.copy_timeout {
+                b = b.copy_timeout(t.into());
+            }
         }
         if let Some(ledger) = self.ledger {
             if ledger.under_throttle || ledger.under_breaker {
@@ -789,15 +827,8 @@ impl Route {
         policy: P,
     ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
         let config = self.reliable_config()?;
-        let scopes: Vec<Scope> = self
-            .budget
-            .map(|b| b.1)
-            .into_iter()
-            .chain(self.breaker.map(|b| b.scope))
-            .chain(self.throttle.map(|t| t.scope))
-            .collect();
-        let shared = scopes.iter().all(|s| *s == Scope::Shared);
-        if !shared && scopes.contains(&Scope::Shared) {
+        let shared = self.scopes().all(|s| s == Scope::Shared);
+        if self.mixes_scopes() {
             return Err(self.refuse(
                 "some layers Shared and some PerClient: expected one scope (ReliableLayer shares all its state or none)",
             ));

@@ -4,8 +4,10 @@
 //! latencies: [`reliable_core::hedge`]), a copy is sent to a clone of the service, up to
 //! `max_hedges`; the first **success** (by the [`Policy`]'s classification) wins and every copy
 //! still in flight is dropped (cancelled: an HTTP client closes its connection). A copy that
-//! fails waits for the others; when every copy has failed, the last answer is returned. Only a
-//! request [`Policy::clone_request`] can copy is hedged (`None`: not idempotent). With a
+//! fails waits for the others; when every copy has failed, the last answer is returned. With
+//! [`HedgeLayer::copy_timeout`], each copy is timed from its own send and one still unanswered
+//! then fails as a timeout. Only a request [`Policy::clone_request`] can copy is hedged (`None`:
+//! not idempotent). With a
 //! [`SharedLedger`], each hedge draws from the one budget of extra attempts that a
 //! [`RetryLayer`](super::RetryLayer) given the same ledger draws its retries from; a refused hedge
 //! is reported (`on_hedge_refused`) and the request goes on without it. Every draw is settled
@@ -25,11 +27,12 @@ use reliable_core::ConfigError;
 use reliable_core::Instant;
 use reliable_core::hedge::{HedgeConfig, HedgePolicy, Hedger, Idempotency, NoHedge};
 use reliable_core::ledger::{Draw, Extra};
+use reliable_core::outcome::{AttemptOutcome, ErrorClass};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::classify::Policy;
-use super::error::BoxError;
+use super::error::{BoxError, TimedOut};
 use super::ledger::SharedLedger;
 use super::time::Time;
 use crate::clock::Clock;
@@ -46,6 +49,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Config<P> {
     hedger: Arc<Mutex<Hedger>>,
     ledger: Option<SharedLedger>,
+    /// Each copy's own timeout, from its own send.
+    copy_timeout: Option<reliable_core::Duration>,
     policy: P,
     time: Time,
     name: Arc<str>,
@@ -82,6 +87,7 @@ impl<P> HedgeLayer<P> {
             config: Config {
                 hedger: Arc::new(Mutex::new(Hedger::new(HedgePolicy::new(config)?))),
                 ledger: None,
+                copy_timeout: None,
                 policy,
                 time: Time::tokio(),
                 name: "hedge".into(),
@@ -112,6 +118,16 @@ impl<P> HedgeLayer<P> {
     /// hedge is reported (`on_hedge_refused`) and the request goes on without it.
     pub fn ledger(mut self, ledger: SharedLedger) -> Self {
         self.config.ledger = Some(ledger);
+        self
+    }
+
+    /// Each copy may take `timeout` from its own send (a policy file's `Call` timeout under a
+    /// `Hedge`): its request carries that deadline ([`Policy::set_deadline`], never later than
+    /// one a retry layer above set), and a copy still unanswered then is dropped and fails as
+    /// [`TimedOut`](super::TimedOut), like any failed copy: the others race on. A retry layer's
+    /// attempt timeout above still bounds the hedged request as a whole.
+    pub fn copy_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.config.copy_timeout = Some(timeout.into());
         self
     }
 
@@ -167,11 +183,13 @@ impl<S: fmt::Debug, P> fmt::Debug for HedgeService<S, P> {
 /// The response future of [`HedgeService`].
 pub type HedgeFuture<Res> = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
 
-/// One copy of the request in flight: its number (1: the original), when it was sent, its
-/// future, and its ledger draw, settled when the copy is dropped whatever its end.
+/// One copy of the request in flight: its number (1: the original), when it was sent and when
+/// it times out, its future, and its ledger draw, settled when the copy is dropped whatever its
+/// end.
 struct Racer<F> {
     n: u32,
     sent: Instant,
+    due: Option<Instant>,
     fut: Pin<Box<F>>,
     draw: Option<(SharedLedger, Draw, Time)>,
 }
@@ -185,6 +203,16 @@ impl<F> Drop for Racer<F> {
 }
 
 impl<P> Config<P> {
+    /// When a copy sent at `sent` times out, if it does; `req` is told so.
+    fn time_copy<Req, Res>(&self, req: &mut Req, sent: Instant) -> Option<Instant>
+    where
+        P: Policy<Req, Res>,
+    {
+        let due = sent.saturating_add(self.copy_timeout?);
+        self.policy.set_deadline(req, due);
+        Some(due)
+    }
+
     fn tell(&self, f: impl Fn(&dyn Observer, &str)) {
         for o in self.observers.iter() {
             f(&**o, &self.name);
@@ -248,6 +276,8 @@ where
         let mut first = std::mem::replace(&mut self.inner, clone.clone());
         let mut svc = clone;
         let start = config.time.now();
+        let mut req = req;
+        let due = config.time_copy::<Req, S::Response>(&mut req, start);
         let original = first.call(req);
         Box::pin(async move {
             let mut call = lock(&config.hedger).start(start, idempotency);
@@ -255,6 +285,7 @@ where
             let mut flying = vec![Racer {
                 n: 1,
                 sent: start,
+                due,
                 fut: Box::pin(original),
                 draw: None,
             }];
@@ -272,38 +303,56 @@ where
                         let result: Result<S::Response, BoxError> = result.map_err(Into::into);
                         let now = config.time.now();
                         let (n, latency) = (copy.n, now.saturating_duration_since(copy.sent));
-                        // A timeout's time is a lower bound of its latency, recorded as such
-                        // (see `reliable_core::hedge`).
-                        lock(&config.hedger).record(latency);
-                        let failed = match &result {
-                            Ok(res) => config.policy.response(res).is_some(),
-                            Err(_) => true,
+                        let end = match &result {
+                            Ok(res) => config
+                                .policy
+                                .response(res)
+                                .map_or(AttemptOutcome::Success, AttemptOutcome::Failed),
+                            Err(e) => AttemptOutcome::Failed(super::error_class(e)),
                         };
+                        lock(&config.hedger).copy_ended(latency, end);
+                        let failed = end != AttemptOutcome::Success;
                         flying.remove(i);
                         if failed && !flying.is_empty() {
                             continue;
                         }
                         if !failed && sent > 1 {
                             for loser in &flying {
-                                // Its latency is at least its time so far.
-                                lock(&config.hedger)
-                                    .record(now.saturating_duration_since(loser.sent));
+                                let elapsed = now.saturating_duration_since(loser.sent);
+                                lock(&config.hedger).copy_ended(elapsed, AttemptOutcome::Cancelled);
                                 config.tell(|o, name| o.on_attempt_cancelled(name, loser.n));
                             }
                             config.tell(|o, name| o.on_hedge_won(name, n, n > 1));
                         }
                         return Poll::Ready(result);
                     }
-                    if !hedging {
-                        return Poll::Pending;
-                    }
-                    let Some(at) = lock(&config.hedger).next_hedge_at(&call) else {
+                    let copy_due = flying.iter().filter_map(|c| c.due).min();
+                    let hedge_at = hedging
+                        .then(|| lock(&config.hedger).next_hedge_at(&call))
+                        .flatten();
+                    let Some(wake) = copy_due.into_iter().chain(hedge_at).min() else {
                         return Poll::Pending;
                     };
                     let now = config.time.now();
-                    if now < at {
-                        if timer.as_ref().is_none_or(|(due, _)| *due != at) {
-                            timer = Some((at, config.time.sleep_until(at)));
+                    if copy_due.is_some_and(|due| now >= due) {
+                        // Copies past their own timer: dropped (cancelled), failed as timeouts.
+                        let (late, live): (Vec<_>, Vec<_>) = std::mem::take(&mut flying)
+                            .into_iter()
+                            .partition(|c| c.due.is_some_and(|due| now >= due));
+                        flying = live;
+                        let timeout = AttemptOutcome::Failed(ErrorClass::Timeout);
+                        for copy in late {
+                            let latency = now.saturating_duration_since(copy.sent);
+                            lock(&config.hedger).copy_ended(latency, timeout);
+                        }
+                        if flying.is_empty() {
+                            return Poll::Ready(Err(Box::new(TimedOut) as BoxError));
+                        }
+                        continue;
+                    }
+                    if hedge_at.is_none_or(|at| now < at) {
+                        if timer.as_ref().is_none_or(|(due, _)| *due != wake) {
+                            timer = Some((wake, config.time.sleep_until(wake)));
                         }
                         match timer.as_mut().map(|(_, t)| t.as_mut().poll(cx)) {
                             Some(Poll::Ready(())) => continue,
@@ -326,11 +375,12 @@ where
                             continue;
                         }
                     };
-                    let Some(req) = spare.take() else {
+                    let Some(mut req) = spare.take() else {
                         hedging = false;
                         continue;
                     };
                     spare = config.policy.clone_request(&req);
+                    let due = config.time_copy::<Req, S::Response>(&mut req, now);
                     sent += 1;
                     let n = sent;
                     config.tell(|o, name| o.on_hedge(name, n));
@@ -339,6 +389,7 @@ where
                     flying.push(Racer {
                         n,
                         sent: now,
+                        due,
                         fut: Box::pin(fut),
                         draw,
                     });

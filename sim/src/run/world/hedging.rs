@@ -6,14 +6,18 @@
 //! out when a copy wins are cancelled: their attempts end (replies that come later are dropped as
 //! late), their queued jobs are dropped by a server with `cancel_abandoned` when they reach the
 //! head of its queue, and a job already in service runs to its end as wasted work. Every copy's
-//! ledger draw is settled when the call ends. Every copy that answers feeds its latency, from its
-//! own send, to the hedger's quantile, unless it timed out (a timer's length is not a latency);
-//! a cancelled copy has none.
+//! ledger draw is settled when the call ends. Every copy that ends is reported to the hedger
+//! with its latency from its own send (`Hedger::copy_ended`, the core's rule: an answer feeds the
+//! quantile, a timeout does not); a cancelled copy has none. Each copy is timed from its own send
+//! (its `Call`'s timeout), within the deadline the hedge was invoked with (the retry's attempt
+//! timeout and the call's deadline), so the call ends when a copy succeeds or every copy has
+//! ended.
 
 use reliable_core::Instant;
 use reliable_core::answer::Refuser;
 use reliable_core::hedge::{HedgedCall, Idempotency, NoHedge};
 use reliable_core::ledger::Draw;
+use reliable_core::outcome::AttemptOutcome;
 
 use super::*;
 
@@ -224,8 +228,8 @@ impl World<'_> {
             .filter(|c| self.attempts.contains(c.attempt))
             .count();
         if !ans.is_ok() && out > 0 {
-            // This copy lost; mark it so the winner can be told apart later, and feed its time to
-            // the estimate (a timeout's is a lower bound of its latency; see `Hedger::record`).
+            // This copy lost; mark it so the winner can be told apart later, and report it (a
+            // timeout too: at least that slow, by the core's rule).
             let now = self.now;
             let mut answered = None;
             for c in self.copies.get_mut(range).unwrap_or(&mut []) {
@@ -236,7 +240,8 @@ impl World<'_> {
             }
             if let Some(sent) = answered {
                 let (h, i) = self.instance_of(&self.hedgers, *slot, request);
-                self.hedgers[h][i].record(Duration::from_nanos(now.saturating_sub(sent)));
+                let latency = Duration::from_nanos(now.saturating_sub(sent));
+                self.hedgers[h][i].copy_ended(latency, outcome(&ans));
             }
             return false;
         }
@@ -253,9 +258,9 @@ impl World<'_> {
             if self.attempts.contains(c.attempt) {
                 self.attempts.remove(c.attempt);
                 self.decide(Decision::Cancelled(c.n));
-                // A loser's latency is at least its time so far (see `Hedger::record`).
                 let (h, i) = self.instance_of(&self.hedgers, *slot, request);
-                self.hedgers[h][i].record(Duration::from_nanos(self.now.saturating_sub(c.sent)));
+                let elapsed = Duration::from_nanos(self.now.saturating_sub(c.sent));
+                self.hedgers[h][i].copy_ended(elapsed, AttemptOutcome::Cancelled);
                 if let Some(e) = &mut self.m.extra {
                     e.copies_cancelled += 1;
                 }
@@ -266,10 +271,11 @@ impl World<'_> {
                 self.ledgers[l][li].settle(draw, now);
             }
         }
+        // A timeout is nobody's win (`is_ok` below), though it is reported, as the core says.
         if let Some((k, sent)) = winner {
             let (h, i) = self.instance_of(&self.hedgers, *slot, request);
             let latency = Duration::from_nanos(self.now.saturating_sub(sent));
-            self.hedgers[h][i].record(latency);
+            self.hedgers[h][i].copy_ended(latency, outcome(&ans));
             if k > 0
                 && ans.is_ok()
                 && let Some(e) = &mut self.m.extra
@@ -279,4 +285,10 @@ impl World<'_> {
         }
         true
     }
+}
+
+/// How a copy that answered `ans` ended, in the core's words.
+fn outcome(ans: &Answer) -> AttemptOutcome {
+    ans.error_class()
+        .map_or(AttemptOutcome::Success, AttemptOutcome::Failed)
 }

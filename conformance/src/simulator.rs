@@ -1,6 +1,6 @@
 //! The simulator's face: a sequence becomes a one-downstream scenario (the policy block as a stack
-//! of the simulator's own layers, `Ledger(Retry(Throttle(Breaker(Limit(Hedge(Call))))))` without
-//! the layers the block leaves out, in the order `Reliable` applies them, and a `Scripted`
+//! of the simulator's own layers, `Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`
+//! without the layers the block leaves out, in the order `Reliable` applies them, and a `Scripted`
 //! downstream playing the answers), loaded like any scenario file and run by the simulator's
 //! world one call after another ([`sim::run::run_calls`]); its recorded decisions are written as
 //! the trace.
@@ -77,6 +77,13 @@ pub fn scenario(s: &Sequence) -> Result<(String, Vec<(u64, u64)>), String> {
             "Hedge(config: {}, idempotent: {}, inner: {call})",
             ron("hedge", &h)?,
             s.policy.idempotent
+        ),
+        None => call,
+    };
+    let call = match s.policy.rate_limit() {
+        Some(r) => format!(
+            "RateLimit(config: {}, inner: {call})",
+            ron("rate_limit", &r)?
         ),
         None => call,
     };
@@ -187,8 +194,9 @@ pub fn skips(s: &Sequence) -> Option<String> {
     let hedged = p.hedge.is_some();
     [
         (
-            p.rate_limit.is_some(),
-            "rate_limit: the policy format has no rate-limit layer",
+            hedged && p.rate_limit.is_some(),
+            "rate_limit with hedge: a Hedge sends copies of a Call, so a RateLimit counts the \
+             hedged call once, not each copy",
         ),
         (
             hedged && p.limit.is_some(),

@@ -21,23 +21,25 @@ fn load_error(stack: &str) -> String {
 fn the_simulator_expresses_the_stacks_it_runs() {
     let stack = "Ledger(config: (ratio: 0.5, min_per_sec: 0, ttl: \"10s\"), inner: Retry(policy: \
                  (max_attempts: 2, backoff: (shape: Exponential(base: \"100ms\", factor: 2.0), cap: \"1s\")), inner: Limit(config: (rule: Aimd(backoff: 0.5, increase: 1), \
-                 initial: 3, min: 1, max: 4), inner: Hedge(config: (delay: Fixed(\"50ms\"), \
-                 max_hedges: 1), idempotent: true, inner: Call(downstream: \"d\")))))";
+                 initial: 3, min: 1, max: 4), inner: RateLimit(config: (rate: 10, period: \"1s\", burst: 2), \
+                 inner: Hedge(config: (delay: Fixed(\"50ms\"), max_hedges: 1), idempotent: true, \
+                 inner: Call(downstream: \"d\"))))))";
     sim::load(&scenario(stack), "ok.ron").unwrap();
 }
 
 #[test]
-fn the_policy_format_has_no_rate_limit_layer() {
+fn a_rate_limit_the_core_refuses_is_refused_at_its_field() {
     let e = load_error(
-        "RateLimit(config: (rate: 1, period: \"1s\", burst: 1), inner: Call(downstream: \"d\"))",
+        "RateLimit(config: (rate: 0, period: \"1s\", burst: 1), inner: Call(downstream: \"d\"))",
     );
-    assert!(e.contains("RateLimit"), "{e}");
+    assert!(e.contains("stack.config") && e.contains("rate"), "{e}");
 }
 
 #[test]
 fn a_hedge_sends_copies_of_a_call_so_no_limit_or_breaker_sees_each_copy() {
     for inner in [
         "Limit(config: (rule: Fixed, initial: 1, min: 1, max: 1), inner: Call(downstream: \"d\"))",
+        "RateLimit(config: (rate: 1, period: \"1s\", burst: 1), inner: Call(downstream: \"d\"))",
         "Breaker(config: (consecutive_failures: 1), inner: Call(downstream: \"d\"))",
     ] {
         let e = load_error(&format!(

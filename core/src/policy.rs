@@ -4,7 +4,7 @@
 //! .., stack: ..)]`) parse into it, and `reliable` loads the same text into a `Reliable` or a tower
 //! `ReliableLayer`, so a policy tried in the simulator ships unchanged. Every layer holds the
 //! core's own config ([`BreakerConfig`], [`RetryConfig`], [`BudgetConfig`], [`ThrottleConfig`],
-//! [`SpendConfig`], and the hedging, ledger and limiter configs); durations are written as text (`"250ms"`, `"1s"`).
+//! [`SpendConfig`], and the hedging, ledger, limiter and rate-limit configs); durations are written as text (`"250ms"`, `"1s"`).
 //!
 //! Only with the `policy` feature (which turns on `serde` and needs `alloc`: a stack nests and
 //! names things); the core's default build stays allocation-free.
@@ -162,6 +162,20 @@ pub enum Layer<D> {
         /// What it admits calls to.
         inner: Box<Layer<D>>,
     },
+    /// A client-side rate limit (the core's [`RateLimiter`](crate::limit::RateLimiter), GCRA):
+    /// admits a call while the rate allows, `rate` per `period` with bursts of up to `burst`,
+    /// and refuses it locally otherwise, saying when the next would be admitted (a refusal's
+    /// `retry_after`, which a `Retry` with `wait_on_refusal` waits out if it fits the deadline).
+    /// Answers do not move it. Inside a `Retry`, every attempt is counted; outside, every call.
+    RateLimit {
+        /// The core's rate config: `(rate: 100, period: "1s", burst: 10)`.
+        config: crate::limit::RateConfig,
+        /// One rate limiter per client or one shared by all clients. Default: per client.
+        #[serde(default)]
+        scope: Scope,
+        /// What it admits calls to.
+        inner: Box<Layer<D>>,
+    },
     /// An LLM client around `inner` (which calls the `LlmProvider` named `downstream`): with
     /// `signals`, money-limit answers are read from the body and never retried (without it a money
     /// 429 looks like any 429, as to an SDK); with `spend`, each attempt reserves input +
@@ -199,6 +213,7 @@ impl<D> Layer<D> {
             Layer::Hedge { .. } => "Hedge",
             Layer::Ledger { .. } => "Ledger",
             Layer::Limit { .. } => "Limit",
+            Layer::RateLimit { .. } => "RateLimit",
             Layer::Llm { .. } => "Llm",
         }
     }

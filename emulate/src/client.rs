@@ -14,7 +14,7 @@
 //!   every client, per-client ones a state per client, seeded per client (the hedger, the ledger
 //!   and the limiters draw no random numbers: they need no seed).
 //! - `Hedge` is reliable's [`HedgeLayer`] (copies only for a scenario that says `idempotent`),
-//!   `Limit` its [`ConcurrencyLimitLayer`], and `Ledger` one [`SharedLedger`] per client or
+//!   `Limit` its [`ConcurrencyLimitLayer`], `RateLimit` its [`RateLimitLayer`], and `Ledger` one [`SharedLedger`] per client or
 //!   shared, handed to every hedge and to every retry without a budget of its own inside it. In
 //!   `sim` a ledger deposits each request once as it enters; reliable's [`RetryLayer`] deposits
 //!   each request entering it, so a ledger is fed by its retry when that retry is its direct
@@ -36,7 +36,8 @@ use hyper_util::rt::TokioExecutor;
 use reliable::observer::{NotSent, Observer};
 use reliable::tower::{
     BoxError, BreakerLayer, ClassifyResponse, ConcurrencyLimitLayer, Deadline, FallbackLayer,
-    GaveUp, HedgeLayer, HttpPolicy, Policy, RetryLayer, SharedLedger, ThrottleLayer, TimedOut,
+    GaveUp, HedgeLayer, HttpPolicy, Policy, RateLimitLayer, RetryLayer, SharedLedger,
+    ThrottleLayer, TimedOut,
 };
 use reliable_core::Instant;
 use reliable_core::outcome::ErrorClass;
@@ -381,6 +382,7 @@ fn ledger_retries(l: &Layer) -> usize {
         | Layer::Throttle { inner, .. }
         | Layer::Hedge { inner, .. }
         | Layer::Limit { inner, .. }
+        | Layer::RateLimit { inner, .. }
         | Layer::Llm { inner, .. } => ledger_retries(inner),
         Layer::Fallback(children) => children.iter().map(ledger_retries).sum(),
         Layer::Ledger { .. } | Layer::Call { .. } => 0,
@@ -525,6 +527,24 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             });
             Node::Wrap(f, shared, Box::new(compile(inner, c, env, next)?))
         }
+        Layer::RateLimit {
+            config,
+            scope,
+            inner,
+        } => {
+            let (config, meter) = (*config, env.meter.clone());
+            let make = move || {
+                let Ok(l) = RateLimitLayer::new(config) else {
+                    unreachable!("validated when the scenario was compiled")
+                };
+                l.with_time(tb, tb).observer(Counts(meter.clone()))
+            };
+            RateLimitLayer::new(config).map_err(err)?;
+            let shared = *scope == Scope::Shared;
+            let layer = one_or_each(shared, make);
+            let f: Wrap = Arc::new(move |svc, _, _| BoxCloneService::new(layer().layer(svc)));
+            Node::Wrap(f, shared, Box::new(compile(inner, c, env, next)?))
+        }
         Layer::Call {
             downstream,
             timeout,
@@ -621,7 +641,9 @@ impl Observer for Counts {
     fn on_reject(&self, _: &str, refusal: NotSent) {
         let limit = matches!(
             refusal,
-            NotSent::Rejected(reliable::ShedReason::Limit { .. })
+            NotSent::Rejected(
+                reliable::ShedReason::Limit { .. } | reliable::ShedReason::RateLimited { .. }
+            )
         );
         self.0.at(|r, t| {
             r.at(t).local_rejections += 1;

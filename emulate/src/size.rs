@@ -43,7 +43,8 @@ fn attempts(l: &Layer) -> f64 {
         | Layer::Throttle { inner, .. }
         | Layer::Llm { inner, .. }
         | Layer::Ledger { inner, .. }
-        | Layer::Limit { inner, .. } => attempts(inner),
+        | Layer::Limit { inner, .. }
+        | Layer::RateLimit { inner, .. } => attempts(inner),
         Layer::Hedge { config, inner, .. } => {
             (f64::from(config.max_hedges) + 1.0) * attempts(inner)
         }
@@ -62,7 +63,8 @@ fn timeouts(l: &Layer, out: &mut Vec<u64>) {
         | Layer::Llm { inner, .. }
         | Layer::Hedge { inner, .. }
         | Layer::Ledger { inner, .. }
-        | Layer::Limit { inner, .. } => timeouts(inner, out),
+        | Layer::Limit { inner, .. }
+        | Layer::RateLimit { inner, .. } => timeouts(inner, out),
         Layer::Retry { policy, inner, .. } => {
             out.extend(policy.attempt_timeout.map(|t| t.as_nanos()));
             timeouts(inner, out);

@@ -64,13 +64,11 @@ pub fn recorder(c: &Compiled) -> Recorder {
 }
 
 /// An empty recorder for a run of policy `policy` of `c`: with hedging, ledger and limiter
-/// counters when its stack has a `Hedge`, `Ledger` or `Limit` layer, as a simulated run keeps.
+/// counters when its stack has a `Hedge`, `Ledger`, `Limit` or `RateLimit` layer, as a simulated
+/// run keeps.
 pub fn recorder_for(c: &Compiled, policy: usize) -> Recorder {
     let mut rec = recorder(c);
-    if c.stacks
-        .get(policy)
-        .is_some_and(|s| !(s.hedges.is_empty() && s.ledgers.is_empty() && s.limits.is_empty()))
-    {
+    if c.stacks.get(policy).is_some_and(|s| s.counts_extra()) {
         rec.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
     }
     rec

@@ -47,7 +47,8 @@ fn eligible(layer: &Layer) -> bool {
         | Layer::Breaker { inner, .. }
         | Layer::Hedge { inner, .. }
         | Layer::Ledger { inner, .. }
-        | Layer::Limit { inner, .. } => eligible(inner),
+        | Layer::Limit { inner, .. }
+        | Layer::RateLimit { inner, .. } => eligible(inner),
         Layer::Throttle { .. } | Layer::Llm { .. } | Layer::Fallback(_) => false,
     }
 }

@@ -3,8 +3,8 @@
 //! `ReliableLayer` has one order (retry → throttle → breaker, the breaker seeing every attempt).
 //! A route may have no breaker, a breaker outside its retry, or a throttle outside its retry; a
 //! `RouteLayer` stacks the crate's `RetryLayer`, `ThrottleLayer` and `BreakerLayer` in the order
-//! the policy wrote, then, innermost, a `ConcurrencyLimitLayer` and a `HedgeLayer` around the
-//! call, each shared or per wrapped service as its `scope` says. A ledger is a `SharedLedger`
+//! the policy wrote, then, innermost, a `ConcurrencyLimitLayer`, a `RateLimitLayer` and a
+//! `HedgeLayer` around the call, each shared or per wrapped service as its `scope` says. A ledger is a `SharedLedger`
 //! (one, or one per wrapped service) given to the retry layer (whose calls deposit in it), the
 //! hedge layer and the breaker inside it. With a breaker inside the retry and none of the
 //! innermost layers, its service is exactly `ReliableLayer`'s.
@@ -19,8 +19,8 @@ use tower_service::Service;
 use super::{PolicyError, Route, Scope};
 use crate::tower::{
     BoxError, BreakerLayer, BreakerService, ConcurrencyLimitLayer, ConcurrencyLimitService,
-    HedgeLayer, HedgeService, Policy, RetryLayer, RetryService, SharedLedger, ThrottleLayer,
-    ThrottleService,
+    HedgeLayer, HedgeService, Policy, RateLimitLayer, RateLimitService, RetryLayer, RetryService,
+    SharedLedger, ThrottleLayer, ThrottleService,
 };
 
 /// The layers of one [`Route`], in its order. Built by [`Route::route_layer`].
@@ -30,6 +30,7 @@ pub struct RouteLayer<P> {
     throttle: ThrottleLayer<P>,
     order: Order<P>,
     limit: Option<Scoped<ConcurrencyLimitLayer<P>>>,
+    rate_limit: Option<Scoped<RateLimitLayer>>,
     hedge: Option<Scoped<HedgeLayer<P>>>,
     ledger: Option<Scoped<SharedLedger>>,
     /// The breaker is inside the ledger: its half-open probes draw from it.
@@ -116,6 +117,13 @@ impl<P: Clone> RouteLayer<P> {
             )),
             None => None,
         };
+        let rate_limit = match route.rate_limit {
+            Some(r) => Some(Scoped::new(
+                RateLimitLayer::new(r.config).map_err(refused)?,
+                r.scope,
+            )),
+            None => None,
+        };
         let hedge = match route.hedge {
             Some(h) => {
                 let layer = HedgeLayer::new(h.config, policy.clone()).map_err(refused)?;
@@ -156,6 +164,7 @@ impl<P: Clone> RouteLayer<P> {
             throttle,
             order,
             limit,
+            rate_limit,
             hedge,
             ledger,
             probes_draw,
@@ -188,7 +197,11 @@ impl<S, P: Clone> Layer<S> for RouteLayer<P> {
             .limit
             .as_ref()
             .map(|l| l.get(ConcurrencyLimitLayer::fresh));
-        let inner = RouteInnermost::new(inner, limit, hedge);
+        let rate_limit = self
+            .rate_limit
+            .as_ref()
+            .map(|r| r.get(RateLimitLayer::fresh));
+        let inner = RouteInnermost::new(inner, limit, rate_limit, hedge);
         let throttle = &self.throttle;
         match &self.order {
             Order::BreakerPerAttempt(b) => RouteService::BreakerPerAttempt(
@@ -213,30 +226,82 @@ impl<S, P: Clone> Layer<S> for RouteLayer<P> {
 }
 
 /// The innermost layers of a route around the wrapped service: a concurrency limit (every
-/// attempt takes a slot) around hedging (copies of the call), either, both, or neither.
+/// attempt takes a slot) around a rate limit (every attempt is counted) around hedging (copies
+/// of the call), any of them or none.
 #[derive(Clone, Debug)]
 pub enum RouteInnermost<S, P> {
     /// The service itself.
-    Plain(S),
+    Plain(RouteRated<S>),
     /// Hedged.
-    Hedged(HedgeService<S, P>),
+    Hedged(RouteRated<HedgeService<S, P>>),
     /// Under a concurrency limit.
-    Limited(ConcurrencyLimitService<S, P>),
+    Limited(ConcurrencyLimitService<RouteRated<S>, P>),
     /// Under a concurrency limit, hedged.
-    LimitedHedged(ConcurrencyLimitService<HedgeService<S, P>, P>),
+    LimitedHedged(ConcurrencyLimitService<RouteRated<HedgeService<S, P>>, P>),
 }
 
 impl<S, P: Clone> RouteInnermost<S, P> {
     fn new(
         inner: S,
         limit: Option<ConcurrencyLimitLayer<P>>,
+        rate_limit: Option<RateLimitLayer>,
         hedge: Option<HedgeLayer<P>>,
     ) -> Self {
+        let rated = rate_limit.as_ref();
         match (limit, hedge) {
-            (None, None) => RouteInnermost::Plain(inner),
-            (None, Some(h)) => RouteInnermost::Hedged(h.layer(inner)),
-            (Some(l), None) => RouteInnermost::Limited(l.layer(inner)),
-            (Some(l), Some(h)) => RouteInnermost::LimitedHedged(l.layer(h.layer(inner))),
+            (None, None) => RouteInnermost::Plain(RouteRated::new(inner, rated)),
+            (None, Some(h)) => RouteInnermost::Hedged(RouteRated::new(h.layer(inner), rated)),
+            (Some(l), None) => RouteInnermost::Limited(l.layer(RouteRated::new(inner, rated))),
+            (Some(l), Some(h)) => {
+                RouteInnermost::LimitedHedged(l.layer(RouteRated::new(h.layer(inner), rated)))
+            }
+        }
+    }
+}
+
+/// A service under a route's rate limit, if the route has one.
+#[derive(Clone, Debug)]
+pub enum RouteRated<S> {
+    /// No rate limit.
+    Plain(S),
+    /// Under a rate limit.
+    Limited(RateLimitService<S>),
+}
+
+impl<S> RouteRated<S> {
+    fn new(inner: S, rate_limit: Option<&RateLimitLayer>) -> Self {
+        match rate_limit {
+            Some(r) => RouteRated::Limited(r.layer(inner)),
+            None => RouteRated::Plain(inner),
+        }
+    }
+}
+
+impl<S, Req> Service<Req> for RouteRated<S>
+where
+    S: Service<Req>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = RouteFuture<S::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        match self {
+            RouteRated::Plain(s) => s.poll_ready(cx).map_err(Into::into),
+            RouteRated::Limited(s) => s.poll_ready(cx),
+        }
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        match self {
+            RouteRated::Plain(s) => {
+                let fut = s.call(req);
+                Box::pin(async move { fut.await.map_err(Into::into) })
+            }
+            RouteRated::Limited(s) => s.call(req),
         }
     }
 }
@@ -256,7 +321,7 @@ where
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         match self {
-            RouteInnermost::Plain(s) => s.poll_ready(cx).map_err(Into::into),
+            RouteInnermost::Plain(s) => s.poll_ready(cx),
             RouteInnermost::Hedged(s) => s.poll_ready(cx),
             RouteInnermost::Limited(s) => s.poll_ready(cx),
             RouteInnermost::LimitedHedged(s) => s.poll_ready(cx),
@@ -265,10 +330,7 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         match self {
-            RouteInnermost::Plain(s) => {
-                let fut = s.call(req);
-                Box::pin(async move { fut.await.map_err(Into::into) })
-            }
+            RouteInnermost::Plain(s) => s.call(req),
             RouteInnermost::Hedged(s) => s.call(req),
             RouteInnermost::Limited(s) => s.call(req),
             RouteInnermost::LimitedHedged(s) => s.call(req),

@@ -38,7 +38,7 @@
 //! A stack becomes a [`Plan`]: one [`Route`] per path a call may take (an outermost `Fallback`
 //! gives one route per branch, tried in order; compose them with [`Fallback`](crate::Fallback) or
 //! the tower `FallbackLayer`). A route is the shape
-//! `Ledger? → Throttle? → Breaker? → Ledger? → Retry? → Breaker? → Llm? → Limit? → Hedge? → Call`
+//! `Ledger? → Throttle? → Breaker? → Ledger? → Retry? → Breaker? → Llm? → Limit? → RateLimit? → Hedge? → Call`
 //! (one ledger):
 //!
 //! | In the stack | In a `Reliable` ([`Route::builder`]) | In tower ([`Route::layer`], [`Route::route_layer`]) |
@@ -52,6 +52,7 @@
 //! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]); each copy timed from its own send, the retry's `attempt_timeout` bounding the hedged attempt (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
 //! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and half-open probes draw from it): outermost, since a `Reliable` deposits each call before its breaker decides | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
 //! | `Limit(config)` | [`Builder::limit`]: every attempt takes a slot, after the breaker admitted it | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
+//! | `RateLimit(config)` | [`Builder::rate_limit`]: every attempt is counted, after the breaker and the limit admitted it; a refusal gives the limit's slot back, and inside a `Retry` ends the call unless the retry policy waits on refusals and the wait fits the deadline | `RateLimitLayer`, inside the `ConcurrencyLimitLayer` (around the `Hedge`: one count for all its copies) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
 //! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` (so a route's stateful layers must have one scope) | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
 //!
@@ -59,15 +60,16 @@
 //! why, never dropped: a `timeout_dist` (a timeout drawn per request models a crowd of callers),
 //! a spend breaker (`Llm(spend: ..)`: drive [`reliable_core::spend::SpendBreaker`] yourself), two
 //! retries, breakers, throttles or ledgers on one route, a `Fallback` inside another layer, a
-//! throttle inside a breaker, a layer inside a `Limit` other than a `Hedge`, a `Hedge` whose
-//! `inner` is not a `Call` or whose call is not `idempotent`, a `Ledger` inside a `Retry` or
+//! throttle inside a breaker, a layer inside a `Limit` other than a `RateLimit` or a `Hedge`, a
+//! layer inside a `RateLimit` other than a `Hedge`, a `Hedge` whose `inner` is not a `Call` or
+//! whose call is not `idempotent`, a `Ledger` inside a `Retry` or
 //! around a `Retry` with a budget of its own; in a `Reliable`, a throttle on a route with retries
 //! (its throttle admits once per call but learns from every attempt, which no simulated stack
 //! does), a route mixing `Shared` and `PerClient` layers, a hedge inside a per-attempt breaker or
-//! a limit, a ledger inside a throttle or breaker,
+//! a limit or rate limit, a ledger inside a throttle or breaker,
 //! and a hedge in a blocking call ([`Route::blocking_builder`]); in tower, a ledger where the
 //! retry layer cannot deposit each call as the simulator does, and in `ReliableLayer` any hedge,
-//! ledger or limit ([`Route::route_layer`] stacks them).
+//! ledger, limit or rate limit ([`Route::route_layer`] stacks them).
 //!
 //! Hostile input is bounded: ron refuses nesting deeper than 128 levels and serde_json too, a
 //! plan has at most [`MAX_ROUTES`] routes, and parsing is linear in the text.
@@ -79,7 +81,7 @@ use reliable_core::backoff::BackoffConfig;
 use reliable_core::breaker::BreakerConfig;
 use reliable_core::budget::{BudgetConfig, RatioConfig};
 use reliable_core::hedge::{HedgeConfig, HedgeDelay};
-use reliable_core::limit::LimiterConfig;
+use reliable_core::limit::{LimiterConfig, RateConfig};
 use reliable_core::retry::RetryConfig;
 use reliable_core::throttle::ThrottleConfig;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -92,7 +94,7 @@ pub use reliable_core::policy::Scope;
 #[cfg(feature = "tower")]
 mod layers;
 #[cfg(feature = "tower")]
-pub use layers::{RouteFuture, RouteInnermost, RouteLayer, RouteService};
+pub use layers::{RouteFuture, RouteInnermost, RouteLayer, RouteRated, RouteService};
 
 /// A policy entry as a real client reads it: the core's format, with `timeout_dist` refused.
 pub type PolicyEntry = reliable_core::policy::Policy<SimulatorOnly>;
@@ -231,6 +233,17 @@ pub struct RouteLimit {
     pub scope: Scope,
 }
 
+/// A client-side rate limit on a [`Route`]: innermost, inside any concurrency limit, so every
+/// attempt the breaker and the limit admitted is counted (a hedged attempt once for all its
+/// copies).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RouteRateLimit {
+    /// The core's config.
+    pub config: RateConfig,
+    /// Whose rate limiter it is.
+    pub scope: Scope,
+}
+
 /// One path of a [`Plan`]: the layers a call to one downstream passes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Route {
@@ -254,6 +267,8 @@ pub struct Route {
     pub ledger: Option<RouteLedger>,
     /// A concurrency limit.
     pub limit: Option<RouteLimit>,
+    /// A client-side rate limit.
+    pub rate_limit: Option<RouteRateLimit>,
     /// `Llm(signals: true)`: the policy reads LLM provider signals (money limits are never
     /// retried), so classify errors with `reliable::llm` (feature `llm`).
     pub llm_signals: bool,
@@ -470,23 +485,33 @@ fn route<D>(
     let mut hedge = None;
     let mut ledger: Option<RouteLedger> = None;
     let mut limit = None;
+    let mut rate_limit = None;
     let mut llm_signals = false;
     loop {
-        // A limit is innermost: every attempt takes a slot, after the breaker admitted it.
-        if limit.is_some()
-            && matches!(
-                layer,
-                Layer::Retry { .. }
-                    | Layer::Breaker { .. }
-                    | Layer::Throttle { .. }
-                    | Layer::Ledger { .. }
-                    | Layer::Limit { .. }
-            )
-        {
+        // The limits are innermost: every attempt takes a slot, after the breaker admitted it,
+        // then is counted by the rate limit (which gives the slot back when it refuses).
+        let outer = matches!(
+            layer,
+            Layer::Retry { .. }
+                | Layer::Breaker { .. }
+                | Layer::Throttle { .. }
+                | Layer::Ledger { .. }
+                | Layer::Limit { .. }
+        );
+        if rate_limit.is_some() && (outer || matches!(layer, Layer::RateLimit { .. })) {
             return refuse(
                 &path,
                 &format!(
-                    "a {} inside a Limit: expected the Limit innermost, around the Call or its Hedge (every attempt takes a slot after the breaker admitted it, as a Reliable's limit does)",
+                    "a {} inside a RateLimit: expected the RateLimit innermost, inside any Limit, around the Call or its Hedge (every attempt is counted after the breaker and the limit admitted it, as a Reliable's rate limit does)",
+                    layer.kind_name()
+                ),
+            );
+        }
+        if limit.is_some() && outer {
+            return refuse(
+                &path,
+                &format!(
+                    "a {} inside a Limit: expected the Limit innermost, around the Call, its Hedge or a RateLimit (every attempt takes a slot after the breaker admitted it, as a Reliable's limit does)",
                     layer.kind_name()
                 ),
             );
@@ -526,6 +551,7 @@ fn route<D>(
                     hedge,
                     ledger,
                     limit,
+                    rate_limit,
                     llm_signals,
                 });
             }
@@ -684,6 +710,18 @@ fn route<D>(
                 path = at(&path, "inner");
                 layer = inner;
             }
+            Layer::RateLimit {
+                config,
+                scope,
+                inner,
+            } => {
+                rate_limit = Some(RouteRateLimit {
+                    config: *config,
+                    scope: *scope,
+                });
+                path = at(&path, "inner");
+                layer = inner;
+            }
         }
     }
 }
@@ -699,6 +737,7 @@ fn has_retry<D>(mut layer: &reliable_core::policy::Layer<D>) -> bool {
             | Layer::Hedge { inner, .. }
             | Layer::Ledger { inner, .. }
             | Layer::Limit { inner, .. }
+            | Layer::RateLimit { inner, .. }
             | Layer::Llm { inner, .. } => inner,
             Layer::Call { .. } | Layer::Fallback(_) => return false,
         }
@@ -724,6 +763,7 @@ impl Route {
             .chain(self.hedge.filter(estimates).map(|h| h.scope))
             .chain(self.ledger.map(|l| l.scope))
             .chain(self.limit.map(|l| l.scope))
+            .chain(self.rate_limit.map(|r| r.scope))
     }
 
     /// Some of its stateful layers are `Shared` and some `PerClient`.
@@ -744,8 +784,8 @@ impl Route {
 
     /// A [`Builder`] set to this route: named after the downstream, its retry, budget, breaker
     /// (per call when it is outside the retry), throttle, hedging (the instance marked
-    /// idempotent), ledger and concurrency limit, nothing else of the builder's defaults. Add the
-    /// clock, observers, metrics as usual.
+    /// idempotent), ledger, concurrency limit and rate limit, nothing else of the builder's
+    /// defaults. Add the clock, observers, metrics as usual.
     ///
     /// The instance hedges in [`Reliable::call`] only: [`Reliable::call_blocking`] never hedges.
     /// For blocking calls, build from [`blocking_builder`](Self::blocking_builder), which refuses
@@ -787,6 +827,11 @@ impl Route {
                     "a Hedge inside a Limit: a Reliable gives each copy a slot, the simulator the hedged call one; expected no Limit, or the tower layers (Plan::route_layer)",
                 ));
             }
+            if self.rate_limit.is_some() {
+                return Err(self.refuse(
+                    "a Hedge inside a RateLimit: a Reliable counts each copy, the simulator the hedged call once; expected no RateLimit, or the tower layers (Plan::route_layer)",
+                ));
+            }
             b = b.hedge(hedge.config).idempotent();
             if let Some(t) = hedge.copy_timeout {
                 b = b.copy_timeout(t.into());
@@ -802,6 +847,9 @@ impl Route {
         }
         if let Some(limit) = self.limit {
             b = b.limit(limit.config);
+        }
+        if let Some(rate) = self.rate_limit {
+            b = b.rate_limit(rate.config);
         }
         Ok(b)
     }
@@ -840,9 +888,10 @@ impl Route {
 
     /// The tower layers of this route in the order the policy wrote them, whatever it is: a
     /// [`RouteLayer`] (`RetryLayer`, `ThrottleLayer`, `BreakerLayer`, then innermost a
-    /// `ConcurrencyLimitLayer` and a `HedgeLayer`, each shared or per wrapped service as its scope
-    /// says, and a `SharedLedger` for the retry, hedge and breaker layers inside the ledger).
-    /// With a breaker inside the retry and no hedge, ledger or limit, its service is
+    /// `ConcurrencyLimitLayer`, a `RateLimitLayer` and a `HedgeLayer`, each shared or per wrapped
+    /// service as its scope says, and a `SharedLedger` for the retry, hedge and breaker layers
+    /// inside the ledger). With a breaker inside the retry and no hedge, ledger or limit, its
+    /// service is
     /// `ReliableLayer`'s. Refuses a ledger the retry layer cannot deposit in where the simulator
     /// does (see the [module docs](self)).
     #[cfg(feature = "tower")]
@@ -854,9 +903,13 @@ impl Route {
     /// [`layer`](Self::layer) for the shapes it takes).
     #[cfg(feature = "tower")]
     pub fn reliable_config(&self) -> Result<crate::tower::ReliableConfig, PolicyError> {
-        if self.hedge.is_some() || self.ledger.is_some() || self.limit.is_some() {
+        if self.hedge.is_some()
+            || self.ledger.is_some()
+            || self.limit.is_some()
+            || self.rate_limit.is_some()
+        {
             return Err(self.refuse(
-                "a Hedge, Ledger or Limit: ReliableLayer has retry, throttle and breaker only; expected the route's own tower layers (Plan::route_layer)",
+                "a Hedge, Ledger, Limit or RateLimit: ReliableLayer has retry, throttle and breaker only; expected the route's own tower layers (Plan::route_layer)",
             ));
         }
         let Some(breaker) = self.breaker else {

@@ -300,6 +300,17 @@ impl RateLimitLayer {
         })
     }
 
+    /// The same layer with a rate limiter of its own, a copy of this one's (a per-client limit
+    /// made from a template that never wraps a service).
+    #[cfg(feature = "policy")]
+    pub(crate) fn fresh(&self) -> Self {
+        RateLimitLayer {
+            limiter: Arc::new(Mutex::new(lock(&self.limiter).clone())),
+            time: self.time.clone(),
+            outlet: self.outlet.clone(),
+        }
+    }
+
     /// The same layer reading time from `clock` (`sleep` is not used: a refusal never waits).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
         self.time = Time::new(clock, sleep);

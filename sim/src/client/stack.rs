@@ -175,6 +175,18 @@ pub enum NodeKind {
         /// Index among the stack's limiters.
         slot: u16,
     },
+    /// A client-side rate limit.
+    RateLimit {
+        /// A fresh rate limiter (full burst) for the validated policy; each client (or the
+        /// shared scope) starts from a copy.
+        limiter: reliable_core::limit::RateLimiter,
+        /// Per client or shared.
+        scope: Scope,
+        /// What it admits calls to.
+        inner: u16,
+        /// Index among the stack's rate limiters.
+        slot: u16,
+    },
     /// Try each child in turn until one succeeds.
     Fallback {
         /// The children, in order.
@@ -227,6 +239,8 @@ pub struct CompiledStack {
     pub ledgers: Vec<u16>,
     /// The limit nodes, in stack order.
     pub limits: Vec<u16>,
+    /// The rate-limit nodes, in stack order.
+    pub rate_limits: Vec<u16>,
     /// Hedge copies each logical request may have in flight: `max_hedges + 1` per hedge node.
     pub copies: usize,
 }
@@ -254,6 +268,7 @@ impl CompiledStack {
             hedges: Vec::new(),
             ledgers: Vec::new(),
             limits: Vec::new(),
+            rate_limits: Vec::new(),
             copies: 0,
         };
         let cx = Cx {
@@ -545,6 +560,26 @@ impl CompiledStack {
                     slot,
                 }
             }
+            Layer::RateLimit {
+                config,
+                scope,
+                inner,
+            } => {
+                let cp = at.field("config");
+                let policy = reliable_core::limit::RatePolicy::new(*config)
+                    .map_err(|e| cx.c.config_error(&cp, e))?;
+                let limiter = reliable_core::limit::RateLimiter::new(policy);
+                self.per_client(*scope, std::mem::size_of_val(&limiter));
+                let slot = self.rate_limits.len() as u16;
+                self.rate_limits.push(id);
+                let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
+                NodeKind::RateLimit {
+                    limiter,
+                    scope: *scope,
+                    inner,
+                    slot,
+                }
+            }
             Layer::Fallback(layers) => {
                 if layers.is_empty() {
                     return Err(cx
@@ -561,6 +596,15 @@ impl CompiledStack {
         };
         self.nodes[id as usize].kind = kind;
         Ok(id)
+    }
+
+    /// Whether runs of it keep the hedging, ledger and limiter counters: it has a `Hedge`,
+    /// `Ledger`, `Limit` or `RateLimit` layer.
+    pub fn counts_extra(&self) -> bool {
+        !(self.hedges.is_empty()
+            && self.ledgers.is_empty()
+            && self.limits.is_empty()
+            && self.rate_limits.is_empty())
     }
 
     /// Counts `bytes` of state per client for a layer of scope `scope`.
@@ -592,6 +636,7 @@ impl CompiledStack {
             NodeKind::Hedge { .. } => Some("hedge".into()),
             NodeKind::Ledger { .. } => Some("ledger".into()),
             NodeKind::Limit { .. } => Some("limit".into()),
+            NodeKind::RateLimit { .. } => Some("rate-limit".into()),
             NodeKind::Fallback { .. } => None,
         }
     }

@@ -48,7 +48,8 @@ pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &Path) -> Option<Path> {
             Layer::Breaker { .. }
             | Layer::Throttle { .. }
             | Layer::Llm { .. }
-            | Layer::Limit { .. } => true,
+            | Layer::Limit { .. }
+            | Layer::RateLimit { .. } => true,
             Layer::Hedge { inner, .. } | Layer::Ledger { inner, .. } => zero_answer(s, inner),
             Layer::Retry { inner, .. } => zero_answer(s, inner),
             Layer::Fallback(children) => children.iter().all(|c| zero_answer(s, c)),
@@ -74,7 +75,8 @@ pub(crate) fn livelock(s: &Scenario, layer: &Layer, at: &Path) -> Option<Path> {
         | Layer::Llm { inner, .. }
         | Layer::Hedge { inner, .. }
         | Layer::Ledger { inner, .. }
-        | Layer::Limit { inner, .. } => livelock(s, inner, &at.field("inner")),
+        | Layer::Limit { inner, .. }
+        | Layer::RateLimit { inner, .. } => livelock(s, inner, &at.field("inner")),
         Layer::Fallback(children) => children
             .iter()
             .enumerate()

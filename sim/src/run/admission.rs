@@ -117,8 +117,10 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
         (NodeKind::Breaker { inner, .. }, Layer::Breaker { inner: l, .. })
         | (NodeKind::Throttle { inner, .. }, Layer::Throttle { inner: l, .. })
         | (NodeKind::Ledger { inner, .. }, Layer::Ledger { inner: l, .. })
-        | (NodeKind::Limit { inner, .. }, Layer::Limit { inner: l, .. }) => {
-            // An open breaker, a throttle, a spent ledger or a full limit answers at once.
+        | (NodeKind::Limit { inner, .. }, Layer::Limit { inner: l, .. })
+        | (NodeKind::RateLimit { inner, .. }, Layer::RateLimit { inner: l, .. }) => {
+            // An open breaker, a throttle, a spent ledger, a full limit or a rate limit answers
+            // at once.
             let c = cost(s, stack, l, *inner, horizon_s);
             Cost { min_s: 0.0, ..c }
         }

@@ -266,6 +266,8 @@ pub struct World<'c> {
     ledgers: Vec<Vec<LedgerSlot>>,
     /// Per limit node: one limiter (shared) or one per client.
     limiters: Vec<Vec<reliable_core::limit::Limiter>>,
+    /// Per rate-limit node: one rate limiter (shared) or one per client.
+    rate_limiters: Vec<Vec<reliable_core::limit::RateLimiter>>,
     /// Copies of hedged calls, `stack.copies` per request slot.
     copies: Vec<HedgeCopy>,
     /// Hedged calls started so far (numbers their timers).
@@ -402,6 +404,7 @@ impl<'c> World<'c> {
         let mut hedgers = Vec::with_capacity(stack.hedges.len());
         let mut ledgers = Vec::with_capacity(stack.ledgers.len());
         let mut limiters = Vec::with_capacity(stack.limits.len());
+        let mut rate_limiters = Vec::with_capacity(stack.rate_limits.len());
         for n in &stack.nodes {
             match &n.kind {
                 NodeKind::Hedge { hedger, scope, .. } => {
@@ -413,6 +416,9 @@ impl<'c> World<'c> {
                 NodeKind::Limit { limiter, scope, .. } => {
                     limiters.push(vec![limiter.clone(); per(scope)])
                 }
+                NodeKind::RateLimit { limiter, scope, .. } => {
+                    rate_limiters.push(vec![limiter.clone(); per(scope)])
+                }
                 _ => {}
             }
         }
@@ -422,7 +428,7 @@ impl<'c> World<'c> {
             s.downstreams.len(),
             c.timeline.span(),
         );
-        if !(stack.hedges.is_empty() && stack.ledgers.is_empty() && stack.limits.is_empty()) {
+        if stack.counts_extra() {
             m.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
         }
         let source = match &s.workload {
@@ -478,6 +484,7 @@ impl<'c> World<'c> {
             hedgers,
             ledgers,
             limiters,
+            rate_limiters,
             copies: Vec::new(),
             hedged_calls: 0,
             client_rng: Stream::new(seed, StreamId::Client),

@@ -309,6 +309,24 @@ impl World<'_> {
                     }
                 }
             }
+            NodeKind::RateLimit { slot, inner, .. } => {
+                let (l, i) = self.instance_of(&self.rate_limiters, *slot, request);
+                match self.rate_limiters[l][i].try_acquire(Instant::from_nanos(self.now)) {
+                    Ok(()) => self.invoke(request, *inner, deadline),
+                    Err(limited) => {
+                        // A limiter's refusal, with the time until the next call would be
+                        // admitted: a `Retry` that waits on refusals waits it out if it fits.
+                        self.decide(Decision::Refused(Refuser::Limiter));
+                        self.m.at(self.now).local_rejections += 1;
+                        if let Some(e) = &mut self.m.extra {
+                            e.limit_refusals += 1;
+                        }
+                        let mut a = Answer::new(AnswerKind::Rejected, node);
+                        a.retry_after = limited.retry_after;
+                        self.answer(request, node, a);
+                    }
+                }
+            }
             NodeKind::Throttle { slot, inner, .. } => {
                 let (s, i) = self.throttle_instance(*slot, request);
                 let sample = self.throttle_sample();
@@ -524,7 +542,7 @@ impl World<'_> {
                         }
                     }
                 }
-                NodeKind::Ledger { .. } | NodeKind::Call { .. } => {}
+                NodeKind::Ledger { .. } | NodeKind::RateLimit { .. } | NodeKind::Call { .. } => {}
             }
             child = parent;
         }

@@ -1,5 +1,5 @@
-//! Policy files with the hedging, ledger and limit layers: each policy is written once as a
-//! scenario, run by the simulator's own client stack one call after another
+//! Policy files with the hedging, ledger, limit and rate-limit layers: each policy is written
+//! once as a scenario, run by the simulator's own client stack one call after another
 //! ([`sim::run::run_calls`]), and loaded unchanged with `reliable::policy` into a `Reliable`
 //! (`Route::builder`; `Route::blocking_builder` for `call_blocking`, on a manual clock) and into
 //! tower layers (`Route::route_layer`), driven on tokio's paused clock against a fake answering
@@ -407,5 +407,54 @@ fn each_hedged_copy_times_out_on_its_own_timer_as_the_simulator() {
             "1160 attempt"
         ],
         "{log:?}"
+    );
+}
+
+/// A rate limit of one attempt per second inside a limit, under a retry: the retry 100 ms after
+/// a 500 is refused, which ends the call at once; a call at 500 ms is refused before any attempt;
+/// one at 1 s goes. With `wait_on_refusal`, the refused retry waits the rate limit's 890 ms and
+/// succeeds. The simulator, a `Reliable` (async and blocking) and the tower layers agree.
+#[test]
+fn a_rate_limit_loaded_from_a_policy_file_ends_or_waits_as_the_simulator() {
+    let stack = |wait: bool| {
+        format!(
+            "Retry(policy: (max_attempts: 3, backoff: (shape: Constant(delay: \"100ms\")), wait_on_refusal: {wait}), \
+             inner: Limit(config: (rule: Fixed, initial: 4, min: 4, max: 4), \
+             inner: RateLimit(config: (rate: 1, period: \"1s\", burst: 1), inner: {CALL})))"
+        )
+    };
+    let calls: Vec<Call> = vec![
+        (0, vec![(500, 10)]),
+        (500, vec![]),
+        (1_000, vec![(200, 10)]),
+    ];
+    let log = same_decisions(&stack(false), &calls, true);
+    assert_eq!(
+        log,
+        [
+            "0 attempt",
+            "10 answer Some(Transient)",
+            "110 end false",
+            "500 end false",
+            "1000 attempt",
+            "1010 answer None",
+            "1010 end true"
+        ]
+    );
+    let (text, _) = scenario(&stack(false), &calls);
+    let plan = Plan::from_scenario(&text, "policy-file.ron", "p").unwrap();
+    assert_eq!(blocked(&plan, &calls), log, "Reliable::call_blocking");
+
+    let calls: Vec<Call> = vec![(0, vec![(500, 10), (200, 10)])];
+    let log = same_decisions(&stack(true), &calls, true);
+    assert_eq!(
+        log,
+        [
+            "0 attempt",
+            "10 answer Some(Transient)",
+            "1000 attempt",
+            "1010 answer None",
+            "1010 end true"
+        ]
     );
 }

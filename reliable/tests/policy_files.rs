@@ -6,7 +6,7 @@
 #[path = "../examples/layered.rs"]
 mod layered;
 
-use reliable::policy::{Plan, PolicyError, Route, policy_names};
+use reliable::policy::{Plan, PolicyError, Route, Scope, policy_names};
 use reliable::tower::{AnyOk, BoxError, ClassifyResponse, Open};
 use reliable_core::outcome::ErrorClass;
 use std::path::PathBuf;
@@ -107,7 +107,8 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
                         let b = route.breaker;
                         let extra = route.hedge.is_some()
                             || route.ledger.is_some()
-                            || route.limit.is_some();
+                            || route.limit.is_some()
+                            || route.rate_limit.is_some();
                         assert!(
                             b.is_none()
                                 || b.unwrap().per_call
@@ -119,7 +120,7 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
                             e.message.contains("no breaker")
                                 || e.message.contains("breaker outside the retry")
                                 || e.message.contains("some layers Shared")
-                                || e.message.contains("a Hedge, Ledger or Limit"),
+                                || e.message.contains("a Hedge, Ledger, Limit or RateLimit"),
                             "{e}"
                         );
                     }
@@ -571,6 +572,107 @@ fn hedge_ledger_and_limit_load_where_their_target_runs_them_as_the_simulator() {
         e3.contains("ReliableLayer has retry, throttle and breaker only"),
         "{e3}"
     );
+}
+
+/// A rate limit loads innermost, inside any limit, where both targets count every attempt as
+/// the simulator does; every other shape is refused with the layer's path and the reason.
+#[test]
+fn a_rate_limit_loads_where_its_target_counts_as_the_simulator() {
+    let plan = |stack: &str| Plan::from_ron(&format!("(name: \"x\", stack: {stack})"), "x.ron");
+    let refused = |stack: &str| plan(stack).unwrap_err().to_string();
+    let e = |r: Result<reliable::Builder, PolicyError>| r.map(|_| ()).unwrap_err().to_string();
+    let call = "Call(downstream: \"api\", timeout: \"1s\")";
+    let rate = |inner: &str| {
+        format!("RateLimit(config: (rate: 10, period: \"1s\", burst: 2), inner: {inner})")
+    };
+    let limit = |inner: &str| {
+        format!("Limit(config: (rule: Fixed, initial: 4, min: 4, max: 4), inner: {inner})")
+    };
+    let retry = |inner: &str| {
+        format!(
+            "Retry(policy: (max_attempts: 3, backoff: (shape: Constant(delay: \"0s\"))), inner: {inner})"
+        )
+    };
+    let breaker =
+        |inner: &str| format!("Breaker(config: (consecutive_failures: 5), inner: {inner})");
+    let hedge = |inner: &str| {
+        format!(
+            "Hedge(config: (delay: Fixed(\"30ms\"), max_hedges: 1), idempotent: true, inner: {inner})"
+        )
+    };
+
+    let full = plan(&retry(&breaker(&limit(&rate(call))))).unwrap();
+    let r = full.route().unwrap();
+    assert_eq!(
+        r.rate_limit
+            .map(|r| (r.config.rate, r.config.burst, r.scope)),
+        Some((10, 2, Scope::PerClient))
+    );
+    full.builder().unwrap().build().unwrap();
+    full.blocking_builder().unwrap().build().unwrap();
+    full.route_layer(CloneAll).unwrap();
+    let e3 = full.layer(CloneAll).unwrap_err().to_string();
+    assert!(e3.contains("a Hedge, Ledger, Limit or RateLimit"), "{e3}");
+
+    // The limits are innermost, the rate limit inside the concurrency limit.
+    assert!(
+        refused(&rate(&limit(call))).starts_with(
+            "x.ron: stack.inner: a Limit inside a RateLimit: expected the RateLimit innermost"
+        ),
+        "{}",
+        refused(&rate(&limit(call)))
+    );
+    assert!(refused(&rate(&retry(call))).contains("a Retry inside a RateLimit"));
+    assert!(refused(&rate(&breaker(call))).contains("a Breaker inside a RateLimit"));
+    assert!(refused(&rate(&rate(call))).contains("a RateLimit inside a RateLimit"));
+
+    // A `Reliable` counts each hedged copy, the simulator the hedged call once.
+    let hedged = plan(&rate(&hedge(call))).unwrap();
+    assert!(e(hedged.builder()).contains("a Hedge inside a RateLimit"));
+    hedged.route_layer(CloneAll).unwrap();
+
+    // A config the core refuses: refused by each target, naming the field.
+    let zero = plan(&rate(call).replace("rate: 10", "rate: 0")).unwrap();
+    let built = zero.builder().unwrap().build().unwrap_err().to_string();
+    assert!(built.contains("rate"), "{built}");
+    let towered = zero.route_layer(CloneAll).unwrap_err().to_string();
+    assert!(towered.contains("rate"), "{towered}");
+}
+
+/// `scope` means for a rate limit what it means in the simulator: a burst of 2 shared by two
+/// clients admits two calls at once in all, one per client two each.
+#[tokio::test(start_paused = true)]
+async fn a_rate_limit_is_shared_or_per_client_as_its_scope_says() {
+    async fn admitted(scope: &str) -> usize {
+        let text = format!(
+            "(name: \"r\", stack: RateLimit(config: (rate: 1, period: \"1s\", burst: 2), scope: {scope}, inner: Call(downstream: \"api\")))"
+        );
+        let layer = Plan::from_ron(&text, "r.ron")
+            .unwrap()
+            .route_layer(CloneAll)
+            .unwrap();
+        let sent = Arc::new(AtomicUsize::new(0));
+        let clients = [
+            layer.layer(hanging(sent.clone())),
+            layer.layer(hanging(sent.clone())),
+        ];
+        let mut held = Vec::new();
+        for client in &clients {
+            for _ in 0..3 {
+                let mut svc = client.clone();
+                let fut = svc.ready().await.unwrap().call(1);
+                held.push(tokio::spawn(fut));
+            }
+        }
+        tokio::task::yield_now().await;
+        let n = sent.load(Ordering::SeqCst);
+        for h in held {
+            h.abort();
+        }
+        n
+    }
+    assert_eq!(admitted("Shared").await, 2);
+    assert_eq!(admitted("PerClient").await, 4);
 }
 
 /// Hanging requests until told, each counted as it is sent.

@@ -626,3 +626,35 @@ fn probes_draw_from_the_enclosing_ledger() {
     assert!(plain.extra_sent.probe > 0, "{plain:?}");
     assert!(s[1].success_rate > s[0].success_rate);
 }
+
+/// A rate limit admits at most `burst + rate × time` calls (GCRA), shared by every client or one
+/// per client as its scope says; each refusal is a local rejection and a limit refusal, and the
+/// stack keeps no concurrency gauge for it.
+#[test]
+fn a_rate_limit_admits_its_rate_and_refuses_the_rest() {
+    let s = summaries(
+        r#"Scenario(
+            name: "rate", horizon: "20s", seed: 5,
+            workload: OpenLoop(rate: 500.0, clients: 10),
+            downstreams: [(name: "q", model: Server(workers: 50, service: Constant("2ms")))],
+            policies: [
+                (name: "shared", stack: RateLimit(config: (rate: 100, period: "1s", burst: 10),
+                    scope: Shared, inner: Call(downstream: "q"))),
+                (name: "per client", stack: RateLimit(config: (rate: 10, period: "1s", burst: 10),
+                    inner: Call(downstream: "q"))),
+            ],
+        )"#,
+    );
+    for (p, most) in [(&s[0], 10 + 100 * 20), (&s[1], 10 * (10 + 10 * 20))] {
+        let e = p.extra.as_ref().unwrap();
+        assert!(
+            p.attempts <= most && p.attempts as f64 >= 0.95 * most as f64,
+            "{}: {} attempts, at most {most}",
+            p.name,
+            p.attempts
+        );
+        assert_eq!(p.attempts + e.limit_refusals, p.first_tries, "{}", p.name);
+        assert_eq!(p.local_rejections, e.limit_refusals, "{}", p.name);
+        assert_eq!((e.limit_mean, e.admitted_mean), (None, None), "{}", p.name);
+    }
+}

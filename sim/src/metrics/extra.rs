@@ -1,4 +1,4 @@
-//! What runs with hedging, a ledger of extra attempts or concurrency limits measure.
+//! What runs with hedging, a ledger of extra attempts, concurrency limits or rate limits measure.
 //!
 //! - **hedges sent**: copies a `Hedge` layer sent after the first (each is also an attempt after
 //!   the first, so `retries` counts it too); **hedge share**: hedges sent ÷ first tries.
@@ -13,7 +13,8 @@
 //!   with a ledger, its own counts of draws granted and refused by kind.
 //! - **limit** and **admitted concurrency**: the sum of the limits of every limiter (per client
 //!   or shared) at each bucket's end, and the calls in flight through them averaged over the
-//!   bucket's time (time-weighted, not sampled); **limit refusals**: calls a limiter refused.
+//!   bucket's time (time-weighted, not sampled); **limit refusals**: calls a limiter refused (a
+//!   concurrency limit or a rate limit).
 //!   Little's law reads the admitted concurrency: a downstream serving `X` calls per second at a
 //!   latency of `R` holds `X × R` in flight.
 

@@ -1,6 +1,6 @@
 //! The extra-load table of a report: hedges, extra attempts by kind, the ledger's draws and the
-//! concurrency limits per policy, for stacks with a `Hedge`, `Ledger` or `Limit` layer (see
-//! [`crate::metrics::extra`] for the definitions).
+//! concurrency limits per policy, for stacks with a `Hedge`, `Ledger`, `Limit` or `RateLimit`
+//! layer (see [`crate::metrics::extra`] for the definitions).
 
 use std::fmt::Write;
 

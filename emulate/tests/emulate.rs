@@ -251,6 +251,50 @@ fn a_limit_refuses_locally_and_admits_as_simulated() {
     }
 }
 
+const RATE: &str = r#"Scenario(
+    name: "rate",
+    horizon: "3s",
+    workload: OpenLoop(rate: 300.0, clients: 4, arrivals: Constant),
+    downstreams: [(name: "api", model: Server(workers: 8, service: Constant("5ms")))],
+    policies: [
+        (name: "shared", stack: RateLimit(
+            config: (rate: 80, period: "1s", burst: 4),
+            scope: Shared,
+            inner: Call(downstream: "api", timeout: "1s"),
+        )),
+        (name: "one per client", stack: RateLimit(
+            config: (rate: 20, period: "1s", burst: 1),
+            inner: Call(downstream: "api", timeout: "1s"),
+        )),
+    ],
+)"#;
+
+#[test]
+fn a_rate_limit_refuses_locally_as_simulated() {
+    let c = compile(RATE);
+    for p in 0..2 {
+        // 300 calls/s against 80/s, shared or 20/s for each of 4 clients: about 220/s refused.
+        let (e, s) = both(&c, p);
+        let (ex, sx) = (e.extra.as_ref().unwrap(), s.extra.as_ref().unwrap());
+        println!(
+            "policy {p}: {} refusals emulated, {} simulated",
+            ex.limit_refusals, sx.limit_refusals
+        );
+        assert!(sx.limit_refusals > 500, "simulated {}", sx.limit_refusals);
+        let rel = (ex.limit_refusals as f64 - sx.limit_refusals as f64) / sx.limit_refusals as f64;
+        assert!(
+            rel.abs() <= 0.15,
+            "policy {p}: {} refusals, simulated {}",
+            ex.limit_refusals,
+            sx.limit_refusals
+        );
+        // A rate limiter's refusal is a local rejection, as in `sim`; it keeps no gauge.
+        assert_eq!(e.local_rejections, ex.limit_refusals);
+        assert_eq!(s.local_rejections, sx.limit_refusals);
+        assert_eq!((ex.limit_mean, sx.limit_mean), (None, None));
+    }
+}
+
 /// What building policy `p` of `text`'s scenario says (no traffic is sent).
 fn build_error(text: &str) -> String {
     use emulate::client::{Env, build, http_client};

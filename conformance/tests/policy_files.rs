@@ -423,9 +423,11 @@ fn a_rate_limit_loaded_from_a_policy_file_ends_or_waits_as_the_simulator() {
              inner: RateLimit(config: (rate: 1, period: \"1s\", burst: 1), inner: {CALL})))"
         )
     };
+    // Each call has an answer to spare, so a face that sends what the simulator refuses shows
+    // in the logs.
     let calls: Vec<Call> = vec![
-        (0, vec![(500, 10)]),
-        (500, vec![]),
+        (0, vec![(500, 10), (200, 10)]),
+        (500, vec![(200, 10)]),
         (1_000, vec![(200, 10)]),
     ];
     let log = same_decisions(&stack(false), &calls, true);
@@ -445,7 +447,7 @@ fn a_rate_limit_loaded_from_a_policy_file_ends_or_waits_as_the_simulator() {
     let plan = Plan::from_scenario(&text, "policy-file.ron", "p").unwrap();
     assert_eq!(blocked(&plan, &calls), log, "Reliable::call_blocking");
 
-    let calls: Vec<Call> = vec![(0, vec![(500, 10), (200, 10)])];
+    let calls: Vec<Call> = vec![(0, vec![(500, 10), (200, 10), (200, 10)])];
     let log = same_decisions(&stack(true), &calls, true);
     assert_eq!(
         log,

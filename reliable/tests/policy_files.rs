@@ -644,35 +644,41 @@ fn a_rate_limit_loads_where_its_target_counts_as_the_simulator() {
 #[tokio::test(start_paused = true)]
 async fn a_rate_limit_is_shared_or_per_client_as_its_scope_says() {
     async fn admitted(scope: &str) -> usize {
-        let text = format!(
+        sent_by_two_clients(&format!(
             "(name: \"r\", stack: RateLimit(config: (rate: 1, period: \"1s\", burst: 2), scope: {scope}, inner: Call(downstream: \"api\")))"
-        );
-        let layer = Plan::from_ron(&text, "r.ron")
-            .unwrap()
-            .route_layer(CloneAll)
-            .unwrap();
-        let sent = Arc::new(AtomicUsize::new(0));
-        let clients = [
-            layer.layer(hanging(sent.clone())),
-            layer.layer(hanging(sent.clone())),
-        ];
-        let mut held = Vec::new();
-        for client in &clients {
-            for _ in 0..3 {
-                let mut svc = client.clone();
-                let fut = svc.ready().await.unwrap().call(1);
-                held.push(tokio::spawn(fut));
-            }
-        }
-        tokio::task::yield_now().await;
-        let n = sent.load(Ordering::SeqCst);
-        for h in held {
-            h.abort();
-        }
-        n
+        ))
+        .await
     }
     assert_eq!(admitted("Shared").await, 2);
     assert_eq!(admitted("PerClient").await, 4);
+}
+
+/// Requests sent at once when two clients of the tower route of policy `text` each make three
+/// calls that never end.
+async fn sent_by_two_clients(text: &str) -> usize {
+    let layer = Plan::from_ron(text, "p.ron")
+        .unwrap()
+        .route_layer(CloneAll)
+        .unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let clients = [
+        layer.layer(hanging(sent.clone())),
+        layer.layer(hanging(sent.clone())),
+    ];
+    let mut held = Vec::new();
+    for client in &clients {
+        for _ in 0..3 {
+            let mut svc = client.clone();
+            let fut = svc.ready().await.unwrap().call(1);
+            held.push(tokio::spawn(fut));
+        }
+    }
+    tokio::task::yield_now().await;
+    let n = sent.load(Ordering::SeqCst);
+    for h in held {
+        h.abort();
+    }
+    n
 }
 
 /// Hanging requests until told, each counted as it is sent.
@@ -697,32 +703,10 @@ fn hanging(
 async fn a_limit_and_a_ledger_are_shared_or_per_client_as_their_scope_says() {
     use reliable::tower::OverLimit;
     async fn admitted(scope: &str) -> usize {
-        let text = format!(
+        sent_by_two_clients(&format!(
             "(name: \"b\", stack: Limit(config: (rule: Fixed, initial: 2, min: 2, max: 2), scope: {scope}, inner: Call(downstream: \"api\")))"
-        );
-        let layer = Plan::from_ron(&text, "b.ron")
-            .unwrap()
-            .route_layer(CloneAll)
-            .unwrap();
-        let sent = Arc::new(AtomicUsize::new(0));
-        let clients = [
-            layer.layer(hanging(sent.clone())),
-            layer.layer(hanging(sent.clone())),
-        ];
-        let mut held = Vec::new();
-        for client in &clients {
-            for _ in 0..3 {
-                let mut svc = client.clone();
-                let fut = svc.ready().await.unwrap().call(1);
-                held.push(tokio::spawn(fut));
-            }
-        }
-        tokio::task::yield_now().await;
-        let n = sent.load(Ordering::SeqCst);
-        for h in held {
-            h.abort();
-        }
-        n
+        ))
+        .await
     }
     assert_eq!(admitted("Shared").await, 2);
     assert_eq!(admitted("PerClient").await, 4);

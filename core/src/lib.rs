@@ -116,6 +116,11 @@
 #[cfg(feature = "policy")]
 extern crate alloc;
 
+// The crate's README (its crates.io page): its Rust blocks compile and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod answer;
 pub mod backoff;
 pub mod breaker;

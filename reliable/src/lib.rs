@@ -157,6 +157,12 @@ pub mod tower;
 #[cfg(feature = "tracing")]
 pub mod traces;
 
+// The crate's README (its crates.io page) is a guide whose Rust blocks are complete programs:
+// they compile and run as doctests with every feature on (CI job `reliable_crate`).
+#[cfg(all(doctest, feature = "tower", feature = "reqwest", feature = "policy"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use builder::Builder;
 pub use classify::Classify;
 pub use error::{BuildError, Error, OrOpen, ShedReason};

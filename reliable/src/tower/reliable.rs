@@ -30,10 +30,11 @@ pub struct ReliableConfig {
 }
 
 impl ReliableConfig {
-    /// The seed library's preset: 5 attempts of at most 8 s with jittered exponential backoff,
-    /// its breaker, Finagle's retry budget (retries up to 20% of first tries, with a floor of 10
-    /// retries per second), no throttling.
-    pub fn reliablekit() -> Self {
+    /// The seed library's breaker and retries (5 attempts of at most 8 s with jittered
+    /// exponential backoff) plus Finagle's retry budget (retries up to 20% of first tries, with a
+    /// floor of 10 retries per second), no throttling. For the seed's numbers alone, set `budget`
+    /// to `None`.
+    pub fn reliablekit_with_budget() -> Self {
         ReliableConfig {
             retry: RetryConfig::reliablekit(),
             budget: Some(BudgetConfig::Ratio(
@@ -42,6 +43,15 @@ impl ReliableConfig {
             breaker: BreakerConfig::reliablekit(),
             throttle: None,
         }
+    }
+
+    /// The old name of [`reliablekit_with_budget`](Self::reliablekit_with_budget): "reliablekit"
+    /// elsewhere means the seed's numbers alone, without a budget.
+    #[deprecated(
+        note = "renamed reliablekit_with_budget(): it adds a retry budget to the seed's numbers"
+    )]
+    pub fn reliablekit() -> Self {
+        Self::reliablekit_with_budget()
     }
 }
 

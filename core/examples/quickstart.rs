@@ -17,7 +17,7 @@ fn main() -> Result<(), ConfigError> {
             Ok(permit) => permit,
             Err(rejection) => {
                 if let RejectReason::Open { retry_after } = rejection.reason {
-                    println!("refused: open for another {retry_after:?}"); // nothing was sent
+                    println!("refused: open for another {retry_after}"); // nothing was sent
                 }
                 continue;
             }

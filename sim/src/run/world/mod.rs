@@ -151,7 +151,7 @@ pub struct TraceRow {
     pub calls_so_far: Vec<u64>,
 }
 
-/// One decision of a client stack, in the order taken: what [`World::run_calls`] records for the
+/// One decision of a client stack, in the order taken: what `World::run_calls` records for the
 /// conformance suite's decision trace.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Decision {
@@ -278,7 +278,7 @@ pub struct World<'c> {
     pending_client: u32,
     m: Recorder,
     trace: Option<Vec<TraceRow>>,
-    /// Decisions taken, with their times (ns), when [`World::run_calls`] records them.
+    /// Decisions taken, with their times (ns), when `World::run_calls` records them.
     decisions: Option<Vec<(u64, Decision)>>,
     /// The number of the attempt whose answer is being handed up (set where an attempt ends).
     answering: Option<u32>,

@@ -54,7 +54,7 @@ impl Reliable {
 
     /// [`call`](Self::call) with a classifier of your own, for error types that do not implement
     /// [`Classify`] (`anyhow::Error`, a client library's error). With the `tracing` feature the
-    /// call runs in a `reliable.call` span (see [`traces`](crate::traces)).
+    /// call runs in a `reliable.call` span (see the `traces` module, feature `tracing`).
     pub fn call_with<T, E, C, F, Fut>(
         &self,
         classify: C,

@@ -95,7 +95,7 @@
 //! [`Counts`].
 //!
 //! Everything this crate takes or returns itself is a std [`Duration`](std::time::Duration): the
-//! builder's words, errors, observers, snapshots, the tower layers' [`Open`](crate::tower::Open).
+//! builder's words, errors, observers, snapshots, the tower layers' `tower::Open` (feature `tower`).
 //! The core is `no_std` and its configs are plain structs with the core's own
 //! [`reliable_core::Duration`] (nanoseconds in a `u64`, usable in `const`); a std `Duration` goes
 //! in with `.into()` (saturating past about 584 years) and comes back out the same way:

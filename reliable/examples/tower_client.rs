@@ -9,7 +9,7 @@ use tower::{ServiceBuilder, ServiceExt};
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
     // The seed's breaker and retries, and a retry budget: 429/503/5xx retried with backoff and
-    // Retry-After, other 4xx not; GETs only (HttpPolicy copies requests without a body).
+    // Retry-After, other 4xx not; only idempotent methods (GET, PUT, ...) are sent again.
     let config = ReliableConfig::reliablekit_with_budget();
     let svc = ServiceBuilder::new()
         .layer(ReliableLayer::new(config, HttpPolicy::new())?)

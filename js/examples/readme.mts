@@ -1,6 +1,6 @@
 import { CircuitBreaker, CircuitOpenError, reliable } from "reliablekit";
 
-const cachedAnswer = (prompt: string) => `cached answer to ${prompt}`;
+const cachedAnswer = (prompt: string) => new Response(`cached answer to ${prompt}`);
 
 const breaker = new CircuitBreaker({
   failureRate: 0.5, // trip when >= 50% of the window failed

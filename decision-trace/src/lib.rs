@@ -3,7 +3,7 @@
 //! [`run`] drives the core through one script of outcomes and times and writes every decision
 //! to an [`Out`]. The library is `no_std`, allocation-free and formats its numbers itself (no
 //! `core::fmt`), so the same code runs on the host (`cargo run -p decision-trace`) and on an
-//! emulated Cortex-M4F (`core/firmware`, bin `qemu`, printing through semihosting). A target that
+//! emulated Cortex-M4F (`firmware`, bin `qemu`, printing through semihosting). A target that
 //! computes anything differently (64-bit arithmetic through compiler-builtins, 128-bit products,
 //! soft-float `f64` in policy validation, 32-bit atomics, time saturating at `Instant::MAX`)
 //! prints a different trace, and CI compares the two byte for byte.
@@ -215,7 +215,7 @@ mod tests {
     }
 
     /// A change in what the core decides shows here first. When it is meant, regenerate the file:
-    /// `cargo run -p decision-trace > core/decision-trace/expected.trace`, and read its diff.
+    /// `cargo run -p decision-trace > decision-trace/expected.trace`, and read its diff.
     #[test]
     fn the_trace_is_the_committed_one() {
         let expected = include_str!("../expected.trace");

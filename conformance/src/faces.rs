@@ -37,7 +37,7 @@ pub struct Face {
 }
 
 /// Every Rust face, the reference (`Reliable::call`) first.
-pub const ALL: [Face; 4] = [
+pub const ALL: [Face; 5] = [
     Face {
         name: "reliable-call",
         run: reliable_call,
@@ -68,6 +68,11 @@ pub const ALL: [Face; 4] = [
         name: "simulator",
         run: crate::simulator::run,
         skips: crate::simulator::skips,
+    },
+    Face {
+        name: "engine",
+        run: crate::engine::run,
+        skips: |_| None,
     },
 ];
 

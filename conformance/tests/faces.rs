@@ -66,3 +66,8 @@ fn tower_reliable_layer() {
 fn simulator() {
     check(ALL[3]);
 }
+
+#[test]
+fn engine() {
+    check(ALL[4]);
+}

@@ -120,6 +120,7 @@ pub mod answer;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod engine;
 pub mod error;
 pub mod hedge;
 pub mod ledger;

@@ -272,14 +272,18 @@ pub fn run(s: &Sequence) -> Result<String, String> {
             }
             // The next thing to happen: an answer, a copy's timer, the engine's timer.
             let answer_at = flying.iter().filter_map(|f| f.arrives).min();
+            // Work that cannot be interrupted is waited for: no timer runs while it is out.
+            let blocked = s.policy.uninterruptible && !flying.is_empty();
             let timer_at = flying
                 .iter()
+                .filter(|_| !blocked)
                 .filter(|f| f.arrives.is_none_or(|a| f.deadline.is_some_and(|d| d <= a)))
                 .filter_map(|f| f.deadline)
                 .min();
             // A millisecond timer, as tokio's: a wake-up between two ticks fires at the next.
             let wake_at = call
                 .poll_timeout()
+                .filter(|_| !blocked)
                 .map(|t| t.as_nanos().div_ceil(1_000_000));
             let Some(next) = [answer_at, timer_at, wake_at].into_iter().flatten().min() else {
                 return Err(format!("{}: call {i}: a timeout with no timer", s.name));

@@ -872,7 +872,12 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             }
         }
         match decision {
-            RetryDecision::RetryAt(at) => self.wait(at, class, now),
+            RetryDecision::RetryAt(at) => match self.shared.breaker_refuses(now) {
+                Some(open) if plan.scope == BreakerScope::PerAttempt => {
+                    self.opened(at, class, open, now)
+                }
+                _ => self.wait(at, class, now),
+            },
             RetryDecision::GiveUp(reason) => {
                 if let Some(p) = self.call_permit.take() {
                     self.shared.breaker_record(p, Outcome::from(class), now);
@@ -881,6 +886,23 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 self.done(Ended::GaveUp(reason));
             }
         }
+    }
+
+    /// The retry policy would retry at `at`, but the attempt's failure left the breaker refusing
+    /// for `open` (it opened): the call ends now, refused by the breaker, with this answer as the
+    /// last; unless the policy waits on refusals and the breaker's open time fits the deadline,
+    /// then it waits the longer of the backoff and the open time.
+    fn opened(&mut self, at: Instant, class: ErrorClass, open: Duration, now: Instant) {
+        let refusal = Refusal::Breaker(RejectReason::Open { retry_after: open });
+        if self.plan.retry.config().wait_on_refusal {
+            let at = at.max(now.saturating_add(open));
+            if self.retry.deadline().is_none_or(|d| at < d) {
+                self.note(Note::Refused(refusal));
+                return self.wait(at, class, now);
+            }
+        }
+        self.finish(now);
+        self.refuse(refusal);
     }
 
     /// A copy the face lost without an answer.

@@ -213,3 +213,38 @@ fn cancelling_hands_the_breaker_permit_back() {
     // Ignored, not a failure: the breaker is still closed.
     assert_eq!(parts.breaker_refuses(t(6)), None);
 }
+
+#[test]
+fn an_answer_that_opens_the_breaker_ends_the_call_at_once() {
+    let mut c = BreakerConfig::new();
+    c.consecutive_failures = Some(1);
+    let policy = BreakerPolicy::new(c).unwrap();
+    let parts = Parts {
+        breaker: Some(RefCell::new(CircuitBreaker::with_storage(policy).unwrap())),
+        ..Parts::default()
+    };
+    let plan = Plan::new(retry(5, None));
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    let _ = actions(&mut call);
+    let e503 = Answer::status(
+        503,
+        Signals {
+            retry_after: Some(Duration::from_secs(1)),
+            ..Signals::NONE
+        },
+    );
+    call.handle(t(10), Input::Answer { n: 1, answer: e503 });
+    let got = actions(&mut call);
+    let [Action::Done(end)] = got[..] else {
+        panic!("{got:?}")
+    };
+    assert!(matches!(
+        end.result,
+        Ended::Refused(Refusal::Breaker(RejectReason::Open { .. }))
+    ));
+    // The 503 that opened it is the last answer, at 10 ms: no sleep of its Retry-After first.
+    assert!(matches!(
+        end.last,
+        Some((1, Some(ErrorClass::Throttled { .. })))
+    ));
+}

@@ -71,6 +71,10 @@ use crate::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryState};
 use crate::throttle::{AdaptiveThrottle, Shed};
 use crate::time::{Duration, Instant};
 
+#[cfg(feature = "policy")]
+mod stack;
+#[cfg(feature = "policy")]
+pub use stack::{Stack, StackError};
 #[cfg(test)]
 mod tests;
 

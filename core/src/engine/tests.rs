@@ -248,3 +248,80 @@ fn an_answer_that_opens_the_breaker_ends_the_call_at_once() {
         Some((1, Some(ErrorClass::Throttled { .. })))
     ));
 }
+
+#[cfg(feature = "policy")]
+mod stack {
+    use super::super::{BreakerScope, Stack};
+    use crate::hedge::Idempotency;
+    use crate::policy::{Layer, Scope};
+
+    const RETRY: &str = "policy: (max_attempts: 2, backoff: (shape: Exponential(base: \"100ms\", \
+                         factor: 2.0), cap: \"1s\"))";
+
+    fn read(text: &str) -> Result<Stack, String> {
+        let text = format!("#![enable(implicit_some)]\n{text}");
+        let layer: Layer<()> = ron::from_str(&text).map_err(|e| e.to_string())?;
+        Stack::from_layer(&layer).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_whole_order_per_attempt() {
+        let s = read(&format!(
+            "Ledger(config: (ratio: 0.5, min_per_sec: 0, ttl: \"10s\"), scope: Shared, inner: \
+             Retry({RETRY}, inner: Throttle(inner: Breaker(config: (consecutive_failures: 3), \
+             inner: Limit(config: (rule: Fixed, initial: 4, min: 1, max: 4), inner: \
+             RateLimit(config: (rate: 10, period: \"1s\", burst: 2), inner: Hedge(config: \
+             (delay: Fixed(\"50ms\"), max_hedges: 1), idempotent: true, inner: \
+             Call(downstream: \"api\", timeout: \"200ms\"))))))))"
+        ))
+        .unwrap();
+        assert_eq!(s.downstream, "api");
+        assert_eq!(s.plan.scope, BreakerScope::PerAttempt);
+        assert_eq!(s.plan.idempotency, Idempotency::Idempotent);
+        assert_eq!(s.plan.copy_timeout, Some(crate::Duration::from_millis(200)));
+        assert_eq!(s.plan.retry().config().max_attempts, Some(2));
+        assert_eq!(s.ledger.map(|l| l.1), Some(Scope::Shared));
+        assert!(s.throttle.is_some() && s.breaker.is_some() && s.limit.is_some());
+        assert!(s.rate.is_some() && s.hedge.is_some() && s.budget.is_none());
+    }
+
+    #[test]
+    fn a_throttle_and_breaker_outside_the_retry_judge_the_call() {
+        let s = read(&format!(
+            "Throttle(inner: Breaker(config: (consecutive_failures: 3), inner: Retry({RETRY}, \
+             inner: Call(downstream: \"api\"))))"
+        ))
+        .unwrap();
+        assert_eq!(s.plan.scope, BreakerScope::PerCall);
+        assert!(s.throttle.is_some());
+    }
+
+    #[test]
+    fn other_shapes_are_refused_where_they_go_wrong() {
+        let cases = [
+            (
+                format!(
+                    "Throttle(inner: Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 1), inner: \
+                     Call(downstream: \"a\"))))"
+                ),
+                "stack: a Throttle outside the Retry goes with a Breaker outside it",
+            ),
+            (
+                format!("Retry({RETRY}, inner: Hedge(config: (delay: Fixed(\"50ms\"), max_hedges: 1), inner: Limit(config: (rule: Fixed, initial: 1, min: 1, max: 1), inner: Call(downstream: \"a\"))))"),
+                "stack.inner.inner: a Limit here is out of the engine's order",
+            ),
+            (
+                "Retry(policy: (max_attempts: 0, backoff: (shape: Constant(delay: \"1s\"))), inner: Call(downstream: \"a\"))".into(),
+                "stack: max_attempts: must not be zero",
+            ),
+            (
+                "Fallback([Call(downstream: \"a\"), Call(downstream: \"b\")])".into(),
+                "stack: the engine does not run a Fallback yet",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = read(&text).unwrap_err();
+            assert!(e.starts_with(want), "{text}\n{e}");
+        }
+    }
+}

@@ -2,7 +2,9 @@
 //! time, with the scripted answers. It owns only what every face owns: sending (taking the next
 //! scripted answer), a timer per copy at the deadline the engine gives it, the engine's own
 //! wake-up time, and turning a status and its headers into the core's `Answer` (with
-//! `reliable::http`'s header parser, as the other Rust faces read headers).
+//! `reliable::http`'s header parser, as the other Rust faces read headers). The sequence's policy
+//! block is written as a policy format stack and read into the engine's plan by
+//! `reliable_core::engine::Stack`, as a policy file would be.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -15,11 +17,11 @@ use reliable_core::breaker::{
     BreakerPolicy, CircuitBreaker, CountWindow, Observer, Outcome, Permit, Rejection, Transition,
 };
 use reliable_core::budget::{AnyBudget, Budget, Unlimited};
-use reliable_core::engine::{Action, Call, Ended, Note, Plan, Refusal, SampleFor, Shared};
-use reliable_core::hedge::{HedgePolicy, Hedger, Idempotency};
+use reliable_core::engine::{Action, Call, Ended, Note, Refusal, SampleFor, Shared, Stack};
+use reliable_core::hedge::{HedgePolicy, Hedger};
 use reliable_core::ledger::ExtraLedger;
 use reliable_core::limit::{Limiter, LimiterPolicy, RateLimiter, RatePolicy};
-use reliable_core::retry::RetryPolicy;
+use reliable_core::policy::{Layer, Scope};
 use reliable_core::throttle::{AdaptiveThrottle, ThrottlePolicy};
 
 use crate::{Draws, Scripted, Sequence, Trace};
@@ -127,10 +129,74 @@ fn built<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
     r.map_err(|e| e.to_string())
 }
 
-fn parts(s: &Sequence, trace: &Trace, draws: Draws) -> Result<Parts, String> {
+/// The sequence's policy in the policy format, the layers in the order the README gives
+/// (`Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`, without those the block
+/// leaves out), each layer's state one per client.
+fn stack(s: &Sequence) -> Layer<()> {
     let p = &s.policy;
-    let breaker = match p.breaker() {
-        Some(c) => {
+    let scope = Scope::PerClient;
+    let mut layer = Layer::Call {
+        downstream: "conformance".into(),
+        timeout: p.copy_timeout(),
+        timeout_dist: None,
+    };
+    let wrap = |l: Layer<()>| Box::new(l);
+    if let Some(config) = p.hedge() {
+        layer = Layer::Hedge {
+            config,
+            idempotent: p.idempotent,
+            scope,
+            inner: wrap(layer),
+        };
+    }
+    if let Some(config) = p.rate_limit() {
+        layer = Layer::RateLimit {
+            config,
+            scope,
+            inner: wrap(layer),
+        };
+    }
+    if let Some(config) = p.limit() {
+        layer = Layer::Limit {
+            config,
+            scope,
+            inner: wrap(layer),
+        };
+    }
+    if let Some(config) = p.breaker() {
+        layer = Layer::Breaker {
+            config,
+            scope,
+            inner: wrap(layer),
+        };
+    }
+    if let Some((config, _)) = p.throttle() {
+        layer = Layer::Throttle {
+            config,
+            scope,
+            inner: wrap(layer),
+        };
+    }
+    layer = Layer::Retry {
+        policy: p.retry(),
+        budget: p.budget(),
+        budget_scope: scope,
+        inner: wrap(layer),
+    };
+    if let Some(config) = p.ledger() {
+        layer = Layer::Ledger {
+            config,
+            scope,
+            inner: wrap(layer),
+        };
+    }
+    layer
+}
+
+/// The shared state a stack draws from, built from its configs.
+fn parts(stack: &Stack, trace: &Trace, draws: Draws) -> Result<Parts, String> {
+    let breaker = match stack.breaker {
+        Some((c, _)) => {
             let b: CircuitBreaker<BreakerPolicy, CountWindow<64>, 1, ()> =
                 built(CircuitBreaker::with_storage(built(BreakerPolicy::new(c))?))?;
             Some(cell(b.with_seed(1).observe(Lines(trace.clone()))))
@@ -139,29 +205,29 @@ fn parts(s: &Sequence, trace: &Trace, draws: Draws) -> Result<Parts, String> {
     };
     Ok(Parts {
         breaker,
-        budget: p
-            .budget()
-            .map(|c| built(AnyBudget::from_config(c)).map(cell))
+        budget: stack
+            .budget
+            .map(|(c, _)| built(AnyBudget::from_config(c)).map(cell))
             .transpose()?,
-        ledger: p
-            .ledger()
-            .map(|c| built(ExtraLedger::from_config(c)).map(cell))
+        ledger: stack
+            .ledger
+            .map(|(c, _)| built(ExtraLedger::from_config(c)).map(cell))
             .transpose()?,
-        throttle: p
-            .throttle()
+        throttle: stack
+            .throttle
             .map(|(c, _)| built(ThrottlePolicy::new(c).and_then(AdaptiveThrottle::new)).map(cell))
             .transpose()?,
-        hedger: p
-            .hedge()
-            .map(|c| built(HedgePolicy::new(c)).map(|h| cell(Hedger::new(h))))
+        hedger: stack
+            .hedge
+            .map(|(c, _)| built(HedgePolicy::new(c)).map(|h| cell(Hedger::new(h))))
             .transpose()?,
-        limiter: p
-            .limit()
-            .map(|c| built(LimiterPolicy::new(c)).map(|l| cell(Limiter::new(l))))
+        limiter: stack
+            .limit
+            .map(|(c, _)| built(LimiterPolicy::new(c)).map(|l| cell(Limiter::new(l))))
             .transpose()?,
-        rate: p
-            .rate_limit()
-            .map(|c| built(RatePolicy::new(c)).map(|r| cell(RateLimiter::new(r))))
+        rate: stack
+            .rate
+            .map(|(c, _)| built(RatePolicy::new(c)).map(|r| cell(RateLimiter::new(r))))
             .transpose()?,
         draws,
         trace: trace.clone(),
@@ -204,15 +270,10 @@ pub fn run(s: &Sequence) -> Result<String, String> {
     let c = clock.clone();
     let trace = Trace::new(Arc::new(move || c.load(Ordering::SeqCst)));
     let draws = s.policy.throttle().map(|(_, d)| d).unwrap_or_default();
-    let parts = parts(s, &trace, draws.clone())?;
-    let p = &s.policy;
-    let plan = Plan::new(built(RetryPolicy::new(p.retry()))?)
-        .idempotency(if p.idempotent {
-            Idempotency::Idempotent
-        } else {
-            Idempotency::NotIdempotent
-        })
-        .copy_timeout(p.copy_timeout());
+    // The policy as a policy file would write it, read as the engine reads one.
+    let stack = built(Stack::from_layer(&stack(s)))?;
+    let parts = parts(&stack, &trace, draws.clone())?;
+    let plan = stack.plan;
     let mut now = 0u64;
     for (i, script) in s.calls.iter().enumerate() {
         now = now.max(script.start_ms);

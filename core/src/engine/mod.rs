@@ -429,6 +429,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     /// Starts a call at `now`: its first attempt is admitted (or refused) at once; poll for what
     /// to do.
     pub fn start(plan: &'a Plan, shared: &'a S, now: Instant) -> Self {
+        const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
         let mut call = Call {
             plan,
             shared,
@@ -516,7 +517,8 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     }
 
     fn push(&mut self, action: Action) {
-        // Never full: an input queues at most a cancel per copy (`C` ≤ 12), a send and the end.
+        // Never full: an input queues at most a cancel per copy (`C` ≤ 12, checked in `start`),
+        // a send and the end.
         let _ = self.out.push_back(action);
     }
 

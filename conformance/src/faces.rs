@@ -36,12 +36,23 @@ pub struct Face {
     pub skips: fn(&Sequence) -> Option<String>,
 }
 
-/// Every Rust face, the reference (`Reliable::call`) first.
-pub const ALL: [Face; 4] = [
+/// An async attempt is a future, dropped (interrupted) at its timer: such a face cannot run a
+/// sequence whose attempts cannot be interrupted.
+fn interrupted(s: &Sequence) -> Option<String> {
+    s.policy.uninterruptible.then(|| {
+        "uninterruptible: an async attempt is a future, dropped (interrupted) at its timer".into()
+    })
+}
+
+/// The face that writes the expected traces: the core's call engine, driven directly.
+pub const REFERENCE: Face = ALL[4];
+
+/// Every Rust face; the engine (the reference) last.
+pub const ALL: [Face; 5] = [
     Face {
         name: "reliable-call",
         run: reliable_call,
-        skips: |_| None,
+        skips: interrupted,
     },
     Face {
         name: "reliable-call-blocking",
@@ -56,6 +67,7 @@ pub const ALL: [Face; 4] = [
         name: "tower-reliable-layer",
         run: tower_reliable_layer,
         skips: |s| match (&s.policy.limit, &s.policy.ledger, &s.policy.breaker) {
+            _ if s.policy.uninterruptible => interrupted(s),
             (Some(_), _, _) if s.policy.hedge.is_some() => Some(
                 "limit: a limit layer below the hedge layer fails a hedge as a refused copy, \
                  above it never sees hedges"
@@ -68,6 +80,11 @@ pub const ALL: [Face; 4] = [
         name: "simulator",
         run: crate::simulator::run,
         skips: crate::simulator::skips,
+    },
+    Face {
+        name: "engine",
+        run: crate::engine::run,
+        skips: |_| None,
     },
 ];
 
@@ -274,6 +291,8 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
             let left = token.remaining();
             let hang = *a == Scripted::Hang;
             match left {
+                // Work that cannot be interrupted answers when it answers.
+                Some(_) if s.policy.uninterruptible && !hang => clock.advance(latency),
                 Some(left) if hang || latency >= left => {
                     clock.advance(left);
                     let class = Some(ErrorClass::Timeout);

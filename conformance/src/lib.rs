@@ -4,6 +4,7 @@
 //! and writes trace lines, for the Rust faces' runners ([`faces`]).
 #![forbid(unsafe_code)]
 
+pub mod engine;
 pub mod faces;
 pub mod simulator;
 mod trace;
@@ -71,6 +72,10 @@ pub struct PolicyBlock {
     /// Optional (format 1 without it: none).
     #[serde(default)]
     pub throttle: Option<ThrottleBlock>,
+    /// Optional (default `false`): an attempt cannot be interrupted (a blocking call): its
+    /// answer is taken when it comes, even after its timer.
+    #[serde(default)]
+    pub uninterruptible: bool,
 }
 
 /// An adaptive throttle (Google SRE) that admits every attempt before the breaker, with the
@@ -488,6 +493,7 @@ impl PolicyBlock {
             (self.ledger.is_some(), "ledger"),
             (self.limit.is_some(), "limit"),
             (self.rate_limit.is_some(), "rate_limit"),
+            (self.uninterruptible, "uninterruptible"),
         ]
         .into_iter()
         .find_map(|(set, name)| set.then_some(name))

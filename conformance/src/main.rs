@@ -1,5 +1,5 @@
 //! `cargo run -p conformance -- bless`: writes every sequence's expected trace from the reference
-//! face (`Reliable::call`). `cargo run -p conformance -- run FACE`: prints each trace of FACE.
+//! face (the core's call engine, driven directly). `cargo run -p conformance -- run FACE`: prints each trace of FACE.
 //! `cargo run -p conformance -- scenario NAME`: prints the simulator scenario sequence NAME
 //! becomes (what the simulator face runs). `cargo run -p conformance -- table`: prints the
 //! README's table of sequences and the Rust faces that run them.
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (bless, face) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["bless"] => (true, conformance::faces::ALL[0]),
+        ["bless"] => (true, conformance::faces::REFERENCE),
         ["table"] => {
             return match conformance::sequences() {
                 Ok(s) => {

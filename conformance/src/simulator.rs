@@ -208,6 +208,10 @@ pub fn skips(s: &Sequence) -> Option<String> {
             "hedge with breaker: a Hedge sends copies of a Call, so its hedges do not pass the \
              breaker",
         ),
+        (
+            p.uninterruptible,
+            "uninterruptible: a simulated Call always ends at its timer",
+        ),
     ]
     .into_iter()
     .find_map(|(set, why)| set.then(|| why.to_string()))

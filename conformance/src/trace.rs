@@ -56,7 +56,8 @@ impl Trace {
         }
     }
 
-    fn push(&self, event: &str, rest: &str) {
+    /// Writes one line: event `event`, then `rest` (its other keys, each after a comma).
+    pub fn push(&self, event: &str, rest: &str) {
         let line = format!(
             "{{\"t\":{},\"call\":{},\"ev\":\"{event}\"{rest}}}",
             (self.now)(),

@@ -58,6 +58,11 @@
 //!   reserve-then-settle, throttling on the provider's remaining quota, open on a money limit.
 //! - [`provider`]: what an LLM provider's answer means (server delay, transient, overload, money
 //!   limit, don't retry) and its remaining-quota reports, as typed decisions.
+//! - [`engine`]: one sans-IO machine for a whole call (the retry and its budget, the throttle,
+//!   the breaker, the limits, hedging, timeouts and the deadline, in the stack's order): a plan
+//!   and the shared state in, events (the time, an answer, a copy dropped, a cancel) fed to it,
+//!   actions (send copy `k` with its deadline, cancel copy `k`, done) polled out. Every face
+//!   drives it; with `policy`, a policy format stack reads into its plan.
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
 //!   naming the field; after that nothing can fail.
 //! - [`sample`]: how raw random samples become delays and decisions, without floats.
@@ -125,6 +130,7 @@ pub mod answer;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod engine;
 pub mod error;
 pub mod hedge;
 pub mod ledger;

@@ -218,6 +218,88 @@ fn extra_attempts_and_limits() -> Result<(), i32> {
     check(admitted == 2, 71)
 }
 
+/// One whole call through the engine: a breaker, a hedger and a limiter in cells, a 500, a
+/// hedge that wins the retry, and the call done.
+fn engine_call() -> Result<(), i32> {
+    use core::cell::RefCell;
+    use reliable_core::answer::{Answer, Signals};
+    use reliable_core::breaker::{Permit, Rejection};
+    use reliable_core::engine::{Action, Call, Ended, Input, Plan, Shared};
+
+    struct Parts {
+        breaker: RefCell<CircuitBreaker<BreakerPolicy, NoWindow>>,
+        hedger: RefCell<Hedger>,
+        limiter: RefCell<Limiter>,
+    }
+    impl Shared for Parts {
+        fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
+            Some(self.breaker.borrow_mut().try_acquire(now))
+        }
+        fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+            self.breaker.borrow_mut().record(permit, outcome, now);
+        }
+        fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
+            Some(f(&mut self.hedger.borrow_mut()))
+        }
+        fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+            Some(f(&mut self.limiter.borrow_mut()))
+        }
+    }
+    let parts = Parts {
+        breaker: RefCell::new(
+            CircuitBreaker::with_storage(
+                BreakerPolicy::new(BreakerConfig::layered_exercise()).map_err(|_| 80)?,
+            )
+            .map_err(|_| 81)?,
+        ),
+        hedger: RefCell::new(Hedger::new(
+            HedgePolicy::new(HedgeConfig {
+                delay: reliable_core::hedge::HedgeDelay::Fixed(Duration::from_millis(50)),
+                max_hedges: 1,
+            })
+            .map_err(|_| 82)?,
+        )),
+        limiter: RefCell::new(Limiter::new(
+            LimiterPolicy::new(LimiterConfig::aimd()).map_err(|_| 83)?,
+        )),
+    };
+    let retry = RetryPolicy::new(RetryConfig {
+        max_attempts: Some(3),
+        attempt_timeout: Some(Duration::from_secs(1)),
+        ..RetryConfig::new(BackoffConfig::constant(Duration::from_millis(100)))
+    })
+    .map_err(|_| 84)?;
+    let plan = Plan::new(retry).idempotency(Idempotency::Idempotent);
+    let t = Instant::from_millis;
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    check(matches!(call.poll(), Some(Action::Send { n: 1, .. })), 85)?;
+    let e500 = Answer::status(500, Signals::NONE);
+    call.handle(t(10), Input::Answer { n: 1, answer: e500 });
+    check(call.poll_timeout() == Some(t(110)), 86)?;
+    call.handle(t(110), Input::Tick);
+    check(matches!(call.poll(), Some(Action::Send { n: 2, .. })), 87)?;
+    call.handle(t(160), Input::Tick);
+    check(
+        matches!(
+            call.poll(),
+            Some(Action::Send {
+                n: 3,
+                hedge: true,
+                ..
+            })
+        ),
+        88,
+    )?;
+    let ok = Answer::status(200, Signals::NONE);
+    call.handle(t(170), Input::Answer { n: 3, answer: ok });
+    check(matches!(call.poll(), Some(Action::Cancel { n: 2, .. })), 89)?;
+    let done = call.poll();
+    check(
+        matches!(done, Some(Action::Done(e)) if e.result == Ended::Ok { n: 3 } && e.attempts == 3),
+        90,
+    )
+}
+
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
     let all = breaker_timeline()
@@ -225,7 +307,8 @@ extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
         .and_then(|()| retry_with_budget_and_backoff())
         .and_then(|()| throttle())
         .and_then(|()| shared_breaker())
-        .and_then(|()| extra_attempts_and_limits());
+        .and_then(|()| extra_attempts_and_limits())
+        .and_then(|()| engine_call());
     match all {
         Ok(()) => 0,
         Err(code) => code,

@@ -1,0 +1,1036 @@
+//! One engine for a whole call: the ledger, the retry policy and its budget, the adaptive
+//! throttle, the breaker, the concurrency and rate limits, hedging, the attempt and copy timeouts
+//! and the deadline, interleaved for one logical request as every face must interleave them.
+//!
+//! A face (an async client, a blocking client, a tower layer, a simulator, a binding in another
+//! language) owns only its I/O: it sends copies, keeps timers, cancels, and turns what comes back
+//! into the core's [`Answer`]. Every decision is taken here, in the order the conformance suite
+//! holds every face to.
+//!
+//! # Shape
+//!
+//! Like a sans-IO protocol machine (quinn-proto's `Connection`, smoltcp's sockets): no clock, no
+//! timer, no I/O, no allocation. Inputs come in with the time; actions go out through polling.
+//!
+//! - In: a validated [`Plan`] (what the policy says about the call as a whole) and a reference to
+//!   the [`Shared`] state it draws from (breaker, budget or ledger, throttle, hedger, limiter,
+//!   rate limiter: shared across calls, and across threads when the face stores them so).
+//! - [`Call::start`] at `now`; then [`Call::handle`] with an [`Input`]: the answer of copy `k`,
+//!   copy `k` dropped, the caller cancelling, or just the time passing ([`Input::Tick`]).
+//! - Out: [`Call::poll`] gives the next [`Action`] (send copy `k` with its deadline, cancel copy
+//!   `k`, done with the result), [`Call::poll_timeout`] the instant to wake the call at.
+//! - Decisions taken on the way (a retry and its wait, a local refusal, a hedge sent or refused,
+//!   a loser cancelled, a limit moved, a give-up) go to [`Shared::note`] as they are taken, in
+//!   order with the breaker's own transitions (which its observer reports).
+//!
+//! Copies are numbered across the call from 1, in the order they are sent (a hedge is a copy of
+//! the current attempt, a retry the first copy of the next): the number is the copy's name in
+//! every input and output. They are stored inline, up to `C` per attempt (the const parameter,
+//! 4 by default: a first copy and three hedges); a hedge that would not fit is not sent.
+//!
+//! # The spec
+//!
+//! A call is in one of four phases. [`Call::handle`] is one `match` over (phase, input):
+//!
+//! | phase | input | what happens |
+//! |---|---|---|
+//! | any | [`Input::Cancel`] | every copy in flight is cancelled, holdings back as ignored, the budget's grant back: done, cancelled |
+//! | done | anything | nothing |
+//! | racing | the answer of a live copy: a success | the other copies are cancelled (they lost); the success is recorded everywhere: done, ok |
+//! | racing | the answer of a live copy: a failure, other copies live | that copy is settled as failed; the race goes on |
+//! | racing | a timeout of a live copy at or after the attempt's deadline, other copies live | the attempt as a whole timed out: the other copies are cancelled as timed out, the attempt fails as a timeout |
+//! | racing | the answer of the last live copy: a failure | the attempt failed: the breaker, limit, ledger, hedger and throttle record it; the retry policy retries (waiting) or gives up (done) |
+//! | racing | copy `k` dropped by the face | settled as ignored; if it was the last copy, the call is cancelled |
+//! | racing | the time: a copy's deadline passed | that copy times out (cancelled as timed out), as its timeout answer would |
+//! | racing | the time: a hedge is due | the hedge is asked of the hedger, the breaker, the limits and the ledger, in that order: sent, or refused (no other hedge of this attempt) |
+//! | waiting | the time: the wait is over | the next attempt is admitted |
+//! | anything else | | nothing |
+//!
+//! Admitting an attempt asks, in the stack's order (ledger ⊃ retry ⊃ throttle ⊃ breaker ⊃ limit
+//! ⊃ rate limit ⊃ hedge ⊃ call): the throttle (every attempt is a request it counts), the
+//! breaker (a half-open probe also draws from the ledger), the concurrency limit, then the rate
+//! limit. A refusal sends nothing: the policy waits it out if it waits on refusals and the wait
+//! fits (the retry policy decides), else the call ends refused.
+//!
+//! An answer is taken as it comes: a success after the copy's deadline (a face that cannot
+//! interrupt its work, such as a blocking call) is a success, never discarded and retried. An
+//! attempt whose failure opens the breaker ends the call at once, refused by the breaker, with
+//! that answer as the last: it waits only if the policy waits on refusals and the breaker's
+//! remaining open time fits the deadline.
+
+use heapless::{Deque, Vec};
+
+use crate::answer::Answer;
+use crate::breaker::{Outcome, Permit, RejectReason, Rejection};
+use crate::budget::{Budget, Denied};
+use crate::hedge::{HedgedCall, Hedger, Idempotency, NoHedge};
+use crate::ledger::{Draw, Extra, ExtraLedger};
+use crate::limit::{Completion, LimitPermit, LimitReached, Limiter, RateLimited, RateLimiter};
+use crate::outcome::{AttemptOutcome, ErrorClass};
+use crate::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryState};
+use crate::throttle::{AdaptiveThrottle, Shed};
+use crate::time::{Duration, Instant};
+
+#[cfg(feature = "policy")]
+mod stack;
+#[cfg(feature = "policy")]
+pub use stack::{Stack, StackError};
+#[cfg(test)]
+mod tests;
+
+/// Where the breaker sits in the stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BreakerScope {
+    /// `Retry(Throttle(Breaker(..)))`: every attempt (and hedge) asks the breaker and reports to
+    /// it (the default).
+    PerAttempt,
+    /// `Throttle(Breaker(Retry(..)))`: the call asks once and reports its end.
+    PerCall,
+}
+
+/// What a policy says about a call as a whole, validated: the retry policy (attempts, timeouts,
+/// deadline, backoff, waiting on refusals), where the breaker sits, whether the call may be sent
+/// twice (only then is it hedged) and each copy's own timeout. The stateful layers are the
+/// [`Shared`] state's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plan {
+    retry: RetryPolicy,
+    scope: BreakerScope,
+    idempotency: Idempotency,
+    copy_timeout: Option<Duration>,
+}
+
+impl Plan {
+    /// A plan with `retry`, the breaker per attempt, calls not idempotent, no copy timeout.
+    pub const fn new(retry: RetryPolicy) -> Self {
+        Plan {
+            retry,
+            scope: BreakerScope::PerAttempt,
+            idempotency: Idempotency::NotIdempotent,
+            copy_timeout: None,
+        }
+    }
+
+    /// Where the breaker sits.
+    pub const fn scope(mut self, scope: BreakerScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Whether the calls may be sent twice.
+    pub const fn idempotency(mut self, idempotency: Idempotency) -> Self {
+        self.idempotency = idempotency;
+        self
+    }
+
+    /// Each copy's own timeout, from its own send (the policy format's `Call` timeout under a
+    /// `Hedge`); the attempt's timeout and the deadline still bound it.
+    pub const fn copy_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.copy_timeout = timeout;
+        self
+    }
+
+    /// The retry policy.
+    pub const fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+}
+
+/// Which decision a random sample is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SampleFor {
+    /// The backoff's jitter.
+    Backoff,
+    /// The adaptive throttle's decision.
+    Throttle,
+}
+
+/// The state a call draws from, shared with other calls: each stateful layer of the stack, or
+/// none (the default methods: no such layer). A face stores them as it needs (behind locks for
+/// threads, in cells on one core) and hands each to the closure, which never calls back.
+pub trait Shared {
+    /// Asks the breaker at `now`; `None`: no breaker.
+    fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
+        let _ = now;
+        None
+    }
+    /// Reports a permitted call's end to the breaker.
+    fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+        let _ = (permit, outcome, now);
+    }
+    /// While the breaker refuses calls at `now` (it is open): how long until it admits a probe
+    /// (`Duration::MAX`: not until it is reset). `None`: it admits calls, or there is none.
+    fn breaker_refuses(&self, now: Instant) -> Option<Duration> {
+        let _ = now;
+        None
+    }
+    /// The retry budget: the ledger's retry side when there is a ledger, else the budget, else
+    /// [`Unlimited`](crate::budget::Unlimited).
+    fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+        f(&mut crate::budget::Unlimited)
+    }
+    /// The adaptive throttle.
+    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+        let _ = f;
+        None
+    }
+    /// The ledger of extra attempts (probes and hedges draw here; retries through
+    /// [`budget`](Self::budget)).
+    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
+        let _ = f;
+        None
+    }
+    /// The hedger.
+    fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
+        let _ = f;
+        None
+    }
+    /// The concurrency limit.
+    fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+        let _ = f;
+        None
+    }
+    /// The rate limit.
+    fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
+        let _ = f;
+        None
+    }
+    /// A uniform random `u64` for `what`.
+    fn sample(&self, what: SampleFor) -> u64 {
+        let _ = what;
+        0
+    }
+    /// A decision was taken (see [`Note`]): for traces, metrics and logs.
+    fn note(&self, note: Note) {
+        let _ = note;
+    }
+}
+
+/// Who refused an attempt or a hedge locally, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The breaker (open, forced open, half-open probes full, slow start).
+    Breaker(RejectReason),
+    /// The adaptive throttle.
+    Throttle(Shed),
+    /// The ledger (a half-open probe or a hedge it could not pay for).
+    Ledger(Denied),
+    /// The concurrency limit.
+    Limit(LimitReached),
+    /// The rate limit.
+    Rate(RateLimited),
+}
+
+impl Refusal {
+    /// When the refuser would admit a call, if it says.
+    pub fn retry_after(self) -> Option<Duration> {
+        match self {
+            Refusal::Breaker(RejectReason::Open { retry_after }) => Some(retry_after),
+            Refusal::Rate(r) => Some(r.retry_after),
+            _ => None,
+        }
+    }
+}
+
+/// A decision taken on the way, reported to [`Shared::note`] as it is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// Copy `n` goes out as a hedge (its [`Action::Send`] follows).
+    Hedge {
+        /// The copy.
+        n: u32,
+    },
+    /// A hedge was due and refused; no other hedge of this attempt follows.
+    NoHedge(Refusal),
+    /// Copy `n` lost the race (another copy succeeded) and is cancelled.
+    Lost {
+        /// The copy.
+        n: u32,
+    },
+    /// An attempt was refused locally.
+    Refused(Refusal),
+    /// The policy retries after `after` (a refusal waited out, or a failed attempt of `class`).
+    Retry {
+        /// The wait.
+        after: Duration,
+        /// What failed (a refusal's class for a refusal waited out).
+        class: ErrorClass,
+        /// Attempts sent so far.
+        attempts: u32,
+    },
+    /// The concurrency limit's whole part moved.
+    Limit {
+        /// Before.
+        from: u32,
+        /// After.
+        to: u32,
+    },
+    /// The ledger answered an extra attempt of `kind`.
+    Ledger {
+        /// Retry, hedge or probe.
+        kind: Extra,
+        /// Granted or refused.
+        granted: bool,
+    },
+    /// Copy `n` ended (its answer was taken; a success is `None`).
+    Ended {
+        /// The copy.
+        n: u32,
+        /// Its class.
+        class: Option<ErrorClass>,
+    },
+    /// The retry policy gave up.
+    GaveUp(GiveUpReason),
+}
+
+/// What the face must do, from [`Call::poll`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send copy `n`; it times out at `deadline` (answer [`Answer::Timeout`] then, or let the
+    /// call's timer do it: [`Call::poll_timeout`] includes it).
+    Send {
+        /// The copy's number, from 1 across the call.
+        n: u32,
+        /// When it times out, if ever.
+        deadline: Option<Instant>,
+        /// Whether it is a hedge of the attempt in flight.
+        hedge: bool,
+    },
+    /// Stop copy `n` and drop whatever it would answer.
+    Cancel {
+        /// The copy.
+        n: u32,
+        /// Why.
+        why: Cancelled,
+    },
+    /// The call is over.
+    Done(End),
+}
+
+/// Why a copy is cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cancelled {
+    /// Another copy succeeded first.
+    Lost,
+    /// Its deadline passed (it is a timeout).
+    TimedOut,
+    /// The call is over (the caller cancelled).
+    CallOver,
+}
+
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct End {
+    /// The result.
+    pub result: Ended,
+    /// Copies sent.
+    pub attempts: u32,
+    /// The last answer taken: its copy and its class (`None`: a success).
+    pub last: Option<(u32, Option<ErrorClass>)>,
+}
+
+/// The result of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Copy `n` succeeded.
+    Ok {
+        /// The winning copy.
+        n: u32,
+    },
+    /// The retry policy gave up after the last answer.
+    GaveUp(GiveUpReason),
+    /// An attempt was refused locally (and not waited out).
+    Refused(Refusal),
+    /// The caller cancelled, or the face dropped the last copy.
+    Cancelled,
+}
+
+/// What happens to a call: the inputs of [`Call::handle`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Time passed (a timer the call asked for fired, or any other reason to look).
+    Tick,
+    /// Copy `n` answered; [`Answer::Timeout`] when the face's timer for it fired.
+    Answer {
+        /// The copy.
+        n: u32,
+        /// Its answer.
+        answer: Answer,
+    },
+    /// Copy `n` answered, already classified by the face's own rule (`None`: a success).
+    Classified {
+        /// The copy.
+        n: u32,
+        /// Its class.
+        class: Option<ErrorClass>,
+    },
+    /// The face lost copy `n` without an answer (its task dropped).
+    Dropped {
+        /// The copy.
+        n: u32,
+    },
+    /// The caller cancels the call.
+    Cancel,
+}
+
+/// The phases of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Copies in flight.
+    Racing,
+    /// Waiting to admit the next attempt.
+    Waiting { until: Instant },
+    /// Over.
+    Done,
+}
+
+/// One copy of the current attempt and what it holds until it ends.
+#[derive(Debug)]
+struct Sent {
+    n: u32,
+    breaker: Option<Permit>,
+    limit: Option<LimitPermit>,
+    draw: Option<Draw>,
+    sent: Instant,
+    deadline: Option<Instant>,
+    live: bool,
+}
+
+/// What an attempt about to be sent holds once admitted.
+#[derive(Debug, Default)]
+struct Holdings {
+    breaker: Option<Permit>,
+    limit: Option<LimitPermit>,
+    draw: Option<Draw>,
+}
+
+/// The actions one input may queue at most: a cancel per copy, a send and the end.
+const QUEUE: usize = 16;
+
+/// One call in progress. See the [module docs](self).
+#[derive(Debug)]
+pub struct Call<'a, S: ?Sized, const C: usize = 4> {
+    plan: &'a Plan,
+    shared: &'a S,
+    phase: Phase,
+    retry: RetryState,
+    copies: Vec<Sent, C>,
+    /// The current attempt's hedging schedule, while a hedge may still be sent.
+    hedged: Option<HedgedCall>,
+    /// The current attempt's deadline (its own timeout or the call's deadline).
+    attempt_deadline: Option<Instant>,
+    call_permit: Option<Permit>,
+    attempts: u32,
+    last: Option<(u32, Option<ErrorClass>)>,
+    out: Deque<Action, QUEUE>,
+}
+
+impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
+    /// Starts a call at `now`: its first attempt is admitted (or refused) at once; poll for what
+    /// to do.
+    pub fn start(plan: &'a Plan, shared: &'a S, now: Instant) -> Self {
+        const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
+        let mut call = Call {
+            plan,
+            shared,
+            phase: Phase::Done,
+            retry: plan.retry.start(now, &mut crate::budget::Unlimited),
+            copies: Vec::new(),
+            hedged: None,
+            attempt_deadline: None,
+            call_permit: None,
+            attempts: 0,
+            last: None,
+            out: Deque::new(),
+        };
+        if plan.scope == BreakerScope::PerCall
+            && let Some(Err(shed)) = call.throttle_acquire(now)
+        {
+            // Refused before it started: the budget never heard of it.
+            call.refuse(Refusal::Throttle(shed));
+            return call;
+        }
+        call.retry = shared.budget(|b| plan.retry.start(now, b));
+        if plan.scope == BreakerScope::PerCall {
+            match call.breaker(now) {
+                Ok(h) => {
+                    call.call_permit = h.breaker;
+                    if let Some(d) = h.draw {
+                        shared.ledger(|l| l.settle(d, now));
+                    }
+                }
+                Err(refusal) => {
+                    call.finish(now);
+                    call.refuse(refusal);
+                    return call;
+                }
+            }
+        }
+        call.admit(now);
+        call
+    }
+
+    /// Takes an input at `now`: one arm per row of the [spec](self).
+    pub fn handle(&mut self, now: Instant, input: Input) {
+        match (self.phase, input) {
+            (Phase::Done, _) => {}
+            (_, Input::Cancel) => self.cancel(now),
+            (Phase::Racing, Input::Answer { n, answer }) => self.answer(n, answer.class(), now),
+            (Phase::Racing, Input::Classified { n, class }) => self.answer(n, class, now),
+            (Phase::Racing, Input::Dropped { n }) => self.dropped(n, now),
+            (Phase::Racing, Input::Tick) => self.timers(now),
+            (Phase::Waiting { until }, Input::Tick) if now >= until => self.admit(now),
+            (Phase::Waiting { .. }, _) => {}
+        }
+    }
+
+    /// The next thing to do, if any.
+    pub fn poll(&mut self) -> Option<Action> {
+        self.out.pop_front()
+    }
+
+    /// When to wake the call (hand it [`Input::Tick`] then), if it waits for the time.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Done => None,
+            Phase::Waiting { until } => Some(until),
+            Phase::Racing => {
+                let copy = self
+                    .copies
+                    .iter()
+                    .filter(|c| c.live)
+                    .filter_map(|c| c.deadline)
+                    .min();
+                copy.into_iter().chain(self.hedge_due()).min()
+            }
+        }
+    }
+
+    /// Whether the call is over.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// Copies sent so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    fn push(&mut self, action: Action) {
+        // Never full: an input queues at most a cancel per copy (`C` ≤ 12, checked in `start`),
+        // a send and the end.
+        let _ = self.out.push_back(action);
+    }
+
+    fn note(&self, note: Note) {
+        self.shared.note(note);
+    }
+
+    fn throttle_acquire(&self, now: Instant) -> Option<Result<(), Shed>> {
+        let shared = self.shared;
+        shared.throttle(|t| t.try_acquire_with(now, shared.sample(SampleFor::Throttle)))
+    }
+
+    /// Asks the breaker; a half-open probe also draws from the ledger.
+    fn breaker(&mut self, now: Instant) -> Result<Holdings, Refusal> {
+        let shared = self.shared;
+        match shared.breaker_acquire(now) {
+            None => Ok(Holdings::default()),
+            Some(Err(r)) => Err(Refusal::Breaker(r.reason)),
+            Some(Ok(p)) if !p.is_probe() => Ok(Holdings {
+                breaker: Some(p),
+                ..Holdings::default()
+            }),
+            Some(Ok(p)) => match shared.ledger(|l| l.try_draw(Extra::Probe, now)) {
+                None => Ok(Holdings {
+                    breaker: Some(p),
+                    ..Holdings::default()
+                }),
+                Some(Ok(draw)) => {
+                    self.note(Note::Ledger {
+                        kind: Extra::Probe,
+                        granted: true,
+                    });
+                    Ok(Holdings {
+                        breaker: Some(p),
+                        draw: Some(draw),
+                        limit: None,
+                    })
+                }
+                Some(Err(denied)) => {
+                    self.note(Note::Ledger {
+                        kind: Extra::Probe,
+                        granted: false,
+                    });
+                    shared.breaker_record(p, Outcome::Ignored, now);
+                    Err(Refusal::Ledger(denied))
+                }
+            },
+        }
+    }
+
+    /// The concurrency limit, then the rate limit.
+    fn limits(&mut self, now: Instant) -> Result<Option<LimitPermit>, Refusal> {
+        let permit = match self.shared.limiter(|l| l.try_acquire(now)) {
+            None => None,
+            Some(Ok(p)) => Some(p),
+            Some(Err(r)) => return Err(Refusal::Limit(r)),
+        };
+        if let Some(Err(limited)) = self.shared.rate(|r| r.try_acquire(now)) {
+            if let Some(p) = permit {
+                self.release_limit(p, Completion::Ignored, now);
+            }
+            return Err(Refusal::Rate(limited));
+        }
+        Ok(permit)
+    }
+
+    fn release_limit(&self, permit: LimitPermit, completion: Completion, now: Instant) {
+        let moved = self.shared.limiter(|l| {
+            let from = l.limit();
+            l.release(permit, completion, now);
+            (from, l.limit())
+        });
+        if let Some((from, to)) = moved
+            && from != to
+        {
+            self.note(Note::Limit { from, to });
+        }
+    }
+
+    /// Hands back what an attempt held, as `end` says.
+    fn settle(&self, h: Holdings, end: AttemptOutcome, now: Instant) {
+        // The limit first: it sits inside the breaker, and an answer reaches it first.
+        if let Some(p) = h.limit {
+            self.release_limit(p, Completion::from(end), now);
+        }
+        if let Some(p) = h.breaker {
+            let outcome = match end {
+                AttemptOutcome::Success => Outcome::Success,
+                AttemptOutcome::Failed(class) => Outcome::from(class),
+                AttemptOutcome::Cancelled => Outcome::Ignored,
+            };
+            self.shared.breaker_record(p, outcome, now);
+        }
+        if let Some(d) = h.draw {
+            self.shared.ledger(|l| l.settle(d, now));
+        }
+    }
+
+    /// Settles copy `slot` as `end` (a copy cancelled in flight reports its time so far).
+    fn settle_copy(&mut self, slot: usize, end: AttemptOutcome, now: Instant) {
+        let Some(c) = self.copies.get_mut(slot) else {
+            return;
+        };
+        if !c.live {
+            return;
+        }
+        c.live = false;
+        let h = Holdings {
+            breaker: c.breaker.take(),
+            limit: c.limit.take(),
+            draw: c.draw.take(),
+        };
+        let elapsed = now.saturating_duration_since(c.sent);
+        self.settle(h, end, now);
+        self.shared.hedger(|hd| hd.copy_ended(elapsed, end));
+    }
+
+    /// Admits the next attempt at `now` (see the [module docs](self)).
+    fn admit(&mut self, now: Instant) {
+        let mut held = Holdings::default();
+        if self.plan.scope == BreakerScope::PerAttempt {
+            if let Some(Err(shed)) = self.throttle_acquire(now) {
+                return self.refused(Refusal::Throttle(shed), held, now);
+            }
+            match self.breaker(now) {
+                Ok(h) => held = h,
+                Err(refusal) => {
+                    // The throttle counted a request the breaker did not send: not accepted.
+                    self.shared.throttle(|t| t.record(now, false));
+                    return self.refused(refusal, held, now);
+                }
+            }
+        }
+        match self.limits(now) {
+            Ok(p) => held.limit = p,
+            Err(refusal) => return self.refused(refusal, held, now),
+        }
+        self.attempts = self.attempts.saturating_add(1);
+        let n = self.attempts;
+        self.hedged = self.shared.hedger(|h| h.start(now, self.plan.idempotency));
+        let deadline = self.plan.retry.attempt_deadline(&self.retry, now);
+        self.attempt_deadline = (deadline != Instant::MAX).then_some(deadline);
+        self.copies.clear();
+        self.send(n, held, now, false);
+        self.phase = Phase::Racing;
+    }
+
+    /// Records copy `n` as sent at `now` and asks the face to send it.
+    fn send(&mut self, n: u32, held: Holdings, now: Instant, hedge: bool) {
+        let own = self.plan.copy_timeout.map(|t| now.saturating_add(t));
+        let deadline = own.into_iter().chain(self.attempt_deadline).min();
+        let copy = Sent {
+            n,
+            breaker: held.breaker,
+            limit: held.limit,
+            draw: held.draw,
+            sent: now,
+            deadline,
+            live: true,
+        };
+        if let Err(copy) = self.copies.push(copy) {
+            // Only hedges can overflow, and `try_hedge` checks for room first.
+            let h = Holdings {
+                breaker: copy.breaker,
+                limit: copy.limit,
+                draw: copy.draw,
+            };
+            self.settle(h, AttemptOutcome::Cancelled, now);
+            return;
+        }
+        self.push(Action::Send { n, deadline, hedge });
+    }
+
+    /// An attempt was refused locally at `now`: what it held goes back; the refusal is waited
+    /// out if the policy says so and the wait fits, else the call ends refused.
+    fn refused(&mut self, refusal: Refusal, held: Holdings, now: Instant) {
+        self.settle(held, AttemptOutcome::Cancelled, now);
+        if self.wait_out(refusal, now) {
+            return;
+        }
+        self.finish(now);
+        self.refuse(refusal);
+    }
+
+    /// With a policy that waits on refusals (the breaker per attempt), asks the retry policy,
+    /// which waits only if the wait fits the deadline, the attempts and the budget.
+    fn wait_out(&mut self, refusal: Refusal, now: Instant) -> bool {
+        let plan = self.plan;
+        if !plan.retry.config().wait_on_refusal || plan.scope != BreakerScope::PerAttempt {
+            return false;
+        }
+        let retry_after = refusal.retry_after();
+        let class = ErrorClass::Refused { retry_after };
+        let sample = self.shared.sample(SampleFor::Backoff);
+        let state = &mut self.retry;
+        let decision = self
+            .shared
+            .budget(|b| plan.retry.on_failure_with(state, class, now, b, sample));
+        let RetryDecision::RetryAt(at) = decision else {
+            return false;
+        };
+        self.note(Note::Refused(refusal));
+        self.wait(at, class, now);
+        true
+    }
+
+    /// Waits until `at` after a failure of `class` (a zero wait admits at once).
+    fn wait(&mut self, at: Instant, class: ErrorClass, now: Instant) {
+        self.note(Note::Retry {
+            after: at.saturating_duration_since(now),
+            class,
+            attempts: self.attempts,
+        });
+        if at <= now {
+            self.admit(now);
+        } else {
+            self.phase = Phase::Waiting { until: at };
+        }
+    }
+
+    /// The call ends refused.
+    fn refuse(&mut self, refusal: Refusal) {
+        self.note(Note::Refused(refusal));
+        self.done(Ended::Refused(refusal));
+    }
+
+    fn done(&mut self, result: Ended) {
+        self.phase = Phase::Done;
+        let end = End {
+            result,
+            attempts: self.attempts,
+            last: self.last,
+        };
+        self.push(Action::Done(end));
+    }
+
+    /// Ends the call early: copies in flight cancelled, the call's permit back unused, the
+    /// budget's grant returned.
+    fn finish(&mut self, now: Instant) {
+        for slot in 0..self.copies.len() {
+            if let Some(c) = self.copies.get(slot)
+                && c.live
+            {
+                let n = c.n;
+                self.settle_copy(slot, AttemptOutcome::Cancelled, now);
+                self.push(Action::Cancel {
+                    n,
+                    why: Cancelled::CallOver,
+                });
+            }
+        }
+        self.hedged = None;
+        if let Some(p) = self.call_permit.take() {
+            self.shared.breaker_record(p, Outcome::Ignored, now);
+        }
+        let (plan, state) = (self.plan, &mut self.retry);
+        self.shared.budget(|b| plan.retry.abandon(state, now, b));
+    }
+
+    fn cancel(&mut self, now: Instant) {
+        self.finish(now);
+        self.done(Ended::Cancelled);
+    }
+
+    fn slot(&self, n: u32) -> Option<usize> {
+        self.copies.iter().position(|c| c.n == n && c.live)
+    }
+
+    fn live(&self) -> usize {
+        self.copies.iter().filter(|c| c.live).count()
+    }
+
+    /// Copy `n` answered `class` at `now`.
+    fn answer(&mut self, n: u32, class: Option<ErrorClass>, now: Instant) {
+        let Some(slot) = self.slot(n) else {
+            return;
+        };
+        self.last = Some((n, class));
+        self.note(Note::Ended { n, class });
+        let Some(class) = class else {
+            return self.succeeded(slot, now);
+        };
+        let timed_out =
+            class == ErrorClass::Timeout && self.attempt_deadline.is_some_and(|d| now >= d);
+        if self.live() > 1 && !timed_out {
+            // The race goes on.
+            return self.settle_copy(slot, AttemptOutcome::Failed(class), now);
+        }
+        // The attempt as a whole is over: the copies still in flight time out with it.
+        for other in 0..self.copies.len() {
+            if other != slot
+                && let Some(c) = self.copies.get(other)
+                && c.live
+            {
+                let m = c.n;
+                self.settle_copy(other, AttemptOutcome::Cancelled, now);
+                self.push(Action::Cancel {
+                    n: m,
+                    why: Cancelled::TimedOut,
+                });
+            }
+        }
+        self.failed(slot, class, now);
+    }
+
+    /// Copy `slot` succeeded: the others lost; the call is over.
+    fn succeeded(&mut self, slot: usize, now: Instant) {
+        for other in 0..self.copies.len() {
+            if other != slot
+                && let Some(c) = self.copies.get(other)
+                && c.live
+            {
+                let m = c.n;
+                self.note(Note::Lost { n: m });
+                self.settle_copy(other, AttemptOutcome::Cancelled, now);
+                self.push(Action::Cancel {
+                    n: m,
+                    why: Cancelled::Lost,
+                });
+            }
+        }
+        self.hedged = None;
+        let n = self.copies.get(slot).map_or(0, |c| c.n);
+        self.settle_copy(slot, AttemptOutcome::Success, now);
+        let (plan, state) = (self.plan, &mut self.retry);
+        self.shared.budget(|b| plan.retry.on_success(state, now, b));
+        self.shared.throttle(|t| t.record(now, true));
+        if let Some(p) = self.call_permit.take() {
+            self.shared.breaker_record(p, Outcome::Success, now);
+        }
+        self.done(Ended::Ok { n });
+    }
+
+    /// The attempt (its last copy, `slot`) failed with `class` at `now`.
+    fn failed(&mut self, slot: usize, class: ErrorClass, now: Instant) {
+        self.hedged = None;
+        self.settle_copy(slot, AttemptOutcome::Failed(class), now);
+        self.shared
+            .throttle(|t| t.record(now, class.consequences().accepted));
+        let plan = self.plan;
+        let sample = self.shared.sample(SampleFor::Backoff);
+        let state = &mut self.retry;
+        let decision = self
+            .shared
+            .budget(|b| plan.retry.on_failure_with(state, class, now, b, sample));
+        if self.shared.ledger(|_| ()).is_some() {
+            match decision {
+                RetryDecision::RetryAt(_) => self.note(Note::Ledger {
+                    kind: Extra::Retry,
+                    granted: true,
+                }),
+                RetryDecision::GiveUp(GiveUpReason::Budget(_)) => self.note(Note::Ledger {
+                    kind: Extra::Retry,
+                    granted: false,
+                }),
+                RetryDecision::GiveUp(_) => {}
+            }
+        }
+        match decision {
+            RetryDecision::RetryAt(at) => match self.shared.breaker_refuses(now) {
+                Some(open) if plan.scope == BreakerScope::PerAttempt => {
+                    self.opened(at, class, open, now)
+                }
+                _ => self.wait(at, class, now),
+            },
+            RetryDecision::GiveUp(reason) => {
+                if let Some(p) = self.call_permit.take() {
+                    self.shared.breaker_record(p, Outcome::from(class), now);
+                }
+                self.note(Note::GaveUp(reason));
+                self.done(Ended::GaveUp(reason));
+            }
+        }
+    }
+
+    /// The retry policy would retry at `at`, but the attempt's failure left the breaker refusing
+    /// for `open` (it opened): the call ends now, refused by the breaker, with this answer as the
+    /// last; unless the policy waits on refusals and the breaker's open time fits the deadline,
+    /// then it waits the longer of the backoff and the open time.
+    fn opened(&mut self, at: Instant, class: ErrorClass, open: Duration, now: Instant) {
+        let refusal = Refusal::Breaker(RejectReason::Open { retry_after: open });
+        if self.plan.retry.config().wait_on_refusal {
+            let at = at.max(now.saturating_add(open));
+            if self.retry.deadline().is_none_or(|d| at < d) {
+                self.note(Note::Refused(refusal));
+                return self.wait(at, class, now);
+            }
+        }
+        self.finish(now);
+        self.refuse(refusal);
+    }
+
+    /// A copy the face lost without an answer.
+    fn dropped(&mut self, n: u32, now: Instant) {
+        let Some(slot) = self.slot(n) else {
+            return;
+        };
+        self.settle_copy(slot, AttemptOutcome::Cancelled, now);
+        if self.live() == 0 {
+            self.cancel(now);
+        }
+    }
+
+    /// The time passed: copies past their deadline time out, then a hedge due is asked for.
+    fn timers(&mut self, now: Instant) {
+        while self.phase == Phase::Racing {
+            let late = self
+                .copies
+                .iter()
+                .find(|c| c.live && c.deadline.is_some_and(|d| now >= d))
+                .map(|c| c.n);
+            if let Some(n) = late {
+                self.push(Action::Cancel {
+                    n,
+                    why: Cancelled::TimedOut,
+                });
+                self.answer(n, Some(ErrorClass::Timeout), now);
+                continue;
+            }
+            if self.hedge_due().is_some_and(|at| now >= at) {
+                self.try_hedge(now);
+                continue;
+            }
+            break;
+        }
+    }
+
+    fn hedge_due(&self) -> Option<Instant> {
+        let call = self.hedged?;
+        self.shared.hedger(|h| h.next_hedge_at(&call)).flatten()
+    }
+
+    /// A hedge is due at `now`: the hedger, the breaker, the limits and the ledger decide.
+    fn try_hedge(&mut self, now: Instant) {
+        let Some(mut call) = self.hedged else {
+            return;
+        };
+        let shared = self.shared;
+        let room = self.copies.len() < C;
+        if !room || shared.hedger(|h| h.decide(&call, now)) != Some(Ok(())) {
+            self.hedged = None;
+            return;
+        }
+        let breaker = match self.plan.scope {
+            BreakerScope::PerAttempt => match shared.breaker_acquire(now) {
+                Some(Ok(p)) => Some(p),
+                Some(Err(r)) => return self.no_hedge(Refusal::Breaker(r.reason)),
+                None => None,
+            },
+            BreakerScope::PerCall => None,
+        };
+        let give_back = |this: &Self, breaker: Option<Permit>, limit: Option<LimitPermit>| {
+            if let Some(p) = breaker {
+                this.shared.breaker_record(p, Outcome::Ignored, now);
+            }
+            if let Some(p) = limit {
+                this.release_limit(p, Completion::Ignored, now);
+            }
+        };
+        let limit = match self.limits(now) {
+            Ok(p) => p,
+            Err(refusal) => {
+                give_back(self, breaker, None);
+                return self.no_hedge(refusal);
+            }
+        };
+        let drawn = shared
+            .hedger(
+                |h| match shared.ledger(|l| h.try_hedge_from(&mut call, now, l)) {
+                    Some(r) => (true, r.map(Some)),
+                    None => (false, h.try_hedge(&mut call, now).map(|()| None)),
+                },
+            )
+            .unwrap_or((false, Err(NoHedge::MaxHedges)));
+        let draw = match drawn {
+            (ledger, Ok(draw)) => {
+                if ledger {
+                    self.note(Note::Ledger {
+                        kind: Extra::Hedge,
+                        granted: true,
+                    });
+                }
+                draw
+            }
+            (_, Err(NoHedge::Ledger(denied))) => {
+                self.note(Note::Ledger {
+                    kind: Extra::Hedge,
+                    granted: false,
+                });
+                give_back(self, breaker, limit);
+                return self.no_hedge(Refusal::Ledger(denied));
+            }
+            (_, Err(_)) => {
+                give_back(self, breaker, limit);
+                self.hedged = None;
+                return;
+            }
+        };
+        self.hedged = Some(call);
+        self.attempts = self.attempts.saturating_add(1);
+        let n = self.attempts;
+        self.note(Note::Hedge { n });
+        let held = Holdings {
+            breaker,
+            limit,
+            draw,
+        };
+        self.send(n, held, now, true);
+    }
+
+    fn no_hedge(&mut self, refusal: Refusal) {
+        self.hedged = None;
+        self.note(Note::NoHedge(refusal));
+    }
+}

@@ -1,0 +1,327 @@
+use core::cell::RefCell;
+
+use super::*;
+use crate::answer::Signals;
+use crate::backoff::{BackoffConfig, Jitter, Shape};
+use crate::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, NoWindow};
+use crate::hedge::{HedgeConfig, HedgeDelay, HedgePolicy};
+use crate::retry::RetryConfig;
+
+fn t(ms: u64) -> Instant {
+    Instant::from_millis(ms)
+}
+
+fn retry(attempts: u32, timeout_ms: Option<u64>) -> RetryPolicy {
+    RetryPolicy::new(RetryConfig {
+        max_attempts: Some(attempts),
+        attempt_timeout: timeout_ms.map(Duration::from_millis),
+        deadline: None,
+        backoff: BackoffConfig {
+            shape: Shape::Constant {
+                delay: Duration::from_millis(100),
+            },
+            cap: None,
+            jitter: Jitter::None,
+            first_exponent: 0,
+        },
+        throttled_backoff: None,
+        max_server_delay: Duration::from_secs(30),
+        retry_timeouts: true,
+        wait_on_refusal: false,
+    })
+    .unwrap()
+}
+
+#[derive(Default)]
+struct Parts {
+    breaker: Option<RefCell<CircuitBreaker<BreakerPolicy, NoWindow>>>,
+    hedger: Option<RefCell<Hedger>>,
+    notes: RefCell<std::vec::Vec<Note>>,
+}
+
+impl Shared for Parts {
+    fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
+        self.breaker
+            .as_ref()
+            .map(|b| b.borrow_mut().try_acquire(now))
+    }
+    fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+        if let Some(b) = &self.breaker {
+            b.borrow_mut().record(permit, outcome, now);
+        }
+    }
+    fn breaker_refuses(&self, now: Instant) -> Option<Duration> {
+        self.breaker
+            .as_ref()
+            .and_then(|b| b.borrow().retry_after(now))
+    }
+    fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
+        self.hedger.as_ref().map(|h| f(&mut h.borrow_mut()))
+    }
+    fn note(&self, note: Note) {
+        self.notes.borrow_mut().push(note);
+    }
+}
+
+fn actions<S: Shared>(call: &mut Call<'_, S>) -> std::vec::Vec<Action> {
+    core::iter::from_fn(|| call.poll()).collect()
+}
+
+const OK: Answer = Answer::status(200, Signals::NONE);
+const E500: Answer = Answer::status(500, Signals::NONE);
+
+#[test]
+fn a_failure_is_retried_after_the_backoff_then_succeeds() {
+    let plan = Plan::new(retry(3, Some(1000)));
+    let parts = Parts::default();
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    let send = |n, at: u64| Action::Send {
+        n,
+        deadline: Some(t(at + 1000)),
+        hedge: false,
+    };
+    assert_eq!(actions(&mut call), [send(1, 0)]);
+    call.handle(t(10), Input::Answer { n: 1, answer: E500 });
+    assert_eq!(actions(&mut call), []);
+    assert_eq!(call.poll_timeout(), Some(t(110)));
+    call.handle(t(50), Input::Tick);
+    assert_eq!(actions(&mut call), [], "not before the wait is over");
+    call.handle(t(110), Input::Tick);
+    assert_eq!(actions(&mut call), [send(2, 110)]);
+    call.handle(t(120), Input::Answer { n: 2, answer: OK });
+    let end = End {
+        result: Ended::Ok { n: 2 },
+        attempts: 2,
+        last: Some((2, None)),
+    };
+    assert_eq!(actions(&mut call), [Action::Done(end)]);
+    assert!(call.is_done());
+    assert_eq!(call.poll_timeout(), None);
+}
+
+#[test]
+fn a_late_success_is_a_success() {
+    // A face that cannot interrupt its work hands in a success after the deadline.
+    let plan = Plan::new(retry(3, Some(300)));
+    let parts = Parts::default();
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    let _ = actions(&mut call);
+    call.handle(t(1000), Input::Answer { n: 1, answer: OK });
+    assert!(matches!(
+        actions(&mut call)[..],
+        [Action::Done(End {
+            result: Ended::Ok { n: 1 },
+            attempts: 1,
+            ..
+        })]
+    ));
+}
+
+#[test]
+fn the_engine_times_a_copy_out_when_the_face_does_not() {
+    let plan = Plan::new(retry(1, Some(300)));
+    let parts = Parts::default();
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    let _ = actions(&mut call);
+    assert_eq!(call.poll_timeout(), Some(t(300)));
+    call.handle(t(300), Input::Tick);
+    assert_eq!(
+        actions(&mut call),
+        [
+            Action::Cancel {
+                n: 1,
+                why: Cancelled::TimedOut
+            },
+            Action::Done(End {
+                result: Ended::GaveUp(GiveUpReason::MaxAttempts),
+                attempts: 1,
+                last: Some((1, Some(ErrorClass::Timeout))),
+            })
+        ]
+    );
+}
+
+#[test]
+fn a_hedge_wins_and_the_first_copy_is_cancelled() {
+    let plan = Plan::new(retry(3, Some(1000))).idempotency(Idempotency::Idempotent);
+    let hedge = HedgeConfig {
+        delay: HedgeDelay::Fixed(Duration::from_millis(50)),
+        max_hedges: 1,
+    };
+    let parts = Parts {
+        hedger: Some(RefCell::new(Hedger::new(HedgePolicy::new(hedge).unwrap()))),
+        ..Parts::default()
+    };
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    let _ = actions(&mut call);
+    assert_eq!(call.poll_timeout(), Some(t(50)));
+    call.handle(t(50), Input::Tick);
+    assert_eq!(
+        actions(&mut call),
+        [Action::Send {
+            n: 2,
+            deadline: Some(t(1000)),
+            hedge: true
+        }]
+    );
+    call.handle(t(60), Input::Answer { n: 2, answer: OK });
+    let got = actions(&mut call);
+    assert_eq!(
+        got[0],
+        Action::Cancel {
+            n: 1,
+            why: Cancelled::Lost
+        }
+    );
+    assert!(matches!(
+        got[1],
+        Action::Done(End {
+            result: Ended::Ok { n: 2 },
+            ..
+        })
+    ));
+    assert!(parts.notes.borrow().contains(&Note::Lost { n: 1 }));
+}
+
+#[test]
+fn cancelling_hands_the_breaker_permit_back() {
+    let mut c = BreakerConfig::new();
+    c.consecutive_failures = Some(1);
+    let policy = BreakerPolicy::new(c).unwrap();
+    let parts = Parts {
+        breaker: Some(RefCell::new(CircuitBreaker::with_storage(policy).unwrap())),
+        ..Parts::default()
+    };
+    let plan = Plan::new(retry(3, None));
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    let _ = actions(&mut call);
+    call.handle(t(5), Input::Cancel);
+    assert_eq!(
+        actions(&mut call),
+        [
+            Action::Cancel {
+                n: 1,
+                why: Cancelled::CallOver
+            },
+            Action::Done(End {
+                result: Ended::Cancelled,
+                attempts: 1,
+                last: None
+            })
+        ]
+    );
+    // Ignored, not a failure: the breaker is still closed.
+    assert_eq!(parts.breaker_refuses(t(6)), None);
+}
+
+#[test]
+fn an_answer_that_opens_the_breaker_ends_the_call_at_once() {
+    let mut c = BreakerConfig::new();
+    c.consecutive_failures = Some(1);
+    let policy = BreakerPolicy::new(c).unwrap();
+    let parts = Parts {
+        breaker: Some(RefCell::new(CircuitBreaker::with_storage(policy).unwrap())),
+        ..Parts::default()
+    };
+    let plan = Plan::new(retry(5, None));
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    let _ = actions(&mut call);
+    let e503 = Answer::status(
+        503,
+        Signals {
+            retry_after: Some(Duration::from_secs(1)),
+            ..Signals::NONE
+        },
+    );
+    call.handle(t(10), Input::Answer { n: 1, answer: e503 });
+    let got = actions(&mut call);
+    let [Action::Done(end)] = got[..] else {
+        panic!("{got:?}")
+    };
+    assert!(matches!(
+        end.result,
+        Ended::Refused(Refusal::Breaker(RejectReason::Open { .. }))
+    ));
+    // The 503 that opened it is the last answer, at 10 ms: no sleep of its Retry-After first.
+    assert!(matches!(
+        end.last,
+        Some((1, Some(ErrorClass::Throttled { .. })))
+    ));
+}
+
+#[cfg(feature = "policy")]
+mod stack {
+    use super::super::{BreakerScope, Stack};
+    use crate::hedge::Idempotency;
+    use crate::policy::{Layer, Scope};
+
+    const RETRY: &str = "policy: (max_attempts: 2, backoff: (shape: Exponential(base: \"100ms\", \
+                         factor: 2.0), cap: \"1s\"))";
+
+    fn read(text: &str) -> Result<Stack, String> {
+        let text = format!("#![enable(implicit_some)]\n{text}");
+        let layer: Layer<()> = ron::from_str(&text).map_err(|e| e.to_string())?;
+        Stack::from_layer(&layer).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_whole_order_per_attempt() {
+        let s = read(&format!(
+            "Ledger(config: (ratio: 0.5, min_per_sec: 0, ttl: \"10s\"), scope: Shared, inner: \
+             Retry({RETRY}, inner: Throttle(inner: Breaker(config: (consecutive_failures: 3), \
+             inner: Limit(config: (rule: Fixed, initial: 4, min: 1, max: 4), inner: \
+             RateLimit(config: (rate: 10, period: \"1s\", burst: 2), inner: Hedge(config: \
+             (delay: Fixed(\"50ms\"), max_hedges: 1), idempotent: true, inner: \
+             Call(downstream: \"api\", timeout: \"200ms\"))))))))"
+        ))
+        .unwrap();
+        assert_eq!(s.downstream, "api");
+        assert_eq!(s.plan.scope, BreakerScope::PerAttempt);
+        assert_eq!(s.plan.idempotency, Idempotency::Idempotent);
+        assert_eq!(s.plan.copy_timeout, Some(crate::Duration::from_millis(200)));
+        assert_eq!(s.plan.retry().config().max_attempts, Some(2));
+        assert_eq!(s.ledger.map(|l| l.1), Some(Scope::Shared));
+        assert!(s.throttle.is_some() && s.breaker.is_some() && s.limit.is_some());
+        assert!(s.rate.is_some() && s.hedge.is_some() && s.budget.is_none());
+    }
+
+    #[test]
+    fn a_throttle_and_breaker_outside_the_retry_judge_the_call() {
+        let s = read(&format!(
+            "Throttle(inner: Breaker(config: (consecutive_failures: 3), inner: Retry({RETRY}, \
+             inner: Call(downstream: \"api\"))))"
+        ))
+        .unwrap();
+        assert_eq!(s.plan.scope, BreakerScope::PerCall);
+        assert!(s.throttle.is_some());
+    }
+
+    #[test]
+    fn other_shapes_are_refused_where_they_go_wrong() {
+        let cases = [
+            (
+                format!(
+                    "Throttle(inner: Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 1), inner: \
+                     Call(downstream: \"a\"))))"
+                ),
+                "stack: a Throttle outside the Retry goes with a Breaker outside it",
+            ),
+            (
+                format!("Retry({RETRY}, inner: Hedge(config: (delay: Fixed(\"50ms\"), max_hedges: 1), inner: Limit(config: (rule: Fixed, initial: 1, min: 1, max: 1), inner: Call(downstream: \"a\"))))"),
+                "stack.inner.inner: a Limit here is out of the engine's order",
+            ),
+            (
+                "Retry(policy: (max_attempts: 0, backoff: (shape: Constant(delay: \"1s\"))), inner: Call(downstream: \"a\"))".into(),
+                "stack: max_attempts: must not be zero",
+            ),
+            (
+                "Fallback([Call(downstream: \"a\"), Call(downstream: \"b\")])".into(),
+                "stack: the engine does not run a Fallback yet",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = read(&text).unwrap_err();
+            assert!(e.starts_with(want), "{text}\n{e}");
+        }
+    }
+}

@@ -20,7 +20,7 @@
 // headers are classed by the package (a Response-shaped answer, classed by the core's answer
 // table in the WebAssembly module); the runner reads the class and whether the backend accepted
 // the answer back from `onEvent`, and decides neither.
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { CircuitBreaker, CircuitOpenError, reliable } from "../dist/esm/entry.esm.js";
 
@@ -158,6 +158,12 @@ async function main(argv) {
   let ran = 0;
   let failed = 0;
   const skipped = [];
+  const waiting = [];
+  // Sequences this face still decides with its own loop, not the core's engine: each must differ.
+  const pendingFile = join(sequences, "..", "pending.json");
+  const pending = new Set(
+    existsSync(pendingFile) ? JSON.parse(readFileSync(pendingFile, "utf8")).faces.typescript ?? [] : [],
+  );
   for (const file of readdirSync(sequences).filter((f) => f.endsWith(".json")).sort()) {
     const sequence = JSON.parse(readFileSync(join(sequences, file), "utf8"));
     const why = inexpressible(sequence.policy);
@@ -168,7 +174,15 @@ async function main(argv) {
     ran++;
     const got = (await trace(sequence)).map((l) => l + "\n").join("");
     const want = readFileSync(join(traces, basename(file, ".json") + ".jsonl"), "utf8");
-    if (got !== want) {
+    if (pending.has(sequence.name)) {
+      if (got === want) {
+        failed++;
+        console.log(`LISTED  ${sequence.name}: listed as pending the engine in pending.json, but the face now follows it: unlist it`);
+      } else {
+        waiting.push(sequence.name);
+        console.log(`pending ${sequence.name}`);
+      }
+    } else if (got !== want) {
       failed++;
       const [g, w] = [got.split("\n"), want.split("\n")];
       const i = g.findIndex((line, k) => line !== w[k]);
@@ -177,7 +191,8 @@ async function main(argv) {
       console.log(`same    ${sequence.name}`);
     }
   }
-  console.log(`${ran} sequences run, ${ran - failed} same, ${failed} different`);
+  console.log(`${ran} sequences run, ${ran - failed - waiting.length} same, ${failed} different`);
+  if (waiting.length) console.log(`decided by the face's own loop, not yet the engine's: ${waiting.join(", ")}`);
   if (skipped.length) console.log(`not expressible in the seed's API, not run: ${skipped.join(", ")}`);
   return failed === 0 && ran > 0 ? 0 : 1;
 }

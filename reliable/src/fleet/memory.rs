@@ -1,0 +1,213 @@
+//! The in-memory store: the core's own breaker and budget behind one lock, for tests and for
+//! processes that share a store in-process. It is the reference the Redis scripts are compared
+//! with: every decision here is reliable-core's.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+
+use reliable_core::Instant;
+use reliable_core::breaker::{CircuitBreaker, CountWindow, Permit, RejectReason, State};
+use reliable_core::budget::{Budget, RatioBudget};
+use reliable_core::outcome::ErrorClass;
+
+use super::store::{
+    Answer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, MAX_PROBES,
+    Store, StoreFuture,
+};
+
+/// The core breaker a fleet breaker runs on in memory (and in each process's fallback).
+pub(crate) type CoreBreaker =
+    CircuitBreaker<reliable_core::breaker::BreakerPolicy, CountWindow<64>, { MAX_PROBES as usize }>;
+/// The core budget a fleet budget runs on in memory (and in each process's fallback).
+pub(crate) type CoreBudget = RatioBudget<64>;
+
+struct MemBreaker {
+    breaker: CoreBreaker,
+    /// Permits out, by lease (a permit not handed back stays here: a test store).
+    permits: HashMap<u64, Permit>,
+    next: u64,
+    /// The latest time seen (an earlier `now` counts as it, as in the core).
+    latest: Instant,
+}
+
+/// A store in this process's memory: each operation runs reliable-core's breaker or budget under
+/// one lock. Its clock (for `now_us` = 0) counts from when it was made.
+pub struct MemoryStore {
+    namespace: String,
+    origin: std::time::Instant,
+    breakers: Mutex<HashMap<String, MemBreaker>>,
+    budgets: Mutex<HashMap<String, CoreBudget>>,
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store; names are kept apart by `namespace`.
+    pub fn new(namespace: &str) -> Self {
+        MemoryStore {
+            namespace: namespace.to_owned(),
+            origin: std::time::Instant::now(),
+            breakers: Mutex::new(HashMap::new()),
+            budgets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn now(&self, now_us: u64) -> Instant {
+        if now_us == 0 {
+            let us = self.origin.elapsed().as_micros() as u64;
+            Instant::from_nanos(us.saturating_mul(1_000))
+        } else {
+            Instant::from_nanos(now_us.saturating_mul(1_000))
+        }
+    }
+
+    fn key(&self, kind: &str, name: &str) -> String {
+        format!("{}:{kind}:{name}", self.namespace)
+    }
+
+    /// The breaker operation, run on the core's breaker.
+    pub(crate) fn breaker_now(
+        &self,
+        name: &str,
+        spec: &BreakerSpec,
+        now: Instant,
+        op: BreakerOp,
+    ) -> BreakerReply {
+        let mut map = self.breakers.lock().unwrap_or_else(|e| e.into_inner());
+        let b = map
+            .entry(self.key("breaker", name))
+            .or_insert_with(|| MemBreaker {
+                breaker: CoreBreaker::with_storage(spec.policy.clone())
+                    .expect("BreakerSpec checked the window and probes"),
+                permits: HashMap::new(),
+                next: 1,
+                latest: Instant::ZERO,
+            });
+        b.latest = b.latest.max(now);
+        let now = b.latest;
+        let answer = match op {
+            BreakerOp::Acquire => match b.breaker.try_acquire(now) {
+                Ok(permit) => {
+                    let lease = b.next;
+                    b.next += 1;
+                    let probe = permit.is_probe();
+                    b.permits.insert(lease, permit);
+                    if probe {
+                        Answer::Probe { lease }
+                    } else {
+                        Answer::Admitted { lease }
+                    }
+                }
+                Err(r) => match r.reason {
+                    RejectReason::Open { retry_after } => Answer::Open { retry_after },
+                    _ => Answer::HalfOpenFull,
+                },
+            },
+            BreakerOp::Record { lease, outcome, .. } => {
+                if let Some(permit) = b.permits.remove(&lease) {
+                    b.breaker.record(permit, outcome, now);
+                }
+                Answer::Done
+            }
+            BreakerOp::Batch {
+                generation,
+                outcomes,
+            } => {
+                for outcome in outcomes {
+                    if u64::from(b.breaker.generation()) != generation
+                        || b.breaker.state(now) != State::Closed
+                    {
+                        break;
+                    }
+                    if let Ok(permit) = b.breaker.try_acquire(now) {
+                        b.breaker.record(permit, outcome, now);
+                    }
+                }
+                Answer::Done
+            }
+            BreakerOp::View => Answer::Done,
+        };
+        reply(&b.breaker, answer, now)
+    }
+
+    /// The budget operation, run on the core's budget.
+    pub(crate) fn budget_now(
+        &self,
+        name: &str,
+        spec: &BudgetSpec,
+        now: Instant,
+        op: BudgetOp,
+    ) -> BudgetReply {
+        let mut map = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
+        let b = map
+            .entry(self.key("budget", name))
+            .or_insert_with(|| CoreBudget::new(spec.policy).expect("BudgetSpec checked the slots"));
+        for _ in 0..op.first_tries {
+            b.on_first_try(now);
+        }
+        let mut granted = 0;
+        while granted < op.retries && b.try_retry(ErrorClass::Transient, now).is_ok() {
+            granted += 1;
+        }
+        b.on_request_end(now);
+        BudgetReply {
+            granted,
+            balance_micros: b
+                .micro_balance(now)
+                .clamp(i64::MIN as i128, i64::MAX as i128) as i64,
+            now_us: now.as_nanos() / 1_000,
+        }
+    }
+}
+
+/// The reply for the breaker's state after an operation, as the Redis script reports it.
+fn reply(b: &CoreBreaker, answer: Answer, now: Instant) -> BreakerReply {
+    let until_us = match b.retry_after(now) {
+        Some(left) => (now + left).as_nanos() / 1_000,
+        None => 0,
+    };
+    BreakerReply {
+        answer,
+        generation: u64::from(b.generation()),
+        // As the core shows it: an open breaker whose time is up reads as half-open.
+        state: b.state(now),
+        until_us,
+        now_us: now.as_nanos() / 1_000,
+        probes_in_flight: b.probes_in_flight(),
+    }
+}
+
+impl Store for MemoryStore {
+    fn breaker<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a BreakerSpec,
+        now_us: u64,
+        op: BreakerOp,
+    ) -> StoreFuture<'a, BreakerReply> {
+        let reply = self.breaker_now(name, spec, self.now(now_us), op);
+        Box::pin(async move { Ok(reply) })
+    }
+
+    fn budget<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a BudgetSpec,
+        now_us: u64,
+        op: BudgetOp,
+    ) -> StoreFuture<'a, BudgetReply> {
+        let reply = self.budget_now(name, spec, self.now(now_us), op);
+        Box::pin(async move { Ok(reply) })
+    }
+
+    fn describe(&self) -> String {
+        format!("memory:{}", self.namespace)
+    }
+}

@@ -234,3 +234,434 @@ async fn credentials_are_never_shown() {
     eprintln!("shown: {texts:?}");
     let _ = Arc::new(store);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The store is never the outage.
+// ---------------------------------------------------------------------------------------------
+
+use reliable::fleet::{
+    Decider, FleetBreaker, FleetBudget, FleetConfig, FleetEvent, FleetReason, FleetStats, Mode,
+    OnStoreFailure, StoreErrorKind,
+};
+use std::sync::Mutex;
+use std::time::Instant as StdInstant;
+
+/// The wait bound the fault tests configure.
+const WAIT: std::time::Duration = std::time::Duration::from_millis(10);
+/// What the machine may add to the bound: a timer fires late, a thread waits for a core (2 cores
+/// shared by parallel tests here). A call blocked by the store would show the store's whole stall
+/// (seconds).
+const SLACK: std::time::Duration = std::time::Duration::from_millis(100);
+
+fn config(mode: Mode) -> FleetConfig {
+    FleetConfig {
+        mode,
+        wait: WAIT,
+        rest: std::time::Duration::from_millis(100),
+        ..FleetConfig::default()
+    }
+}
+
+fn spec() -> BreakerSpec {
+    // Five failures in a row open it for a second; one probe; one success closes it.
+    let policy = BreakerPolicy::new(BreakerConfig {
+        consecutive_failures: Some(5),
+        open: OpenConfig {
+            duration: ms(1_000),
+            growth: 1.0,
+            max: None,
+            jitter: 0.0,
+            strictly_after: false,
+        },
+        half_open: HalfOpenConfig {
+            max_in_flight: Some(1),
+            probe_timeout: ms(2_000),
+            ..BreakerConfig::new().half_open
+        },
+        ..BreakerConfig::new()
+    })
+    .unwrap();
+    BreakerSpec::new(&policy).unwrap()
+}
+
+type Events = Arc<Mutex<Vec<FleetEvent>>>;
+
+fn breaker(store: &Arc<RedisStore>, name: &str, config: FleetConfig) -> (FleetBreaker, Events) {
+    let events: Events = Arc::default();
+    let sink = events.clone();
+    let b = FleetBreaker::with_events(
+        store.clone(),
+        name,
+        spec(),
+        config,
+        Some(Arc::new(move |e: &FleetEvent| {
+            sink.lock().unwrap().push(e.clone())
+        })),
+    )
+    .unwrap();
+    (b, events)
+}
+
+/// Calls through a fleet breaker, timing every wait.
+#[derive(Default)]
+struct Caller {
+    longest: std::time::Duration,
+    calls: usize,
+}
+
+impl Caller {
+    async fn call(&mut self, b: &FleetBreaker, outcome: Outcome) -> Result<Decider, FleetReason> {
+        self.calls += 1;
+        let t = StdInstant::now();
+        let r = b.acquire().await;
+        self.longest = self.longest.max(t.elapsed());
+        match r {
+            Ok(p) => {
+                let by = p.decided_by();
+                let t = StdInstant::now();
+                b.record(p, outcome).await;
+                self.longest = self.longest.max(t.elapsed());
+                Ok(by)
+            }
+            Err(e) => Err(e.reason),
+        }
+    }
+
+    async fn budget(&mut self, b: &FleetBudget) -> bool {
+        self.calls += 1;
+        b.first_try();
+        let t = StdInstant::now();
+        let r = b.try_retry().await;
+        self.longest = self.longest.max(t.elapsed());
+        r.is_ok()
+    }
+
+    fn check(&self, what: &str, stats: &[&FleetStats]) {
+        let store = stats
+            .iter()
+            .map(|s| std::time::Duration::from_nanos(FleetStats::get(&s.longest_wait_ns)))
+            .max()
+            .unwrap_or_default();
+        eprintln!(
+            "{what}: {} calls, longest call {:?}, longest wait on the store {store:?} (bound {WAIT:?})",
+            self.calls, self.longest
+        );
+        assert!(
+            self.longest <= WAIT + SLACK,
+            "{what}: a call waited {:?}",
+            self.longest
+        );
+    }
+}
+
+fn downs_and_ups(events: &Events) -> (usize, usize, usize) {
+    let e = events.lock().unwrap();
+    let downs = e
+        .iter()
+        .filter(|e| matches!(e, FleetEvent::StoreDown { .. }))
+        .count();
+    let (ups, reconciled) = e.iter().fold((0, 0), |(u, r), e| match e {
+        FleetEvent::StoreUp { reconciled, .. } => (u + 1, r + reconciled),
+        _ => (u, r),
+    });
+    (downs, ups, reconciled)
+}
+
+/// Calls (with `outcome`) until the store decides one again; panics after 5 s.
+async fn until_the_store_decides(c: &mut Caller, b: &FleetBreaker, outcome: Outcome) {
+    let deadline = StdInstant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r = c.call(b, outcome).await;
+        if matches!(r, Ok(Decider::Store)) {
+            return;
+        }
+        assert!(
+            StdInstant::now() < deadline,
+            "the store never decided again: {r:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// Calls (that say nothing) until `events` holds `n` StoreUp events; panics after 5 s.
+async fn until_up(c: &mut Caller, b: &FleetBreaker, events: &Events, n: usize) {
+    let deadline = StdInstant::now() + std::time::Duration::from_secs(5);
+    while downs_and_ups(events).1 < n {
+        assert!(StdInstant::now() < deadline, "no StoreUp event");
+        let _ = c.call(b, Outcome::Ignored).await;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+fn stats(s: &FleetStats) -> String {
+    format!(
+        "store calls {}, errors {}, timeouts {}, fallbacks {}, cached {}, reconciled {}",
+        FleetStats::get(&s.store_calls),
+        FleetStats::get(&s.store_errors),
+        FleetStats::get(&s.timeouts),
+        FleetStats::get(&s.fallbacks),
+        FleetStats::get(&s.cached),
+        FleetStats::get(&s.reconciled),
+    )
+}
+
+/// Killed mid-run, then restarted empty: every call is decided locally at once while it is down;
+/// once it is back, the failures seen meanwhile are sent to it and trip the fleet's breaker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_then_restarted_empty() {
+    let mut server = RedisServer::start();
+    let store = Arc::new(RedisStore::open(&server.url(), "faults").unwrap());
+    let (b, events) = breaker(&store, "kill", config(Mode::Exact));
+    store.warm_up().await.unwrap();
+    let mut c = Caller::default();
+    until_the_store_decides(&mut c, &b, Outcome::Success).await;
+    server.kill();
+    // Down: the local breaker decides, at once; five failures open it locally.
+    let mut local = 0;
+    for _ in 0..20 {
+        match c.call(&b, Outcome::Failure).await {
+            Ok(Decider::Local) => local += 1,
+            Err(FleetReason::Breaker(_)) => {}
+            other => panic!("while down: {other:?}"),
+        }
+    }
+    assert_eq!(local, 5, "five local failures open the local breaker");
+    assert_eq!(downs_and_ups(&events).0, 1, "one StoreDown event");
+    server.restart_empty();
+    // Back, empty: the store decides again (calls that say nothing, so as not to reset the
+    // failures in a row), and the five failures seen meanwhile reach it.
+    until_the_store_decides(&mut c, &b, Outcome::Ignored).await;
+    until_up(&mut c, &b, &events, 1).await;
+    let (downs, ups, reconciled) = downs_and_ups(&events);
+    assert_eq!((downs, ups, reconciled), (1, 1, 5));
+    let view = store
+        .breaker("kill", &spec(), 0, BreakerOp::View)
+        .await
+        .unwrap();
+    assert_eq!(view.state, reliable_core::breaker::State::Open, "{view:?}");
+    c.check("killed then restarted empty", &[b.stats()]);
+    eprintln!("{}", stats(b.stats()));
+}
+
+/// Paused with SIGSTOP (3 s: after the first timeout the store rests and every decision is
+/// local at once, each later attempt times out at the same bound; 10 s would only repeat it
+/// more often), then resumed: no call waits past the bound, and the store decides again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_store_never_blocks_a_call() {
+    let server = RedisServer::start();
+    let store = Arc::new(RedisStore::open(&server.url(), "faults").unwrap());
+    let (exact, events) = breaker(&store, "pause", config(Mode::Exact));
+    let cached_mode = Mode::Cached {
+        refresh: std::time::Duration::from_millis(20),
+    };
+    let (cached, cached_events) = breaker(&store, "pause-cached", config(cached_mode));
+    let budget = FleetBudget::new(
+        store.clone(),
+        "pause",
+        BudgetSpec::new(RatioConfig::percent(0.5)).unwrap(),
+        config(Mode::Exact),
+        1,
+        None,
+    )
+    .unwrap();
+    store.warm_up().await.unwrap();
+    let mut c = Caller::default();
+    until_the_store_decides(&mut c, &exact, Outcome::Success).await;
+    for _ in 0..20 {
+        assert!(c.call(&exact, Outcome::Success).await.is_ok());
+        assert!(c.call(&cached, Outcome::Success).await.is_ok());
+        c.budget(&budget).await;
+    }
+    server.signal("STOP");
+    let paused = StdInstant::now();
+    let mut during = 0;
+    while paused.elapsed() < std::time::Duration::from_secs(3) {
+        assert!(c.call(&exact, Outcome::Success).await.is_ok(), "fail-open");
+        assert!(c.call(&cached, Outcome::Success).await.is_ok(), "fail-open");
+        c.budget(&budget).await;
+        during += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    server.signal("CONT");
+    until_the_store_decides(&mut c, &exact, Outcome::Success).await;
+    let deadline = StdInstant::now() + std::time::Duration::from_secs(5);
+    while downs_and_ups(&cached_events).1 == 0 || downs_and_ups(&events).1 == 0 {
+        assert!(c.call(&cached, Outcome::Success).await.is_ok());
+        assert!(StdInstant::now() < deadline, "no StoreUp event");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(downs_and_ups(&events).0, 1);
+    assert!(FleetStats::get(&exact.stats().timeouts) >= 1);
+    eprintln!("{during} rounds while paused");
+    eprintln!("exact: {}", stats(exact.stats()));
+    eprintln!("cached: {}", stats(cached.stats()));
+    eprintln!("budget: {}", stats(budget.stats()));
+    c.check(
+        "paused 3 s",
+        &[exact.stats(), cached.stats(), budget.stats()],
+    );
+}
+
+/// Out of memory (`maxmemory` with `noeviction`: writes refused), a key of the wrong type, and a
+/// server that answers garbage: each is a failed store; calls are decided locally, then by the
+/// store again once it is healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_memory_wrong_type_and_garbage() {
+    let server = RedisServer::start();
+    let store = Arc::new(RedisStore::open(&server.url(), "faults").unwrap());
+    let (b, events) = breaker(&store, "oom", config(Mode::Exact));
+    store.warm_up().await.unwrap();
+    let mut c = Caller::default();
+    until_the_store_decides(&mut c, &b, Outcome::Success).await;
+    let mut conn = server.conn();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("noeviction")
+        .query(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .query(&mut conn)
+        .unwrap();
+    for _ in 0..10 {
+        assert_eq!(c.call(&b, Outcome::Success).await, Ok(Decider::Local));
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    {
+        let e = events.lock().unwrap();
+        let FleetEvent::StoreDown { error, .. } = &e[0] else {
+            panic!("{e:?}")
+        };
+        assert_eq!(error.kind, StoreErrorKind::Refused, "{error}");
+        assert!(error.message.contains("OOM"), "{error}");
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query(&mut conn)
+        .unwrap();
+    until_the_store_decides(&mut c, &b, Outcome::Success).await;
+
+    // Someone else's string where the breaker's hash should be.
+    let key = store.breaker_keys("oom")[0].clone();
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("not a hash")
+        .query(&mut conn)
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert_eq!(c.call(&b, Outcome::Success).await, Ok(Decider::Local));
+    let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
+    until_the_store_decides(&mut c, &b, Outcome::Success).await;
+    until_up(&mut c, &b, &events, 2).await;
+    assert_eq!(downs_and_ups(&events).0, 2, "{:?}", events.lock().unwrap());
+
+    // A server that answers garbage to everything.
+    let garbage = GarbageServer::start();
+    let bad = Arc::new(RedisStore::open(&garbage.url(), "faults").unwrap());
+    let (g, gevents) = breaker(&bad, "garbage", config(Mode::Exact));
+    for _ in 0..10 {
+        assert_eq!(c.call(&g, Outcome::Success).await, Ok(Decider::Local));
+    }
+    let e = gevents.lock().unwrap().clone();
+    assert!(matches!(&e[..], [FleetEvent::StoreDown { .. }]), "{e:?}");
+    eprintln!("garbage: {e:?}");
+    c.check(
+        "out of memory, wrong type, garbage",
+        &[b.stats(), g.stats()],
+    );
+}
+
+/// Fail-closed, opted in: while the store is down, calls and retries are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_closed_refuses_while_the_store_is_down() {
+    let mut server = RedisServer::start();
+    let store = Arc::new(RedisStore::open(&server.url(), "faults").unwrap());
+    let closed = FleetConfig {
+        on_store_failure: OnStoreFailure::Refuse,
+        ..config(Mode::Exact)
+    };
+    let (b, _) = breaker(&store, "closed", closed);
+    let budget = FleetBudget::new(
+        store.clone(),
+        "closed",
+        BudgetSpec::new(RatioConfig::percent(1.0)).unwrap(),
+        closed,
+        1,
+        None,
+    )
+    .unwrap();
+    store.warm_up().await.unwrap();
+    let mut c = Caller::default();
+    until_the_store_decides(&mut c, &b, Outcome::Success).await;
+    assert!(c.budget(&budget).await);
+    server.kill();
+    for _ in 0..5 {
+        assert_eq!(
+            c.call(&b, Outcome::Success).await,
+            Err(FleetReason::StoreUnavailable)
+        );
+        budget.first_try();
+        let denied = budget.try_retry().await.unwrap_err();
+        assert!(denied.store_unavailable);
+    }
+    c.check("fail-closed", &[b.stats(), budget.stats()]);
+}
+
+/// A TCP server on loopback that answers every connection with bytes that are not RESP.
+struct GarbageServer {
+    port: u16,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl GarbageServer {
+    fn start() -> Self {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut conns = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok((s, _)) = listener.accept() {
+                    s.set_nonblocking(true).unwrap();
+                    conns.push(s);
+                }
+                for s in &mut conns {
+                    let mut buf = [0u8; 4096];
+                    if let Ok(n) = s.read(&mut buf)
+                        && n > 0
+                    {
+                        let _ = s.write_all(b"*3\r\n:1\r\n$-5\r\n\x00\xff garbage \r\n");
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        GarbageServer {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for GarbageServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

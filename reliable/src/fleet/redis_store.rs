@@ -119,6 +119,20 @@ impl RedisStore {
         Ok(c)
     }
 
+    /// Connects and loads both scripts now (at start-up, outside any call's wait bound), so
+    /// that the first decisions take one round trip each.
+    pub async fn warm_up(&self) -> Result<(), StoreError> {
+        let mut c = self.connection().await?;
+        for script in [&self.breaker, &self.budget] {
+            script
+                .prepare_invoke()
+                .load_async(&mut c)
+                .await
+                .map_err(|e| self.error(&e))?;
+        }
+        Ok(())
+    }
+
     /// Forgets a connection that failed, so that the next operation makes a new one.
     fn drop_connection(&self) {
         *self.conn.lock().unwrap_or_else(|e| e.into_inner()) = None;

@@ -665,3 +665,447 @@ impl Drop for GarbageServer {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Correct under concurrency: 4 processes × 4 threads on one breaker and one budget.
+// ---------------------------------------------------------------------------------------------
+
+use reliable_core::breaker::{CircuitBreaker, CountWindow, Permit, RejectReason};
+use std::collections::HashMap;
+
+const PROCESSES: usize = 4;
+const THREADS: usize = 4;
+
+/// The breaker the processes share: a failure rate of 50% over 20 calls, a short open time so
+/// that many half-open rounds happen, two probes at once, three successes close.
+fn shared_policy() -> BreakerPolicy {
+    BreakerPolicy::new(BreakerConfig {
+        failure_rate: Some(0.5),
+        minimum_calls: 20,
+        window: WindowConfig::Count { calls: 20 },
+        open: OpenConfig {
+            duration: ms(50),
+            growth: 1.0,
+            max: None,
+            jitter: 0.0,
+            strictly_after: false,
+        },
+        half_open: HalfOpenConfig {
+            max_in_flight: Some(2),
+            rule: ProbeRule::Consecutive { successes: 3 },
+            probe_timeout: ms(300),
+            ..BreakerConfig::new().half_open
+        },
+        ..BreakerConfig::new()
+    })
+    .unwrap()
+}
+
+const RATIO: f64 = 0.1;
+
+/// Counts an application-level probe in or out (`delta` ±1) and keeps the maximum, atomically.
+const PROBE_COUNTER: &str = "local n = redis.call('INCRBY', KEYS[1], ARGV[1]) \
+    if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end return n";
+
+/// Counts an application-level probe in (1) or out (-1).
+async fn count(counter: &redis::Script, conn: &mut redis::aio::MultiplexedConnection, delta: i64) {
+    let _: i64 = counter
+        .key("probes-now")
+        .key("probes-max")
+        .arg(delta)
+        .invoke_async(conn)
+        .await
+        .unwrap();
+}
+
+/// The non-atomic probe gate of the negative control: read the leases, then (another round
+/// trip later) take one: two processes can both read a free slot.
+async fn non_atomic_probe(
+    conn: &mut redis::aio::MultiplexedConnection,
+    leases: &str,
+    probes: u32,
+    lease: u64,
+) -> bool {
+    let held: u32 = redis::cmd("HLEN")
+        .arg(leases)
+        .query_async(conn)
+        .await
+        .unwrap();
+    if held >= probes {
+        return false;
+    }
+    let _: () = redis::cmd("HSET")
+        .arg(leases)
+        .arg(lease)
+        .arg(1)
+        .query_async(conn)
+        .await
+        .unwrap();
+    true
+}
+
+/// One process of the fleet (run by `fleet_of_processes`, which starts this test binary again
+/// with `FLEET_ROLE` set; without it, this test does nothing).
+#[test]
+fn fleet_child() {
+    let Ok(role) = std::env::var("FLEET_ROLE") else {
+        return;
+    };
+    let url = std::env::var("FLEET_URL").unwrap();
+    let seed: u64 = std::env::var("FLEET_SEED").unwrap().parse().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(THREADS)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        // The shared breaker's decisions go to its log, for the parent to replay.
+        let store = Arc::new(RedisStore::open(&url, "fleet").unwrap().with_decision_log());
+        store.warm_up().await.unwrap();
+        let client = redis::Client::open(url.as_str()).unwrap();
+        // A generous bound: this test is about the store's atomicity, not its faults.
+        let cfg = |mode| FleetConfig {
+            mode,
+            wait: std::time::Duration::from_millis(500),
+            ..FleetConfig::default()
+        };
+        let cached = Mode::Cached {
+            refresh: std::time::Duration::from_millis(10),
+        };
+        let mut tasks = Vec::new();
+        for t in 0..THREADS as u64 {
+            let store = store.clone();
+            let client = client.clone();
+            let role = role.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut rng = Rng(seed * 100 + t);
+                let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+                let counter = redis::Script::new(PROBE_COUNTER);
+                let mut tally = [0u64; 4];
+                match role.as_str() {
+                    "breaker" => {
+                        let b = FleetBreaker::new(
+                            store,
+                            "shared",
+                            BreakerSpec::new(&shared_policy()).unwrap(),
+                            cfg(Mode::Exact),
+                        )
+                        .unwrap();
+                        let end = StdInstant::now() + std::time::Duration::from_millis(1_500);
+                        while StdInstant::now() < end {
+                            match b.acquire().await {
+                                Ok(p) => {
+                                    tally[0] += 1;
+                                    let probe = p.is_probe();
+                                    if probe {
+                                        tally[1] += 1;
+                                        count(&counter, &mut conn, 1).await;
+                                    }
+                                    let wait = rng.below(2_000);
+                                    tokio::time::sleep(std::time::Duration::from_micros(wait))
+                                        .await;
+                                    let outcome = if rng.below(10) < 6 {
+                                        Outcome::Failure
+                                    } else {
+                                        Outcome::Success
+                                    };
+                                    if probe {
+                                        count(&counter, &mut conn, -1).await;
+                                        // Now and then a probe never reports: its lease expires.
+                                        if rng.below(50) == 0 {
+                                            tally[3] += 1;
+                                            std::mem::forget(p);
+                                            continue;
+                                        }
+                                    }
+                                    b.record(p, outcome).await;
+                                }
+                                Err(_) => {
+                                    tally[2] += 1;
+                                    tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+                                }
+                            }
+                        }
+                        tally[3] = FleetStats::get(&b.stats().fallbacks);
+                    }
+                    "budget" | "budget-cached" => {
+                        let mode = if role == "budget" {
+                            cfg(Mode::Exact)
+                        } else {
+                            cfg(cached)
+                        };
+                        let b = FleetBudget::new(
+                            store,
+                            &role,
+                            BudgetSpec::new(RatioConfig::percent(RATIO)).unwrap(),
+                            mode,
+                            2,
+                            None,
+                        )
+                        .unwrap();
+                        for _ in 0..300 {
+                            b.first_try();
+                            tally[0] += 1;
+                            // Every call fails and asks to retry.
+                            if b.try_retry().await.is_ok() {
+                                tally[1] += 1;
+                            }
+                            tokio::time::sleep(std::time::Duration::from_micros(300)).await;
+                        }
+                        tally[3] = FleetStats::get(&b.stats().fallbacks);
+                    }
+                    "negative" => {
+                        let leases = store.breaker_keys("negative")[1].clone();
+                        let end = StdInstant::now() + std::time::Duration::from_millis(1_000);
+                        let mut lease = (seed * 100 + t) * 1_000_000;
+                        while StdInstant::now() < end {
+                            lease += 1;
+                            if non_atomic_probe(&mut conn, &leases, 2, lease).await {
+                                tally[1] += 1;
+                                count(&counter, &mut conn, 1).await;
+                                tokio::time::sleep(std::time::Duration::from_micros(500)).await;
+                                count(&counter, &mut conn, -1).await;
+                                let _: () = redis::cmd("HDEL")
+                                    .arg(&leases)
+                                    .arg(lease)
+                                    .query_async(&mut conn)
+                                    .await
+                                    .unwrap();
+                            } else {
+                                tally[2] += 1;
+                                tokio::task::yield_now().await;
+                            }
+                        }
+                    }
+                    other => panic!("role {other}"),
+                }
+                tally
+            }));
+        }
+        let mut total = [0u64; 4];
+        for t in tasks {
+            let tally = t.await.unwrap();
+            for (a, b) in total.iter_mut().zip(tally) {
+                *a += b;
+            }
+        }
+        println!("RESULT {} {} {} {}", total[0], total[1], total[2], total[3]);
+    });
+}
+
+/// Runs `PROCESSES` copies of this test binary in `role`; the sums of their RESULT lines.
+fn run_fleet(url: &str, role: &str) -> [u64; 4] {
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|i| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "fleet_child", "--nocapture", "--test-threads=1"])
+                .env("FLEET_ROLE", role)
+                .env("FLEET_URL", url)
+                .env("FLEET_SEED", (i + 1).to_string())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .map(ChildGuard)
+        .collect();
+    let mut total = [0u64; 4];
+    for mut child in children {
+        let out = child.0.wait_with_output_ref();
+        assert!(out.0.success(), "a {role} process failed: {}", out.2);
+        let line = out
+            .1
+            .lines()
+            .find_map(|l| l.split_once("RESULT ").map(|(_, r)| r))
+            .unwrap_or_else(|| panic!("no RESULT from a {role} process: {}", out.1))
+            .to_owned();
+        for (t, v) in total.iter_mut().zip(line.split(' ')) {
+            *t += v.parse::<u64>().unwrap();
+        }
+    }
+    total
+}
+
+/// A child process, killed if the test panics before it ends.
+struct ChildGuard(std::process::Child);
+
+trait WaitRef {
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String, String);
+}
+
+impl WaitRef for std::process::Child {
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String, String) {
+        use std::io::Read;
+        let (mut out, mut err) = (String::new(), String::new());
+        if let Some(s) = self.stdout.as_mut() {
+            s.read_to_string(&mut out).unwrap();
+        }
+        if let Some(s) = self.stderr.as_mut() {
+            s.read_to_string(&mut err).unwrap();
+        }
+        (self.wait().unwrap(), out, err)
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Replays the store's decision log through one core breaker, in the store's order, and checks
+/// every answer agrees; returns (acquires, probes admitted, most probes in flight, results
+/// counted before the first trip).
+fn replay(log: &[String]) -> (usize, usize, u32, usize) {
+    let mut core: CircuitBreaker<BreakerPolicy, CountWindow<64>, 16> =
+        CircuitBreaker::with_storage(shared_policy()).unwrap();
+    let t = |us: &str| reliable_core::Instant::from_nanos(us.parse::<u64>().unwrap() * 1_000);
+    let mut pool: HashMap<u64, Vec<Permit>> = HashMap::new();
+    let mut probes: HashMap<(u64, u64), Permit> = HashMap::new();
+    let (mut acquires, mut admitted_probes, mut most, mut before_trip) = (0, 0, 0, None);
+    let mut results_closed = 0;
+    for (i, line) in log.iter().enumerate() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f[0] {
+            "acquire" => {
+                acquires += 1;
+                let (code, g, x): (u64, u64, u64) = (
+                    f[2].parse().unwrap(),
+                    f[3].parse().unwrap(),
+                    f[4].parse().unwrap(),
+                );
+                let answer = core.try_acquire(t(f[1]));
+                assert_eq!(u64::from(core.generation()), g, "line {i}: {line}");
+                match (answer, code) {
+                    (Ok(p), 1) if !p.is_probe() => pool.entry(g).or_default().push(p),
+                    (Ok(p), 2) if p.is_probe() => {
+                        admitted_probes += 1;
+                        probes.insert((g, x), p);
+                    }
+                    (Err(r), 3) => assert_eq!(
+                        r.reason,
+                        RejectReason::Open {
+                            retry_after: Duration::from_micros(x)
+                        },
+                        "line {i}: {line}"
+                    ),
+                    (Err(r), 4) => assert_eq!(r.reason, RejectReason::HalfOpenFull),
+                    (a, _) => panic!("line {i}: {line}: the core answers {a:?}"),
+                }
+                most = most.max(core.probes_in_flight());
+            }
+            "record" => {
+                let (g, l): (u64, u64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+                let outcome = match f[4] {
+                    "S" => Outcome::Success,
+                    "F" => Outcome::Failure,
+                    _ => Outcome::Ignored,
+                };
+                let permit = if l >= 2 {
+                    probes.remove(&(g, l))
+                } else {
+                    pool.get_mut(&g).and_then(Vec::pop)
+                };
+                let permit = permit.unwrap_or_else(|| panic!("line {i}: {line}: no such permit"));
+                let before = core.generation();
+                core.record(permit, outcome, t(f[1]));
+                if g == 0 && outcome != Outcome::Ignored && before == 0 {
+                    results_closed += 1;
+                    if core.generation() != before && before_trip.is_none() {
+                        before_trip = Some(results_closed);
+                    }
+                }
+            }
+            _ => panic!("line {i}: {line}"),
+        }
+    }
+    (acquires, admitted_probes, most, before_trip.unwrap_or(0))
+}
+
+/// 4 processes × 4 threads against one real Redis: the fleet's breaker decides exactly as one
+/// core breaker fed the store's sequence of calls (so it opens at the same threshold), never has
+/// more than `max_in_flight` probes out, and the fleet's budget never grants more than its
+/// ratio, exact or cached. The negative control, a probe gate that reads then writes in two
+/// round trips, lets more probes out, and the same count catches it.
+#[test]
+fn fleet_of_processes() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.conn();
+    let log_store = RedisStore::open(&url, "fleet").unwrap();
+    let keys = log_store.breaker_keys("shared");
+    let get = |conn: &mut redis::Connection, k: &str| -> i64 {
+        redis::cmd("GET")
+            .arg(k)
+            .query::<Option<i64>>(conn)
+            .unwrap()
+            .unwrap_or(0)
+    };
+
+    // The breaker.
+    let [admitted, probes, rejected, fallbacks] = run_fleet(&url, "breaker");
+    let log: Vec<String> = redis::cmd("LRANGE")
+        .arg(&keys[3])
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    let (acquires, replayed_probes, most, trip) = replay(&log);
+    let app_most = get(&mut conn, "probes-max");
+    eprintln!(
+        "breaker: {admitted} admitted ({probes} probes), {rejected} rejected, {fallbacks} local; \
+         the store's log: {acquires} acquires, {replayed_probes} probes, replayed through one core \
+         breaker: every answer agrees; opened after {trip} results; most probes in flight \
+         fleet-wide: {most} by the store's leases, {app_most} counted by the callers (limit 2)"
+    );
+    assert!(
+        acquires > 1_000 && replayed_probes > 20,
+        "too little happened"
+    );
+    assert_eq!(
+        trip, 20,
+        "a 50% rate over 20 calls of failures opens at the 20th result"
+    );
+    assert!(most <= 2 && app_most <= 2 && app_most >= 1);
+
+    // The budget, exact and cached: every call fails and asks to retry.
+    for role in ["budget", "budget-cached"] {
+        let [first, granted, _, fallbacks] = run_fleet(&url, role);
+        let key = log_store.budget_key(role);
+        let (a, b): (i64, i64) = {
+            let h: HashMap<String, i64> = redis::cmd("HGETALL").arg(&key).query(&mut conn).unwrap();
+            h.iter()
+                .fold((0, 0), |(a, b), (k, v)| match k.as_bytes()[0] {
+                    b'a' => (a + v, b),
+                    b'b' => (a, b + v),
+                    _ => (a, b),
+                })
+        };
+        let allowed = (RATIO * first as f64).floor() as u64;
+        eprintln!(
+            "{role}: {first} first tries, {granted} retries granted (ratio {RATIO}: at most \
+             {allowed}), {fallbacks} decided locally; the store's window: {a} first tries, {b} \
+             retries withdrawn"
+        );
+        assert_eq!(fallbacks, 0, "{role}: the store was slow");
+        assert!(granted <= allowed, "{role}: {granted} > {allowed}");
+        assert!(b as u64 <= (RATIO * a as f64).floor() as u64);
+        assert!(granted >= allowed / 2, "{role}: the budget was barely used");
+    }
+
+    // The negative control: a gate that reads, then writes.
+    let _: () = redis::cmd("SET")
+        .arg("probes-max")
+        .arg(0)
+        .query(&mut conn)
+        .unwrap();
+    let [_, neg_probes, _, _] = run_fleet(&url, "negative");
+    let neg_most = get(&mut conn, "probes-max");
+    eprintln!("negative control: {neg_probes} probes, most in flight {neg_most} (limit 2)");
+    assert!(
+        neg_most > 2,
+        "the non-atomic gate was not caught: {neg_most}"
+    );
+}

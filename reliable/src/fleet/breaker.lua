@@ -38,8 +38,12 @@ local succ, nextl, latest = tonumber(f[9]) or 0, tonumber(f[10]) or 2, tonumber(
 if now > latest then latest = now end
 now = latest
 
-local function log(s)
-  if logging then redis.call('RPUSH', logk, s) end
+-- Integers as digits (Lua's `..` would write 1.7e+15).
+local function d(x)
+  return string.format('%.0f', x)
+end
+local function log(...)
+  if logging then redis.call('RPUSH', logk, table.concat({...}, ' ')) end
 end
 
 -- go: every change of state moves the generation on and empties the probe round.
@@ -154,12 +158,12 @@ if op == 'acquire' then
       break
     end
   end
-  log('acquire ' .. now .. ' ' .. answer[1] .. ' ' .. answer[2] .. ' ' .. answer[3])
+  log('acquire', d(now), d(answer[1]), d(answer[2]), d(answer[3]))
 elseif op == 'record' then
   local g, l, outcome = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
   -- any | result of an older generation: nothing.
   if g == gen then result(l, outcome) end
-  log('record ' .. now .. ' ' .. g .. ' ' .. l .. ' ' .. outcome)
+  log('record', d(now), d(g), d(l), outcome)
   answer = {0, gen, 0}
 elseif op == 'batch' then
   -- Results a process decided locally (cached mode), in its order; none is a probe.
@@ -169,7 +173,7 @@ elseif op == 'batch' then
     if g ~= gen or state ~= 0 then break end
     local o = string.sub(outcomes, i, i)
     result(0, o)
-    log('record ' .. now .. ' ' .. g .. ' 0 ' .. o)
+    log('record', d(now), d(g), '0', o)
   end
   answer = {0, gen, 0}
 elseif op == 'view' then

@@ -178,11 +178,11 @@ impl FleetBreaker {
         events: Option<EventSink>,
     ) -> Result<Self, SpecError> {
         check_name(name)?;
-        let local = CoreBreaker::with_storage(spec.policy.clone())?;
+        let local = CoreBreaker::with_storage(spec.policy)?;
         Ok(FleetBreaker {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
-                guard: Guard::new(name, &config, events),
+                guard: Guard::new(name, &config, events)?,
                 spec,
                 store,
                 config,

@@ -102,7 +102,7 @@ impl FleetBudget {
         Ok(FleetBudget {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
-                guard: Guard::new(name, &config, events),
+                guard: Guard::new(name, &config, events)?,
                 spec,
                 store,
                 config,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, NoWindow, Outcome};
 use reliable_core::{Duration, Instant};
 
-use super::store::{StoreError, StoreErrorKind};
+use super::store::{SpecError, StoreError, StoreErrorKind};
 
 /// What a process does when its store does not answer in time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -136,7 +136,11 @@ impl fmt::Debug for Guard {
 }
 
 impl Guard {
-    pub(crate) fn new(name: &str, config: &FleetConfig, events: Option<EventSink>) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        config: &FleetConfig,
+        events: Option<EventSink>,
+    ) -> Result<Self, SpecError> {
         let rest = Duration::from_nanos(config.rest.as_nanos().max(1) as u64);
         let policy = BreakerPolicy::new(BreakerConfig {
             consecutive_failures: Some(1),
@@ -153,18 +157,17 @@ impl Guard {
                 ..BreakerConfig::new().half_open
             },
             ..BreakerConfig::new()
-        })
-        .expect("a valid health policy");
-        Guard {
+        })?;
+        Ok(Guard {
             name: name.to_owned(),
             wait: config.wait,
-            health: Mutex::new(CircuitBreaker::with_storage(policy).expect("no window needed")),
+            health: Mutex::new(CircuitBreaker::with_storage(policy)?),
             origin: std::time::Instant::now(),
             down: AtomicBool::new(false),
             down_since: Mutex::new(None),
             stats: Arc::new(FleetStats::default()),
             events,
-        }
+        })
     }
 
     fn now(&self) -> Instant {

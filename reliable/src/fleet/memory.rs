@@ -13,7 +13,7 @@ use reliable_core::outcome::ErrorClass;
 
 use super::store::{
     Answer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, MAX_PROBES,
-    Store, StoreFuture,
+    Store, StoreError, StoreErrorKind, StoreFuture,
 };
 
 /// The core breaker a fleet breaker runs on in memory (and in each process's fallback).
@@ -79,17 +79,24 @@ impl MemoryStore {
         spec: &BreakerSpec,
         now: Instant,
         op: BreakerOp,
-    ) -> BreakerReply {
+    ) -> Result<BreakerReply, StoreError> {
         let mut map = self.breakers.lock().unwrap_or_else(|e| e.into_inner());
-        let b = map
-            .entry(self.key("breaker", name))
-            .or_insert_with(|| MemBreaker {
-                breaker: CoreBreaker::with_storage(spec.policy.clone())
-                    .expect("BreakerSpec checked the window and probes"),
-                permits: HashMap::new(),
-                next: 1,
-                latest: Instant::ZERO,
-            });
+        let key = self.key("breaker", name);
+        if !map.contains_key(&key) {
+            let breaker = CoreBreaker::with_storage(spec.policy).map_err(refused)?;
+            map.insert(
+                key.clone(),
+                MemBreaker {
+                    breaker,
+                    permits: HashMap::new(),
+                    next: 1,
+                    latest: Instant::ZERO,
+                },
+            );
+        }
+        let Some(b) = map.get_mut(&key) else {
+            return Err(refused("just inserted"));
+        };
         b.latest = b.latest.max(now);
         let now = b.latest;
         let answer = match op {
@@ -134,7 +141,7 @@ impl MemoryStore {
             }
             BreakerOp::View => Answer::Done,
         };
-        reply(&b.breaker, answer, now)
+        Ok(reply(&b.breaker, answer, now))
     }
 
     /// The budget operation, run on the core's budget.
@@ -144,11 +151,15 @@ impl MemoryStore {
         spec: &BudgetSpec,
         now: Instant,
         op: BudgetOp,
-    ) -> BudgetReply {
+    ) -> Result<BudgetReply, StoreError> {
         let mut map = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
-        let b = map
-            .entry(self.key("budget", name))
-            .or_insert_with(|| CoreBudget::new(spec.policy).expect("BudgetSpec checked the slots"));
+        let key = self.key("budget", name);
+        if !map.contains_key(&key) {
+            map.insert(key.clone(), CoreBudget::new(spec.policy).map_err(refused)?);
+        }
+        let Some(b) = map.get_mut(&key) else {
+            return Err(refused("just inserted"));
+        };
         for _ in 0..op.first_tries {
             b.on_first_try(now);
         }
@@ -157,14 +168,18 @@ impl MemoryStore {
             granted += 1;
         }
         b.on_request_end(now);
-        BudgetReply {
+        Ok(BudgetReply {
             granted,
             balance_micros: b
                 .micro_balance(now)
                 .clamp(i64::MIN as i128, i64::MAX as i128) as i64,
             now_us: now.as_nanos() / 1_000,
-        }
+        })
     }
+}
+
+fn refused(e: impl std::fmt::Display) -> StoreError {
+    StoreError::new(StoreErrorKind::Refused, e.to_string())
 }
 
 /// The reply for the breaker's state after an operation, as the Redis script reports it.
@@ -193,7 +208,7 @@ impl Store for MemoryStore {
         op: BreakerOp,
     ) -> StoreFuture<'a, BreakerReply> {
         let reply = self.breaker_now(name, spec, self.now(now_us), op);
-        Box::pin(async move { Ok(reply) })
+        Box::pin(async move { reply })
     }
 
     fn budget<'a>(
@@ -204,7 +219,7 @@ impl Store for MemoryStore {
         op: BudgetOp,
     ) -> StoreFuture<'a, BudgetReply> {
         let reply = self.budget_now(name, spec, self.now(now_us), op);
-        Box::pin(async move { Ok(reply) })
+        Box::pin(async move { reply })
     }
 
     fn describe(&self) -> String {

@@ -337,7 +337,7 @@ impl BreakerSpec {
             }
         }
         Ok(BreakerSpec {
-            policy: policy.clone(),
+            policy: *policy,
             consecutive: c.consecutive_failures.unwrap_or(0),
             // As the core's `fraction_ppm` (at least 1 when on).
             failure_ppm: c
@@ -385,7 +385,7 @@ impl BudgetSpec {
             return Err(unsupported("slots", "at most 64 slots in a fleet budget"));
         }
         let width = config.ttl.as_nanos() / u64::from(config.slots);
-        if width % 1_000 != 0 {
+        if !width.is_multiple_of(1_000) {
             return Err(unsupported(
                 "ttl",
                 "ttl / slots must be whole microseconds (the store's clock)",

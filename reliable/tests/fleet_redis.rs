@@ -432,8 +432,13 @@ async fn killed_then_restarted_empty() {
     // failures in a row), and the five failures seen meanwhile reach it.
     until_the_store_decides(&mut c, &b, Outcome::Ignored).await;
     until_up(&mut c, &b, &events, 1).await;
+    // (A loaded machine may miss the bound once more after the restart: another down and up.)
     let (downs, ups, reconciled) = downs_and_ups(&events);
-    assert_eq!((downs, ups, reconciled), (1, 1, 5));
+    assert!(
+        downs >= 1 && ups == downs && reconciled == 5,
+        "{:?}",
+        events.lock().unwrap()
+    );
     let view = store
         .breaker("kill", &spec(), 0, BreakerOp::View)
         .await

@@ -492,10 +492,11 @@ async fn paused_store_never_blocks_a_call() {
     let deadline = StdInstant::now() + std::time::Duration::from_secs(5);
     while downs_and_ups(&cached_events).1 == 0 || downs_and_ups(&events).1 == 0 {
         assert!(c.call(&cached, Outcome::Success).await.is_ok());
+        assert!(c.call(&exact, Outcome::Success).await.is_ok());
         assert!(StdInstant::now() < deadline, "no StoreUp event");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert_eq!(downs_and_ups(&events).0, 1);
+    assert!(downs_and_ups(&events).0 >= 1);
     assert!(FleetStats::get(&exact.stats().timeouts) >= 1);
     eprintln!("{during} rounds while paused");
     eprintln!("exact: {}", stats(exact.stats()));

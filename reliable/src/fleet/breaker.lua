@@ -1,3 +1,4 @@
+#!lua
 -- A fleet-wide circuit breaker in one Redis hash: the rules of reliable-core's breaker spec
 -- (core/src/breaker/spec.rs, `step`, and CircuitBreaker in core/src/breaker/circuit.rs, which
 -- carries its decisions out), for the subset a fleet breaker accepts: failures in a row and a
@@ -6,6 +7,9 @@
 -- `successes` good probes in a row (ProbeRule::Consecutive). Each arm below names the table line
 -- it encodes. The Rust test `lua_matches_the_core` drives this script and the core's
 -- CircuitBreaker with the same random operations and compares every answer.
+--
+-- The shebang line makes Redis (7.0 or later) refuse the whole script up front when it is out of
+-- memory, rather than stop it at its first write: a script either runs whole or not at all.
 --
 -- Time is in microseconds (Lua numbers are doubles: integers are exact below 2^53 µs, ~285
 -- years). ARGV[2] = 0 reads the Redis server's clock: the store's clock is the fleet's clock.

@@ -1,3 +1,4 @@
+#!lua
 -- A fleet-wide retry budget in one Redis hash: reliable-core's RatioBudget
 -- (core/src/budget/ratio.rs, over the slot ring of core/src/ring.rs). Each first try deposits
 -- `ratio`, each retry withdraws 1; both count for `ttl`, kept in `slots` slots of `ttl / slots`

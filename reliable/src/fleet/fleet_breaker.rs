@@ -9,7 +9,10 @@ use reliable_core::{Duration, Instant};
 
 use super::guard::{EventSink, FleetConfig, FleetStats, Guard, Mode, OnStoreFailure};
 use super::memory::CoreBreaker;
-use super::store::{Answer, BreakerOp, BreakerReply, BreakerSpec, SpecError, Store, check_name};
+use super::store::{
+    Answer, BreakerOp, BreakerReply, BreakerSpec, SpecError, Store, StoreError, StoreErrorKind,
+    check_name,
+};
 
 /// Local results kept while the store is down, to send when it is back (the oldest are dropped).
 const OUTAGE_KEPT: usize = 4096;
@@ -265,7 +268,10 @@ impl FleetBreaker {
                 };
                 match i.guard.run(i.store.breaker(&i.name, &i.spec, 0, op)).await {
                     Ok(reply) => i.answered(&reply),
-                    Err(_) => i.keep(outcome),
+                    Err(e) if unsent(&e) => i.keep(outcome),
+                    // The store may have counted it (a timeout): not sent again, so that a
+                    // result counts at most once.
+                    Err(_) => {}
                 }
             }
             Kind::Cached { generation } => {
@@ -281,6 +287,16 @@ impl FleetBreaker {
             Kind::Local => i.keep(outcome),
         }
     }
+}
+
+/// Whether a failed operation surely did not reach the store's state: refused (a script runs
+/// whole or not at all) or never sent (resting, not connected). A timeout or a garbled answer
+/// may have been applied.
+fn unsent(e: &StoreError) -> bool {
+    matches!(
+        e.kind,
+        StoreErrorKind::Refused | StoreErrorKind::Unavailable
+    )
 }
 
 impl Inner {
@@ -479,11 +495,12 @@ impl Inner {
             .await
         {
             Ok(reply) => self.answered(&reply),
-            Err(_) => {
+            Err(e) if unsent(&e) => {
                 for o in outcomes {
                     self.keep(o);
                 }
             }
+            Err(_) => {}
         }
     }
 }

@@ -103,10 +103,10 @@ impl std::error::Error for FleetRejection {}
 /// The cached view of the fleet's breaker.
 #[derive(Debug, Default)]
 struct View {
-    fetched: Option<std::time::Instant>,
+    fetched: Option<tokio::time::Instant>,
     state: Option<State>,
     generation: u64,
-    until: Option<std::time::Instant>,
+    until: Option<tokio::time::Instant>,
     /// Results of calls admitted on the view, with the generation they were admitted in.
     pending: Vec<(u64, Outcome)>,
 }
@@ -140,7 +140,7 @@ struct Inner {
     config: FleetConfig,
     guard: Guard,
     local: Mutex<CoreBreaker>,
-    origin: std::time::Instant,
+    origin: tokio::time::Instant,
     view: Mutex<View>,
     refreshing: AtomicBool,
     reconciling: AtomicBool,
@@ -190,7 +190,7 @@ impl FleetBreaker {
                 store,
                 config,
                 local: Mutex::new(local),
-                origin: std::time::Instant::now(),
+                origin: tokio::time::Instant::now(),
                 view: Mutex::new(View::default()),
                 refreshing: AtomicBool::new(false),
                 reconciling: AtomicBool::new(false),
@@ -354,7 +354,7 @@ impl Inner {
     }
 
     fn see(&self, reply: &BreakerReply) {
-        let now = std::time::Instant::now();
+        let now = tokio::time::Instant::now();
         let mut v = lock(&self.view);
         v.fetched = Some(now);
         v.state = Some(reply.state);
@@ -419,7 +419,7 @@ impl Inner {
         self: &Arc<Self>,
         refresh: std::time::Duration,
     ) -> Option<Result<FleetPermit, FleetRejection>> {
-        let now = std::time::Instant::now();
+        let now = tokio::time::Instant::now();
         let (fetched, state, generation, until) = {
             let v = lock(&self.view);
             (v.fetched?, v.state?, v.generation, v.until)

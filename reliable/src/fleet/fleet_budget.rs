@@ -64,11 +64,11 @@ struct Inner {
     chunk: u32,
     guard: Guard,
     local: Mutex<CoreBudget>,
-    origin: std::time::Instant,
+    origin: tokio::time::Instant,
     /// First tries not yet sent to the store.
     pending: Mutex<u32>,
     /// Cached mode: grants taken from the fleet, and when.
-    allowance: Mutex<(u32, Option<std::time::Instant>)>,
+    allowance: Mutex<(u32, Option<tokio::time::Instant>)>,
     refreshing: AtomicBool,
 }
 
@@ -108,7 +108,7 @@ impl FleetBudget {
                 config,
                 chunk: chunk.max(1),
                 local: Mutex::new(local),
-                origin: std::time::Instant::now(),
+                origin: tokio::time::Instant::now(),
                 pending: Mutex::new(0),
                 allowance: Mutex::new((0, None)),
                 refreshing: AtomicBool::new(false),
@@ -180,7 +180,7 @@ impl Inner {
     }
 
     fn cached(self: &Arc<Self>, refresh: std::time::Duration) -> Result<(), BudgetDenied> {
-        let now = std::time::Instant::now();
+        let now = tokio::time::Instant::now();
         let taken_at = {
             let mut a = lock(&self.allowance);
             match a.1 {
@@ -225,7 +225,7 @@ impl Inner {
             {
                 Ok(reply) => {
                     me.guard.up(0);
-                    *lock(&me.allowance) = (reply.granted, Some(std::time::Instant::now()));
+                    *lock(&me.allowance) = (reply.granted, Some(tokio::time::Instant::now()));
                 }
                 Err(_) => *lock(&me.pending) += first_tries,
             }

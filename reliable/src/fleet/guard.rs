@@ -118,9 +118,9 @@ pub(crate) struct Guard {
     name: String,
     wait: std::time::Duration,
     health: Mutex<CircuitBreaker<BreakerPolicy, NoWindow>>,
-    origin: std::time::Instant,
+    origin: tokio::time::Instant,
     pub(crate) down: AtomicBool,
-    down_since: Mutex<Option<std::time::Instant>>,
+    down_since: Mutex<Option<tokio::time::Instant>>,
     pub(crate) stats: Arc<FleetStats>,
     events: Option<EventSink>,
 }
@@ -162,7 +162,7 @@ impl Guard {
             name: name.to_owned(),
             wait: config.wait,
             health: Mutex::new(CircuitBreaker::with_storage(policy)?),
-            origin: std::time::Instant::now(),
+            origin: tokio::time::Instant::now(),
             down: AtomicBool::new(false),
             down_since: Mutex::new(None),
             stats: Arc::new(FleetStats::default()),
@@ -191,7 +191,7 @@ impl Guard {
             ));
         };
         self.stats.store_calls.fetch_add(1, Ordering::Relaxed);
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let result = match tokio::time::timeout(self.wait, op).await {
             Ok(r) => r,
             Err(_) => {
@@ -225,7 +225,7 @@ impl Guard {
     fn went_down(&self, e: &StoreError) {
         if !self.down.swap(true, Ordering::AcqRel) {
             *self.down_since.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some(std::time::Instant::now());
+                Some(tokio::time::Instant::now());
             self.emit(&FleetEvent::StoreDown {
                 name: self.name.clone(),
                 error: e.clone(),

@@ -35,7 +35,7 @@ struct MemBreaker {
 /// one lock. Its clock (for `now_us` = 0) counts from when it was made.
 pub struct MemoryStore {
     namespace: String,
-    origin: std::time::Instant,
+    origin: tokio::time::Instant,
     breakers: Mutex<HashMap<String, MemBreaker>>,
     budgets: Mutex<HashMap<String, CoreBudget>>,
 }
@@ -53,7 +53,7 @@ impl MemoryStore {
     pub fn new(namespace: &str) -> Self {
         MemoryStore {
             namespace: namespace.to_owned(),
-            origin: std::time::Instant::now(),
+            origin: tokio::time::Instant::now(),
             breakers: Mutex::new(HashMap::new()),
             budgets: Mutex::new(HashMap::new()),
         }

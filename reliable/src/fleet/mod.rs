@@ -34,11 +34,16 @@
 //! ```
 //! use std::sync::Arc;
 //! use reliable::fleet::{BreakerSpec, FleetBreaker, FleetConfig, MemoryStore};
-//! use reliable_core::breaker::{BreakerConfig, BreakerPolicy, Outcome};
+//! use reliable_core::breaker::{BreakerConfig, BreakerPolicy, HalfOpenConfig, Outcome};
+//! use reliable_core::Duration;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 //! let store = Arc::new(MemoryStore::new("shop"));
-//! let policy = BreakerPolicy::new(BreakerConfig::layered_exercise()).unwrap();
+//! // Two failures in a row open it for 20 s; then one probe, with a lease of 10 s (a process
+//! // that dies mid-probe must not wedge the fleet).
+//! let config = BreakerConfig::layered_exercise();
+//! let half_open = HalfOpenConfig { probe_timeout: Duration::from_secs(10), ..config.half_open };
+//! let policy = BreakerPolicy::new(BreakerConfig { half_open, ..config }).unwrap();
 //! let spec = BreakerSpec::new(&policy).unwrap();
 //! // Two processes' breakers on one store and name: one breaker.
 //! let a = FleetBreaker::new(store.clone(), "payments", spec.clone(), FleetConfig::default()).unwrap();

@@ -66,6 +66,24 @@ impl RedisStore {
         })
     }
 
+    /// A store at a `rediss://` URL whose server certificate is signed by `root_ca` (PEM), not by
+    /// a public authority (feature `fleet-redis-tls`).
+    #[cfg(feature = "fleet-redis-tls")]
+    pub fn open_tls(url: &str, namespace: &str, root_ca: &[u8]) -> Result<Self, StoreError> {
+        let mut store = RedisStore::open(url, namespace)?;
+        let certs = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(root_ca.to_vec()),
+        };
+        store.client = Client::build_with_tls(url, certs).map_err(|e| {
+            StoreError::new(
+                StoreErrorKind::Refused,
+                scrub(&format!("{}: {e}", store.shown), &store.secrets),
+            )
+        })?;
+        Ok(store)
+    }
+
     /// Appends every breaker decision to the list `{namespace:breaker:name}:log` (for tests that
     /// replay a fleet's decisions through the core's sequential breaker).
     pub fn with_decision_log(mut self) -> Self {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use fleet_support::{RedisServer, Rng};
 use reliable::fleet::{
-    Answer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetSpec, MemoryStore, RedisStore,
-    Store,
+    BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetSpec, MemoryStore,
+    RedisStore, Store,
 };
 use reliable_core::Duration;
 use reliable_core::breaker::{
@@ -68,8 +68,8 @@ fn policies() -> Vec<BreakerPolicy> {
 /// The reply without the lease numbers, which each store picks itself.
 fn shape(r: &BreakerReply) -> BreakerReply {
     let answer = match r.answer {
-        Answer::Admitted { .. } => Answer::Admitted { lease: 0 },
-        Answer::Probe { .. } => Answer::Probe { lease: 0 },
+        BreakerAnswer::Admitted { .. } => BreakerAnswer::Admitted { lease: 0 },
+        BreakerAnswer::Probe { .. } => BreakerAnswer::Probe { lease: 0 },
         a => a,
     };
     BreakerReply { answer, ..*r }
@@ -131,9 +131,9 @@ async fn lua_matches_the_core() {
             generation = r.generation;
             counts[kind] += 1;
             match (r.answer, m.answer) {
-                (Answer::Admitted { lease: rl }, Answer::Admitted { lease: ml })
-                | (Answer::Probe { lease: rl }, Answer::Probe { lease: ml }) => {
-                    counts[if matches!(r.answer, Answer::Probe { .. }) {
+                (BreakerAnswer::Admitted { lease: rl }, BreakerAnswer::Admitted { lease: ml })
+                | (BreakerAnswer::Probe { lease: rl }, BreakerAnswer::Probe { lease: ml }) => {
+                    counts[if matches!(r.answer, BreakerAnswer::Probe { .. }) {
                         3
                     } else {
                         4

@@ -10,8 +10,8 @@ use reliable_core::{Duration, Instant};
 use super::guard::{EventSink, FleetConfig, FleetStats, Guard, Mode, OnStoreFailure};
 use super::memory::CoreBreaker;
 use super::store::{
-    Answer, BreakerOp, BreakerReply, BreakerSpec, SpecError, Store, StoreError, StoreErrorKind,
-    check_name,
+    BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, SpecError, Store, StoreError,
+    StoreErrorKind, check_name,
 };
 
 /// Local results kept while the store is down, to send when it is back (the oldest are dropped).
@@ -237,17 +237,19 @@ impl FleetBreaker {
             decided_by: Decider::Store,
         };
         match reply.answer {
-            Answer::Admitted { lease } => Ok(FleetPermit {
+            BreakerAnswer::Admitted { lease } => Ok(FleetPermit {
                 kind: store(lease, false),
                 local: i.local_permit(),
             }),
-            Answer::Probe { lease } => Ok(FleetPermit {
+            BreakerAnswer::Probe { lease } => Ok(FleetPermit {
                 kind: store(lease, true),
                 local: i.local_permit(),
             }),
-            Answer::Open { retry_after } => Err(rejected(RejectReason::Open { retry_after })),
-            Answer::HalfOpenFull => Err(rejected(RejectReason::HalfOpenFull)),
-            Answer::Done => i.fallback(),
+            BreakerAnswer::Open { retry_after } => {
+                Err(rejected(RejectReason::Open { retry_after }))
+            }
+            BreakerAnswer::HalfOpenFull => Err(rejected(RejectReason::HalfOpenFull)),
+            BreakerAnswer::Done => i.fallback(),
         }
     }
 

@@ -12,8 +12,8 @@ use reliable_core::budget::{Budget, RatioBudget};
 use reliable_core::outcome::ErrorClass;
 
 use super::store::{
-    Answer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, MAX_PROBES,
-    Store, StoreError, StoreErrorKind, StoreFuture,
+    BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
+    MAX_PROBES, Store, StoreError, StoreErrorKind, StoreFuture,
 };
 
 /// The core breaker a fleet breaker runs on in memory (and in each process's fallback).
@@ -107,21 +107,21 @@ impl MemoryStore {
                     let probe = permit.is_probe();
                     b.permits.insert(lease, permit);
                     if probe {
-                        Answer::Probe { lease }
+                        BreakerAnswer::Probe { lease }
                     } else {
-                        Answer::Admitted { lease }
+                        BreakerAnswer::Admitted { lease }
                     }
                 }
                 Err(r) => match r.reason {
-                    RejectReason::Open { retry_after } => Answer::Open { retry_after },
-                    _ => Answer::HalfOpenFull,
+                    RejectReason::Open { retry_after } => BreakerAnswer::Open { retry_after },
+                    _ => BreakerAnswer::HalfOpenFull,
                 },
             },
             BreakerOp::Record { lease, outcome, .. } => {
                 if let Some(permit) = b.permits.remove(&lease) {
                     b.breaker.record(permit, outcome, now);
                 }
-                Answer::Done
+                BreakerAnswer::Done
             }
             BreakerOp::Batch {
                 generation,
@@ -137,9 +137,9 @@ impl MemoryStore {
                         b.breaker.record(permit, outcome, now);
                     }
                 }
-                Answer::Done
+                BreakerAnswer::Done
             }
-            BreakerOp::View => Answer::Done,
+            BreakerOp::View => BreakerAnswer::Done,
         };
         Ok(reply(&b.breaker, answer, now))
     }
@@ -183,7 +183,7 @@ fn refused(e: impl std::fmt::Display) -> StoreError {
 }
 
 /// The reply for the breaker's state after an operation, as the Redis script reports it.
-fn reply(b: &CoreBreaker, answer: Answer, now: Instant) -> BreakerReply {
+fn reply(b: &CoreBreaker, answer: BreakerAnswer, now: Instant) -> BreakerReply {
     let until_us = match b.retry_after(now) {
         Some(left) => (now + left).as_nanos() / 1_000,
         None => 0,

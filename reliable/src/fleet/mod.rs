@@ -72,6 +72,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "fleet-redis")]
 pub use redis_store::RedisStore;
 pub use store::{
-    Answer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, MAX_PROBES,
-    MAX_SLOTS, MAX_WINDOW, SpecError, Store, StoreError, StoreErrorKind, StoreFuture, redact_url,
+    BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
+    MAX_PROBES, MAX_SLOTS, MAX_WINDOW, SpecError, Store, StoreError, StoreErrorKind, StoreFuture,
+    redact_url,
 };

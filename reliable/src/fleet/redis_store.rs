@@ -10,7 +10,7 @@ use reliable_core::Duration;
 use reliable_core::breaker::{Outcome, State};
 
 use super::store::{
-    Answer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, Store,
+    BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, Store,
     StoreError, StoreErrorKind, StoreFuture, check_name, redact_url,
 };
 
@@ -239,13 +239,13 @@ impl RedisStore {
         };
         let u = |n: i64| u64::try_from(n).map_err(|_| garbage());
         let answer = match code {
-            0 => Answer::Done,
-            1 => Answer::Admitted { lease: u(x)? },
-            2 => Answer::Probe { lease: u(x)? },
-            3 => Answer::Open {
+            0 => BreakerAnswer::Done,
+            1 => BreakerAnswer::Admitted { lease: u(x)? },
+            2 => BreakerAnswer::Probe { lease: u(x)? },
+            3 => BreakerAnswer::Open {
                 retry_after: Duration::from_nanos(u(x)?.saturating_mul(1_000)),
             },
-            4 => Answer::HalfOpenFull,
+            4 => BreakerAnswer::HalfOpenFull,
             _ => return Err(garbage()),
         };
         let state = match state {

@@ -65,7 +65,7 @@ pub enum BreakerOp {
 
 /// What a breaker operation answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub enum BreakerAnswer {
     /// A record, batch or view: done.
     Done,
     /// Admitted (not a probe).
@@ -91,7 +91,7 @@ pub enum Answer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BreakerReply {
     /// The answer to the operation.
-    pub answer: Answer,
+    pub answer: BreakerAnswer,
     /// The breaker's generation (it moves on at every change of state).
     pub generation: u64,
     /// The stored state: closed, open (perhaps with its time up) or half-open.

@@ -196,6 +196,53 @@ async fn budget_lua_matches_the_core() {
     assert!(granted > 100, "{granted} grants");
 }
 
+/// The rate script and the core's GCRA limiter, driven by the same random calls at the same
+/// times: every admission and `retry_after` agrees.
+#[tokio::test(flavor = "current_thread")]
+async fn rate_lua_matches_the_core() {
+    use reliable::fleet::RateSpec;
+    use reliable_core::limit::RateConfig;
+    let server = RedisServer::start();
+    let redis = RedisStore::open(&server.url(), "diff").unwrap();
+    let memory = MemoryStore::new("diff");
+    let configs = [
+        RateConfig {
+            rate: 10,
+            period: ms(1_000),
+            burst: 5,
+        },
+        RateConfig {
+            rate: 3,
+            period: ms(3),
+            burst: 1,
+        },
+        RateConfig {
+            rate: 100,
+            period: ms(2_000),
+            burst: 20,
+        },
+    ];
+    let mut admitted = 0;
+    for (case, config) in configs.into_iter().enumerate() {
+        let spec = RateSpec::new(config).unwrap();
+        let name = format!("g{case}");
+        let mut rng = Rng(200 + case as u64);
+        let mut now: u64 = 7_000_000_000;
+        for step in 0..2_000 {
+            match rng.below(100) {
+                0..=2 => now += 1_000 * rng.below(3_000),
+                3..=5 => now = now.saturating_sub(1_000 * rng.below(50)),
+                _ => now += 1_000 * rng.below(30),
+            }
+            let r = redis.rate(&name, &spec, now).await.unwrap();
+            let m = memory.rate(&name, &spec, now).await.unwrap();
+            assert_eq!(r, m, "rate {case}, step {step}");
+            admitted += usize::from(r.admitted);
+        }
+    }
+    assert!(admitted > 500 && admitted < 5_500, "{admitted} admitted");
+}
+
 /// A URL's password opens the store and is never shown: not in `describe`, `Debug`, errors or
 /// events.
 #[tokio::test(flavor = "current_thread")]

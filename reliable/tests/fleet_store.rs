@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use reliable::fleet::{
     BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, Decider, FleetBreaker,
     FleetBudget, FleetConfig, FleetReason, FleetStats, MemoryStore, Mode, OnStoreFailure,
-    SpecError, Store, StoreError, StoreErrorKind, StoreFuture,
+    RateReply, RateSpec, SpecError, Store, StoreError, StoreErrorKind, StoreFuture,
 };
 use reliable_core::Duration;
 use reliable_core::breaker::{
@@ -112,6 +112,17 @@ impl Store for Flaky {
         match self.broken() {
             Some(f) => f,
             None => self.memory.budget(name, spec, now_us, op),
+        }
+    }
+    fn rate<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a RateSpec,
+        now_us: u64,
+    ) -> StoreFuture<'a, RateReply> {
+        match self.broken() {
+            Some(f) => f,
+            None => self.memory.rate(name, spec, now_us),
         }
     }
     fn describe(&self) -> String {

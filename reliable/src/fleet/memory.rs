@@ -6,14 +6,15 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
 
-use reliable_core::Instant;
 use reliable_core::breaker::{CircuitBreaker, CountWindow, Permit, RejectReason, State};
 use reliable_core::budget::{Budget, RatioBudget};
+use reliable_core::limit::RateLimiter;
 use reliable_core::outcome::ErrorClass;
+use reliable_core::{Duration, Instant};
 
 use super::store::{
     BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
-    MAX_PROBES, Store, StoreError, StoreErrorKind, StoreFuture,
+    MAX_PROBES, RateReply, RateSpec, Store, StoreError, StoreErrorKind, StoreFuture,
 };
 
 /// The core breaker a fleet breaker runs on in memory (and in each process's fallback).
@@ -38,6 +39,7 @@ pub struct MemoryStore {
     origin: tokio::time::Instant,
     breakers: Mutex<HashMap<String, MemBreaker>>,
     budgets: Mutex<HashMap<String, CoreBudget>>,
+    rates: Mutex<HashMap<String, RateLimiter>>,
 }
 
 impl fmt::Debug for MemoryStore {
@@ -56,6 +58,7 @@ impl MemoryStore {
             origin: tokio::time::Instant::now(),
             breakers: Mutex::new(HashMap::new()),
             budgets: Mutex::new(HashMap::new()),
+            rates: Mutex::new(HashMap::new()),
         }
     }
 
@@ -199,7 +202,36 @@ fn reply(b: &CoreBreaker, answer: BreakerAnswer, now: Instant) -> BreakerReply {
     }
 }
 
+impl MemoryStore {
+    /// The rate limit's call, run on the core's limiter.
+    pub(crate) fn rate_now(&self, name: &str, spec: &RateSpec, now: Instant) -> RateReply {
+        let mut map = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        let l = map
+            .entry(self.key("rate", name))
+            .or_insert_with(|| RateLimiter::new(spec.policy));
+        let (admitted, retry_after) = match l.try_acquire(now) {
+            Ok(()) => (true, Duration::ZERO),
+            Err(r) => (false, r.retry_after),
+        };
+        RateReply {
+            admitted,
+            retry_after,
+            now_us: now.as_nanos() / 1_000,
+        }
+    }
+}
+
 impl Store for MemoryStore {
+    fn rate<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a RateSpec,
+        now_us: u64,
+    ) -> StoreFuture<'a, RateReply> {
+        let reply = self.rate_now(name, spec, self.now(now_us));
+        Box::pin(async move { Ok(reply) })
+    }
+
     fn breaker<'a>(
         &'a self,
         name: &'a str,

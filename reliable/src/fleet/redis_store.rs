@@ -10,12 +10,13 @@ use reliable_core::Duration;
 use reliable_core::breaker::{Outcome, State};
 
 use super::store::{
-    BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, Store,
-    StoreError, StoreErrorKind, StoreFuture, check_name, redact_url,
+    BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
+    RateReply, RateSpec, Store, StoreError, StoreErrorKind, StoreFuture, check_name, redact_url,
 };
 
 const BREAKER_LUA: &str = include_str!("breaker.lua");
 const BUDGET_LUA: &str = include_str!("budget.lua");
+const RATE_LUA: &str = include_str!("rate.lua");
 
 /// A store in Redis (redis-rs, tokio). Keys are `{namespace:kind:name}` (one hash slot per
 /// breaker or budget), plus suffixes; the URL's credentials are used and never shown.
@@ -27,6 +28,7 @@ pub struct RedisStore {
     conn: Mutex<Option<MultiplexedConnection>>,
     breaker: Script,
     budget: Script,
+    rate: Script,
     log: bool,
 }
 
@@ -62,6 +64,7 @@ impl RedisStore {
             conn: Mutex::new(None),
             breaker: Script::new(BREAKER_LUA),
             budget: Script::new(BUDGET_LUA),
+            rate: Script::new(RATE_LUA),
             log: false,
         })
     }
@@ -100,6 +103,45 @@ impl RedisStore {
             format!("{k}:window"),
             format!("{k}:log"),
         ]
+    }
+
+    /// The key of rate limit `name`.
+    pub fn rate_key(&self, name: &str) -> String {
+        format!("{{{}:rate:{name}}}", self.namespace)
+    }
+
+    async fn rate_op(
+        &self,
+        name: &str,
+        spec: &RateSpec,
+        now_us: u64,
+    ) -> Result<RateReply, StoreError> {
+        check_name(name).map_err(|e| StoreError::new(StoreErrorKind::Refused, e.to_string()))?;
+        let key = self.rate_key(name);
+        let mut inv = self.rate.key(&key);
+        inv.arg(now_us).arg(spec.interval_us).arg(spec.tau_us);
+        let v = self.run(inv).await?;
+        let garbage = || {
+            StoreError::new(
+                StoreErrorKind::Garbage,
+                format!("{}: a rate answer of {} values", self.shown, v.len()),
+            )
+        };
+        let &[admitted, left, now] = v.as_slice() else {
+            return Err(garbage());
+        };
+        if !(0..=1).contains(&admitted) {
+            return Err(garbage());
+        }
+        Ok(RateReply {
+            admitted: admitted == 1,
+            retry_after: Duration::from_nanos(
+                u64::try_from(left)
+                    .map_err(|_| garbage())?
+                    .saturating_mul(1_000),
+            ),
+            now_us: u64::try_from(now).map_err(|_| garbage())?,
+        })
     }
 
     /// The key of budget `name`.
@@ -141,7 +183,7 @@ impl RedisStore {
     /// that the first decisions take one round trip each.
     pub async fn warm_up(&self) -> Result<(), StoreError> {
         let mut c = self.connection().await?;
-        for script in [&self.breaker, &self.budget] {
+        for script in [&self.breaker, &self.budget, &self.rate] {
             script
                 .prepare_invoke()
                 .load_async(&mut c)
@@ -339,6 +381,15 @@ fn scrub(text: &str, secrets: &[String]) -> String {
 }
 
 impl Store for RedisStore {
+    fn rate<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a RateSpec,
+        now_us: u64,
+    ) -> StoreFuture<'a, RateReply> {
+        Box::pin(self.rate_op(name, spec, now_us))
+    }
+
     fn breaker<'a>(
         &'a self,
         name: &'a str,

@@ -6,6 +6,7 @@ use std::pin::Pin;
 
 use reliable_core::breaker::{BreakerPolicy, Outcome, ProbeRule, State, WindowConfig};
 use reliable_core::budget::{RatioConfig, RatioPolicy};
+use reliable_core::limit::{RateConfig, RatePolicy};
 use reliable_core::{ConfigError, Duration};
 
 /// A future a [`Store`] returns.
@@ -33,8 +34,54 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         now_us: u64,
         op: BudgetOp,
     ) -> StoreFuture<'a, BudgetReply>;
+    /// One call asking the rate limit `name` to admit it.
+    fn rate<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a RateSpec,
+        now_us: u64,
+    ) -> StoreFuture<'a, RateReply>;
     /// What to show of the store in logs and answers: never its credentials.
     fn describe(&self) -> String;
+}
+
+/// A rate limit's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateReply {
+    /// Whether the call is admitted.
+    pub admitted: bool,
+    /// Refused: when a call would next be admitted.
+    pub retry_after: Duration,
+    /// The store's time of the call, in microseconds.
+    pub now_us: u64,
+}
+
+/// A rate limit as the store runs it: the core's [`RateConfig`] (validated by [`RatePolicy`]),
+/// and the numbers the Redis script reads.
+#[derive(Clone, Copy, Debug)]
+pub struct RateSpec {
+    pub(crate) policy: RatePolicy,
+    pub(crate) interval_us: u64,
+    pub(crate) tau_us: u64,
+}
+
+impl RateSpec {
+    /// The fleet form of `config`, or the field it cannot share.
+    pub fn new(config: RateConfig) -> Result<Self, SpecError> {
+        let policy = RatePolicy::new(config)?;
+        let interval = policy.interval().as_nanos();
+        if !interval.is_multiple_of(1_000) {
+            return Err(unsupported(
+                "period",
+                "period / rate must be whole microseconds (the store's clock)",
+            ));
+        }
+        Ok(RateSpec {
+            policy,
+            interval_us: interval / 1_000,
+            tau_us: interval / 1_000 * u64::from(config.burst - 1),
+        })
+    }
 }
 
 /// A breaker operation.

@@ -756,6 +756,13 @@ fn shared_policy() -> BreakerPolicy {
 
 const RATIO: f64 = 0.1;
 
+/// The rate limit the processes share: 200 calls a second, bursts of 10.
+const RATE: reliable_core::limit::RateConfig = reliable_core::limit::RateConfig {
+    rate: 200,
+    period: Duration::from_secs(1),
+    burst: 10,
+};
+
 /// Counts an application-level probe in or out (`delta` ±1) and keeps the maximum, atomically.
 const PROBE_COUNTER: &str = "local n = redis.call('INCRBY', KEYS[1], ARGV[1]) \
     if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end return n";
@@ -906,6 +913,26 @@ fn fleet_child() {
                             tokio::time::sleep(std::time::Duration::from_micros(300)).await;
                         }
                         tally[3] = FleetStats::get(&b.stats().fallbacks);
+                    }
+                    "rate" => {
+                        let l = reliable::fleet::FleetRateLimiter::new(
+                            store,
+                            "shared",
+                            RATE,
+                            RATE,
+                            cfg(Mode::Exact),
+                            None,
+                        )
+                        .unwrap();
+                        let end = StdInstant::now() + std::time::Duration::from_millis(1_000);
+                        while StdInstant::now() < end {
+                            match l.acquire().await {
+                                Ok(()) => tally[0] += 1,
+                                Err(_) => tally[2] += 1,
+                            }
+                            tokio::time::sleep(std::time::Duration::from_micros(500)).await;
+                        }
+                        tally[3] = FleetStats::get(&l.stats().fallbacks);
                     }
                     "negative" => {
                         let leases = store.breaker_keys("negative")[1].clone();
@@ -1147,6 +1174,20 @@ fn fleet_of_processes() {
         assert!(b as u64 <= (RATIO * a as f64).floor() as u64);
         assert!(granted >= allowed / 2, "{role}: the budget was barely used");
     }
+
+    // The rate limit: over the span of the whole run (a superset of the calls' span), at most
+    // burst + span / interval calls.
+    let started = StdInstant::now();
+    let [admitted, _, refused, fallbacks] = run_fleet(&url, "rate");
+    let span = started.elapsed();
+    let allowed = 10 + (span.as_nanos() / 5_000_000) as u64;
+    eprintln!(
+        "rate: {admitted} admitted, {refused} refused, {fallbacks} decided locally, in {span:?} \
+         (at most {allowed}: 200/s, bursts of 10)"
+    );
+    assert_eq!(fallbacks, 0, "rate: the store was slow");
+    assert!(admitted <= allowed, "{admitted} > {allowed}");
+    assert!(refused > 0 && admitted >= 150, "the limit was not reached");
 
     // The negative control: a gate that reads, then writes.
     let _: () = redis::cmd("SET")

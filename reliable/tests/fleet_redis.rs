@@ -1140,10 +1140,7 @@ fn fleet_of_processes() {
          breaker: every answer agrees; opened after {trip} results; most probes in flight \
          fleet-wide: {most} by the store's leases, {app_most} counted by the callers (limit 2)"
     );
-    assert!(
-        acquires > 1_000 && replayed_probes > 20,
-        "too little happened"
-    );
+    assert!(acquires > 200 && replayed_probes > 5, "too little happened");
     // The replay checked the generation at every acquire: the fleet's breaker opened at the
     // very result at which one core breaker, fed the same results in the same order, opens;
     // never before the window holds its minimum of 20.

@@ -411,3 +411,41 @@ async fn cached_budget_stays_within_its_ratio() {
         "the budget was barely used: {granted} of {first}"
     );
 }
+
+/// A process that never retries still deposits its first tries in the fleet's window (in the
+/// background, every 64 or every 100 ms), so another process's retries draw on them.
+#[tokio::test(start_paused = true)]
+async fn a_healthy_process_deposits_without_retrying() {
+    let store = Arc::new(MemoryStore::new("t"));
+    let spec = BudgetSpec::new(RatioConfig::percent(0.1)).unwrap();
+    let make = || {
+        FleetBudget::new(
+            store.clone(),
+            "shared",
+            spec.clone(),
+            config(Mode::Exact),
+            1,
+            None,
+        )
+        .unwrap()
+    };
+    let (healthy, failing) = (make(), make());
+    for _ in 0..100 {
+        healthy.first_try();
+        tokio::task::yield_now().await;
+    }
+    tokio::time::advance(std::time::Duration::from_millis(100)).await;
+    healthy.first_try();
+    tokio::task::yield_now().await;
+    // 101 first tries in the window: 10 retries for anyone.
+    let granted = {
+        let mut n = 0;
+        for _ in 0..20 {
+            if failing.try_retry().await.is_ok() {
+                n += 1;
+            }
+        }
+        n
+    };
+    assert_eq!(granted, 10);
+}

@@ -65,8 +65,10 @@ struct Inner {
     guard: Guard,
     local: Mutex<CoreBudget>,
     origin: tokio::time::Instant,
-    /// First tries not yet sent to the store.
+    /// First tries not yet sent to the store, and when they were last sent.
     pending: Mutex<u32>,
+    sent_at: Mutex<tokio::time::Instant>,
+    sending: AtomicBool,
     /// Cached mode: grants taken from the fleet, and when.
     allowance: Mutex<(u32, Option<tokio::time::Instant>)>,
     refreshing: AtomicBool,
@@ -81,6 +83,11 @@ impl fmt::Debug for FleetBudget {
             .finish_non_exhaustive()
     }
 }
+
+/// First tries sent to the store in the background once this many wait.
+pub const DEPOSIT_EVERY: u32 = 64;
+/// First tries sent to the store in the background once the last were sent this long ago.
+pub const DEPOSIT_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -110,6 +117,8 @@ impl FleetBudget {
                 local: Mutex::new(local),
                 origin: tokio::time::Instant::now(),
                 pending: Mutex::new(0),
+                sent_at: Mutex::new(tokio::time::Instant::now()),
+                sending: AtomicBool::new(false),
                 allowance: Mutex::new((0, None)),
                 refreshing: AtomicBool::new(false),
             }),
@@ -121,11 +130,39 @@ impl FleetBudget {
         &self.inner.guard.stats
     }
 
-    /// A first try was sent: it deposits `ratio` (sent to the store with the next operation).
+    /// A first try was sent: it deposits `ratio`. First tries go to the store with the next
+    /// retry asked, or in the background once [`DEPOSIT_EVERY`] of them or
+    /// [`DEPOSIT_AFTER`] have passed, so that a healthy process's traffic counts in the fleet's
+    /// window though it never retries.
     pub fn first_try(&self) {
         let i = &self.inner;
         lock(&i.local).on_first_try(i.now());
-        *lock(&i.pending) += 1;
+        let pending = {
+            let mut p = lock(&i.pending);
+            *p += 1;
+            *p
+        };
+        let due = pending >= DEPOSIT_EVERY || lock(&i.sent_at).elapsed() >= DEPOSIT_AFTER;
+        if due && !i.sending.swap(true, Ordering::AcqRel) {
+            let me = Arc::clone(&self.inner);
+            tokio::spawn(async move {
+                let first_tries = std::mem::take(&mut *lock(&me.pending));
+                *lock(&me.sent_at) = tokio::time::Instant::now();
+                let op = BudgetOp {
+                    first_tries,
+                    retries: 0,
+                };
+                if me
+                    .guard
+                    .run(me.store.budget(&me.name, &me.spec, 0, op))
+                    .await
+                    .is_err()
+                {
+                    *lock(&me.pending) += first_tries;
+                }
+                me.sending.store(false, Ordering::Release);
+            });
+        }
     }
 
     /// Asks for one retry.

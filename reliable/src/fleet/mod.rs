@@ -69,7 +69,7 @@ mod redis_store;
 mod store;
 
 pub use fleet_breaker::{Decider, FleetBreaker, FleetPermit, FleetReason, FleetRejection};
-pub use fleet_budget::{BudgetDenied, FleetBudget};
+pub use fleet_budget::{BudgetDenied, DEPOSIT_AFTER, DEPOSIT_EVERY, FleetBudget};
 pub use fleet_rate::{FleetRateLimiter, RateRefused};
 pub use guard::{EventSink, FleetConfig, FleetEvent, FleetStats, Mode, OnStoreFailure};
 pub use memory::MemoryStore;

@@ -243,6 +243,64 @@ async fn rate_lua_matches_the_core() {
     assert!(admitted > 500 && admitted < 5_500, "{admitted} admitted");
 }
 
+/// The bulkhead script and the core's static limiter (with leases kept beside it), driven by the
+/// same random acquires and releases at the same times: every answer and count agrees.
+#[tokio::test(flavor = "current_thread")]
+async fn bulkhead_lua_matches_the_core() {
+    use reliable::fleet::{BulkheadOp, BulkheadSpec};
+    let server = RedisServer::start();
+    let redis = RedisStore::open(&server.url(), "diff").unwrap();
+    let memory = MemoryStore::new("diff");
+    let mut admitted = 0;
+    for (case, (max, lease)) in [(1u32, 50u64), (3, 200), (8, 1_000)]
+        .into_iter()
+        .enumerate()
+    {
+        let spec = BulkheadSpec::new(max, ms(lease)).unwrap();
+        let name = format!("k{case}");
+        let mut rng = Rng(300 + case as u64);
+        let mut now: u64 = 9_000_000_000;
+        // Slots out: (redis lease, memory lease).
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for step in 0..2_000 {
+            match rng.below(100) {
+                0..=4 => now += 1_000 * rng.below(2 * lease),
+                5..=7 => now = now.saturating_sub(1_000 * rng.below(5)),
+                _ => now += 1_000 * rng.below(10),
+            }
+            let (r, m) = if rng.below(2) == 0 || out.is_empty() {
+                let op = BulkheadOp::Acquire;
+                (
+                    redis.bulkhead(&name, &spec, now, op).await.unwrap(),
+                    memory.bulkhead(&name, &spec, now, op).await.unwrap(),
+                )
+            } else {
+                let (rl, ml) = out.swap_remove(rng.below(out.len() as u64) as usize);
+                (
+                    redis
+                        .bulkhead(&name, &spec, now, BulkheadOp::Release { lease: rl })
+                        .await
+                        .unwrap(),
+                    memory
+                        .bulkhead(&name, &spec, now, BulkheadOp::Release { lease: ml })
+                        .await
+                        .unwrap(),
+                )
+            };
+            assert_eq!(
+                (r.admitted, r.in_flight, r.now_us),
+                (m.admitted, m.in_flight, m.now_us),
+                "bulkhead {case}, step {step}"
+            );
+            if r.admitted {
+                admitted += 1;
+                out.push((r.lease, m.lease));
+            }
+        }
+    }
+    assert!(admitted > 300, "{admitted} admitted");
+}
+
 /// A URL's password opens the store and is never shown: not in `describe`, `Debug`, errors or
 /// events.
 #[tokio::test(flavor = "current_thread")]
@@ -934,6 +992,36 @@ fn fleet_child() {
                         }
                         tally[3] = FleetStats::get(&l.stats().fallbacks);
                     }
+                    "bulkhead" => {
+                        let k = reliable::fleet::FleetBulkhead::new(
+                            store,
+                            "shared",
+                            reliable::fleet::BulkheadSpec::new(3, ms(2_000)).unwrap(),
+                            3,
+                            cfg(Mode::Exact),
+                            None,
+                        )
+                        .unwrap();
+                        let end = StdInstant::now() + std::time::Duration::from_millis(1_000);
+                        while StdInstant::now() < end {
+                            match k.acquire().await {
+                                Ok(slot) => {
+                                    tally[0] += 1;
+                                    count(&counter, &mut conn, 1).await;
+                                    let wait = rng.below(1_000);
+                                    tokio::time::sleep(std::time::Duration::from_micros(wait))
+                                        .await;
+                                    count(&counter, &mut conn, -1).await;
+                                    k.release(slot).await;
+                                }
+                                Err(_) => {
+                                    tally[2] += 1;
+                                    tokio::task::yield_now().await;
+                                }
+                            }
+                        }
+                        tally[3] = FleetStats::get(&k.stats().fallbacks);
+                    }
                     "negative" => {
                         let leases = store.breaker_keys("negative")[1].clone();
                         let end = StdInstant::now() + std::time::Duration::from_millis(1_000);
@@ -1185,6 +1273,21 @@ fn fleet_of_processes() {
     assert_eq!(fallbacks, 0, "rate: the store was slow");
     assert!(admitted <= allowed, "{admitted} > {allowed}");
     assert!(refused > 0 && admitted >= 150, "the limit was not reached");
+
+    // The bulkhead: at most 3 calls in flight fleet-wide, counted by the callers.
+    let _: () = redis::cmd("SET")
+        .arg("probes-max")
+        .arg(0)
+        .query(&mut conn)
+        .unwrap();
+    let [admitted, _, refused, fallbacks] = run_fleet(&url, "bulkhead");
+    let most = get(&mut conn, "probes-max");
+    eprintln!(
+        "bulkhead: {admitted} admitted, {refused} refused, {fallbacks} decided locally; most in \
+         flight fleet-wide {most} (limit 3)"
+    );
+    assert_eq!(fallbacks, 0, "bulkhead: the store was slow");
+    assert!((1..=3).contains(&most) && refused > 0, "{most}");
 
     // The negative control: a gate that reads, then writes.
     let _: () = redis::cmd("SET")

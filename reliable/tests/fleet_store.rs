@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use reliable::fleet::{
-    BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, Decider, FleetBreaker,
-    FleetBudget, FleetConfig, FleetReason, FleetStats, MemoryStore, Mode, OnStoreFailure,
-    RateReply, RateSpec, SpecError, Store, StoreError, StoreErrorKind, StoreFuture,
+    BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, BulkheadOp,
+    BulkheadReply, BulkheadSpec, Decider, FleetBreaker, FleetBudget, FleetConfig, FleetReason,
+    FleetStats, MemoryStore, Mode, OnStoreFailure, RateReply, RateSpec, SpecError, Store,
+    StoreError, StoreErrorKind, StoreFuture,
 };
 use reliable_core::Duration;
 use reliable_core::breaker::{
@@ -123,6 +124,18 @@ impl Store for Flaky {
         match self.broken() {
             Some(f) => f,
             None => self.memory.rate(name, spec, now_us),
+        }
+    }
+    fn bulkhead<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a BulkheadSpec,
+        now_us: u64,
+        op: BulkheadOp,
+    ) -> StoreFuture<'a, BulkheadReply> {
+        match self.broken() {
+            Some(f) => f,
+            None => self.memory.bulkhead(name, spec, now_us, op),
         }
     }
     fn describe(&self) -> String {

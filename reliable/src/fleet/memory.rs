@@ -8,13 +8,16 @@ use std::sync::Mutex;
 
 use reliable_core::breaker::{CircuitBreaker, CountWindow, Permit, RejectReason, State};
 use reliable_core::budget::{Budget, RatioBudget};
-use reliable_core::limit::RateLimiter;
+use reliable_core::limit::{
+    Completion, LimitPermit, Limiter, LimiterConfig, LimiterPolicy, RateLimiter,
+};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::{Duration, Instant};
 
 use super::store::{
     BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
-    MAX_PROBES, RateReply, RateSpec, Store, StoreError, StoreErrorKind, StoreFuture,
+    BulkheadOp, BulkheadReply, BulkheadSpec, MAX_PROBES, RateReply, RateSpec, Store, StoreError,
+    StoreErrorKind, StoreFuture,
 };
 
 /// The core breaker a fleet breaker runs on in memory (and in each process's fallback).
@@ -40,6 +43,14 @@ pub struct MemoryStore {
     breakers: Mutex<HashMap<String, MemBreaker>>,
     budgets: Mutex<HashMap<String, CoreBudget>>,
     rates: Mutex<HashMap<String, RateLimiter>>,
+    bulkheads: Mutex<HashMap<String, MemBulkhead>>,
+}
+
+/// The core's static limiter, its permits kept by lease with their expiry.
+struct MemBulkhead {
+    limiter: Limiter,
+    leases: std::collections::BTreeMap<u64, (LimitPermit, Instant)>,
+    next: u64,
 }
 
 impl fmt::Debug for MemoryStore {
@@ -59,6 +70,7 @@ impl MemoryStore {
             breakers: Mutex::new(HashMap::new()),
             budgets: Mutex::new(HashMap::new()),
             rates: Mutex::new(HashMap::new()),
+            bulkheads: Mutex::new(HashMap::new()),
         }
     }
 
@@ -221,7 +233,80 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// The bulkhead's call, run on the core's static limiter (expired leases released first).
+    pub(crate) fn bulkhead_now(
+        &self,
+        name: &str,
+        spec: &BulkheadSpec,
+        now: Instant,
+        op: BulkheadOp,
+    ) -> Result<BulkheadReply, StoreError> {
+        let mut map = self.bulkheads.lock().unwrap_or_else(|e| e.into_inner());
+        let key = self.key("bulkhead", name);
+        if !map.contains_key(&key) {
+            let policy = LimiterPolicy::new(LimiterConfig::bulkhead(spec.max)).map_err(refused)?;
+            map.insert(
+                key.clone(),
+                MemBulkhead {
+                    limiter: Limiter::new(policy),
+                    leases: std::collections::BTreeMap::new(),
+                    next: 0,
+                },
+            );
+        }
+        let Some(b) = map.get_mut(&key) else {
+            return Err(refused("just inserted"));
+        };
+        let expired: Vec<u64> = b
+            .leases
+            .iter()
+            .filter(|(_, (_, until))| *until <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            if let Some((permit, _)) = b.leases.remove(&id) {
+                b.limiter.release(permit, Completion::Ignored, now);
+            }
+        }
+        let (mut admitted, mut lease) = (false, 0);
+        match op {
+            BulkheadOp::Acquire => {
+                if let Ok(permit) = b.limiter.try_acquire(now) {
+                    b.next += 1;
+                    lease = b.next;
+                    admitted = true;
+                    let until = now.saturating_add(Duration::from_micros(spec.lease_us));
+                    b.leases.insert(lease, (permit, until));
+                }
+            }
+            BulkheadOp::Release { lease: id } => {
+                if let Some((permit, _)) = b.leases.remove(&id) {
+                    b.limiter.release(permit, Completion::Ignored, now);
+                }
+            }
+        }
+        Ok(BulkheadReply {
+            admitted,
+            lease,
+            in_flight: b.limiter.in_flight(),
+            now_us: now.as_nanos() / 1_000,
+        })
+    }
+}
+
 impl Store for MemoryStore {
+    fn bulkhead<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a BulkheadSpec,
+        now_us: u64,
+        op: BulkheadOp,
+    ) -> StoreFuture<'a, BulkheadReply> {
+        let reply = self.bulkhead_now(name, spec, self.now(now_us), op);
+        Box::pin(async move { reply })
+    }
+
     fn rate<'a>(
         &'a self,
         name: &'a str,

@@ -6,14 +6,15 @@
 //! instances each send their own half-open probes and their own budget's worth of retries. A
 //! [`FleetBreaker`] is one breaker for the fleet (trips at the threshold one breaker would,
 //! at most `max_in_flight` probes fleet-wide); a [`FleetBudget`] is one ratio budget for the fleet;
-//! a [`FleetRateLimiter`] is one GCRA rate limit for the fleet.
+//! a [`FleetRateLimiter`] is one GCRA rate limit for the fleet; a [`FleetBulkhead`] counts the
+//! fleet's calls in flight against one limit.
 //!
 //! # The rules are the core's
 //!
-//! The [`MemoryStore`] runs reliable-core's `CircuitBreaker`, `RatioBudget` and `RateLimiter`
-//! behind a lock.
-//! The [`RedisStore`] (feature `fleet-redis`) runs three Lua scripts (`breaker.lua`,
-//! `budget.lua`, `rate.lua` in this folder), each a transcription of the core's rules that names the table line it
+//! The [`MemoryStore`] runs reliable-core's `CircuitBreaker`, `RatioBudget`, `RateLimiter` and
+//! static `Limiter` behind a lock.
+//! The [`RedisStore`] (feature `fleet-redis`) runs four Lua scripts (`breaker.lua`,
+//! `budget.lua`, `rate.lua`, `bulkhead.lua` in this folder), each a transcription of the core's rules that names the table line it
 //! encodes; the tests drive the scripts and the core with the same random operations and compare
 //! every answer. Each process's fallback is the core's breaker and budget themselves.
 //!
@@ -61,6 +62,7 @@
 
 mod fleet_breaker;
 mod fleet_budget;
+mod fleet_bulkhead;
 mod fleet_rate;
 mod guard;
 mod memory;
@@ -70,6 +72,7 @@ mod store;
 
 pub use fleet_breaker::{Decider, FleetBreaker, FleetPermit, FleetReason, FleetRejection};
 pub use fleet_budget::{BudgetDenied, DEPOSIT_AFTER, DEPOSIT_EVERY, FleetBudget};
+pub use fleet_bulkhead::{BulkheadFull, FleetBulkhead, FleetSlot};
 pub use fleet_rate::{FleetRateLimiter, RateRefused};
 pub use guard::{EventSink, FleetConfig, FleetEvent, FleetStats, Mode, OnStoreFailure};
 pub use memory::MemoryStore;
@@ -77,6 +80,6 @@ pub use memory::MemoryStore;
 pub use redis_store::RedisStore;
 pub use store::{
     BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
-    MAX_PROBES, MAX_SLOTS, MAX_WINDOW, RateReply, RateSpec, SpecError, Store, StoreError,
-    StoreErrorKind, StoreFuture, redact_url,
+    BulkheadOp, BulkheadReply, BulkheadSpec, MAX_PROBES, MAX_SLOTS, MAX_WINDOW, RateReply,
+    RateSpec, SpecError, Store, StoreError, StoreErrorKind, StoreFuture, redact_url,
 };

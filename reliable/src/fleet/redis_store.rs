@@ -11,12 +11,14 @@ use reliable_core::breaker::{Outcome, State};
 
 use super::store::{
     BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
-    RateReply, RateSpec, Store, StoreError, StoreErrorKind, StoreFuture, check_name, redact_url,
+    BulkheadOp, BulkheadReply, BulkheadSpec, RateReply, RateSpec, Store, StoreError,
+    StoreErrorKind, StoreFuture, check_name, redact_url,
 };
 
 const BREAKER_LUA: &str = include_str!("breaker.lua");
 const BUDGET_LUA: &str = include_str!("budget.lua");
 const RATE_LUA: &str = include_str!("rate.lua");
+const BULKHEAD_LUA: &str = include_str!("bulkhead.lua");
 
 /// A store in Redis (redis-rs, tokio). Keys are `{namespace:kind:name}` (one hash slot per
 /// breaker or budget), plus suffixes; the URL's credentials are used and never shown.
@@ -29,6 +31,7 @@ pub struct RedisStore {
     breaker: Script,
     budget: Script,
     rate: Script,
+    bulkhead: Script,
     log: bool,
 }
 
@@ -65,6 +68,7 @@ impl RedisStore {
             breaker: Script::new(BREAKER_LUA),
             budget: Script::new(BUDGET_LUA),
             rate: Script::new(RATE_LUA),
+            bulkhead: Script::new(BULKHEAD_LUA),
             log: false,
         })
     }
@@ -144,6 +148,53 @@ impl RedisStore {
         })
     }
 
+    /// The keys of bulkhead `name`: its leases and its last lease id.
+    pub fn bulkhead_keys(&self, name: &str) -> [String; 2] {
+        let k = format!("{{{}:bulkhead:{name}}}", self.namespace);
+        [format!("{k}:leases"), format!("{k}:next")]
+    }
+
+    async fn bulkhead_op(
+        &self,
+        name: &str,
+        spec: &BulkheadSpec,
+        now_us: u64,
+        op: BulkheadOp,
+    ) -> Result<BulkheadReply, StoreError> {
+        check_name(name).map_err(|e| StoreError::new(StoreErrorKind::Refused, e.to_string()))?;
+        let keys = self.bulkhead_keys(name);
+        let mut inv = self.bulkhead.key(&keys[0]);
+        inv.key(&keys[1]);
+        let (op_name, lease) = match op {
+            BulkheadOp::Acquire => ("acquire", 0),
+            BulkheadOp::Release { lease } => ("release", lease),
+        };
+        inv.arg(op_name)
+            .arg(now_us)
+            .arg(spec.max)
+            .arg(spec.lease_us)
+            .arg(lease);
+        let v = self.run(inv).await?;
+        let garbage = || {
+            StoreError::new(
+                StoreErrorKind::Garbage,
+                format!("{}: a bulkhead answer of {} values", self.shown, v.len()),
+            )
+        };
+        let &[admitted, lease, in_flight, now] = v.as_slice() else {
+            return Err(garbage());
+        };
+        if !(0..=1).contains(&admitted) {
+            return Err(garbage());
+        }
+        Ok(BulkheadReply {
+            admitted: admitted == 1,
+            lease: u64::try_from(lease).map_err(|_| garbage())?,
+            in_flight: u32::try_from(in_flight).map_err(|_| garbage())?,
+            now_us: u64::try_from(now).map_err(|_| garbage())?,
+        })
+    }
+
     /// The key of budget `name`.
     pub fn budget_key(&self, name: &str) -> String {
         format!("{{{}:budget:{name}}}", self.namespace)
@@ -183,7 +234,7 @@ impl RedisStore {
     /// that the first decisions take one round trip each.
     pub async fn warm_up(&self) -> Result<(), StoreError> {
         let mut c = self.connection().await?;
-        for script in [&self.breaker, &self.budget, &self.rate] {
+        for script in [&self.breaker, &self.budget, &self.rate, &self.bulkhead] {
             script
                 .prepare_invoke()
                 .load_async(&mut c)
@@ -381,6 +432,16 @@ fn scrub(text: &str, secrets: &[String]) -> String {
 }
 
 impl Store for RedisStore {
+    fn bulkhead<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a BulkheadSpec,
+        now_us: u64,
+        op: BulkheadOp,
+    ) -> StoreFuture<'a, BulkheadReply> {
+        Box::pin(self.bulkhead_op(name, spec, now_us, op))
+    }
+
     fn rate<'a>(
         &'a self,
         name: &'a str,

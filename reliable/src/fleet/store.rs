@@ -41,8 +41,71 @@ pub trait Store: Send + Sync + fmt::Debug + 'static {
         spec: &'a RateSpec,
         now_us: u64,
     ) -> StoreFuture<'a, RateReply>;
+    /// One call asking the bulkhead `name` for a slot, or giving one back.
+    fn bulkhead<'a>(
+        &'a self,
+        name: &'a str,
+        spec: &'a BulkheadSpec,
+        now_us: u64,
+        op: BulkheadOp,
+    ) -> StoreFuture<'a, BulkheadReply>;
     /// What to show of the store in logs and answers: never its credentials.
     fn describe(&self) -> String;
+}
+
+/// A bulkhead operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BulkheadOp {
+    /// Ask for a slot.
+    Acquire,
+    /// Give slot `lease` back.
+    Release {
+        /// The slot's lease.
+        lease: u64,
+    },
+}
+
+/// A bulkhead operation's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BulkheadReply {
+    /// Acquire: whether a slot was given.
+    pub admitted: bool,
+    /// The slot's lease (0 when none was given).
+    pub lease: u64,
+    /// Calls in flight fleet-wide after the operation.
+    pub in_flight: u32,
+    /// The store's time of the call, in microseconds.
+    pub now_us: u64,
+}
+
+/// A fleet-wide bulkhead: at most `max` calls in flight fleet-wide, each holding a lease of
+/// `lease` (a process that dies mid-call gives its slots back when their leases run out).
+#[derive(Clone, Copy, Debug)]
+pub struct BulkheadSpec {
+    pub(crate) max: u32,
+    pub(crate) lease_us: u64,
+}
+
+impl BulkheadSpec {
+    /// At most `max` calls in flight, each slot leased for `lease` (whole microseconds at least 1).
+    pub fn new(max: u32, lease: Duration) -> Result<Self, SpecError> {
+        if max == 0 {
+            return Err(SpecError::Config(ConfigError::new(
+                "max",
+                reliable_core::Problem::Zero,
+            )));
+        }
+        if lease.as_nanos() < 1_000 || lease == Duration::MAX {
+            return Err(unsupported(
+                "lease",
+                "a slot's lease is at least 1 µs and finite: a process may die mid-call",
+            ));
+        }
+        Ok(BulkheadSpec {
+            max,
+            lease_us: micros_up(lease),
+        })
+    }
 }
 
 /// A rate limit's answer.

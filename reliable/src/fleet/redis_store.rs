@@ -205,7 +205,7 @@ impl RedisStore {
             StoreErrorKind::Timeout
         } else if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
             StoreErrorKind::Unavailable
-        } else if e.code().is_some() {
+        } else if e.code().is_some() || e.kind() == redis::ErrorKind::AuthenticationFailed {
             StoreErrorKind::Refused
         } else {
             StoreErrorKind::Garbage

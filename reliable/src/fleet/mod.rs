@@ -1,5 +1,5 @@
-//! Fleet-wide state: circuit breakers and retry budgets shared by every process of a service
-//! through a store (Redis, or memory for tests), by name, in a namespace.
+//! Fleet-wide state: circuit breakers, retry budgets, rate limits and bulkheads shared by every
+//! process of a service through a store (Redis, or memory for tests), by name, in a namespace.
 //!
 //! Every process keeping its own state fails both ways: 200 instances each seeing 2 calls a
 //! second never reach a breaker's `minimum_calls` while the downstream drowns, and the same 200
@@ -13,10 +13,16 @@
 //!
 //! The [`MemoryStore`] runs reliable-core's `CircuitBreaker`, `RatioBudget`, `RateLimiter` and
 //! static `Limiter` behind a lock.
-//! The [`RedisStore`] (feature `fleet-redis`) runs four Lua scripts (`breaker.lua`,
-//! `budget.lua`, `rate.lua`, `bulkhead.lua` in this folder), each a transcription of the core's rules that names the table line it
-//! encodes; the tests drive the scripts and the core with the same random operations and compare
-//! every answer. Each process's fallback is the core's breaker and budget themselves.
+//! The [`RedisStore`] (feature `fleet-redis`; Redis 7.0 or later) runs four Lua scripts
+//! (`breaker.lua`, `budget.lua`, `rate.lua`, `bulkhead.lua` in this folder), each a
+//! transcription of the core's rules that names where they come from (the breaker's names each
+//! line of the core's transition table it encodes); the tests drive the scripts and the core with
+//! the same random operations and compare every answer. Each process's fallback is the core's
+//! breaker, budget or limiter itself. Time is the Redis server's clock, in microseconds.
+//!
+//! A result whose fate is unknown (the store timed out after the script may have run) is not
+//! sent again: a result counts at most once. Scripts run whole or not at all (an out-of-memory
+//! Redis refuses them up front).
 //!
 //! # Two modes
 //!

@@ -137,6 +137,8 @@ pub mod classify;
 pub mod clock;
 pub mod error;
 pub mod fallback;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 pub mod http;
 #[cfg(feature = "llm")]
 pub mod llm;

@@ -1,0 +1,272 @@
+//! A retry budget shared by a fleet of processes through a [`Store`].
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use reliable_core::Instant;
+use reliable_core::budget::Budget;
+use reliable_core::outcome::ErrorClass;
+
+use super::fleet_breaker::Decider;
+use super::guard::{EventSink, FleetConfig, FleetStats, Guard, Mode, OnStoreFailure};
+use super::memory::CoreBudget;
+use super::store::{BudgetOp, BudgetSpec, SpecError, Store, check_name};
+
+/// A retry the budget refused, and who decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BudgetDenied {
+    /// Who decided.
+    pub decided_by: Decider,
+    /// Whether the store's failure refused it ([`OnStoreFailure::Refuse`]), not the ratio.
+    pub store_unavailable: bool,
+}
+
+impl fmt::Display for BudgetDenied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.store_unavailable {
+            f.write_str("fleet store unavailable; no retry")
+        } else {
+            write!(
+                f,
+                "fleet retry budget spent (decided by {:?})",
+                self.decided_by
+            )
+        }
+    }
+}
+
+impl std::error::Error for BudgetDenied {}
+
+/// A ratio retry budget (the core's [`RatioBudget`](reliable_core::budget::RatioBudget)) shared
+/// by every process using the same store and name: retries fleet-wide at most `ratio` × first
+/// tries fleet-wide (+ the reserve), over the window.
+///
+/// Exact mode asks the store for each retry, sending the first tries counted since (one round
+/// trip). Cached mode takes up to `chunk` grants at each refresh and spends them locally until
+/// the next one (grants older than `refresh` are dropped): the fleet still never grants more
+/// than its ratio, since every grant was withdrawn from the fleet's window first; what cached mode
+/// costs is up to `chunk` grants per process left unused per refresh, and first tries reaching
+/// the store up to `refresh + wait` late (so retries are refused a little more than exactly).
+///
+/// While the store fails, each process decides on its own core budget (fed with its own first
+/// tries throughout), or refuses ([`OnStoreFailure::Refuse`]).
+#[derive(Clone)]
+pub struct FleetBudget {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    spec: BudgetSpec,
+    store: Arc<dyn Store>,
+    config: FleetConfig,
+    chunk: u32,
+    guard: Guard,
+    local: Mutex<CoreBudget>,
+    origin: tokio::time::Instant,
+    /// First tries not yet sent to the store, and when they were last sent.
+    pending: Mutex<u32>,
+    sent_at: Mutex<tokio::time::Instant>,
+    sending: AtomicBool,
+    /// Cached mode: grants taken from the fleet, and when.
+    allowance: Mutex<(u32, Option<tokio::time::Instant>)>,
+    refreshing: AtomicBool,
+}
+
+impl fmt::Debug for FleetBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetBudget")
+            .field("name", &self.inner.name)
+            .field("store", &self.inner.store.describe())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// First tries sent to the store in the background once this many wait.
+pub const DEPOSIT_EVERY: u32 = 64;
+/// First tries sent to the store in the background once the last were sent this long ago.
+pub const DEPOSIT_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl FleetBudget {
+    /// The budget `name` in `store`. `chunk`: grants a process takes at once in cached mode (at
+    /// least 1).
+    pub fn new(
+        store: Arc<dyn Store>,
+        name: &str,
+        spec: BudgetSpec,
+        config: FleetConfig,
+        chunk: u32,
+        events: Option<EventSink>,
+    ) -> Result<Self, SpecError> {
+        check_name(name)?;
+        let local = CoreBudget::new(spec.policy)?;
+        Ok(FleetBudget {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                guard: Guard::new(name, &config, events)?,
+                spec,
+                store,
+                config,
+                chunk: chunk.max(1),
+                local: Mutex::new(local),
+                origin: tokio::time::Instant::now(),
+                pending: Mutex::new(0),
+                sent_at: Mutex::new(tokio::time::Instant::now()),
+                sending: AtomicBool::new(false),
+                allowance: Mutex::new((0, None)),
+                refreshing: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Counts of this process's dealings with the store.
+    pub fn stats(&self) -> &FleetStats {
+        &self.inner.guard.stats
+    }
+
+    /// A first try was sent: it deposits `ratio`. First tries go to the store with the next
+    /// retry asked, or in the background once [`DEPOSIT_EVERY`] of them or
+    /// [`DEPOSIT_AFTER`] have passed, so that a healthy process's traffic counts in the fleet's
+    /// window though it never retries.
+    pub fn first_try(&self) {
+        let i = &self.inner;
+        lock(&i.local).on_first_try(i.now());
+        let pending = {
+            let mut p = lock(&i.pending);
+            *p += 1;
+            *p
+        };
+        let due = pending >= DEPOSIT_EVERY || lock(&i.sent_at).elapsed() >= DEPOSIT_AFTER;
+        if due && !i.sending.swap(true, Ordering::AcqRel) {
+            let me = Arc::clone(&self.inner);
+            tokio::spawn(async move {
+                let first_tries = std::mem::take(&mut *lock(&me.pending));
+                *lock(&me.sent_at) = tokio::time::Instant::now();
+                let op = BudgetOp {
+                    first_tries,
+                    retries: 0,
+                };
+                if me
+                    .guard
+                    .run(me.store.budget(&me.name, &me.spec, 0, op))
+                    .await
+                    .is_err()
+                {
+                    *lock(&me.pending) += first_tries;
+                }
+                me.sending.store(false, Ordering::Release);
+            });
+        }
+    }
+
+    /// Asks for one retry.
+    pub async fn try_retry(&self) -> Result<(), BudgetDenied> {
+        let i = &self.inner;
+        if let Mode::Cached { refresh } = i.config.mode {
+            return i.cached(refresh);
+        }
+        let first_tries = std::mem::take(&mut *lock(&i.pending));
+        let op = BudgetOp {
+            first_tries,
+            retries: 1,
+        };
+        match i.guard.run(i.store.budget(&i.name, &i.spec, 0, op)).await {
+            Ok(reply) => {
+                i.guard.up(0);
+                if reply.granted == 1 {
+                    Ok(())
+                } else {
+                    Err(BudgetDenied {
+                        decided_by: Decider::Store,
+                        store_unavailable: false,
+                    })
+                }
+            }
+            Err(_) => {
+                *lock(&i.pending) += first_tries;
+                i.fallback()
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
+    }
+
+    fn fallback(&self) -> Result<(), BudgetDenied> {
+        self.guard.fallback();
+        let denied = |store_unavailable| BudgetDenied {
+            decided_by: Decider::Local,
+            store_unavailable,
+        };
+        match self.config.on_store_failure {
+            OnStoreFailure::Refuse => Err(denied(true)),
+            OnStoreFailure::Local => lock(&self.local)
+                .try_retry(ErrorClass::Transient, self.now())
+                .map(drop)
+                .map_err(|_| denied(false)),
+        }
+    }
+
+    fn cached(self: &Arc<Self>, refresh: std::time::Duration) -> Result<(), BudgetDenied> {
+        let now = tokio::time::Instant::now();
+        let taken_at = {
+            let mut a = lock(&self.allowance);
+            match a.1 {
+                Some(t) if now.saturating_duration_since(t) < refresh => {
+                    if a.0 > 0 {
+                        a.0 -= 1;
+                        self.guard.stats.cached.fetch_add(1, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                }
+                _ => a.0 = 0,
+            }
+            a.1
+        };
+        self.start_refresh();
+        let stale = taken_at
+            .is_none_or(|t| now.saturating_duration_since(t) > refresh * 2 + self.config.wait);
+        if stale && self.guard.is_down() {
+            return self.fallback();
+        }
+        Err(BudgetDenied {
+            decided_by: Decider::Cache,
+            store_unavailable: false,
+        })
+    }
+
+    fn start_refresh(self: &Arc<Self>) {
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let first_tries = std::mem::take(&mut *lock(&me.pending));
+            let op = BudgetOp {
+                first_tries,
+                retries: me.chunk,
+            };
+            match me
+                .guard
+                .run(me.store.budget(&me.name, &me.spec, 0, op))
+                .await
+            {
+                Ok(reply) => {
+                    me.guard.up(0);
+                    *lock(&me.allowance) = (reply.granted, Some(tokio::time::Instant::now()));
+                }
+                Err(_) => *lock(&me.pending) += first_tries,
+            }
+            me.refreshing.store(false, Ordering::Release);
+        });
+    }
+}

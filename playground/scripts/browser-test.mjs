@@ -37,11 +37,13 @@ const server = createServer((req, res) => {
   const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
   const file = normalize(join(dist, path === "/" ? "index.html" : path));
   if (!file.startsWith(dist + sep)) return res.writeHead(403).end();
+  let body;
   try {
-    res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" }).end(readFileSync(file));
+    body = readFileSync(file);
   } catch {
-    res.writeHead(404).end();
+    return res.writeHead(404).end();
   }
+  res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" }).end(body);
 });
 server.listen(0, "127.0.0.1");
 await once(server, "listening");

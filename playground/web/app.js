@@ -283,6 +283,18 @@ function showError(info) {
   box.textContent = info.line ? `line ${info.line}, column ${info.col}: ${info.message}` : info.message;
   box.dataset.line = info.line ?? "";
   box.dataset.col = info.col ?? "";
+  box.title = info.line ? "click to go there" : "";
+}
+
+/** Clicking the error puts the cursor where it points in the scenario text. */
+function goToError() {
+  const { line, col } = $("error").dataset;
+  if (!line) return;
+  const lines = text().split("\n");
+  const at = lines.slice(0, Number(line) - 1).reduce((n, l) => n + l.length + 1, 0) + Number(col) - 1;
+  $("ron-box").open = true;
+  $("ron").focus();
+  $("ron").setSelectionRange(at, at + 1);
 }
 
 function seedValue() {
@@ -426,6 +438,7 @@ async function start() {
     scheduleCheck();
   });
   $("run").onclick = run;
+  $("error").onclick = goToError;
   $("share").onclick = shareLink;
   $("export").onclick = exportRon;
   await loadPicker();

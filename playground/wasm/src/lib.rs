@@ -40,6 +40,7 @@ pub fn limits() -> Limits {
 fn page_message(message: String) -> String {
     let l = limits();
     message
+        .replace("this simulator accepts", "the playground accepts")
         .replace(
             "(--max-events)",
             &format!(
@@ -285,10 +286,17 @@ mod tests {
 
     #[test]
     fn a_scenario_over_the_page_limits_is_refused_naming_the_limit() {
-        let text = sim::DEFAULT_SCENARIO.replace("horizon: \"120s\"", "horizon: \"100000s\"");
+        let text = sim::DEFAULT_SCENARIO.replace("horizon: \"120s\"", "horizon: \"4000s\"");
         let e = check(&text, None).unwrap_err();
         assert!(e.message.contains("playground's limit"), "{}", e.message);
         // The same text is within `sim run`'s own limits.
         assert!(sim::load::load(&text, FILE).is_ok());
+        let many = sim::DEFAULT_SCENARIO.replace("seed: 1,", "seed: 1,\n    seeds: 21,");
+        let e = check(&many, None).unwrap_err();
+        assert!(
+            e.message.contains("the playground accepts (20)"),
+            "{}",
+            e.message
+        );
     }
 }

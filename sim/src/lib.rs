@@ -88,8 +88,12 @@
 //!    file in `tests/hostile/` if it can blow up.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Without the command line, what only it uses (maps, shards) is unused.
+#![cfg_attr(not(feature = "cli"), allow(dead_code))]
 
+#[cfg(feature = "cli")]
 mod bench;
+#[cfg(feature = "cli")]
 mod cli;
 mod client;
 pub mod compile;
@@ -113,6 +117,7 @@ pub use run::run;
 pub const DEFAULT_SCENARIO: &str = include_str!("../../scenarios/default.ron");
 
 /// Runs the `sim` command line with the process's arguments; returns the exit code.
+#[cfg(feature = "cli")]
 pub fn cli_main() -> i32 {
     cli::main()
 }

@@ -50,7 +50,7 @@ pub fn load_all_with(
     let mut all = Vec::new();
     for c in compile_each(text, path, limits)? {
         let c = c?;
-        c.estimate(c.scenario.seeds, 1, rayon::current_num_threads(), limits)?;
+        c.estimate(c.scenario.seeds, 1, crate::run::threads(), limits)?;
         all.push(c);
     }
     Ok(all)

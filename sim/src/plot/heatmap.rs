@@ -31,9 +31,7 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{
-    FONT_FAMILY, PNG_SCALE, PlotError, WIDTH, encode_png, ensure_font, err, text_width, with_title,
-};
+use super::{FONT_FAMILY, PlotError, WIDTH, ensure_font, err, text_width, with_title};
 
 const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 const MUTED: RGBColor = RGBColor(0x55, 0x55, 0x55);
@@ -271,10 +269,18 @@ pub fn svg(map: &Heatmap) -> Result<String, PlotError> {
     Ok(with_title(out, &map.title))
 }
 
+/// Without the `png` feature: an error saying so.
+#[cfg(not(feature = "png"))]
+pub fn png(_map: &Heatmap) -> Result<Vec<u8>, PlotError> {
+    Err(super::no_png())
+}
+
 /// Draws `map` as a PNG image, [`PNG_SCALE`] times the SVG's size.
+#[cfg(feature = "png")]
 pub fn png(map: &Heatmap) -> Result<Vec<u8>, PlotError> {
     ensure_font()?;
     check(map)?;
+    use super::PNG_SCALE;
     let (w, h) = (WIDTH * PNG_SCALE, height(map) * PNG_SCALE);
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
@@ -282,7 +288,7 @@ pub fn png(map: &Heatmap) -> Result<Vec<u8>, PlotError> {
         draw(&root, map, f64::from(PNG_SCALE))?;
         root.present().map_err(err)?;
     }
-    encode_png(&rgb, w, h)
+    super::encode_png(&rgb, w, h)
 }
 
 fn check(map: &Heatmap) -> Result<(), PlotError> {

@@ -48,8 +48,6 @@ pub mod heatmap;
 mod layout;
 mod ticks;
 
-use std::sync::OnceLock;
-
 use plotters::prelude::*;
 
 pub(crate) use layout::text_width;
@@ -61,6 +59,7 @@ pub use ticks::{group, nice_ticks};
 pub const FONT_FAMILY: &str = "DejaVu Sans, Verdana, sans-serif";
 
 /// DejaVu Sans 2.37 (see `sim/assets/DejaVuSans-LICENSE.txt`).
+#[cfg(feature = "png")]
 static FONT: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
 /// Width of every figure in CSS pixels (the SVG's size).
@@ -291,8 +290,17 @@ pub(crate) fn err<E: std::fmt::Debug>(e: E) -> PlotError {
     PlotError(format!("{e:?}"))
 }
 
-/// Registers the vendored font with plotters (once per process).
+/// Registers the vendored font with plotters (once per process). Without the `png` feature
+/// (the WebAssembly build) there is none to register: SVG text measures by plotters' estimate.
+#[cfg(not(feature = "png"))]
 pub(crate) fn ensure_font() -> Result<(), PlotError> {
+    Ok(())
+}
+
+/// Registers the vendored font with plotters (once per process).
+#[cfg(feature = "png")]
+pub(crate) fn ensure_font() -> Result<(), PlotError> {
+    use std::sync::OnceLock;
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT)
@@ -340,7 +348,19 @@ pub(crate) fn with_title(mut svg: String, title: &str) -> String {
     svg
 }
 
+/// Without the `png` feature: an error saying so.
+#[cfg(not(feature = "png"))]
+pub fn png(_chart: &Chart) -> Result<Vec<u8>, PlotError> {
+    Err(no_png())
+}
+
+#[cfg(not(feature = "png"))]
+pub(crate) fn no_png() -> PlotError {
+    PlotError("PNG output needs sim's `png` feature".into())
+}
+
 /// Draws `chart` as a PNG image, [`PNG_SCALE`] times the SVG's size.
+#[cfg(feature = "png")]
 pub fn png(chart: &Chart) -> Result<Vec<u8>, PlotError> {
     ensure_font()?;
     let (w, h) = (WIDTH * PNG_SCALE, height(chart) * PNG_SCALE);
@@ -354,6 +374,7 @@ pub fn png(chart: &Chart) -> Result<Vec<u8>, PlotError> {
 }
 
 /// An 8-bit RGB buffer of `w × h` pixels as PNG bytes (maximum compression, deterministic).
+#[cfg(feature = "png")]
 pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, PlotError> {
     let mut bytes = Vec::new();
     {

@@ -4,7 +4,9 @@
 //! red, when colour is on (see [`table`]).
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Attribute, Cell, CellAlignment, Color, ContentArrangement, Table};
+#[cfg(feature = "terminal")]
+use comfy_table::{Attribute, Color};
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
 
 use crate::metrics::PolicySummary;
 use crate::metrics::Verdict;
@@ -209,6 +211,8 @@ pub fn table(policies: &[(PolicySummary, Vec<PolicySummary>)], styled: bool) -> 
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
+    // Without the `terminal` feature (the WebAssembly build) tables are always plain.
+    #[cfg(feature = "terminal")]
     if styled {
         t.enforce_styling();
     } else {
@@ -219,6 +223,8 @@ pub fn table(policies: &[(PolicySummary, Vec<PolicySummary>)], styled: bool) -> 
     if t.width().is_some_and(|w| w < 40) {
         t.set_width(200);
     }
+    #[cfg(not(feature = "terminal"))]
+    let _ = styled;
     t.set_header(header());
     for row in rows(policies) {
         let cells: Vec<Cell> = row
@@ -229,6 +235,7 @@ pub fn table(policies: &[(PolicySummary, Vec<PolicySummary>)], styled: bool) -> 
                 if i > 0 && i <= COLUMNS.len() {
                     cell = cell.set_alignment(CellAlignment::Right);
                 }
+                #[cfg(feature = "terminal")]
                 if styled && i > 0 {
                     if c.best {
                         cell = cell.fg(Color::Green).add_attribute(Attribute::Bold);

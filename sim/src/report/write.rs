@@ -11,7 +11,7 @@ use crate::run::Runs;
 /// folder: `summary.md`, `summary.json`, `timeseries.csv` and the plots (SVG and PNG). Atomic
 /// (see the module docs); an earlier report in the folder is replaced.
 pub fn write(out: &Path, runs: &Runs<'_>) -> std::io::Result<PathBuf> {
-    use rayon::prelude::*;
+    use crate::run::par::*;
     let c = runs.compiled;
     let policies = runs.per_policy();
     let figs = super::figures::figures(c, &runs.seeds, &runs.results);

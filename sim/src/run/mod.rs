@@ -10,13 +10,6 @@ mod error;
 pub mod grid;
 pub(crate) mod world;
 
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant as WallClock;
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rayon::prelude::*;
-
 use crate::compile::Compiled;
 use crate::metrics::PolicySummary;
 pub use admission::Estimate;
@@ -153,6 +146,7 @@ pub(crate) fn run_one(
 /// results in the jobs' order whatever the thread count. `f` reports the virtual time it
 /// advances to its second argument; a progress bar over `total_ms` of virtual time appears on
 /// stderr if the batch takes more than a second, stderr is a terminal and `opts.progress` is set.
+#[cfg(feature = "parallel")]
 pub(crate) fn parallel<J: Sync, T: Send>(
     jobs: &[J],
     total_ms: u64,
@@ -160,6 +154,13 @@ pub(crate) fn parallel<J: Sync, T: Send>(
     opts: BatchOptions,
     f: impl Fn(&J, &(dyn Fn(u64) + Sync)) -> Result<T, RunError> + Sync,
 ) -> Result<Vec<T>, RunError> {
+    use std::io::IsTerminal;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant as WallClock;
+
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use rayon::prelude::*;
+
     let bar = ProgressBar::with_draw_target(Some(total_ms.max(1)), ProgressDrawTarget::hidden());
     if let Ok(style) = ProgressStyle::with_template(
         "{spinner} {msg} [{bar:40}] {percent:>3}% virtual time, eta {eta}",
@@ -195,6 +196,72 @@ pub(crate) fn parallel<J: Sync, T: Send>(
     };
     bar.finish_and_clear();
     result
+}
+
+/// Without the `parallel` feature (the WebAssembly build): the jobs one after another, in order,
+/// with no progress bar and no wall clock.
+#[cfg(not(feature = "parallel"))]
+pub(crate) fn parallel<J: Sync, T: Send>(
+    jobs: &[J],
+    _total_ms: u64,
+    _name: &str,
+    _opts: BatchOptions,
+    f: impl Fn(&J, &(dyn Fn(u64) + Sync)) -> Result<T, RunError> + Sync,
+) -> Result<Vec<T>, RunError> {
+    jobs.iter().map(|j| f(j, &|_| {})).collect()
+}
+
+/// The threads a batch runs on by default (rayon's, one per core; 1 without `parallel`): what
+/// admission counts per-thread memory for.
+pub(crate) fn threads() -> usize {
+    #[cfg(feature = "parallel")]
+    return rayon::current_num_threads();
+    #[cfg(not(feature = "parallel"))]
+    1
+}
+
+/// `par_iter()` over a slice: rayon's with the `parallel` feature, a plain in-order iterator
+/// without it (same results, same order).
+pub(crate) mod par {
+    #[cfg(feature = "parallel")]
+    pub(crate) use rayon::prelude::*;
+
+    /// A slice's `par_iter`, sequential.
+    #[cfg(not(feature = "parallel"))]
+    pub(crate) trait ParIter<T> {
+        /// The slice's items in order.
+        fn par_iter(&self) -> std::slice::Iter<'_, T>;
+    }
+
+    #[cfg(not(feature = "parallel"))]
+    impl<T> ParIter<T> for [T] {
+        fn par_iter(&self) -> std::slice::Iter<'_, T> {
+            self.iter()
+        }
+    }
+}
+
+/// One run of policy `policy` of `c` under `seed`, reporting the virtual time it advances (ns) to
+/// `tick`: what [`run`] does for each (seed, policy) pair, for a caller that runs the pairs itself
+/// (the WebAssembly playground, one pair per call so the page can show progress between them).
+/// [`Runs`] built from these results, in (seed, policy) order, renders as [`run`]'s would.
+pub fn run_pair(
+    c: &Compiled,
+    policy: usize,
+    seed: u64,
+    tick: &(dyn Fn(u64) + Sync),
+) -> Result<RunResult, RunError> {
+    if policy >= c.stacks.len() {
+        return Err(RunError::NoPolicy {
+            index: policy,
+            policies: c.stacks.len(),
+        });
+    }
+    Ok(RunResult {
+        policy,
+        seed,
+        output: run_one(c, policy, seed, tick)?,
+    })
 }
 
 /// Runs one policy with tracing on and returns its trace rows in request order.

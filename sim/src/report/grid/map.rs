@@ -374,7 +374,7 @@ pub fn markdown(m: &MapResult, command: &str) -> String {
 
 /// Writes the map's report into `out/<scenario folder>/` (atomically); returns that folder.
 pub fn write(out: &Path, m: &MapResult, command: &str) -> std::io::Result<PathBuf> {
-    use rayon::prelude::*;
+    use crate::run::par::*;
     let mut files = vec![
         ("map.csv".to_string(), csv(m).into_bytes()),
         ("map.md".to_string(), markdown(m, command).into_bytes()),

@@ -490,8 +490,7 @@ fn pending() -> Vec<String> {
 fn reliable_http_call_decides_like_every_face() {
     let sequences = conformance::sequences().unwrap();
     let pending = pending();
-    let (mut ran, mut skipped, mut failures, mut waiting) =
-        (0, Vec::new(), Vec::new(), Vec::new());
+    let (mut ran, mut skipped, mut failures, mut waiting) = (0, Vec::new(), Vec::new(), Vec::new());
     for s in &sequences {
         let want = conformance::expected(&s.name).unwrap();
         let listed = pending.contains(&s.name);

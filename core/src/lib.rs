@@ -58,6 +58,8 @@
 //!   reserve-then-settle, throttling on the provider's remaining quota, open on a money limit.
 //! - [`provider`]: what an LLM provider's answer means (server delay, transient, overload, money
 //!   limit, don't retry) and its remaining-quota reports, as typed decisions.
+//! - [`chaos`]: chaos injection decided purely: a fault, a latency, an outcome or a behaviour per
+//!   attempt by rate, switch and seed, and a scenario's client-visible fault timeline by time.
 //! - [`error`]: every config is validated once at construction and refused with a [`ConfigError`]
 //!   naming the field; after that nothing can fail.
 //! - [`sample`]: how raw random samples become delays and decisions, without floats.
@@ -120,6 +122,7 @@ pub mod answer;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod chaos;
 pub mod error;
 pub mod hedge;
 pub mod ledger;

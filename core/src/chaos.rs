@@ -610,7 +610,7 @@ impl FaultWindow {
                 tri!(fraction_ppm("rate", rate, true, true));
             }
             ClientFault::LatencyInflation { factor } => {
-                tri!(in_range("factor", factor, 1.0, f64::MAX));
+                tri!(in_range("factor", factor, 1.0, f64::INFINITY));
             }
             ClientFault::Throttle { share, .. } => {
                 tri!(fraction_ppm("share", share, false, true));

@@ -6,11 +6,11 @@
 //! injection rate, a seed and an `enabled` switch that can be flipped at run time
 //! ([`ChaosSwitch::set_enabled`]), and the attempt counter the decisions are drawn from. Faces:
 //!
-//! - `ChaosLayer` (feature `tower`, [`tower`]): a tower layer over HTTP services, or any service
-//!   with an [`Inject`] telling how an injected answer becomes a response or an error;
+//! - `ChaosLayer` (feature `tower`, module `tower`): a tower layer over HTTP services, or any
+//!   service with an `Inject` telling how an injected answer becomes a response or an error;
 //! - `ChaosMiddleware` (feature `reqwest`, `reqwest` module): a `reqwest-middleware` middleware;
 //! - `TimelineLayer` (feature `tower`): a scenario's client-visible faults ([`ClientFault`]) played
-//!   from a start instant with the simulator's meaning; [`scenario_faults`] (feature `policy`)
+//!   from a start instant with the simulator's meaning; `scenario_faults` (feature `policy`)
 //!   loads them from a scenario file and refuses, with the reason, the faults only a server or
 //!   the workload can make.
 //!

@@ -15,7 +15,7 @@
 //! ([`Injection::injects`]), so every face (the Rust layers, the Python and TypeScript wrappers)
 //! injects the same answers at the same attempts for the same seed: the sample is
 //! [`draw`]`(seed, stream, n)` with the strategy's [stream](Strategy::stream), and the attempt is
-//! hit when [`bernoulli_ppm`](crate::sample::bernoulli_ppm) of it says so for the rate in parts
+//! hit when `bernoulli_ppm` of it says so for the rate in parts
 //! per million. A disabled strategy draws nothing.
 //!
 //! Injected answers are the core's [`Answer`]s: a face turns them into the response (or error)

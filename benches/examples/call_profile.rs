@@ -117,6 +117,77 @@ fn failsafe_calls(fs: impl failsafe::CircuitBreaker + 'static) -> Box<dyn FnMut(
     Box::new(move |n| (0..n).map(|_| fs.call(ok).unwrap_or(0)).sum())
 }
 
+/// A tower service answering at once, for what a layer around it costs.
+#[derive(Clone, Copy)]
+struct Ready;
+
+impl tower::Service<u64> for Ready {
+    type Response = u64;
+    type Error = std::io::Error;
+    type Future = std::future::Ready<Result<u64, std::io::Error>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: u64) -> Self::Future {
+        std::future::ready(Ok(black_box(req)))
+    }
+}
+
+/// Answers for the chaos layer over `u64` (never used while it is switched off).
+#[derive(Clone, Copy)]
+struct Numbers;
+
+impl reliable::chaos::tower::Inject<u64> for Numbers {
+    fn inject(&self, _: reliable_core::answer::Answer) -> Result<u64, reliable::tower::BoxError> {
+        Ok(0)
+    }
+
+    fn success(&self, _: &u64) -> bool {
+        true
+    }
+}
+
+/// `n` calls of `svc` (ready, then called, the answer polled once).
+fn tower_calls<S>(mut svc: S) -> Box<dyn FnMut(u64) -> u64>
+where
+    S: tower::Service<u64, Response = u64> + 'static,
+{
+    Box::new(move |n| {
+        let mut cx = Context::from_waker(Waker::noop());
+        (0..n)
+            .map(|i| {
+                if svc.poll_ready(&mut cx).is_pending() {
+                    return 0;
+                }
+                poll_once(svc.call(i)).and_then(Result::ok).unwrap_or(0)
+            })
+            .sum()
+    })
+}
+
+/// A chaos layer with a fault armed but switched off, around [`Ready`].
+fn chaos_off() -> impl tower::Service<u64, Response = u64> {
+    use reliable::chaos::ChaosSwitch;
+    use reliable_core::chaos::{ChaosConfig, FaultConfig, Injected};
+    use tower::Layer;
+    let switch = ChaosSwitch::new(
+        "profile",
+        ChaosConfig {
+            fault: Some(FaultConfig {
+                rate: 0.5,
+                enabled: false,
+                seed: 1,
+                answer: Injected::Reset,
+            }),
+            ..ChaosConfig::OFF
+        },
+    )
+    .expect("valid");
+    reliable::chaos::tower::ChaosLayer::new(switch, Numbers).layer(Ready)
+}
+
 /// A kind of call, and a closure that makes `n` of them.
 type Kind = (&'static str, Box<dyn FnMut(u64) -> u64>);
 
@@ -174,6 +245,8 @@ fn kinds() -> Vec<Kind> {
                     .sum()
             }),
         ),
+        ("tower_bare", tower_calls(Ready)),
+        ("tower_chaos_off", tower_calls(chaos_off())),
         (
             "failsafe_call_default",
             failsafe_calls(failsafe::Config::new().build()),

@@ -58,6 +58,8 @@
 //!   reserve-then-settle, throttling on the provider's remaining quota, open on a money limit.
 //! - [`provider`]: what an LLM provider's answer means (server delay, transient, overload, money
 //!   limit, don't retry) and its remaining-quota reports, as typed decisions.
+//! - [`chaos`]: chaos injection decided purely: a fault, a latency, an outcome or a behaviour per
+//!   attempt by rate, switch and seed, and a scenario's client-visible fault timeline by time.
 //! - [`engine`]: one sans-IO machine for a whole call (the retry and its budget, the throttle,
 //!   the breaker, the limits, hedging, timeouts and the deadline, in the stack's order): a plan
 //!   and the shared state in, events (the time, an answer, a copy dropped, a cancel) fed to it,
@@ -130,6 +132,7 @@ pub mod answer;
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod chaos;
 pub mod engine;
 pub mod error;
 pub mod hedge;

@@ -83,6 +83,9 @@
 //! - `policy` (feature `policy`): policy files. A policy written as in the simulator's scenario
 //!   files (RON or JSON) loads unchanged into a builder or the tower layers, errors at
 //!   `file:line:col`; what cannot run as the simulator runs it is refused, never dropped.
+//! - [`chaos`]: chaos injection (fault, latency, outcome, behaviour) with run-time switches and
+//!   a process-wide kill switch, and a scenario's fault timeline replayed by wall clock; a tower
+//!   layer and a `reqwest-middleware` middleware.
 //! - [`observer`]: hooks for logs and traces (attempts, retries, refusals, transitions, hedges,
 //!   cancelled copies, ledger draws, limit moves); `Builder::metrics` under the `metrics`
 //!   feature.
@@ -133,6 +136,7 @@ mod breaker;
 mod builder;
 mod call;
 pub mod cancel;
+pub mod chaos;
 pub mod classify;
 pub mod clock;
 pub mod error;

@@ -16,6 +16,7 @@
 //! | `reliable_attempts_cancelled_total` | counter | `name`: losing copies of a hedged attempt dropped |
 //! | `reliable_ledger_total` | counter | `name`, `kind` (`retry`, `hedge`, `probe`), `result` (`drawn`, `denied`): the ledger of extra attempts |
 //! | `reliable_concurrency_limit` | gauge | `name`: the concurrency limit after each move |
+//! | `reliable_chaos_injections_total` | counter | `name`, `strategy` (`fault`, `latency`, `outcome`, `behavior`), `event` (Polly's name: `Chaos.OnFault`, ...): injections by a chaos layer |
 //!
 //! Labels stay low-cardinality: the instance's name (one per downstream), never a URL or a
 //! prompt. Durations are measured on the instance's clock.
@@ -117,6 +118,12 @@ impl Observer for Metrics {
 
     fn on_limit_change(&self, _: &str, _: u32, to: u32) {
         gauge!("reliable_concurrency_limit", "name" => self.name.clone()).set(f64::from(to));
+    }
+
+    fn on_chaos(&self, _: &str, event: &crate::chaos::ChaosEvent) {
+        let s = event.strategy;
+        counter!("reliable_chaos_injections_total", "name" => self.name.clone(), "strategy" => s.name(), "event" => s.event())
+            .increment(1);
     }
 
     fn on_call_end(&self, _: &str, end: &CallEnd) {

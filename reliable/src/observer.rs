@@ -165,4 +165,9 @@ pub trait Observer: Send + Sync + Debug + 'static {
     fn on_limit_change(&self, name: &str, from: u32, to: u32) {
         let _ = (name, from, to);
     }
+    /// A chaos layer injected something ([`crate::chaos`]); the event's strategy names it as
+    /// Polly does (`Chaos.OnFault`, `Chaos.OnLatency`, `Chaos.OnOutcome`, `Chaos.OnBehavior`).
+    fn on_chaos(&self, name: &str, event: &crate::chaos::ChaosEvent) {
+        let _ = (name, event);
+    }
 }

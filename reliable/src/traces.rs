@@ -18,6 +18,7 @@
 //! | `hedge race won` | event, DEBUG | `name`, `attempt`, `hedge` (whether the winner is a hedge) | a hedged attempt succeeded |
 //! | `attempt cancelled` | event, DEBUG | `name`, `attempt` | a losing copy was dropped |
 //! | `limit` | event, INFO | `name`, `from`, `to` | the concurrency limit moved |
+//! | `Chaos.OnFault`, `Chaos.OnLatency`, `Chaos.OnOutcome`, `Chaos.OnBehavior` | event, INFO | `name`, `attempt`, `delay_ms` (latency), `answer` (fault, outcome) | a chaos layer injected something ([`crate::chaos`]) |
 //!
 //! The event's message is its name, so `RUST_LOG=reliable=info` with `tracing-subscriber` shows
 //! retries, refusals and transitions.
@@ -84,5 +85,12 @@ impl Observer for TracingObserver {
 
     fn on_limit_change(&self, name: &str, from: u32, to: u32) {
         tracing::info!(target: "reliable", name, from, to, "limit");
+    }
+
+    fn on_chaos(&self, name: &str, event: &crate::chaos::ChaosEvent) {
+        let attempt = event.attempt;
+        let delay_ms = event.delay.map(|d| d.as_millis() as u64);
+        let answer = event.answer.map(tracing::field::debug);
+        tracing::info!(target: "reliable", name, attempt, delay_ms, answer, "{}", event.strategy.event());
     }
 }

@@ -111,3 +111,38 @@ async fn an_async_call_runs_in_its_span() {
         ]
     );
 }
+
+#[test]
+fn a_chaos_injection_is_an_event_named_as_polly_names_it() {
+    use reliable::chaos::ChaosSwitch;
+    use reliable_core::chaos::{BehaviorConfig, ChaosConfig, FaultConfig, Injected};
+    let recorder = Recorder::default();
+    let lines = recorder.lines.clone();
+    tracing::subscriber::with_default(recorder, || {
+        let switch = ChaosSwitch::builder(
+            "api",
+            ChaosConfig {
+                fault: Some(FaultConfig {
+                    rate: 1.0,
+                    enabled: true,
+                    seed: 0,
+                    answer: Injected::Reset,
+                }),
+                behavior: Some(BehaviorConfig {
+                    rate: 1.0,
+                    enabled: true,
+                    seed: 0,
+                }),
+                ..ChaosConfig::OFF
+            },
+        )
+        .tracing()
+        .build()
+        .unwrap();
+        assert!(switch.decide().is_some());
+    });
+    assert_eq!(
+        *lines.lock().unwrap(),
+        ["Chaos.OnBehavior in no span", "Chaos.OnFault in no span"]
+    );
+}

@@ -3,9 +3,12 @@
 //! Faults are windows `[from, until)`. Overlapping faults combine: error rates as independent
 //! chances (`1 − Π(1 − p)`), latency factors and load factors multiply, capacity losses take the
 //! largest share, an outage wins over everything, the first active throttle applies. Queries scan
-//! the few faults of one downstream, in file order, so the answer never depends on hashing.
+//! the few faults of one downstream, in file order, so the answer never depends on hashing. The
+//! error-rate and latency combinations are the core's (`reliable_core::chaos`), which a client's
+//! chaos layer replaying the same faults uses too.
 
 use crate::scenario::{Fault, OutageMode, Scenario};
+use reliable_core::chaos::{combined_error_rate, combined_latency_factor};
 
 /// One compiled fault.
 #[derive(Clone, Debug)]
@@ -133,23 +136,18 @@ impl Timeline {
 
     /// The combined injected error rate at `t`.
     pub fn error_rate(&self, ds: usize, t: u64) -> f64 {
-        let mut ok = 1.0;
-        for e in self.active(ds, t) {
-            if let Fault::ErrorRate { rate, .. } = e.fault {
-                ok *= 1.0 - rate;
-            }
-        }
-        1.0 - ok
+        combined_error_rate(self.active(ds, t).filter_map(|e| match e.fault {
+            Fault::ErrorRate { rate, .. } => Some(rate),
+            _ => None,
+        }))
     }
 
     /// The combined latency factor at `t` (1 when none).
     pub fn latency_factor(&self, ds: usize, t: u64) -> f64 {
-        self.active(ds, t)
-            .filter_map(|e| match e.fault {
-                Fault::LatencyInflation { factor, .. } => Some(factor),
-                _ => None,
-            })
-            .product()
+        combined_latency_factor(self.active(ds, t).filter_map(|e| match e.fault {
+            Fault::LatencyInflation { factor, .. } => Some(factor),
+            _ => None,
+        }))
     }
 
     /// The largest share of workers lost at `t` (0 when none).

@@ -39,6 +39,7 @@ use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
 mod downstreams;
+mod graph;
 mod hedging;
 mod llm;
 mod stack;
@@ -289,6 +290,8 @@ pub struct World<'c> {
     events: u64,
     livelock: u64,
     progress: Option<&'c (dyn Fn(u64) + Sync)>,
+    /// Call-graph state, when a downstream is a service.
+    graph: Option<Box<graph::Graph>>,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -431,6 +434,17 @@ impl<'c> World<'c> {
         if stack.counts_extra() {
             m.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
         }
+        let graph = graph::Graph::new(c, stack).map(|(g, depth)| {
+            m.hops = Some(crate::metrics::hops::HopCounters::new(depth, c.buckets));
+            for (i, d) in ds.iter_mut().enumerate() {
+                if let Ds::Server(server) = d
+                    && g.propagates(i as u16)
+                {
+                    server.cancel_abandoned();
+                }
+            }
+            g
+        });
         let source = match &s.workload {
             Workload::OpenLoop {
                 rate,
@@ -499,6 +513,7 @@ impl<'c> World<'c> {
             events: 0,
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
+            graph,
         }
     }
 
@@ -850,8 +865,12 @@ impl<'c> World<'c> {
             EventKind::Timeout { attempt } => {
                 if let Some(a) = self.attempts.get(attempt).copied() {
                     self.attempts.remove(attempt);
-                    self.m.at(self.now).timeouts += 1;
-                    self.m.attempt_ended(self.now, self.now - a.sent);
+                    if self.graph.is_some() {
+                        self.hop_ended(a);
+                    } else {
+                        self.m.at(self.now).timeouts += 1;
+                        self.m.attempt_ended(self.now, self.now - a.sent);
+                    }
                     self.answering = Some(a.n);
                     self.answer(a.request, a.node, Answer::new(AnswerKind::Timeout, a.node));
                 }

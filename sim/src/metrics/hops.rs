@@ -71,33 +71,6 @@ impl HopCounters {
             .max()
             .unwrap_or(0)
     }
-
-    /// Per depth 1..=max, per bucket: arrivals at that depth ÷ first tries in the bucket (0 for
-    /// a bucket without first tries).
-    pub fn amplification_by_depth(&self, buckets: &[Bucket]) -> Vec<Vec<f64>> {
-        (1..=self.max_depth())
-            .map(|d| {
-                buckets
-                    .iter()
-                    .enumerate()
-                    .map(|(b, bucket)| {
-                        let arrived: u64 = self
-                            .depth
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, x)| **x == d)
-                            .map(|(i, _)| u64::from(self.arrivals[i].get(b).copied().unwrap_or(0)))
-                            .sum();
-                        if bucket.first_tries == 0 {
-                            0.0
-                        } else {
-                            arrived as f64 / bucket.first_tries as f64
-                        }
-                    })
-                    .collect()
-            })
-            .collect()
-    }
 }
 
 /// One downstream's figures in a call graph (see the module docs).

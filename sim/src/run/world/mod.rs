@@ -223,6 +223,9 @@ pub struct RunOutput {
     pub peak_attempts: usize,
     /// Limiter gauges per bucket (empty without a `Limit` layer).
     pub limits: Vec<crate::metrics::extra::LimitBucket>,
+    /// Over a call graph, per depth from 1 (the edge's callees), per bucket: (arrivals at that
+    /// depth, the edge's first tries). Empty without services.
+    pub depth_arrivals: Vec<Vec<(u64, u64)>>,
 }
 
 /// Bytes a logical request in flight costs in the world's own structures, for a stack with
@@ -744,6 +747,23 @@ impl<'c> World<'c> {
         }
         let mut summary = summarize(&m, &cx);
         summary.peak_in_flight = self.requests.capacity_used() as u64;
+        let depth_arrivals = m.hops.as_ref().map_or_else(Vec::new, |h| {
+            (1..=h.max_depth())
+                .map(|d| {
+                    m.buckets
+                        .iter()
+                        .enumerate()
+                        .map(|(b, bucket)| {
+                            let arrived = (0..h.depth.len())
+                                .filter(|&i| h.depth[i] == d)
+                                .map(|i| u64::from(h.arrivals[i].get(b).copied().unwrap_or(0)))
+                                .sum();
+                            (arrived, bucket.first_tries)
+                        })
+                        .collect()
+                })
+                .collect()
+        });
         RunOutput {
             summary,
             latency_curve: crate::metrics::summary::percentile_curve(&m.latency),
@@ -762,6 +782,7 @@ impl<'c> World<'c> {
                 Some(e) if !self.limiters.is_empty() => e.limits,
                 _ => Vec::new(),
             },
+            depth_arrivals,
         }
     }
 

@@ -12,7 +12,7 @@
 mod common;
 
 use sim::compile::Compiled;
-use sim::metrics::PolicySummary;
+use sim::metrics::{PolicySummary, Verdict};
 use sim::metrics::hops::HopSummary;
 
 const PRODUCT: &str = include_str!("../../scenarios/call-graph-product.ron");
@@ -204,4 +204,57 @@ fn bad_graphs_are_refused_at_their_position() {
         call("c")
     ));
     common::compile(&ok);
+}
+
+const STORM: &str = include_str!("../../scenarios/call-graph-storm.ron");
+
+/// Verdicts of `name` over `seeds`: (stuck, recovered, recovery times in s, mean db arrivals per
+/// edge request, mean edge success).
+fn storm(name: &str, seeds: u64) -> (usize, usize, Vec<f64>, f64, f64) {
+    let c = scenario(STORM, "call-graph-storm.ron", name);
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let all = runs(&c, &seeds);
+    let runs = &all[0];
+    let stuck = runs.iter().filter(|s| s.verdict == Verdict::Stuck).count();
+    let recovered = runs
+        .iter()
+        .filter(|s| s.verdict == Verdict::Recovered)
+        .count();
+    let mut times: Vec<f64> = runs.iter().filter_map(|s| s.recovery_s).collect();
+    times.sort_by(f64::total_cmp);
+    let n = runs.len() as f64;
+    let db = runs.iter().map(|s| hop(s, "db").amplification).sum::<f64>() / n;
+    let success = runs.iter().map(|s| s.success_rate).sum::<f64>() / n;
+    println!(
+        "{name}: stuck {stuck}/{}, recovered {recovered}/{} (recovery s: median {}, max {}), db calls per edge request {db:.2}, edge success {:.1}%",
+        runs.len(),
+        runs.len(),
+        times.get(times.len() / 2).map_or("-".into(), |t| format!("{t}")),
+        times.last().map_or("-".into(), |t| format!("{t}")),
+        success * 100.0
+    );
+    (stuck, recovered, times, db, success)
+}
+
+fn three_tier_storm(seeds: u64) {
+    let n = seeds as usize;
+    let (stuck, _, _, db, _) = storm("storm-per-hop-retries", seeds);
+    assert_eq!(stuck, n, "per-hop retries stay down");
+    assert!(db > 10.0, "{db}");
+    for name in [
+        "storm-edge-retries-only",
+        "storm-per-hop-budgets",
+        "storm-deadline-propagation",
+    ] {
+        let (_, recovered, _, _, _) = storm(name, seeds);
+        assert_eq!(recovered, n, "{name} recovers");
+    }
+    // The do-not-retry answer arrives after the edge's own timeout here: the edge retries anyway.
+    storm("storm-one-retrying-layer", seeds);
+}
+
+#[test]
+#[ignore = "five 120 s storms: run in release (.ci/run sim_graphs)"]
+fn a_three_tier_storm_over_twenty_seeds() {
+    three_tier_storm(20);
 }

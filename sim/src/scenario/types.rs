@@ -202,9 +202,10 @@ pub struct Handler {
     /// Send every call at once (a fan-out) instead of one after another. Default false.
     #[serde(default)]
     pub parallel: bool,
-    /// Deadline propagation: each call carries the caller's remaining deadline less `margin`,
-    /// and a job whose caller's deadline has passed is dropped from the queue, refused on
-    /// arrival, and not worked on further. Default none: no deadline travels.
+    /// Deadline propagation: this service honours its caller's deadline less `margin` (refuses
+    /// an arrival past it, drops a queued job past it or whose caller is gone, stops a job past
+    /// it before its calls), and its calls carry that deadline, which what they call honours the
+    /// same way. Default none: no deadline travels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub propagate_deadline: Option<DeadlineMargin>,
     /// A service that failed a required call answers with `x-should-retry: false` (the

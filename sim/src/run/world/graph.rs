@@ -13,7 +13,8 @@
 //! With `propagate_deadline`, each attempt's deadline (when its timer would fire) travels with
 //! it; the service takes its margin off, refuses an arrival past it, drops queued jobs past it
 //! (or whose caller is gone), stops a job past it before its calls, and gives its calls that
-//! deadline.
+//! deadline. What a propagating service calls honours the deadlines its calls carry in the same
+//! way (with no margin of its own), services or not.
 
 use super::*;
 
@@ -41,7 +42,8 @@ pub(super) struct Graph {
     parents: Vec<Option<(Handle, u16)>>,
     /// Per attempt slot: when its timer fires (its caller's deadline), ns.
     deadlines: Vec<u64>,
-    /// Per downstream: the margin deadline propagation takes off, if it propagates.
+    /// Per downstream that honours propagated deadlines: the margin it takes off its caller's
+    /// deadline (0 for a downstream that only receives them from a propagating service).
     margin: Vec<Option<u64>>,
 }
 
@@ -81,7 +83,7 @@ impl Graph {
             }
             frontier = next;
         }
-        let margin = c
+        let mut margin: Vec<Option<u64>> = c
             .scenario
             .downstreams
             .iter()
@@ -92,6 +94,18 @@ impl Graph {
                     .map(|p| p.margin.as_nanos())
             })
             .collect();
+        // A propagating service's calls carry its deadline (less its margin, already taken off):
+        // what it calls honours them as they come.
+        for u in 0..n {
+            if margin[u].is_none() || stack.handlers.get(u).is_none() {
+                continue;
+            }
+            for &root in &stack.handlers[u] {
+                for callee in calls_of(stack, root) {
+                    margin[callee] = margin[callee].or(Some(0));
+                }
+            }
+        }
         Some((
             Box::new(Graph {
                 margin,

@@ -12,8 +12,8 @@
 mod common;
 
 use sim::compile::Compiled;
-use sim::metrics::{PolicySummary, Verdict};
 use sim::metrics::hops::HopSummary;
+use sim::metrics::{PolicySummary, Verdict};
 
 const PRODUCT: &str = include_str!("../../scenarios/call-graph-product.ron");
 
@@ -229,7 +229,9 @@ fn storm(name: &str, seeds: u64) -> (usize, usize, Vec<f64>, f64, f64) {
         "{name}: stuck {stuck}/{}, recovered {recovered}/{} (recovery s: median {}, max {}), db calls per edge request {db:.2}, edge success {:.1}%",
         runs.len(),
         runs.len(),
-        times.get(times.len() / 2).map_or("-".into(), |t| format!("{t}")),
+        times
+            .get(times.len() / 2)
+            .map_or("-".into(), |t| format!("{t}")),
         times.last().map_or("-".into(), |t| format!("{t}")),
         success * 100.0
     );

@@ -169,5 +169,6 @@ pub fn finish(
             Some(e) if limited => e.limits,
             _ => Vec::new(),
         },
+        depth_arrivals: Vec::new(),
     }
 }

@@ -73,6 +73,7 @@ fn simulated(mut s: Scenario, policy: usize, downstream: &str, latency: u64) -> 
             latencies: Vec::new(),
         },
         network: Network::default(),
+        handler: None,
     }];
     s.faults = vec![];
     s.policies = vec![s.policies[policy].clone()];

@@ -243,6 +243,9 @@ pub struct CompiledStack {
     pub rate_limits: Vec<u16>,
     /// Hedge copies each logical request may have in flight: `max_hedges + 1` per hedge node.
     pub copies: usize,
+    /// Per downstream, the root nodes of its handler's calls, in order (empty for a downstream
+    /// that is not a service). The handlers' nodes follow the policy's own in `nodes`.
+    pub handlers: Vec<Vec<u16>>,
 }
 
 impl CompiledStack {
@@ -270,6 +273,7 @@ impl CompiledStack {
             limits: Vec::new(),
             rate_limits: Vec::new(),
             copies: 0,
+            handlers: Vec::new(),
         };
         let cx = Cx {
             ds_index,
@@ -282,6 +286,46 @@ impl CompiledStack {
             s.nodes[i].served_by = s.label_path(i as u16);
         }
         Ok(s)
+    }
+
+    /// Compiles the stack of one call of a service's handler (at `at`) after the nodes already
+    /// here, as a root of its own (its answers end the call, not a logical request); returns its
+    /// root node.
+    pub(crate) fn add_root(
+        &mut self,
+        layer: &Layer,
+        ds_index: &dyn Fn(&str) -> Option<u16>,
+        c: &Checker<'_>,
+        at: &Path,
+        max_layers: usize,
+    ) -> Result<u16, ScenarioError> {
+        let cx = Cx {
+            ds_index,
+            c,
+            stack: at,
+            max_layers,
+        };
+        let from = self.nodes.len();
+        let root = self.add(layer, NONE, &cx, at.clone(), 0, Within::default())?;
+        for i in from..self.nodes.len() {
+            self.nodes[i].served_by = self.label_path(i as u16);
+        }
+        Ok(root)
+    }
+
+    /// The downstreams the nodes from `root` on call (a handler call's stack is compiled last,
+    /// so its nodes run to the end).
+    pub(crate) fn calls_from(&self, root: u16) -> Vec<u16> {
+        let mut out: Vec<u16> = self.nodes[root as usize..]
+            .iter()
+            .filter_map(|n| match n.kind {
+                NodeKind::Call { ds, .. } | NodeKind::Llm { ds, .. } => Some(ds),
+                _ => None,
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     fn add(

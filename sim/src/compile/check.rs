@@ -91,6 +91,7 @@ pub(crate) fn check(
     let seen = check_downstreams(&c, s, limits, &root)?;
     let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
     check_faults(&c, s, &root, &ds_index)?;
+    super::graph::check_graph(&c, s, limits, &root, &ds_index)?;
     let stacks = check_policies(&c, s, limits, &root, clients, &ds_index)?;
     check_recovery(&c, s, &root)?;
     check_sweep(&c, s, file, limits, &root, &stacks)?;
@@ -428,13 +429,14 @@ fn check_policies(
     for (i, policy) in s.policies.iter().enumerate() {
         let p = pol.index(i);
         c.unique_name(&p, i, &policy.name, &mut seen, "policies")?;
-        let stack = CompiledStack::compile(
+        let mut stack = CompiledStack::compile(
             &policy.stack,
             ds_index,
             c,
             &p.field("stack"),
             limits.max_layers,
         )?;
+        super::graph::compile_handlers(c, s, limits, root, ds_index, &mut stack)?;
         for n in &stack.nodes {
             if let crate::client::NodeKind::Llm { ds, .. } = n.kind {
                 let is_llm = s

@@ -32,6 +32,9 @@ pub struct Compiled {
     pub(crate) hints: Vec<Duration>,
     /// Scripted downstreams' `Status` answers by index.
     pub(crate) statuses: Vec<reliable_core::answer::Answer>,
+    /// The index in `statuses` of the do-not-retry answer a service that gave up sends (503,
+    /// `x-should-retry: false`), when a handler asks for it.
+    pub(crate) no_retry_status: u16,
     /// Horizon, ns.
     pub(crate) horizon_ns: u64,
     /// Bucket width, ns.
@@ -125,7 +128,28 @@ impl Compiled {
             })
             .collect();
         hints.extend(scripted_hints(&scenario));
-        let statuses = scripted_statuses(&scenario);
+        let mut statuses = scripted_statuses(&scenario);
+        // A service that gave up answers 503 with `x-should-retry: false`.
+        let no_retry = ScriptAnswer::Status {
+            status: 503,
+            retry_after: None,
+            should_retry: Some(false),
+        }
+        .status();
+        let no_retry_status = match no_retry {
+            Some(a)
+                if scenario
+                    .downstreams
+                    .iter()
+                    .any(|d| d.handler.as_ref().is_some_and(|h| h.no_retry_on_failure)) =>
+            {
+                if !statuses.contains(&a) {
+                    statuses.push(a);
+                }
+                statuses.iter().position(|s| *s == a).unwrap_or(0) as u16
+            }
+            _ => 0,
+        };
         let horizon_ns = scenario.horizon.as_nanos();
         let bucket_ns = scenario.bucket.as_nanos().max(1);
         let buckets = horizon_ns.div_ceil(bucket_ns).max(1) as usize;
@@ -136,6 +160,7 @@ impl Compiled {
             ds_names,
             hints,
             statuses,
+            no_retry_status,
             horizon_ns,
             bucket_ns,
             buckets,

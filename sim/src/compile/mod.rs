@@ -9,6 +9,7 @@
 
 mod check;
 mod compiled;
+pub mod graph;
 mod limits;
 mod livelock;
 

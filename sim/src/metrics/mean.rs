@@ -209,6 +209,7 @@ impl Mean for PolicySummary {
             llm: of(runs, |s| &s.llm),
             shadow: of(runs, |s| &s.shadow),
             extra: of(runs, |s| &s.extra),
+            hops: of(runs, |s| &s.hops),
         }
     }
 }
@@ -305,6 +306,7 @@ impl PolicySummary {
             llm: None,
             shadow: None,
             extra: None,
+            hops: None,
         }
     }
 }

@@ -78,9 +78,12 @@
 //!   `breaker_transitions` or the open share: the policy sends as it would without the breaker.
 //! - **LLM figures** (tokens, cost, cost wasted, cost per success): see [`llm`].
 //! - **Hedges, extra attempts by kind, limits and admitted concurrency**: see [`extra`].
+//! - **Call graphs** (amplification by depth, per-hop goodput, latency, waste and verdicts): see
+//!   [`hops`].
 
 pub mod extra;
 mod give_up;
+pub mod hops;
 pub mod llm;
 mod mean;
 pub(crate) mod recorder;

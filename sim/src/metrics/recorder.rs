@@ -119,6 +119,9 @@ pub struct Recorder {
     pub peak_in_flight: u64,
     /// Retry layers that gave up, by the core's reason.
     pub give_ups: super::GiveUps,
+    /// Per-hop counters, for a scenario with services (then only arrivals at depth 1 count in
+    /// the buckets' `server_arrivals`).
+    pub hops: Option<super::hops::HopCounters>,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -149,6 +152,7 @@ impl Recorder {
             give_ups: super::GiveUps::default(),
             llm: None,
             extra: None,
+            hops: None,
         }
     }
 
@@ -233,10 +237,19 @@ impl Recorder {
     /// A call reached downstream `ds`.
     #[inline]
     pub fn server_arrival(&mut self, t: u64, ds: u16) {
-        self.at(t).server_arrivals += 1;
         if let Some(d) = self.ds.get_mut(ds as usize) {
             d.arrivals += 1;
         }
+        if let Some(h) = &mut self.hops {
+            let i = ((t / self.bucket_ns) as usize).min(self.buckets.len() - 1);
+            if let Some(a) = h.arrivals.get_mut(ds as usize).and_then(|v| v.get_mut(i)) {
+                *a += 1;
+            }
+            if !h.is_edge(ds) {
+                return;
+            }
+        }
+        self.at(t).server_arrivals += 1;
         match self.phase(t) {
             1 => self.during.1 += 1,
             2 => self.after.1 += 1,
@@ -281,6 +294,12 @@ impl Recorder {
     /// Downstream `ds` answered (`ok` or not), or refused (`rejected`).
     #[inline]
     pub fn answered(&mut self, t: u64, ds: u16, ok: bool, rejected: bool) {
+        if ok && let Some(h) = &mut self.hops {
+            let i = ((t / self.bucket_ns) as usize).min(self.buckets.len() - 1);
+            if let Some(a) = h.ok.get_mut(ds as usize).and_then(|v| v.get_mut(i)) {
+                *a += 1;
+            }
+        }
         if rejected {
             self.at(t).rejections += 1;
         }

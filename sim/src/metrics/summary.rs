@@ -149,6 +149,10 @@ pub struct PolicySummary {
     /// layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<super::extra::ExtraSummary>,
+    /// Per downstream of a call graph (a scenario with services): depth, amplification, goodput,
+    /// latency, waste and verdict (see [`super::hops`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hops: Option<Vec<super::hops::HopSummary>>,
 }
 
 /// What a policy's breakers in shadow mode (`shadow: true` in a breaker's config) would have
@@ -553,6 +557,24 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
                 cx.ledger,
                 cx.limited,
                 fault_buckets,
+            )
+        }),
+        hops: r.hops.as_ref().map(|h| {
+            super::hops::summarize(
+                h,
+                &super::hops::HopContext {
+                    names: cx.ds_names,
+                    totals: r
+                        .ds
+                        .iter()
+                        .map(|d| (d.arrivals, d.work_us, d.wasted_us))
+                        .collect(),
+                    first_tries: total.first_tries,
+                    horizon_ns: cx.horizon_ns,
+                    bucket_ns: cx.bucket_ns,
+                    fault: cx.fault,
+                    rule: (cx.threshold, cx.relapse, cx.sustain_ns),
+                },
             )
         }),
     }

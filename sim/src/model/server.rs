@@ -169,6 +169,11 @@ impl Server {
         Admission::Queued
     }
 
+    /// Skips queued jobs whose client attempt is gone (deadline propagation asks for it).
+    pub fn cancel_abandoned(&mut self) {
+        self.cancel_abandoned = true;
+    }
+
     /// A job in service ended: frees its worker.
     pub fn finish(&mut self) {
         self.busy = self.busy.saturating_sub(1);

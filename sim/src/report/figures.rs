@@ -488,7 +488,61 @@ pub fn figures(c: &Compiled, seeds: &[u64], results: &[RunResult]) -> Vec<Figure
     // Latency.
     out.push(latency_figure(c, seeds, results));
     out.extend(limit_figures(c, seeds, results, &wins, &fault_note));
+    out.extend(depth_figure(c, seeds, results, &wins));
     out
+}
+
+/// Over a call graph: arrivals at each depth per edge request over time, one line per policy and
+/// depth.
+fn depth_figure(
+    c: &Compiled,
+    seeds: &[u64],
+    results: &[RunResult],
+    wins: &[Window],
+) -> Option<Figure> {
+    let depths = results
+        .iter()
+        .map(|r| r.output.depth_arrivals.len())
+        .max()
+        .filter(|&d| d > 0)?;
+    let mut series = Vec::new();
+    for d in 0..depths {
+        let per = series_over_time(
+            c,
+            results,
+            |r| {
+                r.output
+                    .depth_arrivals
+                    .get(d)
+                    .map_or(&[][..], Vec::as_slice)
+            },
+            false,
+            |&(arrived, first), _| {
+                if first == 0 {
+                    0.0
+                } else {
+                    arrived as f64 / first as f64
+                }
+            },
+        );
+        for mut s in per.into_iter().flatten() {
+            s.label = format!("{} · depth {}", s.label, d + 1);
+            series.push(s);
+        }
+    }
+    Some(Figure {
+        stem: "amplification-by-depth",
+        chart: Chart {
+            title: "Amplification by depth".into(),
+            subtitle: subtitle(c, seeds, &format!("per {}", bucket_width_text(c))),
+            x: time_axis(c),
+            y: Axis::linear("arrivals per edge request", TickFormat::Number),
+            series,
+            windows: wins.to_vec(),
+            references: Vec::new(),
+        },
+        how_to_read: "Calls arriving at the downstreams at each depth of the call graph (depth 1: those the edge calls) per logical request the workload started in the same bucket. Retries at each hop multiply: a line well above the one of the depth above it is a hop whose retries amplify the load below it.".into(),
+    })
 }
 
 /// With concurrency limits: the admitted concurrency against Little's law, and the limits.

@@ -97,6 +97,14 @@ pub fn summary_md(
         let _ = writeln!(out, "{shadow}");
     }
 
+    if let Some(hops) = super::hops::markdown(policies) {
+        let _ = writeln!(out, "\n### Per hop of the call graph\n");
+        let _ = writeln!(
+            out,
+            "![the call graph with each downstream's figures](graph.svg)\n"
+        );
+        let _ = writeln!(out, "{hops}");
+    }
     if let Some(extra) = super::extra_load::markdown(policies) {
         let _ = writeln!(out, "\n### Hedges, extra attempts and concurrency limits\n");
         let _ = writeln!(out, "{extra}");

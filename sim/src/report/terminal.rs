@@ -42,7 +42,10 @@ pub fn terminal(runs: &Runs<'_>, styled: bool) -> String {
         "\n{}\n\n",
         escape_lines(&super::conclusion::wrap(&text, width))
     ));
-    for line in super::shadow::lines(&policies) {
+    for line in super::shadow::lines(&policies)
+        .into_iter()
+        .chain(super::hops::lines(&policies))
+    {
         out.push_str(&format!(
             "{}\n",
             escape_lines(&super::conclusion::wrap(&line, width))

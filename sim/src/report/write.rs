@@ -33,7 +33,12 @@ pub fn write(out: &Path, runs: &Runs<'_>) -> std::io::Result<PathBuf> {
         .par_iter()
         .map(|f| crate::plot::render(&f.chart, f.stem))
         .collect::<std::io::Result<Vec<_>>>()?;
-    let files = files.into_iter().chain(plots.into_iter().flatten());
+    let graph = super::graph_svg::graph_svg(c, &policies)
+        .map(|g| ("graph.svg".to_string(), g.into_bytes()));
+    let files = files
+        .into_iter()
+        .chain(graph)
+        .chain(plots.into_iter().flatten());
     write_folder(out, &crate::scenario::folder_name(&c.scenario.name), files)
 }
 

@@ -7,7 +7,9 @@
 //! - **requests**: the workload's first tries. Open loop: the rate integrated over the horizon,
 //!   steps and load spikes included (overlapping spikes multiply). Closed loop: clients × horizon
 //!   ÷ one turn (think time plus the quickest downstream's round trip). Job set: clients.
-//! - **attempts per request**: the stack's most (a retry multiplies its inner layer's by
+//! - **attempts per request**: the stack's most, down a call graph too (a call to a service
+//!   adds its handler's calls' attempts, each with what it makes below; so the attempts at each
+//!   hop multiply) (a retry multiplies its inner layer's by
 //!   `max_attempts`; unlimited attempts count as many as fit in the horizon at one backoff plus
 //!   one round trip each; a fallback adds its children's). Against a contended register, each of
 //!   N clients may conflict with every other: min(attempts, N) attempts each (work grows with N²).
@@ -97,7 +99,37 @@ struct Cost {
     life_s: f64,
 }
 
-fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s: f64) -> Cost {
+/// Per downstream of a call graph, the attempts one call to it makes below it (its handler's
+/// calls and theirs, retries multiplied), once computed.
+type Below = Vec<Option<f64>>;
+
+/// The attempts a call to downstream `ds` makes below it: its handler's calls' attempts, each
+/// with what its callees make below them (the graph is acyclic and at most
+/// `compile::graph::MAX_GRAPH_DEPTH` deep, checked before).
+fn below(s: &Scenario, stack: &CompiledStack, ds: usize, horizon_s: f64, memo: &mut Below) -> f64 {
+    if let Some(Some(x)) = memo.get(ds) {
+        return *x;
+    }
+    let mut total = 0.0;
+    if let (Some(h), Some(roots)) = (&s.downstreams[ds].handler, stack.handlers.get(ds)) {
+        for (call, &root) in h.calls.iter().zip(roots) {
+            total += cost(s, stack, &call.stack, root, horizon_s, memo).attempts;
+        }
+    }
+    if let Some(m) = memo.get_mut(ds) {
+        *m = Some(total);
+    }
+    total
+}
+
+fn cost(
+    s: &Scenario,
+    stack: &CompiledStack,
+    layer: &Layer,
+    node: u16,
+    horizon_s: f64,
+    memo: &mut Below,
+) -> Cost {
     let n = &stack.nodes[node as usize];
     match (&n.kind, layer) {
         (NodeKind::Call { ds, timeout, .. }, Layer::Call { timeout_dist, .. }) => {
@@ -107,8 +139,13 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
                 (None, Some(d)) => max_s(d),
                 (None, None) => f64::INFINITY,
             };
+            let under = if stack.handlers.is_empty() {
+                0.0
+            } else {
+                below(s, stack, *ds as usize, horizon_s, memo)
+            };
             Cost {
-                attempts: 1.0,
+                attempts: 1.0 + under,
                 min_s: lo,
                 mean_s: mean.min(life),
                 life_s: life,
@@ -121,7 +158,7 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
         | (NodeKind::RateLimit { inner, .. }, Layer::RateLimit { inner: l, .. }) => {
             // An open breaker, a throttle, a spent ledger, a full limit or a rate limit answers
             // at once.
-            let c = cost(s, stack, l, *inner, horizon_s);
+            let c = cost(s, stack, l, *inner, horizon_s, memo);
             Cost { min_s: 0.0, ..c }
         }
         (
@@ -131,7 +168,7 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
             },
         ) => {
             // Every copy may be sent (one timer event more each).
-            let c = cost(s, stack, l, *inner, horizon_s);
+            let c = cost(s, stack, l, *inner, horizon_s, memo);
             let copies = f64::from(config.max_hedges) + 1.0;
             Cost {
                 attempts: c.attempts * copies,
@@ -147,7 +184,7 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
                 ..
             },
         ) => {
-            let c = cost(s, stack, l, *inner, horizon_s);
+            let c = cost(s, stack, l, *inner, horizon_s, memo);
             let (lo_wait, wait) = backoff_s(&policy.backoff);
             let turn = wait + c.mean_s;
             let attempt_life = policy
@@ -193,7 +230,7 @@ fn cost(s: &Scenario, stack: &CompiledStack, layer: &Layer, node: u16, horizon_s
                 life_s: 0.0,
             };
             for (&child, l) in children.iter().zip(layers) {
-                let c = cost(s, stack, l, child, horizon_s);
+                let c = cost(s, stack, l, child, horizon_s, memo);
                 out.attempts += c.attempts;
                 out.min_s = out.min_s.min(c.min_s);
                 out.mean_s = out.mean_s.max(c.mean_s);
@@ -337,7 +374,8 @@ impl Compiled {
             .iter()
             .any(|d| matches!(d.model, DownstreamModel::Register));
         for (p, (stack, policy)) in self.stacks.iter().zip(&s.policies).enumerate() {
-            let c = cost(s, stack, &policy.stack, 0, h);
+            let mut memo: Below = vec![None; s.downstreams.len()];
+            let c = cost(s, stack, &policy.stack, 0, h, &mut memo);
             let req = match &s.workload {
                 Workload::OpenLoop { .. } => open_requests,
                 Workload::ClosedLoop { think, .. } => {
@@ -364,7 +402,11 @@ impl Compiled {
                 Workload::OpenLoop { .. } => peak_rate * c.life_s.min(h),
                 _ => clients,
             };
-            let per_request = super::world::bytes_per_request(stack.frames) as f64 + 16.0;
+            let mut per_request = super::world::bytes_per_request(stack.frames) as f64 + 16.0;
+            if !stack.handlers.is_empty() {
+                // Each attempt down a call graph may be a service's call in flight too.
+                per_request *= c.attempts;
+            }
             let wb = flight * per_request
                 + clients * stack.per_client_bytes as f64
                 + buckets * bucket_bytes

@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 18] = [
+pub const SHIPPED: [(&str, &str); 20] = [
     (
         "adaptive-limits.ron",
         include_str!("../../../scenarios/adaptive-limits.ron"),
@@ -14,6 +14,14 @@ pub const SHIPPED: [(&str, &str); 18] = [
     (
         "boundary-map.ron",
         include_str!("../../../scenarios/boundary-map.ron"),
+    ),
+    (
+        "call-graph-product.ron",
+        include_str!("../../../scenarios/call-graph-product.ron"),
+    ),
+    (
+        "call-graph-storm.ron",
+        include_str!("../../../scenarios/call-graph-storm.ron"),
     ),
     (
         "default-scaled.ron",

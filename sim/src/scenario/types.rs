@@ -184,6 +184,60 @@ pub struct Downstream {
     /// Network delay each way between the clients and it. Default none.
     #[serde(default)]
     pub network: Network,
+    /// What its handler calls, making it a *service* in a call graph (a `Server` model only):
+    /// each job, once served, calls other downstreams through its own policy stacks before it
+    /// answers, holding its worker meanwhile. Default none: it answers as a plain server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<Handler>,
+}
+
+/// A service's handler: the calls each job makes once its own service time is over, and how it
+/// answers from their results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Handler {
+    /// The calls, each through its own policy stack (in the policy format, like a policy's
+    /// `stack`).
+    pub calls: Vec<HopCall>,
+    /// Send every call at once (a fan-out) instead of one after another. Default false.
+    #[serde(default)]
+    pub parallel: bool,
+    /// Deadline propagation: this service honours its caller's deadline less `margin` (refuses
+    /// an arrival past it, drops a queued job past it or whose caller is gone, stops a job past
+    /// it before its calls), and its calls carry that deadline, which what they call honours the
+    /// same way. Default none: no deadline travels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub propagate_deadline: Option<DeadlineMargin>,
+    /// A service that failed a required call answers with `x-should-retry: false` (the
+    /// do-not-retry signal the core's answer table reads), so callers that honour it retry
+    /// only where the request entered. Default false: a plain transient error.
+    #[serde(default)]
+    pub no_retry_on_failure: bool,
+}
+
+/// What deadline propagation takes off the remaining time at each hop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadlineMargin {
+    /// Taken off the remaining deadline at each hop. Default 0.
+    #[serde(default)]
+    pub margin: Duration,
+}
+
+/// One call a service's handler makes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopCall {
+    /// The policy stack the call goes through (its `Call` layers name the downstreams).
+    pub stack: Layer,
+    /// Whether the service fails when this call fails. Default true; an optional call's failure
+    /// is ignored.
+    #[serde(default = "default_required")]
+    pub required: bool,
+}
+
+fn default_required() -> bool {
+    true
 }
 
 /// The kinds of downstream.

@@ -82,6 +82,17 @@ impl World<'_> {
             }
         }
         self.m.server_arrival(now, ds);
+        if let Some(g) = &self.graph
+            && g.past_deadline(ds, attempt, now)
+        {
+            // Deadline propagation: the caller's deadline has passed (or it is gone).
+            self.m.answered(now, ds, false, true);
+            if let Some(h) = &mut self.m.hops {
+                h.past_deadline[i] += 1;
+            }
+            self.send_reply(ds, attempt, Reply::Unavailable, 0);
+            return;
+        }
         if let Some((share, fault)) = cond.and_then(|c| c.throttle)
             && self.fault_rng.chance(share)
         {
@@ -181,6 +192,11 @@ impl World<'_> {
             self.llm_done(ds, attempt, live);
             return;
         }
+        if self.is_service(ds) {
+            // Its worker stays busy through the handler's calls.
+            self.start_job(ds, attempt);
+            return;
+        }
         let fault_rate = self.c.timeline.error_rate(i, now);
         let Ds::Server(server) = &mut self.ds[i] else {
             return;
@@ -206,10 +222,21 @@ impl World<'_> {
         };
         loop {
             let attempts = &self.attempts;
+            let graph = self.graph.as_deref();
             let Some(Ds::Server(server)) = self.ds.get_mut(i) else {
                 return;
             };
-            match server.next(lost, factor, |h| attempts.contains(h)) {
+            let dropped = server.dropped;
+            let next = server.next(lost, factor, |h| {
+                attempts.contains(h) && !graph.is_some_and(|g| g.past_deadline(ds, h, now))
+            });
+            let more = server.dropped - dropped;
+            if more > 0
+                && let Some(h) = &mut self.m.hops
+            {
+                h.past_deadline[i] += more;
+            }
+            match next {
                 Some(s) => self.start_service(ds, s),
                 None => return,
             }
@@ -233,7 +260,18 @@ impl World<'_> {
             return;
         };
         self.attempts.remove(attempt);
-        self.m.attempt_ended(self.now, self.now - a.sent);
+        if self.graph.is_some() {
+            if let Some(h) = &mut self.m.hops {
+                let e = &mut h.ended[ds as usize];
+                e.0 += 1;
+                e.1 += (self.now - a.sent) / 1_000;
+            }
+            if !self.is_hop(a.request) {
+                self.m.attempt_ended(self.now, self.now - a.sent);
+            }
+        } else {
+            self.m.attempt_ended(self.now, self.now - a.sent);
+        }
         let kind = match reply {
             Reply::Ok => AnswerKind::Ok,
             Reply::Error => AnswerKind::Error,

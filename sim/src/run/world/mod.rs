@@ -39,6 +39,7 @@ use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
 mod downstreams;
+mod graph;
 mod hedging;
 mod llm;
 mod stack;
@@ -222,6 +223,9 @@ pub struct RunOutput {
     pub peak_attempts: usize,
     /// Limiter gauges per bucket (empty without a `Limit` layer).
     pub limits: Vec<crate::metrics::extra::LimitBucket>,
+    /// Over a call graph, per depth from 1 (the edge's callees), per bucket: (arrivals at that
+    /// depth, the edge's first tries). Empty without services.
+    pub depth_arrivals: Vec<Vec<(u64, u64)>>,
 }
 
 /// Bytes a logical request in flight costs in the world's own structures, for a stack with
@@ -289,6 +293,8 @@ pub struct World<'c> {
     events: u64,
     livelock: u64,
     progress: Option<&'c (dyn Fn(u64) + Sync)>,
+    /// Call-graph state, when a downstream is a service.
+    graph: Option<Box<graph::Graph>>,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -431,6 +437,17 @@ impl<'c> World<'c> {
         if stack.counts_extra() {
             m.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
         }
+        let graph = graph::Graph::new(c, stack).map(|(g, depth)| {
+            m.hops = Some(crate::metrics::hops::HopCounters::new(depth, c.buckets));
+            for (i, d) in ds.iter_mut().enumerate() {
+                if let Ds::Server(server) = d
+                    && g.propagates(i as u16)
+                {
+                    server.cancel_abandoned();
+                }
+            }
+            g
+        });
         let source = match &s.workload {
             Workload::OpenLoop {
                 rate,
@@ -499,6 +516,7 @@ impl<'c> World<'c> {
             events: 0,
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
+            graph,
         }
     }
 
@@ -729,6 +747,23 @@ impl<'c> World<'c> {
         }
         let mut summary = summarize(&m, &cx);
         summary.peak_in_flight = self.requests.capacity_used() as u64;
+        let depth_arrivals = m.hops.as_ref().map_or_else(Vec::new, |h| {
+            (1..=h.max_depth())
+                .map(|d| {
+                    m.buckets
+                        .iter()
+                        .enumerate()
+                        .map(|(b, bucket)| {
+                            let arrived = (0..h.depth.len())
+                                .filter(|&i| h.depth[i] == d)
+                                .map(|i| u64::from(h.arrivals[i].get(b).copied().unwrap_or(0)))
+                                .sum();
+                            (arrived, bucket.first_tries)
+                        })
+                        .collect()
+                })
+                .collect()
+        });
         RunOutput {
             summary,
             latency_curve: crate::metrics::summary::percentile_curve(&m.latency),
@@ -747,6 +782,7 @@ impl<'c> World<'c> {
                 Some(e) if !self.limiters.is_empty() => e.limits,
                 _ => Vec::new(),
             },
+            depth_arrivals,
         }
     }
 
@@ -850,8 +886,12 @@ impl<'c> World<'c> {
             EventKind::Timeout { attempt } => {
                 if let Some(a) = self.attempts.get(attempt).copied() {
                     self.attempts.remove(attempt);
-                    self.m.at(self.now).timeouts += 1;
-                    self.m.attempt_ended(self.now, self.now - a.sent);
+                    if self.graph.is_some() {
+                        self.hop_ended(a);
+                    } else {
+                        self.m.at(self.now).timeouts += 1;
+                        self.m.attempt_ended(self.now, self.now - a.sent);
+                    }
                     self.answering = Some(a.n);
                     self.answer(a.request, a.node, Answer::new(AnswerKind::Timeout, a.node));
                 }

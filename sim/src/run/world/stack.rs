@@ -377,7 +377,9 @@ impl World<'_> {
         let first = r.attempts == 0;
         r.attempts += 1;
         let n = r.attempts;
-        self.m.sent(self.now, first);
+        if !self.is_hop(request) {
+            self.m.sent(self.now, first);
+        }
         self.decide(Decision::Attempt);
         let attempt = self.attempts.insert(Attempt {
             request,
@@ -394,6 +396,7 @@ impl World<'_> {
         // first. A timer of a fixed length armed now goes to that length's FIFO lane.
         let own = own_timeout.map_or(u64::MAX, |t| self.now.saturating_add(t));
         let fire = own.min(deadline);
+        self.note_deadline(attempt, fire);
         if fire != u64::MAX {
             let len = Duration::from_nanos(fire - self.now);
             let event = EventKind::Timeout { attempt };
@@ -549,6 +552,9 @@ impl World<'_> {
     }
 
     pub(super) fn finish_request(&mut self, request: Handle, ans: Answer) {
+        if self.graph.is_some() && self.finish_hop(request, &ans) {
+            return;
+        }
         let Some(r) = self.requests.get(request).copied() else {
             return;
         };

@@ -97,6 +97,12 @@ pub fn measure(c: &Compiled, scale: f64, policies: usize) -> Result<Size, String
     let mut min_service = f64::INFINITY;
     let mut max_jobs = 0;
     for d in &c.scenario.downstreams {
+        if d.handler.is_some() {
+            return Err(format!(
+                "downstream \"{}\" is a service that calls other downstreams (a `handler`): call graphs are not emulated yet, only simulated",
+                d.name
+            ));
+        }
         match &d.model {
             DownstreamModel::Server {
                 workers,

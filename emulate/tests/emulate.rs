@@ -134,7 +134,10 @@ fn a_call_graph_is_refused_until_it_can_be_emulated() {
 )"#,
     );
     let e = size::measure(&c, 1.0, 1).unwrap_err();
-    assert!(e.contains("call graphs are not emulated yet"), "{e}");
+    assert!(
+        e.contains("\"front\" is a service") && e.contains("call graphs are not emulated yet"),
+        "{e}"
+    );
 }
 
 const HEDGE: &str = r#"Scenario(

@@ -27,6 +27,7 @@ pub mod http_call;
 pub mod instrument;
 pub mod redact;
 pub mod retry;
+pub mod schema;
 pub mod server;
 pub mod ssrf;
 pub mod stdio;

@@ -128,10 +128,22 @@ impl ReliableServer {
                 simulations: Arc::new(tokio::sync::Semaphore::new(settings.storm.max_running)),
                 storm: settings.storm,
             }),
-            tool_router: Self::tool_router(),
+            tool_router: standard_schemas(Self::tool_router()),
             prompt_router: Self::prompt_router(),
         })
     }
+}
+
+/// `router` with every tool's schemas in standard JSON Schema ([`crate::schema`]).
+fn standard_schemas(mut router: ToolRouter<ReliableServer>) -> ToolRouter<ReliableServer> {
+    for route in router.map.values_mut() {
+        let tool = &mut route.attr;
+        tool.input_schema = Arc::new(crate::schema::standard(&tool.input_schema));
+        if let Some(output) = &tool.output_schema {
+            tool.output_schema = Some(Arc::new(crate::schema::standard(output)));
+        }
+    }
+    router
 }
 
 #[tool_router]

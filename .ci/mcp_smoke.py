@@ -4,8 +4,9 @@ briefly over streamable HTTP on loopback.
     python .ci/mcp_smoke.py path/to/reliable-mcp
 
 Starts the server as a subprocess with 127.0.0.1 allow-listed, serves a tiny HTTP endpoint on
-127.0.0.1 for reliable_http_call (nothing is sent anywhere else), then: initialize, list tools and
-call every one, a bad argument (in-band error), a refused SSRF target, the resource template and
+127.0.0.1 for reliable_http_call (nothing is sent anywhere else), then: initialize, list tools
+(every schema checked against the JSON Schema 2020-12 metaschema, strictly: only its keywords
+and formats, integers bounded) and call every one, a bad argument (in-band error), a refused SSRF target, the resource template and
 a breaker resource, and the diagnose_breaker prompt. Then the same binary with
 `--http 127.0.0.1:0`: initialize, list tools, call one, read the template list and get the prompt.
 Exits non-zero on the first failure.
@@ -19,6 +20,8 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from jsonschema import Draft202012Validator
+
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -31,6 +34,60 @@ TOOLS = {
     "simulate_storm",
     "list_scenarios",
 }
+
+
+# JSON Schema 2020-12: the keywords of its vocabularies, and the formats it defines.
+KEYWORDS = set("""$schema $id $ref $defs $anchor $dynamicRef $dynamicAnchor $vocabulary $comment
+allOf anyOf oneOf not if then else dependentSchemas prefixItems items contains properties
+patternProperties additionalProperties propertyNames unevaluatedItems unevaluatedProperties type
+const enum multipleOf maximum exclusiveMaximum minimum exclusiveMinimum maxLength minLength pattern
+maxItems minItems uniqueItems maxContains minContains maxProperties minProperties required
+dependentRequired title description default deprecated readOnly writeOnly examples format
+contentEncoding contentMediaType contentSchema""".split())
+FORMATS = set("""date-time date time duration email idn-email hostname idn-hostname ipv4 ipv6 uri
+uri-reference iri iri-reference uuid uri-template json-pointer relative-json-pointer regex""".split())
+SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "dependentSchemas"}
+SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+SCHEMA_ONE = {"items", "not", "if", "then", "else", "contains", "additionalProperties", "propertyNames",
+              "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+
+
+def strict_problems(path, schema):
+    """What a strict 2020-12 validator would reject beyond the metaschema: unknown keywords,
+    formats the specification does not define, integers without minimum and maximum."""
+    if isinstance(schema, bool):
+        return []
+    out = []
+    for k, v in schema.items():
+        at = f"{path}/{k}"
+        if k not in KEYWORDS:
+            out.append(f"{at}: not a 2020-12 keyword")
+        if k == "format" and v not in FORMATS:
+            out.append(f"{at}: non-standard format {v!r}")
+        if k in SCHEMA_MAPS:
+            for name, sub in v.items():
+                out += strict_problems(f"{at}/{name}", sub)
+        if k in SCHEMA_LISTS:
+            for i, sub in enumerate(v):
+                out += strict_problems(f"{at}/{i}", sub)
+        if k in SCHEMA_ONE:
+            out += strict_problems(at, v)
+    types = schema.get("type", [])
+    if "integer" in (types if isinstance(types, list) else [types]) and not ("minimum" in schema and "maximum" in schema):
+        out.append(f"{path}: an integer without minimum and maximum")
+    return out
+
+
+def check_schemas(tools):
+    """Every tool's input and output schema against the 2020-12 metaschema, strictly."""
+    problems = []
+    for t in tools:
+        for kind, schema in (("input", t.input_schema), ("output", t.output_schema)):
+            if schema is None:
+                continue
+            Draft202012Validator.check_schema(schema)
+            problems += strict_problems(f"{t.name}/{kind}", schema)
+    check(not problems, "schemas are strict JSON Schema 2020-12" + "".join(f"\n  {p}" for p in problems))
 
 
 class Echo(BaseHTTPRequestHandler):
@@ -82,6 +139,7 @@ async def main(binary):
             tools = (await session.list_tools()).tools
             names = {t.name for t in tools}
             check(names == TOOLS, f"list_tools: {sorted(names)}")
+            check_schemas(tools)
 
             r = await session.call_tool("create_breaker", {"name": "smoke", "attempts": 2, "cooldown": "5s"})
             check(not r.is_error and r.structured_content["action"] == "created", "call create_breaker")

@@ -25,6 +25,7 @@ mod duration;
 pub mod echo;
 pub mod http_call;
 pub mod instrument;
+pub mod notify;
 pub mod redact;
 pub mod retry;
 pub mod schema;

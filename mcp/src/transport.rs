@@ -356,7 +356,7 @@ pub fn app_with_sessions(
     }
     let sessions = Arc::new(Sessions::new(limits.max_sessions, limits.session_idle));
     let service =
-        StreamableHttpService::new(move || Ok(server.clone()), sessions.inner.clone(), config);
+        StreamableHttpService::new(move || Ok(server.session()), sessions.inner.clone(), config);
     let router = axum::Router::new().nest_service("/mcp", service).layer(
         axum::middleware::from_fn_with_state(sessions.clone(), track),
     );

@@ -320,10 +320,15 @@ async fn breakers_backoff_resource_and_prompt() {
         .collect();
     assert_eq!(delays, [100.0, 200.0, 400.0, 800.0]);
 
-    // The resource: a template, a concrete resource per breaker, and its content.
+    // The resources: two templates, a concrete resource per breaker, and its content.
     let templates = client.list_all_resource_templates().await.unwrap();
-    assert_eq!(templates.len(), 1);
-    assert_eq!(templates[0].uri_template, "reliable://breaker/{name}");
+    assert_eq!(
+        templates
+            .iter()
+            .map(|t| t.uri_template.as_str())
+            .collect::<Vec<_>>(),
+        ["reliable://breaker/{name}", "reliable://scenario/{name}"]
+    );
     let resources = client.list_all_resources().await.unwrap();
     assert_eq!(
         resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(),

@@ -2,6 +2,7 @@
 briefly over streamable HTTP on loopback.
 
     python .ci/mcp_smoke.py path/to/reliable-mcp
+    python .ci/mcp_smoke.py path/to/python -m reliable.mcp     # any command that starts the server
 
 Starts the server as a subprocess with 127.0.0.1 allow-listed, serves a tiny HTTP endpoint on
 127.0.0.1 for reliable_http_call (nothing is sent anywhere else), then: initialize, list tools
@@ -213,7 +214,8 @@ def text_of(result):
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
-async def main(binary):
+async def main(command):
+    binary, prefix = command[0], command[1:]
     http = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
     threading.Thread(target=http.serve_forever, daemon=True).start()
     port = http.server_address[1]
@@ -230,7 +232,7 @@ async def main(binary):
     threading.Thread(target=lambda: trapped.append(trap.accept()), daemon=True).start()
     proxy = f"http://127.0.0.1:{trap.getsockname()[1]}"
     env = {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "ALL_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy}
-    params = StdioServerParameters(command=binary, args=["--allow-ip", "127.0.0.1", "--max-simulations", "1"], env=env)
+    params = StdioServerParameters(command=binary, args=[*prefix, "--allow-ip", "127.0.0.1", "--max-simulations", "1"], env=env)
     heard = Heard()
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, message_handler=heard.on_message, logging_callback=heard.on_log) as session:
@@ -287,14 +289,14 @@ async def main(binary):
             p = await session.get_prompt("diagnose_breaker", {"name": "smoke"})
             check("smoke" in p.messages[0].content.text, "get_prompt diagnose_breaker")
             await agent_features(session, init, heard, port, "stdio")
-    await over_http(binary, port)
+    await over_http(command, port)
     http.shutdown()
     print("python mcp client smoke test passed")
 
 
-async def over_http(binary, echo_port):
+async def over_http(command, echo_port):
     proc = await asyncio.create_subprocess_exec(
-        binary, "--http", "127.0.0.1:0", "--allow-ip", "127.0.0.1", "--max-simulations", "1", stderr=asyncio.subprocess.PIPE
+        *command, "--http", "127.0.0.1:0", "--allow-ip", "127.0.0.1", "--max-simulations", "1", stderr=asyncio.subprocess.PIPE
     )
     try:
         url = None
@@ -325,4 +327,4 @@ async def over_http(binary, echo_port):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1:]))

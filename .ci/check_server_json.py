@@ -81,7 +81,7 @@ def main(server_json, wheels):
     kit = by_name.get("reliablekit")
     if kit:
         _, meta, scripts = kit
-        wants = [r for r in meta.get_all("Requires-Dist") or [] if 'extra == "mcp"' in r]
+        wants = [r for r in meta.get_all("Requires-Dist") or [] if re.search(r"extra\s*==\s*[\"']mcp[\"']", r)]
         ok = any(normalize(re.split(r"[ <>=!;\[]", r, 1)[0]) in listed for r in wants)
         if not ok:
             problems.append(f"reliablekit's mcp extra ({wants}) names no package of server.json")

@@ -183,15 +183,15 @@ async def agent_features(session, init, heard, echo_port, label):
     check(values(c) == ["layered-stack"], f"{label}: completion of a scenario name: {values(c)}")
 
     steps = []
+    first = asyncio.Event()
 
     async def on_progress(progress, total, message):
         steps.append((progress, total))
+        first.set()
 
     long = asyncio.create_task(session.call_tool("simulate_storm", {"scenario": "layered-stack", "seeds": 1000}, progress_callback=on_progress))
-    for _ in range(600):
-        if steps or long.done():
-            break
-        await asyncio.sleep(0.05)
+    # Cancelled as soon as the first progress notification arrives.
+    await asyncio.wait([long, asyncio.create_task(first.wait())], timeout=60, return_when=asyncio.FIRST_COMPLETED)
     check(steps and not long.done(), f"{label}: simulate_storm reports progress: {steps[:1]} of 1000 seeds")
     long.cancel()
     try:

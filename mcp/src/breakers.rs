@@ -11,17 +11,21 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration as StdDuration, Instant as WallInstant};
 
-use reliable::observer::Observer;
+use reliable::observer::{NotSent, Observer};
 use reliable::{Registry, Reliable};
 use reliable_core::breaker::{
     BreakerConfig, BreakerPolicy, Counts, ProbeRule, State, Transition, WindowConfig,
 };
 use reliable_core::retry::RetryConfig;
+#[allow(deprecated)] // rmcp marks logging legacy; the 2025 protocol has it.
+use rmcp::model::LoggingLevel;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::backoff::BackoffSpec;
 use crate::duration::parse_duration;
+use crate::notify::{Event, Hub};
+use crate::server::BREAKER_URI;
 use crate::ssrf::Limits;
 
 /// Breakers at most.
@@ -276,11 +280,12 @@ struct Log {
     transitions: VecDeque<(Transition, StdDuration)>,
 }
 
-/// Receives an instance's transitions into its [`Log`].
+/// Receives an instance's transitions into its [`Log`], and tells clients ([`Hub`]).
 #[derive(Debug)]
 struct Recorder {
     log: Arc<Mutex<Log>>,
     clock: Clock,
+    hub: Option<Arc<Hub>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -288,14 +293,53 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+#[allow(deprecated)] // rmcp marks logging legacy; the 2025 protocol has it.
 impl Observer for Recorder {
-    fn on_transition(&self, _name: &str, t: Transition) {
+    fn on_transition(&self, name: &str, t: Transition) {
         let at = self.clock.elapsed();
         let mut log = lock(&self.log);
         if log.transitions.len() == TRANSITIONS_KEPT {
             log.transitions.pop_front();
         }
         log.transitions.push_back((t, at));
+        drop(log);
+        if let Some(hub) = &self.hub {
+            let to = t.to.name();
+            let level = if matches!(to, "open" | "forced-open") {
+                LoggingLevel::Warning
+            } else {
+                LoggingLevel::Info
+            };
+            hub.emit(Event::Log(
+                level,
+                serde_json::json!({
+                    "breaker": name,
+                    "transition": {"from": t.from.name(), "to": to},
+                    "at_s": at.as_secs_f64(),
+                    "message": format!("breaker {name}: {} -> {to}", t.from.name()),
+                }),
+            ));
+            hub.emit(Event::Updated(format!("{BREAKER_URI}{name}")));
+        }
+    }
+
+    fn on_reject(&self, name: &str, refusal: NotSent) {
+        let Some(hub) = &self.hub else {
+            return;
+        };
+        let (why, retry_after) = match refusal {
+            NotSent::Open { retry_after } => ("the breaker is open".to_string(), retry_after),
+            NotSent::Rejected(reason) => (format!("refused: {reason:?}"), None),
+        };
+        hub.emit(Event::Log(
+            LoggingLevel::Warning,
+            serde_json::json!({
+                "breaker": name,
+                "refused": why,
+                "retry_after_ms": retry_after.map(|d| d.as_secs_f64() * 1e3),
+                "message": format!("breaker {name} refused a call: {why}"),
+            }),
+        ));
     }
 }
 
@@ -377,6 +421,7 @@ pub struct Breakers {
     registry: Registry,
     extra: Mutex<BTreeMap<String, NamedBreaker>>,
     instrument: crate::instrument::Instrument,
+    hub: Option<Arc<Hub>>,
 }
 
 impl Breakers {
@@ -388,7 +433,14 @@ impl Breakers {
             registry: Registry::with_limit(MAX_BREAKERS),
             extra: Mutex::new(BTreeMap::new()),
             instrument: Default::default(),
+            hub: None,
         }
+    }
+
+    /// The same, telling `hub`'s clients of creations, transitions and refused calls.
+    pub fn with_hub(mut self, hub: Arc<Hub>) -> Self {
+        self.hub = Some(hub);
+        self
     }
 
     /// The same, adding `instrument` to every breaker it creates (time, observers).
@@ -421,6 +473,7 @@ impl Breakers {
         let recorder = Recorder {
             log: log.clone(),
             clock: self.clock,
+            hub: self.hub.clone(),
         };
         let builder = self.instrument.apply(
             Reliable::builder(&args.name)
@@ -444,6 +497,14 @@ impl Breakers {
             clock: self.clock,
         };
         extra.insert(args.name.clone(), named.clone());
+        drop(extra);
+        if let Some(hub) = &self.hub {
+            hub.emit(if replaced {
+                Event::Updated(format!("{BREAKER_URI}{}", args.name))
+            } else {
+                Event::ListChanged
+            });
+        }
         Ok(Created {
             action: if replaced { "replaced" } else { "created" }.into(),
             breaker: named.snapshot(),

@@ -30,8 +30,9 @@ struct Args {
     /// [::1], any port.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
-    /// With --http: live MCP sessions at most; an initialize over the cap gets 503 until a
-    /// session ends (DELETE) or expires.
+    /// With --http: live MCP sessions at most. A new session over the cap ends another (a peer
+    /// over its share loses its own; unused, then least recently active sessions go first); that
+    /// client's next request gets 404 and it starts a new session.
     #[arg(long, default_value_t = HttpLimits::default().max_sessions)]
     max_sessions: usize,
     /// With --http: a session with no message for this many seconds ends.

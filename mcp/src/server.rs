@@ -4,6 +4,7 @@
 //! as tool errors (`isError: true`) naming the field.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use base64::Engine as _;
 use rmcp::handler::server::router::prompt::PromptRouter;
@@ -16,7 +17,12 @@ use rmcp::model::{
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
     ServerConfig,
 };
-use rmcp::service::RequestContext;
+#[allow(deprecated)] // SetLevelRequestParams, SubscribeRequestParams: see ServerHandler below
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, CompletionInfo, ProgressNotificationParam, Reference,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{
     Json, RoleServer, ServerHandler, prompt, prompt_handler, prompt_router, tool, tool_handler,
     tool_router,
@@ -29,11 +35,32 @@ use crate::backoff::{self, BackoffArgs, BackoffReport};
 use crate::breakers::{BreakerState, Breakers, CreateBreakerArgs, Created, check_name};
 use crate::echo::{clip, quoted};
 use crate::http_call::{self, HttpCallArgs, HttpCallResult, HttpCaller};
+use crate::notify::Hub;
 use crate::ssrf::{Guard, Limits};
 use crate::storm::{self, ScenarioInfo, StormLimits};
 
 /// The prefix of every breaker resource.
 pub const BREAKER_URI: &str = "reliable://breaker/";
+
+/// The breaker resource template.
+pub const BREAKER_TEMPLATE: &str = "reliable://breaker/{name}";
+/// The prefix of every scenario resource.
+pub const SCENARIO_URI: &str = "reliable://scenario/";
+/// The scenario resource template.
+pub const SCENARIO_TEMPLATE: &str = "reliable://scenario/{name}";
+
+/// The breaker name in `uri`, or the error for a URI that names no breaker.
+fn breaker_name(uri: &str) -> Result<&str, ErrorData> {
+    uri.strip_prefix(BREAKER_URI).ok_or_else(|| {
+        ErrorData::resource_not_found(
+            format!(
+                "no resource {}: resources are {BREAKER_TEMPLATE} and {SCENARIO_TEMPLATE}",
+                quoted(uri)
+            ),
+            None,
+        )
+    })
+}
 
 /// The methods of the MCP specification that this server (through the SDK) answers.
 pub(crate) const KNOWN_METHODS: [&str; 13] = [
@@ -72,12 +99,18 @@ struct Shared {
     storm: StormLimits,
     /// One permit per simulation that may run at once.
     simulations: Arc<tokio::sync::Semaphore>,
+    /// The clients to tell of changes and log messages.
+    hub: Arc<Hub>,
+    /// Sessions started so far (each gets the next number).
+    sessions: AtomicU64,
 }
 
 /// The MCP server.
 #[derive(Debug, Clone)]
 pub struct ReliableServer {
     shared: Arc<Shared>,
+    /// This session's number (over HTTP each session has its own value, see [`Self::session`]).
+    session: u64,
     tool_router: ToolRouter<Self>,
     prompt_router: PromptRouter<Self>,
 }
@@ -120,18 +153,45 @@ pub struct ScenarioList {
 impl ReliableServer {
     /// A server with `settings`, its breakers empty.
     pub fn new(settings: Settings) -> Result<Self, String> {
-        let breakers = Arc::new(Breakers::new(settings.limits.clone()));
+        let hub = Arc::new(Hub::default());
+        let breakers = Arc::new(Breakers::new(settings.limits.clone()).with_hub(hub.clone()));
         Ok(ReliableServer {
+            session: 0,
             shared: Arc::new(Shared {
+                hub,
+                sessions: AtomicU64::new(1),
                 caller: HttpCaller::new(settings.guard, settings.limits, breakers.clone())?,
                 breakers,
                 simulations: Arc::new(tokio::sync::Semaphore::new(settings.storm.max_running)),
                 storm: settings.storm,
             }),
-            tool_router: Self::tool_router(),
+            tool_router: standard_schemas(Self::tool_router()),
             prompt_router: Self::prompt_router(),
         })
     }
+}
+
+impl ReliableServer {
+    /// The same server for a new session: shared breakers and limits, its own subscriptions and
+    /// log level.
+    pub fn session(&self) -> Self {
+        ReliableServer {
+            session: self.shared.sessions.fetch_add(1, Ordering::Relaxed),
+            ..self.clone()
+        }
+    }
+}
+
+/// `router` with every tool's schemas in standard JSON Schema ([`crate::schema`]).
+fn standard_schemas(mut router: ToolRouter<ReliableServer>) -> ToolRouter<ReliableServer> {
+    for route in router.map.values_mut() {
+        let tool = &mut route.attr;
+        tool.input_schema = Arc::new(crate::schema::standard(&tool.input_schema));
+        if let Some(output) = &tool.output_schema {
+            tool.output_schema = Some(Arc::new(crate::schema::standard(output)));
+        }
+    }
+    router
 }
 
 #[tool_router]
@@ -205,8 +265,9 @@ impl ReliableServer {
     async fn simulate_storm(
         &self,
         Parameters(Args(args)): Parameters<Args<StormArgs>>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, String> {
-        self.simulate(args).await.map_err(|e| clip(&e))
+        self.simulate(args, context).await.map_err(|e| clip(&e))
     }
 
     /// The storm scenarios this server can simulate: name, description, policies compared, the
@@ -222,8 +283,14 @@ impl ReliableServer {
 
 impl ReliableServer {
     /// `simulate_storm`, at most `StormLimits::max_running` at once: one more is refused at once
-    /// (a queue would hold the caller for minutes with no word of why).
-    async fn simulate(&self, args: StormArgs) -> Result<CallToolResult, String> {
+    /// (a queue would hold the caller for minutes with no word of why). With a progress token it
+    /// reports seeds done; `notifications/cancelled` stops it before its next group of seeds,
+    /// which frees its slot.
+    async fn simulate(
+        &self,
+        args: StormArgs,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
         let limits = self.shared.storm.clone();
         let Ok(running) = self.shared.simulations.clone().try_acquire_owned() else {
             return Err(format!(
@@ -243,12 +310,40 @@ impl ReliableServer {
             }
         };
         // The permit goes with the work: a caller that gives up does not free the slot while
-        // the simulation still runs.
-        let report = tokio::task::spawn_blocking(move || {
+        // the simulation still runs; a cancelled one stops at its next group of seeds.
+        let stop = Arc::new(AtomicBool::new(false));
+        let (progress, mut steps) = tokio::sync::mpsc::unbounded_channel();
+        let stopping = stop.clone();
+        let mut work = tokio::task::spawn_blocking(move || {
             let _running = running;
-            storm::run(&scenario, args.seed, args.seeds, &limits)
-        })
-        .await
+            storm::run_with(
+                &scenario,
+                args.seed,
+                args.seeds,
+                &limits,
+                &mut |done, total| {
+                    let _ = progress.send((done, total));
+                },
+                &stopping,
+            )
+        });
+        let token = context.meta.get_progress_token();
+        let report = loop {
+            tokio::select! {
+                done = &mut work => break done,
+                Some((done, total)) = steps.recv() => {
+                    if let Some(token) = &token {
+                        let mut p = ProgressNotificationParam::new(token.clone(), f64::from(done));
+                        p.total = Some(f64::from(total));
+                        p.message = Some(format!("{done} of {total} seeds simulated"));
+                        let _ = context.peer.notify_progress(p).await;
+                    }
+                }
+                _ = context.ct.cancelled(), if !stop.load(Ordering::SeqCst) => {
+                    stop.store(true, Ordering::SeqCst);
+                }
+            }
+        }
         .map_err(|e| format!("the simulation stopped: {e}"))??;
         let png = base64::engine::general_purpose::STANDARD.encode(&report.amplification_png);
         let mut result = CallToolResult::success(vec![
@@ -317,7 +412,17 @@ impl ReliableServer {
 #[prompt_handler(router = self.prompt_router)]
 impl ServerHandler for ReliableServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build())
+        #[allow(deprecated)] // logging: rmcp marks it legacy; the 2025 protocol has it
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_completions()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("reliable-mcp", env!("CARGO_PKG_VERSION")).with_title("reliable"))
             .with_instructions(
                 "Circuit breakers, backoff and storm simulation for agents that call flaky services. \
@@ -353,6 +458,85 @@ impl ServerHandler for ReliableServer {
         }
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.shared.hub.register(self.session, context.peer);
+    }
+
+    #[allow(deprecated)] // resources/subscribe: rmcp marks it legacy; the 2025 protocol has it
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let name = breaker_name(&request.uri)?;
+        check_name(name).map_err(|e| ErrorData::invalid_params(clip(&e), None))?;
+        self.shared
+            .hub
+            .subscribe(self.session, &request.uri)
+            .map_err(|e| ErrorData::invalid_request(e, None))
+    }
+
+    #[allow(deprecated)] // as subscribe
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.hub.unsubscribe(self.session, &request.uri);
+        Ok(())
+    }
+
+    #[allow(deprecated)] // logging: as get_info
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.hub.set_level(self.session, request.level);
+        Ok(())
+    }
+
+    /// Breaker names for the breaker template's `{name}` and the prompt's `name`; scenario
+    /// names for the scenario template's `{name}`. (Tool arguments have no completion in the
+    /// protocol: `completion/complete` refers to a prompt or a resource template.)
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let arg = &request.argument;
+        let names = match (&request.r#ref, arg.name.as_str()) {
+            (Reference::Resource(r), "name") if r.uri == BREAKER_TEMPLATE => {
+                self.shared.breakers.names()
+            }
+            (Reference::Prompt(p), "name") if p.name == "diagnose_breaker" => {
+                self.shared.breakers.names()
+            }
+            (Reference::Resource(r), "name") if r.uri == SCENARIO_TEMPLATE => {
+                storm::list(&self.shared.storm)
+                    .map_err(|e| ErrorData::internal_error(clip(&e), None))?
+                    .into_iter()
+                    .map(|s| s.name)
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let matching: Vec<String> = names
+            .into_iter()
+            .filter(|n| n.starts_with(arg.value.as_str()))
+            .collect();
+        let total = matching.len();
+        let values: Vec<String> = matching
+            .into_iter()
+            .take(CompletionInfo::MAX_VALUES)
+            .collect();
+        let mut info = CompletionInfo::default();
+        info.has_more = Some(values.len() < total);
+        info.total = u32::try_from(total).ok();
+        info.values = values;
+        Ok(CompleteResult::new(info))
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -380,9 +564,16 @@ impl ServerHandler for ReliableServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         Ok(ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new(format!("{BREAKER_URI}{{name}}"), "breaker")
+            ResourceTemplate::new(BREAKER_TEMPLATE, "breaker")
                 .with_description(
-                    "A named circuit breaker's state, window counts and recent transitions",
+                    "A named circuit breaker's state, window counts and recent transitions \
+                     (subscribe to hear of every transition)",
+                )
+                .with_mime_type("application/json"),
+            ResourceTemplate::new(SCENARIO_TEMPLATE, "scenario")
+                .with_description(
+                    "A storm scenario simulate_storm can run: description, policies, horizon \
+                     and estimated events",
                 )
                 .with_mime_type("application/json"),
         ]))
@@ -394,15 +585,28 @@ impl ServerHandler for ReliableServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.as_str();
-        let name = uri.strip_prefix(BREAKER_URI).ok_or_else(|| {
-            ErrorData::resource_not_found(
-                format!(
-                    "no resource {}: resources are {BREAKER_URI}{{name}}",
-                    quoted(uri)
-                ),
-                None,
-            )
-        })?;
+        if let Some(name) = uri.strip_prefix(SCENARIO_URI) {
+            let all = storm::list(&self.shared.storm)
+                .map_err(|e| ErrorData::internal_error(clip(&e), None))?;
+            let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+            let info = all.into_iter().find(|s| s.name == name).ok_or_else(|| {
+                ErrorData::resource_not_found(
+                    clip(&format!(
+                        "no scenario named {}; there are: {}",
+                        quoted(name),
+                        names.join(", ")
+                    )),
+                    None,
+                )
+            })?;
+            let json = serde_json::to_string_pretty(&info)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            return Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(json, uri).with_mime_type("application/json"),
+            ])
+            .into());
+        }
+        let name = breaker_name(uri)?;
         check_name(name).map_err(|e| ErrorData::resource_not_found(clip(&e), None))?;
         let state = self
             .shared

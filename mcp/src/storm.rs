@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sim::compile::{Compiled, Limits};
-use sim::run::BatchOptions;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sim::run::{BatchOptions, Runs};
 use sim::scenario;
 
 /// Largest scenario text accepted, in bytes.
@@ -209,6 +211,31 @@ pub fn run(
     seeds: Option<u32>,
     limits: &StormLimits,
 ) -> Result<StormReport, String> {
+    run_with(
+        c,
+        seed,
+        seeds,
+        limits,
+        &mut |_, _| {},
+        &AtomicBool::new(false),
+    )
+}
+
+/// What a simulation stopped by its caller returns.
+pub const CANCELLED: &str = "the simulation was cancelled";
+
+/// [`run`], a few seeds at a time (as many as there are worker threads): `progress(done, total)`
+/// after each group, in seeds; when `stop` is set it stops before the next group with
+/// [`CANCELLED`]. Results are the same as in one batch (the simulator orders them by seed, then
+/// policy, and each run depends only on its seed).
+pub fn run_with(
+    c: &Compiled,
+    seed: Option<u64>,
+    seeds: Option<u32>,
+    limits: &StormLimits,
+    progress: &mut dyn FnMut(u32, u32),
+    stop: &AtomicBool,
+) -> Result<StormReport, String> {
     let k = seeds.unwrap_or(c.scenario.seeds).max(1);
     if k > MAX_SEEDS {
         return Err(format!("seeds: {k} is over the limit of {MAX_SEEDS}"));
@@ -218,15 +245,30 @@ pub fn run(
         .map_err(|e| format!("refused: {e}"))?;
     let first = seed.unwrap_or(c.scenario.seed);
     let seeds: Vec<u64> = (0..u64::from(k)).map(|i| first.wrapping_add(i)).collect();
-    let runs = sim::run(
-        c,
-        &seeds,
-        BatchOptions {
-            jobs: 0,
-            progress: false,
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let mut results = Vec::with_capacity(seeds.len() * c.scenario.policies.len());
+    let mut done = 0;
+    for group in seeds.chunks(threads().max(1)) {
+        if stop.load(Ordering::SeqCst) {
+            return Err(CANCELLED.into());
+        }
+        let part = sim::run(
+            c,
+            group,
+            BatchOptions {
+                jobs: 0,
+                progress: false,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        results.extend(part.results);
+        done += group.len() as u32;
+        progress(done, k);
+    }
+    let runs = Runs {
+        compiled: c,
+        seeds,
+        results,
+    };
     let summary = serde_json::from_str(&sim::report::summary_json(&runs))
         .map_err(|e| format!("summary.json: {e}"))?;
     let amplification_png = sim::report::figure_png(&runs, "amplification")
@@ -283,6 +325,38 @@ mod tests {
         );
         let err = run(&c, None, Some(MAX_SEEDS + 1), &StormLimits::default()).unwrap_err();
         assert!(err.starts_with("seeds"), "{err}");
+    }
+
+    #[test]
+    fn seeds_in_groups_give_the_batch_s_results_and_a_stop_stops() {
+        let l = StormLimits::default();
+        let c = by_name("layered-stack", &l).unwrap();
+        let whole = sim::run(&c, &[7, 8, 9], BatchOptions::default()).unwrap();
+        let mut steps = Vec::new();
+        let grouped = run_with(
+            &c,
+            Some(7),
+            Some(3),
+            &l,
+            &mut |d, t| steps.push((d, t)),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(
+            grouped.summary,
+            serde_json::from_str::<serde_json::Value>(&sim::report::summary_json(&whole)).unwrap()
+        );
+        assert_eq!(steps.last(), Some(&(3, 3)));
+        let err = run_with(
+            &c,
+            Some(7),
+            Some(3),
+            &l,
+            &mut |_, _| {},
+            &AtomicBool::new(true),
+        )
+        .unwrap_err();
+        assert_eq!(err, CANCELLED);
     }
 
     #[test]

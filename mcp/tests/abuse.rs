@@ -22,7 +22,10 @@ use reliable_mcp::breakers::Breakers;
 use reliable_mcp::http_call::{HttpCallArgs, HttpCaller, call};
 use reliable_mcp::ssrf::{AllowList, Guard, Limits};
 use reliable_mcp::{ReliableServer, Settings};
-use support::{BIN, INITIALIZE, request, rss_kib, serve, start_http};
+use support::{
+    BIN, INITIALIZE, INITIALIZED, in_session, list_tools, open_session, request, request_from,
+    rss_kib, serve, start_http,
+};
 
 /// A mebibyte of caller input.
 const HUGE: usize = 1 << 20;
@@ -163,19 +166,19 @@ async fn two_thousand_initializes_do_not_grow_memory() {
     let (server, addr) = start_http(&[]).await;
     let pid = server.id().expect("running");
     // One session first, so the runtime's and the allocator's start-up growth is not counted.
-    assert_eq!(request(&addr, "POST", &[], INITIALIZE).await.status, 200);
+    let first = open_session("127.0.0.1", &addr).await;
     let before = rss_kib(pid);
-    let mut refused = 0;
     for _ in 0..2000 {
-        match request(&addr, "POST", &[], INITIALIZE).await.status {
-            200 => {}
-            503 => refused += 1,
-            other => panic!("initialize answered {other}"),
-        }
+        let a = request(&addr, "POST", &[], INITIALIZE).await;
+        assert_eq!(
+            a.status, 200,
+            "initialize answered {}: {}",
+            a.status, a.body
+        );
     }
     let after = rss_kib(pid);
     println!(
-        "RSS before 2000 initializes: {} KiB, after: {} KiB (+{} KiB); {refused} refused at the session cap",
+        "RSS before 2000 initializes without DELETE: {} KiB, after: {} KiB (+{} KiB); none refused",
         before,
         after,
         after.saturating_sub(before)
@@ -184,38 +187,114 @@ async fn two_thousand_initializes_do_not_grow_memory() {
         after.saturating_sub(before) <= 32 * 1024,
         "RSS grew from {before} KiB to {after} KiB"
     );
+    // The session in use outlived the flood of unused ones.
+    assert_eq!(list_tools("127.0.0.1", &addr, &first).await, 200);
 }
 
 #[tokio::test]
-async fn sessions_are_capped_and_expire_when_idle() {
+async fn over_the_cap_the_least_recently_active_session_ends() {
     let (_server, addr) = start_http(&["--max-sessions", "3", "--session-idle", "2"]).await;
+    let local = "127.0.0.1";
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let a = request(&addr, "POST", &[], INITIALIZE).await;
-        assert_eq!(a.status, 200);
-        ids.push(a.header("mcp-session-id").expect("a session id"));
+        let id = open_session(local, &addr).await;
+        assert_eq!(list_tools(local, &addr, &id).await, 200);
+        ids.push(id);
     }
-    let full = request(&addr, "POST", &[], INITIALIZE).await;
-    assert_eq!(full.status, 503, "over the cap: {}", full.body);
-    assert!(full.body.contains("--max-sessions"), "{}", full.body);
-    // Ending one with DELETE frees its slot.
-    let end = request(
-        &addr,
-        "DELETE",
-        &[
-            format!("Mcp-Session-Id: {}", ids[0]),
-            "MCP-Protocol-Version: 2025-06-18".into(),
-        ],
-        "",
-    )
-    .await;
+    // Session 0 and 2 are used again: session 1 is the least recently active.
+    assert_eq!(list_tools(local, &addr, &ids[0]).await, 200);
+    assert_eq!(list_tools(local, &addr, &ids[2]).await, 200);
+    let fourth = open_session(local, &addr).await;
+    assert_eq!(
+        list_tools(local, &addr, &ids[1]).await,
+        404,
+        "the least recently active session ended"
+    );
+    for id in [&ids[0], &ids[2], &fourth] {
+        assert_eq!(list_tools(local, &addr, id).await, 200);
+    }
+    // Its client starts a new session, as the specification says.
+    let again = open_session(local, &addr).await;
+    assert_eq!(list_tools(local, &addr, &again).await, 200);
+    // Ending one with DELETE works as before.
+    let end = request(&addr, "DELETE", &in_session(&again), "").await;
     assert!(end.status < 300, "DELETE answered {}", end.status);
-    assert_eq!(request(&addr, "POST", &[], INITIALIZE).await.status, 200);
-    // Idle sessions expire: after the idle time every slot is free again.
+    assert_eq!(list_tools(local, &addr, &again).await, 404);
+    // Idle sessions still expire.
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    for _ in 0..3 {
-        assert_eq!(request(&addr, "POST", &[], INITIALIZE).await.status, 200);
+    assert_eq!(list_tools(local, &addr, &fourth).await, 404, "expired");
+}
+
+/// Opens sessions from `src` until `stop` is set: bare ones (initialize and nothing else), or
+/// `used` ones (the handshake completed, so they rank as sessions in use); returns how many, and
+/// panics if one is refused.
+async fn flood(
+    src: &'static str,
+    addr: String,
+    used: bool,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> usize {
+    let mut n = 0;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let a = request_from(src, &addr, "POST", &[], INITIALIZE).await;
+        assert_eq!(a.status, 200, "the flood was refused a session: {}", a.body);
+        if used {
+            let id = a.header("mcp-session-id").expect("a session id");
+            // It may have been ended already by the flood's next sessions: 202 or 404.
+            request_from(src, &addr, "POST", &in_session(&id), INITIALIZED).await;
+        }
+        n += 1;
     }
+    n
+}
+
+/// A client keeps working while another peer opens sessions in a loop, and after it; and a new
+/// client gets a session at once after the flood.
+async fn client_during_and_after_a_flood(flooder: &'static str, used: bool) {
+    let (_server, addr) = start_http(&["--max-sessions", "8"]).await;
+    let me = "127.0.0.1";
+    let mine = open_session(me, &addr).await;
+    assert_eq!(list_tools(me, &addr, &mine).await, 200);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flooding = tokio::spawn(flood(flooder, addr.clone(), used, stop.clone()));
+    // During the flood: the session in use answers every time, pausing between requests as an
+    // agent waiting for its model would.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..10 {
+        assert_eq!(
+            list_tools(me, &addr, &mine).await,
+            200,
+            "request {i} during a flood from {flooder}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A new client during the flood gets a session and can use it.
+    let second = open_session(me, &addr).await;
+    assert_eq!(list_tools(me, &addr, &second).await, 200);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let sent = flooding.await.expect("the flood ran");
+    assert!(
+        sent > 8,
+        "the flood opened {sent} sessions, not over the cap"
+    );
+    // After the flood: the old sessions and a new one work at once.
+    assert_eq!(list_tools(me, &addr, &mine).await, 200);
+    let third = open_session(me, &addr).await;
+    assert_eq!(list_tools(me, &addr, &third).await, 200);
+    println!("{flooder} opened {sent} sessions; the client from {me} was never refused");
+}
+
+/// Per-peer shares: the flood's sessions complete the handshake, so only the peer's share keeps
+/// the client's session.
+#[tokio::test]
+async fn a_flood_from_another_peer_locks_no_client_out() {
+    client_during_and_after_a_flood("127.0.0.2", true).await;
+}
+
+/// One peer: sessions never used past `initialize` go first.
+#[tokio::test]
+async fn a_flood_of_bare_sessions_from_the_same_address_locks_no_client_out() {
+    client_during_and_after_a_flood("127.0.0.1", false).await;
 }
 
 #[tokio::test]

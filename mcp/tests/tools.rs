@@ -144,6 +144,139 @@ async fn every_tool_is_listed_with_a_documented_schema() {
     client.cancel().await.unwrap();
 }
 
+/// JSON Schema 2020-12's keywords (core, applicator, unevaluated, validation, meta-data,
+/// format-annotation and content vocabularies).
+const KEYWORDS: [&str; 57] = [
+    "$schema",
+    "$id",
+    "$ref",
+    "$defs",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "$comment",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "prefixItems",
+    "items",
+    "contains",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "type",
+    "const",
+    "enum",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+];
+
+/// Every keyword of `schema` (at `path`) and of its subschemas is in [`KEYWORDS`], every format is
+/// one the specification defines, and every integer has a minimum and a maximum.
+fn check_standard(path: &str, schema: &Value, problems: &mut Vec<String>) {
+    let Some(m) = schema.as_object() else {
+        if !schema.is_boolean() {
+            problems.push(format!("{path}: not a schema: {schema}"));
+        }
+        return;
+    };
+    for (k, v) in m {
+        let at = format!("{path}/{k}");
+        if !KEYWORDS.contains(&k.as_str()) {
+            problems.push(format!("{at}: not a 2020-12 keyword"));
+        }
+        match k.as_str() {
+            "format" => {
+                let f = v.as_str().unwrap_or_default();
+                if !reliable_mcp::schema::STANDARD_FORMATS.contains(&f) {
+                    problems.push(format!("{at}: non-standard format {f:?}"));
+                }
+            }
+            "properties" | "patternProperties" | "$defs" | "dependentSchemas" => {
+                for (name, sub) in v.as_object().into_iter().flatten() {
+                    check_standard(&format!("{at}/{name}"), sub, problems);
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                for (i, sub) in v.as_array().into_iter().flatten().enumerate() {
+                    check_standard(&format!("{at}/{i}"), sub, problems);
+                }
+            }
+            "items"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "additionalProperties"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties"
+            | "contentSchema" => check_standard(&at, v, problems),
+            _ => {}
+        }
+    }
+    let integer = match m.get("type") {
+        Some(Value::String(t)) => t == "integer",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+        _ => false,
+    };
+    if integer && !(m.contains_key("minimum") && m.contains_key("maximum")) {
+        problems.push(format!("{path}: an integer without minimum and maximum"));
+    }
+}
+
+#[tokio::test]
+async fn every_schema_is_standard_json_schema_2020_12() {
+    let client = connect(settings()).await;
+    let mut problems = Vec::new();
+    for t in client.list_all_tools().await.unwrap() {
+        let input = serde_json::to_value(&t.input_schema).unwrap();
+        check_standard(&format!("{}/input", t.name), &input, &mut problems);
+        if let Some(output) = &t.output_schema {
+            let output = serde_json::to_value(output).unwrap();
+            check_standard(&format!("{}/output", t.name), &output, &mut problems);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn breakers_backoff_resource_and_prompt() {
     let client = connect(settings()).await;
@@ -187,10 +320,15 @@ async fn breakers_backoff_resource_and_prompt() {
         .collect();
     assert_eq!(delays, [100.0, 200.0, 400.0, 800.0]);
 
-    // The resource: a template, a concrete resource per breaker, and its content.
+    // The resources: two templates, a concrete resource per breaker, and its content.
     let templates = client.list_all_resource_templates().await.unwrap();
-    assert_eq!(templates.len(), 1);
-    assert_eq!(templates[0].uri_template, "reliable://breaker/{name}");
+    assert_eq!(
+        templates
+            .iter()
+            .map(|t| t.uri_template.as_str())
+            .collect::<Vec<_>>(),
+        ["reliable://breaker/{name}", "reliable://scenario/{name}"]
+    );
     let resources = client.list_all_resources().await.unwrap();
     assert_eq!(
         resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(),

@@ -298,6 +298,17 @@ impl Answer {
 /// Sends one request to `/mcp` on a fresh connection (`Connection: close`) with `extra` header
 /// lines; reads the answer's head and whatever body arrives within half a second.
 pub async fn request(addr: &str, method: &str, extra: &[String], body: &str) -> Answer {
+    request_from("127.0.0.1", addr, method, extra, body).await
+}
+
+/// [`request`] from the loopback address `src` (127.0.0.1, 127.0.0.2...): another peer.
+pub async fn request_from(
+    src: &str,
+    addr: &str,
+    method: &str,
+    extra: &[String],
+    body: &str,
+) -> Answer {
     let mut req = format!(
         "{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
@@ -308,7 +319,16 @@ pub async fn request(addr: &str, method: &str, extra: &[String], body: &str) -> 
     }
     req.push_str("\r\n");
     req.push_str(body);
-    let mut s = TcpStream::connect(addr).await.expect("connect to loopback");
+    let src: std::net::IpAddr = src.parse().expect("a source address");
+    assert!(src.is_loopback(), "tests connect from loopback only");
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind((src, 0).into())
+        .expect("bind the source address");
+    let mut s = socket
+        .connect(addr.parse().expect("IP:PORT"))
+        .await
+        .expect("connect to loopback");
     s.write_all(req.as_bytes()).await.expect("send");
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -337,6 +357,38 @@ pub async fn request(addr: &str, method: &str, extra: &[String], body: &str) -> 
         head: head.to_ascii_lowercase(),
         body: body.to_string(),
     }
+}
+
+/// The headers of a request in session `id`.
+pub fn in_session(id: &str) -> Vec<String> {
+    vec![
+        format!("Mcp-Session-Id: {id}"),
+        "MCP-Protocol-Version: 2025-06-18".to_string(),
+    ]
+}
+
+/// The client's notification that ends the handshake.
+pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+/// A request that any session answers.
+pub const LIST_TOOLS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+/// Opens a session from `src` (initialize, then initialized); returns its id.
+pub async fn open_session(src: &str, addr: &str) -> String {
+    let a = request_from(src, addr, "POST", &[], INITIALIZE).await;
+    assert_eq!(a.status, 200, "initialize from {src}: {}", a.body);
+    let id = a.header("mcp-session-id").expect("a session id");
+    let n = request_from(src, addr, "POST", &in_session(&id), INITIALIZED).await;
+    assert_eq!(n.status, 202, "initialized from {src}: {}", n.body);
+    id
+}
+
+/// The status of `tools/list` in session `id`, sent from `src`.
+pub async fn list_tools(src: &str, addr: &str, id: &str) -> u16 {
+    let a = request_from(src, addr, "POST", &in_session(id), LIST_TOOLS).await;
+    if a.status == 200 {
+        assert!(a.body.contains("create_breaker"), "{}", a.body);
+    }
+    a.status
 }
 
 /// The resident set of process `pid`, in KiB (Linux).

@@ -71,13 +71,15 @@ const browser = spawn(
     "--remote-debugging-port=0",
     url,
   ],
-  // detached: Chromium leads a new process group (and session), which its helpers inherit.
-  { stdio: ["ignore", "ignore", "pipe"], detached: true },
+  // detached: Chromium leads a new process group (and session), which its helpers inherit. The
+  // mark in its environment is inherited by every process it starts, also by those that leave
+  // the group: its crash handler (chrome_crashpad_handler) starts a session of its own.
+  { stdio: ["ignore", "ignore", "pipe"], detached: true, env: { ...process.env, RELIABLEKIT_SMOKE_PROFILE: profile } },
 );
 const group = browser.pid;
+const mark = `RELIABLEKIT_SMOKE_PROFILE=${profile}\0`;
 
-// The processes of the browser: those in its process group, and any other whose command line
-// names this run's profile (a helper that left the group would still be writing into it).
+// The processes of the browser: those in its process group, and any other carrying its mark.
 // Zombies have exited already. Linux's /proc; elsewhere, the group as kill(2) sees it.
 function browserProcesses() {
   if (group === undefined) return [];
@@ -97,7 +99,7 @@ function browserProcesses() {
       // After "(comm)": state, ppid, pgrp, ...
       const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       if (state === "Z") continue;
-      if (Number(pgrp) === group || readFileSync(`/proc/${name}/cmdline`, "utf8").includes(profile)) {
+      if (Number(pgrp) === group || `\0${readFileSync(`/proc/${name}/environ`, "utf8")}`.includes(`\0${mark}`)) {
         found.push(Number(name));
       }
     } catch {
@@ -167,6 +169,7 @@ const ok = output?.endsWith("SMOKE OK") ?? false;
 console.log(output ?? `no result from the page within 60 s; chromium said:\n${stderr}`);
 console.log(`page result after ${elapsed()}`);
 
+const running = browserProcesses().length;
 const left = await stopBrowser(5000);
 if (left.length > 0) {
   console.error(`browser-smoke: chromium processes still alive after SIGTERM and SIGKILL: ${left.join(" ")}`);
@@ -182,5 +185,5 @@ if (left.length > 0) {
     console.error(`browser-smoke: left the profile folder ${profile}: ${e.message}`);
   }
 }
-console.log(`browser ended and cleaned up after ${elapsed()}`);
+console.log(`browser ended (${running} processes) and cleaned up after ${elapsed()}`);
 process.exit(ok ? 0 : 1);

@@ -308,6 +308,8 @@ async def over_http(command, echo_port):
                 url = line.rsplit(" ", 1)[1].strip()
         check(url.startswith("http://127.0.0.1:"), f"HTTP server listening at {url}")
         heard = Heard()
+        # Keep reading its log, so that a full pipe never blocks the server.
+        drain = asyncio.ensure_future(proc.stderr.read())
         async with streamable_http_client(url) as (read, write):
             async with ClientSession(read, write, message_handler=heard.on_message, logging_callback=heard.on_log) as session:
                 init = await session.initialize()
@@ -322,9 +324,24 @@ async def over_http(command, echo_port):
                 check("over-http" in p.messages[0].content.text, "HTTP: get_prompt")
                 await agent_features(session, init, heard, echo_port, "HTTP")
     finally:
-        proc.terminate()
-        await proc.wait()
+        # Ended on every path, and waited for with a bound: SIGTERM, then SIGKILL after 10 s.
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def bounded(args):
+    # A hang fails the test (and its processes end with the context managers) instead of CI
+    # waiting forever; a passing run takes a few seconds.
+    try:
+        await asyncio.wait_for(main(args), 300)
+    except asyncio.TimeoutError:
+        raise SystemExit("FAIL: the smoke test did not finish within 300 s")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:]))
+    asyncio.run(bounded(sys.argv[1:]))

@@ -65,12 +65,18 @@ async fn bad_flags_are_refused_with_a_message() {
         (&["--header-timeout=-1"][..], "--header-timeout"),
         (&["--max-simulations=0"][..], "--max-simulations"),
     ] {
-        let out = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .unwrap();
+        // Bounded, and killed when the future is dropped (a timeout, a panic).
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            Command::new(BIN)
+                .args(args)
+                .stdin(Stdio::null())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{args:?}: still running after 30 s"))
+        .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}");
         assert!(err.contains(needle), "{args:?}: {err}");

@@ -81,14 +81,16 @@ def test_the_bare_decorator_uses_the_seed_defaults(sleeps: Sleeps) -> None:
 
 
 def test_a_sync_timeout_gives_up_waiting(sleeps: Sleeps) -> None:
+    # Two attempts of 50 ms each: about 0.1 s when the timeout gives up, at least 2 s (the
+    # function's own sleep) when it does not. The bound in between leaves a loaded machine 1.4 s.
     @reliable(timeout=0.05, max_attempts=2, sleep=sleeps)
     def hangs() -> None:
-        time.sleep(0.5)
+        time.sleep(2.0)
 
     t0 = time.perf_counter()
     with pytest.raises(TimeoutError):
         hangs()
-    assert time.perf_counter() - t0 < 0.4
+    assert time.perf_counter() - t0 < 1.5
     assert len(sleeps.waits) == 1
 
 
@@ -161,7 +163,10 @@ def test_httpx_and_requests_are_recognised_but_never_imported(tmp_path: Path) ->
         "print(reliable.classify(httpx.HTTPStatusError(R())))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    # timeout: a hang fails the test (run() kills the child) instead of stalling the suite.
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, timeout=120
+    )
     assert out.stdout.split("\n")[:2] == ["[]", "('throttled', 4.0)"]
 
 

@@ -6,7 +6,7 @@
 //! time and memory limit.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn dir() -> PathBuf {
@@ -15,20 +15,31 @@ fn dir() -> PathBuf {
 
 /// Runs `sim` with `args`, killing it after `limit`.
 fn sim(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+    let child = Command::new(env!("CARGO_BIN_EXE_sim"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Ends the child on every path out of here (a timeout, a failed wait).
+    struct Guard(Option<Child>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if let Some(child) = &mut self.0 {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+    let mut guard = Guard(Some(child));
     let start = Instant::now();
     loop {
+        let child = guard.0.as_mut().expect("present until it is waited for");
         if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+            return guard.0.take().unwrap().wait_with_output().unwrap();
         }
         if start.elapsed() > limit {
-            let _ = child.kill();
             panic!("sim {args:?} ran for more than {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -380,6 +380,18 @@ impl<'r> FirstAttempt<'r> {
         inner.stats.bump(Total::Succeeded);
     }
 
+    /// The attempt failed, seen at `now`: the call goes on in the engine, from the attempt's
+    /// start (`now` when the clock was not read then) and its breaker permit, handed over.
+    pub fn hand_over(&mut self, now: Instant) -> (Instant, Option<Permit>) {
+        self.over = true;
+        let started = if self.inner.eager_clock {
+            self.started
+        } else {
+            now
+        };
+        (started, self.permit.take())
+    }
+
     /// The attempt failed (`fresh`: a reading of the clock taken since it ended, if any): the
     /// rest of the call is a full run, whose next step is [`Run::failed`].
     pub fn continue_as_run(&mut self, fresh: Option<Instant>) -> Run<'r> {

@@ -17,11 +17,15 @@
 //! refusals); hedging does not: a copy of a blocking attempt would need a thread of its own, so a
 //! blocking call is never hedged, whatever [`Builder::hedge`](crate::Builder::hedge) says.
 
-use crate::attempt::{Failure, FirstAttempt, Run};
+use crate::attempt::{Failure, FirstAttempt};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
+use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::reliable::Reliable;
+use reliable_core::Instant;
+use reliable_core::breaker::Permit;
+use reliable_core::engine::{Action, Call, Input};
 use reliable_core::outcome::ErrorClass;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -116,49 +120,29 @@ impl Reliable {
     {
         let inner = &*self.inner;
         let f = Arc::new(f);
-        let mut run = self.start().map_err(|r| r.into_error(None))?;
-        let mut last: Option<E> = None;
-        loop {
-            let (now, deadline) = match run.admit_until() {
-                Ok(admitted) => admitted,
-                Err(refusal) => match run.take_wait() {
-                    Some(wait) => {
-                        inner.sleep.sleep_blocking(wait);
-                        continue;
-                    }
-                    None => return Err(refusal.into_error(last.take())),
-                },
-            };
-            let limit = now.zip(deadline).map(|(now, d)| (d - now).into());
+        self.drive_blocking(None, |deadline| {
+            let limit = deadline.map(|d| d.saturating_duration_since(inner.clock.now()).into());
             let token = CancelToken::detached(inner.clock.clone(), deadline);
-            let (class, error) = match detach(&f, token.clone(), limit) {
-                // An answer at or after the deadline is a timeout, as on the other paths.
-                Detached::Done(_) if token.is_cancelled() => {
+            match detach(&f, token.clone(), limit) {
+                // An answer at or after the deadline is a timeout: the caller stopped waiting.
+                Detached::Done(_) | Detached::TimedOut if token.is_cancelled() => {
                     token.abandon();
-                    (ErrorClass::Timeout, None)
+                    Err((ErrorClass::Timeout, None))
                 }
-                Detached::Done(Ok(value)) => {
-                    run.succeeded();
-                    return Ok(value);
-                }
-                Detached::Done(Err(e)) => (e.classify(), Some(e)),
+                Detached::Done(Ok(value)) => Ok(value),
+                Detached::Done(Err(e)) => Err((e.classify(), Some(e))),
                 Detached::TimedOut => {
                     token.abandon();
-                    (ErrorClass::Timeout, None)
+                    Err((ErrorClass::Timeout, None))
                 }
-            };
-            let wait = run.next(class, error, &mut last)?;
-            if !wait.is_zero() {
-                inner.sleep.sleep_blocking(wait);
             }
-        }
+        })
     }
 
     /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
-    /// for a timeout (before, and after to check the answer came in time), with nothing else on
-    /// the stack. Anything else (a failure, an instance that needs the time of a success, a
-    /// breaker that is not plainly closed) goes on in [`blocking_rest`](Self::blocking_rest), out
-    /// of line, so that this stays a handful of instructions around `f`.
+    /// for a timeout (to know when the attempt is up) or a failure, with nothing else on the
+    /// stack. A failure, or an instance the fast path does not fit (see `Inner::fast_first`), goes
+    /// on in the engine, out of line, so that this stays a handful of instructions around `f`.
     #[inline]
     fn blocking<T, E>(
         &self,
@@ -172,77 +156,125 @@ impl Reliable {
             return self.blocking_rest(classify, f, None);
         };
         let deadline = first.deadline();
-        let result = f(&CancelToken::new(&*inner.clock, deadline));
-        // An answer at or after the deadline is a timeout, as on the slow path.
-        let (late, now) = match deadline {
-            Some(d) => {
-                let now = inner.clock.now();
-                (now >= d, Some(now))
-            }
-            None => (false, None),
-        };
-        let failed = match result {
-            _ if late => (ErrorClass::Timeout, None),
-            Ok(value) => {
+        // A success is the call's, even after the deadline, unless the work was told its time
+        // was up (then it was interrupted: a timeout).
+        let token = CancelToken::new(&*inner.clock, deadline);
+        let result = f(&token);
+        let now = match result {
+            Ok(value) if !token.was_told() => {
                 first.succeeded();
                 return Ok(value);
             }
-            Err(e) => (classify(&e), Some(e)),
+            _ => inner.clock.now(),
         };
-        self.blocking_rest(classify, f, Some((first.continue_as_run(now), failed)))
+        let (started, permit) = first.hand_over(now);
+        let failure = failure(&classify, result, &token, now);
+        self.blocking_rest(classify, f, Some((started, permit, now, failure)))
     }
 
-    /// Everything after the fast path: a full run, starting from the fast path's failed first
-    /// attempt if there was one.
+    /// Everything after the fast path: the engine drives the call, going on from the fast
+    /// path's failed first attempt if there was one.
     #[inline(never)]
     fn blocking_rest<T, E>(
         &self,
         classify: impl Fn(&E) -> ErrorClass,
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-        failed: Option<(Run<'_>, Failure<E>)>,
+        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
     ) -> Result<T, Error<E>> {
         let inner = &*self.inner;
-        let (mut run, mut failure) = match failed {
-            Some((run, failure)) => (run, Some(failure)),
-            None => (self.start().map_err(|r| r.into_error(None))?, None),
-        };
+        self.drive_blocking(first, |deadline| {
+            let token = CancelToken::new(&*inner.clock, deadline);
+            match f(&token) {
+                Ok(value) if !token.was_told() => Ok(value),
+                result => Err(failure(&classify, result, &token, inner.clock.now())),
+            }
+        })
+    }
+
+    /// Drives the engine for a blocking call: `attempt(deadline)` runs one attempt on this
+    /// thread; the waits sleep it. `first`: the fast path's first attempt (its start, its
+    /// breaker permit, when it failed and how).
+    fn drive_blocking<T, E>(
+        &self,
+        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+        mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failure<E>>,
+    ) -> Result<T, Error<E>> {
+        let inner = &*self.inner;
+        let layers = Layers::new(inner, false);
+        let plan = layers.plan();
         let mut last: Option<E> = None;
+        let (mut run, mut now) = match first {
+            Some((started, permit, now, (class, error))) => {
+                let call = Call::<_, 1>::resume(&plan, &layers, started, permit);
+                let mut run = Driven::new(call, &layers, started);
+                last = error;
+                let class = Some(class);
+                run.call.handle(now, Input::Classified { n: 1, class });
+                (run, now)
+            }
+            None => {
+                let now = inner.clock.now();
+                (
+                    Driven::new(Call::start(&plan, &layers, now), &layers, now),
+                    now,
+                )
+            }
+        };
+        let mut value = None;
         loop {
-            let (class, error) = match failure.take() {
-                Some(failed) => failed,
-                None => {
-                    let (_, deadline) = match run.admit_until() {
-                        Ok(admitted) => admitted,
-                        Err(refusal) => match run.take_wait() {
-                            Some(wait) => {
-                                inner.sleep.sleep_blocking(wait);
-                                continue;
-                            }
-                            None => return Err(refusal.into_error(last.take())),
-                        },
-                    };
-                    let token = CancelToken::new(&*inner.clock, deadline);
-                    let result = f(&token);
-                    let late = deadline.is_some_and(|d| {
-                        let now = inner.clock.now();
-                        run.observed(now);
-                        now >= d
-                    });
-                    match result {
-                        _ if late => (ErrorClass::Timeout, None),
-                        Ok(value) => {
-                            run.succeeded();
-                            return Ok(value);
+            while let Some(action) = run.call.poll() {
+                match action {
+                    Action::Send { n, deadline, .. } => {
+                        for o in inner.observers.iter() {
+                            o.on_attempt(&inner.name, n);
                         }
-                        Err(e) => (classify(&e), Some(e)),
+                        let class = match attempt(deadline) {
+                            Ok(v) => {
+                                value = Some(v);
+                                None
+                            }
+                            Err((class, error)) => {
+                                last = error;
+                                Some(class)
+                            }
+                        };
+                        now = inner.clock.now();
+                        run.call.handle(now, Input::Classified { n, class });
                     }
+                    // A blocking attempt has answered before the engine hears of it.
+                    Action::Cancel { .. } => {}
+                    Action::Done(end) => return run.end(end, now, value.take(), last.take()),
                 }
-            };
-            let wait = run.next(class, error, &mut last)?;
-            if !wait.is_zero() {
-                inner.sleep.sleep_blocking(wait);
+            }
+            match run.call.poll_timeout() {
+                Some(at) => {
+                    if at > now {
+                        inner.sleep.sleep_blocking((at - now).into());
+                    }
+                    now = inner.clock.now();
+                    run.call.handle(now, Input::Tick);
+                }
+                // Nothing in flight and nothing to wait for: never so, but never stuck either.
+                None => run.call.handle(now, Input::Cancel),
             }
         }
+    }
+}
+
+/// How an attempt that did not succeed ended, seen at `now`: an answer after the work was told
+/// its time was up, or a failure at or after its deadline, is a timeout (it was interrupted, or
+/// overran it); else the error's class.
+fn failure<T, E>(
+    classify: &impl Fn(&E) -> ErrorClass,
+    result: Result<T, E>,
+    token: &CancelToken<'_>,
+    now: Instant,
+) -> Failure<E> {
+    match result {
+        Err(e) if !token.was_told() && token.deadline().is_none_or(|d| now < d) => {
+            (classify(&e), Some(e))
+        }
+        _ => (ErrorClass::Timeout, None),
     }
 }
 

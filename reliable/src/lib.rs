@@ -135,6 +135,7 @@ mod call;
 pub mod cancel;
 pub mod classify;
 pub mod clock;
+mod drive;
 pub mod error;
 pub mod fallback;
 pub mod http;

@@ -236,6 +236,8 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
         let i = self.layers.inner;
         let attempts = end.attempts;
         let timed_out = matches!(end.last, Some((_, Some(ErrorClass::Timeout))));
+        // The last answer a timeout: no error of its own (an earlier copy's is not the last).
+        let last = if timed_out { None } else { last };
         let (result, outcome, total) = match end.result {
             Ended::Ok { .. } => match value {
                 Some(v) => (Ok(v), CallOutcome::Success, Total::Succeeded),
@@ -251,6 +253,15 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                     o.on_give_up(&i.name, attempts, reason.name());
                 }
                 match (reason, last) {
+                    (_, None) => (
+                        Err(Error::Timeout { attempts }),
+                        CallOutcome::Timeout,
+                        if matches!(reason, GiveUpReason::Budget(_)) {
+                            Total::Refused
+                        } else {
+                            Total::Failed
+                        },
+                    ),
                     (GiveUpReason::Budget(d), last) => (
                         Err(Error::Rejected {
                             why: ShedReason::Budget(d),
@@ -262,11 +273,6 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                             CallOutcome::Rejected
                         },
                         Total::Refused,
-                    ),
-                    (_, None) => (
-                        Err(Error::Timeout { attempts }),
-                        CallOutcome::Timeout,
-                        Total::Failed,
                     ),
                     (reason, Some(last)) => (
                         Err(Error::GaveUp {

@@ -350,7 +350,7 @@ impl<'r> FirstAttempt<'r> {
 
     /// The attempt succeeded: the call is over. Nothing on the fast path reads the time of a
     /// success (see `Inner::success_needs_time`): it is recorded at the attempt's start.
-    #[inline]
+    #[inline(always)]
     pub fn succeeded(&mut self) {
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {

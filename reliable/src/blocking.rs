@@ -159,16 +159,29 @@ impl Reliable {
         // A success is the call's, even after the deadline, unless the work was told its time
         // was up (then it was interrupted: a timeout).
         let token = CancelToken::new(&*inner.clock, deadline);
-        let result = f(&token);
-        let now = match result {
-            Ok(value) if !token.was_told() => {
+        match f(&token) {
+            // Without a deadline the work is never told its time is up.
+            Ok(value) if deadline.is_none() || !token.was_told() => {
                 first.succeeded();
-                return Ok(value);
+                Ok(value)
             }
-            _ => inner.clock.now(),
-        };
+            result => self.blocking_failed(classify, f, first, result, &token),
+        }
+    }
+
+    /// The fast path's first attempt did not succeed: the call goes on in the engine from it.
+    #[inline(never)]
+    fn blocking_failed<T, E>(
+        &self,
+        classify: impl Fn(&E) -> ErrorClass,
+        f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+        mut first: FirstAttempt<'_>,
+        result: Result<T, E>,
+        token: &CancelToken<'_>,
+    ) -> Result<T, Error<E>> {
+        let now = self.inner.clock.now();
         let (started, permit) = first.hand_over(now);
-        let failure = failure(&classify, result, &token, now);
+        let failure = failure(&classify, result, token, now);
         self.blocking_rest(classify, f, Some((started, permit, now, failure)))
     }
 

@@ -27,6 +27,7 @@
 
 use crate::clock::Clock;
 use reliable_core::Instant;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -38,7 +39,7 @@ pub struct CancelToken<'a> {
     deadline: Option<Instant>,
     /// The work was told its time is up ([`is_cancelled`](Self::is_cancelled) said so): it was
     /// interrupted, and its answer counts as a timeout.
-    told: AtomicBool,
+    told: Cell<bool>,
 }
 
 impl Clone for CancelToken<'_> {
@@ -46,7 +47,7 @@ impl Clone for CancelToken<'_> {
         CancelToken {
             source: self.source.clone(),
             deadline: self.deadline,
-            told: AtomicBool::new(self.told.load(Ordering::Relaxed)),
+            told: Cell::new(self.told.get()),
         }
     }
 }
@@ -72,7 +73,7 @@ impl<'a> CancelToken<'a> {
         CancelToken {
             source: Source::Borrowed(clock),
             deadline,
-            told: AtomicBool::new(false),
+            told: Cell::new(false),
         }
     }
 
@@ -92,7 +93,7 @@ impl<'a> CancelToken<'a> {
         };
         let up = abandoned || self.deadline.is_some_and(|d| self.now() >= d);
         if up {
-            self.told.store(true, Ordering::Relaxed);
+            self.told.set(true);
         }
         up
     }
@@ -108,7 +109,7 @@ impl<'a> CancelToken<'a> {
     /// answers is a timeout.
     #[inline]
     pub(crate) fn was_told(&self) -> bool {
-        self.told.load(Ordering::Relaxed)
+        self.told.get()
     }
 
     /// Time left for this attempt (`None`: no limit); zero once it is up.
@@ -128,7 +129,7 @@ impl CancelToken<'static> {
                 abandoned: AtomicBool::new(false),
             })),
             deadline,
-            told: AtomicBool::new(false),
+            told: Cell::new(false),
         }
     }
 

@@ -3,9 +3,12 @@
 //! The work runs on the caller's thread, so nothing is spawned and nothing allocated per call.
 //! A per-attempt timeout cannot interrupt it (no one can stop a blocking thread from outside);
 //! instead the attempt's deadline is handed to the work as a [`CancelToken`] (the `_cancellable`
-//! variants) to pass on to its own client's timeout, and an answer that comes after the deadline
-//! **counts as a timeout**, exactly as if the caller had stopped waiting for it as the seed
-//! library does: the breaker and the retry policy see the same history either way.
+//! variants) to pass on to its own client's timeout. A **success** that comes after the deadline
+//! is the call's (the work was not interrupted: throwing it away to retry would only add load);
+//! a failure after the deadline, or any answer of work that was told its time was up
+//! ([`CancelToken::is_cancelled`]), is a timeout. The call engine
+//! ([`reliable_core::engine`]) decides every step; this face runs the attempts and sleeps the
+//! waits.
 //! [`call_blocking_detached`](Reliable::call_blocking_detached) keeps the seed's semantics
 //! exactly: each attempt runs on a thread of its own and the caller **stops waiting** at the
 //! deadline; the thread runs on (nothing can kill it) until the work checks its token or ends,
@@ -35,10 +38,9 @@ impl Reliable {
     /// Calls `f` on this thread until an attempt succeeds or the policy stops.
     ///
     /// **The per-attempt timeout does not bound how long an attempt takes.** Nothing can stop a
-    /// blocking function from outside: `f` runs to its end, and an answer that comes after the
-    /// attempt's deadline counts as a timeout (a late success is dropped and retried), so the
-    /// breaker and the retry policy see what they would see had the caller stopped waiting. To
-    /// bound latency:
+    /// blocking function from outside: `f` runs to its end. A success after the attempt's
+    /// deadline is the call's (it is never thrown away and retried); a failure after it counts as
+    /// a timeout. To bound latency:
     /// - [`call_blocking_cancellable`](Self::call_blocking_cancellable) hands `f` a
     ///   [`CancelToken`] with the attempt's deadline, to pass on to its own client's timeout
     ///   (`token.remaining()`), or to check while it works: bounded, no thread, no allocation;

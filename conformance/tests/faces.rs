@@ -21,8 +21,8 @@ const OPENS_ENDS_CALL: &[&str] = &[
 /// is converted, its entry goes). The engine face has none.
 fn pending(face: &str, sequence: &str) -> bool {
     match face {
-        "engine" => false,
-        "reliable-call-blocking" if sequence == "late-success-kept" => true,
+        // Faces that drive the engine: none pending.
+        "engine" | "reliable-call" | "reliable-call-blocking" => false,
         _ => OPENS_ENDS_CALL.contains(&sequence),
     }
 }

@@ -1,9 +1,8 @@
 //! The attempt machinery every kind of call shares: [`Run`], one logical call's walk through the
 //! throttle, the breaker, the retry policy and the budget.
 //!
-//! [`Reliable::call`](crate::Reliable::call) and [`call_blocking`](crate::Reliable::call_blocking)
-//! are loops over a `Run`; a layer that sends its attempts itself (a tower service, a batch
-//! scheduler) drives one directly:
+//! A layer that sends its attempts itself (a tower service, a batch scheduler) drives one
+//! directly:
 //!
 //! 1. [`Reliable::start`] once: with a per-call breaker, the throttle and the breaker admit it;
 //! 2. [`Run::admit`] before each attempt: with a per-attempt breaker (the default), the throttle
@@ -14,9 +13,9 @@
 //! 3. after the attempt, [`Run::succeeded`], or [`Run::failed`] with the error's class, which
 //!    answers [`Step::Retry`] (wait, then admit again) or [`Step::Stop`].
 //!
-//! Hedged copies of an attempt (async calls) are kept by the run too: each holds its own breaker
-//! permit, limit slot and ledger draw, and the run settles them when the race ends (the winner
-//! as the attempt, the losers as ignored) or when it is dropped.
+//! A `Run` sends one copy of each attempt: hedging is the call engine's
+//! ([`reliable_core::engine`]), which [`Reliable::call`](crate::Reliable::call) and
+//! [`call_blocking`](crate::Reliable::call_blocking) drive.
 //!
 //! A `Run` dropped before it finished (the call future dropped by a timeout, a `select!` or an
 //! abort; a panic unwinding) is a **cancelled** call: its permits go back to the breaker as
@@ -46,7 +45,6 @@ use reliable_core::Instant;
 use reliable_core::answer::{Answer, Refuser};
 use reliable_core::breaker::{Outcome, Permit, RejectReason};
 use reliable_core::budget::Unlimited;
-use reliable_core::hedge::{HedgedCall, NoHedge};
 use reliable_core::ledger::{Draw, Extra};
 use reliable_core::limit::{Completion, LimitPermit};
 use reliable_core::outcome::{AttemptOutcome, ErrorClass};
@@ -143,10 +141,6 @@ pub struct Run<'r> {
     draw: Option<Draw>,
     /// The attempt's number.
     current: u32,
-    /// The attempt's hedging schedule, while another copy may still be sent.
-    hedged: Option<HedgedCall>,
-    /// The copies of the attempt racing, while it is hedged (empty otherwise: no allocation).
-    copies: Vec<Sent>,
     attempts: u32,
     finished: bool,
     /// The breaker refused the next attempt and the policy waits it out: for how long.
@@ -174,15 +168,13 @@ macro_rules! with_budget {
     };
 }
 
-/// One copy of an attempt in a hedged race, and what it holds until it ends.
+/// What an attempt holds until it ends.
 #[derive(Debug)]
 pub(crate) struct Sent {
-    n: u32,
     breaker: Option<Permit>,
     limit: Option<LimitPermit>,
     draw: Option<Draw>,
     at: Option<Instant>,
-    live: bool,
 }
 
 /// What a breaker records for an attempt that ended so.
@@ -196,8 +188,7 @@ fn breaker_outcome(end: AttemptOutcome) -> Outcome {
 
 /// Hands back what one attempt held: its breaker permit, its slot under the limit (read through
 /// the answer table's limit column) and its ledger draw; its end to the hedger (the core's rule:
-/// `Hedger::copy_ended`), but for a cancelled attempt, which may never have been sent: a copy
-/// dropped in flight is reported by [`dropped`].
+/// `Hedger::copy_ended`), but for a cancelled attempt, which may never have been sent.
 fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     // The limit first: it admitted the attempt after the breaker did, so it sits inside it, and
     // an answer reaches the inner piece first (as in a tower stack and the simulator's).
@@ -213,15 +204,6 @@ fn settle(inner: &Inner, sent: Sent, end: AttemptOutcome, now: Instant) {
     if let (Some(h), Some(at), false) = (&inner.hedger, sent.at, end == AttemptOutcome::Cancelled) {
         lock(h).copy_ended(now.saturating_duration_since(at), end);
     }
-}
-
-/// Settles a copy dropped while in flight (it lost the race, or the race was dropped), its time
-/// so far reported to the hedger as the core's rule says (a lower bound of its latency).
-fn dropped(inner: &Inner, sent: Sent, now: Instant) {
-    if let (Some(h), Some(at)) = (&inner.hedger, sent.at) {
-        lock(h).copy_ended(now.saturating_duration_since(at), AttemptOutcome::Cancelled);
-    }
-    settle(inner, sent, AttemptOutcome::Cancelled, now);
 }
 
 /// Releases a slot under the concurrency limit, reporting a move of the limit.
@@ -287,8 +269,6 @@ impl Reliable {
             limit_permit: None,
             draw: None,
             current: 0,
-            hedged: None,
-            copies: Vec::new(),
             attempts: 0,
             finished: false,
             wait: None,
@@ -370,7 +350,7 @@ impl<'r> FirstAttempt<'r> {
 
     /// The attempt succeeded: the call is over. Nothing on the fast path reads the time of a
     /// success (see `Inner::success_needs_time`): it is recorded at the attempt's start.
-    #[inline]
+    #[inline(always)]
     pub fn succeeded(&mut self) {
         let inner = self.inner;
         if let (Some(b), Some(p)) = (&inner.breaker, self.permit.take()) {
@@ -380,30 +360,16 @@ impl<'r> FirstAttempt<'r> {
         inner.stats.bump(Total::Succeeded);
     }
 
-    /// The attempt failed (`fresh`: a reading of the clock taken since it ended, if any): the
-    /// rest of the call is a full run, whose next step is [`Run::failed`].
-    pub fn continue_as_run(&mut self, fresh: Option<Instant>) -> Run<'r> {
-        let inner = self.inner;
+    /// The attempt failed, seen at `now`: the call goes on in the engine, from the attempt's
+    /// start (`now` when the clock was not read then) and its breaker permit, handed over.
+    pub fn hand_over(&mut self, now: Instant) -> (Instant, Option<Permit>) {
         self.over = true;
-        let started = inner.eager_clock.then_some(self.started);
-        Run {
-            inner,
-            state: Self::state(inner, self.started),
-            started,
-            timed: inner.eager_clock,
-            fresh,
-            admitted: started,
-            call_permit: None,
-            attempt_permit: self.permit.take(),
-            limit_permit: None,
-            draw: None,
-            current: 1,
-            hedged: None,
-            copies: Vec::new(),
-            attempts: 1,
-            finished: false,
-            wait: None,
-        }
+        let started = if self.inner.eager_clock {
+            self.started
+        } else {
+            now
+        };
+        (started, self.permit.take())
     }
 }
 
@@ -482,11 +448,6 @@ impl Run<'_> {
             return self.time();
         }
         self.fresh.take().or(self.admitted)
-    }
-
-    /// Hands the run a clock reading just taken, for its next decision.
-    pub(crate) fn observed(&mut self, now: Instant) {
-        self.fresh = Some(now);
     }
 
     /// Asks the adaptive throttle, if there is one, to admit an attempt at `now`. A refusal is a
@@ -706,9 +667,6 @@ impl Run<'_> {
         let Some(now) = now else {
             return Ok((None, None));
         };
-        if let Some(h) = &inner.hedger {
-            self.hedged = Some(lock(h).start(now, inner.idempotency));
-        }
         let deadline = self.inner.retry.attempt_deadline(&self.state, now);
         Ok((Some(now), (deadline != Instant::MAX).then_some(deadline)))
     }
@@ -722,7 +680,6 @@ impl Run<'_> {
         }
         let now = self.success_time();
         let at = now.unwrap_or(Instant::ZERO);
-        self.close_race(at);
         self.record(AttemptOutcome::Success, at, true);
         if inner.budget.is_some() {
             with_budget!(inner, |b| inner.retry.on_success(&mut self.state, at, b));
@@ -759,215 +716,11 @@ impl Run<'_> {
     /// The current attempt's holdings, taken out.
     fn take_sent(&mut self) -> Sent {
         Sent {
-            n: self.current,
             breaker: self.attempt_permit.take(),
             limit: self.limit_permit.take(),
             draw: self.draw.take(),
             at: self.admitted.take(),
-            live: true,
         }
-    }
-
-    /// Makes `sent` the current attempt.
-    fn put_sent(&mut self, sent: Sent) {
-        self.current = sent.n;
-        self.attempt_permit = sent.breaker;
-        self.limit_permit = sent.limit;
-        self.draw = sent.draw;
-        self.admitted = sent.at;
-    }
-
-    /// Whether the attempt just admitted may be hedged (its hedging schedule is running).
-    pub(crate) fn hedging(&self) -> bool {
-        self.hedged.is_some()
-    }
-
-    /// The attempt just admitted becomes copy 0 of a race.
-    pub(crate) fn begin_race(&mut self) {
-        let sent = self.take_sent();
-        self.copies.push(sent);
-    }
-
-    /// When the next hedge of the attempt is due, if one can be.
-    pub(crate) fn hedge_due(&self) -> Option<Instant> {
-        let (h, call) = (self.inner.hedger.as_ref()?, self.hedged.as_ref()?);
-        lock(h).next_hedge_at(call)
-    }
-
-    /// Sends a hedge at `now` if the hedging rules, the breaker, the limits and the ledger allow
-    /// it: the index of its copy in the race. A refusal stops the hedging of this attempt.
-    pub(crate) fn try_hedge(&mut self, now: Instant) -> Option<usize> {
-        let inner = self.inner;
-        let (Some(h), Some(mut call)) = (&inner.hedger, self.hedged) else {
-            return None;
-        };
-        let hedger = lock(h);
-        if hedger.decide(&call, now).is_err() {
-            // Asked when a hedge is due: the schedule is over.
-            drop(hedger);
-            self.hedged = None;
-            return None;
-        }
-        let breaker = match (&inner.breaker, inner.scope) {
-            (Some(b), Scope::PerAttempt) => match b.acquire(Some(now), &*inner.clock).result {
-                Ok(p) => Some(p),
-                Err(r) => {
-                    drop(hedger);
-                    return self.no_hedge(NotSent::from_breaker(r.reason));
-                }
-            },
-            _ => None,
-        };
-        let give_back = |breaker: Option<Permit>, limit: Option<LimitPermit>| {
-            if let (Some(b), Some(p)) = (&inner.breaker, breaker) {
-                b.record(p, Outcome::Ignored, now);
-            }
-            if let Some(p) = limit {
-                release_limit(inner, p, Completion::Ignored, now);
-            }
-        };
-        let limit = match self.limits(now) {
-            Ok(p) => p,
-            Err((why, _)) => {
-                give_back(breaker, None);
-                drop(hedger);
-                return self.no_hedge(NotSent::Rejected(why));
-            }
-        };
-        let draw = match &inner.ledger {
-            Some(l) => {
-                let drawn = hedger.try_hedge_from(&mut call, now, &mut lock(l));
-                ledger_answer(inner, Extra::Hedge, drawn.is_ok());
-                match drawn {
-                    Ok(draw) => Some(draw),
-                    Err(no) => {
-                        give_back(breaker, limit);
-                        drop(hedger);
-                        let why = match no {
-                            NoHedge::Ledger(d) => ShedReason::Ledger(d),
-                            _ => {
-                                self.hedged = None;
-                                return None;
-                            }
-                        };
-                        return self.no_hedge(NotSent::Rejected(why));
-                    }
-                }
-            }
-            None => {
-                if hedger.try_hedge(&mut call, now).is_err() {
-                    give_back(breaker, limit);
-                    drop(hedger);
-                    self.hedged = None;
-                    return None;
-                }
-                None
-            }
-        };
-        drop(hedger);
-        self.hedged = Some(call);
-        self.attempts = self.attempts.saturating_add(1);
-        let n = self.attempts;
-        inner.stats.bump(Total::Hedges);
-        for o in inner.observers.iter() {
-            o.on_hedge(&inner.name, n);
-            o.on_attempt(&inner.name, n);
-        }
-        self.copies.push(Sent {
-            n,
-            breaker,
-            limit,
-            draw,
-            at: Some(now),
-            live: true,
-        });
-        Some(self.copies.len() - 1)
-    }
-
-    /// A hedge was due and refused: reported, and no other hedge of this attempt is sent.
-    fn no_hedge(&mut self, refusal: NotSent) -> Option<usize> {
-        self.hedged = None;
-        for o in self.inner.observers.iter() {
-            o.on_hedge_refused(&self.inner.name, refusal);
-        }
-        None
-    }
-
-    /// When copy `slot` of the race times out on its own timer (the instance's copy timeout from
-    /// its send), if it has one.
-    pub(crate) fn copy_deadline(&self, slot: usize) -> Option<Instant> {
-        let (timeout, sent) = (self.inner.copy_timeout?, self.copies.get(slot)?.at?);
-        Some(sent.saturating_add(timeout))
-    }
-
-    /// Copy `slot` of the race failed with `class` while others are still in flight: it is
-    /// settled now; the race goes on.
-    pub(crate) fn copy_failed(&mut self, slot: usize, class: ErrorClass) {
-        let now = self.now();
-        if let Some(sent) = self.copies.get_mut(slot) {
-            let done = Sent {
-                n: sent.n,
-                breaker: sent.breaker.take(),
-                limit: sent.limit.take(),
-                draw: sent.draw.take(),
-                at: sent.at,
-                live: false,
-            };
-            sent.live = false;
-            settle(self.inner, done, AttemptOutcome::Failed(class), now);
-        }
-        // No `observed(now)`: the race goes on, and its next decision (another copy's answer)
-        // comes later and reads the clock then.
-    }
-
-    /// The race is over: copy `slot` answered (`won`: with a success) and becomes the attempt
-    /// the run records; every other copy still in flight is cancelled (its future is dropped by
-    /// the caller right after) and settled as ignored.
-    pub(crate) fn end_race(&mut self, slot: usize, won: bool) {
-        let inner = self.inner;
-        let now = self.now();
-        let copies = std::mem::take(&mut self.copies);
-        let raced = copies.len() > 1;
-        for (i, sent) in copies.into_iter().enumerate() {
-            if i == slot {
-                self.put_sent(sent);
-            } else if sent.live {
-                for o in inner.observers.iter() {
-                    o.on_attempt_cancelled(&inner.name, sent.n);
-                }
-                dropped(inner, sent, now);
-            }
-        }
-        self.hedged = None;
-        if won && raced {
-            if slot != 0 {
-                inner.stats.bump(Total::HedgesWon);
-            }
-            for o in inner.observers.iter() {
-                o.on_hedge_won(&inner.name, self.current, slot != 0);
-            }
-        }
-        self.observed(now);
-    }
-
-    /// A race the caller dropped (its timer fired, or the call was dropped): the first copy in
-    /// flight becomes the attempt the run records, the others are settled as ignored.
-    fn close_race(&mut self, now: Instant) {
-        if self.copies.is_empty() {
-            return;
-        }
-        let copies = std::mem::take(&mut self.copies);
-        let mut current = None;
-        for sent in copies.into_iter().filter(|s| s.live) {
-            match current {
-                None => current = Some(sent),
-                Some(_) => dropped(self.inner, sent, now),
-            }
-        }
-        if let Some(sent) = current {
-            self.put_sent(sent);
-        }
-        self.hedged = None;
     }
 
     /// The attempt failed with `class`: retry (after how long) or stop (why).
@@ -977,7 +730,6 @@ impl Run<'_> {
             o.on_attempt_end(&inner.name, self.attempts, Some(class));
         }
         let now = self.now();
-        self.close_race(now);
         // A fatal error says nothing about the downstream's health: ignored.
         let outcome = AttemptOutcome::Failed(class);
         self.record(outcome, now, false);
@@ -1036,26 +788,8 @@ impl Run<'_> {
         }
     }
 
-    /// [`failed`](Self::failed) for a call loop: the wait before the next attempt (keeping
-    /// `error` as the call's `last`), or the error the call returns.
-    pub(crate) fn next<E>(
-        &mut self,
-        class: ErrorClass,
-        error: Option<E>,
-        last: &mut Option<E>,
-    ) -> Result<Duration, Error<E>> {
-        match self.failed(class) {
-            Step::Retry { after } => {
-                *last = error;
-                Ok(after)
-            }
-            Step::Stop(stop) => Err(stop.into_error(error, self.attempts)),
-        }
-    }
-
     /// Ends the call early (refused, or dropped): permits back unused, budget grant returned.
     fn finish(&mut self, now: Instant) {
-        self.close_race(now);
         self.record(AttemptOutcome::Cancelled, now, true);
         let inner = self.inner;
         with_budget!(inner, |b| inner.retry.abandon(&mut self.state, now, b));

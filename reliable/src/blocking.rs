@@ -3,9 +3,12 @@
 //! The work runs on the caller's thread, so nothing is spawned and nothing allocated per call.
 //! A per-attempt timeout cannot interrupt it (no one can stop a blocking thread from outside);
 //! instead the attempt's deadline is handed to the work as a [`CancelToken`] (the `_cancellable`
-//! variants) to pass on to its own client's timeout, and an answer that comes after the deadline
-//! **counts as a timeout**, exactly as if the caller had stopped waiting for it as the seed
-//! library does: the breaker and the retry policy see the same history either way.
+//! variants) to pass on to its own client's timeout. A **success** that comes after the deadline
+//! is the call's (the work was not interrupted: throwing it away to retry would only add load);
+//! a failure after the deadline, or any answer of work that was told its time was up
+//! ([`CancelToken::is_cancelled`]), is a timeout. The call engine
+//! ([`reliable_core::engine`]) decides every step; this face runs the attempts and sleeps the
+//! waits.
 //! [`call_blocking_detached`](Reliable::call_blocking_detached) keeps the seed's semantics
 //! exactly: each attempt runs on a thread of its own and the caller **stops waiting** at the
 //! deadline; the thread runs on (nothing can kill it) until the work checks its token or ends,
@@ -17,11 +20,15 @@
 //! refusals); hedging does not: a copy of a blocking attempt would need a thread of its own, so a
 //! blocking call is never hedged, whatever [`Builder::hedge`](crate::Builder::hedge) says.
 
-use crate::attempt::{Failure, FirstAttempt, Run};
+use crate::attempt::{Failure, FirstAttempt};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
+use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::reliable::Reliable;
+use reliable_core::Instant;
+use reliable_core::breaker::Permit;
+use reliable_core::engine::{Action, Call, Input};
 use reliable_core::outcome::ErrorClass;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -31,10 +38,9 @@ impl Reliable {
     /// Calls `f` on this thread until an attempt succeeds or the policy stops.
     ///
     /// **The per-attempt timeout does not bound how long an attempt takes.** Nothing can stop a
-    /// blocking function from outside: `f` runs to its end, and an answer that comes after the
-    /// attempt's deadline counts as a timeout (a late success is dropped and retried), so the
-    /// breaker and the retry policy see what they would see had the caller stopped waiting. To
-    /// bound latency:
+    /// blocking function from outside: `f` runs to its end. A success after the attempt's
+    /// deadline is the call's (it is never thrown away and retried); a failure after it counts as
+    /// a timeout. To bound latency:
     /// - [`call_blocking_cancellable`](Self::call_blocking_cancellable) hands `f` a
     ///   [`CancelToken`] with the attempt's deadline, to pass on to its own client's timeout
     ///   (`token.remaining()`), or to check while it works: bounded, no thread, no allocation;
@@ -116,49 +122,29 @@ impl Reliable {
     {
         let inner = &*self.inner;
         let f = Arc::new(f);
-        let mut run = self.start().map_err(|r| r.into_error(None))?;
-        let mut last: Option<E> = None;
-        loop {
-            let (now, deadline) = match run.admit_until() {
-                Ok(admitted) => admitted,
-                Err(refusal) => match run.take_wait() {
-                    Some(wait) => {
-                        inner.sleep.sleep_blocking(wait);
-                        continue;
-                    }
-                    None => return Err(refusal.into_error(last.take())),
-                },
-            };
-            let limit = now.zip(deadline).map(|(now, d)| (d - now).into());
+        self.drive_blocking(None, |deadline| {
+            let limit = deadline.map(|d| d.saturating_duration_since(inner.clock.now()).into());
             let token = CancelToken::detached(inner.clock.clone(), deadline);
-            let (class, error) = match detach(&f, token.clone(), limit) {
-                // An answer at or after the deadline is a timeout, as on the other paths.
-                Detached::Done(_) if token.is_cancelled() => {
+            match detach(&f, token.clone(), limit) {
+                // An answer at or after the deadline is a timeout: the caller stopped waiting.
+                Detached::Done(_) | Detached::TimedOut if token.is_cancelled() => {
                     token.abandon();
-                    (ErrorClass::Timeout, None)
+                    Err((ErrorClass::Timeout, None))
                 }
-                Detached::Done(Ok(value)) => {
-                    run.succeeded();
-                    return Ok(value);
-                }
-                Detached::Done(Err(e)) => (e.classify(), Some(e)),
+                Detached::Done(Ok(value)) => Ok(value),
+                Detached::Done(Err(e)) => Err((e.classify(), Some(e))),
                 Detached::TimedOut => {
                     token.abandon();
-                    (ErrorClass::Timeout, None)
+                    Err((ErrorClass::Timeout, None))
                 }
-            };
-            let wait = run.next(class, error, &mut last)?;
-            if !wait.is_zero() {
-                inner.sleep.sleep_blocking(wait);
             }
-        }
+        })
     }
 
     /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
-    /// for a timeout (before, and after to check the answer came in time), with nothing else on
-    /// the stack. Anything else (a failure, an instance that needs the time of a success, a
-    /// breaker that is not plainly closed) goes on in [`blocking_rest`](Self::blocking_rest), out
-    /// of line, so that this stays a handful of instructions around `f`.
+    /// for a timeout (to know when the attempt is up) or a failure, with nothing else on the
+    /// stack. A failure, or an instance the fast path does not fit (see `Inner::fast_first`), goes
+    /// on in the engine, out of line, so that this stays a handful of instructions around `f`.
     #[inline]
     fn blocking<T, E>(
         &self,
@@ -172,77 +158,138 @@ impl Reliable {
             return self.blocking_rest(classify, f, None);
         };
         let deadline = first.deadline();
-        let result = f(&CancelToken::new(&*inner.clock, deadline));
-        // An answer at or after the deadline is a timeout, as on the slow path.
-        let (late, now) = match deadline {
-            Some(d) => {
-                let now = inner.clock.now();
-                (now >= d, Some(now))
-            }
-            None => (false, None),
-        };
-        let failed = match result {
-            _ if late => (ErrorClass::Timeout, None),
-            Ok(value) => {
+        // A success is the call's, even after the deadline, unless the work was told its time
+        // was up (then it was interrupted: a timeout).
+        let token = CancelToken::new(&*inner.clock, deadline);
+        match f(&token) {
+            // Without a deadline the work is never told its time is up.
+            Ok(value) if deadline.is_none() || !token.was_told() => {
                 first.succeeded();
-                return Ok(value);
+                Ok(value)
             }
-            Err(e) => (classify(&e), Some(e)),
-        };
-        self.blocking_rest(classify, f, Some((first.continue_as_run(now), failed)))
+            result => self.blocking_failed(classify, f, first, result, &token),
+        }
     }
 
-    /// Everything after the fast path: a full run, starting from the fast path's failed first
-    /// attempt if there was one.
+    /// The fast path's first attempt did not succeed: the call goes on in the engine from it.
+    #[inline(never)]
+    fn blocking_failed<T, E>(
+        &self,
+        classify: impl Fn(&E) -> ErrorClass,
+        f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+        mut first: FirstAttempt<'_>,
+        result: Result<T, E>,
+        token: &CancelToken<'_>,
+    ) -> Result<T, Error<E>> {
+        let now = self.inner.clock.now();
+        let (started, permit) = first.hand_over(now);
+        let failure = failure(&classify, result, token, now);
+        self.blocking_rest(classify, f, Some((started, permit, now, failure)))
+    }
+
+    /// Everything after the fast path: the engine drives the call, going on from the fast
+    /// path's failed first attempt if there was one.
     #[inline(never)]
     fn blocking_rest<T, E>(
         &self,
         classify: impl Fn(&E) -> ErrorClass,
         mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-        failed: Option<(Run<'_>, Failure<E>)>,
+        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
     ) -> Result<T, Error<E>> {
         let inner = &*self.inner;
-        let (mut run, mut failure) = match failed {
-            Some((run, failure)) => (run, Some(failure)),
-            None => (self.start().map_err(|r| r.into_error(None))?, None),
-        };
+        self.drive_blocking(first, |deadline| {
+            let token = CancelToken::new(&*inner.clock, deadline);
+            match f(&token) {
+                Ok(value) if !token.was_told() => Ok(value),
+                result => Err(failure(&classify, result, &token, inner.clock.now())),
+            }
+        })
+    }
+
+    /// Drives the engine for a blocking call: `attempt(deadline)` runs one attempt on this
+    /// thread; the waits sleep it. `first`: the fast path's first attempt (its start, its
+    /// breaker permit, when it failed and how).
+    fn drive_blocking<T, E>(
+        &self,
+        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+        mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failure<E>>,
+    ) -> Result<T, Error<E>> {
+        let inner = &*self.inner;
+        let layers = Layers::new(inner, false);
+        let plan = layers.plan();
         let mut last: Option<E> = None;
+        let (mut run, mut now) = match first {
+            Some((started, permit, now, (class, error))) => {
+                let call = Call::<_, 1>::resume(&plan, &layers, started, permit);
+                let mut run = Driven::new(call, &layers, started);
+                last = error;
+                let class = Some(class);
+                run.call.handle(now, Input::Classified { n: 1, class });
+                (run, now)
+            }
+            None => {
+                let now = inner.clock.now();
+                (
+                    Driven::new(Call::start(&plan, &layers, now), &layers, now),
+                    now,
+                )
+            }
+        };
+        let mut value = None;
         loop {
-            let (class, error) = match failure.take() {
-                Some(failed) => failed,
-                None => {
-                    let (_, deadline) = match run.admit_until() {
-                        Ok(admitted) => admitted,
-                        Err(refusal) => match run.take_wait() {
-                            Some(wait) => {
-                                inner.sleep.sleep_blocking(wait);
-                                continue;
-                            }
-                            None => return Err(refusal.into_error(last.take())),
-                        },
-                    };
-                    let token = CancelToken::new(&*inner.clock, deadline);
-                    let result = f(&token);
-                    let late = deadline.is_some_and(|d| {
-                        let now = inner.clock.now();
-                        run.observed(now);
-                        now >= d
-                    });
-                    match result {
-                        _ if late => (ErrorClass::Timeout, None),
-                        Ok(value) => {
-                            run.succeeded();
-                            return Ok(value);
+            while let Some(action) = run.call.poll() {
+                match action {
+                    Action::Send { n, deadline, .. } => {
+                        for o in inner.observers.iter() {
+                            o.on_attempt(&inner.name, n);
                         }
-                        Err(e) => (classify(&e), Some(e)),
+                        let class = match attempt(deadline) {
+                            Ok(v) => {
+                                value = Some(v);
+                                None
+                            }
+                            Err((class, error)) => {
+                                last = error;
+                                Some(class)
+                            }
+                        };
+                        now = inner.clock.now();
+                        run.call.handle(now, Input::Classified { n, class });
                     }
+                    // A blocking attempt has answered before the engine hears of it.
+                    Action::Cancel { .. } => {}
+                    Action::Done(end) => return run.end(end, now, value.take(), last.take()),
                 }
-            };
-            let wait = run.next(class, error, &mut last)?;
-            if !wait.is_zero() {
-                inner.sleep.sleep_blocking(wait);
+            }
+            match run.call.poll_timeout() {
+                Some(at) => {
+                    if at > now {
+                        inner.sleep.sleep_blocking((at - now).into());
+                    }
+                    now = inner.clock.now();
+                    run.call.handle(now, Input::Tick);
+                }
+                // Nothing in flight and nothing to wait for: never so, but never stuck either.
+                None => run.call.handle(now, Input::Cancel),
             }
         }
+    }
+}
+
+/// How an attempt that did not succeed ended, seen at `now`: an answer after the work was told
+/// its time was up, or a failure at or after its deadline, is a timeout (it was interrupted, or
+/// overran it); else the error's class.
+fn failure<T, E>(
+    classify: &impl Fn(&E) -> ErrorClass,
+    result: Result<T, E>,
+    token: &CancelToken<'_>,
+    now: Instant,
+) -> Failure<E> {
+    match result {
+        Err(e) if !token.was_told() && token.deadline().is_none_or(|d| now < d) => {
+            (classify(&e), Some(e))
+        }
+        _ => (ErrorClass::Timeout, None),
     }
 }
 

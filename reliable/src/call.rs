@@ -7,13 +7,17 @@
 //! `select!` that picked another branch, an aborted task) cancels the attempt in flight the same
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
-use crate::attempt::{Failure, FirstAttempt, Run};
+use crate::attempt::{Failure, FirstAttempt};
 use crate::classify::Classify;
+use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::reliable::Inner;
 use crate::reliable::Reliable;
 use crate::sleep::SleepFuture;
+use crate::stats::Total;
 use reliable_core::Instant;
+use reliable_core::breaker::Permit;
+use reliable_core::engine::{Action, Call, Ended, Input};
 use reliable_core::outcome::ErrorClass;
 use std::future::Future;
 use std::pin::Pin;
@@ -96,20 +100,24 @@ impl Reliable {
                     Some(Err(e)) => (classify(&e), Some(e)),
                     None => (ErrorClass::Timeout, None),
                 };
-                Some((first.continue_as_run(None), failure))
+                let now = self.inner.clock.now();
+                let (started, permit) = first.hand_over(now);
+                Some((started, permit, now, failure))
             }
             None => None,
         };
         Box::pin(self.rest(classify, f, failed)).await
     }
 
-    /// Everything after the fast path: a full run, starting from the fast path's failed first
-    /// attempt if there was one.
+    /// Everything after the fast path: the engine drives the call, going on from the fast
+    /// path's failed first attempt if there was one (its start, its breaker permit, when it
+    /// failed and how). Each copy the engine sends is a future of `f`, raced against the others
+    /// of its attempt; a copy it cancels (it lost, or timed out) is dropped, which cancels it.
     async fn rest<T, E, C, F, Fut>(
         &self,
         classify: C,
         mut f: F,
-        failed: Option<(Run<'_>, Failure<E>)>,
+        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
     ) -> Result<T, Error<E>>
     where
         C: Fn(&E) -> ErrorClass,
@@ -117,145 +125,112 @@ impl Reliable {
         Fut: Future<Output = Result<T, E>>,
     {
         let inner = &*self.inner;
-        let (mut run, mut failure) = match failed {
-            Some((run, failure)) => (run, Some(failure)),
-            None => (self.start().map_err(|r| r.into_error(None))?, None),
-        };
+        let layers = Layers::new(inner, true);
+        let plan = layers.plan();
         let mut last: Option<E> = None;
-        loop {
-            let (class, error) = match failure.take() {
-                Some(failed) => failed,
-                None => {
-                    let (_, deadline) = match run.admit_race() {
-                        Ok(admitted) => admitted,
-                        Err(refusal) => match run.take_wait() {
-                            Some(wait) => {
-                                inner.sleep.sleep(wait).await;
-                                continue;
+        let (mut run, mut now) = match first {
+            Some((started, permit, now, (class, error))) => {
+                let call = Call::<_, 4>::resume(&plan, &layers, started, permit);
+                let mut run = Driven::new(call, &layers, started);
+                last = error;
+                let class = Some(class);
+                run.call.handle(now, Input::Classified { n: 1, class });
+                (run, now)
+            }
+            None => {
+                let now = inner.clock.now();
+                (
+                    Driven::new(Call::start(&plan, &layers, now), &layers, now),
+                    now,
+                )
+            }
+        };
+        let mut value = None;
+        // The copies in flight (boxed, so that copies can come and go), the attempt's first copy
+        // and whether a hedge of it was sent.
+        let mut flying: Vec<(u32, Option<Instant>, Pin<Box<Fut>>)> = Vec::new();
+        let (mut primary, mut raced) = (0, false);
+        let mut timer: Option<(Instant, SleepFuture)> = None;
+        std::future::poll_fn(|cx| {
+            loop {
+                while let Some(action) = run.call.poll() {
+                    match action {
+                        Action::Send { n, deadline, hedge } => {
+                            if !hedge {
+                                (primary, raced) = (n, false);
+                                for o in inner.observers.iter() {
+                                    o.on_attempt(&inner.name, n);
+                                }
                             }
-                            None => return Err(refusal.into_error(last.take())),
-                        },
+                            raced |= hedge;
+                            flying.push((n, deadline, Box::pin(f())));
+                        }
+                        Action::Cancel { n, .. } => flying.retain(|(m, ..)| *m != n),
+                        Action::Done(end) => {
+                            if let Ended::Ok { n } = end.result
+                                && raced
+                            {
+                                if n != primary {
+                                    inner.stats.bump(Total::HedgesWon);
+                                }
+                                for o in inner.observers.iter() {
+                                    o.on_hedge_won(&inner.name, n, n != primary);
+                                }
+                            }
+                            flying.clear();
+                            return Poll::Ready(run.end(end, now, value.take(), last.take()));
+                        }
+                    }
+                }
+                let answered = flying
+                    .iter_mut()
+                    .enumerate()
+                    .find_map(|(i, (n, _, fut))| match fut.as_mut().poll(cx) {
+                        Poll::Pending => None,
+                        Poll::Ready(result) => Some((i, *n, result)),
+                    });
+                if let Some((i, n, result)) = answered {
+                    flying.remove(i);
+                    let class = match result {
+                        Ok(v) => {
+                            value = Some(v);
+                            None
+                        }
+                        Err(e) => {
+                            let class = classify(&e);
+                            last = Some(e);
+                            Some(class)
+                        }
                     };
-                    let result = if run.hedging() {
-                        let race = race(&mut run, &mut f, &classify, inner);
-                        match deadline {
-                            None => Some(race.await),
-                            Some(deadline) => within(deadline, race, inner).await,
-                        }
-                    } else {
-                        let attempt = async { f().await.map_err(|e| (classify(&e), Some(e))) };
-                        match deadline {
-                            None => Some(attempt.await),
-                            Some(deadline) => within(deadline, attempt, inner).await,
-                        }
-                    };
-                    match result {
-                        Some(Ok(value)) => {
-                            run.succeeded();
-                            return Ok(value);
-                        }
-                        Some(Err(failure)) => failure,
-                        None => (ErrorClass::Timeout, None),
-                    }
+                    now = inner.clock.now();
+                    run.call.handle(now, Input::Classified { n, class });
+                    continue;
                 }
-            };
-            let wait = run.next(class, error, &mut last)?;
-            if !wait.is_zero() {
-                inner.sleep.sleep(wait).await;
-            }
-        }
-    }
-}
-
-/// One attempt of an idempotent call, raced against its hedges: each hedge is sent when the
-/// hedging rules, the breaker, the limits and the ledger allow it (see `Run::try_hedge`), and the
-/// first **success** wins. The copies still in flight are then dropped (cancelled) as this
-/// returns, after the run has settled their permits and draws. A copy that fails while others
-/// are in flight is settled and the race goes on; when the last one fails, so does the attempt.
-/// With a copy timeout, each copy is timed from its own send: one not answered by then is
-/// dropped and fails as a timeout, like any failed copy. The caller's timer (the attempt's
-/// timeout, the call's deadline) bounds the whole race: dropped, it leaves the run to settle the
-/// copies.
-async fn race<T, E, C, F, Fut>(
-    run: &mut Run<'_>,
-    f: &mut F,
-    classify: &C,
-    inner: &Inner,
-) -> Result<T, Failure<E>>
-where
-    C: Fn(&E) -> ErrorClass,
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    run.begin_race();
-    // (copy index in the run, when it times out, its future); boxed so that copies can come
-    // and go.
-    let mut flying: Vec<(usize, Option<Instant>, Pin<Box<Fut>>)> =
-        vec![(0, run.copy_deadline(0), Box::pin(f()))];
-    let mut timer: Option<(Instant, SleepFuture)> = None;
-    std::future::poll_fn(|cx| {
-        loop {
-            let mut i = 0;
-            while let Some((slot, _, fut)) = flying.get_mut(i) {
-                let slot = *slot;
-                match fut.as_mut().poll(cx) {
-                    Poll::Pending => i += 1,
-                    Poll::Ready(Ok(value)) => {
-                        run.end_race(slot, true);
-                        return Poll::Ready(Ok(value));
+                let Some(wake) = run.call.poll_timeout() else {
+                    return Poll::Pending;
+                };
+                now = inner.clock.now();
+                if now < wake {
+                    if timer.as_ref().is_none_or(|(due, _)| *due != wake) {
+                        timer = Some((wake, inner.sleep.sleep((wake - now).into())));
                     }
-                    Poll::Ready(Err(e)) => {
-                        let class = classify(&e);
-                        flying.remove(i);
-                        if flying.is_empty() {
-                            run.end_race(slot, false);
-                            return Poll::Ready(Err((class, Some(e))));
-                        }
-                        run.copy_failed(slot, class);
+                    if let Some((_, t)) = &mut timer
+                        && t.as_mut().poll(cx).is_pending()
+                    {
+                        return Poll::Pending;
                     }
+                    // The timer says it is time, whatever the clock reads.
+                    now = now.max(wake);
                 }
-            }
-            let copy_due = flying.iter().filter_map(|(_, due, _)| *due).min();
-            let hedge_due = run.hedge_due();
-            let Some(wake) = copy_due.into_iter().chain(hedge_due).min() else {
-                return Poll::Pending;
-            };
-            let now = inner.clock.now();
-            if copy_due.is_some_and(|due| now >= due) {
-                // Copies past their own timer: dropped (cancelled) here, failed as timeouts.
-                let (late, live): (Vec<_>, Vec<_>) = std::mem::take(&mut flying)
-                    .into_iter()
-                    .partition(|(_, due, _)| due.is_some_and(|due| now >= due));
-                flying = live;
-                let last = late.len();
-                for (k, (slot, _, fut)) in late.into_iter().enumerate() {
-                    drop(fut);
-                    if flying.is_empty() && k + 1 == last {
-                        run.end_race(slot, false);
-                        return Poll::Ready(Err((ErrorClass::Timeout, None)));
-                    }
-                    run.copy_failed(slot, ErrorClass::Timeout);
-                }
-                continue;
-            }
-            if hedge_due.is_some_and(|at| now >= at) {
                 timer = None;
-                if let Some(slot) = run.try_hedge(now) {
-                    flying.push((slot, run.copy_deadline(slot), Box::pin(f())));
-                }
-                continue;
+                // Copies past their deadline are dropped (cancelled) first, as their timers
+                // fired; the engine then takes them as timeouts.
+                flying.retain(|(_, due, _)| due.is_none_or(|due| now < due));
+                run.call.handle(now, Input::Tick);
             }
-            if timer.as_ref().is_none_or(|(due, _)| *due != wake) {
-                timer = Some((wake, inner.sleep.sleep((wake - now).into())));
-            }
-            if let Some((_, t)) = &mut timer
-                && t.as_mut().poll(cx).is_pending()
-            {
-                return Poll::Pending;
-            }
-        }
-    })
-    .await
+        })
+        .await
+    }
 }
 
 /// Runs `fut` until `deadline` on the instance's clock: its output, or `None` once the timer

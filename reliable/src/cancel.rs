@@ -27,15 +27,29 @@
 
 use crate::clock::Clock;
 use reliable_core::Instant;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// The deadline of one blocking attempt, as the work sees it.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct CancelToken<'a> {
     source: Source<'a>,
     deadline: Option<Instant>,
+    /// The work was told its time is up ([`is_cancelled`](Self::is_cancelled) said so): it was
+    /// interrupted, and its answer counts as a timeout.
+    told: Cell<bool>,
+}
+
+impl Clone for CancelToken<'_> {
+    fn clone(&self) -> Self {
+        CancelToken {
+            source: self.source.clone(),
+            deadline: self.deadline,
+            told: Cell::new(self.told.get()),
+        }
+    }
 }
 
 /// Where the time comes from. An attempt on the caller's thread borrows the instance's clock, so
@@ -59,6 +73,7 @@ impl<'a> CancelToken<'a> {
         CancelToken {
             source: Source::Borrowed(clock),
             deadline,
+            told: Cell::new(false),
         }
     }
 
@@ -76,7 +91,25 @@ impl<'a> CancelToken<'a> {
             Source::Borrowed(_) => false,
             Source::Detached(d) => d.abandoned.load(Ordering::Acquire),
         };
-        abandoned || self.deadline.is_some_and(|d| self.now() >= d)
+        let up = abandoned || self.deadline.is_some_and(|d| self.now() >= d);
+        if up {
+            self.told.set(true);
+        }
+        up
+    }
+
+    /// When the attempt's time is up, if ever. (A success the work returns after it without
+    /// having been told is its own, and kept.)
+    #[inline]
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Whether the work was told its time is up: then it was interrupted, and whatever it
+    /// answers is a timeout.
+    #[inline]
+    pub(crate) fn was_told(&self) -> bool {
+        self.told.get()
     }
 
     /// Time left for this attempt (`None`: no limit); zero once it is up.
@@ -96,6 +129,7 @@ impl CancelToken<'static> {
                 abandoned: AtomicBool::new(false),
             })),
             deadline,
+            told: Cell::new(false),
         }
     }
 

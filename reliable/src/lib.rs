@@ -139,6 +139,7 @@ pub mod cancel;
 pub mod chaos;
 pub mod classify;
 pub mod clock;
+mod drive;
 pub mod error;
 pub mod fallback;
 #[cfg(feature = "fleet")]

@@ -262,7 +262,7 @@ fn a_breaker_per_attempt_stops_the_retries_of_a_call_when_it_opens() {
             "retry after 0",
             "attempt 2",
             "closed -> open",
-            "retry after 0",
+            // The answer that opened it ends the call at once: no retry is planned first.
             "reject Open { retry_after: Some(30s) }",
             "end open (2 attempts)",
         ]
@@ -425,28 +425,38 @@ fn adaptive_throttling_rejects_locally_once_the_downstream_refuses_for_overload(
 }
 
 #[test]
-fn a_blocking_answer_after_the_timeout_counts_as_a_timeout() {
+fn a_blocking_success_after_the_timeout_is_kept_and_a_late_failure_is_a_timeout() {
     let clock = ManualClock::new();
     let rel = Reliable::builder("api")
         .no_breaker()
-        .attempts(2)
+        .attempts(3)
         .no_backoff()
         .timeout(Duration::from_secs(1))
         .manual_time(clock.clone())
         .build()
         .unwrap();
+    // Nothing interrupted the work: its success, late as it is, is the call's, never retried.
     let calls = Cell::new(0);
     let answer = rel.call_blocking(|| {
         calls.set(calls.get() + 1);
-        if calls.get() == 1 {
-            clock.advance(Duration::from_secs(2)); // the first attempt overruns its second
-        }
+        clock.advance(Duration::from_secs(2)); // overruns its second
         Ok::<_, std::io::Error>(calls.get())
+    });
+    assert_eq!(answer.unwrap(), 1, "the late success was kept");
+    // A failure after the deadline is a timeout (the work overran it), and is retried.
+    calls.set(0);
+    let answer = rel.call_blocking(|| {
+        calls.set(calls.get() + 1);
+        if calls.get() == 1 {
+            clock.advance(Duration::from_secs(2));
+            return Err(std::io::Error::other("late"));
+        }
+        Ok(calls.get())
     });
     assert_eq!(
         answer.unwrap(),
         2,
-        "the late answer was a timeout; the retry answered"
+        "the late failure was a timeout; the retry answered"
     );
 }
 

@@ -92,6 +92,11 @@ fn blocking(observed: bool) -> Vec<String> {
             let (result, late) = next(&n, call);
             if late {
                 clock.advance(LATE);
+                // A late success is kept (nothing interrupted the work); a late failure is a
+                // timeout: every other call's late answer fails.
+                if call % 2 == 0 {
+                    return Err(ErrorClass::Transient);
+                }
             }
             result
         });

@@ -16,6 +16,11 @@ use std::path::{Path, PathBuf};
 /// does not import (the std crate wraps or replaces it).
 const SAME_NAME_AS_CORE: &[(&str, &str)] = &[
     (
+        "Plan",
+        "the core's engine::Plan is what a policy says about one call as a whole, as the engine \
+         reads it; this one (policy) is a loaded policy file, its routes in fallback order",
+    ),
+    (
         "Policy",
         "the core's policy::Policy is a policy file's entry, which this crate names \
          policy::PolicyEntry; tower::Policy is what a tower layer reads answers with",

@@ -470,6 +470,42 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         call
     }
 
+    /// A call whose first attempt the face already sent at `started` on a fast path of its
+    /// own, holding `permit` from the breaker (asked per attempt; nothing else on the stack
+    /// admits attempts: no throttle, ledger, limit, rate limit or hedger). Hand it that
+    /// attempt's answer as copy 1 next; from then on it is the call [`start`](Self::start)
+    /// would have made.
+    pub fn resume(plan: &'a Plan, shared: &'a S, started: Instant, permit: Option<Permit>) -> Self {
+        const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
+        let retry = shared.budget(|b| plan.retry.start(started, b));
+        let deadline = plan.retry.attempt_deadline(&retry, started);
+        let attempt_deadline = (deadline != Instant::MAX).then_some(deadline);
+        let own = plan.copy_timeout.map(|t| started.saturating_add(t));
+        let mut copies = Vec::new();
+        let _ = copies.push(Sent {
+            n: 1,
+            breaker: permit,
+            limit: None,
+            draw: None,
+            sent: started,
+            deadline: own.into_iter().chain(attempt_deadline).min(),
+            live: true,
+        });
+        Call {
+            plan,
+            shared,
+            phase: Phase::Racing,
+            retry,
+            copies,
+            hedged: None,
+            attempt_deadline,
+            call_permit: None,
+            attempts: 1,
+            last: None,
+            out: Deque::new(),
+        }
+    }
+
     /// Takes an input at `now`: one arm per row of the [spec](self).
     pub fn handle(&mut self, now: Instant, input: Input) {
         match (self.phase, input) {

@@ -100,6 +100,34 @@ fn a_failure_is_retried_after_the_backoff_then_succeeds() {
 }
 
 #[test]
+fn a_call_resumed_from_a_sent_first_attempt_goes_on_as_a_started_one() {
+    // A face's fast path sent copy 1 at 0 on its own; it failed at 10.
+    let plan = Plan::new(retry(3, Some(1000)));
+    let parts = Parts::default();
+    let mut call: Call<'_, Parts> = Call::resume(&plan, &parts, t(0), None);
+    assert_eq!(actions(&mut call), [], "copy 1 is already out");
+    assert_eq!(call.poll_timeout(), Some(t(1000)), "its deadline is kept");
+    call.handle(t(10), Input::Answer { n: 1, answer: E500 });
+    assert_eq!(call.poll_timeout(), Some(t(110)));
+    call.handle(t(110), Input::Tick);
+    assert_eq!(
+        actions(&mut call),
+        [Action::Send {
+            n: 2,
+            deadline: Some(t(1110)),
+            hedge: false,
+        }]
+    );
+    call.handle(t(120), Input::Answer { n: 2, answer: OK });
+    let end = End {
+        result: Ended::Ok { n: 2 },
+        attempts: 2,
+        last: Some((2, None)),
+    };
+    assert_eq!(actions(&mut call), [Action::Done(end)]);
+}
+
+#[test]
 fn a_late_success_is_a_success() {
     // A face that cannot interrupt its work hands in a success after the deadline.
     let plan = Plan::new(retry(3, Some(300)));

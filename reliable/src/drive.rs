@@ -1,0 +1,338 @@
+//! An instance's layers as the core engine's [`Shared`] state, and what a face driving the engine
+//! needs around it: the engine's notes reported to the observers and counted in the stats, its
+//! end turned into the call's [`Error`], and a guard that cancels a call dropped unfinished.
+//!
+//! The engine ([`reliable_core::engine`]) decides every step of a call; a face here only sends
+//! the attempts it asks for, keeps its timers and hands the answers back.
+
+use crate::error::{Error, ShedReason};
+use crate::observer::{CallEnd, CallOutcome, NotSent};
+use crate::reliable::{Inner, Scope};
+use crate::stats::Total;
+use reliable_core::Instant;
+use reliable_core::breaker::{Outcome, Permit, RejectReason, Rejection};
+use reliable_core::budget::{Budget, Unlimited};
+use reliable_core::engine::{
+    BreakerScope, Call, End, Ended, Input, Note, Plan, Refusal, SampleFor, Shared,
+};
+use reliable_core::hedge::Hedger;
+use reliable_core::ledger::ExtraLedger;
+use reliable_core::limit::{Limiter, RateLimiter};
+use reliable_core::outcome::ErrorClass;
+use reliable_core::retry::GiveUpReason;
+use reliable_core::throttle::AdaptiveThrottle;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
+
+/// A poisoned lock only means another call panicked while holding it; every state is updated in
+/// single steps, so it is still consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One call's view of an instance's layers: the instance's shared state, whether this face
+/// hedges, and what the notes so far mean for the next one.
+#[derive(Debug)]
+pub(crate) struct Layers<'r> {
+    pub inner: &'r Inner,
+    /// The face sends hedges (an async call); a blocking call has no hedger.
+    hedges: bool,
+    /// The last note was a refusal: a retry noted next waits it out (it is no retry sent).
+    refused: AtomicBool,
+}
+
+impl<'r> Layers<'r> {
+    pub fn new(inner: &'r Inner, hedges: bool) -> Self {
+        Layers {
+            inner,
+            hedges,
+            refused: AtomicBool::new(false),
+        }
+    }
+
+    /// The instance's plan for a call.
+    pub fn plan(&self) -> Plan {
+        let i = self.inner;
+        Plan::new(i.retry)
+            .scope(match i.scope {
+                Scope::PerAttempt => BreakerScope::PerAttempt,
+                Scope::PerCall => BreakerScope::PerCall,
+            })
+            .idempotency(i.idempotency)
+            .copy_timeout(i.copy_timeout)
+    }
+}
+
+impl Shared for Layers<'_> {
+    fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
+        let i = self.inner;
+        i.breaker
+            .as_ref()
+            .map(|b| b.acquire(Some(now), &*i.clock).result)
+    }
+    fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+        if let Some(b) = &self.inner.breaker {
+            b.record(permit, outcome, now);
+        }
+    }
+    fn breaker_refuses(&self, now: Instant) -> Option<reliable_core::Duration> {
+        let b = self.inner.breaker.as_ref()?;
+        match b.retry_after(now) {
+            Some(after) => Some(after.into()),
+            None if b.state(now) == reliable_core::breaker::State::ForcedOpen => {
+                Some(reliable_core::Duration::MAX)
+            }
+            None => None,
+        }
+    }
+    fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+        let i = self.inner;
+        match (&i.ledger, &i.budget) {
+            (Some(l), _) => f(&mut *lock(l)),
+            (None, Some(b)) => f(&mut *lock(b)),
+            (None, None) => f(&mut Unlimited),
+        }
+    }
+    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+        self.inner.throttle.as_ref().map(|t| f(&mut lock(t)))
+    }
+    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
+        self.inner.ledger.as_ref().map(|l| f(&mut lock(l)))
+    }
+    fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
+        let h = self.inner.hedger.as_ref().filter(|_| self.hedges)?;
+        Some(f(&mut lock(h)))
+    }
+    fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+        self.inner.limiter.as_ref().map(|l| f(&mut lock(l)))
+    }
+    fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
+        self.inner.rate.as_ref().map(|r| f(&mut lock(r)))
+    }
+    fn sample(&self, what: SampleFor) -> u64 {
+        match what {
+            SampleFor::Throttle => self.inner.throttle_sample(),
+            SampleFor::Backoff => self.inner.rng.next_u64(),
+        }
+    }
+    fn note(&self, note: Note) {
+        let i = self.inner;
+        let name = &*i.name;
+        let refused = self.refused.swap(false, Relaxed);
+        match note {
+            Note::Hedge { n } => {
+                i.stats.bump(Total::Hedges);
+                for o in i.observers.iter() {
+                    o.on_hedge(name, n);
+                    o.on_attempt(name, n);
+                }
+            }
+            Note::NoHedge(r) => {
+                for o in i.observers.iter() {
+                    o.on_hedge_refused(name, not_sent(r));
+                }
+            }
+            Note::Lost { n } => {
+                for o in i.observers.iter() {
+                    o.on_attempt_cancelled(name, n);
+                }
+            }
+            Note::Refused(r) => {
+                self.refused.store(true, Relaxed);
+                for o in i.observers.iter() {
+                    o.on_reject(name, not_sent(r));
+                }
+            }
+            Note::Retry {
+                after,
+                class,
+                attempts,
+            } => {
+                if !refused {
+                    i.stats.bump(Total::Retries);
+                }
+                for o in i.observers.iter() {
+                    o.on_retry(name, attempts, class, after.into());
+                }
+            }
+            Note::Limit { from, to } => {
+                for o in i.observers.iter() {
+                    o.on_limit_change(name, from, to);
+                }
+            }
+            Note::Ledger { kind, granted } => {
+                for o in i.observers.iter() {
+                    o.on_ledger(name, kind, granted);
+                }
+            }
+            Note::Ended { n, class } => {
+                for o in i.observers.iter() {
+                    o.on_attempt_end(name, n, class);
+                }
+            }
+            // Reported with the call's end, which knows the attempts.
+            Note::GaveUp(_) => {}
+        }
+    }
+}
+
+/// A local refusal as the observers and errors name it.
+pub(crate) fn not_sent(r: Refusal) -> NotSent {
+    match r {
+        Refusal::Breaker(reason) => match reason {
+            RejectReason::Open { retry_after } => NotSent::Open {
+                retry_after: Some(retry_after.into()),
+            },
+            RejectReason::ForcedOpen => NotSent::Open { retry_after: None },
+            RejectReason::HalfOpenFull => NotSent::Rejected(ShedReason::HalfOpenFull),
+            RejectReason::SlowStart => NotSent::Rejected(ShedReason::SlowStart),
+        },
+        Refusal::Throttle(shed) => NotSent::Rejected(ShedReason::Throttled {
+            probability: f64::from(shed.probability_ppm) / 1e6,
+        }),
+        Refusal::Ledger(d) => NotSent::Rejected(ShedReason::Ledger(d)),
+        Refusal::Limit(r) => NotSent::Rejected(ShedReason::Limit { limit: r.limit }),
+        Refusal::Rate(r) => NotSent::Rejected(ShedReason::RateLimited {
+            retry_after: r.retry_after.into(),
+        }),
+    }
+}
+
+/// A call driven through the engine, counted and reported when it ends; dropped unfinished (a
+/// panic in the work, a future dropped), it is cancelled: what its copies hold goes back.
+pub(crate) struct Driven<'a, 'r, const C: usize> {
+    pub call: Call<'a, Layers<'r>, C>,
+    layers: &'a Layers<'r>,
+    started: Instant,
+    over: bool,
+}
+
+impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
+    pub fn new(call: Call<'a, Layers<'r>, C>, layers: &'a Layers<'r>, started: Instant) -> Self {
+        Driven {
+            call,
+            layers,
+            started,
+            over: false,
+        }
+    }
+
+    /// The time now.
+    pub fn now(&self) -> Instant {
+        self.layers.inner.clock.now()
+    }
+
+    /// The call ended with `end` at `now`: counted, reported, and turned into what the call
+    /// returns, `value` being the winning copy's value and `last` the last failed copy's error
+    /// (`None` when it timed out).
+    pub fn end<T, E>(
+        &mut self,
+        end: End,
+        now: Instant,
+        value: Option<T>,
+        last: Option<E>,
+    ) -> Result<T, Error<E>> {
+        self.over = true;
+        let i = self.layers.inner;
+        let attempts = end.attempts;
+        let timed_out = matches!(end.last, Some((_, Some(ErrorClass::Timeout))));
+        // The last answer a timeout: no error of its own (an earlier copy's is not the last).
+        let last = if timed_out { None } else { last };
+        let (result, outcome, total) = match end.result {
+            Ended::Ok { .. } => match value {
+                Some(v) => (Ok(v), CallOutcome::Success, Total::Succeeded),
+                // A success with no value: the engine never ends so.
+                None => (
+                    Err(Error::Timeout { attempts }),
+                    CallOutcome::Timeout,
+                    Total::Failed,
+                ),
+            },
+            Ended::GaveUp(reason) => {
+                for o in i.observers.iter() {
+                    o.on_give_up(&i.name, attempts, reason.name());
+                }
+                match (reason, last) {
+                    (_, None) => (
+                        Err(Error::Timeout { attempts }),
+                        CallOutcome::Timeout,
+                        if matches!(reason, GiveUpReason::Budget(_)) {
+                            Total::Refused
+                        } else {
+                            Total::Failed
+                        },
+                    ),
+                    (GiveUpReason::Budget(d), last) => (
+                        Err(Error::Rejected {
+                            why: ShedReason::Budget(d),
+                            last,
+                        }),
+                        if timed_out {
+                            CallOutcome::Timeout
+                        } else {
+                            CallOutcome::Rejected
+                        },
+                        Total::Refused,
+                    ),
+                    (reason, Some(last)) => (
+                        Err(Error::GaveUp {
+                            reason,
+                            last,
+                            attempts,
+                        }),
+                        if timed_out {
+                            CallOutcome::Timeout
+                        } else {
+                            CallOutcome::GaveUp
+                        },
+                        Total::Failed,
+                    ),
+                }
+            }
+            Ended::Refused(r) => {
+                let refusal = not_sent(r);
+                let outcome = match refusal {
+                    NotSent::Open { .. } => CallOutcome::Open,
+                    NotSent::Rejected(_) => CallOutcome::Rejected,
+                };
+                (Err(refusal.into_error(last)), outcome, Total::Refused)
+            }
+            Ended::Cancelled => (
+                Err(Error::Timeout { attempts }),
+                CallOutcome::Cancelled,
+                Total::Cancelled,
+            ),
+        };
+        i.stats.bump(total);
+        self.call_end(outcome, attempts, now);
+        result
+    }
+
+    fn call_end(&self, outcome: CallOutcome, attempts: u32, now: Instant) {
+        let i = self.layers.inner;
+        if i.observers.is_empty() {
+            return;
+        }
+        let end = CallEnd {
+            outcome,
+            attempts,
+            elapsed: now.saturating_duration_since(self.started).into(),
+        };
+        for o in i.observers.iter() {
+            o.on_call_end(&i.name, &end);
+        }
+    }
+}
+
+impl<const C: usize> Drop for Driven<'_, '_, C> {
+    fn drop(&mut self) {
+        if self.over {
+            return;
+        }
+        let now = self.now();
+        self.call.handle(now, Input::Cancel);
+        while self.call.poll().is_some() {}
+        self.layers.inner.stats.bump(Total::Cancelled);
+        self.call_end(CallOutcome::Cancelled, self.call.attempts(), now);
+    }
+}

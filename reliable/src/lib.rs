@@ -166,7 +166,13 @@ pub mod traces;
 
 // The crate's README (its crates.io page) is a guide whose Rust blocks are complete programs:
 // they compile and run as doctests with every feature on (CI job `reliable_crate`).
-#[cfg(all(doctest, feature = "tower", feature = "reqwest", feature = "policy"))]
+#[cfg(all(
+    doctest,
+    feature = "tower",
+    feature = "reqwest",
+    feature = "policy",
+    feature = "fleet-redis"
+))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 

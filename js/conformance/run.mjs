@@ -191,7 +191,7 @@ async function main(argv) {
       console.log(`same    ${sequence.name}`);
     }
   }
-  console.log(`${ran} sequences run, ${ran - failed - waiting.length} same, ${failed} different`);
+  console.log(`${ran} sequences run, ${ran - failed - waiting.length} same, ${failed} different, ${waiting.length} pending`);
   if (waiting.length) console.log(`decided by the face's own loop, not yet the engine's: ${waiting.join(", ")}`);
   if (skipped.length) console.log(`not expressible in the seed's API, not run: ${skipped.join(", ")}`);
   return failed === 0 && ran > 0 ? 0 : 1;

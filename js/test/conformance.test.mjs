@@ -30,10 +30,12 @@ test("the suite's shared sequences give their expected traces, byte for byte", {
   const out = run.stdout;
   process.stdout.write(out + run.stderr);
   assert.equal(run.status, 0, "the runner failed: see its output above");
-  const summary = out.match(/(\d+) sequences run, (\d+) same, (\d+) different/);
+  const summary = out.match(/(\d+) sequences run, (\d+) same, (\d+) different, (\d+) pending/);
   assert.ok(summary, "the runner printed no summary");
-  const [, ran, same, different] = summary.map(Number);
+  const [, ran, same, different, pending] = summary.map(Number);
   assert.ok(ran > 0, "no shared sequence ran");
   assert.equal(different, 0);
-  assert.equal(same, ran);
+  // A pending sequence (conformance/pending.json) is one this face still decides with its own
+  // loop, not the core's engine: the runner has checked that it still differs.
+  assert.equal(same + pending, ran);
 });

@@ -28,7 +28,7 @@ use crate::error::Error;
 use crate::reliable::Reliable;
 use reliable_core::Instant;
 use reliable_core::breaker::Permit;
-use reliable_core::engine::{Action, Call, Input};
+use reliable_core::engine::{Action, Input};
 use reliable_core::outcome::ErrorClass;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -217,24 +217,7 @@ impl Reliable {
         let inner = &*self.inner;
         let layers = Layers::new(inner, false);
         let plan = layers.plan();
-        let mut last: Option<E> = None;
-        let (mut run, mut now) = match first {
-            Some((started, permit, now, (class, error))) => {
-                let call = Call::<_, 1>::resume(&plan, &layers, started, permit);
-                let mut run = Driven::new(call, &layers, started);
-                last = error;
-                let class = Some(class);
-                run.call.handle(now, Input::Classified { n: 1, class });
-                (run, now)
-            }
-            None => {
-                let now = inner.clock.now();
-                (
-                    Driven::new(Call::start(&plan, &layers, now), &layers, now),
-                    now,
-                )
-            }
-        };
+        let (mut run, mut now, mut last) = Driven::<1>::begin(&plan, &layers, first);
         let mut value = None;
         loop {
             while let Some(action) = run.call.poll() {

@@ -17,7 +17,7 @@ use crate::sleep::SleepFuture;
 use crate::stats::Total;
 use reliable_core::Instant;
 use reliable_core::breaker::Permit;
-use reliable_core::engine::{Action, Call, Ended, Input};
+use reliable_core::engine::{Action, Ended, Input};
 use reliable_core::outcome::ErrorClass;
 use std::future::Future;
 use std::pin::Pin;
@@ -127,24 +127,7 @@ impl Reliable {
         let inner = &*self.inner;
         let layers = Layers::new(inner, true);
         let plan = layers.plan();
-        let mut last: Option<E> = None;
-        let (mut run, mut now) = match first {
-            Some((started, permit, now, (class, error))) => {
-                let call = Call::<_, 4>::resume(&plan, &layers, started, permit);
-                let mut run = Driven::new(call, &layers, started);
-                last = error;
-                let class = Some(class);
-                run.call.handle(now, Input::Classified { n: 1, class });
-                (run, now)
-            }
-            None => {
-                let now = inner.clock.now();
-                (
-                    Driven::new(Call::start(&plan, &layers, now), &layers, now),
-                    now,
-                )
-            }
-        };
+        let (mut run, mut now, mut last) = Driven::<4>::begin(&plan, &layers, first);
         let mut value = None;
         // The copies in flight (boxed, so that copies can come and go), the attempt's first copy
         // and whether a hedge of it was sent.

@@ -5,6 +5,7 @@
 //! The engine ([`reliable_core::engine`]) decides every step of a call; a face here only sends
 //! the attempts it asks for, keeps its timers and hands the answers back.
 
+use crate::attempt::Failure;
 use crate::error::{Error, ShedReason};
 use crate::observer::{CallEnd, CallOutcome, NotSent};
 use crate::reliable::{Inner, Scope};
@@ -214,6 +215,38 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
             layers,
             started,
             over: false,
+        }
+    }
+
+    /// A call's start through the engine: from the first attempt the face already sent on its
+    /// fast path (`first`: when the call started, its breaker permit, when the attempt failed,
+    /// and how) or from nothing. Returns the driven call, the time and the first attempt's error.
+    pub fn begin<E>(
+        plan: &'a Plan,
+        layers: &'a Layers<'r>,
+        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+    ) -> (Self, Instant, Option<E>) {
+        match first {
+            Some((started, permit, now, (class, error))) => {
+                let call = Call::resume(plan, layers, started, permit);
+                let mut run = Driven::new(call, layers, started);
+                run.call.handle(
+                    now,
+                    Input::Classified {
+                        n: 1,
+                        class: Some(class),
+                    },
+                );
+                (run, now, error)
+            }
+            None => {
+                let now = layers.inner.clock.now();
+                (
+                    Driven::new(Call::start(plan, layers, now), layers, now),
+                    now,
+                    None,
+                )
+            }
         }
     }
 

@@ -126,7 +126,7 @@ extern crate alloc;
 // The crate's README (its crates.io page): its Rust blocks compile and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub struct CoreReadmeDoctests;
 
 pub mod answer;
 pub mod backoff;

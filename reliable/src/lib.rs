@@ -174,7 +174,7 @@ pub mod traces;
     feature = "fleet-redis"
 ))]
 #[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub struct ReliableReadmeDoctests;
 
 pub use builder::Builder;
 pub use classify::Classify;

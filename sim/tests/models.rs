@@ -408,7 +408,8 @@ fn adaptive_throttle_sheds_load_under_refusals() {
     assert!(thr.local_rejections > 10_000);
 }
 
-/// The example in sim/README.md is a valid scenario and runs.
+/// The first example in sim/README.md (1,000 requests/s for 60 s, two policies) is a valid
+/// scenario and runs.
 #[test]
 fn readme_example_is_valid() {
     let readme = include_str!("../README.md");
@@ -416,7 +417,7 @@ fn readme_example_is_valid() {
     let end = start + readme[start..].find("```").unwrap();
     let s = summaries(&readme[start..end]);
     assert_eq!(s.len(), 2);
-    assert!(s.iter().all(|p| (45_000..55_000).contains(&p.first_tries)));
+    assert!(s.iter().all(|p| (57_000..63_000).contains(&p.first_tries)));
 }
 
 /// Retrying without delay and without limit against a downstream that fails at once would spin

@@ -63,7 +63,7 @@ mod scenario;
 pub mod tower;
 
 #[cfg(feature = "policy")]
-pub use scenario::{ScenarioFaults, scenario_faults};
+pub use scenario::{ScenarioFaults, UnplayableFault, scenario_faults};
 
 pub use reliable_core::chaos::{ClientFault, FaultWindow};
 

@@ -80,7 +80,7 @@ enum Mode {
 
 /// A fault of the file that a client cannot play.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refused {
+pub struct UnplayableFault {
     /// Its index in `faults`.
     pub index: usize,
     /// Its kind (`CapacityLoss`, `LoadSpike`).
@@ -89,7 +89,7 @@ pub struct Refused {
     pub reason: &'static str,
 }
 
-impl std::fmt::Display for Refused {
+impl std::fmt::Display for UnplayableFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -105,7 +105,7 @@ pub struct ScenarioFaults {
     /// Those a chaos layer plays, in file order, times from the scenario's start.
     pub client: Vec<FaultWindow>,
     /// Those it cannot, with the reason.
-    pub refused: Vec<Refused>,
+    pub refused: Vec<UnplayableFault>,
 }
 
 impl ScenarioFaults {
@@ -193,7 +193,7 @@ pub fn scenario_faults(text: &str, downstream: &str) -> Result<ScenarioFaults, S
             ),
             Fault::CapacityLoss { downstream: ds, .. } => {
                 if ds == downstream {
-                    out.refused.push(Refused {
+                    out.refused.push(UnplayableFault {
                         index,
                         kind: "CapacityLoss",
                         reason: CAPACITY,
@@ -202,7 +202,7 @@ pub fn scenario_faults(text: &str, downstream: &str) -> Result<ScenarioFaults, S
                 continue;
             }
             Fault::LoadSpike { .. } => {
-                out.refused.push(Refused {
+                out.refused.push(UnplayableFault {
                     index,
                     kind: "LoadSpike",
                     reason: LOAD,

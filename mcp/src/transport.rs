@@ -156,7 +156,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The SDK's in-memory sessions, ending after an idle time, at most [`HttpLimits::max_sessions`]:
-/// a new session over the cap ends another one, chosen by [`victim`]. Its client's next request
+/// a new session over the cap ends another one, chosen by `victim`. Its client's next request
 /// gets 404, and the MCP specification has it start a new session.
 #[derive(Debug)]
 pub struct Sessions {

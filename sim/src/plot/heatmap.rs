@@ -275,7 +275,7 @@ pub fn png(_map: &Heatmap) -> Result<Vec<u8>, PlotError> {
     Err(super::no_png())
 }
 
-/// Draws `map` as a PNG image, [`PNG_SCALE`] times the SVG's size.
+/// Draws `map` as a PNG image, [`PNG_SCALE`](super::PNG_SCALE) times the SVG's size.
 #[cfg(feature = "png")]
 pub fn png(map: &Heatmap) -> Result<Vec<u8>, PlotError> {
     ensure_font()?;

@@ -5,16 +5,20 @@
 use core::cell::Cell;
 use core::pin::pin;
 use core::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Wake;
 
 // README:begin
 use embassy_time::Timer;
 use reliable_core::backoff::{BackoffConfig, Jitter};
 use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow};
 use reliable_core::budget::{TokenBucket, TokenBucketConfig, TokenBucketPolicy};
+use reliable_core::engine::Plan;
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{RetryConfig, RetryPolicy};
 use reliable_core::{ConfigError, Duration};
-use reliable_embassy::{EmbassyClock, Error, Reliable};
+use reliable_embassy::{EmbassyClock, Error, Reliable, State};
 
 #[derive(Debug)]
 enum BusError {
@@ -24,12 +28,13 @@ enum BusError {
     Nack,
 }
 
-type Sensor = Reliable<CircuitBreaker<BreakerPolicy, CountWindow<20>>, TokenBucket, EmbassyClock>;
+type Breaker = CircuitBreaker<BreakerPolicy, CountWindow<20>>;
+type Sensor = Reliable<State<Breaker, TokenBucket>, EmbassyClock>;
 
 /// The policies, validated once: an invalid one is an error naming the field, never a panic later.
 fn sensor(seed: u64) -> Result<Sensor, ConfigError> {
     let breaker = CircuitBreaker::with_storage(BreakerPolicy::new(BreakerConfig::reliablekit())?)?;
-    let retry = RetryPolicy::new(RetryConfig {
+    let plan = Plan::new(RetryPolicy::new(RetryConfig {
         max_attempts: Some(3),
         attempt_timeout: Some(Duration::from_millis(50)),
         ..RetryConfig::new(BackoffConfig::exponential(
@@ -38,10 +43,11 @@ fn sensor(seed: u64) -> Result<Sensor, ConfigError> {
             Duration::from_millis(500),
             Jitter::Full,
         ))
-    })?;
+    })?);
     let budget = TokenBucket::new(TokenBucketPolicy::new(TokenBucketConfig::brooker_2022())?);
     // Each device its own seed, so a fleet that fails together does not retry together.
-    Ok(Reliable::new(breaker, retry, budget, EmbassyClock, seed))
+    let state = State::new(breaker, budget, seed);
+    Ok(Reliable::new(state, plan, EmbassyClock))
 }
 
 /// One reading, or why there is none. An attempt that overruns its 50 ms is dropped: the bus
@@ -62,7 +68,7 @@ async fn read_temperature(
         .await;
     match reading {
         Ok(celsius) => Some(celsius),
-        // The breaker is open: nothing was sent; sleep until it lets a call through again.
+        // The breaker is open: nothing more was sent; sleep until it lets a call through again.
         Err(e @ Error::Open { .. }) => {
             let wait = e.retry_after().unwrap_or(Duration::from_secs(1));
             Timer::after_micros(wait.as_micros()).await;
@@ -73,15 +79,30 @@ async fn read_temperature(
 }
 // README:end
 
-/// Polls `fut` on the host, moving the mock clock 1 ms whenever it waits.
+/// Records that the task asked to be polled again.
+struct Woken(AtomicBool);
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Polls `fut` on the host: again at once when it asked to be (its copies start at the next
+/// poll), else after moving the mock clock 1 ms.
 fn block_on<F: Future>(fut: F) -> F::Output {
+    let woken = Arc::new(Woken(AtomicBool::new(false)));
+    let waker = Waker::from(Arc::clone(&woken));
     let mut fut = pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
+    let mut cx = Context::from_waker(&waker);
     loop {
+        woken.0.store(false, Ordering::SeqCst);
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        embassy_time::MockDriver::get().advance(embassy_time::Duration::from_millis(1));
+        if !woken.0.load(Ordering::SeqCst) {
+            embassy_time::MockDriver::get().advance(embassy_time::Duration::from_millis(1));
+        }
     }
 }
 

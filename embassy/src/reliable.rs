@@ -1,42 +1,55 @@
-//! [`Reliable`]: one logical call's walk through the breaker, the retry policy and the budget,
-//! with the attempts as futures and the waits on a [`Clock`].
+//! [`Reliable`]: a whole call driven through reliable-core's call engine, with the copies it
+//! asks for as futures and its waits on a [`Clock`].
+//!
+//! The engine ([`reliable_core::engine::Call`]) decides every step: admission by each layer,
+//! the retry and its wait, hedges, timeouts, the end. This face only runs the copies it asks
+//! for (each a future from the caller's closure, in one of `COPIES` slots), drops the copies
+//! it cancels, keeps one timer at the instant it asks to be woken, and hands back each copy's
+//! result, classified by the caller.
 
 use core::borrow::Borrow;
-use core::cell::RefCell;
-use core::future::{Future, poll_fn};
-use core::pin::pin;
+use core::cell::Cell;
+use core::convert::Infallible;
+use core::future::{Future, pending, poll_fn};
 use core::task::Poll;
 
-use critical_section::Mutex;
-use reliable_core::breaker::{Breaker, Outcome, Permit, RejectReason};
-use reliable_core::budget::Budget;
+use embassy_futures::select::{Either, select, select_array};
+use embassy_futures::yield_now;
+use reliable_core::Duration;
+use reliable_core::breaker::RejectReason;
+use reliable_core::engine::{Action, Call, End, Ended, Input, Plan, Refusal, Shared};
 use reliable_core::outcome::ErrorClass;
-use reliable_core::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryState};
-use reliable_core::sample::splitmix64;
-use reliable_core::{Duration, Instant};
+use reliable_core::retry::GiveUpReason;
 
 use crate::clock::Clock;
 
 /// Why a call returned no value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error<E> {
-    /// The breaker is open: nothing was sent. `retry_after` says when it lets a call through
-    /// again (`None`: opened by hand, until reset).
+    /// The breaker is open: nothing more was sent. `retry_after` says when it lets a call
+    /// through again (`None`: opened by hand, until reset). `last` is the error of the attempt
+    /// whose failure opened it, when this call's own attempt did (`None` if it timed out, or if
+    /// the breaker was open before the call).
     Open {
         /// How long until the breaker lets a call through.
         retry_after: Option<Duration>,
+        /// The error of this call's last attempt, if it had one.
+        last: Option<E>,
     },
-    /// The breaker shed the call without being open: its half-open probe slots are taken, or
-    /// it is ramping up after closing (slow start).
+    /// Another local refusal ended the call: the breaker's half-open probes are taken or it is
+    /// ramping up (slow start), the adaptive throttle shed it, the ledger could not pay for a
+    /// probe, or a concurrency or rate limit was reached.
     Refused {
-        /// [`RejectReason::HalfOpenFull`] or [`RejectReason::SlowStart`].
-        reason: RejectReason,
+        /// Who refused, and why.
+        by: Refusal,
+        /// The error of this call's last attempt, if it had one.
+        last: Option<E>,
     },
     /// The last attempt timed out (its future was dropped) and the policy stopped.
     Timeout {
         /// Why there was no further attempt.
         reason: GiveUpReason,
-        /// Attempts sent.
+        /// Attempts sent (hedges included).
         attempts: u32,
     },
     /// The last attempt failed with `last` and the policy stopped (the error was not
@@ -46,82 +59,62 @@ pub enum Error<E> {
         reason: GiveUpReason,
         /// The last attempt's error.
         last: E,
+        /// Attempts sent (hedges included).
+        attempts: u32,
+    },
+    /// A copy was lost without an answer (no slot was free for it).
+    Cancelled {
         /// Attempts sent.
         attempts: u32,
     },
 }
 
 impl<E> Error<E> {
-    /// How long until the breaker lets a call through, when it refused this one for being open.
+    /// How long until the refuser lets a call through, when it says: the open breaker, or the
+    /// rate limit.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Error::Open { retry_after } => *retry_after,
+            Error::Open { retry_after, .. } => *retry_after,
+            Error::Refused { by, .. } => by.retry_after(),
             _ => None,
         }
     }
 }
 
-/// What the decisions change, behind one lock.
-struct Shared<Br, B> {
-    breaker: Br,
-    budget: B,
-    /// The state of the random draws (backoff jitter): SplitMix64 over this counter.
-    sample: u64,
-}
-
-/// A breaker, a retry policy and a retry budget around async calls; see the [crate docs](crate).
+/// A policy around async calls; see the [crate docs](crate).
 ///
-/// It owns its retry policy (`R = RetryPolicy`) or borrows it (`&'static RetryPolicy`, a policy
-/// in flash: a few hundred bytes less RAM).
-pub struct Reliable<Br, B, C, R = RetryPolicy> {
-    shared: Mutex<RefCell<Shared<Br, B>>>,
-    retry: R,
+/// - `S`: the state its calls share, the core's [`Shared`]: a [`State`](crate::State) (a
+///   breaker, a retry budget, any other layer) or your own.
+/// - `C`: the [`Clock`].
+/// - `P`: the [`Plan`], owned or borrowed (`&'static Plan`: a plan in flash, a few hundred
+///   bytes less RAM).
+/// - `COPIES`: how many copies of one attempt may be in flight at once (1: no hedging; up to 12,
+///   and each slot takes the size of one attempt's future in the call's future).
+pub struct Reliable<S, C, P = Plan, const COPIES: usize = 1> {
+    shared: S,
+    plan: P,
     clock: C,
 }
 
-impl<Br, B, C, R> core::fmt::Debug for Reliable<Br, B, C, R> {
+impl<S, C, P, const COPIES: usize> core::fmt::Debug for Reliable<S, C, P, COPIES> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Reliable").finish_non_exhaustive()
     }
 }
 
-impl<Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Reliable<Br, B, C, R> {
-    /// Calls through `breaker` (any reliable-core breaker: its window and probe slots are in
-    /// its type), retried as `retry` says, retries paid from `budget`
-    /// ([`Unlimited`](reliable_core::budget::Unlimited) for none), on `clock`. `seed` starts
-    /// the backoff's random draws: give each device its own, or their retries synchronise.
-    pub fn new(breaker: Br, retry: R, budget: B, clock: C, seed: u64) -> Self {
+impl<S: Shared, C: Clock, P: Borrow<Plan>, const COPIES: usize> Reliable<S, C, P, COPIES> {
+    /// Calls drawing from `shared`, run as `plan` says, on `clock`.
+    pub const fn new(shared: S, plan: P, clock: C) -> Self {
         Reliable {
-            shared: Mutex::new(RefCell::new(Shared {
-                breaker,
-                budget,
-                sample: seed,
-            })),
-            retry,
+            shared,
+            plan,
             clock,
         }
     }
 
-    /// The retry policy.
-    fn retry(&self) -> &RetryPolicy {
-        self.retry.borrow()
-    }
-
-    /// Runs `f` with the breaker and the budget. The lock is held only for `f`, which never
-    /// waits. (An observer of the breaker that called back into this `Reliable` from inside `f`
-    /// would find it borrowed, and panic: the one panic path here.)
-    fn with<T>(&self, f: impl FnOnce(&mut Shared<Br, B>) -> T) -> T {
-        critical_section::with(|cs| f(&mut self.shared.borrow_ref_mut(cs)))
-    }
-
-    /// Reads the breaker (its state, its counts) as of now.
-    pub fn breaker<T>(&self, read: impl FnOnce(&Br) -> T) -> T {
-        self.with(|s| read(&s.breaker))
-    }
-
-    /// Reads the retry budget.
-    pub fn budget<T>(&self, read: impl FnOnce(&B) -> T) -> T {
-        self.with(|s| read(&s.budget))
+    /// The state its calls share.
+    pub fn shared(&self) -> &S {
+        &self.shared
     }
 
     /// The clock it reads.
@@ -129,16 +122,37 @@ impl<Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Reliable<Br, B, C
         &self.clock
     }
 
-    /// Calls `f` (`|| async { … }`) until an attempt succeeds or the policy stops; `classify`
-    /// says what each error means. Each attempt gets the retry policy's per-attempt timeout (cut
-    /// to what is left of its deadline): on expiry the attempt's future is dropped, which
-    /// cancels whatever it was doing, and the attempt counts as [`ErrorClass::Timeout`].
+    /// Calls `f` (`|| async { … }`) as the engine says: each copy it sends is a future from
+    /// `f`; `classify` says what each error means. A copy the engine times out (the attempt's
+    /// timeout, its own, or the deadline) or cancels (it lost a hedged race) is dropped, which
+    /// cancels whatever it was doing.
     ///
     /// Dropping the returned future (a `select` that took another branch, a timeout around the
-    /// whole call) hands the attempt's breaker permit back unused and returns the retry's grant
-    /// to the budget.
+    /// whole call) drops the copies in flight and hands what they held back to the state: the
+    /// breaker's permits unused, the limits' slots, the budget's grant.
     pub async fn call<T, E, F, Fut>(
         &self,
+        classify: impl Fn(&E) -> ErrorClass,
+        f: F,
+    ) -> Result<T, Error<E>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let slots: [Slot<Result<T, E>, Fut>; COPIES] = core::array::from_fn(|_| Slot::new());
+        // The copies run in the slots, polled before the driver, so the driver sees every answer
+        // that came in before it looks at the time.
+        let copies = select_array(slots.each_ref().map(Slot::run));
+        match select(copies, self.drive(&slots, classify, f)).await {
+            Either::First((never, _)) => match never {},
+            Either::Second(result) => result,
+        }
+    }
+
+    /// The engine's driver: sends, cancels, the timer, the answers.
+    async fn drive<T, E, F, Fut>(
+        &self,
+        slots: &[Slot<Result<T, E>, Fut>; COPIES],
         classify: impl Fn(&E) -> ErrorClass,
         mut f: F,
     ) -> Result<T, Error<E>>
@@ -146,155 +160,193 @@ impl<Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Reliable<Br, B, C
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut run = Run::start(self);
+        let plan = self.plan.borrow();
+        let mut run = Running {
+            call: Call::<S, COPIES>::start(plan, &self.shared, self.clock.now()),
+            clock: &self.clock,
+            over: false,
+        };
+        let mut won: Option<(u32, T)> = None;
+        let mut last: Option<(u32, E)> = None;
         loop {
-            let deadline = run.admit()?;
-            let result = within(&self.clock, deadline, f()).await;
-            let (class, error) = match result {
-                Some(Ok(value)) => {
-                    run.succeeded();
-                    return Ok(value);
+            let (mut moved, mut cancelled) = (false, false);
+            while let Some(action) = run.call.poll() {
+                match action {
+                    Action::Send { n, .. } => {
+                        if cancelled {
+                            // The copies cancelled are dropped before the next is made.
+                            yield_now().await;
+                            cancelled = false;
+                        }
+                        match slots.iter().find(|s| s.is_free()) {
+                            Some(slot) => {
+                                slot.send(n, f());
+                                moved = true;
+                            }
+                            // Never with the engine's own count of copies; still no panic.
+                            None => run.call.handle(self.clock.now(), Input::Dropped { n }),
+                        }
+                    }
+                    Action::Cancel { n, .. } => {
+                        if let Some(slot) = slots.iter().find(|s| s.copy.get() == n) {
+                            slot.cancel();
+                            (moved, cancelled) = (true, true);
+                        }
+                    }
+                    Action::Done(end) => {
+                        run.over = true;
+                        return outcome(end, won, last);
+                    }
                 }
-                Some(Err(e)) => (classify(&e), Some(e)),
-                None => (ErrorClass::Timeout, None),
+            }
+            if moved {
+                // The slots start and drop copies now, at this instant.
+                yield_now().await;
+            }
+            let wake = run.call.poll_timeout();
+            let answered = poll_fn(|_| answered(slots).map_or(Poll::Pending, Poll::Ready));
+            let timer = async {
+                match wake {
+                    Some(at) => self.clock.sleep_until(at).await,
+                    None => pending().await,
+                }
             };
-            match run.failed(class) {
-                Ok(at) => self.clock.sleep_until(at).await,
-                Err(reason) => {
-                    let attempts = run.attempts;
-                    return Err(match error {
-                        Some(last) => Error::GaveUp {
-                            reason,
-                            last,
-                            attempts,
-                        },
-                        None => Error::Timeout { reason, attempts },
-                    });
+            let event = select(answered, timer).await;
+            let now = self.clock.now();
+            match event {
+                Either::First((n, Ok(value))) => {
+                    won = Some((n, value));
+                    run.call.handle(now, Input::Classified { n, class: None });
                 }
+                Either::First((n, Err(e))) => {
+                    let class = classify(&e);
+                    last = Some((n, e));
+                    let class = Some(class);
+                    run.call.handle(now, Input::Classified { n, class });
+                }
+                Either::Second(()) => run.call.handle(now, Input::Tick),
             }
         }
     }
 }
 
-/// One call in progress. Dropped unfinished (the call's future was dropped), it hands the
-/// permit back as ignored and abandons the request, so the budget gets its grant back.
-struct Run<'r, Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> {
-    rel: &'r Reliable<Br, B, C, R>,
-    state: RetryState,
-    permit: Option<Permit>,
-    attempts: u32,
-    finished: bool,
+/// A call in progress; dropped unfinished (its future was dropped), it is cancelled: what its
+/// copies hold goes back to the shared state.
+struct Running<'a, S: Shared, C: Clock, const COPIES: usize> {
+    call: Call<'a, S, COPIES>,
+    clock: &'a C,
+    over: bool,
 }
 
-impl<'r, Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Run<'r, Br, B, C, R> {
-    fn start(rel: &'r Reliable<Br, B, C, R>) -> Self {
-        let now = rel.clock.now();
-        let state = rel.with(|s| rel.retry().start(now, &mut s.budget));
-        Run {
-            rel,
-            state,
-            permit: None,
-            attempts: 0,
-            finished: false,
-        }
-    }
-
-    /// The breaker admits the next attempt: when it must be over.
-    fn admit<E>(&mut self) -> Result<Instant, Error<E>> {
-        let rel = self.rel;
-        let now = rel.clock.now();
-        let acquired = rel.with(|s| s.breaker.try_acquire(now));
-        match acquired {
-            Ok(permit) => {
-                self.permit = Some(permit);
-                self.attempts = self.attempts.saturating_add(1);
-                Ok(rel.retry().attempt_deadline(&self.state, now))
-            }
-            Err(rejection) => {
-                self.finish(now);
-                Err(match rejection.reason {
-                    RejectReason::Open { retry_after } => Error::Open {
-                        retry_after: Some(retry_after),
-                    },
-                    RejectReason::ForcedOpen => Error::Open { retry_after: None },
-                    reason => Error::Refused { reason },
-                })
-            }
-        }
-    }
-
-    fn succeeded(&mut self) {
-        let rel = self.rel;
-        let now = rel.clock.now();
-        let permit = self.permit.take();
-        rel.with(|s| {
-            if let Some(permit) = permit {
-                s.breaker.record(permit, Outcome::Success, now);
-            }
-            rel.retry().on_success(&mut self.state, now, &mut s.budget);
-        });
-        self.finished = true;
-    }
-
-    /// The attempt failed with `class`: when to send the next, or why not.
-    fn failed(&mut self, class: ErrorClass) -> Result<Instant, GiveUpReason> {
-        let rel = self.rel;
-        let now = rel.clock.now();
-        let permit = self.permit.take();
-        let decision = rel.with(|s| {
-            if let Some(permit) = permit {
-                s.breaker.record(permit, Outcome::from(class), now);
-            }
-            s.sample = splitmix64(s.sample);
-            let sample = s.sample;
-            rel.retry()
-                .on_failure_with(&mut self.state, class, now, &mut s.budget, sample)
-        });
-        match decision {
-            RetryDecision::RetryAt(at) => Ok(at),
-            RetryDecision::GiveUp(reason) => {
-                self.finished = true;
-                Err(reason)
-            }
-        }
-    }
-
-    /// Ends the call early: the permit back unused, the retry's grant back to the budget.
-    fn finish(&mut self, now: Instant) {
-        let rel = self.rel;
-        let permit = self.permit.take();
-        rel.with(|s| {
-            if let Some(permit) = permit {
-                s.breaker.record(permit, Outcome::Ignored, now);
-            }
-            rel.retry().abandon(&mut self.state, now, &mut s.budget);
-        });
-        self.finished = true;
-    }
-}
-
-impl<Br: Breaker, B: Budget, C: Clock, R: Borrow<RetryPolicy>> Drop for Run<'_, Br, B, C, R> {
+impl<S: Shared, C: Clock, const COPIES: usize> Drop for Running<'_, S, C, COPIES> {
     fn drop(&mut self) {
-        if !self.finished {
-            let now = self.rel.clock.now();
-            self.finish(now);
+        if !self.over {
+            self.call.handle(self.clock.now(), Input::Cancel);
+            while self.call.poll().is_some() {}
         }
     }
 }
 
-/// Runs `fut` until `deadline` on `clock`: its output, or `None` once the deadline passes, in
-/// which case `fut` has been dropped (cancelled) when this returns.
-async fn within<C: Clock, F: Future>(clock: &C, deadline: Instant, fut: F) -> Option<F::Output> {
-    if deadline == Instant::MAX {
-        return Some(fut.await);
+/// The first answer waiting in a slot (the lowest copy, as they were sent), its slot freed.
+fn answered<O, Fut: Future<Output = O>>(slots: &[Slot<O, Fut>]) -> Option<(u32, O)> {
+    let slot = slots
+        .iter()
+        .filter(|s| s.copy.get() != 0 && s.has_answer())
+        .min_by_key(|s| s.copy.get())?;
+    let n = slot.copy.replace(0);
+    slot.done.take().map(|out| (n, out))
+}
+
+/// The call's end as its result: the winner's value, or the error of the last answer taken
+/// (none when it was a timeout).
+fn outcome<T, E>(end: End, won: Option<(u32, T)>, last: Option<(u32, E)>) -> Result<T, Error<E>> {
+    let attempts = end.attempts;
+    let last = last
+        .filter(|(k, _)| end.last.is_some_and(|(n, _)| n == *k))
+        .map(|(_, e)| e);
+    match end.result {
+        Ended::Ok { n } => match won {
+            Some((k, value)) if k == n => Ok(value),
+            _ => Err(Error::Cancelled { attempts }),
+        },
+        Ended::GaveUp(reason) => Err(match last {
+            Some(last) => Error::GaveUp {
+                reason,
+                last,
+                attempts,
+            },
+            None => Error::Timeout { reason, attempts },
+        }),
+        Ended::Refused(Refusal::Breaker(RejectReason::Open { retry_after })) => Err(Error::Open {
+            retry_after: (retry_after != Duration::MAX).then_some(retry_after),
+            last,
+        }),
+        Ended::Refused(Refusal::Breaker(RejectReason::ForcedOpen)) => Err(Error::Open {
+            retry_after: None,
+            last,
+        }),
+        Ended::Refused(by) => Err(Error::Refused { by, last }),
+        Ended::Cancelled => Err(Error::Cancelled { attempts }),
     }
-    let mut fut = pin!(fut);
-    let mut timer = pin!(clock.sleep_until(deadline));
-    poll_fn(|cx| {
-        if let Poll::Ready(value) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(value));
+}
+
+/// Where one copy runs: the driver puts a copy's future in (`send`) and takes its output out;
+/// the slot's task polls it until it is done or cancelled.
+struct Slot<O, Fut> {
+    /// The copy in this slot (0: free).
+    copy: Cell<u32>,
+    /// A copy to start.
+    start: Cell<Option<Fut>>,
+    /// The copy's output, until the driver takes it.
+    done: Cell<Option<O>>,
+}
+
+impl<O, Fut: Future<Output = O>> Slot<O, Fut> {
+    fn new() -> Self {
+        Slot {
+            copy: Cell::new(0),
+            start: Cell::new(None),
+            done: Cell::new(None),
         }
-        timer.as_mut().poll(cx).map(|()| None)
-    })
-    .await
+    }
+
+    fn is_free(&self) -> bool {
+        self.copy.get() == 0
+    }
+
+    fn has_answer(&self) -> bool {
+        let out = self.done.take();
+        let some = out.is_some();
+        self.done.set(out);
+        some
+    }
+
+    fn send(&self, n: u32, fut: Fut) {
+        self.copy.set(n);
+        self.done.set(None);
+        self.start.set(Some(fut));
+    }
+
+    /// Frees the slot: the copy is dropped before it is polled again.
+    fn cancel(&self) {
+        self.copy.set(0);
+        self.start.set(None);
+        self.done.set(None);
+    }
+
+    /// The slot's task: runs each copy put in it until it answers or is cancelled.
+    async fn run(&self) -> Infallible {
+        loop {
+            let fut = poll_fn(|_| self.start.take().map_or(Poll::Pending, Poll::Ready)).await;
+            let n = self.copy.get();
+            let cancelled = poll_fn(|_| match self.copy.get() == n {
+                true => Poll::Pending,
+                false => Poll::Ready(()),
+            });
+            // The cancellation first: a cancelled copy is never polled again.
+            if let Either::Second(out) = select(cancelled, fut).await {
+                self.done.set(Some(out));
+            }
+        }
+    }
 }

@@ -6,16 +6,19 @@ use std::cell::Cell;
 use std::future::Future;
 use std::pin::pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 
 use embassy_time::{MockDriver, Timer};
 use reliable_core::backoff::BackoffConfig;
 use reliable_core::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow};
 use reliable_core::budget::Unlimited;
+use reliable_core::engine::Plan;
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{RetryConfig, RetryPolicy};
 use reliable_core::{Duration, Instant};
-use reliable_embassy::{Clock, EmbassyClock, Reliable};
+use reliable_embassy::{Clock, EmbassyClock, Reliable, State};
 
 struct DropCounter(Rc<Cell<u32>>);
 impl Drop for DropCounter {
@@ -24,18 +27,33 @@ impl Drop for DropCounter {
     }
 }
 
-/// Polls `fut`, moving the mock clock 1 ms whenever it waits; returns its output and the time
-/// it took.
+/// Records that the task asked to be polled again.
+struct Woken(AtomicBool);
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Polls `fut`: again at once when it asked to be (a call's copies start at the poll after the
+/// engine asks for them), else after moving the mock clock 1 ms; returns its output and the
+/// time it took.
 fn run_on_mock_time<F: Future>(fut: F) -> (F::Output, embassy_time::Duration) {
     let driver = MockDriver::get();
     let start = embassy_time::Instant::now();
+    let woken = Arc::new(Woken(AtomicBool::new(false)));
+    let waker = Waker::from(Arc::clone(&woken));
     let mut fut = pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
+    let mut cx = Context::from_waker(&waker);
     for _ in 0..100_000 {
+        woken.0.store(false, Ordering::SeqCst);
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return (v, embassy_time::Instant::now() - start);
         }
-        driver.advance(embassy_time::Duration::from_millis(1));
+        if !woken.0.load(Ordering::SeqCst) {
+            driver.advance(embassy_time::Duration::from_millis(1));
+        }
     }
     panic!("the call did not finish in 100 s of mock time");
 }
@@ -52,7 +70,11 @@ fn timeouts_and_backoff_run_on_embassy_timers() {
         BreakerPolicy::new(BreakerConfig::reliablekit()).unwrap(),
     )
     .unwrap();
-    let rel = Reliable::new(breaker, policy, Unlimited, EmbassyClock, 1);
+    let rel: Reliable<_, _> = Reliable::new(
+        State::new(breaker, Unlimited, 1),
+        Plan::new(policy),
+        EmbassyClock,
+    );
     let (dropped, tries) = (Rc::new(Cell::new(0)), Cell::new(0));
     let call = rel.call(
         |_: &()| ErrorClass::Transient,

@@ -1,7 +1,7 @@
 //! The client loop of `firmware`, written with reliable-embassy: the call is an async attempt
 //! (100 µs on the bus, then the downstream's answer from the input pin) that `Reliable::call`
-//! wraps in the breaker, retries with backoff on embassy-time timers, times out after 2 ms, and pays
-//! for from the token bucket. embassy-time's driver here reads the cycle counter and wakes at once
+//! drives through the core's call engine: the breaker, retries with backoff on embassy-time
+//! timers, a 2 ms timeout per attempt, retries paid for from the token bucket. embassy-time's driver here reads the cycle counter and wakes at once
 //! (the loop polls), and a noop waker stands in for an executor: what is measured is the wrapper,
 //! embassy-time and the core, not a scheduler.
 //!
@@ -31,22 +31,22 @@ use embassy_time::Timer;
 use reliable_core::Duration;
 use reliable_core::breaker::{BreakerPolicy, CircuitBreaker, CountWindow};
 use reliable_core::budget::TokenBucket;
+use reliable_core::engine::Plan;
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{RetryConfig, RetryPolicy};
-use reliable_embassy::{EmbassyClock, Reliable};
+use reliable_embassy::{EmbassyClock, Reliable, State};
 
-/// `firmware`'s retry policy with a per-attempt timeout.
-static RETRY_POLICY: RetryPolicy = policies::valid(RetryPolicy::new(RetryConfig {
+/// The call's plan: `firmware`'s retry policy with a per-attempt timeout.
+static PLAN: Plan = Plan::new(policies::valid(RetryPolicy::new(RetryConfig {
     attempt_timeout: Some(Duration::from_millis(2)),
     ..policies::RETRY_CONFIG
-}));
+})));
 
 /// The policies stay in flash: the wrapper borrows them.
 type Client = Reliable<
-    CircuitBreaker<&'static BreakerPolicy, CountWindow<64>>,
-    TokenBucket,
+    State<CircuitBreaker<&'static BreakerPolicy, CountWindow<64>>, TokenBucket>,
     EmbassyClock,
-    &'static RetryPolicy,
+    &'static Plan,
 >;
 
 /// The wrapper's size, as the size of this symbol (`nm -S`): the RAM its state takes.
@@ -132,13 +132,8 @@ fn run() -> ! {
         }
     };
     let budget = TokenBucket::new(policies::BUDGET_POLICY);
-    let client: Client = Reliable::new(
-        breaker,
-        &RETRY_POLICY,
-        budget,
-        EmbassyClock,
-        u64::from(board::cycles()),
-    );
+    let state = State::new(breaker, budget, u64::from(board::cycles()));
+    let client: Client = Reliable::new(state, &PLAN, EmbassyClock);
     loop {
         let answer = block_on(call(&client));
         board::report(match answer {

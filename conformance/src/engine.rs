@@ -132,7 +132,7 @@ fn built<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
 /// The sequence's policy in the policy format, the layers in the order the README gives
 /// (`Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`, without those the block
 /// leaves out), each layer's state one per client.
-fn stack(s: &Sequence) -> Layer<()> {
+pub(crate) fn stack(s: &Sequence) -> Layer<()> {
     let p = &s.policy;
     let scope = Scope::PerClient;
     let mut layer = Layer::Call {
@@ -247,7 +247,7 @@ fn ms(i: Instant) -> u64 {
 }
 
 /// The scripted answer as the core's `Answer` (`None`: it never comes).
-fn answer_of(a: &Scripted) -> Option<Answer> {
+pub(crate) fn answer_of(a: &Scripted) -> Option<Answer> {
     match a {
         Scripted::Status(code, headers) => {
             let signals =

@@ -47,8 +47,8 @@ fn interrupted(s: &Sequence) -> Option<String> {
 /// The face that writes the expected traces: the core's call engine, driven directly.
 pub const REFERENCE: Face = ALL[4];
 
-/// Every Rust face; the engine (the reference) last.
-pub const ALL: [Face; 5] = [
+/// Every Rust face; the engine (the reference) fifth, the embassy wrapper after it.
+pub const ALL: [Face; 6] = [
     Face {
         name: "reliable-call",
         run: reliable_call,
@@ -85,6 +85,11 @@ pub const ALL: [Face; 5] = [
         name: "engine",
         run: crate::engine::run,
         skips: |_| None,
+    },
+    Face {
+        name: "embassy",
+        run: crate::embassy::run,
+        skips: crate::embassy::skips,
     },
 ];
 

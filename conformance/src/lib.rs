@@ -4,6 +4,7 @@
 //! and writes trace lines, for the Rust faces' runners ([`faces`]).
 #![forbid(unsafe_code)]
 
+pub mod embassy;
 pub mod engine;
 pub mod faces;
 pub mod simulator;

@@ -22,7 +22,7 @@ const OPENS_ENDS_CALL: &[&str] = &[
 fn pending(face: &str, sequence: &str) -> bool {
     match face {
         // Faces that drive the engine: none pending.
-        "engine" | "reliable-call" | "reliable-call-blocking" => false,
+        "engine" | "reliable-call" | "reliable-call-blocking" | "embassy" => false,
         _ => OPENS_ENDS_CALL.contains(&sequence),
     }
 }
@@ -111,4 +111,11 @@ fn simulator() {
 fn engine() {
     assert_eq!(ALL[4].name, REFERENCE.name);
     check(ALL[4]);
+}
+
+/// `reliable_embassy::Reliable::call` on embassy-time's mock driver (its clock is global: this is
+/// the only test in this binary that reads it).
+#[test]
+fn embassy() {
+    check(ALL[5]);
 }

@@ -172,27 +172,27 @@ impl Extras {
         }
     }
     /// With an adaptive throttle (around each attempt, inside the retry).
-    pub fn throttle(mut self, throttle: AdaptiveThrottle) -> Self {
+    pub fn with_throttle(mut self, throttle: AdaptiveThrottle) -> Self {
         self.throttle = Some(Part::new(throttle));
         self
     }
     /// With a ledger of extra attempts (retries, hedges and half-open probes draw from it).
-    pub fn ledger(mut self, ledger: ExtraLedger) -> Self {
+    pub fn with_ledger(mut self, ledger: ExtraLedger) -> Self {
         self.ledger = Some(Part::new(ledger));
         self
     }
     /// With hedging (for calls that may be sent twice, on a `Reliable` with room for copies).
-    pub fn hedger(mut self, hedger: Hedger) -> Self {
+    pub fn with_hedger(mut self, hedger: Hedger) -> Self {
         self.hedger = Some(Part::new(hedger));
         self
     }
     /// With a concurrency limit on attempts in flight.
-    pub fn limiter(mut self, limiter: Limiter) -> Self {
+    pub fn with_limiter(mut self, limiter: Limiter) -> Self {
         self.limiter = Some(Part::new(limiter));
         self
     }
     /// With a rate limit on attempts sent.
-    pub fn rate(mut self, rate: RateLimiter) -> Self {
+    pub fn with_rate(mut self, rate: RateLimiter) -> Self {
         self.rate = Some(Part::new(rate));
         self
     }

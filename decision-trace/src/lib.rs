@@ -28,6 +28,12 @@
 //! - `throttle i=N t=T sent accepted|sent rejected|shed p_ppm=P requests=R accepts=A`: request
 //!   `N` through the adaptive throttle (shed locally with probability `P` ppm, or sent and
 //!   answered), then the window's counts.
+//! - `call i=N t=T WHAT ...`: call `N` driven whole through the core's call engine (a breaker,
+//!   a token bucket, a hedger and a retry policy with an attempt timeout, against scripted
+//!   answers): `send n=K deadline=D hedge=0|1`, `answer n=K class=C`, `cancel n=K why=W`,
+//!   `note ...` (each decision the engine reports: `retry after=D class=C attempts=A`, `hedge
+//!   n=K`, `lost n=K`, `refused by=WHO`, `ended n=K class=C`, `gave-up REASON`, ...), `end
+//!   RESULT attempts=A [last=K last_class=C]`, then `breaker STATE` after the call.
 //! - `config NAME error FIELD`: a policy the script builds was refused (never expected).
 //!
 //! The trace ends with `# end`. `expected.trace` beside this crate's manifest is the trace as
@@ -56,6 +62,7 @@
 #![deny(missing_docs)]
 
 mod breakers;
+mod calls;
 mod delays;
 mod retries;
 mod throttling;
@@ -75,6 +82,7 @@ pub fn run(out: &mut dyn Out) {
     delays::all(&mut t);
     retries::all(&mut t);
     throttling::all(&mut t);
+    calls::all(&mut t);
     t.s("# end").end();
 }
 
@@ -193,6 +201,15 @@ mod tests {
             "give-up dont-retry",
             " shed p_ppm=",
             " sent rejected",
+            "send n=2 deadline=",
+            "note hedge n=2",
+            "cancel n=1 why=lost",
+            "cancel n=2 why=timed-out",
+            "end refused by=breaker attempts=2 last=2 last_class=transient",
+            "end ok n=1 attempts=1",
+            "end gave-up budget",
+            "end gave-up fatal",
+            "breaker open",
             "# end",
         ] {
             assert!(

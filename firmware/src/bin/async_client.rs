@@ -81,9 +81,10 @@ embassy_time_driver::time_driver_impl!(static DRIVER: CycleCounter = CycleCounte
     latest: Mutex::new(Cell::new(0)),
 });
 
-/// Reports 0xDEAD and stops. In the binary's code, never in its run: the `RefCell` behind the
-/// wrapper's lock keeps its "already borrowed" panic (only a breaker observer calling back into
-/// the wrapper could reach it; this program has none), which the compiler cannot rule out.
+/// Reports 0xDEAD and stops. In the binary's code, never in its run: what the compiler cannot
+/// rule out is the state machines of async functions (`async fn resumed after completion`) and
+/// embassy-time's `Timer::after_micros` (an overflow check on `now + duration`). The wrapper and
+/// the engine have none of their own: their shared state is reached through `try_borrow_mut`.
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     board::report(0xDEAD);

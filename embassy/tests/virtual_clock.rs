@@ -366,3 +366,35 @@ fn a_dropped_call_gives_its_retry_back_to_the_budget() {
     }
     assert_eq!(in_flight(), Some((0, 0)));
 }
+
+#[test]
+fn an_attempt_whose_failure_opens_the_breaker_ends_the_call_with_its_error() {
+    let clock = VirtualClock::default();
+    // Opens after 2 failures in a row, for 20 s; five attempts would be allowed.
+    let rel = reliable(
+        breaker(BreakerConfig::layered_exercise()),
+        retry(RetryConfig {
+            max_attempts: Some(5),
+            ..RetryConfig::new(BACKOFF)
+        }),
+        Unlimited,
+        &clock,
+        1,
+    );
+    let calls = Cell::new(0);
+    let result = run(rel.call(transient, || {
+        calls.set(calls.get() + 1);
+        async { Err::<(), _>(Flaky) }
+    }));
+    // The second failure opened it: the call ends there, with that failure, and waits nothing.
+    assert_eq!(
+        result,
+        Err(Error::Open {
+            retry_after: Some(Duration::from_secs(20)),
+            last: Some(Flaky)
+        })
+    );
+    assert_eq!(calls.get(), 2);
+    let backoff = clock.now.get();
+    assert!(backoff < Instant::from_secs(3), "it waited {backoff:?}");
+}

@@ -20,6 +20,16 @@ use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{RetryConfig, RetryPolicy};
 use reliable_embassy::{EmbassyClock, Extras, NoBreaker, Reliable, State};
 
+/// A `Reliable` (its state in critical-section cells, its plan in flash) can sit in a `static`
+/// shared by tasks of several priorities: it is `Sync`.
+const _: fn() = || {
+    use reliable_core::breaker::{BreakerPolicy, CircuitBreaker, CountWindow};
+    use reliable_core::budget::TokenBucket;
+    fn sync<T: Sync>() {}
+    type Breaker = CircuitBreaker<&'static BreakerPolicy, CountWindow<8>>;
+    sync::<Reliable<State<Breaker, TokenBucket, Extras>, EmbassyClock, &'static Plan, 2>>();
+};
+
 struct DropCounter(Rc<Cell<u32>>);
 impl Drop for DropCounter {
     fn drop(&mut self) {

@@ -139,27 +139,23 @@ impl<S: Shared, C: Clock, P: Borrow<Plan>, const COPIES: usize> Reliable<S, C, P
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let slots: [Slot<Result<T, E>, Fut>; COPIES] = core::array::from_fn(|_| Slot::new());
-        // The copies run in the slots, polled before the driver, so the driver sees every answer
-        // that came in before it looks at the time.
-        let copies = select_array(slots.each_ref().map(Slot::run));
-        match select(copies, self.drive(&slots, classify, f)).await {
+        let slots: [Slot<Result<T, E>>; COPIES] = core::array::from_fn(|_| Slot::new());
+        // The copies are made and run in the slots, polled before the driver, so the driver sees
+        // every answer that came in before it looks at the time.
+        let make = Cell::new(Some(f));
+        let copies = select_array(slots.each_ref().map(|s| s.run(&make)));
+        match select(copies, self.drive(&slots, classify)).await {
             Either::First((never, _)) => match never {},
             Either::Second(result) => result,
         }
     }
 
     /// The engine's driver: sends, cancels, the timer, the answers.
-    async fn drive<T, E, F, Fut>(
+    async fn drive<T, E>(
         &self,
-        slots: &[Slot<Result<T, E>, Fut>; COPIES],
+        slots: &[Slot<Result<T, E>>; COPIES],
         classify: impl Fn(&E) -> ErrorClass,
-        mut f: F,
-    ) -> Result<T, Error<E>>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
+    ) -> Result<T, Error<E>> {
         let plan = self.plan.borrow();
         let mut run = Running {
             call: Call::<S, COPIES>::start(plan, &self.shared, self.clock.now()),
@@ -180,7 +176,7 @@ impl<S: Shared, C: Clock, P: Borrow<Plan>, const COPIES: usize> Reliable<S, C, P
                         }
                         match slots.iter().find(|s| s.is_free()) {
                             Some(slot) => {
-                                slot.send(n, f());
+                                slot.send(n);
                                 moved = true;
                             }
                             // Never with the engine's own count of copies; still no panic.
@@ -248,7 +244,7 @@ impl<S: Shared, C: Clock, const COPIES: usize> Drop for Running<'_, S, C, COPIES
 }
 
 /// The first answer waiting in a slot (the lowest copy, as they were sent), its slot freed.
-fn answered<O, Fut: Future<Output = O>>(slots: &[Slot<O, Fut>]) -> Option<(u32, O)> {
+fn answered<O>(slots: &[Slot<O>]) -> Option<(u32, O)> {
     let slot = slots
         .iter()
         .filter(|s| s.copy.get() != 0 && s.has_answer())
@@ -290,22 +286,22 @@ fn outcome<T, E>(end: End, won: Option<(u32, T)>, last: Option<(u32, E)>) -> Res
     }
 }
 
-/// Where one copy runs: the driver puts a copy's future in (`send`) and takes its output out;
-/// the slot's task polls it until it is done or cancelled.
-struct Slot<O, Fut> {
+/// Where one copy runs: the driver orders a copy (`send`) and takes its output out; the slot's
+/// task makes the copy (the caller's closure) and polls it until it is done or cancelled.
+struct Slot<O> {
     /// The copy in this slot (0: free).
     copy: Cell<u32>,
-    /// A copy to start.
-    start: Cell<Option<Fut>>,
+    /// A copy to make and start.
+    start: Cell<bool>,
     /// The copy's output, until the driver takes it.
     done: Cell<Option<O>>,
 }
 
-impl<O, Fut: Future<Output = O>> Slot<O, Fut> {
+impl<O> Slot<O> {
     fn new() -> Self {
         Slot {
             copy: Cell::new(0),
-            start: Cell::new(None),
+            start: Cell::new(false),
             done: Cell::new(None),
         }
     }
@@ -321,24 +317,39 @@ impl<O, Fut: Future<Output = O>> Slot<O, Fut> {
         some
     }
 
-    fn send(&self, n: u32, fut: Fut) {
+    fn send(&self, n: u32) {
         self.copy.set(n);
         self.done.set(None);
-        self.start.set(Some(fut));
+        self.start.set(true);
     }
 
-    /// Frees the slot: the copy is dropped before it is polled again.
+    /// Frees the slot: the copy is dropped before it is polled again (or never made).
     fn cancel(&self) {
         self.copy.set(0);
-        self.start.set(None);
+        self.start.set(false);
         self.done.set(None);
     }
 
-    /// The slot's task: runs each copy put in it until it answers or is cancelled.
-    async fn run(&self) -> Infallible {
+    /// The slot's task: makes each copy ordered in it with `make` and runs it until it answers
+    /// or is cancelled.
+    async fn run<F, Fut>(&self, make: &Cell<Option<F>>) -> Infallible
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = O>,
+    {
         loop {
-            let fut = poll_fn(|_| self.start.take().map_or(Poll::Pending, Poll::Ready)).await;
+            poll_fn(|_| match self.start.replace(false) {
+                true => Poll::Ready(()),
+                false => Poll::Pending,
+            })
+            .await;
             let n = self.copy.get();
+            // The closure is lent to one slot at a time; it is always back between two polls.
+            let Some(mut f) = make.take() else {
+                continue;
+            };
+            let fut = f();
+            make.set(Some(f));
             let cancelled = poll_fn(|_| match self.copy.get() == n {
                 true => Poll::Pending,
                 false => Poll::Ready(()),

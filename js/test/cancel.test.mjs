@@ -31,7 +31,7 @@ test("a timed-out attempt aborts its fetch: the server sees each connection clos
   const server = await hangingServer();
   try {
     let attempts = 0;
-    const get = reliable(
+    const get = reliable.withContext(
       ({ signal }) => {
         attempts++;
         return fetch(server.url, { signal });
@@ -56,7 +56,7 @@ test("the caller's signal cancels the call in flight, closes the connection and 
   try {
     // Window of one call, failureRate 1: a cancelled attempt counted as a failure would trip it.
     const breaker = new CircuitBreaker({ failureRate: 1, window: 1, cooldown: 60_000, probe: 1 });
-    const get = reliable(({ signal }) => fetch(server.url, { signal }), { breaker, timeout: 10_000 });
+    const get = reliable.withContext(({ signal }) => fetch(server.url, { signal }), { breaker, timeout: 10_000 });
     const controller = new AbortController();
     const call = get.withSignal(controller.signal);
     while (server.closed.length === 0) await new Promise((r) => setTimeout(r, 5));

@@ -24,6 +24,12 @@ export interface Abi {
     breaker: number,
   ): number;
   rk_policy_free(policy: number): void;
+  rk_input_ptr(): number;
+  rk_input_cap(): number;
+  rk_stack_begin(): void;
+  rk_stack_layer(kind: number, flag: number, len: number): number;
+  rk_stack_finish(): number;
+  rk_samples_used(): number;
   rk_call_start(policy: number, nowMs: number, backoff: number, throttle: number): number;
   rk_call_answer(
     call: number,
@@ -62,6 +68,12 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_breaker_state",
   "rk_policy_new",
   "rk_policy_free",
+  "rk_input_ptr",
+  "rk_input_cap",
+  "rk_stack_begin",
+  "rk_stack_layer",
+  "rk_stack_finish",
+  "rk_samples_used",
   "rk_call_start",
   "rk_call_answer",
   "rk_call_tick",

@@ -99,16 +99,20 @@ function options(name: string, value: unknown): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** The module's latest refusal as an Error naming the option (or a plain Error for the rest). */
-function refusal(): Error {
+/** The module's latest refusal as an Error naming the option (or a plain Error for the rest);
+ * `prefix`: the path of the config in a policy, before the core's field. */
+function refusal(prefix?: string): Error {
   const kind = abi.rk_error_kind();
   if (kind === 11) return new RangeError("too many live CircuitBreakers (256): dispose() the ones no longer used");
   if (kind === 12) return new RangeError("too many live reliable() wrappers (256): dispose() the ones no longer used");
   if (kind === 13) return new RangeError("too many calls in flight at once (2048)");
-  if (kind !== 1) return new Error(`reliablekit: internal error ${kind} (a disposed breaker or wrapper?)`);
   const bytes = new Uint8Array(abi.memory.buffer, abi.rk_error_ptr(), abi.rk_error_len());
-  const [field, why] = new TextDecoder().decode(bytes).split("\0");
-  const option = OPTION_OF[field] ?? field;
+  const text = new TextDecoder().decode(bytes);
+  // A policy's config the core's reader refused: where in it, and why.
+  if (kind === 20) return new TypeError(`${prefix}${text.startsWith(":") ? "" : "."}${text}`);
+  if (kind !== 1) return new Error(`reliablekit: internal error ${kind} (a disposed breaker or wrapper?)`);
+  const [field, why] = text.split("\0");
+  const option = prefix === undefined ? (OPTION_OF[field] ?? field) : `${prefix}.${field}`;
   const [a, b, c] = [0, 1, 2].map((i) => abi.rk_error_number(i));
   switch (abi.rk_error_problem()) {
     case 1:
@@ -197,6 +201,19 @@ export class CircuitOpenError extends Error {
   }
 }
 
+/** A call refused locally (by a throttle, a ledger, a concurrency or rate limit) and not waited out. */
+export class RefusedError extends Error {
+  readonly by: Refuser;
+  /** When the refuser would admit a call, ms, if it says. */
+  readonly retryAfter: number | undefined;
+  constructor(by: Refuser, retryAfter?: number) {
+    super(`refused by the ${by}${retryAfter === undefined ? "" : `; retry after ${Math.ceil(retryAfter)} ms`}`);
+    this.name = "RefusedError";
+    this.by = by;
+    this.retryAfter = retryAfter;
+  }
+}
+
 /** Options of {@link expBackoff}. */
 export interface BackoffOptions {
   /** The first delay, ms. Default 200. */
@@ -267,8 +284,23 @@ export interface ReliableOptions<A extends unknown[], R> {
   timer?: Sleep;
   /** Jitter's randomness. Default `Math.random`. */
   rng?: Rng;
+  /** The adaptive throttle's randomness (a policy with a `Throttle`). Default: `rng`. */
+  throttleRng?: Rng;
   /** The clock, ms. Default: the breaker's, else `performance.now`. */
   clock?: Clock;
+  /**
+   * The whole policy, in the policy format a simulator scenario's client writes (a stack, a
+   * `{ name, stack }` entry, or either as JSON text): instead of the options above from
+   * `breaker` to `maxServerDelay`, which must then be left out. The wrapper keeps the state of
+   * its stateful layers (breaker, budget, throttle, ledger, hedger, limits) for its calls; a
+   * layer's `scope` is accepted and means the same (one wrapper is one client).
+   */
+  policy?: PolicyStack | PolicyFile | string;
+  /**
+   * The work cannot be interrupted (it ignores its signal): a copy past its timeout is waited
+   * for and its answer taken as it comes (a late success is a success). Default false.
+   */
+  uninterruptible?: boolean;
   /** While the breaker is open: answer with this instead of throwing {@link CircuitOpenError}. */
   onOpen?: (error: CircuitOpenError, ...args: A) => R | Promise<R>;
   /** Told every decision as it is taken (see {@link ReliableEvent}): for metrics and traces. */
@@ -470,6 +502,240 @@ interface Settled<R> {
   result?: R;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The policy format: the same stack of layers a simulator scenario's policy is (JSON, as
+// `JSON.parse` reads it). This walks the layers (their nesting and order); each layer's config is
+// read by the core's own serde derives in the module and checked by the core's own constructors.
+
+/** A policy format stack, as JSON gives it: `{"Retry": {"policy": {...}, "inner": {"Call": {...}}}}`. */
+export type PolicyStack = Record<string, unknown>;
+/** A scenario's policy entry: a name and its stack. */
+export interface PolicyFile {
+  name?: string;
+  stack: PolicyStack;
+}
+
+// What `rk_stack_layer` reads (js/wasm/src/policy.rs, `Kind`).
+const RETRY = 1;
+const BUDGET = 2;
+const BREAKER = 3;
+const THROTTLE = 4;
+const LEDGER = 5;
+const HEDGE = 6;
+const LIMIT = 7;
+const RATE = 8;
+const CALL_TIMEOUT = 9;
+
+/** The engine's order of layers (reliable_core::engine::Stack), outermost first. */
+const SLOTS = ["CallThrottle", "CallBreaker", "Ledger", "Retry", "Throttle", "Breaker", "Limit", "RateLimit", "Hedge"];
+const ORDER =
+  "Ledger → Retry → Throttle → Breaker → Limit → RateLimit → Hedge → Call, or Throttle → Breaker outside the Retry";
+/** Each layer's fields (besides `inner`), as the policy format names them. */
+const FIELDS: Record<string, readonly string[]> = {
+  Call: ["downstream", "timeout", "timeout_dist"],
+  Retry: ["policy", "budget", "budget_scope", "inner"],
+  Throttle: ["config", "scope", "inner"],
+  Breaker: ["config", "scope", "inner"],
+  Ledger: ["config", "scope", "inner"],
+  Limit: ["config", "scope", "inner"],
+  RateLimit: ["config", "scope", "inner"],
+  Hedge: ["config", "idempotent", "scope", "inner"],
+};
+const OTHER_LAYERS = ["Fallback", "Llm"];
+
+/** The largest config the module reads, in bytes of tokens. */
+let inputCap = 0;
+
+/** Writes `value` as the module's config tokens (js/wasm/src/de.rs); `path` names it in errors. */
+function writeTokens(value: unknown, path: string): number {
+  inputCap ||= abi.rk_input_cap();
+  const out = new Uint8Array(abi.memory.buffer, abi.rk_input_ptr(), inputCap);
+  const view = new DataView(out.buffer, out.byteOffset, inputCap);
+  const text = new TextEncoder();
+  let at = 0;
+  const room = (n: number) => {
+    if (at + n > inputCap) throw new RangeError(`${path}: too large (the module reads ${inputCap} bytes of a config at most)`);
+  };
+  const str = (s: string) => {
+    const bytes = text.encode(s);
+    room(5 + bytes.length);
+    out[at] = 0x73; // s
+    view.setUint32(at + 1, bytes.length, true);
+    out.set(bytes, at + 5);
+    at += 5 + bytes.length;
+  };
+  const write = (v: unknown, where: string, depth: number) => {
+    if (depth > 24) throw new RangeError(`${where}: nested too deeply`);
+    if (v === null) {
+      room(1);
+      out[at++] = 0x6e; // n
+    } else if (typeof v === "boolean") {
+      room(1);
+      out[at++] = v ? 0x74 : 0x66;
+    } else if (typeof v === "number") {
+      if (!Number.isFinite(v)) throw new TypeError(`${where}: expected a finite number, got ${v}`);
+      room(9);
+      out[at] = 0x64; // d
+      view.setFloat64(at + 1, v, true);
+      at += 9;
+    } else if (typeof v === "string") {
+      str(v);
+    } else if (Array.isArray(v)) {
+      room(1);
+      out[at++] = 0x5b; // [
+      v.forEach((item, i) => write(item, `${where}[${i}]`, depth + 1));
+      room(1);
+      out[at++] = 0x5d;
+    } else if (typeof v === "object") {
+      room(1);
+      out[at++] = 0x7b; // {
+      for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
+        if (item === undefined) continue;
+        str(k);
+        write(item, `${where}.${k}`, depth + 1);
+      }
+      room(1);
+      out[at++] = 0x7d;
+    } else {
+      throw new TypeError(`${where}: expected JSON, got ${describe(v)}`);
+    }
+  };
+  write(value, path, 0);
+  return at;
+}
+
+/** Reads one layer's config into the module's stack; an error names `path`. */
+function layer(kind: number, flag: number, value: unknown, path: string): void {
+  const len = writeTokens(value, path);
+  if (abi.rk_stack_layer(kind, flag, len) < 0) throw refusal(path);
+}
+
+function scope(body: Record<string, unknown>, field: string, path: string): void {
+  const v = body[field];
+  if (v !== undefined && v !== "PerClient" && v !== "Shared") {
+    throw new TypeError(`${path}.${field}: expected "PerClient" or "Shared", got ${describe(v)}`);
+  }
+}
+
+/**
+ * Reads a policy (a stack, a `{ name, stack }` entry, or either as JSON text) into the module:
+ * the handle of its policy. Every error names the place in the policy (`stack.inner.config.failure_rate`).
+ */
+function readPolicy(policy: unknown): number {
+  let p = policy;
+  if (typeof p === "string") {
+    try {
+      p = JSON.parse(p);
+    } catch (e) {
+      throw new TypeError(`policy: not JSON: ${(e as Error).message}`);
+    }
+  }
+  if (typeof p !== "object" || p === null || Array.isArray(p)) {
+    throw new TypeError(`policy must be a policy format stack or { name, stack }, got ${describe(p)}`);
+  }
+  let node: unknown = p;
+  let path = "stack";
+  if ("stack" in (p as object)) {
+    for (const k of Object.keys(p as object)) {
+      if (k !== "name" && k !== "stack") throw new TypeError(`policy.${k}: unknown field, expected name or stack`);
+    }
+    node = (p as PolicyFile).stack;
+  }
+  abi.rk_stack_begin();
+  let last = -1;
+  let retry = false;
+  let pendingThrottle: string | undefined;
+  for (;;) {
+    if (typeof node !== "object" || node === null || Array.isArray(node) || Object.keys(node).length !== 1) {
+      throw new TypeError(`${path}: expected a layer, an object of one variant such as {"Retry": {...}}, got ${describe(node)}`);
+    }
+    const [kind, raw] = Object.entries(node as Record<string, unknown>)[0];
+    if (OTHER_LAYERS.includes(kind)) {
+      throw new TypeError(`${path}: the engine does not run a ${kind} yet: it runs ${ORDER}`);
+    }
+    const fields = FIELDS[kind];
+    if (fields === undefined) {
+      throw new TypeError(`${path}: unknown layer ${JSON.stringify(kind)}, expected one of ${[...Object.keys(FIELDS), ...OTHER_LAYERS].join(", ")}`);
+    }
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+      throw new TypeError(`${path}.${kind}: expected an object of its fields, got ${describe(raw)}`);
+    }
+    const body = raw as Record<string, unknown>;
+    for (const k of Object.keys(body)) {
+      if (!fields.includes(k)) throw new TypeError(`${path}.${k}: unknown field of a ${kind}, expected one of ${fields.join(", ")}`);
+    }
+    const need = (k: string) => {
+      if (body[k] === undefined) throw new TypeError(`${path}: a ${kind} needs its ${k}`);
+      return body[k];
+    };
+    if (kind === "Call") {
+      if (typeof body.downstream !== "string") throw new TypeError(`${path}.downstream: expected a string, got ${describe(body.downstream)}`);
+      layer(CALL_TIMEOUT, 0, body.timeout ?? null, `${path}.timeout`);
+      break;
+    }
+    let slot: string;
+    switch (kind) {
+      case "Retry":
+        layer(RETRY, 0, need("policy"), `${path}.policy`);
+        if (body.budget != null) layer(BUDGET, 0, body.budget, `${path}.budget`);
+        scope(body, "budget_scope", path);
+        retry = true;
+        slot = "Retry";
+        break;
+      case "Throttle":
+        // Default: the SRE book's throttle.
+        if (retry) {
+          layer(THROTTLE, 0, body.config ?? {}, `${path}.config`);
+          slot = "Throttle";
+        } else {
+          pendingThrottle = path;
+          layer(THROTTLE, 0, body.config ?? {}, `${path}.config`);
+          slot = "CallThrottle";
+        }
+        break;
+      case "Breaker":
+        layer(BREAKER, retry ? 0 : 1, need("config"), `${path}.config`);
+        pendingThrottle = undefined;
+        slot = retry ? "Breaker" : "CallBreaker";
+        break;
+      case "Ledger":
+        layer(LEDGER, 0, need("config"), `${path}.config`);
+        slot = "Ledger";
+        break;
+      case "Limit":
+        layer(LIMIT, 0, need("config"), `${path}.config`);
+        slot = "Limit";
+        break;
+      case "RateLimit":
+        layer(RATE, 0, need("config"), `${path}.config`);
+        slot = "RateLimit";
+        break;
+      default: {
+        if (body.idempotent !== undefined && typeof body.idempotent !== "boolean") {
+          throw new TypeError(`${path}.idempotent: expected a boolean, got ${describe(body.idempotent)}`);
+        }
+        layer(HEDGE, body.idempotent === true ? 1 : 0, need("config"), `${path}.config`);
+        slot = "Hedge";
+      }
+    }
+    scope(body, "scope", path);
+    const at = SLOTS.indexOf(slot);
+    if (at <= last) throw new TypeError(`${path}: a ${kind} here is out of the engine's order: it runs ${ORDER}`);
+    last = at;
+    node = need("inner");
+    path += ".inner";
+  }
+  if (pendingThrottle !== undefined) {
+    throw new TypeError(`${pendingThrottle}: a Throttle outside the Retry goes with a Breaker outside it: the engine runs ${ORDER}`);
+  }
+  return checked2(abi.rk_stack_finish(), "stack");
+}
+
+function checked2(handle: number, prefix: string): number {
+  if (handle < 0 || Number.isNaN(handle)) throw refusal(prefix);
+  return handle;
+}
+
 type Wrapped<A extends unknown[], R> = (ctx: AttemptContext, ...args: A) => R | Promise<R>;
 
 function wrap<A extends unknown[], R>(
@@ -481,6 +747,15 @@ function wrap<A extends unknown[], R>(
   if (o.breaker !== undefined && !(o.breaker instanceof CircuitBreaker)) {
     throw new TypeError(`breaker must be a CircuitBreaker, got ${describe(o.breaker)}`);
   }
+  if (o.policy !== undefined) {
+    for (const k of ["breaker", "timeout", "maxAttempts", "baseDelay", "factor", "jitter", "maxDelay", "maxServerDelay"]) {
+      if (o[k] !== undefined) throw new TypeError(`${k} is set by the policy: leave it out when policy is given`);
+    }
+  }
+  if (o.uninterruptible !== undefined && typeof o.uninterruptible !== "boolean") {
+    throw new TypeError(`uninterruptible must be a boolean, got ${describe(o.uninterruptible)}`);
+  }
+  const uninterruptible = o.uninterruptible === true;
   const breaker = o.breaker as CircuitBreaker | undefined;
   const timeout = duration("timeout", o.timeout, 8000);
   const maxAttempts = count("maxAttempts", o.maxAttempts, 5);
@@ -492,10 +767,11 @@ function wrap<A extends unknown[], R>(
   const sleep = func<Sleep>("sleep", o.sleep, defaultSleep);
   const timer = func<Sleep>("timer", o.timer, defaultSleep);
   const rng = func<Rng>("rng", o.rng, Math.random);
+  const throttleRng = func<Rng>("throttleRng", o.throttleRng, rng);
   const clock = func<Clock>("clock", o.clock, breaker?.clock ?? defaultClock);
   const onOpen = func<ReliableOptions<A, R>["onOpen"]>("onOpen", o.onOpen, undefined);
   const onEvent = func<ReliableOptions<A, R>["onEvent"]>("onEvent", o.onEvent, undefined);
-  const policy = checked(
+  const policy = o.policy !== undefined ? readPolicy(o.policy) : checked(
     abi.rk_policy_new(
       maxAttempts,
       timeout,
@@ -507,6 +783,11 @@ function wrap<A extends unknown[], R>(
       breaker === undefined ? -1 : breaker.handle,
     ),
   );
+
+  // One sample of each kind ready for the next input of any call; drawn again only once the core
+  // used it, so a sequence of draws is consumed in the order the core asks for them.
+  let backoffSample: number | undefined;
+  let throttleSample: number | undefined;
 
   /** One whole call, decided by the module's engine; this only runs what it asks for. */
   function call(caller: AbortSignal | undefined, args: A): Promise<R> {
@@ -521,7 +802,14 @@ function wrap<A extends unknown[], R>(
       let busy = false;
       const queue: (() => void)[] = [];
       let wake: { at: number; stop: AbortController } | undefined;
-      const id = abi.rk_call_start(policy, now(), rng(), 0);
+      const samples = (): [number, number] => [(backoffSample ??= rng()), (throttleSample ??= throttleRng())];
+      const used = () => {
+        const bits = abi.rk_samples_used();
+        if (bits & 1) backoffSample = undefined;
+        if (bits & 2) throttleSample = undefined;
+      };
+      const id = abi.rk_call_start(policy, now(), ...samples());
+      used();
       if (id < 0) return reject(refusal());
 
       const end = (f: () => void) => {
@@ -539,7 +827,9 @@ function wrap<A extends unknown[], R>(
       /** Feeds an input (queued while one is being handled: the function may cancel from inside). */
       const feed = (input: () => number) => {
         queue.push(() => {
-          if (input() < 0) throw refusal();
+          const r = input();
+          used();
+          if (r < 0) throw refusal();
         });
         if (busy) return;
         busy = true;
@@ -630,15 +920,16 @@ function wrap<A extends unknown[], R>(
         }
         feed(() => {
           const at = now();
-          // Past its deadline, the copy's timer has fired: it timed out, whatever raced it here.
-          if (copy.deadline >= 0 && at + 1e-3 >= copy.deadline) return timedOut([n], at);
+          // Past its deadline, the copy's timer has fired: it timed out, whatever raced it here
+          // (unless the work cannot be interrupted: then its answer is taken as it comes).
+          if (!uninterruptible && copy.deadline >= 0 && at + 1e-3 >= copy.deadline) return timedOut([n], at);
           copy.live = false;
           copies.delete(n);
           settled.set(n, { ok, value });
           const [status, serverDelay, shouldRetry] = answerOf(ok, value);
           const meaning = abi.rk_answer(status, serverDelay, shouldRetry, 0);
           emitAnswer(n, meaning);
-          return abi.rk_call_answer(id, n, status, serverDelay, shouldRetry, 0, at, rng(), 0);
+          return abi.rk_call_answer(id, n, status, serverDelay, shouldRetry, 0, at, ...samples());
         });
       };
       const emitAnswer = (n: number, meaning: number) => {
@@ -659,15 +950,17 @@ function wrap<A extends unknown[], R>(
           emitAnswer(n, meaning);
         }
         for (const n of ns) {
-          if (abi.rk_call_answer(id, n, TIMED_OUT, -1, -1, 0, at, rng(), 0) < 0) return -1;
+          if (abi.rk_call_answer(id, n, TIMED_OUT, -1, -1, 0, at, ...samples()) < 0) return -1;
         }
         return 0;
       };
       /** Sets the one timer the call needs: the engine's next wake-up, if any. */
       const schedule = () => {
-        const ms = abi.rk_call_timeout(id, t);
+        // From now: the wait's end is an instant, whatever time the input it follows took.
+        const ms = abi.rk_call_timeout(id, now());
         if (Number.isNaN(ms)) throw refusal();
-        const at = ms < 0 ? -1 : t + ms;
+        // Work that cannot be interrupted is waited for: no timer runs while a copy is out.
+        const at = ms < 0 || (uninterruptible && copies.size > 0) ? -1 : t + ms;
         if (wake !== undefined && wake.at === at) return;
         wake?.stop.abort();
         wake = undefined;
@@ -684,7 +977,7 @@ function wrap<A extends unknown[], R>(
               t = Math.max(t, at);
               // Within a microsecond: the deadline and the wake-up are the same instant, rounded apart.
               const late = [...copies].filter(([, c]) => c.deadline >= 0 && c.deadline <= t + 1e-3).map(([n]) => n);
-              return late.length > 0 ? timedOut(late, t) : abi.rk_call_tick(id, t, rng(), 0);
+              return late.length > 0 ? timedOut(late, t) : abi.rk_call_tick(id, t, ...samples());
             });
           },
           (error) => {
@@ -712,6 +1005,7 @@ function wrap<A extends unknown[], R>(
             }
             return fallback.then(resolve, reject);
           }
+          if (result === 2) return reject(new RefusedError(REFUSERS[by] ?? "breaker", retryAfter < 0 ? undefined : retryAfter));
           // The last answer: a Response is returned as it is, anything thrown is thrown again.
           if (last?.ok) return resolve(last.value as R);
           reject(last?.value ?? new Error(`reliablekit: the call ended (${result}) with no answer`));

@@ -29,7 +29,12 @@ struct Global {
     error: UnsafeCell<ErrorText>,
     /// The numbers of the latest event read.
     event: UnsafeCell<[f64; 4]>,
+    /// Where JavaScript writes a config's tokens for [`rk_stack_layer`].
+    input: UnsafeCell<[u8; INPUT]>,
 }
+
+/// The bytes of one layer's config tokens at most.
+const INPUT: usize = 16 * 1024;
 
 // SAFETY: a wasm32 instance has one thread; see the module docs.
 unsafe impl Sync for Global {}
@@ -39,6 +44,7 @@ static GLOBAL: Global = Global {
     ready: UnsafeCell::new(false),
     error: UnsafeCell::new(ErrorText::EMPTY),
     event: UnsafeCell::new([0.0; 4]),
+    input: UnsafeCell::new([0; INPUT]),
 };
 
 /// The latest failure, as plain data: float formatting is left to JavaScript (the core's
@@ -72,21 +78,27 @@ impl ErrorText {
     }
 }
 
-/// The world (shared: everything in it is interior-mutable) and the error text, borrowed
-/// mutably for one export call.
-fn state() -> (&'static World, &'static mut ErrorText) {
-    // SAFETY: one thread, and no export calls another or is re-entered (no imports), so the
-    // error text has no other live reference for the duration of the export that asked. The
-    // world is only ever borrowed shared once written; `ready` is set only after it is written.
+/// The world, shared: everything in it is interior-mutable.
+fn world() -> &'static World {
+    // SAFETY: one thread, and no export calls another or is re-entered (no imports). The world
+    // is written once, here, before anything borrows it (`ready` is set only after), and only
+    // ever borrowed shared afterwards.
     unsafe {
-        let ready = &mut *GLOBAL.ready.get();
-        let world = &mut *GLOBAL.world.get();
-        if !*ready {
-            crate::init::world(world.as_mut_ptr());
-            *ready = true;
+        let world = GLOBAL.world.get().cast::<World>();
+        if !*GLOBAL.ready.get() {
+            crate::init::world(world);
+            *GLOBAL.ready.get() = true;
         }
-        (world.assume_init_ref(), &mut *GLOBAL.error.get())
+        &*world
     }
+}
+
+/// The world and the error text, borrowed mutably for one export call.
+fn state() -> (&'static World, &'static mut ErrorText) {
+    let w = world();
+    // SAFETY: one thread, no re-entry: each export calls `state` at most once, so this is the
+    // only live reference to the error text for the duration of the export that asked.
+    (w, unsafe { &mut *GLOBAL.error.get() })
 }
 
 /// Keeps a failure for [`rk_error_kind`] and the detail exports.
@@ -118,6 +130,12 @@ fn fail(error: &mut ErrorText, failure: Failure) {
             };
         }
         Failure::Full(table) => error.kind = 10 + table as u32,
+        Failure::De => {
+            error.kind = 20;
+            if let Some(e) = world().read_error() {
+                error.push(core::str::from_utf8(e.text()).unwrap_or("refused"));
+            }
+        }
         Failure::BadHandle => error.kind = 2,
     }
 }
@@ -245,6 +263,48 @@ pub extern "C" fn rk_policy_new(
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_policy_free(policy: u32) {
     state().0.policy_free(policy)
+}
+
+/// Where JavaScript writes a layer's config tokens (see [`crate::de`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_input_ptr() -> u32 {
+    GLOBAL.input.get() as u32
+}
+
+/// How many bytes of tokens fit there.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_input_cap() -> u32 {
+    INPUT as u32
+}
+
+/// [`World::stack_begin`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_stack_begin() {
+    state().0.stack_begin()
+}
+
+/// [`World::stack_layer`] with the first `len` bytes of the input: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_stack_layer(kind: u32, flag: u32, len: u32) -> i32 {
+    let (w, e) = state();
+    // SAFETY: one thread, no re-entry: JavaScript wrote the input before this export and does
+    // not touch it during it; this is the only reference for its duration.
+    let input = unsafe { &*GLOBAL.input.get() };
+    let tokens = input.get(..len as usize).unwrap_or_default();
+    handle(w.stack_layer(kind, flag, tokens).map(|()| 0), e)
+}
+
+/// [`World::stack_finish`]: the policy's handle or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_stack_finish() -> i32 {
+    let (w, e) = state();
+    handle(w.stack_finish(), e)
+}
+
+/// [`World::samples_used`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_samples_used() -> u32 {
+    state().0.samples_used()
 }
 
 /// [`World::call_start`]: a call's handle or -1.

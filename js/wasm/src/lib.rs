@@ -30,11 +30,13 @@
     )
 )]
 
+pub mod de;
 #[cfg(target_arch = "wasm32")]
 pub mod ffi;
 #[cfg(target_arch = "wasm32")]
 mod init;
 pub mod pin;
+pub mod policy;
 
 use core::cell::{Cell, RefCell};
 
@@ -45,9 +47,14 @@ use reliable_core::breaker::{
     BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, HalfOpenConfig, Observer,
     OpenConfig, Outcome, Permit, ProbeRule, Rejection, State, Transition, WindowConfig,
 };
+use reliable_core::budget::{AnyBudget, Budget, Unlimited};
 use reliable_core::engine::{Action, Call, Ended, Input, Note, Plan, Refusal, SampleFor, Shared};
+use reliable_core::hedge::Hedger;
+use reliable_core::ledger::ExtraLedger;
+use reliable_core::limit::{Limiter, RateLimiter};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::{RetryConfig, RetryPolicy};
+use reliable_core::throttle::AdaptiveThrottle;
 use reliable_core::{ConfigError, Duration, Instant};
 
 /// The most calls a breaker's window may hold (the seed's default is 20).
@@ -91,6 +98,8 @@ pub enum Failure {
     Full(Table),
     /// A handle that names nothing alive (freed already, or never issued).
     BadHandle,
+    /// A policy's config could not be read: where and why is [`World::read_error`].
+    De,
 }
 
 impl From<ConfigError> for Failure {
@@ -235,6 +244,14 @@ impl Events {
 pub struct Policy {
     plan: Plan,
     breaker: Option<u32>,
+    /// The breaker is the policy's own (from its stack): freed with it.
+    owns_breaker: bool,
+    budget: Option<RefCell<AnyBudget>>,
+    ledger: Option<RefCell<ExtraLedger>>,
+    throttle: Option<RefCell<AdaptiveThrottle>>,
+    hedger: Option<RefCell<Hedger>>,
+    limiter: Option<RefCell<Limiter>>,
+    rate: Option<RefCell<RateLimiter>>,
 }
 
 impl Policy {
@@ -243,6 +260,13 @@ impl Policy {
         Policy {
             plan,
             breaker: None,
+            owns_breaker: false,
+            budget: None,
+            ledger: None,
+            throttle: None,
+            hedger: None,
+            limiter: None,
+            rate: None,
         }
     }
 }
@@ -276,8 +300,15 @@ pub struct World {
     call_slots: Slots<MAX_CALLS>,
     /// The policy of the call being fed an input.
     current: Cell<u32>,
+    /// The stack being read.
+    builder: RefCell<policy::Builder>,
+    /// Why the latest config could not be read.
+    read_error: Cell<Option<de::DeError>>,
     /// The random samples of the input being fed (backoff jitter, throttle).
     samples: Cell<(u64, u64)>,
+    /// Which of them the input used (1 the backoff's, 2 the throttle's): JavaScript draws a new
+    /// one only for a sample used, so a sequence of draws is consumed as the core asks.
+    used: Cell<u32>,
     events: Events,
     /// The numbers of the latest action polled.
     out: Cell<[f64; 6]>,
@@ -296,7 +327,10 @@ impl World {
             calls: [const { CallSlot::new() }; MAX_CALLS],
             call_slots: Slots::new(),
             current: Cell::new(u32::MAX),
+            builder: RefCell::new(policy::Builder::default()),
+            read_error: Cell::new(None),
             samples: Cell::new((0, 0)),
+            used: Cell::new(0),
             events: Events::default(),
             out: Cell::new([0.0; 6]),
             gave_up: Cell::new(""),
@@ -625,8 +659,11 @@ impl World {
             .policies
             .get(policy as usize)
             .map(RefCell::try_borrow_mut)
+            && let Some(p) = p.take()
+            && p.owns_breaker
+            && let Some(b) = p.breaker
         {
-            *p = None;
+            self.breaker_free(b);
         }
         self.policy_slots.give_back(policy);
     }
@@ -635,6 +672,17 @@ impl World {
         let cell = self.policies.get(self.current.get() as usize)?;
         let p = cell.try_borrow().ok()?;
         f(p.as_ref()?)
+    }
+
+    fn part<T, R>(
+        &self,
+        which: impl FnOnce(&Policy) -> Option<&RefCell<T>>,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        self.with_policy(|p| {
+            let mut t = which(p)?.try_borrow_mut().ok()?;
+            Some(f(&mut t))
+        })
     }
 
     fn slot(&self, call: u32) -> Result<&CallSlot, Failure> {
@@ -673,7 +721,18 @@ impl World {
         Ok(h as u32)
     }
 
+    /// Why the latest config could not be read ([`Failure::De`]).
+    pub fn read_error(&self) -> Option<de::DeError> {
+        self.read_error.get()
+    }
+
+    /// Which samples the latest input used (1 backoff, 2 throttle), then forgets it.
+    pub fn samples_used(&self) -> u32 {
+        self.used.replace(0)
+    }
+
     fn enter(&self, policy: u32, backoff: f64, throttle: f64) {
+        self.used.set(0);
         self.current.set(policy);
         self.samples.set((sample(backoff), sample(throttle)));
     }
@@ -806,11 +865,56 @@ impl Shared for World {
         })
         .flatten()
     }
+    fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+        // The ledger is the retry budget when there is one, else the budget, else none.
+        let Some(Ok(p)) = self
+            .policies
+            .get(self.current.get() as usize)
+            .map(RefCell::try_borrow)
+        else {
+            return f(&mut Unlimited);
+        };
+        let Some(p) = p.as_ref() else {
+            return f(&mut Unlimited);
+        };
+        match (&p.ledger, &p.budget) {
+            (Some(l), _) => match l.try_borrow_mut() {
+                Ok(mut l) => f(&mut *l),
+                Err(_) => f(&mut Unlimited),
+            },
+            (None, Some(b)) => match b.try_borrow_mut() {
+                Ok(mut b) => f(&mut *b),
+                Err(_) => f(&mut Unlimited),
+            },
+            (None, None) => f(&mut Unlimited),
+        }
+    }
+    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+        self.part(|p| p.throttle.as_ref(), f)
+    }
+    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
+        self.part(|p| p.ledger.as_ref(), f)
+    }
+    fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
+        self.part(|p| p.hedger.as_ref(), f)
+    }
+    fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+        self.part(|p| p.limiter.as_ref(), f)
+    }
+    fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
+        self.part(|p| p.rate.as_ref(), f)
+    }
     fn sample(&self, what: SampleFor) -> u64 {
         let (backoff, throttle) = self.samples.get();
         match what {
-            SampleFor::Backoff => backoff,
-            SampleFor::Throttle => throttle,
+            SampleFor::Backoff => {
+                self.used.set(self.used.get() | 1);
+                backoff
+            }
+            SampleFor::Throttle => {
+                self.used.set(self.used.get() | 2);
+                throttle
+            }
         }
     }
     fn note(&self, note: Note) {

@@ -456,6 +456,9 @@ function abortError(message: string): Error {
   return e;
 }
 
+/** Why a timer is stopped when the call no longer needs it (not an error: nobody sees it). */
+const SUPERSEDED = Object.freeze({ reason: "the call's timer was replaced or the call is over" });
+
 const defaultSleep: Sleep = (ms, signal) =>
   new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -801,7 +804,7 @@ function wrap<A extends unknown[], R>(
       let over = false;
       let busy = false;
       const queue: (() => void)[] = [];
-      let wake: { at: number; stop: AbortController } | undefined;
+      let wake: { at: number; stop: () => void } | undefined;
       const samples = (): [number, number] => [(backoffSample ??= rng()), (throttleSample ??= throttleRng())];
       const used = () => {
         const bits = abi.rk_samples_used();
@@ -814,7 +817,7 @@ function wrap<A extends unknown[], R>(
 
       const end = (f: () => void) => {
         over = true;
-        wake?.stop.abort();
+        wake?.stop();
         caller?.removeEventListener("abort", onCancel);
         abi.rk_call_free(id, t);
         f();
@@ -962,28 +965,33 @@ function wrap<A extends unknown[], R>(
         // Work that cannot be interrupted is waited for: no timer runs while a copy is out.
         const at = ms < 0 || (uninterruptible && copies.size > 0) ? -1 : t + ms;
         if (wake !== undefined && wake.at === at) return;
-        wake?.stop.abort();
+        wake?.stop();
         wake = undefined;
         if (at < 0) return;
-        const stop = new AbortController();
-        const current = { at, stop };
-        wake = current;
+        const fire = () => {
+          if (wake !== current || over) return;
+          wake = undefined;
+          feed(() => {
+            t = Math.max(t, at);
+            // Within a microsecond: the deadline and the wake-up are the same instant, rounded apart.
+            const late = [...copies].filter(([, c]) => c.deadline >= 0 && c.deadline <= t + 1e-3).map(([n]) => n);
+            return late.length > 0 ? timedOut(late, t) : abi.rk_call_tick(id, t, ...samples());
+          });
+        };
         const wait = copies.size > 0 ? timer : sleep;
-        wait(ms, stop.signal).then(
-          () => {
-            if (wake !== current || over) return;
-            wake = undefined;
-            feed(() => {
-              t = Math.max(t, at);
-              // Within a microsecond: the deadline and the wake-up are the same instant, rounded apart.
-              const late = [...copies].filter(([, c]) => c.deadline >= 0 && c.deadline <= t + 1e-3).map(([n]) => n);
-              return late.length > 0 ? timedOut(late, t) : abi.rk_call_tick(id, t, ...samples());
-            });
-          },
-          (error) => {
+        const current = { at, stop: () => {} };
+        wake = current;
+        if (wait === defaultSleep) {
+          // The default timer, without the AbortController a custom one is handed.
+          const handle = setTimeout(fire, Math.ceil(ms));
+          current.stop = () => clearTimeout(handle);
+        } else {
+          const stop = new AbortController();
+          current.stop = () => stop.abort(SUPERSEDED);
+          wait(ms, stop.signal).then(fire, (error) => {
             if (!stop.signal.aborted) fail(error);
-          },
-        );
+          });
+        }
       };
       /** The call is over: its result, as the seed's API gives it. */
       const done = () => {

@@ -103,3 +103,33 @@ test("cancelled calls free their slots: more cancels than the call table holds",
   }
   assert.equal(breaker.state, "closed");
 });
+
+test("a hedge races the first copy in real time; the loser's signal aborts", async () => {
+  const policy = {
+    Retry: {
+      policy: { max_attempts: 1, attempt_timeout: "5s", backoff: { shape: { Constant: { delay: "0s" } } } },
+      inner: { Hedge: { config: { delay: { Fixed: "20ms" }, max_hedges: 1 }, idempotent: true, inner: { Call: { downstream: "api" } } } },
+    },
+  };
+  const aborted = [];
+  const events = [];
+  const f = reliable.withContext(
+    ({ signal, attempt, hedge }) =>
+      new Promise((resolve, reject) => {
+        signal.addEventListener("abort", () => {
+          aborted.push([attempt, signal.reason?.name]);
+          reject(signal.reason);
+        });
+        // The first copy is slow; the hedge answers at once.
+        if (hedge) resolve(`copy ${attempt}`);
+        else setTimeout(() => resolve(`copy ${attempt}`), 2000).unref();
+      }),
+    { policy, onEvent: (e) => events.push(e.kind) },
+  );
+  const started = Date.now();
+  assert.equal(await within(1500, f(), "the hedged call"), "copy 2");
+  assert.ok(Date.now() - started < 1500);
+  assert.deepEqual(aborted, [[1, "AbortError"]]);
+  assert.deepEqual(events, ["hedge", "answer", "lost"]);
+  f.dispose();
+});

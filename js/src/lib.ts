@@ -995,7 +995,10 @@ function wrap<A extends unknown[], R>(
       };
       /** The call is over: its result, as the seed's API gives it. */
       const done = () => {
-        const [result, , n, , by, retryAfter] = [0, 1, 2, 3, 4, 5].map((i) => abi.rk_out(i));
+        const result = abi.rk_out(0);
+        const n = abi.rk_out(2);
+        const by = abi.rk_out(4);
+        const retryAfter = abi.rk_out(5);
         const reason = result === 1 ? gaveUp() : undefined;
         const last = settled.get(n);
         end(() => {

@@ -11,6 +11,8 @@
 //! Finagle's and tower's budgets). A `now` earlier than the newest slot seen counts as the newest
 //! (no time passed). Advancing costs O(slots crossed), at most O(n) after a long gap.
 
+use core::num::{NonZeroU32, NonZeroU64};
+
 use crate::error::{ConfigError, Problem};
 use crate::time::Instant;
 
@@ -43,10 +45,10 @@ struct Slot {
 pub(crate) struct Ring<const N: usize> {
     slots: [Slot; N],
     totals: Pair,
-    /// Width of a slot in nanoseconds, at least 1.
-    width: u64,
+    /// Width of a slot in nanoseconds (non-zero: dividing by it has no panic path).
+    width: NonZeroU64,
     /// Slots in use, in `1..=N`.
-    n: u32,
+    n: NonZeroU32,
     /// Index in `slots` of the newest slot: `epoch % n`, where `epoch = time / width`.
     cur: u32,
     /// Where the newest slot starts: `epoch · width` (ns). A `now` less than `width` past it is in
@@ -62,28 +64,28 @@ impl<const N: usize> Ring<N> {
         slots_field: &'static str,
         span_field: &'static str,
     ) -> Result<Self, ConfigError> {
-        if n == 0 {
+        let Some(n) = NonZeroU32::new(n) else {
             return Err(ConfigError::new(slots_field, Problem::Zero));
-        }
-        if n as usize > N {
+        };
+        if n.get() as usize > N {
             return Err(ConfigError::new(
                 slots_field,
                 Problem::ExceedsCapacity {
-                    requested: u64::from(n),
+                    requested: u64::from(n.get()),
                     capacity: N as u64,
                 },
             ));
         }
-        if width_ns == 0 {
+        let Some(width) = NonZeroU64::new(width_ns) else {
             return Err(ConfigError::new(
                 span_field,
                 Problem::Inconsistent("shorter than one nanosecond per slot"),
             ));
-        }
+        };
         Ok(Ring {
             slots: [Slot::default(); N],
             totals: Pair::default(),
-            width: width_ns,
+            width,
             n,
             cur: 0,
             start: 0,
@@ -96,15 +98,15 @@ impl<const N: usize> Ring<N> {
         Ring {
             slots: [Slot::default(); N],
             totals: Pair::default(),
-            width: 1,
-            n: 1,
+            width: NonZeroU64::MIN,
+            n: NonZeroU32::MIN,
             cur: 0,
             start: 0,
         }
     }
 
     fn slot(&self, epoch: u64) -> usize {
-        (epoch % u64::from(self.n)) as usize
+        (epoch % NonZeroU64::from(self.n)) as usize
     }
 
     /// The index (time / width) of the newest slot.
@@ -115,7 +117,7 @@ impl<const N: usize> Ring<N> {
     /// Whether `now` falls in the newest slot or before it (then it counts as the newest).
     #[inline]
     fn in_newest(&self, now: Instant) -> bool {
-        now.as_nanos().saturating_sub(self.start) < self.width
+        now.as_nanos().saturating_sub(self.start) < self.width.get()
     }
 
     /// Moves the window to `now` (a `now` earlier than the newest slot changes nothing).
@@ -129,7 +131,7 @@ impl<const N: usize> Ring<N> {
     /// Moves the newest slot to `epoch` (later than the current one), zeroing the slots it passes.
     fn move_to(&mut self, epoch: u64) {
         let old = self.epoch();
-        if epoch - old >= u64::from(self.n) {
+        if epoch - old >= u64::from(self.n.get()) {
             self.clear();
         } else {
             for e in old + 1..=epoch {
@@ -140,7 +142,7 @@ impl<const N: usize> Ring<N> {
                 }
             }
         }
-        self.start = epoch * self.width;
+        self.start = epoch * self.width.get();
         self.cur = self.slot(epoch) as u32;
     }
 
@@ -166,7 +168,7 @@ impl<const N: usize> Ring<N> {
         }
         let epoch = now.as_nanos() / self.width;
         let old = self.epoch();
-        if epoch - old >= u64::from(self.n) {
+        if epoch - old >= u64::from(self.n.get()) {
             return Pair::default();
         }
         let mut left = self.totals;

@@ -185,10 +185,11 @@ impl<const N: usize> AdaptiveThrottle<N> {
         // den - 1 < 2^64 by construction.
         let draw = uniform_inclusive(sample, (den - 1) as u64);
         if u128::from(draw) < num {
-            // num <= den < 2^64: u64 arithmetic when num * PPM fits.
+            // num <= den < 2^64: u64 arithmetic when num * PPM fits. den >= num > draw >= 0
+            // here; `max(1)` says so to the compiler (no division-by-zero panic path).
             let probability_ppm = match (num as u64).checked_mul(u64::from(PPM)) {
-                Some(scaled) if num < 1 << 64 => (scaled / den as u64) as u32,
-                _ => (num * u128::from(PPM) / den) as u32,
+                Some(scaled) if num < 1 << 64 => (scaled / (den as u64).max(1)) as u32,
+                _ => (num * u128::from(PPM) / den.max(1)) as u32,
             };
             Err(Shed { probability_ppm })
         } else {

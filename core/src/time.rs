@@ -364,7 +364,9 @@ impl FromStr for Duration {
                 .checked_mul(unit)
                 .ok_or(ParseDurationError::Overflow)?;
             // frac_num < frac_den <= 10^18 and unit <= 3.6e12: u128 cannot overflow.
-            let frac_ns = (u128::from(frac_num) * u128::from(unit) / u128::from(frac_den)) as u64;
+            // `max(1)`: frac_den >= 1 already; it keeps a division-by-zero panic path out.
+            let frac_ns =
+                (u128::from(frac_num) * u128::from(unit) / u128::from(frac_den.max(1))) as u64;
             total = total
                 .checked_add(whole_ns)
                 .and_then(|t| t.checked_add(frac_ns))

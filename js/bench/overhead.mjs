@@ -21,12 +21,12 @@ const work = async (x) => x + 1;
 
 // Comparable policies: a 50% failure-rate breaker over the last 20 calls, 30 s open, retries
 // with exponential backoff (never taken: every call succeeds).
-const ours = reliable((_ctx, x) => work(x), {
+const ours = reliable((x) => work(x), {
   breaker: new CircuitBreaker({ failureRate: 0.5, window: 20, cooldown: 30_000, probe: 3 }),
   maxAttempts: 5,
   timeout: Infinity,
 });
-const oursTimeout = reliable((_ctx, x) => work(x), {
+const oursTimeout = reliable((x) => work(x), {
   breaker: new CircuitBreaker({ failureRate: 0.5, window: 20, cooldown: 30_000, probe: 3 }),
   maxAttempts: 5,
   timeout: 8000,

@@ -9,8 +9,9 @@ const breaker = new CircuitBreaker({
   probe: 3,         // 3 successes in a row close it; any failure re-opens it
 });
 
-const callLlm = reliable(
-  // First argument: the attempt's context. Pass its signal on: a timed-out attempt is aborted.
+// reliable(fn) gives fn exactly the caller's arguments; reliable.withContext(fn) gives it the
+// attempt's context first. Pass its signal on: a timed-out attempt is aborted.
+const callLlm = reliable.withContext(
   async ({ signal }, prompt: string) => {
     const res = await fetch("https://api.example.com/v1/complete", { method: "POST", body: prompt, signal });
     return res; // a 429/503/529 waits its Retry-After, a 408 or another 5xx backs off

@@ -3,7 +3,7 @@ import { CircuitBreaker, CircuitOpenError, reliable } from "reliablekit";
 
 const breaker = new CircuitBreaker({ failureRate: 0.5, window: 4, cooldown: 30_000, probe: 3 });
 let calls = 0;
-const callLlm = reliable(
+const callLlm = reliable.withContext(
   async ({ signal }, prompt) => {
     calls++;
     if (!(signal instanceof AbortSignal)) throw new Error("no signal");

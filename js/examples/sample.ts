@@ -2,7 +2,7 @@
 import { CircuitBreaker, CircuitOpenError, reliable, type BreakerState } from "reliablekit";
 
 const breaker = new CircuitBreaker({ failureRate: 0.5, window: 20, cooldown: 30_000, probe: 3 });
-const getUser = reliable(
+const getUser = reliable.withContext(
   async ({ signal }, id: number): Promise<string> => {
     const res = await fetch(`http://127.0.0.1:9/users/${id}`, { signal });
     return res.text();

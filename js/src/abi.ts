@@ -13,8 +13,6 @@ export interface Abi {
   rk_breaker_new(failureRate: number, window: number, cooldownMs: number, probe: number): number;
   rk_breaker_free(breaker: number): void;
   rk_breaker_state(breaker: number, nowMs: number): number;
-  rk_acquire(breaker: number, call: number, nowMs: number): number;
-  rk_record(breaker: number, call: number, outcome: number, nowMs: number): number;
   rk_policy_new(
     maxAttempts: number,
     timeoutMs: number,
@@ -23,23 +21,37 @@ export interface Abi {
     jitter: number,
     capMs: number,
     maxServerDelayMs: number,
+    breaker: number,
   ): number;
   rk_policy_free(policy: number): void;
-  rk_attempt_timeout(policy: number): number;
-  rk_call_start(policy: number, nowMs: number): number;
-  rk_begin(policy: number, breaker: number, nowMs: number): number;
-  rk_succeed(policy: number, breaker: number, call: number, nowMs: number): number;
-  rk_call_failed(
-    policy: number,
+  rk_input_ptr(): number;
+  rk_input_cap(): number;
+  rk_stack_begin(): void;
+  rk_stack_layer(kind: number, flag: number, len: number): number;
+  rk_stack_finish(): number;
+  rk_samples_used(): number;
+  rk_call_start(policy: number, nowMs: number, backoff: number, throttle: number): number;
+  rk_call_answer(
     call: number,
-    errorClass: number,
-    retryAfterMs: number,
+    n: number,
+    status: number,
+    serverDelayMs: number,
+    shouldRetry: number,
+    overloaded: number,
     nowMs: number,
-    unit: number,
+    backoff: number,
+    throttle: number,
   ): number;
+  rk_call_tick(call: number, nowMs: number, backoff: number, throttle: number): number;
+  rk_call_cancel(call: number, nowMs: number): number;
+  rk_call_poll(call: number): number;
+  rk_out(i: number): number;
+  rk_call_timeout(call: number, nowMs: number): number;
+  rk_call_free(call: number, nowMs: number): void;
+  rk_event(): number;
+  rk_event_number(i: number): number;
   rk_gave_up_ptr(): number;
   rk_gave_up_len(): number;
-  rk_call_end(policy: number, breaker: number, call: number, succeeded: number, nowMs: number): number;
   rk_exp_backoff(attempt: number, baseMs: number, factor: number, jitter: number, unit: number): number;
   rk_answer(status: number, serverDelayMs: number, shouldRetry: number, overloaded: number): number;
 }
@@ -54,18 +66,26 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_breaker_new",
   "rk_breaker_free",
   "rk_breaker_state",
-  "rk_acquire",
-  "rk_record",
   "rk_policy_new",
   "rk_policy_free",
-  "rk_attempt_timeout",
+  "rk_input_ptr",
+  "rk_input_cap",
+  "rk_stack_begin",
+  "rk_stack_layer",
+  "rk_stack_finish",
+  "rk_samples_used",
   "rk_call_start",
-  "rk_begin",
-  "rk_succeed",
-  "rk_call_failed",
+  "rk_call_answer",
+  "rk_call_tick",
+  "rk_call_cancel",
+  "rk_call_poll",
+  "rk_out",
+  "rk_call_timeout",
+  "rk_call_free",
+  "rk_event",
+  "rk_event_number",
   "rk_gave_up_ptr",
   "rk_gave_up_len",
-  "rk_call_end",
   "rk_exp_backoff",
   "rk_answer",
 ];

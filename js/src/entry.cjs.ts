@@ -5,7 +5,7 @@ import { wasmBase64 } from "./wasm-bytes.js";
 
 bind(new WebAssembly.Instance(new WebAssembly.Module(decodeBase64(wasmBase64))));
 
-export { CircuitBreaker, CircuitOpenError, expBackoff, reliable, retryAfterMs } from "./lib.js";
+export { CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
 export type {
   AnswerClass,
   AttemptContext,
@@ -14,6 +14,9 @@ export type {
   CircuitBreakerOptions,
   Clock,
   GiveUpReason,
+  PolicyFile,
+  PolicyStack,
+  Refuser,
   Reliable,
   ReliableEvent,
   ReliableOptions,

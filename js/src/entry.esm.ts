@@ -6,7 +6,7 @@ import { wasmBase64 } from "./wasm-bytes.js";
 
 bind(await WebAssembly.instantiate(await WebAssembly.compile(decodeBase64(wasmBase64))));
 
-export { CircuitBreaker, CircuitOpenError, expBackoff, reliable, retryAfterMs } from "./lib.js";
+export { CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
 export type {
   AnswerClass,
   AttemptContext,
@@ -15,6 +15,9 @@ export type {
   CircuitBreakerOptions,
   Clock,
   GiveUpReason,
+  PolicyFile,
+  PolicyStack,
+  Refuser,
   Reliable,
   ReliableEvent,
   ReliableOptions,

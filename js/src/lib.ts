@@ -99,16 +99,20 @@ function options(name: string, value: unknown): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** The module's latest refusal as an Error naming the option (or a plain Error for the rest). */
-function refusal(): Error {
+/** The module's latest refusal as an Error naming the option (or a plain Error for the rest);
+ * `prefix`: the path of the config in a policy, before the core's field. */
+function refusal(prefix?: string): Error {
   const kind = abi.rk_error_kind();
   if (kind === 11) return new RangeError("too many live CircuitBreakers (256): dispose() the ones no longer used");
   if (kind === 12) return new RangeError("too many live reliable() wrappers (256): dispose() the ones no longer used");
-  if (kind === 13) return new RangeError("too many calls in flight at once (8192)");
-  if (kind !== 1) return new Error(`reliablekit: internal error ${kind} (a disposed breaker or wrapper?)`);
+  if (kind === 13) return new RangeError("too many calls in flight at once (2048)");
   const bytes = new Uint8Array(abi.memory.buffer, abi.rk_error_ptr(), abi.rk_error_len());
-  const [field, why] = new TextDecoder().decode(bytes).split("\0");
-  const option = OPTION_OF[field] ?? field;
+  const text = new TextDecoder().decode(bytes);
+  // A policy's config the core's reader refused: where in it, and why.
+  if (kind === 20) return new TypeError(`${prefix}${text.startsWith(":") ? "" : "."}${text}`);
+  if (kind !== 1) return new Error(`reliablekit: internal error ${kind} (a disposed breaker or wrapper?)`);
+  const [field, why] = text.split("\0");
+  const option = prefix === undefined ? (OPTION_OF[field] ?? field) : `${prefix}.${field}`;
   const [a, b, c] = [0, 1, 2].map((i) => abi.rk_error_number(i));
   switch (abi.rk_error_problem()) {
     case 1:
@@ -197,6 +201,19 @@ export class CircuitOpenError extends Error {
   }
 }
 
+/** A call refused locally (by a throttle, a ledger, a concurrency or rate limit) and not waited out. */
+export class RefusedError extends Error {
+  readonly by: Refuser;
+  /** When the refuser would admit a call, ms, if it says. */
+  readonly retryAfter: number | undefined;
+  constructor(by: Refuser, retryAfter?: number) {
+    super(`refused by the ${by}${retryAfter === undefined ? "" : `; retry after ${Math.ceil(retryAfter)} ms`}`);
+    this.name = "RefusedError";
+    this.by = by;
+    this.retryAfter = retryAfter;
+  }
+}
+
 /** Options of {@link expBackoff}. */
 export interface BackoffOptions {
   /** The first delay, ms. Default 200. */
@@ -227,11 +244,14 @@ export function expBackoff(attempt: number, opts?: BackoffOptions): number {
 
 // ---------------------------------------------------------------------------------------------
 
-/** What the wrapped function gets first: the attempt's signal and its number (from 1). */
+/** What a function wrapped by {@link reliable.withContext} gets first: the attempt's signal and its number. */
 export interface AttemptContext {
-  /** Aborts when the attempt times out or the caller's signal aborts: pass it to `fetch`. */
+  /** Aborts when the copy times out, loses a hedge race, or the caller's signal aborts: pass it to `fetch`. */
   readonly signal: AbortSignal;
+  /** The copy's number, from 1 across the call (a retry or a hedge is the next number). */
   readonly attempt: number;
+  /** Whether this copy is a hedge of the attempt in flight. */
+  readonly hedge: boolean;
 }
 
 /** Options of {@link reliable}; the seed's names, durations in milliseconds. */
@@ -252,15 +272,38 @@ export interface ReliableOptions<A extends unknown[], R> {
   maxDelay?: number;
   /** The longest `Retry-After` honoured, ms (longer ones are clamped). Default 30 000. */
   maxServerDelay?: number;
-  /** How to wait between attempts. Default: a timer, cancelled by the caller's signal. */
+  /**
+   * How to wait between attempts (a backoff, a server's delay): resolving means the wait is over.
+   * Default: a timer, cancelled by the signal it is given.
+   */
   sleep?: Sleep;
+  /**
+   * The timer while copies are in flight (an attempt's timeout, a hedge's delay); resolving means
+   * the time has come. Default: a `setTimeout` timer, cancelled by the signal it is given.
+   */
+  timer?: Sleep;
   /** Jitter's randomness. Default `Math.random`. */
   rng?: Rng;
+  /** The adaptive throttle's randomness (a policy with a `Throttle`). Default: `rng`. */
+  throttleRng?: Rng;
   /** The clock, ms. Default: the breaker's, else `performance.now`. */
   clock?: Clock;
+  /**
+   * The whole policy, in the policy format a simulator scenario's client writes (a stack, a
+   * `{ name, stack }` entry, or either as JSON text): instead of the options above from
+   * `breaker` to `maxServerDelay`, which must then be left out. The wrapper keeps the state of
+   * its stateful layers (breaker, budget, throttle, ledger, hedger, limits) for its calls; a
+   * layer's `scope` is accepted and means the same (one wrapper is one client).
+   */
+  policy?: PolicyStack | PolicyFile | string;
+  /**
+   * The work cannot be interrupted (it ignores its signal): a copy past its timeout is waited
+   * for and its answer taken as it comes (a late success is a success). Default false.
+   */
+  uninterruptible?: boolean;
   /** While the breaker is open: answer with this instead of throwing {@link CircuitOpenError}. */
   onOpen?: (error: CircuitOpenError, ...args: A) => R | Promise<R>;
-  /** Told each attempt's class (after the breaker has recorded it) and why a call gave up: for metrics and traces. */
+  /** Told every decision as it is taken (see {@link ReliableEvent}): for metrics and traces. */
   onEvent?: (event: ReliableEvent) => void;
 }
 
@@ -272,10 +315,15 @@ export type GiveUpReason =
   | "fatal"
   | "dont-retry"
   | "timeout-not-retried"
+  | "refused"
   | "deadline"
   | "budget"
   | "finished";
-/** What {@link ReliableOptions.onEvent} is told. */
+/** Who refused an attempt locally, without sending it. */
+export type Refuser = "breaker" | "throttle" | "ledger" | "limit" | "rate-limit";
+/** A breaker's state change. */
+export type BreakerTransition = { kind: "breaker"; from: BreakerState; to: BreakerState };
+/** What {@link ReliableOptions.onEvent} is told, in the order the decisions are taken. */
 export type ReliableEvent =
   | {
       kind: "answer";
@@ -284,19 +332,33 @@ export type ReliableEvent =
       /** Whether the backend accepted it (the core's rule: what an adaptive throttle counts). */
       accepted: boolean;
     }
+  /** The policy waits `delay` ms, then admits the next attempt (`attempts`: copies sent so far). */
+  | { kind: "retry"; delay: number; attempts: number }
+  /** An attempt was refused locally; `retryAfter` ms when the refuser says. */
+  | { kind: "refused"; by: Refuser; retryAfter?: number }
+  /** Copy `attempt` goes out as a hedge. */
+  | { kind: "hedge"; attempt: number }
+  /** A hedge was due and refused; no other hedge of this attempt follows. */
+  | { kind: "no-hedge"; by: Refuser }
+  /** Copy `attempt` lost the race to another copy and is aborted. */
+  | { kind: "lost"; attempt: number }
+  /** The concurrency limit moved. */
+  | { kind: "limit"; from: number; to: number }
+  | BreakerTransition
   | { kind: "give-up"; attempt: number; reason: GiveUpReason };
 
 const CLASS_NAMES: readonly AnswerClass[] = ["transient", "timeout", "throttled", "fatal", "dont-retry"];
+const REFUSERS: readonly Refuser[] = ["breaker", "throttle", "ledger", "limit", "rate-limit"];
 /** The core's name of the latest give-up reason (read from the module, not mapped here). */
 function gaveUp(): GiveUpReason {
   const bytes = new Uint8Array(abi.memory.buffer, abi.rk_gave_up_ptr(), abi.rk_gave_up_len());
   return new TextDecoder().decode(bytes) as GiveUpReason;
 }
 
-/** A wrapped function: call it as the original (without the context), or with a signal of your own. */
+/** A wrapped function: call it as the original, or with a signal of your own. */
 export interface Reliable<A extends unknown[], R> {
   (...args: A): Promise<R>;
-  /** Cancels the whole call (the attempt in flight and any wait) when `signal` aborts. */
+  /** Cancels the whole call (the copies in flight and any wait) when `signal` aborts. */
   withSignal(signal: AbortSignal | undefined, ...args: A): Promise<R>;
   /** Frees its slot in the module now rather than at garbage collection. */
   dispose(): void;
@@ -306,15 +368,14 @@ export interface Reliable<A extends unknown[], R> {
 // four bits (the index in CLASS_NAMES, OK for a success), and flags of its consequences.
 const CLASS_BITS = 15;
 const OK = 15;
-const DELAY_HONOURED = 16;
-const BREAKER_IGNORES = 32;
 const ACCEPTED = 64;
-// What `rk_answer` reads instead of a status: the attempt's timer fired, or it threw before any answer.
+// What the module reads instead of a status: the copy's timer fired, or it threw before any answer.
 const TIMED_OUT = -1;
 const NO_ANSWER = -2;
-// Breaker outcomes.
-const FAILURE = 1;
-const IGNORED = 2;
+// What `rk_call_poll` answers.
+const SEND = 1;
+const CANCEL = 2;
+const DONE = 3;
 
 /** A `fetch` Response, or anything shaped like one. */
 interface ResponseLike {
@@ -365,26 +426,38 @@ function serverDelayOf(r: ResponseLike): number {
 }
 
 /**
- * What a Response means: its status and headers parsed into plain numbers (`serverDelay` from
- * {@link serverDelayOf}; `x-should-retry`), then classed by the core's one table of answers in
- * the module, never here.
+ * An answer as the module's numbers: a Response's status and headers parsed (`serverDelay` from
+ * {@link serverDelayOf}; `x-should-retry`), anything else returned a success, a thrown error no
+ * answer (a `TimeoutError` a timeout). The core classes them, never this file.
  */
-function responseMeaning(r: ResponseLike, serverDelay: number): number {
-  const should = r.headers.get("x-should-retry")?.trim().toLowerCase();
+function answerOf(ok: boolean, value: unknown): [status: number, serverDelay: number, shouldRetry: number] {
+  if (!ok) {
+    const timedOut = value instanceof Error && value.name === "TimeoutError";
+    return [timedOut ? TIMED_OUT : NO_ANSWER, -1, -1];
+  }
+  if (!isResponse(value)) return [200, -1, -1];
+  const should = value.headers.get("x-should-retry")?.trim().toLowerCase();
   const shouldRetry = should === "true" ? 1 : should === "false" ? 0 : -1;
   // Clamped here: WebAssembly would wrap a larger number into an i32 (the core reads any status
-  // over 65535 as 65535).
-  const status = Math.min(r.status, 0xffff);
-  // No overload marker: one would be in the body, which is the caller's to read.
-  return abi.rk_answer(status, serverDelay, shouldRetry, 0);
+  // over 65535 as 65535). No overload marker: one would be in the body, which is the caller's.
+  return [Math.min(value.status, 0xffff), serverDelayOf(value), shouldRetry];
 }
 
-/** The attempt timed out (its signal's reason, and the error thrown when the function ignores it). */
+/** The attempt timed out (its signal's reason, and the error thrown when it ended so). */
 function timeoutError(ms: number): Error {
   const e = new Error(`attempt timed out after ${ms} ms`);
   e.name = "TimeoutError";
   return e;
 }
+
+function abortError(message: string): Error {
+  const e = new Error(message);
+  e.name = "AbortError";
+  return e;
+}
+
+/** Why a timer is stopped when the call no longer needs it (not an error: nobody sees it). */
+const SUPERSEDED = Object.freeze({ reason: "the call's timer was replaced or the call is over" });
 
 const defaultSleep: Sleep = (ms, signal) =>
   new Promise((resolve, reject) => {
@@ -393,17 +466,21 @@ const defaultSleep: Sleep = (ms, signal) =>
       clearTimeout(timer);
       reject(signal?.reason);
     };
+    // Whole milliseconds, rounded up: a timer never fires before the time it was asked for.
     const timer = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
       resolve();
-    }, ms);
+    }, Math.ceil(ms));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 
-/** The context handed to an attempt; its signal is made only if the function reads it. */
+/** The context handed to a copy; its signal is made only if the function reads it. */
 class Attempt implements AttemptContext {
   controller: AbortController | undefined;
-  constructor(readonly attempt: number) {}
+  constructor(
+    readonly attempt: number,
+    readonly hedge: boolean,
+  ) {}
   get signal(): AbortSignal {
     this.controller ??= new AbortController();
     return this.controller.signal;
@@ -414,69 +491,274 @@ class Attempt implements AttemptContext {
   }
 }
 
-/** Runs one attempt: the function, raced against its timeout and the caller's signal. */
-function runAttempt<A extends unknown[], R>(
-  fn: (ctx: AttemptContext, ...args: A) => R | Promise<R>,
-  ctx: Attempt,
-  args: A,
-  timeout: number,
-  caller: AbortSignal | undefined,
-): Promise<R> {
-  if (timeout < 0 && caller === undefined) return Promise.resolve(fn(ctx, ...args));
-  return new Promise<R>((resolve, reject) => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const stop = (reason: unknown) => {
-      ctx.abort(reason);
-      finish();
-      reject(reason);
-    };
-    const onAbort = () => stop(caller?.reason);
-    const finish = () => {
-      if (timer !== undefined) clearTimeout(timer);
-      caller?.removeEventListener("abort", onAbort);
-    };
-    if (timeout >= 0) timer = setTimeout(() => stop(timeoutError(timeout)), timeout);
-    caller?.addEventListener("abort", onAbort, { once: true });
-    let pending: Promise<R>;
-    try {
-      pending = Promise.resolve(fn(ctx, ...args));
-    } catch (e) {
-      pending = Promise.reject(e);
+/** A copy in flight: its context, its deadline (ms, -1 none), and whether its answer still counts. */
+interface Copy {
+  ctx: Attempt;
+  deadline: number;
+  live: boolean;
+}
+
+/** How a copy ended: its value (`ok`) or what it threw. */
+interface Settled<R> {
+  ok: boolean;
+  value: unknown;
+  result?: R;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The policy format: the same stack of layers a simulator scenario's policy is (JSON, as
+// `JSON.parse` reads it). This walks the layers (their nesting and order); each layer's config is
+// read by the core's own serde derives in the module and checked by the core's own constructors.
+
+/** A policy format stack, as JSON gives it: `{"Retry": {"policy": {...}, "inner": {"Call": {...}}}}`. */
+export type PolicyStack = Record<string, unknown>;
+/** A scenario's policy entry: a name and its stack. */
+export interface PolicyFile {
+  name?: string;
+  stack: PolicyStack;
+}
+
+// What `rk_stack_layer` reads (js/wasm/src/policy.rs, `Kind`).
+const RETRY = 1;
+const BUDGET = 2;
+const BREAKER = 3;
+const THROTTLE = 4;
+const LEDGER = 5;
+const HEDGE = 6;
+const LIMIT = 7;
+const RATE = 8;
+const CALL_TIMEOUT = 9;
+
+/** The engine's order of layers (reliable_core::engine::Stack), outermost first. */
+const SLOTS = ["CallThrottle", "CallBreaker", "Ledger", "Retry", "Throttle", "Breaker", "Limit", "RateLimit", "Hedge"];
+const ORDER =
+  "Ledger → Retry → Throttle → Breaker → Limit → RateLimit → Hedge → Call, or Throttle → Breaker outside the Retry";
+/** Each layer's fields (besides `inner`), as the policy format names them. */
+const FIELDS: Record<string, readonly string[]> = {
+  Call: ["downstream", "timeout", "timeout_dist"],
+  Retry: ["policy", "budget", "budget_scope", "inner"],
+  Throttle: ["config", "scope", "inner"],
+  Breaker: ["config", "scope", "inner"],
+  Ledger: ["config", "scope", "inner"],
+  Limit: ["config", "scope", "inner"],
+  RateLimit: ["config", "scope", "inner"],
+  Hedge: ["config", "idempotent", "scope", "inner"],
+};
+const OTHER_LAYERS = ["Fallback", "Llm"];
+
+/** The largest config the module reads, in bytes of tokens. */
+let inputCap = 0;
+
+/** Writes `value` as the module's config tokens (js/wasm/src/de.rs); `path` names it in errors. */
+function writeTokens(value: unknown, path: string): number {
+  inputCap ||= abi.rk_input_cap();
+  const out = new Uint8Array(abi.memory.buffer, abi.rk_input_ptr(), inputCap);
+  const view = new DataView(out.buffer, out.byteOffset, inputCap);
+  const text = new TextEncoder();
+  let at = 0;
+  const room = (n: number) => {
+    if (at + n > inputCap) throw new RangeError(`${path}: too large (the module reads ${inputCap} bytes of a config at most)`);
+  };
+  const str = (s: string) => {
+    const bytes = text.encode(s);
+    room(5 + bytes.length);
+    out[at] = 0x73; // s
+    view.setUint32(at + 1, bytes.length, true);
+    out.set(bytes, at + 5);
+    at += 5 + bytes.length;
+  };
+  const write = (v: unknown, where: string, depth: number) => {
+    if (depth > 24) throw new RangeError(`${where}: nested too deeply`);
+    if (v === null) {
+      room(1);
+      out[at++] = 0x6e; // n
+    } else if (typeof v === "boolean") {
+      room(1);
+      out[at++] = v ? 0x74 : 0x66;
+    } else if (typeof v === "number") {
+      if (!Number.isFinite(v)) throw new TypeError(`${where}: expected a finite number, got ${v}`);
+      room(9);
+      out[at] = 0x64; // d
+      view.setFloat64(at + 1, v, true);
+      at += 9;
+    } else if (typeof v === "string") {
+      str(v);
+    } else if (Array.isArray(v)) {
+      room(1);
+      out[at++] = 0x5b; // [
+      v.forEach((item, i) => write(item, `${where}[${i}]`, depth + 1));
+      room(1);
+      out[at++] = 0x5d;
+    } else if (typeof v === "object") {
+      room(1);
+      out[at++] = 0x7b; // {
+      for (const [k, item] of Object.entries(v as Record<string, unknown>)) {
+        if (item === undefined) continue;
+        str(k);
+        write(item, `${where}.${k}`, depth + 1);
+      }
+      room(1);
+      out[at++] = 0x7d;
+    } else {
+      throw new TypeError(`${where}: expected JSON, got ${describe(v)}`);
     }
-    pending.then(
-      (value) => {
-        finish();
-        resolve(value);
-      },
-      (error) => {
-        finish();
-        reject(error);
-      },
-    );
-  });
+  };
+  write(value, path, 0);
+  return at;
+}
+
+/** Reads one layer's config into the module's stack; an error names `path`. */
+function layer(kind: number, flag: number, value: unknown, path: string): void {
+  const len = writeTokens(value, path);
+  if (abi.rk_stack_layer(kind, flag, len) < 0) throw refusal(path);
+}
+
+function scope(body: Record<string, unknown>, field: string, path: string): void {
+  const v = body[field];
+  if (v !== undefined && v !== "PerClient" && v !== "Shared") {
+    throw new TypeError(`${path}.${field}: expected "PerClient" or "Shared", got ${describe(v)}`);
+  }
 }
 
 /**
- * Wraps `fn` with the seed's timeout + exponential backoff + circuit breaker + fallback. `fn`
- * gets an {@link AttemptContext} first (pass `ctx.signal` to `fetch` so a timed-out attempt is
- * really cancelled), then the wrapped function's arguments.
- *
- * A thrown error is a failed attempt (a timeout counts as one). A returned `Response` is classed by
- * the core's answer table: 429, 503 and 529 (and 408, 409 or a 5xx that gives a delay) are
- * throttled and their `retry-after-ms` or `Retry-After` honoured, 408, 409 and other 5xx retried
- * with backoff, `x-should-retry` obeyed, and another 4xx ends the call at once without counting
- * against the downstream. When the attempts run out, the last error is thrown (or the last
- * Response returned).
+ * Reads a policy (a stack, a `{ name, stack }` entry, or either as JSON text) into the module:
+ * the handle of its policy. Every error names the place in the policy (`stack.inner.config.failure_rate`).
  */
-export function reliable<A extends unknown[], R>(
-  fn: (ctx: AttemptContext, ...args: A) => R | Promise<R>,
-  opts?: ReliableOptions<A, R>,
+function readPolicy(policy: unknown): number {
+  let p = policy;
+  if (typeof p === "string") {
+    try {
+      p = JSON.parse(p);
+    } catch (e) {
+      throw new TypeError(`policy: not JSON: ${(e as Error).message}`);
+    }
+  }
+  if (typeof p !== "object" || p === null || Array.isArray(p)) {
+    throw new TypeError(`policy must be a policy format stack or { name, stack }, got ${describe(p)}`);
+  }
+  let node: unknown = p;
+  let path = "stack";
+  if ("stack" in (p as object)) {
+    for (const k of Object.keys(p as object)) {
+      if (k !== "name" && k !== "stack") throw new TypeError(`policy.${k}: unknown field, expected name or stack`);
+    }
+    node = (p as PolicyFile).stack;
+  }
+  abi.rk_stack_begin();
+  let last = -1;
+  let retry = false;
+  let pendingThrottle: string | undefined;
+  for (;;) {
+    if (typeof node !== "object" || node === null || Array.isArray(node) || Object.keys(node).length !== 1) {
+      throw new TypeError(`${path}: expected a layer, an object of one variant such as {"Retry": {...}}, got ${describe(node)}`);
+    }
+    const [kind, raw] = Object.entries(node as Record<string, unknown>)[0];
+    if (OTHER_LAYERS.includes(kind)) {
+      throw new TypeError(`${path}: the engine does not run a ${kind} yet: it runs ${ORDER}`);
+    }
+    const fields = FIELDS[kind];
+    if (fields === undefined) {
+      throw new TypeError(`${path}: unknown layer ${JSON.stringify(kind)}, expected one of ${[...Object.keys(FIELDS), ...OTHER_LAYERS].join(", ")}`);
+    }
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+      throw new TypeError(`${path}.${kind}: expected an object of its fields, got ${describe(raw)}`);
+    }
+    const body = raw as Record<string, unknown>;
+    for (const k of Object.keys(body)) {
+      if (!fields.includes(k)) throw new TypeError(`${path}.${k}: unknown field of a ${kind}, expected one of ${fields.join(", ")}`);
+    }
+    const need = (k: string) => {
+      if (body[k] === undefined) throw new TypeError(`${path}: a ${kind} needs its ${k}`);
+      return body[k];
+    };
+    if (kind === "Call") {
+      if (typeof body.downstream !== "string") throw new TypeError(`${path}.downstream: expected a string, got ${describe(body.downstream)}`);
+      layer(CALL_TIMEOUT, 0, body.timeout ?? null, `${path}.timeout`);
+      break;
+    }
+    let slot: string;
+    switch (kind) {
+      case "Retry":
+        layer(RETRY, 0, need("policy"), `${path}.policy`);
+        if (body.budget != null) layer(BUDGET, 0, body.budget, `${path}.budget`);
+        scope(body, "budget_scope", path);
+        retry = true;
+        slot = "Retry";
+        break;
+      case "Throttle":
+        // Default: the SRE book's throttle.
+        if (retry) {
+          layer(THROTTLE, 0, body.config ?? {}, `${path}.config`);
+          slot = "Throttle";
+        } else {
+          pendingThrottle = path;
+          layer(THROTTLE, 0, body.config ?? {}, `${path}.config`);
+          slot = "CallThrottle";
+        }
+        break;
+      case "Breaker":
+        layer(BREAKER, retry ? 0 : 1, need("config"), `${path}.config`);
+        pendingThrottle = undefined;
+        slot = retry ? "Breaker" : "CallBreaker";
+        break;
+      case "Ledger":
+        layer(LEDGER, 0, need("config"), `${path}.config`);
+        slot = "Ledger";
+        break;
+      case "Limit":
+        layer(LIMIT, 0, need("config"), `${path}.config`);
+        slot = "Limit";
+        break;
+      case "RateLimit":
+        layer(RATE, 0, need("config"), `${path}.config`);
+        slot = "RateLimit";
+        break;
+      default: {
+        if (body.idempotent !== undefined && typeof body.idempotent !== "boolean") {
+          throw new TypeError(`${path}.idempotent: expected a boolean, got ${describe(body.idempotent)}`);
+        }
+        layer(HEDGE, body.idempotent === true ? 1 : 0, need("config"), `${path}.config`);
+        slot = "Hedge";
+      }
+    }
+    scope(body, "scope", path);
+    const at = SLOTS.indexOf(slot);
+    if (at <= last) throw new TypeError(`${path}: a ${kind} here is out of the engine's order: it runs ${ORDER}`);
+    last = at;
+    node = need("inner");
+    path += ".inner";
+  }
+  if (pendingThrottle !== undefined) {
+    throw new TypeError(`${pendingThrottle}: a Throttle outside the Retry goes with a Breaker outside it: the engine runs ${ORDER}`);
+  }
+  return checked2(abi.rk_stack_finish(), "stack");
+}
+
+function checked2(handle: number, prefix: string): number {
+  if (handle < 0 || Number.isNaN(handle)) throw refusal(prefix);
+  return handle;
+}
+
+type Wrapped<A extends unknown[], R> = (ctx: AttemptContext, ...args: A) => R | Promise<R>;
+
+function wrap<A extends unknown[], R>(
+  fn: Wrapped<A, R>,
+  opts: ReliableOptions<A, R> | undefined,
 ): Reliable<A, R> {
   if (typeof fn !== "function") throw new TypeError(`fn must be a function, got ${describe(fn)}`);
   const o = options("reliable options", opts);
   if (o.breaker !== undefined && !(o.breaker instanceof CircuitBreaker)) {
     throw new TypeError(`breaker must be a CircuitBreaker, got ${describe(o.breaker)}`);
   }
+  if (o.policy !== undefined) {
+    for (const k of ["breaker", "timeout", "maxAttempts", "baseDelay", "factor", "jitter", "maxDelay", "maxServerDelay"]) {
+      if (o[k] !== undefined) throw new TypeError(`${k} is set by the policy: leave it out when policy is given`);
+    }
+  }
+  if (o.uninterruptible !== undefined && typeof o.uninterruptible !== "boolean") {
+    throw new TypeError(`uninterruptible must be a boolean, got ${describe(o.uninterruptible)}`);
+  }
+  const uninterruptible = o.uninterruptible === true;
   const breaker = o.breaker as CircuitBreaker | undefined;
   const timeout = duration("timeout", o.timeout, 8000);
   const maxAttempts = count("maxAttempts", o.maxAttempts, 5);
@@ -486,11 +768,13 @@ export function reliable<A extends unknown[], R>(
   const maxDelay = duration("maxDelay", o.maxDelay, Infinity);
   const maxServerDelay = duration("maxServerDelay", o.maxServerDelay, 30_000);
   const sleep = func<Sleep>("sleep", o.sleep, defaultSleep);
+  const timer = func<Sleep>("timer", o.timer, defaultSleep);
   const rng = func<Rng>("rng", o.rng, Math.random);
+  const throttleRng = func<Rng>("throttleRng", o.throttleRng, rng);
   const clock = func<Clock>("clock", o.clock, breaker?.clock ?? defaultClock);
   const onOpen = func<ReliableOptions<A, R>["onOpen"]>("onOpen", o.onOpen, undefined);
   const onEvent = func<ReliableOptions<A, R>["onEvent"]>("onEvent", o.onEvent, undefined);
-  const policy = checked(
+  const policy = o.policy !== undefined ? readPolicy(o.policy) : checked(
     abi.rk_policy_new(
       maxAttempts,
       timeout,
@@ -499,118 +783,293 @@ export function reliable<A extends unknown[], R>(
       jitter,
       maxDelay,
       maxServerDelay < 0 ? Infinity : maxServerDelay,
+      breaker === undefined ? -1 : breaker.handle,
     ),
   );
 
-  /**
-   * The whole call. `first`, when given, is a first attempt already started by the fast path
-   * (call `id`, its permit held), whose result is read from it instead of running one.
-   */
-  async function call(caller: AbortSignal | undefined, args: A, id = -1, first?: Promise<R>): Promise<R> {
-    // Read from the breaker object, so a live wrapper keeps its breaker from being collected.
-    const b = breaker === undefined ? -1 : breaker.handle;
-    if (first === undefined) {
-      caller?.throwIfAborted();
-      // The first attempt's permit comes with the call (one crossing into the module).
-      const begun = abi.rk_begin(policy, b, clock());
-      if (begun < 0) return rejected(begun, args);
-      id = begun;
-    }
-    let ended = false;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        if (attempt > 1 && b >= 0) {
-          const refused = abi.rk_acquire(b, id, clock());
-          if (refused >= 0 || Number.isNaN(refused)) return await rejected(Number.isNaN(refused) ? -1 : -2 - refused, args);
-        }
-        let value: R;
-        let meaning: number;
-        let serverDelay = -1;
-        let failure: unknown;
+  // One sample of each kind ready for the next input of any call; drawn again only once the core
+  // used it, so a sequence of draws is consumed in the order the core asks for them.
+  let backoffSample: number | undefined;
+  let throttleSample: number | undefined;
+
+  /** One whole call, decided by the module's engine; this only runs what it asks for. */
+  function call(caller: AbortSignal | undefined, args: A): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      if (caller?.aborted) return reject(caller.reason);
+      // The engine's time: the clock, never going back, and at least the time a wait was for.
+      let t = 0;
+      const now = () => (t = Math.max(t, clock()));
+      const copies = new Map<number, Copy>();
+      const settled = new Map<number, Settled<R>>();
+      let over = false;
+      let busy = false;
+      const queue: (() => void)[] = [];
+      let wake: { at: number; stop: () => void } | undefined;
+      const samples = (): [number, number] => [(backoffSample ??= rng()), (throttleSample ??= throttleRng())];
+      const used = () => {
+        const bits = abi.rk_samples_used();
+        if (bits & 1) backoffSample = undefined;
+        if (bits & 2) throttleSample = undefined;
+      };
+      const id = abi.rk_call_start(policy, now(), ...samples());
+      used();
+      if (id < 0) return reject(refusal());
+
+      const end = (f: () => void) => {
+        over = true;
+        wake?.stop();
+        caller?.removeEventListener("abort", onCancel);
+        abi.rk_call_free(id, t);
+        f();
+      };
+      const fail = (error: unknown) => {
+        if (over) return;
+        for (const c of copies.values()) c.ctx.abort(error);
+        end(() => reject(error));
+      };
+      /** Feeds an input (queued while one is being handled: the function may cancel from inside). */
+      const feed = (input: () => number) => {
+        queue.push(() => {
+          const r = input();
+          used();
+          if (r < 0) throw refusal();
+        });
+        if (busy) return;
+        busy = true;
         try {
-          value = await (attempt === 1 && first ? first : runAttempt(fn, new Attempt(attempt), args, timeout, caller));
-          if (isResponse(value)) {
-            serverDelay = serverDelayOf(value);
-            meaning = responseMeaning(value, serverDelay);
-          } else {
-            meaning = OK;
+          while (!over && queue.length > 0) {
+            queue.shift()?.();
+            pump();
           }
         } catch (error) {
-          if (caller?.aborted) throw caller.reason;
-          value = undefined as R;
-          failure = error;
-          const timedOut = error instanceof Error && error.name === "TimeoutError";
-          meaning = abi.rk_answer(timedOut ? TIMED_OUT : NO_ANSWER, -1, -1, 0);
+          fail(error);
+        } finally {
+          busy = false;
         }
-        const now = clock();
-        const errorClass = meaning & CLASS_BITS;
-        if (errorClass === OK) {
-          ended = true;
-          abi.rk_succeed(policy, b, id, now);
-          onEvent?.({ kind: "answer", attempt, class: "ok", accepted: true });
-          return value;
+      };
+      const emit = (e: ReliableEvent) => onEvent?.(e);
+      const events = () => {
+        for (let code = abi.rk_event(); code !== 0; code = abi.rk_event()) {
+          if (onEvent === undefined) continue;
+          const [a, b] = [abi.rk_event_number(0), abi.rk_event_number(1)];
+          switch (code) {
+            case 1:
+              emit({ kind: "hedge", attempt: a });
+              break;
+            case 2:
+              emit({ kind: "no-hedge", by: REFUSERS[a] });
+              break;
+            case 3:
+              emit({ kind: "lost", attempt: a });
+              break;
+            case 4:
+              emit(b < 0 ? { kind: "refused", by: REFUSERS[a] } : { kind: "refused", by: REFUSERS[a], retryAfter: b });
+              break;
+            case 5:
+              emit({ kind: "retry", delay: a, attempts: abi.rk_event_number(2) });
+              break;
+            case 6:
+              emit({ kind: "limit", from: a, to: b });
+              break;
+            case 10:
+              emit({ kind: "breaker", from: STATES[a], to: STATES[b] });
+              break;
+          }
         }
-        if (b >= 0) abi.rk_record(b, id, meaning & BREAKER_IGNORES ? IGNORED : FAILURE, now);
-        onEvent?.({ kind: "answer", attempt, class: CLASS_NAMES[errorClass], accepted: (meaning & ACCEPTED) !== 0 });
-        const retryAfter = meaning & DELAY_HONOURED ? serverDelay : -1;
-        const wait = abi.rk_call_failed(policy, id, errorClass, retryAfter, now, rng());
-        if (Number.isNaN(wait)) throw refusal();
-        if (wait < 0) {
-          if (onEvent) onEvent({ kind: "give-up", attempt, reason: gaveUp() });
-          if (failure === undefined) return value;
-          throw failure;
+      };
+      /** Runs every action the engine asks for, then sets the timer it wants. */
+      const pump = () => {
+        events();
+        for (;;) {
+          const action = abi.rk_call_poll(id);
+          if (action < 0) throw refusal();
+          if (action === 0) break;
+          const n = abi.rk_out(0);
+          if (action === SEND) send(n, abi.rk_out(1), abi.rk_out(2) === 1);
+          else if (action === CANCEL) cancel(n, abi.rk_out(1));
+          else if (action === DONE) return done();
         }
-        // A Response given up on: free its connection.
-        if (isResponse(value)) void value.body?.cancel?.().catch(() => {});
-        await sleep(wait, caller);
-        caller?.throwIfAborted();
-      }
-    } finally {
-      // Hands back a permit still held (a cancelled attempt) without counting it.
-      if (!ended) abi.rk_call_end(policy, b, id, 0, clock());
-    }
+        schedule();
+      };
+      const send = (n: number, deadline: number, hedge: boolean) => {
+        const copy: Copy = { ctx: new Attempt(n, hedge), deadline, live: true };
+        copies.set(n, copy);
+        let pending: Promise<R>;
+        try {
+          pending = Promise.resolve(fn(copy.ctx, ...args));
+        } catch (error) {
+          pending = Promise.reject(error);
+        }
+        pending.then(
+          (value) => answered(n, copy, true, value),
+          (error) => answered(n, copy, false, error),
+        );
+      };
+      const cancel = (n: number, why: number) => {
+        const copy = copies.get(n);
+        if (copy === undefined || !copy.live) return;
+        copy.live = false;
+        copies.delete(n);
+        copy.ctx.abort(
+          why === 1 ? timeoutError(timeout) : why === 0 ? abortError("another copy answered first") : caller?.reason,
+        );
+      };
+      /** Copy `n` answered: the core classes it (told to onEvent first), then the engine hears it. */
+      const answered = (n: number, copy: Copy, ok: boolean, value: unknown) => {
+        if (!copy.live || over) {
+          // Too late to count (cancelled, or the call is over): a Response's connection is freed.
+          if (ok && isResponse(value)) void value.body?.cancel?.().catch(() => {});
+          return;
+        }
+        feed(() => {
+          const at = now();
+          // Past its deadline, the copy's timer has fired: it timed out, whatever raced it here
+          // (unless the work cannot be interrupted: then its answer is taken as it comes).
+          if (!uninterruptible && copy.deadline >= 0 && at + 1e-3 >= copy.deadline) return timedOut([n], at);
+          copy.live = false;
+          copies.delete(n);
+          settled.set(n, { ok, value });
+          const [status, serverDelay, shouldRetry] = answerOf(ok, value);
+          const meaning = abi.rk_answer(status, serverDelay, shouldRetry, 0);
+          emitAnswer(n, meaning);
+          return abi.rk_call_answer(id, n, status, serverDelay, shouldRetry, 0, at, ...samples());
+        });
+      };
+      const emitAnswer = (n: number, meaning: number) => {
+        const code = meaning & CLASS_BITS;
+        emit({ kind: "answer", attempt: n, class: code === OK ? "ok" : CLASS_NAMES[code], accepted: (meaning & ACCEPTED) !== 0 });
+      };
+      /** The timers of copies `ns` fired at `at`: each is told as a timeout, then the engine hears each. */
+      const timedOut = (ns: number[], at: number): number => {
+        const meaning = abi.rk_answer(TIMED_OUT, -1, -1, 0);
+        for (const n of ns) {
+          const copy = copies.get(n);
+          if (copy === undefined) continue;
+          copy.live = false;
+          copies.delete(n);
+          const error = timeoutError(timeout);
+          copy.ctx.abort(error);
+          settled.set(n, { ok: false, value: error });
+          emitAnswer(n, meaning);
+        }
+        for (const n of ns) {
+          if (abi.rk_call_answer(id, n, TIMED_OUT, -1, -1, 0, at, ...samples()) < 0) return -1;
+        }
+        return 0;
+      };
+      /** Sets the one timer the call needs: the engine's next wake-up, if any. */
+      const schedule = () => {
+        // From now: the wait's end is an instant, whatever time the input it follows took.
+        const ms = abi.rk_call_timeout(id, now());
+        if (Number.isNaN(ms)) throw refusal();
+        // Work that cannot be interrupted is waited for: no timer runs while a copy is out.
+        const at = ms < 0 || (uninterruptible && copies.size > 0) ? -1 : t + ms;
+        if (wake !== undefined && wake.at === at) return;
+        wake?.stop();
+        wake = undefined;
+        if (at < 0) return;
+        const fire = () => {
+          if (wake !== current || over) return;
+          wake = undefined;
+          feed(() => {
+            t = Math.max(t, at);
+            // Within a microsecond: the deadline and the wake-up are the same instant, rounded apart.
+            const late = [...copies].filter(([, c]) => c.deadline >= 0 && c.deadline <= t + 1e-3).map(([n]) => n);
+            return late.length > 0 ? timedOut(late, t) : abi.rk_call_tick(id, t, ...samples());
+          });
+        };
+        const wait = copies.size > 0 ? timer : sleep;
+        const current = { at, stop: () => {} };
+        wake = current;
+        if (wait === defaultSleep) {
+          // The default timer, without the AbortController a custom one is handed.
+          const handle = setTimeout(fire, Math.ceil(ms));
+          current.stop = () => clearTimeout(handle);
+        } else {
+          const stop = new AbortController();
+          current.stop = () => stop.abort(SUPERSEDED);
+          wait(ms, stop.signal).then(fire, (error) => {
+            if (!stop.signal.aborted) fail(error);
+          });
+        }
+      };
+      /** The call is over: its result, as the seed's API gives it. */
+      const done = () => {
+        const result = abi.rk_out(0);
+        const n = abi.rk_out(2);
+        const by = abi.rk_out(4);
+        const retryAfter = abi.rk_out(5);
+        const reason = result === 1 ? gaveUp() : undefined;
+        const last = settled.get(n);
+        end(() => {
+          if (result === 0 && last) return resolve(last.value as R);
+          if (result === 3) return reject(caller?.reason ?? abortError("the call was cancelled"));
+          if (result === 1 && reason !== undefined) emit({ kind: "give-up", attempt: n, reason });
+          if (result === 2 && by === 0) {
+            const error = new CircuitOpenError(Math.max(0, retryAfter));
+            if (onOpen === undefined) return reject(error);
+            let fallback: Promise<R>;
+            try {
+              fallback = Promise.resolve(onOpen(error, ...args));
+            } catch (e) {
+              fallback = Promise.reject(e);
+            }
+            return fallback.then(resolve, reject);
+          }
+          if (result === 2) return reject(new RefusedError(REFUSERS[by] ?? "breaker", retryAfter < 0 ? undefined : retryAfter));
+          // The last answer: a Response is returned as it is, anything thrown is thrown again.
+          if (last?.ok) return resolve(last.value as R);
+          reject(last?.value ?? new Error(`reliablekit: the call ended (${result}) with no answer`));
+        });
+      };
+      const onCancel = () => feed(() => abi.rk_call_cancel(id, now()));
+      caller?.addEventListener("abort", onCancel, { once: true });
+      feed(() => 0);
+    });
   }
 
-  /**
-   * Without a timeout or a caller's signal, the first attempt runs here with no async frame of
-   * ours around it: a plain success costs one `then`. Anything else continues in `call`.
-   */
-  function fast(...args: A): Promise<R> {
-    if (timeout >= 0) return call(undefined, args);
-    const b = breaker === undefined ? -1 : breaker.handle;
-    const id = abi.rk_begin(policy, b, clock());
-    if (id < 0) return rejected(id, args);
-    let first: Promise<R>;
-    try {
-      first = Promise.resolve(fn(new Attempt(1), ...args));
-    } catch (error) {
-      first = Promise.reject(error);
-    }
-    return first.then(
-      (value) => {
-        if (isResponse(value)) return call(undefined, args, id, first);
-        abi.rk_succeed(policy, b, id, clock());
-        onEvent?.({ kind: "answer", attempt: 1, class: "ok", accepted: true });
-        return value;
-      },
-      () => call(undefined, args, id, first),
-    );
-  }
-
-  /** The breaker refused: `begun` is `-2 - retryAfter` (ms left), or -1 (the module failed). */
-  async function rejected(begun: number, args: A): Promise<R> {
-    if (begun === -1) throw refusal();
-    const error = new CircuitOpenError(-2 - begun);
-    if (onOpen === undefined) throw error;
-    return await onOpen(error, ...args);
-  }
-
-  const wrapped = fast as Reliable<A, R>;
+  const wrapped = ((...args: A) => call(undefined, args)) as Reliable<A, R>;
   wrapped.withSignal = (signal, ...args) => call(signal, args);
   wrapped.dispose = () => {
     freePolicy.unregister(wrapped);
     abi.rk_policy_free(policy);
   };
   freePolicy.register(wrapped, policy, wrapped);
+  // Held by the wrapper: its breaker's slot is not freed while the wrapper lives.
+  Object.defineProperty(wrapped, "breaker", { value: breaker });
   return wrapped;
 }
+
+/**
+ * Wraps `fn` with the seed's timeout + exponential backoff + circuit breaker + fallback: the
+ * wrapped function takes `fn`'s arguments, and `fn` gets exactly them. Every decision (admit,
+ * retry or give up, how long to wait, when an attempt times out) is the core's call engine's, in
+ * the WebAssembly module. For the attempt's `AbortSignal` (so a timed-out attempt's `fetch` is
+ * really cancelled), wrap with {@link reliable.withContext} instead.
+ *
+ * A thrown error is a failed attempt (a timeout counts as one). A returned `Response` is classed by
+ * the core's answer table: 429, 503 and 529 (and 408, 409 or a 5xx that gives a delay) are
+ * throttled and their `retry-after-ms` or `Retry-After` honoured, 408, 409 and other 5xx retried
+ * with backoff, `x-should-retry` obeyed, and another 4xx ends the call at once without counting
+ * against the downstream. When the attempts run out, the last error is thrown (or the last
+ * Response returned).
+ */
+export function reliable<A extends unknown[], R>(
+  fn: (...args: A) => R | Promise<R>,
+  opts?: ReliableOptions<A, R>,
+): Reliable<A, R> {
+  if (typeof fn !== "function") throw new TypeError(`fn must be a function, got ${describe(fn)}`);
+  return wrap<A, R>((_ctx, ...args) => fn(...args), opts);
+}
+
+/**
+ * {@link reliable}, with `fn` getting an {@link AttemptContext} before the wrapped function's
+ * arguments: pass `ctx.signal` to `fetch`, so a copy that times out, loses a hedge race or is
+ * cancelled by the caller is really aborted.
+ */
+reliable.withContext = function withContext<A extends unknown[], R>(
+  fn: (ctx: AttemptContext, ...args: A) => R | Promise<R>,
+  opts?: ReliableOptions<A, R>,
+): Reliable<A, R> {
+  return wrap(fn, opts);
+};

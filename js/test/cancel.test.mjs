@@ -31,7 +31,7 @@ test("a timed-out attempt aborts its fetch: the server sees each connection clos
   const server = await hangingServer();
   try {
     let attempts = 0;
-    const get = reliable(
+    const get = reliable.withContext(
       ({ signal }) => {
         attempts++;
         return fetch(server.url, { signal });
@@ -56,7 +56,7 @@ test("the caller's signal cancels the call in flight, closes the connection and 
   try {
     // Window of one call, failureRate 1: a cancelled attempt counted as a failure would trip it.
     const breaker = new CircuitBreaker({ failureRate: 1, window: 1, cooldown: 60_000, probe: 1 });
-    const get = reliable(({ signal }) => fetch(server.url, { signal }), { breaker, timeout: 10_000 });
+    const get = reliable.withContext(({ signal }) => fetch(server.url, { signal }), { breaker, timeout: 10_000 });
     const controller = new AbortController();
     const call = get.withSignal(controller.signal);
     while (server.closed.length === 0) await new Promise((r) => setTimeout(r, 5));
@@ -102,4 +102,34 @@ test("cancelled calls free their slots: more cancels than the call table holds",
     await assert.rejects(f.withSignal(controller.signal), /cancelled/);
   }
   assert.equal(breaker.state, "closed");
+});
+
+test("a hedge races the first copy in real time; the loser's signal aborts", async () => {
+  const policy = {
+    Retry: {
+      policy: { max_attempts: 1, attempt_timeout: "5s", backoff: { shape: { Constant: { delay: "0s" } } } },
+      inner: { Hedge: { config: { delay: { Fixed: "20ms" }, max_hedges: 1 }, idempotent: true, inner: { Call: { downstream: "api" } } } },
+    },
+  };
+  const aborted = [];
+  const events = [];
+  const f = reliable.withContext(
+    ({ signal, attempt, hedge }) =>
+      new Promise((resolve, reject) => {
+        signal.addEventListener("abort", () => {
+          aborted.push([attempt, signal.reason?.name]);
+          reject(signal.reason);
+        });
+        // The first copy is slow; the hedge answers at once.
+        if (hedge) resolve(`copy ${attempt}`);
+        else setTimeout(() => resolve(`copy ${attempt}`), 2000).unref();
+      }),
+    { policy, onEvent: (e) => events.push(e.kind) },
+  );
+  const started = Date.now();
+  assert.equal(await within(1500, f(), "the hedged call"), "copy 2");
+  assert.ok(Date.now() - started < 1500);
+  assert.deepEqual(aborted, [[1, "AbortError"]]);
+  assert.deepEqual(events, ["hedge", "answer", "lost"]);
+  f.dispose();
 });

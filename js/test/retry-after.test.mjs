@@ -13,7 +13,8 @@ function responses(...list) {
   return fn;
 }
 
-const base = { baseDelay: 200, jitter: 0, timeout: Infinity };
+// A clock that stands still: the waits recorded are the core's, to the nanosecond.
+const base = { baseDelay: 200, jitter: 0, timeout: Infinity, clock: () => 0 };
 
 test("Retry-After in seconds from a 503 is waited, longer than the backoff", async () => {
   const sleep = recordingSleep();

@@ -24,7 +24,7 @@ test("the README example: five attempts with jittered backoff, then the fallback
   const breaker = new CircuitBreaker({ failureRate: 0.5, window: 20, cooldown: 30_000, probe: 3, clock });
   const sleep = recordingSleep();
   let calls = 0;
-  const callLlm = reliable(
+  const callLlm = reliable.withContext(
     async ({ signal }, prompt) => {
       calls++;
       assert.ok(signal instanceof AbortSignal);
@@ -125,4 +125,23 @@ test("expBackoff: the seed's formula, jitter within ±jitter", () => {
     const d = expBackoff(2);
     assert.ok(d >= 360 && d <= 440, `${d}`);
   }
+});
+
+test("reliable(fn) passes exactly the caller's arguments; reliable.withContext(fn) the attempt's context first", async () => {
+  const seen = [];
+  const plain = reliable((...args) => {
+    seen.push(args);
+    return args.length;
+  }, { timeout: Infinity });
+  assert.equal(await plain("prompt", 2), 2);
+  assert.equal(await plain(), 0);
+  assert.deepEqual(seen, [["prompt", 2], []]);
+  const withContext = reliable.withContext(
+    (ctx, prompt) => {
+      assert.ok(ctx.signal instanceof AbortSignal);
+      return `${ctx.attempt} ${ctx.hedge} ${prompt}`;
+    },
+    { timeout: Infinity },
+  );
+  assert.equal(await withContext("hi"), "1 false hi");
 });

@@ -349,10 +349,10 @@ impl Hedger {
         match self.policy.delay {
             Delay::Fixed(d) => Some(d),
             Delay::Quantile { min_samples, .. } if self.latencies.samples() < min_samples => None,
-            Delay::Quantile { min, max, .. } => self
-                .latencies
-                .estimate()
-                .map(|e| Duration::from_nanos(e.as_nanos().clamp(min.as_nanos(), max.as_nanos()))),
+            Delay::Quantile { min, max, .. } => self.latencies.estimate().map(|e| {
+                // Not `clamp`, which asserts min <= max (the policy checked it): no panic path.
+                Duration::from_nanos(e.as_nanos().max(min.as_nanos()).min(max.as_nanos()))
+            }),
         }
     }
 

@@ -422,7 +422,8 @@ impl Limiter {
                 gradient_step(limit, gradient, smoothing_ppm, queue)
             }
         };
-        self.micro_limit = next.clamp(min, max);
+        // Not `clamp`, which asserts min <= max (the policy checked it): no panic path.
+        self.micro_limit = next.max(min).min(max);
     }
 }
 

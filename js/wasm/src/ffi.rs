@@ -17,24 +17,34 @@ use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 
 use reliable_core::Problem;
+use reliable_core::engine::{Input, Note};
 
-use crate::{Failure, Slab, Tables};
+use crate::{Event, Failure, Policy, World};
 
-/// The module's state: the tables (initialised on first use; zero bytes in the `.wasm` file, as
+/// The module's state: the world (initialised on first use; zero bytes in the `.wasm` file, as
 /// uninitialised memory is not stored) and the latest failure.
 struct Global {
-    tables: UnsafeCell<MaybeUninit<Tables>>,
+    world: UnsafeCell<MaybeUninit<World>>,
     ready: UnsafeCell<bool>,
     error: UnsafeCell<ErrorText>,
+    /// The numbers of the latest event read.
+    event: UnsafeCell<[f64; 4]>,
+    /// Where JavaScript writes a config's tokens for [`rk_stack_layer`].
+    input: UnsafeCell<[u8; INPUT]>,
 }
+
+/// The bytes of one layer's config tokens at most.
+const INPUT: usize = 16 * 1024;
 
 // SAFETY: a wasm32 instance has one thread; see the module docs.
 unsafe impl Sync for Global {}
 
 static GLOBAL: Global = Global {
-    tables: UnsafeCell::new(MaybeUninit::uninit()),
+    world: UnsafeCell::new(MaybeUninit::uninit()),
     ready: UnsafeCell::new(false),
     error: UnsafeCell::new(ErrorText::EMPTY),
+    event: UnsafeCell::new([0.0; 4]),
+    input: UnsafeCell::new([0; INPUT]),
 };
 
 /// The latest failure, as plain data: float formatting is left to JavaScript (the core's
@@ -68,51 +78,27 @@ impl ErrorText {
     }
 }
 
-/// The state, borrowed for one export call.
-fn state() -> (&'static mut Tables, &'static mut ErrorText) {
-    // SAFETY: one thread, and no export calls another or is re-entered (no imports), so these
-    // are the only live references to the global for the duration of the export that asked.
-    // `ready` is set only after `tables` is written.
+/// The world, shared: everything in it is interior-mutable.
+fn world() -> &'static World {
+    // SAFETY: one thread, and no export calls another or is re-entered (no imports). The world
+    // is written once, here, before anything borrows it (`ready` is set only after), and only
+    // ever borrowed shared afterwards.
     unsafe {
-        let ready = &mut *GLOBAL.ready.get();
-        let tables = &mut *GLOBAL.tables.get();
-        if !*ready {
-            init(tables.as_mut_ptr());
-            *ready = true;
+        let world = GLOBAL.world.get().cast::<World>();
+        if !*GLOBAL.ready.get() {
+            crate::init::world(world);
+            *GLOBAL.ready.get() = true;
         }
-        (tables.assume_init_mut(), &mut *GLOBAL.error.get())
+        &*world
     }
 }
 
-/// Writes empty tables in place. `tables.write(Tables::new())` would build them on the stack
-/// first, and the tables (about 750 KiB) are close to the 1 MiB stack: past it, the stack runs
-/// below address 0 and every export traps.
-///
-/// # Safety
-/// `t` points to memory for a `Tables`, which this writes whole.
-unsafe fn init(t: *mut Tables) {
-    // SAFETY: every field of `*t` is written once through raw pointers, nothing is read.
-    unsafe {
-        init_slab(&raw mut (*t).breakers);
-        init_slab(&raw mut (*t).policies);
-        init_slab(&raw mut (*t).calls);
-        (&raw mut (*t).gave_up).write("");
-    }
-}
-
-/// # Safety
-/// `s` points to memory for a `Slab<T, N>`, which this writes whole.
-unsafe fn init_slab<T, const N: usize>(s: *mut Slab<T, N>) {
-    // SAFETY: the slots are an array of N `Option<T>` and the free stack of N `u16`, all in `*s`.
-    unsafe {
-        let slots = (&raw mut (*s).slots).cast::<Option<T>>();
-        for i in 0..N {
-            slots.add(i).write(None);
-        }
-        (&raw mut (*s).free).cast::<u16>().write_bytes(0, N);
-        (&raw mut (*s).free_len).write(0);
-        (&raw mut (*s).fresh).write(0);
-    }
+/// The world and the error text, borrowed mutably for one export call.
+fn state() -> (&'static World, &'static mut ErrorText) {
+    let w = world();
+    // SAFETY: one thread, no re-entry: each export calls `state` at most once, so this is the
+    // only live reference to the error text for the duration of the export that asked.
+    (w, unsafe { &mut *GLOBAL.error.get() })
 }
 
 /// Keeps a failure for [`rk_error_kind`] and the detail exports.
@@ -144,6 +130,12 @@ fn fail(error: &mut ErrorText, failure: Failure) {
             };
         }
         Failure::Full(table) => error.kind = 10 + table as u32,
+        Failure::De => {
+            error.kind = 20;
+            if let Some(e) = world().read_error() {
+                error.push(core::str::from_utf8(e.text()).unwrap_or("refused"));
+            }
+        }
         Failure::BadHandle => error.kind = 2,
     }
 }
@@ -203,7 +195,7 @@ pub extern "C" fn rk_error_len() -> u32 {
     state().1.len as u32
 }
 
-/// [`Tables::breaker_new`]: a handle or -1.
+/// A breaker with the seed's options ([`crate::seed_breaker`]): a handle or -1.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_breaker_new(
     failure_rate: f64,
@@ -211,41 +203,33 @@ pub extern "C" fn rk_breaker_new(
     cooldown_ms: f64,
     probe: u32,
 ) -> i32 {
-    let (t, e) = state();
-    handle(t.breaker_new(failure_rate, window, cooldown_ms, probe), e)
+    let (w, e) = state();
+    handle(
+        w.breaker_new(crate::seed_breaker(
+            failure_rate,
+            window,
+            cooldown_ms,
+            probe,
+        )),
+        e,
+    )
 }
 
-/// [`Tables::breaker_free`].
+/// [`World::breaker_free`].
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_breaker_free(breaker: u32) {
     state().0.breaker_free(breaker)
 }
 
-/// [`Tables::breaker_state`]: the state's number or -1.
+/// [`World::breaker_state`]: the state's number or -1.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_breaker_state(breaker: u32, now_ms: f64) -> i32 {
-    let (t, e) = state();
-    handle(t.breaker_state(breaker, now_ms), e)
+    let (w, e) = state();
+    handle(w.breaker_state(breaker, now_ms), e)
 }
 
-/// [`Tables::acquire`]: -1 admitted, `>= 0` rejected with that `retry_after` (ms), NaN failure.
-#[unsafe(no_mangle)]
-pub extern "C" fn rk_acquire(breaker: u32, call: u32, now_ms: f64) -> f64 {
-    let (t, e) = state();
-    number(
-        t.acquire(breaker, call, now_ms).map(|r| r.unwrap_or(-1.0)),
-        e,
-    )
-}
-
-/// [`Tables::record`]: 0 or -1.
-#[unsafe(no_mangle)]
-pub extern "C" fn rk_record(breaker: u32, call: u32, outcome: u32, now_ms: f64) -> i32 {
-    let (t, e) = state();
-    handle(t.record(breaker, call, outcome, now_ms).map(|()| 0), e)
-}
-
-/// [`Tables::policy_new`]: a handle or -1.
+/// A policy with the seed's retry options ([`crate::seed_retry`]) and `breaker` (negative:
+/// none): a handle or -1.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_policy_new(
     max_attempts: u32,
@@ -255,9 +239,10 @@ pub extern "C" fn rk_policy_new(
     jitter: f64,
     cap_ms: f64,
     max_server_delay_ms: f64,
+    breaker: i32,
 ) -> i32 {
-    let (t, e) = state();
-    let r = t.policy_new(
+    let (w, e) = state();
+    let r = crate::seed_retry(
         max_attempts,
         timeout_ms,
         base_ms,
@@ -265,71 +250,210 @@ pub extern "C" fn rk_policy_new(
         jitter,
         cap_ms,
         max_server_delay_ms,
-    );
+    )
+    .map_err(Failure::Config)
+    .and_then(|retry| {
+        let plan = reliable_core::engine::Plan::new(retry);
+        w.policy_new(Policy::new(plan), u32::try_from(breaker).ok())
+    });
     handle(r, e)
 }
 
-/// [`Tables::policy_free`].
+/// [`World::policy_free`].
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_policy_free(policy: u32) {
     state().0.policy_free(policy)
 }
 
-/// [`Tables::attempt_timeout`]: ms, negative for none, NaN failure.
+/// Where JavaScript writes a layer's config tokens (see [`crate::de`]).
 #[unsafe(no_mangle)]
-pub extern "C" fn rk_attempt_timeout(policy: u32) -> f64 {
-    let (t, e) = state();
-    number(t.attempt_timeout(policy), e)
+pub extern "C" fn rk_input_ptr() -> u32 {
+    GLOBAL.input.get() as u32
 }
 
-/// [`Tables::call_start`]: a handle or -1.
+/// How many bytes of tokens fit there.
 #[unsafe(no_mangle)]
-pub extern "C" fn rk_call_start(policy: u32, now_ms: f64) -> i32 {
-    let (t, e) = state();
-    handle(t.call_start(policy, now_ms), e)
+pub extern "C" fn rk_input_cap() -> u32 {
+    INPUT as u32
 }
 
-/// [`Tables::begin`]; `breaker` negative for none: the call's handle (admitted), `-1` failure,
-/// or `-2 - retry_after_ms` (rejected; the call is over).
+/// [`World::stack_begin`].
 #[unsafe(no_mangle)]
-pub extern "C" fn rk_begin(policy: u32, breaker: i32, now_ms: f64) -> f64 {
-    let (t, e) = state();
-    match t.begin(policy, u32::try_from(breaker).ok(), now_ms) {
-        Ok(Ok(call)) => f64::from(call),
-        Ok(Err(retry_after_ms)) => -2.0 - retry_after_ms,
-        Err(f) => {
-            fail(e, f);
-            -1.0
-        }
-    }
+pub extern "C" fn rk_stack_begin() {
+    state().0.stack_begin()
 }
 
-/// [`Tables::succeed`]; `breaker` negative for none: 0 or -1.
+/// [`World::stack_layer`] with the first `len` bytes of the input: 0 or -1.
 #[unsafe(no_mangle)]
-pub extern "C" fn rk_succeed(policy: u32, breaker: i32, call: u32, now_ms: f64) -> i32 {
-    let (t, e) = state();
+pub extern "C" fn rk_stack_layer(kind: u32, flag: u32, len: u32) -> i32 {
+    let (w, e) = state();
+    // SAFETY: one thread, no re-entry: JavaScript wrote the input before this export and does
+    // not touch it during it; this is the only reference for its duration.
+    let input = unsafe { &*GLOBAL.input.get() };
+    let tokens = input.get(..len as usize).unwrap_or_default();
+    handle(w.stack_layer(kind, flag, tokens).map(|()| 0), e)
+}
+
+/// [`World::stack_finish`]: the policy's handle or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_stack_finish() -> i32 {
+    let (w, e) = state();
+    handle(w.stack_finish(), e)
+}
+
+/// [`World::samples_used`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_samples_used() -> u32 {
+    state().0.samples_used()
+}
+
+/// [`World::call_start`]: a call's handle or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_call_start(policy: u32, now_ms: f64, backoff: f64, throttle: f64) -> i32 {
+    let (w, e) = state();
+    handle(w.call_start(policy, now_ms, backoff, throttle), e)
+}
+
+fn input(call: u32, input: Input, now_ms: f64, backoff: f64, throttle: f64) -> i32 {
+    let (w, e) = state();
     handle(
-        t.succeed(policy, u32::try_from(breaker).ok(), call, now_ms)
+        w.call_input(call, input, now_ms, backoff, throttle)
             .map(|()| 0),
         e,
     )
 }
 
-/// [`Tables::call_failed`]: ms to wait before the retry, -1 give up, NaN failure.
+/// Copy `n` of `call` answered (see [`crate::answer_of`] for the numbers): 0 or -1.
 #[unsafe(no_mangle)]
-pub extern "C" fn rk_call_failed(
-    policy: u32,
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn rk_call_answer(
     call: u32,
-    class: u32,
-    retry_after_ms: f64,
+    n: u32,
+    status: i32,
+    server_delay_ms: f64,
+    should_retry: i32,
+    overloaded: u32,
     now_ms: f64,
-    unit: f64,
-) -> f64 {
-    let (t, e) = state();
-    number(
-        t.call_failed(policy, call, class, retry_after_ms, now_ms, unit),
-        e,
-    )
+    backoff: f64,
+    throttle: f64,
+) -> i32 {
+    let answer = crate::answer_of(status, server_delay_ms, should_retry, overloaded);
+    input(call, Input::Answer { n, answer }, now_ms, backoff, throttle)
+}
+
+/// The time passed for `call` (the timer it asked for fired): 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_call_tick(call: u32, now_ms: f64, backoff: f64, throttle: f64) -> i32 {
+    input(call, Input::Tick, now_ms, backoff, throttle)
+}
+
+/// The caller cancels `call`: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_call_cancel(call: u32, now_ms: f64) -> i32 {
+    input(call, Input::Cancel, now_ms, 0.0, 0.0)
+}
+
+/// [`World::poll`]: the action's code ([`Polled`]; its numbers from [`rk_out`]) or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_call_poll(call: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.poll(call).map(|p| p as u32), e)
+}
+
+/// The `i`-th number of the latest action polled (0 to 5; otherwise NaN).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_out(i: u32) -> f64 {
+    state().0.out().get(i as usize).copied().unwrap_or(f64::NAN)
+}
+
+/// [`World::timeout`]: how long until the call wants a tick (ms), -1 never, NaN failure.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_call_timeout(call: u32, now_ms: f64) -> f64 {
+    let (w, e) = state();
+    number(w.timeout(call, now_ms), e)
+}
+
+/// [`World::call_free`].
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_call_free(call: u32, now_ms: f64) {
+    state().0.call_free(call, now_ms)
+}
+
+/// The oldest event not read yet, as a code (0: none left), its numbers from
+/// [`rk_event_number`]: 1 a hedge sent (copy); 2 a hedge refused (who, as
+/// [`crate::refusal_code`]); 3 a copy lost the race (copy); 4 refused locally (who, retry-after
+/// ms or -1); 5 a retry (wait ms, class code, copies sent); 6 the concurrency limit moved (from,
+/// to); 7 the ledger answered (kind: 0 retry, 1 hedge, 2 probe; granted 1 or 0); 8 a copy's
+/// answer taken (copy, class code or -1 for a success); 9 the retry policy gave up; 10 a
+/// breaker changed state (from, to, as state codes).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_event() -> u32 {
+    let (w, _) = state();
+    let opt = |d: Option<reliable_core::Duration>| d.map_or(-1.0, crate::millis);
+    let class = |c: Option<reliable_core::outcome::ErrorClass>| {
+        c.map_or(-1.0, |c| f64::from(crate::class_code(c)))
+    };
+    let (code, numbers) = match w.events().pop() {
+        None => (0, [0.0; 4]),
+        Some(Event::Note(note)) => match note {
+            Note::Hedge { n } => (1, [f64::from(n), 0.0, 0.0, 0.0]),
+            Note::NoHedge(r) => (2, [f64::from(crate::refusal_code(r)), 0.0, 0.0, 0.0]),
+            Note::Lost { n } => (3, [f64::from(n), 0.0, 0.0, 0.0]),
+            Note::Refused(r) => (
+                4,
+                [
+                    f64::from(crate::refusal_code(r)),
+                    opt(r.retry_after()),
+                    0.0,
+                    0.0,
+                ],
+            ),
+            Note::Retry {
+                after,
+                class: c,
+                attempts,
+            } => (
+                5,
+                [
+                    crate::millis(after),
+                    class(Some(c)),
+                    f64::from(attempts),
+                    0.0,
+                ],
+            ),
+            Note::Limit { from, to } => (6, [f64::from(from), f64::from(to), 0.0, 0.0]),
+            Note::Ledger { kind, granted } => {
+                let kind = match kind {
+                    reliable_core::ledger::Extra::Retry => 0.0,
+                    reliable_core::ledger::Extra::Hedge => 1.0,
+                    reliable_core::ledger::Extra::Probe => 2.0,
+                };
+                (7, [kind, f64::from(u8::from(granted)), 0.0, 0.0])
+            }
+            Note::Ended { n, class: c } => (8, [f64::from(n), class(c), 0.0, 0.0]),
+            Note::GaveUp(_) => (9, [0.0; 4]),
+        },
+        Some(Event::Breaker { from, to }) => (
+            10,
+            [
+                f64::from(crate::state_code(from)),
+                f64::from(crate::state_code(to)),
+                0.0,
+                0.0,
+            ],
+        ),
+    };
+    // SAFETY: one thread, no re-entry: the only reference for this export's duration.
+    unsafe { *GLOBAL.event.get() = numbers };
+    code
+}
+
+/// The `i`-th number of the latest event read (0 to 3; otherwise NaN).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_event_number(i: u32) -> f64 {
+    // SAFETY: one thread, no re-entry: the only reference for this export's duration.
+    let numbers = unsafe { *GLOBAL.event.get() };
+    numbers.get(i as usize).copied().unwrap_or(f64::NAN)
 }
 
 /// Where the core's name of the latest give-up reason starts in linear memory.
@@ -342,24 +466,6 @@ pub extern "C" fn rk_gave_up_ptr() -> u32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_gave_up_len() -> u32 {
     state().0.gave_up().len() as u32
-}
-
-/// [`Tables::call_end`]; `breaker` negative for none: 0 or -1.
-#[unsafe(no_mangle)]
-pub extern "C" fn rk_call_end(
-    policy: u32,
-    breaker: i32,
-    call: u32,
-    succeeded: u32,
-    now_ms: f64,
-) -> i32 {
-    let (t, e) = state();
-    let breaker = u32::try_from(breaker).ok();
-    handle(
-        t.call_end(policy, breaker, call, succeeded != 0, now_ms)
-            .map(|()| 0),
-        e,
-    )
 }
 
 /// [`crate::answer_meaning`]: the core's meaning of an attempt's answer, as one number.

@@ -1,15 +1,18 @@
-//! # reliable-wasm: the decisions of `reliable-core` for JavaScript, as plain WebAssembly exports
+//! # reliable-wasm: the core's call engine for JavaScript, as plain WebAssembly exports
 //!
 //! The npm package `reliablekit` loads this module with `WebAssembly.instantiate` and calls the
 //! `rk_*` functions of [`ffi`] directly: no generated glue, only numbers cross the boundary.
-//! Every breaker, retry policy and call in flight lives in a fixed table here ([`Tables`]) and is
-//! named across the boundary by its index (a *handle*). The tables are fixed-size, so the module
-//! never allocates; when one is full the constructor answers "full" and the TypeScript side
-//! throws a `RangeError` saying which.
 //!
-//! This file is the safe part: every operation, on a `&mut Tables`, checking each handle and
-//! each number it is given (a stale handle or a NaN is an error answer, never a trap). The one
-//! `unsafe` item, the global that holds the tables, is in [`ffi`].
+//! Every call is decided by [`reliable_core::engine::Call`]: the TypeScript side only sends the
+//! copies it is told to send, keeps the timers, aborts what it is told to cancel, and hands each
+//! answer back. Breakers, policies (a [`Plan`] and the stateful layers it draws from) and calls
+//! in flight live in fixed tables of a [`World`], named across the boundary by index (a
+//! *handle*). The tables are fixed-size, so the module never allocates; when one is full the
+//! constructor answers "full" and the TypeScript side throws a `RangeError` saying which.
+//!
+//! This file is the safe part: every operation checks each handle and each number it is given
+//! (a stale handle or a NaN is an error answer, never a trap). The `unsafe` items (the global
+//! that holds the world, and pinning a call's plan in its slot) are in [`ffi`] and [`pin`].
 //!
 //! Times cross as `f64` milliseconds on the caller's clock (`performance.now()` or an injected
 //! one): JavaScript numbers need no `BigInt` that way, and a millisecond `f64` keeps nanosecond
@@ -27,38 +30,64 @@
     )
 )]
 
+pub mod de;
 #[cfg(target_arch = "wasm32")]
 pub mod ffi;
+#[cfg(target_arch = "wasm32")]
+mod init;
+pub mod pin;
+pub mod policy;
 
+use core::cell::{Cell, RefCell};
+
+use heapless::Deque;
 use reliable_core::answer::{Answer, Signals};
 use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter};
 use reliable_core::breaker::{
-    BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, HalfOpenConfig, OpenConfig, Outcome,
-    Permit, ProbeRule, State, WindowConfig,
+    BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, HalfOpenConfig, Observer,
+    OpenConfig, Outcome, Permit, ProbeRule, Rejection, State, Transition, WindowConfig,
 };
-use reliable_core::budget::Unlimited;
+use reliable_core::budget::{AnyBudget, Budget, Unlimited};
+use reliable_core::engine::{Action, Call, Ended, Input, Note, Plan, Refusal, SampleFor, Shared};
+use reliable_core::hedge::Hedger;
+use reliable_core::ledger::ExtraLedger;
+use reliable_core::limit::{Limiter, RateLimiter};
 use reliable_core::outcome::ErrorClass;
-use reliable_core::retry::{RetryConfig, RetryDecision, RetryPolicy, RetryState};
+use reliable_core::retry::{RetryConfig, RetryPolicy};
+use reliable_core::throttle::AdaptiveThrottle;
 use reliable_core::{ConfigError, Duration, Instant};
 
 /// The most calls a breaker's window may hold (the seed's default is 20).
 pub const MAX_WINDOW: usize = 256;
 /// Breakers alive at once.
+#[cfg(not(test))]
 pub const MAX_BREAKERS: usize = 256;
-/// Retry policies (one per wrapped function) alive at once.
+/// Breakers alive at once.
+#[cfg(test)]
+pub const MAX_BREAKERS: usize = 4;
+/// Policies (one per wrapped function) alive at once.
+#[cfg(not(test))]
 pub const MAX_POLICIES: usize = 256;
+/// Policies (one per wrapped function) alive at once.
+#[cfg(test)]
+pub const MAX_POLICIES: usize = 4;
 /// Calls in flight at once, across every wrapped function.
-pub const MAX_CALLS: usize = 8192;
+#[cfg(not(test))]
+pub const MAX_CALLS: usize = 2048;
+/// Calls in flight at once, across every wrapped function.
+#[cfg(test)]
+pub const MAX_CALLS: usize = 8;
+/// Copies of one attempt in flight at once (a first copy and up to three hedges).
+pub const COPIES: usize = 4;
+/// Decisions and breaker transitions one input may report before they are read.
+pub const EVENTS: usize = 64;
 
-/// The seed library's breaker: a count window of up to [`MAX_WINDOW`] calls, ungated probes.
-pub type SeedBreaker = CircuitBreaker<BreakerPolicy, CountWindow<MAX_WINDOW, 4>, 1>;
+/// A breaker: a count window of up to [`MAX_WINDOW`] calls; its transitions are reported as
+/// [`Event::Breaker`].
+pub type Breaker = CircuitBreaker<BreakerPolicy, CountWindow<MAX_WINDOW, 4>, 1, Transitions>;
 
-/// One wrapped call in flight: its retry state and the breaker permit of its current attempt.
-#[derive(Debug)]
-pub struct Call {
-    retry: RetryState,
-    permit: Option<Permit>,
-}
+/// A call in flight, decided by the core's engine.
+pub type EngineCall = Call<'static, World, COPIES>;
 
 /// Why an operation failed; the TypeScript side turns it into a `TypeError` or `RangeError`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,6 +98,14 @@ pub enum Failure {
     Full(Table),
     /// A handle that names nothing alive (freed already, or never issued).
     BadHandle,
+    /// A policy's config could not be read: where and why is [`World::read_error`].
+    De,
+}
+
+impl From<ConfigError> for Failure {
+    fn from(e: ConfigError) -> Self {
+        Failure::Config(e)
+    }
 }
 
 /// The fixed tables, for [`Failure::Full`].
@@ -82,68 +119,229 @@ pub enum Table {
     Calls = 3,
 }
 
-/// A fixed table of `N` slots with a stack of free indices: insert and remove in O(1).
+/// Which of a fixed number of slots are taken, with a stack of free indices: O(1) both ways.
 #[derive(Debug)]
-pub struct Slab<T, const N: usize> {
-    slots: [Option<T>; N],
-    free: [u16; N],
-    free_len: usize,
+pub struct Slots<const N: usize> {
+    used: [Cell<bool>; N],
+    free: [Cell<u16>; N],
+    free_len: Cell<usize>,
     /// Slots never used yet are `fresh..N`.
-    fresh: usize,
+    fresh: Cell<usize>,
 }
 
-impl<T, const N: usize> Slab<T, N> {
+impl<const N: usize> Slots<N> {
     const CHECK: () = assert!(N <= u16::MAX as usize, "indices are u16");
 
-    fn new() -> Self {
+    /// All free.
+    pub fn new() -> Self {
         let () = Self::CHECK;
-        Slab {
-            slots: [const { None }; N],
-            free: [0; N],
-            free_len: 0,
-            fresh: 0,
+        Slots {
+            used: [const { Cell::new(false) }; N],
+            free: [const { Cell::new(0) }; N],
+            free_len: Cell::new(0),
+            fresh: Cell::new(0),
         }
     }
 
-    fn insert(&mut self, value: T) -> Option<u32> {
-        let index = if self.free_len > 0 {
-            self.free_len -= 1;
-            usize::from(*self.free.get(self.free_len)?)
-        } else if self.fresh < N {
-            self.fresh += 1;
-            self.fresh - 1
+    fn take(&self) -> Option<usize> {
+        let index = if self.free_len.get() > 0 {
+            let len = self.free_len.get() - 1;
+            self.free_len.set(len);
+            usize::from(self.free.get(len)?.get())
+        } else if self.fresh.get() < N {
+            self.fresh.set(self.fresh.get() + 1);
+            self.fresh.get() - 1
         } else {
             return None;
         };
-        *self.slots.get_mut(index)? = Some(value);
-        u32::try_from(index).ok()
+        self.used.get(index)?.set(true);
+        Some(index)
     }
 
-    fn get_mut(&mut self, handle: u32) -> Option<&mut T> {
-        self.slots.get_mut(handle as usize)?.as_mut()
+    fn is_used(&self, handle: u32) -> bool {
+        self.used.get(handle as usize).is_some_and(Cell::get)
     }
 
-    fn get(&self, handle: u32) -> Option<&T> {
-        self.slots.get(handle as usize)?.as_ref()
-    }
-
-    fn remove(&mut self, handle: u32) -> Option<T> {
-        let value = self.slots.get_mut(handle as usize)?.take()?;
-        // A slot just emptied was in use, so the free stack has room for it.
-        *self.free.get_mut(self.free_len)? = handle as u16;
-        self.free_len += 1;
-        Some(value)
+    fn give_back(&self, handle: u32) {
+        let Some(used) = self.used.get(handle as usize) else {
+            return;
+        };
+        if !used.replace(false) {
+            return;
+        }
+        // A slot just freed was in use, so the free stack has room for it.
+        if let Some(slot) = self.free.get(self.free_len.get()) {
+            slot.set(handle as u16);
+            self.free_len.set(self.free_len.get() + 1);
+        }
     }
 }
 
-/// Everything the module holds.
+impl<const N: usize> Default for Slots<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Reports a breaker's transitions as [`Event::Breaker`].
 #[derive(Debug)]
-pub struct Tables {
-    breakers: Slab<SeedBreaker, MAX_BREAKERS>,
-    policies: Slab<RetryPolicy, MAX_POLICIES>,
-    calls: Slab<Call, MAX_CALLS>,
+pub struct Transitions(&'static Events);
+
+impl Observer for Transitions {
+    fn on_transition(&self, t: Transition) {
+        self.0.push(Event::Breaker {
+            from: t.from,
+            to: t.to,
+        });
+    }
+}
+
+/// What a call reports as it is decided, read by the TypeScript side after each input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A decision the engine took.
+    Note(Note),
+    /// A breaker changed state.
+    Breaker {
+        /// Before.
+        from: State,
+        /// After.
+        to: State,
+    },
+}
+
+/// The events not read yet.
+#[derive(Debug, Default)]
+pub struct Events(RefCell<Deque<Event, EVENTS>>);
+
+impl Events {
+    fn push(&self, e: Event) {
+        if let Ok(mut q) = self.0.try_borrow_mut() {
+            // Full only when nobody reads them: the oldest goes.
+            if q.is_full() {
+                q.pop_front();
+            }
+            let _ = q.push_back(e);
+        }
+    }
+
+    /// The oldest event not read yet.
+    pub fn pop(&self) -> Option<Event> {
+        self.0.try_borrow_mut().ok()?.pop_front()
+    }
+
+    /// Forgets the events not read yet.
+    pub fn clear(&self) {
+        if let Ok(mut q) = self.0.try_borrow_mut() {
+            q.clear();
+        }
+    }
+}
+
+/// A policy: what each call of one wrapped function runs, and the stateful layers its calls
+/// share (a breaker is its own handle, as several wrappers may share one).
+#[derive(Debug)]
+pub struct Policy {
+    plan: Plan,
+    breaker: Option<u32>,
+    /// The breaker is the policy's own (from its stack): freed with it.
+    owns_breaker: bool,
+    budget: Option<RefCell<AnyBudget>>,
+    ledger: Option<RefCell<ExtraLedger>>,
+    throttle: Option<RefCell<AdaptiveThrottle>>,
+    hedger: Option<RefCell<Hedger>>,
+    limiter: Option<RefCell<Limiter>>,
+    rate: Option<RefCell<RateLimiter>>,
+}
+
+impl Policy {
+    /// A policy running `plan`, no stateful layer yet.
+    pub fn new(plan: Plan) -> Self {
+        Policy {
+            plan,
+            breaker: None,
+            owns_breaker: false,
+            budget: None,
+            ledger: None,
+            throttle: None,
+            hedger: None,
+            limiter: None,
+            rate: None,
+        }
+    }
+}
+
+/// One slot of the call table: the call, the plan it runs (pinned beside it) and its policy.
+#[derive(Debug, Default)]
+pub struct CallSlot {
+    cell: pin::CallCell,
+    policy: Cell<u32>,
+}
+
+impl CallSlot {
+    /// An empty slot.
+    pub const fn new() -> Self {
+        CallSlot {
+            cell: pin::CallCell::new(),
+            policy: Cell::new(0),
+        }
+    }
+}
+
+/// Everything the module holds. Every field is interior-mutable: the world is shared by `&`,
+/// as the engine's calls hold it while the tables change around them.
+#[derive(Debug)]
+pub struct World {
+    breakers: [RefCell<Option<Breaker>>; MAX_BREAKERS],
+    breaker_slots: Slots<MAX_BREAKERS>,
+    policies: [RefCell<Option<Policy>>; MAX_POLICIES],
+    policy_slots: Slots<MAX_POLICIES>,
+    calls: [CallSlot; MAX_CALLS],
+    call_slots: Slots<MAX_CALLS>,
+    /// The policy of the call being fed an input.
+    current: Cell<u32>,
+    /// The stack being read.
+    builder: RefCell<policy::Builder>,
+    /// Why the latest config could not be read.
+    read_error: Cell<Option<de::DeError>>,
+    /// The random samples of the input being fed (backoff jitter, throttle).
+    samples: Cell<(u64, u64)>,
+    /// Which of them the input used (1 the backoff's, 2 the throttle's): JavaScript draws a new
+    /// one only for a sample used, so a sequence of draws is consumed as the core asks.
+    used: Cell<u32>,
+    events: Events,
+    /// The numbers of the latest action polled.
+    out: Cell<[f64; 6]>,
     /// The core's name of the latest give-up reason (`max-attempts`, `fatal`, ...).
-    gave_up: &'static str,
+    gave_up: Cell<&'static str>,
+}
+
+impl World {
+    /// An empty world (large: build it in place, see [`ffi`]).
+    pub fn new() -> Self {
+        World {
+            breakers: [const { RefCell::new(None) }; MAX_BREAKERS],
+            breaker_slots: Slots::new(),
+            policies: [const { RefCell::new(None) }; MAX_POLICIES],
+            policy_slots: Slots::new(),
+            calls: [const { CallSlot::new() }; MAX_CALLS],
+            call_slots: Slots::new(),
+            current: Cell::new(u32::MAX),
+            builder: RefCell::new(policy::Builder::default()),
+            read_error: Cell::new(None),
+            samples: Cell::new((0, 0)),
+            used: Cell::new(0),
+            events: Events::default(),
+            out: Cell::new([0.0; 6]),
+            gave_up: Cell::new(""),
+        }
+    }
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// A time on the caller's clock, in milliseconds, as an instant (negative and NaN: zero).
@@ -156,9 +354,25 @@ pub fn duration(ms: f64) -> Duration {
     Duration::from_secs_f64(ms / 1000.0)
 }
 
+/// `now`, or the call's wake-up `wake` when `now` is within a microsecond of it: a time that
+/// went through a JavaScript number (the wake-up, or a wait's end added up from its length) comes
+/// back at the instant it stood for, not a nanosecond short of it.
+pub fn snap(now: Instant, wake: Option<Instant>) -> Instant {
+    const NEAR: u64 = 1_000;
+    match wake {
+        Some(w) if now.as_nanos().abs_diff(w.as_nanos()) <= NEAR => w,
+        _ => now,
+    }
+}
+
 /// A duration in milliseconds.
 pub fn millis(d: Duration) -> f64 {
     d.as_nanos() as f64 / 1e6
+}
+
+/// An instant in milliseconds.
+pub fn instant_millis(i: Instant) -> f64 {
+    i.as_nanos() as f64 / 1e6
 }
 
 /// A uniform sample in [0, 1) (JavaScript's `Math.random()` or an injected `rng`) as the uniform
@@ -179,31 +393,8 @@ pub fn state_code(state: State) -> u32 {
     }
 }
 
-/// A call's outcome from its number: success 0, failure 1, anything else ignored (the permit is
-/// handed back without counting, as for a cancelled call).
-pub fn outcome(code: u32) -> Outcome {
-    match code {
-        0 => Outcome::Success,
-        1 => Outcome::Failure,
-        _ => Outcome::Ignored,
-    }
-}
-
-/// An attempt's failure class from its number: transient 0, timeout 1, throttled 2 (with the
-/// server's delay when `retry_after_ms >= 0`), fatal 3, don't-retry 4; unknown numbers are transient.
-pub fn error_class(code: u32, retry_after_ms: f64) -> ErrorClass {
-    match code {
-        1 => ErrorClass::Timeout,
-        2 => ErrorClass::Throttled {
-            retry_after: (retry_after_ms >= 0.0).then(|| duration(retry_after_ms)),
-        },
-        3 => ErrorClass::Fatal,
-        4 => ErrorClass::DontRetry,
-        _ => ErrorClass::Transient,
-    }
-}
-
-/// The code of a class, as [`error_class`] reads it; a local refusal (never an answer's class) is 5.
+/// The code of a class: transient 0, timeout 1, throttled 2, fatal 3, don't-retry 4, a local
+/// refusal 5.
 pub fn class_code(class: ErrorClass) -> u32 {
     match class {
         ErrorClass::Transient => 0,
@@ -212,6 +403,17 @@ pub fn class_code(class: ErrorClass) -> u32 {
         ErrorClass::Fatal => 3,
         ErrorClass::DontRetry => 4,
         ErrorClass::Refused { .. } => 5,
+    }
+}
+
+/// Who refused: breaker 0, throttle 1, ledger 2, concurrency limit 3, rate limit 4.
+pub fn refusal_code(r: Refusal) -> u32 {
+    match r {
+        Refusal::Breaker(_) => 0,
+        Refusal::Throttle(_) => 1,
+        Refusal::Ledger(_) => 2,
+        Refusal::Limit(_) => 3,
+        Refusal::Rate(_) => 4,
     }
 }
 
@@ -227,20 +429,13 @@ pub const ANSWER_BREAKER_IGNORES: u32 = 1 << 5;
 /// [`answer_meaning`]: the backend accepted it (what an adaptive throttle counts).
 pub const ANSWER_ACCEPTED: u32 = 1 << 6;
 
-/// What an attempt's answer means, by the core's one table ([`reliable_core::answer`]): the
-/// face parses, the core decides. `status >= 0` is a response's status (above `u16::MAX`: read as
-/// `u16::MAX`), `-1` the attempt's timer fired, any other negative an error before any answer
-/// (connection refused or reset, or a thrown error). The signals: `server_delay_ms` the server's
-/// delay (`retry-after-ms`, else `Retry-After`; negative or NaN: none), `should_retry`
+/// An attempt's answer from numbers: `status >= 0` is a response's status (above `u16::MAX`:
+/// read as `u16::MAX`), `-1` the attempt's timer fired, any other negative an error before any
+/// answer (connection refused or reset, or a thrown error). The signals: `server_delay_ms` the
+/// server's delay (`retry-after-ms`, else `Retry-After`; negative or NaN: none), `should_retry`
 /// `x-should-retry` (1 true, 0 false, anything else absent), `overloaded` an explicit overload
-/// marker (non-zero). The result: the class's code ([`class_code`], [`ANSWER_OK`] for a success)
-/// in the [`ANSWER_CLASS`] bits, with the `ANSWER_*` flags of its consequences.
-pub fn answer_meaning(
-    status: i32,
-    server_delay_ms: f64,
-    should_retry: i32,
-    overloaded: u32,
-) -> u32 {
+/// marker (non-zero).
+pub fn answer_of(status: i32, server_delay_ms: f64, should_retry: i32, overloaded: u32) -> Answer {
     let signals = Signals {
         retry_after: (server_delay_ms >= 0.0).then(|| duration(server_delay_ms)),
         should_retry: match should_retry {
@@ -250,11 +445,24 @@ pub fn answer_meaning(
         },
         overloaded: overloaded != 0,
     };
-    let answer = match status {
+    match status {
         -1 => Answer::Timeout,
         s if s < 0 => Answer::Connection,
         s => Answer::status(u16::try_from(s).unwrap_or(u16::MAX), signals),
-    };
+    }
+}
+
+/// What an attempt's answer ([`answer_of`]) means, by the core's one table
+/// ([`reliable_core::answer`]): the face parses, the core decides. The class's code
+/// ([`class_code`], [`ANSWER_OK`] for a success) in the [`ANSWER_CLASS`] bits, with the
+/// `ANSWER_*` flags of its consequences.
+pub fn answer_meaning(
+    status: i32,
+    server_delay_ms: f64,
+    should_retry: i32,
+    overloaded: u32,
+) -> u32 {
+    let answer = answer_of(status, server_delay_ms, should_retry, overloaded);
     let flag = |on: bool, bit: u32| if on { bit } else { 0 };
     let Some(class) = answer.class() else {
         return ANSWER_OK | ANSWER_ACCEPTED;
@@ -297,7 +505,7 @@ pub fn exp_backoff(
     jitter: f64,
     unit: f64,
 ) -> Result<f64, Failure> {
-    let policy = seed_backoff(base_ms, factor, jitter, -1.0).map_err(Failure::Config)?;
+    let policy = seed_backoff(base_ms, factor, jitter, -1.0)?;
     Ok(millis(policy.delay(
         attempt.max(1),
         Duration::ZERO,
@@ -305,378 +513,414 @@ pub fn exp_backoff(
     )))
 }
 
-impl Default for Tables {
-    fn default() -> Self {
-        Tables::new()
+/// The seed library's breaker: trip when at least `failure_rate` of the last `window` calls
+/// failed (deciding only over a full window), stay open `cooldown_ms`, then let every call
+/// through as a probe; `probe` successes in a row close it, any failure re-opens it.
+pub fn seed_breaker(failure_rate: f64, window: u32, cooldown_ms: f64, probe: u32) -> BreakerConfig {
+    BreakerConfig {
+        failure_rate: Some(failure_rate),
+        minimum_calls: window,
+        window: WindowConfig::Count { calls: window },
+        open: OpenConfig {
+            duration: duration(cooldown_ms),
+            ..OpenConfig::default()
+        },
+        half_open: HalfOpenConfig {
+            max_in_flight: None,
+            rule: ProbeRule::Consecutive { successes: probe },
+            probe_timeout: Duration::MAX,
+            decide_at_minimum: false,
+            max_wait: None,
+            max_wait_closes: false,
+        },
+        ..BreakerConfig::reliablekit()
     }
 }
 
-impl Tables {
-    /// Empty tables.
-    pub fn new() -> Self {
-        Tables {
-            breakers: Slab::new(),
-            policies: Slab::new(),
-            calls: Slab::new(),
-            gave_up: "",
-        }
-    }
+/// The seed library's retry policy: `max_attempts` in all, `timeout_ms` per attempt (negative:
+/// none), the seed's backoff between them capped at `cap_ms` (negative: none), server delays
+/// (`Retry-After`) honoured up to `max_server_delay_ms`.
+pub fn seed_retry(
+    max_attempts: u32,
+    timeout_ms: f64,
+    base_ms: f64,
+    factor: f64,
+    jitter: f64,
+    cap_ms: f64,
+    max_server_delay_ms: f64,
+) -> Result<RetryPolicy, ConfigError> {
+    let backoff = seed_backoff(base_ms, factor, jitter, cap_ms)?;
+    RetryPolicy::new(RetryConfig {
+        max_attempts: Some(max_attempts),
+        attempt_timeout: (timeout_ms >= 0.0).then(|| duration(timeout_ms)),
+        max_server_delay: duration(max_server_delay_ms),
+        ..RetryConfig::new(*backoff.config())
+    })
+}
 
-    /// The core's name of the reason the latest call given up on gave up (see
-    /// [`call_failed`](Self::call_failed)): passed on as text, so a reason the core adds needs no
-    /// change here.
+/// What [`World::poll`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Polled {
+    /// Nothing to do until an input.
+    Idle = 0,
+    /// Send a copy: [`World::out`] holds its number, its deadline (ms, -1 none), 1 if a hedge.
+    Send = 1,
+    /// Cancel a copy: its number, why (0 lost, 1 timed out, 2 the call is over).
+    Cancel = 2,
+    /// The call is over: result (0 ok, 1 gave up, 2 refused, 3 cancelled), copies sent, the
+    /// winning or last copy (0 none), the last class ([`class_code`], -1 a success or none), who
+    /// refused ([`refusal_code`], -1 nobody), the refuser's retry-after (ms, -1 none). A give-up's
+    /// reason is [`World::gave_up`].
+    Done = 3,
+}
+
+impl World {
+    /// The core's name of the reason the latest call given up on gave up, as text (a reason the
+    /// core adds needs no change here).
     pub fn gave_up(&self) -> &'static str {
-        self.gave_up
+        self.gave_up.get()
     }
 
-    /// A closed breaker with the seed's options: trip when at least `failure_rate` of the last
-    /// `window` calls failed (deciding only over a full window), stay open `cooldown_ms`, then let
-    /// every call through as a probe; `probe` successes in a row close it, any failure re-opens it.
-    pub fn breaker_new(
-        &mut self,
-        failure_rate: f64,
-        window: u32,
-        cooldown_ms: f64,
-        probe: u32,
-    ) -> Result<u32, Failure> {
-        let config = BreakerConfig {
-            failure_rate: Some(failure_rate),
-            minimum_calls: window,
-            window: WindowConfig::Count { calls: window },
-            open: OpenConfig {
-                duration: duration(cooldown_ms),
-                ..OpenConfig::default()
-            },
-            half_open: HalfOpenConfig {
-                max_in_flight: None,
-                rule: ProbeRule::Consecutive { successes: probe },
-                probe_timeout: Duration::MAX,
-                decide_at_minimum: false,
-                max_wait: None,
-                max_wait_closes: false,
-            },
-            ..BreakerConfig::reliablekit()
-        };
-        let policy = BreakerPolicy::new(config).map_err(Failure::Config)?;
-        let breaker = SeedBreaker::with_storage(policy).map_err(Failure::Config)?;
-        self.breakers
-            .insert(breaker)
-            .ok_or(Failure::Full(Table::Breakers))
+    /// The numbers of the latest action polled.
+    pub fn out(&self) -> [f64; 6] {
+        self.out.get()
+    }
+
+    /// The events not read yet.
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
+    /// A breaker with `config`; its transitions are reported as events.
+    pub fn breaker_new(&'static self, config: BreakerConfig) -> Result<u32, Failure> {
+        let policy = BreakerPolicy::new(config)?;
+        let breaker = CircuitBreaker::<_, CountWindow<MAX_WINDOW, 4>, 1>::with_storage(policy)?
+            .observe(Transitions(&self.events));
+        let h = self
+            .breaker_slots
+            .take()
+            .ok_or(Failure::Full(Table::Breakers))?;
+        let slot = self.breakers.get(h).ok_or(Failure::BadHandle)?;
+        let mut slot = slot.try_borrow_mut().map_err(|_| Failure::BadHandle)?;
+        *slot = Some(breaker);
+        Ok(h as u32)
     }
 
     /// Frees a breaker (a handle freed twice is ignored).
-    pub fn breaker_free(&mut self, breaker: u32) {
-        self.breakers.remove(breaker);
+    pub fn breaker_free(&self, breaker: u32) {
+        if !self.breaker_slots.is_used(breaker) {
+            return;
+        }
+        if let Some(Ok(mut b)) = self
+            .breakers
+            .get(breaker as usize)
+            .map(RefCell::try_borrow_mut)
+        {
+            *b = None;
+        }
+        self.breaker_slots.give_back(breaker);
+    }
+
+    fn with_breaker<R>(&self, breaker: u32, f: impl FnOnce(&mut Breaker) -> R) -> Option<R> {
+        let cell = self.breakers.get(breaker as usize)?;
+        let mut b = cell.try_borrow_mut().ok()?;
+        Some(f(b.as_mut()?))
     }
 
     /// The breaker's state as of `now_ms`, as [`state_code`].
     pub fn breaker_state(&self, breaker: u32, now_ms: f64) -> Result<u32, Failure> {
-        let b = self.breakers.get(breaker).ok_or(Failure::BadHandle)?;
-        Ok(state_code(b.state(instant(now_ms))))
+        self.with_breaker(breaker, |b| state_code(b.state(instant(now_ms))))
+            .ok_or(Failure::BadHandle)
     }
 
-    /// Asks `breaker` to admit the current attempt of `call`: `Ok(None)` admitted (the permit is
-    /// kept with the call), `Ok(Some(retry_after_ms))` rejected (`retry_after_ms` is 0 when the
-    /// rejection gives no time).
-    pub fn acquire(
-        &mut self,
-        breaker: u32,
-        call: u32,
-        now_ms: f64,
-    ) -> Result<Option<f64>, Failure> {
-        let b = self.breakers.get_mut(breaker).ok_or(Failure::BadHandle)?;
-        let c = self.calls.get_mut(call).ok_or(Failure::BadHandle)?;
-        match b.try_acquire(instant(now_ms)) {
-            Ok(permit) => {
-                // A permit still held (never the case from the TypeScript side) is handed back
-                // unused rather than lost.
-                if let Some(old) = c.permit.replace(permit) {
-                    b.record(old, Outcome::Ignored, instant(now_ms));
-                }
-                Ok(None)
-            }
-            Err(rejection) => Ok(Some(rejection.retry_after().map_or(0.0, millis))),
-        }
-    }
-
-    /// Reports how the admitted attempt of `call` ended (see [`outcome`]); nothing if it holds no
-    /// permit.
-    pub fn record(
-        &mut self,
-        breaker: u32,
-        call: u32,
-        outcome_code: u32,
-        now_ms: f64,
-    ) -> Result<(), Failure> {
-        let b = self.breakers.get_mut(breaker).ok_or(Failure::BadHandle)?;
-        let c = self.calls.get_mut(call).ok_or(Failure::BadHandle)?;
-        if let Some(permit) = c.permit.take() {
-            b.record(permit, outcome(outcome_code), instant(now_ms));
-        }
-        Ok(())
-    }
-
-    /// A retry policy with the seed's options: `max_attempts` in all, `timeout_ms` per attempt
-    /// (negative: none), the seed's backoff between them capped at `cap_ms` (negative: none),
-    /// server delays (`Retry-After`) honoured up to `max_server_delay_ms`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn policy_new(
-        &mut self,
-        max_attempts: u32,
-        timeout_ms: f64,
-        base_ms: f64,
-        factor: f64,
-        jitter: f64,
-        cap_ms: f64,
-        max_server_delay_ms: f64,
-    ) -> Result<u32, Failure> {
-        let backoff = seed_backoff(base_ms, factor, jitter, cap_ms).map_err(Failure::Config)?;
-        let config = RetryConfig {
-            max_attempts: Some(max_attempts),
-            attempt_timeout: (timeout_ms >= 0.0).then(|| duration(timeout_ms)),
-            max_server_delay: duration(max_server_delay_ms),
-            ..RetryConfig::new(*backoff.config())
-        };
-        let policy = RetryPolicy::new(config).map_err(Failure::Config)?;
-        self.policies
-            .insert(policy)
-            .ok_or(Failure::Full(Table::Policies))
-    }
-
-    /// Frees a retry policy.
-    pub fn policy_free(&mut self, policy: u32) {
-        self.policies.remove(policy);
-    }
-
-    /// Starts a call under `policy` at `now_ms`.
-    pub fn call_start(&mut self, policy: u32, now_ms: f64) -> Result<u32, Failure> {
-        let p = self.policies.get(policy).ok_or(Failure::BadHandle)?;
-        let retry = p.start(instant(now_ms), &mut Unlimited);
-        self.calls
-            .insert(Call {
-                retry,
-                permit: None,
-            })
-            .ok_or(Failure::Full(Table::Calls))
-    }
-
-    /// [`call_start`](Self::call_start) and, with a breaker, [`acquire`](Self::acquire) in one
-    /// step (the fast path of a first attempt): `Ok(Ok(call))` admitted, `Ok(Err(retry_after_ms))`
-    /// rejected, the call already ended.
-    pub fn begin(
-        &mut self,
-        policy: u32,
-        breaker: Option<u32>,
-        now_ms: f64,
-    ) -> Result<Result<u32, f64>, Failure> {
-        let call = self.call_start(policy, now_ms)?;
-        let Some(b) = breaker else {
-            return Ok(Ok(call));
-        };
-        match self.acquire(b, call, now_ms) {
-            Ok(None) => Ok(Ok(call)),
-            Ok(Some(retry_after)) => {
-                self.call_end(policy, None, call, false, now_ms)?;
-                Ok(Err(retry_after))
-            }
-            Err(f) => {
-                self.call_end(policy, None, call, false, now_ms)?;
-                Err(f)
-            }
-        }
-    }
-
-    /// The call's attempt succeeded: [`record`](Self::record) a success with the breaker (if
-    /// any) and [`call_end`](Self::call_end) it, in one step.
-    pub fn succeed(
-        &mut self,
-        policy: u32,
-        breaker: Option<u32>,
-        call: u32,
-        now_ms: f64,
-    ) -> Result<(), Failure> {
+    /// A policy (see [`Policy`]); `breaker` a breaker's handle, if any.
+    pub fn policy_new(&self, mut policy: Policy, breaker: Option<u32>) -> Result<u32, Failure> {
         if let Some(b) = breaker {
-            self.record(b, call, 0, now_ms)?;
+            if !self.breaker_slots.is_used(b) {
+                return Err(Failure::BadHandle);
+            }
+            policy.breaker = Some(b);
         }
-        self.call_end(policy, breaker, call, true, now_ms)
+        let h = self
+            .policy_slots
+            .take()
+            .ok_or(Failure::Full(Table::Policies))?;
+        let slot = self.policies.get(h).ok_or(Failure::BadHandle)?;
+        *slot.try_borrow_mut().map_err(|_| Failure::BadHandle)? = Some(policy);
+        Ok(h as u32)
     }
 
-    /// The call's latest attempt failed with `class_code` (see [`error_class`]) at `now_ms`:
-    /// `>= 0`, retry after that many milliseconds; `-1`, give up (why: [`gave_up`](Self::gave_up)).
-    pub fn call_failed(
-        &mut self,
-        policy: u32,
-        call: u32,
-        class_code: u32,
-        retry_after_ms: f64,
-        now_ms: f64,
-        unit: f64,
-    ) -> Result<f64, Failure> {
-        let p = self.policies.get(policy).ok_or(Failure::BadHandle)?;
-        let c = self.calls.get_mut(call).ok_or(Failure::BadHandle)?;
-        let now = instant(now_ms);
-        let class = error_class(class_code, retry_after_ms);
-        Ok(
-            match p.on_failure_with(&mut c.retry, class, now, &mut Unlimited, sample(unit)) {
-                RetryDecision::RetryAt(at) => millis(at.saturating_duration_since(now)),
-                RetryDecision::GiveUp(reason) => {
-                    self.gave_up = reason.name();
-                    -1.0
-                }
-            },
-        )
-    }
-
-    /// Ends a call and frees its slot: `succeeded` tells the policy how (an abandoned call hands
-    /// back anything it holds). A permit still held goes back to `breaker` as ignored, so a
-    /// cancelled call never keeps a probe slot.
-    pub fn call_end(
-        &mut self,
-        policy: u32,
-        breaker: Option<u32>,
-        call: u32,
-        succeeded: bool,
-        now_ms: f64,
-    ) -> Result<(), Failure> {
-        let p = self.policies.get(policy).ok_or(Failure::BadHandle)?;
-        let mut c = self.calls.remove(call).ok_or(Failure::BadHandle)?;
-        let now = instant(now_ms);
-        if succeeded {
-            p.on_success(&mut c.retry, now, &mut Unlimited);
-        } else {
-            p.abandon(&mut c.retry, now, &mut Unlimited);
+    /// Frees a policy; its calls still in flight go on with a policy of no stateful layer.
+    pub fn policy_free(&self, policy: u32) {
+        if !self.policy_slots.is_used(policy) {
+            return;
         }
-        if let (Some(permit), Some(b)) = (c.permit, breaker.and_then(|b| self.breakers.get_mut(b)))
+        if let Some(Ok(mut p)) = self
+            .policies
+            .get(policy as usize)
+            .map(RefCell::try_borrow_mut)
+            && let Some(p) = p.take()
+            && p.owns_breaker
+            && let Some(b) = p.breaker
         {
-            b.record(permit, Outcome::Ignored, now);
+            self.breaker_free(b);
         }
-        Ok(())
+        self.policy_slots.give_back(policy);
     }
 
-    /// The attempt timeout of `policy` in milliseconds, negative when there is none.
-    pub fn attempt_timeout(&self, policy: u32) -> Result<f64, Failure> {
-        let p = self.policies.get(policy).ok_or(Failure::BadHandle)?;
-        Ok(p.config().attempt_timeout.map_or(-1.0, millis))
+    fn with_policy<R>(&self, f: impl FnOnce(&Policy) -> Option<R>) -> Option<R> {
+        let cell = self.policies.get(self.current.get() as usize)?;
+        let p = cell.try_borrow().ok()?;
+        f(p.as_ref()?)
+    }
+
+    fn part<T, R>(
+        &self,
+        which: impl FnOnce(&Policy) -> Option<&RefCell<T>>,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Option<R> {
+        self.with_policy(|p| {
+            let mut t = which(p)?.try_borrow_mut().ok()?;
+            Some(f(&mut t))
+        })
+    }
+
+    fn slot(&self, call: u32) -> Result<&CallSlot, Failure> {
+        if !self.call_slots.is_used(call) {
+            return Err(Failure::BadHandle);
+        }
+        self.calls.get(call as usize).ok_or(Failure::BadHandle)
+    }
+
+    /// Starts a call under `policy` at `now_ms`, with the random samples `backoff` and
+    /// `throttle` (units in [0, 1)) for any decision it takes now. Poll it for what to do.
+    pub fn call_start(
+        &'static self,
+        policy: u32,
+        now_ms: f64,
+        backoff: f64,
+        throttle: f64,
+    ) -> Result<u32, Failure> {
+        let plan = {
+            let cell = self
+                .policies
+                .get(policy as usize)
+                .ok_or(Failure::BadHandle)?;
+            let p = cell.try_borrow().map_err(|_| Failure::BadHandle)?;
+            p.as_ref().ok_or(Failure::BadHandle)?.plan
+        };
+        let h = self.call_slots.take().ok_or(Failure::Full(Table::Calls))?;
+        let slot: &'static CallSlot = self.calls.get(h).ok_or(Failure::BadHandle)?;
+        slot.policy.set(policy);
+        self.events.clear();
+        self.enter(policy, backoff, throttle);
+        if !slot.cell.start(plan, self, instant(now_ms)) {
+            self.call_slots.give_back(h as u32);
+            return Err(Failure::BadHandle);
+        }
+        Ok(h as u32)
+    }
+
+    /// Why the latest config could not be read ([`Failure::De`]).
+    pub fn read_error(&self) -> Option<de::DeError> {
+        self.read_error.get()
+    }
+
+    /// Which samples the latest input used (1 backoff, 2 throttle), then forgets it.
+    pub fn samples_used(&self) -> u32 {
+        self.used.replace(0)
+    }
+
+    fn enter(&self, policy: u32, backoff: f64, throttle: f64) {
+        self.used.set(0);
+        self.current.set(policy);
+        self.samples.set((sample(backoff), sample(throttle)));
+    }
+
+    /// Feeds `input` to `call` at `now_ms`, with the random samples for any decision it takes.
+    pub fn call_input(
+        &self,
+        call: u32,
+        input: Input,
+        now_ms: f64,
+        backoff: f64,
+        throttle: f64,
+    ) -> Result<(), Failure> {
+        let slot = self.slot(call)?;
+        self.enter(slot.policy.get(), backoff, throttle);
+        slot.cell
+            .with(|c| {
+                let now = snap(instant(now_ms), c.poll_timeout());
+                c.handle(now, input)
+            })
+            .ok_or(Failure::BadHandle)
+    }
+
+    /// The next action of `call` (see [`Polled`]; its numbers in [`out`](Self::out)).
+    pub fn poll(&self, call: u32) -> Result<Polled, Failure> {
+        let slot = self.slot(call)?;
+        let action = slot.cell.with(|c| c.poll()).ok_or(Failure::BadHandle)?;
+        let opt = |t: Option<Instant>| t.map_or(-1.0, instant_millis);
+        let (polled, out) = match action {
+            None => (Polled::Idle, [0.0; 6]),
+            Some(Action::Send { n, deadline, hedge }) => (
+                Polled::Send,
+                [
+                    f64::from(n),
+                    opt(deadline),
+                    f64::from(u8::from(hedge)),
+                    0.0,
+                    0.0,
+                    0.0,
+                ],
+            ),
+            Some(Action::Cancel { n, why }) => {
+                let why = match why {
+                    reliable_core::engine::Cancelled::Lost => 0.0,
+                    reliable_core::engine::Cancelled::TimedOut => 1.0,
+                    reliable_core::engine::Cancelled::CallOver => 2.0,
+                };
+                (Polled::Cancel, [f64::from(n), why, 0.0, 0.0, 0.0, 0.0])
+            }
+            Some(Action::Done(end)) => {
+                let (result, refusal) = match end.result {
+                    Ended::Ok { .. } => (0.0, None),
+                    Ended::GaveUp(reason) => {
+                        self.gave_up.set(reason.name());
+                        (1.0, None)
+                    }
+                    Ended::Refused(r) => (2.0, Some(r)),
+                    Ended::Cancelled => (3.0, None),
+                };
+                let (n, class) = match (end.result, end.last) {
+                    (Ended::Ok { n }, _) => (n, -1.0),
+                    (_, Some((n, class))) => (n, class.map_or(-1.0, |c| f64::from(class_code(c)))),
+                    (_, None) => (0, -1.0),
+                };
+                let by = refusal.map_or(-1.0, |r| f64::from(refusal_code(r)));
+                let after = refusal.and_then(Refusal::retry_after).map_or(-1.0, millis);
+                (
+                    Polled::Done,
+                    [
+                        result,
+                        f64::from(end.attempts),
+                        f64::from(n),
+                        class,
+                        by,
+                        after,
+                    ],
+                )
+            }
+        };
+        self.out.set(out);
+        Ok(polled)
+    }
+
+    /// How long from `now_ms` until `call` wants a tick (ms, 0 if due), -1 if it waits for
+    /// nothing but answers. A duration, exact: the time a wait is for, as the core computed it.
+    pub fn timeout(&self, call: u32, now_ms: f64) -> Result<f64, Failure> {
+        let slot = self.slot(call)?;
+        let now = instant(now_ms);
+        slot.cell
+            .with(|c| {
+                c.poll_timeout()
+                    .map_or(-1.0, |at| millis(at.saturating_duration_since(now)))
+            })
+            .ok_or(Failure::BadHandle)
+    }
+
+    /// Frees a call's slot; a call not over is cancelled first (what its copies hold goes back).
+    pub fn call_free(&self, call: u32, now_ms: f64) {
+        let Ok(slot) = self.slot(call) else {
+            return;
+        };
+        self.enter(slot.policy.get(), 0.0, 0.0);
+        slot.cell.with(|c| {
+            if !c.is_done() {
+                c.handle(instant(now_ms), Input::Cancel);
+                while c.poll().is_some() {}
+            }
+        });
+        slot.cell.clear();
+        self.call_slots.give_back(call);
+    }
+}
+
+impl Shared for World {
+    fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
+        let b = self.with_policy(|p| p.breaker)?;
+        self.with_breaker(b, |b| b.try_acquire(now))
+    }
+    fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+        if let Some(b) = self.with_policy(|p| p.breaker) {
+            self.with_breaker(b, |b| b.record(permit, outcome, now));
+        }
+    }
+    fn breaker_refuses(&self, now: Instant) -> Option<Duration> {
+        let b = self.with_policy(|p| p.breaker)?;
+        self.with_breaker(b, |b| match b.retry_after(now) {
+            Some(after) => Some(after),
+            None if b.state(now) == State::ForcedOpen => Some(Duration::MAX),
+            None => None,
+        })
+        .flatten()
+    }
+    fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+        // The ledger is the retry budget when there is one, else the budget, else none.
+        let Some(Ok(p)) = self
+            .policies
+            .get(self.current.get() as usize)
+            .map(RefCell::try_borrow)
+        else {
+            return f(&mut Unlimited);
+        };
+        let Some(p) = p.as_ref() else {
+            return f(&mut Unlimited);
+        };
+        match (&p.ledger, &p.budget) {
+            (Some(l), _) => match l.try_borrow_mut() {
+                Ok(mut l) => f(&mut *l),
+                Err(_) => f(&mut Unlimited),
+            },
+            (None, Some(b)) => match b.try_borrow_mut() {
+                Ok(mut b) => f(&mut *b),
+                Err(_) => f(&mut Unlimited),
+            },
+            (None, None) => f(&mut Unlimited),
+        }
+    }
+    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+        self.part(|p| p.throttle.as_ref(), f)
+    }
+    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
+        self.part(|p| p.ledger.as_ref(), f)
+    }
+    fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
+        self.part(|p| p.hedger.as_ref(), f)
+    }
+    fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+        self.part(|p| p.limiter.as_ref(), f)
+    }
+    fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
+        self.part(|p| p.rate.as_ref(), f)
+    }
+    fn sample(&self, what: SampleFor) -> u64 {
+        let (backoff, throttle) = self.samples.get();
+        match what {
+            SampleFor::Backoff => {
+                self.used.set(self.used.get() | 1);
+                backoff
+            }
+            SampleFor::Throttle => {
+                self.used.set(self.used.get() | 2);
+                throttle
+            }
+        }
+    }
+    fn note(&self, note: Note) {
+        self.events.push(Event::Note(note));
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seed_breaker_trips_over_a_full_window_and_recovers() {
-        let mut t = Tables::new();
-        let b = t.breaker_new(0.5, 4, 1000.0, 2).unwrap();
-        let p = t
-            .policy_new(1, -1.0, 200.0, 2.0, 0.1, -1.0, 30_000.0)
-            .unwrap();
-        let outcomes = [0, 1, 0, 1]; // 50% of a full window of 4
-        for (i, o) in outcomes.into_iter().enumerate() {
-            let c = t.call_start(p, i as f64).unwrap();
-            assert_eq!(t.acquire(b, c, i as f64).unwrap(), None);
-            t.record(b, c, o, i as f64).unwrap();
-            t.call_end(p, Some(b), c, o == 0, i as f64).unwrap();
-        }
-        assert_eq!(t.breaker_state(b, 4.0).unwrap(), 1);
-        let c = t.call_start(p, 4.0).unwrap();
-        assert_eq!(t.acquire(b, c, 4.0).unwrap(), Some(999.0));
-        assert_eq!(t.breaker_state(b, 1003.0).unwrap(), 2);
-        for now in [1003.0, 1004.0] {
-            assert_eq!(t.acquire(b, c, now).unwrap(), None);
-            t.record(b, c, 0, now).unwrap();
-        }
-        assert_eq!(t.breaker_state(b, 1004.0).unwrap(), 0);
-    }
-
-    #[test]
-    fn handles_are_checked_and_reused() {
-        let mut t = Tables::new();
-        assert_eq!(t.breaker_state(7, 0.0), Err(Failure::BadHandle));
-        let b = t.breaker_new(0.5, 20, 30_000.0, 3).unwrap();
-        t.breaker_free(b);
-        t.breaker_free(b);
-        assert_eq!(t.breaker_state(b, 0.0), Err(Failure::BadHandle));
-        assert_eq!(t.breaker_new(0.5, 20, 30_000.0, 3).unwrap(), b);
-        assert!(matches!(
-            t.breaker_new(0.5, MAX_WINDOW as u32 + 1, 1.0, 1),
-            Err(Failure::Config(_))
-        ));
-        assert!(
-            matches!(t.breaker_new(f64::NAN, 20, 1.0, 1), Err(Failure::Config(e)) if e.field == "failure_rate")
-        );
-    }
-
-    #[test]
-    fn the_call_table_fills_and_says_so() {
-        let mut t = Tables::new();
-        let p = t
-            .policy_new(3, -1.0, 200.0, 2.0, 0.1, -1.0, 30_000.0)
-            .unwrap();
-        for _ in 0..MAX_CALLS {
-            t.call_start(p, 0.0).unwrap();
-        }
-        assert_eq!(t.call_start(p, 0.0), Err(Failure::Full(Table::Calls)));
-        t.call_end(p, None, 5, true, 0.0).unwrap();
-        assert_eq!(t.call_start(p, 0.0), Ok(5));
-    }
-
-    #[test]
-    fn answers_mean_what_the_core_says() {
-        let none = -1.0;
-        let class = |m: u32| m & ANSWER_CLASS;
-        let cases = [
-            // status, server delay, x-should-retry, overload marker, class, flags
-            (200, none, -1, 0, ANSWER_OK, ANSWER_ACCEPTED),
-            (0, none, -1, 0, ANSWER_OK, ANSWER_ACCEPTED),
-            (
-                404,
-                2000.0,
-                -1,
-                0,
-                3,
-                ANSWER_BREAKER_IGNORES | ANSWER_ACCEPTED,
-            ),
-            (408, none, -1, 0, 0, ANSWER_ACCEPTED),
-            (409, none, -1, 0, 0, ANSWER_ACCEPTED),
-            (429, 1500.0, -1, 0, 2, ANSWER_DELAY_HONOURED),
-            (500, 1000.0, -1, 0, 2, ANSWER_DELAY_HONOURED),
-            (503, none, -1, 0, 2, 0),
-            (503, f64::NAN, -1, 0, 2, 0),
-            (529, none, -1, 0, 2, 0),
-            (400, none, -1, 1, 2, 0),
-            (429, none, 0, 0, 4, ANSWER_ACCEPTED),
-            (500, none, 0, 0, 4, ANSWER_ACCEPTED),
-            (400, none, 0, 0, 3, ANSWER_BREAKER_IGNORES | ANSWER_ACCEPTED),
-            (400, none, 1, 0, 0, ANSWER_ACCEPTED),
-            (400, 3000.0, 1, 0, 2, ANSWER_DELAY_HONOURED),
-            (400, none, 7, 0, 3, ANSWER_BREAKER_IGNORES | ANSWER_ACCEPTED),
-            (70_000, none, -1, 0, 0, ANSWER_ACCEPTED),
-            (-1, 5000.0, -1, 0, 1, 0),
-            (-2, none, -1, 0, 0, ANSWER_ACCEPTED),
-            (i32::MIN, none, -1, 0, 0, ANSWER_ACCEPTED),
-        ];
-        for (status, delay, should_retry, overloaded, code, flags) in cases {
-            let m = answer_meaning(status, delay, should_retry, overloaded);
-            assert_eq!(
-                (class(m), m & !ANSWER_CLASS),
-                (code, flags),
-                "{status} {delay} {should_retry} {overloaded}"
-            );
-        }
-    }
-
-    #[test]
-    fn retry_after_is_honoured_and_attempts_run_out() {
-        let mut t = Tables::new();
-        let p = t
-            .policy_new(3, 8000.0, 200.0, 2.0, 0.0, -1.0, 30_000.0)
-            .unwrap();
-        let c = t.call_start(p, 0.0).unwrap();
-        assert_eq!(t.call_failed(p, c, 0, -1.0, 0.0, 0.5).unwrap(), 200.0);
-        assert_eq!(t.call_failed(p, c, 2, 5000.0, 1.0, 0.5).unwrap(), 5000.0);
-        assert_eq!(t.call_failed(p, c, 0, -1.0, 2.0, 0.5).unwrap(), -1.0);
-        assert_eq!(t.gave_up(), "max-attempts");
-        assert_eq!(t.attempt_timeout(p).unwrap(), 8000.0);
-    }
-}
+mod tests;

@@ -22,7 +22,8 @@ const OPENS_ENDS_CALL: &[&str] = &[
 fn pending(face: &str, sequence: &str) -> bool {
     match face {
         // Faces that drive the engine: none pending.
-        "engine" | "reliable-call" | "reliable-call-blocking" | "embassy" => false,
+        // Faces that follow the engine's semantics: none pending.
+        "engine" | "reliable-call" | "reliable-call-blocking" | "embassy" | "simulator" => false,
         _ => OPENS_ENDS_CALL.contains(&sequence),
     }
 }

@@ -50,8 +50,14 @@ pub fn load(path: &std::path::Path, name: Option<&str>) -> Result<Compiled, Stri
 }
 
 /// Compiles a scenario built in code (a subset of another's policies, a calibration set-up).
+/// It is written with the extensions `sim` reads scenario files with (`Some` implied, newtype
+/// variants unwrapped): without them a retry budget, `Ratio((ratio: ..))`, would not read back.
 pub fn compile(s: &Scenario) -> Result<Compiled, String> {
-    let text = ron::ser::to_string(s).map_err(|e| e.to_string())?;
+    use ron::extensions::Extensions;
+    let text = ron::Options::default()
+        .with_default_extension(Extensions::IMPLICIT_SOME | Extensions::UNWRAP_VARIANT_NEWTYPES)
+        .to_string(s)
+        .map_err(|e| e.to_string())?;
     sim::load(&text, &s.name).map_err(|e| e.to_string())
 }
 

@@ -390,3 +390,18 @@ fn ledgers_the_layers_cannot_run_as_sim_does_are_refused_with_the_reason() {
     );
     assert_eq!(build_error(&scenario(&hedge)), "");
 }
+
+/// `--policy NAME` compiles the scenario again with only the picked policies: a policy with a
+/// retry budget (or any config serialised as a newtype variant) must survive the round trip.
+#[test]
+fn one_policy_with_a_budget_can_be_picked() {
+    let text = include_str!("../../scenarios/default-scaled.ron");
+    let c = compile(text);
+    for name in ["retry budget", "budget + breaker + jitter"] {
+        let mut s = c.scenario.clone();
+        s.policies.retain(|p| p.name == name);
+        let one = emulate::simface::compile(&s).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(one.scenario.policies.len(), 1);
+        assert_eq!(one.scenario.policies[0].stack, s.policies[0].stack);
+    }
+}

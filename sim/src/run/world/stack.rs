@@ -24,6 +24,16 @@ fn retry_budget<'a>(
     }
 }
 
+/// While breaker `b` refuses calls at `now` (open, or forced open: [`Duration::MAX`]), how long
+/// until it admits a probe.
+fn refuses(b: &dyn reliable_core::breaker::Breaker, now: Instant) -> Option<Duration> {
+    match b.retry_after(now) {
+        Some(after) => Some(after),
+        None if b.state(now) == State::ForcedOpen => Some(Duration::MAX),
+        None => None,
+    }
+}
+
 impl World<'_> {
     pub(super) fn start_request(&mut self, client: u32) {
         let id = self.next_id;
@@ -424,6 +434,9 @@ impl World<'_> {
                 accepted: ans.accepted(),
             });
         }
+        // The breaker this answer passed on its way up since the last retry layer, if the answer
+        // left it refusing calls: its node, and how long it refuses.
+        let mut opened: Option<(u16, Duration)> = None;
         let mut child = from;
         loop {
             let parent = stack.nodes[child as usize].parent;
@@ -443,6 +456,12 @@ impl World<'_> {
                         let now = Instant::from_nanos(self.now);
                         let t = self.breakers[s].record(i, permit, outcome, now);
                         self.note_transition(t, breaker.shadow());
+                        if !breaker.shadow()
+                            && let Some(open) = refuses(self.breakers[s].get(i), now)
+                            && opened.is_none_or(|(_, o)| o < open)
+                        {
+                            opened = Some((parent, open));
+                        }
                     }
                 }
                 NodeKind::Retry {
@@ -463,6 +482,7 @@ impl World<'_> {
                         continue;
                     };
                     let mut budget = retry_budget(&mut self.budgets, &mut self.ledgers, own, l);
+                    let opened = opened.take();
                     if let Some(class) = ans.error_class() {
                         match policy.on_failure(
                             &mut state,
@@ -472,6 +492,36 @@ impl World<'_> {
                             self.client_rng.rng(),
                         ) {
                             RetryDecision::RetryAt(at) => {
+                                // The attempt's answer left the breaker inside refusing: the
+                                // request ends now, refused by it, unless the policy waits on
+                                // refusals and its open time fits the deadline (then it waits the
+                                // longer of the backoff and the open time).
+                                let at = match opened {
+                                    None => at,
+                                    Some((breaker, open)) => {
+                                        let waited = at.max(now.saturating_add(open));
+                                        let limit = state
+                                            .deadline()
+                                            .map_or(u64::MAX, Instant::as_nanos)
+                                            .min(deadline);
+                                        let ends = !policy.config().wait_on_refusal
+                                            || waited.as_nanos() >= limit;
+                                        if ends {
+                                            policy.abandon(&mut state, now, &mut budget);
+                                        }
+                                        self.decide(Decision::Refused(Refuser::Breaker));
+                                        self.m.at(self.now).local_rejections += 1;
+                                        if ends {
+                                            ans = Answer::new(AnswerKind::Rejected, breaker);
+                                            if open != Duration::MAX {
+                                                ans.retry_after = open;
+                                            }
+                                            child = parent;
+                                            continue;
+                                        }
+                                        waited
+                                    }
+                                };
                                 self.decide(Decision::Retry(at - now));
                                 // Wake at the retry time, or at the enclosing deadline if sooner
                                 // (the retry layer then gives up with a timeout).

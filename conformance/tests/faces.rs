@@ -22,7 +22,7 @@ const OPENS_ENDS_CALL: &[&str] = &[
 fn pending(face: &str, sequence: &str) -> bool {
     match face {
         // Faces that drive the engine: none pending.
-        "engine" | "reliable-call" | "reliable-call-blocking" => false,
+        "engine" | "reliable-call" | "reliable-call-blocking" | "tower-reliable-layer" => false,
         _ => OPENS_ENDS_CALL.contains(&sequence),
     }
 }

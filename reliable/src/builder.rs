@@ -58,6 +58,9 @@ pub struct Builder {
     copy_timeout: Option<Duration>,
     idempotency: Idempotency,
     ledger: Option<RatioConfig>,
+    /// A ledger shared with other instances or layers (a tower `SharedLedger`), instead of one
+    /// of this instance's own.
+    shared_ledger: Option<Arc<Mutex<ExtraLedger>>>,
     limit: Option<LimiterConfig>,
     rate: Option<RateConfig>,
     clock: Option<Arc<dyn Clock>>,
@@ -82,6 +85,7 @@ impl Builder {
             copy_timeout: None,
             idempotency: Idempotency::NotIdempotent,
             ledger: None,
+            shared_ledger: None,
             limit: None,
             rate: None,
             clock: None,
@@ -401,6 +405,16 @@ impl Builder {
         self
     }
 
+    /// One ledger of extra attempts shared with other instances or layers (what a tower
+    /// `SharedLedger` holds): the retry budget (replacing a [`budget`](Self::budget)), and what
+    /// hedges and half-open probes draw from.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn shared_ledger(mut self, ledger: Arc<Mutex<ExtraLedger>>) -> Self {
+        self.shared_ledger = Some(ledger);
+        self.budget = None;
+        self
+    }
+
     /// A concurrency limit on attempts in flight (hedges included), shared by every clone: fixed
     /// (a bulkhead) or adaptive (AIMD, gradient: [`reliable_core::limit`]), moved by each
     /// attempt's class through the core's answer table. An attempt over the limit is refused
@@ -531,7 +545,7 @@ impl Builder {
             }
             None => None,
         };
-        if self.ledger.is_some() && budget.is_some() {
+        if (self.ledger.is_some() || self.shared_ledger.is_some()) && budget.is_some() {
             return Err(BuildError::new(
                 "",
                 reliable_core::ConfigError::new(
@@ -555,11 +569,12 @@ impl Builder {
             ))),
             None => None,
         };
-        let ledger = match self.ledger {
-            Some(config) => Some(Mutex::new(
+        let ledger = match (self.shared_ledger, self.ledger) {
+            (Some(shared), _) => Some(shared),
+            (None, Some(config)) => Some(Arc::new(Mutex::new(
                 ExtraLedger::from_config(config).map_err(|e| BuildError::new("ledger", e))?,
-            )),
-            None => None,
+            ))),
+            (None, None) => None,
         };
         let limiter = match self.limit {
             Some(config) => Some(Mutex::new(Limiter::new(

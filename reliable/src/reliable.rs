@@ -52,7 +52,7 @@ pub(crate) struct Inner {
     /// Whether calls may be sent twice (only then are they hedged).
     pub idempotency: Idempotency,
     /// The one budget of extra attempts: retries (as the retry budget), hedges and probes.
-    pub ledger: Option<Mutex<ExtraLedger>>,
+    pub ledger: Option<Arc<Mutex<ExtraLedger>>>,
     /// The concurrency limit of attempts in flight (hedges included).
     pub limiter: Option<Mutex<Limiter>>,
     /// The client-side rate limit of attempts sent.

@@ -59,6 +59,7 @@
 
 mod breaker;
 mod classify;
+mod engine;
 mod error;
 mod fallback;
 mod hedge;
@@ -80,6 +81,6 @@ pub use limit::{
     ConcurrencyLimitFuture, ConcurrencyLimitLayer, ConcurrencyLimitService, RateLimitFuture,
     RateLimitLayer, RateLimitService,
 };
-pub use reliable::{ReliableConfig, ReliableLayer, ReliableService};
+pub use reliable::{ReliableConfig, ReliableFuture, ReliableLayer, ReliableService};
 pub use retry::{RetryFuture, RetryLayer, RetryService};
 pub use throttle::{ThrottleFuture, ThrottleLayer, ThrottleService};

@@ -61,6 +61,8 @@ pub struct Builder {
     /// A ledger shared with other instances or layers (a tower `SharedLedger`), instead of one
     /// of this instance's own.
     shared_ledger: Option<Arc<Mutex<ExtraLedger>>>,
+    /// Retries draw from the ledger (it is the retry budget); else only hedges and probes do.
+    ledger_retries: bool,
     limit: Option<LimiterConfig>,
     rate: Option<RateConfig>,
     clock: Option<Arc<dyn Clock>>,
@@ -86,6 +88,7 @@ impl Builder {
             idempotency: Idempotency::NotIdempotent,
             ledger: None,
             shared_ledger: None,
+            ledger_retries: true,
             limit: None,
             rate: None,
             clock: None,
@@ -415,6 +418,22 @@ impl Builder {
         self
     }
 
+    /// Hedges draw from the shared `ledger`, and nothing else: no call deposits in it (a tower
+    /// hedge layer under a retry layer that deposits each request once).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn hedge_ledger(mut self, ledger: Arc<Mutex<ExtraLedger>>) -> Self {
+        self.shared_ledger = Some(ledger);
+        self.ledger_retries = false;
+        self
+    }
+
+    /// The same builder for an instance named `name`.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn renamed(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
     /// A concurrency limit on attempts in flight (hedges included), shared by every clone: fixed
     /// (a bulkhead) or adaptive (AIMD, gradient: [`reliable_core::limit`]), moved by each
     /// attempt's class through the core's answer table. An attempt over the limit is refused
@@ -545,7 +564,9 @@ impl Builder {
             }
             None => None,
         };
-        if (self.ledger.is_some() || self.shared_ledger.is_some()) && budget.is_some() {
+        // A shared ledger replaces the budget (it is the retry budget), set before or after.
+        let budget = budget.filter(|_| self.shared_ledger.is_none() || !self.ledger_retries);
+        if self.ledger.is_some() && budget.is_some() {
             return Err(BuildError::new(
                 "",
                 reliable_core::ConfigError::new(
@@ -646,6 +667,7 @@ impl Builder {
             copy_timeout,
             idempotency: self.idempotency,
             ledger,
+            ledger_retries: self.ledger_retries,
             limiter,
             rate,
             clock: self.clock.unwrap_or_else(default_clock),

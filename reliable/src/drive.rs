@@ -98,9 +98,9 @@ impl Shared for Layers<'_> {
     fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
         let i = self.inner;
         match (&i.ledger, &i.budget) {
-            (Some(l), _) => f(&mut *lock(l)),
-            (None, Some(b)) => f(&mut *lock(b)),
-            (None, None) => f(&mut Unlimited),
+            (Some(l), _) if i.ledger_retries => f(&mut *lock(l)),
+            (_, Some(b)) => f(&mut *lock(b)),
+            (_, None) => f(&mut Unlimited),
         }
     }
     fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {

@@ -53,6 +53,9 @@ pub(crate) struct Inner {
     pub idempotency: Idempotency,
     /// The one budget of extra attempts: retries (as the retry budget), hedges and probes.
     pub ledger: Option<Arc<Mutex<ExtraLedger>>>,
+    /// Retries draw from the ledger (it is the retry budget, and each call deposits in it);
+    /// else only hedges and probes draw from it.
+    pub ledger_retries: bool,
     /// The concurrency limit of attempts in flight (hedges included).
     pub limiter: Option<Mutex<Limiter>>,
     /// The client-side rate limit of attempts sent.

@@ -30,8 +30,8 @@ use crate::error::Error;
 use crate::observer::{CallEnd, NotSent, Observer};
 use crate::reliable::Reliable;
 
-/// How long after a copy's deadline the engine takes it as timed out, if nothing below has
-/// answered: a timeout below (an HTTP client reading the request's [`Deadline`](super::Deadline))
+/// How long after a copy's deadline a retry layer (or the whole stack) takes it as timed out, if
+/// nothing below has answered: a timeout below (an HTTP client reading the request's [`Deadline`](super::Deadline))
 /// fires first and reports the timeout itself, so a breaker between them counts it as a failure,
 /// not as a cancelled call.
 const GRACE: Duration = Duration::from_millis(1);
@@ -241,8 +241,10 @@ where
             }
         }
     };
+    // A hedge layer times its copies out on their deadlines, as its own timers did.
+    let grace = (ending == Ending::Wrapped).then_some(GRACE);
     let (end, result) = run
-        .race_within(now, last, send, Failed::class, Some(GRACE))
+        .race_within(now, last, send, Failed::class, grace)
         .await;
     answer(end, result, ending)
 }

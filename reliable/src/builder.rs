@@ -677,7 +677,6 @@ impl Builder {
             observers,
             eager_clock,
             fast_first: !success_needs_time && self.scope == Scope::PerAttempt,
-            success_needs_time,
             stats: Stats::default(),
         }))
     }

@@ -75,10 +75,7 @@ impl<'r> Layers<'r> {
 
 impl Shared for Layers<'_> {
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
-        let i = self.inner;
-        i.breaker
-            .as_ref()
-            .map(|b| b.acquire(Some(now), &*i.clock).result)
+        self.inner.breaker.as_ref().map(|b| b.acquire(now))
     }
     fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
         if let Some(b) = &self.inner.breaker {

@@ -74,7 +74,6 @@
 //!   ([`Reliable::reliablekit`], [`Reliable::layered_exercise`]).
 //! - [`Reliable::call`] (async), [`Reliable::call_blocking`] (sync); [`Error`] says what happened;
 //!   [`OrOpen::or_open`] is the seed's `on_open`.
-//! - [`attempt`]: the retry loop's steps, for layers that send attempts themselves.
 //! - [`Fallback`]: providers in order, the answer stamped with who served it (`served_by`).
 //! - [`Registry`]: named instances, one per downstream, with snapshots.
 //! - `llm` (feature `llm`): LLM provider signals: money limits, overload, server delays and
@@ -130,7 +129,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-pub mod attempt;
+mod attempt;
 pub mod blocking;
 mod breaker;
 mod builder;

@@ -69,17 +69,12 @@ pub(crate) struct Inner {
     /// Read the clock on every call (a decision or an observer needs the time); otherwise only
     /// when a call fails or the breaker is not plainly closed.
     pub eager_clock: bool,
-    /// A first attempt may skip the bookkeeping of a full [`Run`](crate::attempt::Run): nothing
+    /// A first attempt may skip the engine's bookkeeping (`attempt::FirstAttempt`): nothing
     /// reads the time of a success (so no budget, throttle, observer or timed breaker rule; a
     /// timeout or a deadline is fine) and the breaker, if any, is asked per attempt. A success is
     /// then one breaker permit, one counter and, with a timeout, the readings that bound it; a
     /// failure continues as a full run.
     pub fast_first: bool,
-    /// A success needs a fresh reading of the clock: the breaker times its calls (slow-call
-    /// rule, time window, slow start), or a budget, throttle or observer is told when it ended.
-    /// Otherwise a successful attempt ends on the reading that admitted it (a deadline or a
-    /// timeout is decided before or by the attempt, not by its success).
-    pub success_needs_time: bool,
     pub stats: Stats,
 }
 

@@ -243,9 +243,7 @@ where
     };
     // A hedge layer times its copies out on their deadlines, as its own timers did.
     let grace = (ending == Ending::Wrapped).then_some(GRACE);
-    let (end, result) = run
-        .race_within(now, last, send, Failed::class, grace)
-        .await;
+    let (end, result) = run.race_within(now, last, send, Failed::class, grace).await;
     answer(end, result, ending)
 }
 

@@ -28,7 +28,7 @@ use reliable_core::budget::BudgetConfig;
 use reliable_core::retry::RetryConfig;
 use tower_layer::Layer;
 
-use super::engine::{Engine, EngineFuture, Ending, Only, Reports, engine_service};
+use super::engine::{Ending, Engine, EngineFuture, Only, Reports, engine_service};
 use super::ledger::SharedLedger;
 use super::sharing::Sharing;
 use crate::builder::Builder;

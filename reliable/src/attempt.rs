@@ -16,9 +16,9 @@ use reliable_core::retry::RetryState;
 pub(crate) type Failure<E> = (ErrorClass, Option<E>);
 
 /// The first attempt of a call on the fast path (see `Inner::fast_first`): its permit and, with a
-/// timeout or a deadline, when it started and its deadline. If the attempt fails it becomes a
-/// full [`Run`], the same one the slow path would have at that point; if it is dropped (a panic,
-/// a cancelled future), the permit goes back as ignored.
+/// timeout or a deadline, when it started and its deadline. If the attempt fails the engine
+/// goes on from it (`Call::resume`), where it would be had it sent the attempt itself; if it is
+/// dropped (a panic, a cancelled future), the permit goes back as ignored.
 #[derive(Debug)]
 pub(crate) struct FirstAttempt<'r> {
     inner: &'r Inner,

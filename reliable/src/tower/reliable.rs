@@ -87,8 +87,8 @@ super::engine::engine_service!(ReliableService);
 pub type ReliableFuture<Res> = EngineFuture<Res>;
 
 /// The whole stack as one layer, decided by the core's call engine (see the
-/// [`tower` module docs](crate::tower)). `P` classifies answers, copies requests (a request it cannot copy is
-/// sent once, unhedged) and carries each copy's deadline.
+/// [`tower` module docs](crate::tower)). `P` classifies answers, copies requests (a request it
+/// cannot copy is sent once, unhedged) and carries each copy's deadline.
 #[derive(Clone, Debug)]
 pub struct ReliableLayer<P> {
     builder: Builder,

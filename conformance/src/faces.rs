@@ -14,13 +14,8 @@ use reliable::Reliable;
 use reliable::clock::{Clock, ManualClock, TokioClock};
 use reliable::http::HttpError;
 use reliable::sleep::TokioSleep;
-use reliable::tower::{
-    BoxError, ConcurrencyLimitLayer, Deadline, HedgeLayer, HttpPolicy, RateLimitLayer,
-    ReliableConfig, ReliableLayer, SharedLedger, TimedOut,
-};
-use reliable_core::breaker::BreakerConfig;
+use reliable::tower::{BoxError, Deadline, HttpPolicy, ReliableLayer, TimedOut};
 use reliable_core::outcome::ErrorClass;
-use tower::util::BoxCloneService;
 use tower::{Layer, ServiceExt};
 
 use crate::{Scripted, Sequence, Trace};
@@ -66,15 +61,7 @@ pub const ALL: [Face; 6] = [
     Face {
         name: "tower-reliable-layer",
         run: tower_reliable_layer,
-        skips: |s| match (&s.policy.limit, &s.policy.ledger, &s.policy.breaker) {
-            _ if s.policy.uninterruptible => interrupted(s),
-            (Some(_), _, _) if s.policy.hedge.is_some() => Some(
-                "limit: a limit layer below the hedge layer fails a hedge as a refused copy, \
-                 above it never sees hedges"
-                    .into(),
-            ),
-            _ => None,
-        },
+        skips: interrupted,
     },
     Face {
         name: "simulator",
@@ -324,153 +311,19 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
     Ok(trace.text())
 }
 
-/// The tower face's request policy: HTTP classification and deadlines, and copies of a request
-/// only for an idempotent sequence (a hedge needs one; a retry too, so a retry layer above gets
-/// them always).
-#[derive(Clone, Copy, Debug)]
-struct Copyable(bool);
-
-impl reliable::tower::ClassifyResponse<http::Response<()>> for Copyable {
-    fn response(&self, res: &http::Response<()>) -> Option<ErrorClass> {
-        reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), res)
-    }
-}
-
-impl reliable::tower::Policy<http::Request<()>, http::Response<()>> for Copyable {
-    fn clone_request(&self, req: &http::Request<()>) -> Option<http::Request<()>> {
-        self.0.then(|| {
-            reliable::tower::Policy::<_, http::Response<()>>::clone_request(&HttpPolicy::new(), req)
-        })?
-    }
-
-    fn set_deadline(&self, req: &mut http::Request<()>, at: reliable_core::Instant) {
-        reliable::tower::Policy::<_, http::Response<()>>::set_deadline(&HttpPolicy::new(), req, at);
-    }
-}
-
-/// `HedgeLayer` numbers the copies of a request from 1 (the original); a trace numbers attempts
-/// across the call. Calls run one after another and a request's copies are sent together, so the
-/// original is the attempt sent last when its first hedge goes: its number is the base.
-#[derive(Debug)]
-struct Renumber {
-    trace: Trace,
-    base: Arc<std::sync::atomic::AtomicU32>,
-}
-
-impl reliable::observer::Observer for Renumber {
-    fn on_hedge(&self, name: &str, copy: u32) {
-        if copy == 2 {
-            self.base.store(self.trace.attempts(), Ordering::SeqCst);
-        }
-        let n = self.base.load(Ordering::SeqCst) + copy - 1;
-        self.trace.observer().on_hedge(name, n);
-    }
-    fn on_hedge_refused(&self, name: &str, refusal: reliable::observer::NotSent) {
-        self.trace.observer().on_hedge_refused(name, refusal);
-    }
-    fn on_attempt_cancelled(&self, name: &str, copy: u32) {
-        let n = self.base.load(Ordering::SeqCst) + copy - 1;
-        self.trace.observer().on_attempt_cancelled(name, n);
-    }
-}
-
-/// An optional layer: `Some(layer)` wraps, `None` passes through (boxed to one type).
-struct Either;
-
-type HttpService = BoxCloneService<http::Request<()>, http::Response<()>, BoxError>;
-
-impl Either {
-    fn layered<L>(layer: Option<L>, inner: HttpService) -> HttpService
-    where
-        L: Layer<HttpService>,
-        L::Service: tower::Service<http::Request<()>, Response = http::Response<()>, Error = BoxError>
-            + Clone
-            + Send
-            + 'static,
-        <L::Service as tower::Service<http::Request<()>>>::Future: Send + 'static,
-    {
-        match layer {
-            Some(l) => BoxCloneService::new(l.layer(inner)),
-            None => inner,
-        }
-    }
-}
-
-/// A breaker that never trips, for a policy block without one (the layer always has a breaker).
-fn no_breaker() -> BreakerConfig {
-    let mut c = BreakerConfig::new();
-    c.consecutive_failures = Some(100_000_000);
-    c
-}
-
-/// `ReliableLayer` with the stock `HttpPolicy`, over a scripted tower service that, like an
+/// `ReliableLayer` (from the same builder as `Reliable::call`'s) with the stock `HttpPolicy`,
+/// over a scripted tower service that, like an
 /// HTTP client, fails an attempt with `TimedOut` at the deadline the layer put on the request.
 fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
     paused_runtime()?.block_on(async {
         let t0 = tokio::time::Instant::now();
         let clock = TokioClock::new();
         let trace = Trace::new(Arc::new(move || t0.elapsed().as_millis() as u64));
-        let config = ReliableConfig {
-            retry: s.policy.retry(),
-            budget: s.policy.budget(),
-            breaker: s.policy.breaker().unwrap_or_else(no_breaker),
-            throttle: s.policy.throttle().map(|(c, _)| c),
-        };
-        let ledger = match s.policy.ledger() {
-            Some(c) => Some(SharedLedger::new(c).map_err(|e| e.to_string())?),
-            None => None,
-        };
         let draws = draws(s);
-        let d = draws.clone();
-        let layer = ReliableLayer::new(config, HttpPolicy::new())
-            .map_err(|e| e.to_string())?
-            .throttle_draws(move || d.next())
-            .with_time(clock, TokioSleep)
-            .observer(trace.observer());
-        let layer = match &ledger {
-            Some(l) => layer.ledger(l.clone()),
-            None => layer,
-        };
-        // Below the breaker: hedges (numbered within their request: see `Renumber`), then the
-        // rate limit.
-        let hedge = match s.policy.hedge() {
-            Some(c) => {
-                let h =
-                    HedgeLayer::new(c, Copyable(s.policy.idempotent)).map_err(|e| e.to_string())?;
-                let h = match s.policy.copy_timeout() {
-                    Some(t) => h.copy_timeout(t.into()),
-                    None => h,
-                };
-                let h = h.with_time(clock, TokioSleep).observer(Renumber {
-                    trace: trace.clone(),
-                    base: Arc::default(),
-                });
-                Some(match &ledger {
-                    Some(l) => h.ledger(l.clone()),
-                    None => h,
-                })
-            }
-            None => None,
-        };
-        // Then the concurrency limit (a sequence with hedging and a limit is not run).
-        let limit = match s.policy.limit() {
-            Some(c) => Some(
-                ConcurrencyLimitLayer::new(c, HttpPolicy::new())
-                    .map_err(|e| e.to_string())?
-                    .with_time(clock, TokioSleep)
-                    .observer(trace.observer()),
-            ),
-            None => None,
-        };
-        let rate = match s.policy.rate_limit() {
-            Some(c) => Some(
-                RateLimitLayer::new(c)
-                    .map_err(|e| e.to_string())?
-                    .with_time(clock, TokioSleep)
-                    .observer(trace.observer()),
-            ),
-            None => None,
-        };
+        // The same builder as `Reliable::call`'s: the layer is the engine's tower face.
+        let builder = builder(s, &trace, &draws).clock(clock).sleep(TokioSleep);
+        let layer =
+            ReliableLayer::from_builder(builder, HttpPolicy::new()).map_err(|e| e.to_string())?;
         let script: Arc<Vec<Vec<Scripted>>> =
             Arc::new((0..s.calls.len()).map(|i| answers(s, i)).collect());
         let latency: Arc<Vec<Vec<u64>>> = Arc::new(
@@ -529,10 +382,7 @@ fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
                 }
             }
         });
-        let svc = layer.layer(Either::layered(
-            hedge,
-            Either::layered(limit, Either::layered(rate, BoxCloneService::new(fake))),
-        ));
+        let svc = layer.layer(fake);
         for (i, call) in s.calls.iter().enumerate() {
             tokio::time::sleep_until(t0 + StdDuration::from_millis(call.start_ms)).await;
             trace.start_call(i);

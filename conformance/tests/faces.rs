@@ -21,9 +21,9 @@ const OPENS_ENDS_CALL: &[&str] = &[
 /// is converted, its entry goes). The engine face has none.
 fn pending(face: &str, sequence: &str) -> bool {
     match face {
-        // Faces that drive the engine: none pending.
         // Faces that follow the engine's semantics: none pending.
-        "engine" | "reliable-call" | "reliable-call-blocking" | "embassy" | "simulator" => false,
+        "engine" | "reliable-call" | "reliable-call-blocking" | "tower-reliable-layer" | "embassy"
+        | "simulator" => false,
         _ => OPENS_ENDS_CALL.contains(&sequence),
     }
 }

@@ -3,7 +3,6 @@
 //! transitions sent to the instance's observers, and admission that reads the clock only when it
 //! must.
 
-use crate::clock::Clock;
 use crate::observer::Observer;
 use reliable_core::ConfigError;
 use reliable_core::Instant;
@@ -81,13 +80,6 @@ impl<T> Drive for Read<T> {
     }
 }
 
-/// What one admission saw: the permit or the refusal, and the time it was judged at, when the
-/// clock was read.
-pub(crate) struct Admission {
-    pub result: Result<Permit, Rejection>,
-    pub now: Option<Instant>,
-}
-
 /// Sends the breaker's state changes to the instance's observers, from the call that made them,
 /// and counts the calls shadow mode let through that the breaker would have rejected.
 #[derive(Debug)]
@@ -162,24 +154,10 @@ impl Owned {
         self.parts().0
     }
 
-    /// Asks for a permit at `now`, or, when `now` is `None` (the instance reads the clock only
-    /// when a decision needs it), first without the time (see [`try_closed`](Self::try_closed)),
-    /// then on a fresh reading of `clock`.
+    /// Asks for a permit at `now`.
     #[inline]
-    pub fn acquire(&self, now: Option<Instant>, clock: &dyn Clock) -> Admission {
-        if now.is_none()
-            && let Some(p) = self.try_closed()
-        {
-            return Admission {
-                result: Ok(p),
-                now: None,
-            };
-        }
-        let now = now.unwrap_or_else(|| clock.now());
-        Admission {
-            result: self.drive(TryAcquire(now)),
-            now: Some(now),
-        }
+    pub fn acquire(&self, now: Instant) -> Result<Permit, Rejection> {
+        self.drive(TryAcquire(now))
     }
 
     /// A permit if the breaker is plainly closed (not ramping up after a close), judged without

@@ -45,6 +45,50 @@ use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use reliable_core::{Duration, Problem};
 use std::sync::{Arc, Mutex};
 
+/// The ways to make a [`Reliable`]: a builder, or a preset. They live here, beside the builder,
+/// so that the crate's layering runs one way (`reliable` knows nothing of `builder`).
+impl Reliable {
+    /// A builder with the defaults: the seed library's numbers, except that half-open admits
+    /// **one probe at a time** (leased for 10 s) rather than every call, and open times are
+    /// spread by ±10%. Each builder method changes only its own setting:
+    ///
+    /// | setting | method | default |
+    /// |---|---|---|
+    /// | failure rate that trips the breaker | [`failure_rate`](Builder::failure_rate) | 0.5 (inclusive) |
+    /// | window | [`window`](Builder::window), [`time_window`](Builder::time_window) | the last 20 calls |
+    /// | calls before a rate decides | [`minimum_calls`](Builder::minimum_calls) | 20 |
+    /// | failures in a row that trip it | [`consecutive_failures`](Builder::consecutive_failures) | off |
+    /// | slow calls that trip it | [`slow_call`](Builder::slow_call) | off |
+    /// | open time | [`cooldown`](Builder::cooldown), [`open_jitter`](Builder::open_jitter) | 30 s, ±10% |
+    /// | probe successes in a row that close it | [`probe`](Builder::probe) | 3 |
+    /// | probes in flight while half-open | [`probes_in_flight`](Builder::probes_in_flight) | 1, each leased for 10 s |
+    /// | attempts, the first included | [`attempts`](Builder::attempts) | 5 |
+    /// | per-attempt timeout | [`timeout`](Builder::timeout) | 8 s |
+    /// | backoff before retry `k` | [`base_delay`](Builder::base_delay), [`factor`](Builder::factor), [`jitter`](Builder::jitter), [`backoff`](Builder::backoff) (with a cap) | `0.2 s·2^(k−1)`, no cap, ±10% |
+    /// | longest `Retry-After` honoured | [`max_server_delay`](Builder::max_server_delay) | 30 s |
+    /// | deadline of a whole call | [`deadline`](Builder::deadline) | none |
+    /// | retry budget, adaptive throttle | [`budget`](Builder::budget), [`throttle`](Builder::throttle) | none |
+    /// | breaker verdicts | [`breaker_per_call`](Builder::breaker_per_call) | one per attempt |
+    /// | hedging of idempotent calls | [`hedge`](Builder::hedge), [`idempotent`](Builder::idempotent) | none; calls not idempotent |
+    /// | one ledger for retries, hedges and probes | [`ledger`](Builder::ledger) | none |
+    /// | concurrency limit, rate limit | [`limit`](Builder::limit), [`bulkhead`](Builder::bulkhead), [`rate_limit`](Builder::rate_limit) | none |
+    pub fn builder(name: &str) -> Builder {
+        Builder::new(name)
+    }
+
+    /// The seed library's semantics exactly (`reliablekit` 0.1), including its ungated half-open.
+    pub fn reliablekit(name: &str) -> Builder {
+        Builder::reliablekit(name)
+    }
+
+    /// The layered-stack exercise's primary: `breaker(retry(name))`, 2 attempts with no wait, a
+    /// breaker that opens after 2 failed calls in a row for 20 s and then lets one trial through.
+    /// For the exercise's backup, add [`no_breaker`](Builder::no_breaker).
+    pub fn layered_exercise(name: &str) -> Builder {
+        Builder::layered_exercise(name)
+    }
+}
+
 /// Builds a [`Reliable`]. Made by [`Reliable::builder`] and the presets.
 #[derive(Debug, Clone)]
 pub struct Builder {
@@ -58,6 +102,11 @@ pub struct Builder {
     copy_timeout: Option<Duration>,
     idempotency: Idempotency,
     ledger: Option<RatioConfig>,
+    /// A ledger shared with other instances or layers (a tower `SharedLedger`), instead of one
+    /// of this instance's own.
+    shared_ledger: Option<Arc<Mutex<ExtraLedger>>>,
+    /// Retries draw from the ledger (it is the retry budget); else only hedges and probes do.
+    ledger_retries: bool,
     limit: Option<LimiterConfig>,
     rate: Option<RateConfig>,
     clock: Option<Arc<dyn Clock>>,
@@ -82,6 +131,8 @@ impl Builder {
             copy_timeout: None,
             idempotency: Idempotency::NotIdempotent,
             ledger: None,
+            shared_ledger: None,
+            ledger_retries: true,
             limit: None,
             rate: None,
             clock: None,
@@ -401,6 +452,32 @@ impl Builder {
         self
     }
 
+    /// One ledger of extra attempts shared with other instances or layers (what a tower
+    /// `SharedLedger` holds): the retry budget (replacing a [`budget`](Self::budget)), and what
+    /// hedges and half-open probes draw from.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn shared_ledger(mut self, ledger: Arc<Mutex<ExtraLedger>>) -> Self {
+        self.shared_ledger = Some(ledger);
+        self.budget = None;
+        self
+    }
+
+    /// Hedges draw from the shared `ledger`, and nothing else: no call deposits in it (a tower
+    /// hedge layer under a retry layer that deposits each request once).
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn hedge_ledger(mut self, ledger: Arc<Mutex<ExtraLedger>>) -> Self {
+        self.shared_ledger = Some(ledger);
+        self.ledger_retries = false;
+        self
+    }
+
+    /// The same builder for an instance named `name`.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn renamed(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
     /// A concurrency limit on attempts in flight (hedges included), shared by every clone: fixed
     /// (a bulkhead) or adaptive (AIMD, gradient: [`reliable_core::limit`]), moved by each
     /// attempt's class through the core's answer table. An attempt over the limit is refused
@@ -531,6 +608,8 @@ impl Builder {
             }
             None => None,
         };
+        // A shared ledger replaces the budget (it is the retry budget), set before or after.
+        let budget = budget.filter(|_| self.shared_ledger.is_none() || !self.ledger_retries);
         if self.ledger.is_some() && budget.is_some() {
             return Err(BuildError::new(
                 "",
@@ -555,11 +634,12 @@ impl Builder {
             ))),
             None => None,
         };
-        let ledger = match self.ledger {
-            Some(config) => Some(Mutex::new(
+        let ledger = match (self.shared_ledger, self.ledger) {
+            (Some(shared), _) => Some(shared),
+            (None, Some(config)) => Some(Arc::new(Mutex::new(
                 ExtraLedger::from_config(config).map_err(|e| BuildError::new("ledger", e))?,
-            )),
-            None => None,
+            ))),
+            (None, None) => None,
         };
         let limiter = match self.limit {
             Some(config) => Some(Mutex::new(Limiter::new(
@@ -631,6 +711,7 @@ impl Builder {
             copy_timeout,
             idempotency: self.idempotency,
             ledger,
+            ledger_retries: self.ledger_retries,
             limiter,
             rate,
             clock: self.clock.unwrap_or_else(default_clock),
@@ -640,7 +721,6 @@ impl Builder {
             observers,
             eager_clock,
             fast_first: !success_needs_time && self.scope == Scope::PerAttempt,
-            success_needs_time,
             stats: Stats::default(),
         }))
     }

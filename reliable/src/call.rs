@@ -14,13 +14,10 @@ use crate::error::Error;
 use crate::reliable::Inner;
 use crate::reliable::Reliable;
 use crate::sleep::SleepFuture;
-use crate::stats::Total;
 use reliable_core::Instant;
 use reliable_core::breaker::Permit;
-use reliable_core::engine::{Action, Ended, Input};
 use reliable_core::outcome::ErrorClass;
 use std::future::Future;
-use std::pin::Pin;
 use std::task::Poll;
 
 impl Reliable {
@@ -127,92 +124,8 @@ impl Reliable {
         let inner = &*self.inner;
         let layers = Layers::new(inner, true);
         let plan = layers.plan();
-        let (mut run, mut now, mut last) = Driven::<4>::begin(&plan, &layers, first);
-        let mut value = None;
-        // The copies in flight (boxed, so that copies can come and go), the attempt's first copy
-        // and whether a hedge of it was sent.
-        let mut flying: Vec<(u32, Option<Instant>, Pin<Box<Fut>>)> = Vec::new();
-        let (mut primary, mut raced) = (0, false);
-        let mut timer: Option<(Instant, SleepFuture)> = None;
-        std::future::poll_fn(|cx| {
-            loop {
-                while let Some(action) = run.call.poll() {
-                    match action {
-                        Action::Send { n, deadline, hedge } => {
-                            if !hedge {
-                                (primary, raced) = (n, false);
-                                for o in inner.observers.iter() {
-                                    o.on_attempt(&inner.name, n);
-                                }
-                            }
-                            raced |= hedge;
-                            flying.push((n, deadline, Box::pin(f())));
-                        }
-                        Action::Cancel { n, .. } => flying.retain(|(m, ..)| *m != n),
-                        Action::Done(end) => {
-                            if let Ended::Ok { n } = end.result
-                                && raced
-                            {
-                                if n != primary {
-                                    inner.stats.bump(Total::HedgesWon);
-                                }
-                                for o in inner.observers.iter() {
-                                    o.on_hedge_won(&inner.name, n, n != primary);
-                                }
-                            }
-                            flying.clear();
-                            return Poll::Ready(run.end(end, now, value.take(), last.take()));
-                        }
-                    }
-                }
-                let answered = flying
-                    .iter_mut()
-                    .enumerate()
-                    .find_map(|(i, (n, _, fut))| match fut.as_mut().poll(cx) {
-                        Poll::Pending => None,
-                        Poll::Ready(result) => Some((i, *n, result)),
-                    });
-                if let Some((i, n, result)) = answered {
-                    flying.remove(i);
-                    let class = match result {
-                        Ok(v) => {
-                            value = Some(v);
-                            None
-                        }
-                        Err(e) => {
-                            let class = classify(&e);
-                            last = Some(e);
-                            Some(class)
-                        }
-                    };
-                    now = inner.clock.now();
-                    run.call.handle(now, Input::Classified { n, class });
-                    continue;
-                }
-                let Some(wake) = run.call.poll_timeout() else {
-                    return Poll::Pending;
-                };
-                now = inner.clock.now();
-                if now < wake {
-                    if timer.as_ref().is_none_or(|(due, _)| *due != wake) {
-                        timer = Some((wake, inner.sleep.sleep((wake - now).into())));
-                    }
-                    if let Some((_, t)) = &mut timer
-                        && t.as_mut().poll(cx).is_pending()
-                    {
-                        return Poll::Pending;
-                    }
-                    // The timer says it is time, whatever the clock reads.
-                    now = now.max(wake);
-                }
-                timer = None;
-                // Copies past their deadline are dropped (cancelled) first, as their timers
-                // fired; the engine then takes them as timeouts.
-                flying.retain(|(_, due, _)| due.is_none_or(|due| now < due));
-                run.call.handle(now, Input::Tick);
-            }
-        })
-        .await
+        let (mut run, now, last) = Driven::<4>::begin(&plan, &layers, first);
+        run.race(now, last, |_, _| f(), classify).await.1
     }
 }
 

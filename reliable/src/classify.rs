@@ -157,6 +157,14 @@ impl Classify for reqwest::Error {
     }
 }
 
+impl Classify for HttpError {
+    /// [`classify_status`](crate::http::classify_status); a status below 400 wrapped as an error anyway is
+    /// [`Fatal`](ErrorClass::Fatal) (the caller decided it was wrong; retrying will not change it).
+    fn classify(&self) -> ErrorClass {
+        crate::http::classify_status(self.status, &self.signals).unwrap_or(ErrorClass::Fatal)
+    }
+}
+
 /// An error message: an unknown failure, retried (a bounded number of times, under the breaker).
 impl Classify for String {
     fn classify(&self) -> ErrorClass {

@@ -9,12 +9,13 @@ use crate::attempt::Failure;
 use crate::error::{Error, ShedReason};
 use crate::observer::{CallEnd, CallOutcome, NotSent};
 use crate::reliable::{Inner, Scope};
+use crate::sleep::SleepFuture;
 use crate::stats::Total;
 use reliable_core::Instant;
 use reliable_core::breaker::{Outcome, Permit, RejectReason, Rejection};
 use reliable_core::budget::{Budget, Unlimited};
 use reliable_core::engine::{
-    BreakerScope, Call, End, Ended, Input, Note, Plan, Refusal, SampleFor, Shared,
+    Action, BreakerScope, Call, End, Ended, Input, Note, Plan, Refusal, SampleFor, Shared,
 };
 use reliable_core::hedge::Hedger;
 use reliable_core::ledger::ExtraLedger;
@@ -22,8 +23,11 @@ use reliable_core::limit::{Limiter, RateLimiter};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::GiveUpReason;
 use reliable_core::throttle::AdaptiveThrottle;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
+use std::task::Poll;
 
 /// A poisoned lock only means another call panicked while holding it; every state is updated in
 /// single steps, so it is still consistent.
@@ -53,8 +57,13 @@ impl<'r> Layers<'r> {
 
     /// The instance's plan for a call.
     pub fn plan(&self) -> Plan {
+        self.plan_with(self.inner.retry)
+    }
+
+    /// The instance's plan for a call, with another retry policy.
+    pub fn plan_with(&self, retry: reliable_core::retry::RetryPolicy) -> Plan {
         let i = self.inner;
-        Plan::new(i.retry)
+        Plan::new(retry)
             .scope(match i.scope {
                 Scope::PerAttempt => BreakerScope::PerAttempt,
                 Scope::PerCall => BreakerScope::PerCall,
@@ -66,10 +75,7 @@ impl<'r> Layers<'r> {
 
 impl Shared for Layers<'_> {
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
-        let i = self.inner;
-        i.breaker
-            .as_ref()
-            .map(|b| b.acquire(Some(now), &*i.clock).result)
+        self.inner.breaker.as_ref().map(|b| b.acquire(now))
     }
     fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
         if let Some(b) = &self.inner.breaker {
@@ -89,9 +95,9 @@ impl Shared for Layers<'_> {
     fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
         let i = self.inner;
         match (&i.ledger, &i.budget) {
-            (Some(l), _) => f(&mut *lock(l)),
-            (None, Some(b)) => f(&mut *lock(b)),
-            (None, None) => f(&mut Unlimited),
+            (Some(l), _) if i.ledger_retries => f(&mut *lock(l)),
+            (_, Some(b)) => f(&mut *lock(b)),
+            (_, None) => f(&mut Unlimited),
         }
     }
     fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
@@ -248,6 +254,132 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                 )
             }
         }
+    }
+
+    /// Runs the call to its end from `now` (`last`: the error of a first attempt already
+    /// failed): each copy the engine sends is the future `send(n, deadline)` makes, raced
+    /// against the other copies of its attempt; a copy the engine cancels (it lost, or timed
+    /// out) is dropped, which cancels it. Each error is read by `classify`. Answers the engine's
+    /// end and what the call returns (see [`end`](Self::end)).
+    pub async fn race<T, E, Fut>(
+        &mut self,
+        now: Instant,
+        last: Option<E>,
+        send: impl FnMut(u32, Option<Instant>) -> Fut,
+        classify: impl Fn(&E) -> ErrorClass,
+    ) -> (End, Result<T, Error<E>>)
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.race_within(now, last, send, classify, None).await
+    }
+
+    /// [`race`](Self::race), taking a copy as timed out only `grace` after its deadline if
+    /// nothing below answered by then (a timeout below, armed from the same deadline, reports
+    /// it first).
+    pub async fn race_within<T, E, Fut>(
+        &mut self,
+        mut now: Instant,
+        mut last: Option<E>,
+        mut send: impl FnMut(u32, Option<Instant>) -> Fut,
+        classify: impl Fn(&E) -> ErrorClass,
+        grace: Option<reliable_core::Duration>,
+    ) -> (End, Result<T, Error<E>>)
+    where
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let inner = self.layers.inner;
+        let mut value = None;
+        // The copies in flight (boxed, so that copies can come and go), the attempt's first copy
+        // and whether a hedge of it was sent.
+        let mut flying: Vec<(u32, Option<Instant>, Pin<Box<Fut>>)> = Vec::new();
+        let (mut primary, mut raced) = (0, false);
+        let mut timer: Option<(Instant, SleepFuture)> = None;
+        std::future::poll_fn(|cx| {
+            loop {
+                while let Some(action) = self.call.poll() {
+                    match action {
+                        Action::Send { n, deadline, hedge } => {
+                            if !hedge {
+                                (primary, raced) = (n, false);
+                                for o in inner.observers.iter() {
+                                    o.on_attempt(&inner.name, n);
+                                }
+                            }
+                            raced |= hedge;
+                            flying.push((n, deadline, Box::pin(send(n, deadline))));
+                        }
+                        Action::Cancel { n, .. } => flying.retain(|(m, ..)| *m != n),
+                        Action::Done(end) => {
+                            if let Ended::Ok { n } = end.result
+                                && raced
+                            {
+                                if n != primary {
+                                    inner.stats.bump(Total::HedgesWon);
+                                }
+                                for o in inner.observers.iter() {
+                                    o.on_hedge_won(&inner.name, n, n != primary);
+                                }
+                            }
+                            flying.clear();
+                            let result = self.end(end, now, value.take(), last.take());
+                            return Poll::Ready((end, result));
+                        }
+                    }
+                }
+                let answered = flying
+                    .iter_mut()
+                    .enumerate()
+                    .find_map(|(i, (n, _, fut))| match fut.as_mut().poll(cx) {
+                        Poll::Pending => None,
+                        Poll::Ready(result) => Some((i, *n, result)),
+                    });
+                if let Some((i, n, result)) = answered {
+                    flying.remove(i);
+                    let class = match result {
+                        Ok(v) => {
+                            value = Some(v);
+                            None
+                        }
+                        Err(e) => {
+                            let class = classify(&e);
+                            last = Some(e);
+                            Some(class)
+                        }
+                    };
+                    now = inner.clock.now();
+                    self.call.handle(now, Input::Classified { n, class });
+                    continue;
+                }
+                let Some(mut wake) = self.call.poll_timeout() else {
+                    return Poll::Pending;
+                };
+                if let Some(grace) = grace
+                    && flying.iter().any(|(_, due, _)| *due == Some(wake))
+                {
+                    wake = wake.saturating_add(grace);
+                }
+                now = inner.clock.now();
+                if now < wake {
+                    if timer.as_ref().is_none_or(|(due, _)| *due != wake) {
+                        timer = Some((wake, inner.sleep.sleep((wake - now).into())));
+                    }
+                    if let Some((_, t)) = &mut timer
+                        && t.as_mut().poll(cx).is_pending()
+                    {
+                        return Poll::Pending;
+                    }
+                    // The timer says it is time, whatever the clock reads.
+                    now = now.max(wake);
+                }
+                timer = None;
+                // Copies past their deadline are dropped (cancelled) first, as their timers
+                // fired; the engine then takes them as timeouts.
+                flying.retain(|(_, due, _)| due.is_none_or(|due| now < due));
+                self.call.handle(now, Input::Tick);
+            }
+        })
+        .await
     }
 
     /// The time now.

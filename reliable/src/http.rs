@@ -27,7 +27,6 @@
 //! assert_eq!(classify_status(404, &HeaderSignals::default()), Some(ErrorClass::Fatal));
 //! ```
 
-use crate::classify::Classify;
 use reliable_core::outcome::ErrorClass;
 use std::time::{Duration, SystemTime};
 
@@ -189,14 +188,6 @@ impl std::fmt::Display for HttpError {
 }
 
 impl std::error::Error for HttpError {}
-
-impl Classify for HttpError {
-    /// [`classify_status`]; a status below 400 wrapped as an error anyway is
-    /// [`Fatal`](ErrorClass::Fatal) (the caller decided it was wrong; retrying will not change it).
-    fn classify(&self) -> ErrorClass {
-        classify_status(self.status, &self.signals).unwrap_or(ErrorClass::Fatal)
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -74,7 +74,6 @@
 //!   ([`Reliable::reliablekit`], [`Reliable::layered_exercise`]).
 //! - [`Reliable::call`] (async), [`Reliable::call_blocking`] (sync); [`Error`] says what happened;
 //!   [`OrOpen::or_open`] is the seed's `on_open`.
-//! - [`attempt`]: the retry loop's steps, for layers that send attempts themselves.
 //! - [`Fallback`]: providers in order, the answer stamped with who served it (`served_by`).
 //! - [`Registry`]: named instances, one per downstream, with snapshots.
 //! - `llm` (feature `llm`): LLM provider signals: money limits, overload, server delays and
@@ -123,6 +122,17 @@
 //! and `Classify` for `reqwest::Error`), `anyhow` (`Classify` for `anyhow::Error`), `tracing` (a
 //! span per call and, with `Builder::tracing`, events per attempt, retry, refusal and transition:
 //! `traces`), `policy` (policy files in RON or JSON, with `ron` and `serde_json`).
+//!
+//! ## Layering
+//!
+//! Each module imports only itself and the modules before it (`tests/layering.rs` reads the
+//! source and holds it to this line): the plain pieces, the answers' meaning, what observers
+//! hear, one instance's state, the engine's drivers, the builder, the faces.
+//!
+//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → reliable → attempt → drive → builder → call → blocking → fallback → registry → middleware → llm → fleet → tower → chaos → policy
+//!
+//! One edge runs back, by name only: the observer trait's `on_chaos` (and its two implementors,
+//! `metrics` and `traces`) names `chaos::ChaosEvent`, the event a chaos layer above reports.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -130,7 +140,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-pub mod attempt;
+mod attempt;
 pub mod blocking;
 mod breaker;
 mod builder;

@@ -48,6 +48,25 @@ pub enum NotSent {
     Rejected(ShedReason),
 }
 
+impl NotSent {
+    /// The error a call returns when it is refused, `last` being the error of the attempt before
+    /// (a refused retry), if any.
+    pub fn into_error<E>(self, last: Option<E>) -> crate::Error<E> {
+        match self {
+            NotSent::Open { retry_after } => crate::Error::Open { retry_after },
+            NotSent::Rejected(why) => crate::Error::Rejected { why, last },
+        }
+    }
+
+    /// Who refused, in the core's vocabulary.
+    pub const fn refuser(self) -> reliable_core::answer::Refuser {
+        match self {
+            NotSent::Open { .. } => reliable_core::answer::Refuser::Breaker,
+            NotSent::Rejected(why) => why.refuser(),
+        }
+    }
+}
+
 /// How a call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CallOutcome {
@@ -107,7 +126,7 @@ pub trait Observer: Send + Sync + Debug + 'static {
     }
     /// Attempt `attempt` ended: `None` a success, else the class it failed with (before the
     /// breaker records it and the retry policy decides). Reported by the calls of a
-    /// [`Reliable`](crate::Reliable) and by a [`Run`](crate::attempt::Run).
+    /// [`Reliable`](crate::Reliable) and by the tower layers that drive the call engine.
     fn on_attempt_end(&self, name: &str, attempt: u32, class: Option<ErrorClass>) {
         let _ = (name, attempt, class);
     }

@@ -163,6 +163,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn it_is_shareable_across_threads_and_tasks() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        shareable::<Registry>();
+    }
+
+    #[test]
     fn create_get_list_remove_and_limits() {
         let r = Registry::with_limit(2);
         r.create(Reliable::builder("b")).unwrap();

@@ -1,7 +1,6 @@
 //! [`Reliable`]: one downstream's breaker, retry policy, budget and timers, shared by every clone.
 
 use crate::breaker::Owned;
-use crate::builder::Builder;
 use crate::clock::Clock;
 use crate::observer::Observer;
 use crate::rng::Rng;
@@ -52,7 +51,10 @@ pub(crate) struct Inner {
     /// Whether calls may be sent twice (only then are they hedged).
     pub idempotency: Idempotency,
     /// The one budget of extra attempts: retries (as the retry budget), hedges and probes.
-    pub ledger: Option<Mutex<ExtraLedger>>,
+    pub ledger: Option<Arc<Mutex<ExtraLedger>>>,
+    /// Retries draw from the ledger (it is the retry budget, and each call deposits in it);
+    /// else only hedges and probes draw from it.
+    pub ledger_retries: bool,
     /// The concurrency limit of attempts in flight (hedges included).
     pub limiter: Option<Mutex<Limiter>>,
     /// The client-side rate limit of attempts sent.
@@ -66,17 +68,12 @@ pub(crate) struct Inner {
     /// Read the clock on every call (a decision or an observer needs the time); otherwise only
     /// when a call fails or the breaker is not plainly closed.
     pub eager_clock: bool,
-    /// A first attempt may skip the bookkeeping of a full [`Run`](crate::attempt::Run): nothing
+    /// A first attempt may skip the engine's bookkeeping (`attempt::FirstAttempt`): nothing
     /// reads the time of a success (so no budget, throttle, observer or timed breaker rule; a
     /// timeout or a deadline is fine) and the breaker, if any, is asked per attempt. A success is
     /// then one breaker permit, one counter and, with a timeout, the readings that bound it; a
     /// failure continues as a full run.
     pub fast_first: bool,
-    /// A success needs a fresh reading of the clock: the breaker times its calls (slow-call
-    /// rule, time window, slow start), or a budget, throttle or observer is told when it ended.
-    /// Otherwise a successful attempt ends on the reading that admitted it (a deadline or a
-    /// timeout is decided before or by the attempt, not by its success).
-    pub success_needs_time: bool,
     pub stats: Stats,
 }
 
@@ -155,46 +152,6 @@ pub struct Snapshot {
 }
 
 impl Reliable {
-    /// A builder with the defaults: the seed library's numbers, except that half-open admits
-    /// **one probe at a time** (leased for 10 s) rather than every call, and open times are
-    /// spread by ±10%. Each builder method changes only its own setting:
-    ///
-    /// | setting | method | default |
-    /// |---|---|---|
-    /// | failure rate that trips the breaker | [`failure_rate`](Builder::failure_rate) | 0.5 (inclusive) |
-    /// | window | [`window`](Builder::window), [`time_window`](Builder::time_window) | the last 20 calls |
-    /// | calls before a rate decides | [`minimum_calls`](Builder::minimum_calls) | 20 |
-    /// | failures in a row that trip it | [`consecutive_failures`](Builder::consecutive_failures) | off |
-    /// | slow calls that trip it | [`slow_call`](Builder::slow_call) | off |
-    /// | open time | [`cooldown`](Builder::cooldown), [`open_jitter`](Builder::open_jitter) | 30 s, ±10% |
-    /// | probe successes in a row that close it | [`probe`](Builder::probe) | 3 |
-    /// | probes in flight while half-open | [`probes_in_flight`](Builder::probes_in_flight) | 1, each leased for 10 s |
-    /// | attempts, the first included | [`attempts`](Builder::attempts) | 5 |
-    /// | per-attempt timeout | [`timeout`](Builder::timeout) | 8 s |
-    /// | backoff before retry `k` | [`base_delay`](Builder::base_delay), [`factor`](Builder::factor), [`jitter`](Builder::jitter), [`backoff`](Builder::backoff) (with a cap) | `0.2 s·2^(k−1)`, no cap, ±10% |
-    /// | longest `Retry-After` honoured | [`max_server_delay`](Builder::max_server_delay) | 30 s |
-    /// | deadline of a whole call | [`deadline`](Builder::deadline) | none |
-    /// | retry budget, adaptive throttle | [`budget`](Builder::budget), [`throttle`](Builder::throttle) | none |
-    /// | breaker verdicts | [`breaker_per_call`](Builder::breaker_per_call) | one per attempt |
-    /// | hedging of idempotent calls | [`hedge`](Builder::hedge), [`idempotent`](Builder::idempotent) | none; calls not idempotent |
-    /// | one ledger for retries, hedges and probes | [`ledger`](Builder::ledger) | none |
-    /// | concurrency limit, rate limit | [`limit`](Builder::limit), [`bulkhead`](Builder::bulkhead), [`rate_limit`](Builder::rate_limit) | none |
-    pub fn builder(name: &str) -> Builder {
-        Builder::new(name)
-    }
-
-    /// The seed library's semantics exactly (`reliablekit` 0.1), including its ungated half-open.
-    pub fn reliablekit(name: &str) -> Builder {
-        Builder::reliablekit(name)
-    }
-
-    /// The layered-stack exercise's primary: `breaker(retry(name))`, 2 attempts with no wait, a
-    /// breaker that opens after 2 failed calls in a row for 20 s and then lets one trial through.
-    /// For the exercise's backup, add [`no_breaker`](Builder::no_breaker).
-    pub fn layered_exercise(name: &str) -> Builder {
-        Builder::layered_exercise(name)
-    }
-
     pub(crate) fn from_inner(inner: Inner) -> Self {
         Reliable {
             inner: Arc::new(inner),
@@ -269,7 +226,6 @@ mod tests {
         fn shareable<T: Clone + Send + Sync + 'static>() {}
         fn send<T: Send>(_: &T) {}
         shareable::<Reliable>();
-        shareable::<crate::Registry>();
         let rel = Reliable::builder("x").build().unwrap();
         // A call's future is Send when the work's future is: it can be spawned.
         send(&rel.call(|| async { Ok::<_, std::io::Error>(1) }));

@@ -497,11 +497,9 @@ fn the_seed_preset_lets_every_call_through_half_open() {
     assert_eq!(rel.state(), Some(State::Open));
     clock.advance(Duration::from_secs(30));
     // Ungated: two probes at once are both admitted (the default builder gates to one).
-    let mut run_a = rel.start().unwrap();
-    let mut run_b = rel.start().unwrap();
-    assert!(run_a.admit().is_ok() && run_b.admit().is_ok());
-    run_a.succeeded();
-    run_b.succeeded();
+    let second =
+        while_a_call_is_in_flight(&rel, || rel.call_blocking(|| Ok::<_, std::io::Error>(())));
+    assert!(second.is_ok(), "{second:?}");
     let gated = Reliable::builder("gated")
         .attempts(1)
         .manual_time(clock.clone())
@@ -511,14 +509,41 @@ fn the_seed_preset_lets_every_call_through_half_open() {
         let _ = gated.call_blocking(|| Err::<(), _>(reset()));
     }
     clock.advance(Duration::from_secs(40));
-    let mut a = gated.start().unwrap();
-    a.admit().unwrap();
-    let mut b = gated.start().unwrap();
-    assert_eq!(
-        b.admit().unwrap_err(),
-        NotSent::Rejected(ShedReason::HalfOpenFull)
+    let second = while_a_call_is_in_flight(&gated, || {
+        gated.call_blocking(|| Ok::<_, std::io::Error>(()))
+    });
+    assert!(
+        matches!(
+            second,
+            Err(Error::Rejected {
+                why: ShedReason::HalfOpenFull,
+                last: None
+            })
+        ),
+        "{second:?}"
     );
-    a.succeeded();
+}
+
+/// Runs `other` while a call of `rel` is in flight on another thread (its attempt waits until
+/// `other` is done), then lets that call succeed.
+fn while_a_call_is_in_flight<R>(rel: &Reliable, other: impl FnOnce() -> R) -> R {
+    let (started, in_flight) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let first = s.spawn(move || {
+            rel.call_blocking(|| {
+                let _ = started.send(());
+                released
+                    .recv_timeout(Duration::from_secs(10))
+                    .map_err(|_| reset())
+            })
+        });
+        in_flight.recv().unwrap();
+        let out = other();
+        release.send(()).unwrap();
+        assert!(first.join().unwrap().is_ok());
+        out
+    })
 }
 
 #[test]

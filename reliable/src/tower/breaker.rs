@@ -128,7 +128,8 @@ impl<C> BreakerLayer<C> {
 impl<C> BreakerLayer<C> {
     /// The same layer reading time from `clock` (and waiting on `sleep`).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
-        self.time = Time::new(clock, sleep);
+        let _ = sleep;
+        self.time = Time::new(clock);
         self.shared.reset();
         self
     }
@@ -270,7 +271,7 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         let now = self.time.now();
-        let decision = self.shared.breaker.acquire(Some(now), &NoClock).result;
+        let decision = self.shared.breaker.acquire(now);
         let refusal = match decision {
             Ok(permit) => match self.shared.draw_probe(self.ledger.as_ref(), permit, now) {
                 Ok((permit, draw)) => {
@@ -413,15 +414,5 @@ where
                 }
             }
         }
-    }
-}
-
-/// `Owned::acquire` takes a clock for when it is given no time; the layer always gives one.
-#[derive(Debug)]
-struct NoClock;
-
-impl crate::clock::Clock for NoClock {
-    fn now(&self) -> reliable_core::Instant {
-        reliable_core::Instant::ZERO
     }
 }

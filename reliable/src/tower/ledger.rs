@@ -10,17 +10,18 @@ use reliable_core::ConfigError;
 use reliable_core::budget::RatioConfig;
 use reliable_core::ledger::{Extra, ExtraLedger};
 
-/// Slots of the ledger's window (the config's `slots` must fit).
-pub(crate) type CoreLedger = ExtraLedger<64>;
+/// The ledger the call engine draws from: its window holds up to 10 slots (the config's
+/// `slots` must fit).
+pub(crate) type CoreLedger = ExtraLedger;
 
 /// A handle on one ledger of extra attempts; clones share it. Give a clone to each layer whose
 /// extra attempts it bounds: over any window, retries plus hedges ≤ `ratio` × first tries +
 /// `min_per_sec` × `ttl`.
 #[derive(Clone, Debug)]
-pub struct SharedLedger(Arc<Mutex<CoreLedger>>);
+pub struct SharedLedger(pub(crate) Arc<Mutex<CoreLedger>>);
 
 impl SharedLedger {
-    /// An empty ledger (only the floor available). Refuses an invalid config or more than 64
+    /// An empty ledger (only the floor available). Refuses an invalid config or more than 10
     /// slots.
     pub fn new(config: RatioConfig) -> Result<Self, ConfigError> {
         Ok(SharedLedger(Arc::new(Mutex::new(CoreLedger::from_config(

@@ -122,7 +122,8 @@ impl<C> ConcurrencyLimitLayer<C> {
 
     /// The same layer reading time from `clock` (`sleep` is not used: a limit never waits).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
-        self.time = Time::new(clock, sleep);
+        let _ = sleep;
+        self.time = Time::new(clock);
         self
     }
 
@@ -313,7 +314,8 @@ impl RateLimitLayer {
 
     /// The same layer reading time from `clock` (`sleep` is not used: a refusal never waits).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
-        self.time = Time::new(clock, sleep);
+        let _ = sleep;
+        self.time = Time::new(clock);
         self
     }
 

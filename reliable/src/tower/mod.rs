@@ -23,7 +23,10 @@
 //! - [`SharedLedger`]: one budget of extra attempts for [`RetryLayer::ledger`],
 //!   [`HedgeLayer::ledger`] and [`BreakerLayer::ledger`] (half-open probes; a denied one fails
 //!   with [`ProbeDenied`]).
-//! - [`ReliableLayer`]: retry → throttle → breaker from one [`ReliableConfig`].
+//! - [`ReliableLayer`]: the whole stack in one layer, decided by the core's call engine as
+//!   [`Reliable::call`](crate::Reliable::call) decides it: from one [`ReliableConfig`] (retry →
+//!   throttle → breaker) and optionally hedges, limits and a ledger, or from any
+//!   [`Builder`](crate::Builder).
 //!
 //! Names follow tower's: each `…Layer` wraps a service in a `…Service` (e.g. [`BreakerLayer`] →
 //! [`BreakerService`]) whose response future is a `…Future` ([`BreakerFuture`]); answers are read
@@ -34,9 +37,14 @@
 //! [`Clock`](crate::clock::Clock) and [`Sleep`](crate::sleep::Sleep) (tokio's by default, so tests
 //! run in paused virtual time; `with_time` on each layer), its seeded randomness, and its HTTP
 //! signals ([`crate::http`]). Errors are tower's `BoxError`; the layers' own errors are concrete
-//! types to downcast to. (They drive the core's types directly rather than through
-//! [`attempt::Run`](crate::attempt::Run): a `Run` borrows its `Reliable`, while tower's contract
-//! needs the breaker's permit taken in `call` and held by a `'static` response future.)
+//! types to downcast to.
+//!
+//! Who decides what: [`ReliableLayer`], [`RetryLayer`] and [`HedgeLayer`] drive the core's call
+//! engine ([`reliable_core::engine`]), the same one [`Reliable::call`](crate::Reliable::call)
+//! drives, through the same driver: the whole stack, or an engine holding their one layer. The
+//! other single layers ([`BreakerLayer`], [`ThrottleLayer`], [`ConcurrencyLimitLayer`],
+//! [`RateLimitLayer`]) are adapters of one per-layer machine each (a breaker, a throttle, a
+//! limiter), asked once per request. None has a retry loop or a hedge race of its own.
 //!
 //! ```
 //! use reliable::tower::{BreakerLayer, RetryLayer, AnyOk};
@@ -59,6 +67,7 @@
 
 mod breaker;
 mod classify;
+mod engine;
 mod error;
 mod fallback;
 mod hedge;
@@ -80,6 +89,6 @@ pub use limit::{
     ConcurrencyLimitFuture, ConcurrencyLimitLayer, ConcurrencyLimitService, RateLimitFuture,
     RateLimitLayer, RateLimitService,
 };
-pub use reliable::{ReliableConfig, ReliableLayer, ReliableService};
+pub use reliable::{ReliableConfig, ReliableFuture, ReliableLayer, ReliableService};
 pub use retry::{RetryFuture, RetryLayer, RetryService};
 pub use throttle::{ThrottleFuture, ThrottleLayer, ThrottleService};

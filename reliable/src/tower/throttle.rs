@@ -94,7 +94,8 @@ impl<C> ThrottleLayer<C> {
 impl<C> ThrottleLayer<C> {
     /// The same layer reading time from `clock` (`sleep` is not used: the throttle never waits).
     pub fn with_time(mut self, clock: impl Clock, sleep: impl Sleep) -> Self {
-        self.time = Time::new(clock, sleep);
+        let _ = sleep;
+        self.time = Time::new(clock);
         self.shared.reset();
         self
     }

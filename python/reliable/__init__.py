@@ -430,6 +430,7 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
 _RETRY_DEFAULTS = {
     "max_attempts": 5, "base_delay": 0.2, "factor": 2.0, "jitter": 0.1, "max_delay": None,
     "retry_after_cap": 60.0, "breaker": None, "budget": None, "timeout": None, "rng": None,
+    "clock": None,
 }
 
 
@@ -455,6 +456,7 @@ def reliable(
     usage: Any = None,
     policy: Policy | None = None,
     on_event: Any = None,
+    clock: Any = None,
 ) -> Any:
     """Wraps ``fn`` (sync or ``async def``) in timeout + jittered exponential backoff + breaker.
 
@@ -471,6 +473,8 @@ def reliable(
     policy, not beside it) with a whole policy stack: deadline, throttle, ledger, hedging,
     limits. Calls through one ``Policy`` share its state. ``on_event(name, fields)`` hears each
     decision as it is taken (``retry``, ``refused``, ``hedge``, ``answer``, ``breaker``, ...).
+    ``clock()`` (seconds) times the retries and timers; by default the breaker's clock, else the
+    monotonic clock.
 
     With ``spend``, each attempt first reserves ``estimate(*args, **kwargs)`` = ``(input_tokens,
     max_output_tokens)`` under the spend budget's ceilings, then settles ``usage(result)`` (the
@@ -496,7 +500,7 @@ def reliable(
         given = dict(
             max_attempts=max_attempts, base_delay=base_delay, factor=factor, jitter=jitter,
             max_delay=max_delay, retry_after_cap=retry_after_cap, breaker=breaker,
-            budget=budget, timeout=timeout, rng=rng,
+            budget=budget, timeout=timeout, rng=rng, clock=clock,
         )
         for name, value in given.items():
             default = _RETRY_DEFAULTS[name]
@@ -519,6 +523,7 @@ def reliable(
             budget=budget,
             max_delay=max_delay,
             retry_after_cap=retry_after_cap,
+            clock=clock,
         )
 
     def decorate(f: Any) -> Any:

@@ -69,6 +69,7 @@ def reliable(
     usage: Optional[Callable[[Any], tuple[int, int]]] = None,
     policy: Optional[Policy] = None,
     on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
+    clock: Optional[Callable[[], float]] = None,
 ) -> Callable[_P, _R]: ...
 @overload
 def reliable(
@@ -93,6 +94,7 @@ def reliable(
     usage: Optional[Callable[[Any], tuple[int, int]]] = None,
     policy: Optional[Policy] = None,
     on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
+    clock: Optional[Callable[[], float]] = None,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 @overload
 def fallback(*layers: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[Served]]: ...

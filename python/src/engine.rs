@@ -62,17 +62,20 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    /// The seed's policy: `retry`, through `breaker` and `budget`, timed by the breaker's clock.
+    /// The seed's policy: `retry`, through `breaker` and `budget`, timed by `clock`, else by the
+    /// breaker's clock.
     pub(crate) fn seed(
         py: Python<'_>,
         retry: RetryPolicy,
         breaker: Option<Py<CircuitBreaker>>,
         budget: Option<Py<RetryBudget>>,
         rng: Random,
+        clock: Option<Py<PyAny>>,
     ) -> Policy {
-        let clock = match &breaker {
-            Some(b) => b.get().clock.clone_ref(py),
-            None => Clock(None),
+        let clock = match (clock, &breaker) {
+            (Some(c), _) => Clock(Some(c)),
+            (None, Some(b)) => b.get().clock.clone_ref(py),
+            (None, None) => Clock(None),
         };
         Policy {
             plan: Plan::new(retry),

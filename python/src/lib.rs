@@ -134,7 +134,8 @@ fn seconds(param: &str, value: f64, positive: bool) -> PyResult<Duration> {
             format!("must be a finite number of seconds {want} and <= 1e9, got {value}"),
         ));
     }
-    Ok(Duration::from_secs_f64(value))
+    // To the nearest nanosecond (`0.3` is a hair under 300 ms as a double).
+    Ok(Duration::from_nanos((value * 1e9).round() as u64))
 }
 
 fn count(param: &str, value: i64, min: i64, max: i64) -> PyResult<u32> {
@@ -203,7 +204,9 @@ impl Clock {
                 format!("returned {secs}: want finite seconds in [0, 4e9]"),
             ));
         }
-        Ok(Instant::ZERO.saturating_add(Duration::from_secs_f64(secs)))
+        // To the nearest nanosecond: `0.3` is a hair under 300 ms as a double, and a clock
+        // that reads whole milliseconds must not see a timer due at 300 ms as not yet due.
+        Ok(Instant::from_nanos((secs * 1e9).round() as u64))
     }
 
     fn clone_ref(&self, py: Python<'_>) -> Clock {
@@ -1007,7 +1010,7 @@ fn backoff_config(
 /// The seed's retry arguments as the engine's policy, through `breaker` and `budget` (timed by
 /// the breaker's clock).
 #[pyfunction]
-#[pyo3(signature = (*, breaker, timeout, max_attempts, base_delay, factor, jitter, rng, budget, max_delay, retry_after_cap))]
+#[pyo3(signature = (*, breaker, timeout, max_attempts, base_delay, factor, jitter, rng, budget, max_delay, retry_after_cap, clock = None))]
 #[allow(clippy::too_many_arguments)]
 fn seed_policy(
     py: Python<'_>,
@@ -1021,7 +1024,9 @@ fn seed_policy(
     budget: Option<Bound<'_, PyAny>>,
     max_delay: Option<&Bound<'_, PyAny>>,
     retry_after_cap: &Bound<'_, PyAny>,
+    clock: Option<Bound<'_, PyAny>>,
 ) -> PyResult<engine::Policy> {
+    let clock = callable("clock", clock)?;
     let timeout = opt_float_of("timeout", timeout)?;
     let max_attempts = int_of("max_attempts", max_attempts)?;
     let base_delay = float_of("base_delay", base_delay)?;
@@ -1058,7 +1063,7 @@ fn seed_policy(
     };
     let retry = RetryPolicy::new(config).map_err(|e| config_error(e, &RETRY_FIELDS))?;
     let rng = Random::new(py, rng)?;
-    Ok(engine::Policy::seed(py, retry, breaker, budget, rng))
+    Ok(engine::Policy::seed(py, retry, breaker, budget, rng, clock))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -207,7 +207,9 @@ def policy_json(p: dict[str, Any]) -> str:
 class Face:
     """One sequence run through the public API in virtual time."""
 
-    def __init__(self, sequence: dict[str, Any]) -> None:
+    def __init__(self, sequence: dict[str, Any], load: Any = None, cyclic: bool = False) -> None:
+        """``load(clock, rng)``, when given, is the policy (else the sequence's block written as
+        a policy file); ``cyclic``: the draws start again when all are taken."""
         if sequence.get("format") != 1:
             raise RunnerError(f"format {sequence.get('format')!r}: this runner reads format 1")
         self.policy = sequence["policy"]
@@ -221,8 +223,16 @@ class Face:
         self.sent = 0
         throttle = self.policy.get("throttle")
         self.draws = list(throttle["draws"]) if throttle is not None else []
+        self.draws = list(sequence.get("draws", self.draws))
+        self.cyclic = cyclic
+        self.taken = 0
         self.exhausted = False
-        if sequence.get("seed_api"):
+        if load is not None:
+            self.function = reliable.reliable(
+                self._downstream, policy=load(self.loop.time, self._draw),
+                on_event=self._event, on_call=self._end,
+            )
+        elif sequence.get("seed_api"):
             self.function = self._seed_api()
         else:
             policy = Policy.from_json(
@@ -299,6 +309,9 @@ class Face:
             self.emit("retry", delay_ms=fields["delay_ms"])
 
     def _draw(self) -> float:
+        if self.cyclic and self.draws:
+            self.taken += 1
+            return float(self.draws[(self.taken - 1) % len(self.draws)])
         if not self.draws:
             self.exhausted = True
             return 0.0

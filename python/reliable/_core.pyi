@@ -102,6 +102,7 @@ class Policy:
         text: str,
         name: Optional[str] = None,
         *,
+        scenario: Optional[str] = None,
         file: str = "<ron>",
         clock: Optional[Callable[[], float]] = None,
         rng: Optional[_Rng] = None,
@@ -111,6 +112,7 @@ class Policy:
         path: Union[str, "os.PathLike[str]"],
         name: Optional[str] = None,
         *,
+        scenario: Optional[str] = None,
         clock: Optional[Callable[[], float]] = None,
         rng: Optional[_Rng] = None,
     ) -> Policy: ...

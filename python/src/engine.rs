@@ -108,7 +108,11 @@ impl Policy {
             PyValueError::new_err(format!("{file}: the {what}: {e}"))
         };
         let breaker = match s.breaker {
-            Some((config, _)) => Some(Py::new(py, policy_breaker(config, &clock, file)?)?),
+            // Seeded from `rng` (its first draw): the open time's jitter, if any.
+            Some((config, _)) => Some(Py::new(
+                py,
+                policy_breaker(config, &clock, rng.sample(py)?, file)?,
+            )?),
             None => None,
         };
         let budget = match s.budget {
@@ -200,13 +204,19 @@ fn refuse_timeout_dist<D>(layer: &Layer<D>, path: &str, file: &str) -> PyResult<
 }
 
 /// A policy's breaker config in the lock-free breaker the seed's `CircuitBreaker` uses.
-fn policy_breaker(config: BreakerConfig, clock: &Clock, file: &str) -> PyResult<CircuitBreaker> {
+fn policy_breaker(
+    config: BreakerConfig,
+    clock: &Clock,
+    seed: u64,
+    file: &str,
+) -> PyResult<CircuitBreaker> {
     let fail =
         |e: reliable_core::ConfigError| PyValueError::new_err(format!("{file}: the Breaker: {e}"));
     let policy = BreakerPolicy::new(config).map_err(fail)?;
     let storage = Storage::with_storage(policy)
         .map_err(fail)?
-        .observe(Queue::default());
+        .observe(Queue::default())
+        .with_seed(seed);
     Python::attach(|py| {
         Ok(CircuitBreaker {
             inner: Box::new(storage),
@@ -224,8 +234,9 @@ struct Entry {
     stack: Layer<serde::de::IgnoredAny>,
 }
 
-/// The policies of a scenario file (`Scenario(..)` or a list of them), the rest skipped.
-struct ScenarioFile(Vec<Entry>);
+/// The policies of a scenario file (`Scenario(..)` or a list of them), each with its
+/// scenario's name, the rest skipped.
+struct ScenarioFile(Vec<(String, Entry)>);
 
 impl<'de> serde::Deserialize<'de> for ScenarioFile {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -243,15 +254,19 @@ impl<'de> serde::de::Visitor<'de> for FileVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ScenarioFile, A::Error> {
-        let mut policies = Vec::new();
+        let (mut name, mut policies) = (String::new(), Vec::new());
         while let Some(key) = map.next_key::<String>()? {
-            if key == "policies" {
-                policies = map.next_value::<Vec<Entry>>()?;
-            } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
+            match key.as_str() {
+                "policies" => policies = map.next_value::<Vec<Entry>>()?,
+                "name" => name = map.next_value()?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
         }
-        Ok(ScenarioFile(policies))
+        Ok(ScenarioFile(
+            policies.into_iter().map(|p| (name.clone(), p)).collect(),
+        ))
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<ScenarioFile, A::Error> {
@@ -297,28 +312,41 @@ fn bounded(text: &str, file: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// The entry called `name` (or the only one) among a scenario file's policies.
-fn pick(text: &str, file: &str, name: Option<&str>) -> PyResult<Entry> {
-    let ScenarioFile(mut all) = ron_options()
+/// The entry called `name` (or the only one) among a scenario file's policies, in the scenario
+/// called `scenario` when given.
+fn pick(text: &str, file: &str, name: Option<&str>, scenario: Option<&str>) -> PyResult<Entry> {
+    let ScenarioFile(all) = ron_options()
         .from_str(text)
         .map_err(|e| ron_error(e, file))?;
-    let names: Vec<String> = all.iter().map(|p| p.name.clone()).take(20).collect();
+    let mut all: Vec<(String, Entry)> = all
+        .into_iter()
+        .filter(|(s, _)| scenario.is_none_or(|want| want == s))
+        .collect();
+    let names: Vec<String> = all.iter().map(|(_, p)| p.name.clone()).take(20).collect();
     let found: Vec<usize> = all
         .iter()
         .enumerate()
-        .filter(|(_, p)| name.is_none_or(|n| p.name == n))
+        .filter(|(_, (_, p))| name.is_none_or(|n| p.name == n))
         .map(|(i, _)| i)
         .collect();
     match found.as_slice() {
-        [i] => Ok(all.swap_remove(*i)),
+        [i] => Ok(all.swap_remove(*i).1),
         [] => Err(PyValueError::new_err(match name {
             Some(n) => format!("{file}: no policy named {n:?}: expected one of {names:?}"),
             None => format!("{file}: no policies in the file"),
         })),
-        _ => Err(PyValueError::new_err(match name {
-            Some(n) => format!("{file}: several policies named {n:?}"),
-            None => format!("{file}: several policies ({names:?}): name one with name="),
-        })),
+        several => {
+            let scenarios: Vec<&str> = several
+                .iter()
+                .filter_map(|i| all.get(*i).map(|(s, _)| s.as_str()))
+                .collect();
+            Err(PyValueError::new_err(match name {
+                Some(n) => format!(
+                    "{file}: the scenarios {scenarios:?} each have a policy named {n:?}: name the scenario with scenario="
+                ),
+                None => format!("{file}: several policies ({names:?}): name one with name="),
+            }))
+        }
     }
 }
 
@@ -345,13 +373,16 @@ impl Policy {
     }
 
     /// A policy entry `(name: .., stack: ..)` written in RON, or the policy called `name` in a
-    /// scenario file (`Scenario(..)` or a list of them), as the simulator reads them.
+    /// scenario file (`Scenario(..)` or a list of them: `scenario` picks one), as the simulator
+    /// reads them.
     #[staticmethod]
-    #[pyo3(signature = (text, name = None, *, file = "<ron>", clock = None, rng = None))]
+    #[pyo3(signature = (text, name = None, *, scenario = None, file = "<ron>", clock = None, rng = None))]
+    #[allow(clippy::too_many_arguments)]
     fn from_ron(
         py: Python<'_>,
         text: &str,
         name: Option<&str>,
+        scenario: Option<&str>,
         file: &str,
         clock: Option<Bound<'_, PyAny>>,
         rng: Option<Bound<'_, PyAny>>,
@@ -359,7 +390,7 @@ impl Policy {
         bounded(text, file)?;
         // A scenario file names its policies; a policy entry is one.
         let entry = if text.contains("policies") {
-            pick(text, file, name)?
+            pick(text, file, name, scenario)?
         } else {
             let entry: Entry = ron_options()
                 .from_str(text)
@@ -380,13 +411,14 @@ impl Policy {
     }
 
     /// Reads a policy file: JSON (`.json`) or RON (anything else), a policy entry or a scenario
-    /// file (then `name` picks the policy).
+    /// file (then `name` picks the policy, and `scenario` the scenario in a list of them).
     #[staticmethod]
-    #[pyo3(signature = (path, name = None, *, clock = None, rng = None))]
+    #[pyo3(signature = (path, name = None, *, scenario = None, clock = None, rng = None))]
     fn from_file(
         py: Python<'_>,
         path: std::path::PathBuf,
         name: Option<&str>,
+        scenario: Option<&str>,
         clock: Option<Bound<'_, PyAny>>,
         rng: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Policy> {
@@ -404,7 +436,7 @@ impl Policy {
         if path.extension().is_some_and(|e| e == "json") {
             Policy::from_json(py, &text, &file, clock, rng)
         } else {
-            Policy::from_ron(py, &text, name, &file, clock, rng)
+            Policy::from_ron(py, &text, name, scenario, &file, clock, rng)
         }
     }
 

@@ -108,11 +108,15 @@ impl Policy {
             PyValueError::new_err(format!("{file}: the {what}: {e}"))
         };
         let breaker = match s.breaker {
-            // Seeded from `rng` (its first draw): the open time's jitter, if any.
-            Some((config, _)) => Some(Py::new(
-                py,
-                policy_breaker(config, &clock, rng.sample(py)?, file)?,
-            )?),
+            // With a jittered open time, seeded from `rng` (its first draw).
+            Some((config, _)) => {
+                let seed = if config.open.jitter > 0.0 {
+                    rng.sample(py)?
+                } else {
+                    0
+                };
+                Some(Py::new(py, policy_breaker(config, &clock, seed, file)?)?)
+            }
             None => None,
         };
         let budget = match s.budget {

@@ -12,6 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use reliable_core::breaker::{
@@ -35,9 +36,12 @@ use super::{CircuitBreaker, Clock, Queue, Random, RetryBudget, Storage, bad_valu
 /// The longest policy text read (a policy is a few KiB; a scenario file a few tens).
 const MAX_TEXT: usize = 1 << 20;
 
+/// Locks a layer's state. Steps run attached to the interpreter, and a step may call Python (the
+/// user's `rng`, inside the throttle's decision), which lets other threads run: one that waits
+/// for this lock waits detached, so the holder can get the interpreter back and finish.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned lock only means a step was interrupted; every state is updated in single steps.
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    Python::attach(|py| m.lock_py_attached(py).unwrap_or_else(|p| p.into_inner()))
 }
 
 /// A policy's calls: the plan and the state they share. Share one `Policy` (one decorated
@@ -543,7 +547,7 @@ impl Shared for Layers {
         let p = self.p();
         match (&p.ledger, &p.budget) {
             (Some(l), _) => f(&mut *lock(l)),
-            (None, Some(b)) => f(&mut *b.get().lock()),
+            (None, Some(b)) => f(&mut *lock(&b.get().inner)),
             (None, None) => f(&mut Unlimited),
         }
     }

@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,25 @@ def test_rng_may_be_a_random_random() -> None:
 def test_rng_of_another_kind_is_refused_by_name() -> None:
     with pytest.raises(TypeError, match="rng: must be a callable returning a float"):
         reliable(rng=42)(lambda: None)
+
+
+def test_threads_sharing_a_throttle_whose_rng_lets_others_run_do_not_deadlock() -> None:
+    # The throttle asks `rng` while it holds its state; `rng` sleeping lets the interpreter
+    # switch threads, and another thread then waits for that state.
+    throttle = {"Throttle": {"config": {"k": 2.0, "window": "10s", "buckets": 10, "max_rejection": 0.5},
+                             "inner": call()}}
+
+    def rng() -> float:
+        time.sleep(0.001)
+        return 0.99
+
+    policy = Policy.from_json(stack(throttle), rng=rng)
+    f = reliable(lambda: "ok", policy=policy)
+    done: list[str] = []
+    threads = [threading.Thread(target=lambda: done.extend(f() for _ in range(20)), daemon=True)
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert len(done) == 160

@@ -227,15 +227,11 @@ def _refusal(by: str, retry_after: float | None, last: BaseException | None) -> 
     return error
 
 
-def _dispatch(run: Any, on_event: Any) -> list[float]:
-    """Hands the engine's events to ``on_event``; returns the retry waits decided."""
-    waits = []
-    for name, fields in run.events():
-        if name == "retry":
-            waits.append(fields["delay"])
-        if on_event is not None:
+def _dispatch(run: Any, on_event: Any) -> None:
+    """Hands the engine's events to ``on_event`` (only a run started listening keeps them)."""
+    if on_event is not None:
+        for name, fields in run.events():
             on_event(name, fields)
-    return waits
 
 
 def _feed(run: Any, n: int, outcome: tuple[bool, Any], values: dict[int, Any],
@@ -290,7 +286,7 @@ def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classi
     running in the background, as in reliablekit 0.1) or the policy hedges (every copy in a
     daemon thread, so a hedge can go out while the first is still running).
     """
-    run = policy.start()
+    run = policy.start(on_event is not None)
     hedges = policy.hedges
     answers: queue.SimpleQueue[tuple[int, tuple[bool, Any]]] = queue.SimpleQueue()
     in_flight: set[int] = set()
@@ -312,21 +308,23 @@ def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classi
     delay = None  # the retry wait decided last, slept when nothing is in flight
     try:
         while True:
-            for waited in _dispatch(run, on_event):
-                if waited > 0:
-                    delay = waited
-                else:
-                    sleep(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+            _dispatch(run, on_event)
             inline = None
             for action in run.poll():
-                if action[0] == "send":
+                kind = action[0]
+                if kind == "send":
                     n, timeout = action[1], action[2]
                     timeouts[n] = timeout
                     if hedges or timeout is not None:
                         in_thread(n)
                     else:
                         inline = n
-                elif action[0] == "cancel":
+                elif kind == "retry":
+                    if action[1] > 0:
+                        delay = action[1]
+                    else:
+                        sleep(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+                elif kind == "cancel":
                     in_flight.discard(action[1])
                 else:
                     return _finish(action, values, errors, timeouts, state)
@@ -367,9 +365,11 @@ async def _attempt(fn: Any, args: Any, kwargs: Any) -> tuple[bool, Any]:
 
 async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any, classify: Any,
                        on_event: Any, state: _State) -> Any:
-    """One call, the engine deciding: each copy an asyncio task (hedges race as tasks; a copy
+    """One call, the engine deciding. A copy with no timer of a policy that does not hedge is
+    awaited in the caller's task; any other copy is an asyncio task (hedges race as tasks; a copy
     that times out or loses is cancelled)."""
-    run = policy.start()
+    run = policy.start(on_event is not None)
+    hedges = policy.hedges
     tasks: dict[int, asyncio.Future[tuple[bool, Any]]] = {}
     values: dict[int, Any] = {}
     errors: dict[int, BaseException] = {}
@@ -378,17 +378,23 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
     delay = None  # the retry wait decided last, slept when nothing is in flight
     try:
         while True:
-            for waited in _dispatch(run, on_event):
-                if waited > 0:
-                    delay = waited
-                else:
-                    await pause(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+            _dispatch(run, on_event)
+            inline = None
             for action in run.poll():
-                if action[0] == "send":
-                    n = action[1]
-                    timeouts[n] = action[2]
-                    tasks[n] = asyncio.ensure_future(_attempt(fn, args, kwargs))
-                elif action[0] == "cancel":
+                kind = action[0]
+                if kind == "send":
+                    n, timeout = action[1], action[2]
+                    timeouts[n] = timeout
+                    if hedges or timeout is not None:
+                        tasks[n] = asyncio.ensure_future(_attempt(fn, args, kwargs))
+                    else:
+                        inline = n
+                elif kind == "retry":
+                    if action[1] > 0:
+                        delay = action[1]
+                    else:
+                        await pause(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+                elif kind == "cancel":
                     task = tasks.pop(action[1], None)
                     if task is not None:
                         task.cancel()
@@ -397,6 +403,9 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
                     if dropped:  # their cancellation has run when the call returns
                         await asyncio.wait(dropped)
                     return _finish(action, values, errors, timeouts, state)
+            if inline is not None:
+                _feed(run, inline, await _attempt(fn, args, kwargs), values, errors, classify)
+                continue
             wait = run.wait()
             if tasks:
                 done, _ = await asyncio.wait(

@@ -468,7 +468,8 @@ impl Policy {
     }
 
     /// Starts one call now: poll the returned run for what to do.
-    fn start(slf: &Bound<'_, Self>) -> PyResult<Run> {
+    #[pyo3(signature = (listen = false))]
+    fn start(slf: &Bound<'_, Self>, listen: bool) -> PyResult<Run> {
         let py = slf.py();
         let now = slf.get().clock.now(py)?;
         let layers = Layers {
@@ -481,6 +482,8 @@ impl Policy {
             cell: Running::new(layers, |l| Call::start(&l.plan, l, now)),
             over: false,
             pending: Vec::new(),
+            listen,
+            waits: Vec::new(),
         };
         run.after(py)?;
         Ok(run)
@@ -605,8 +608,11 @@ self_cell::self_cell!(
 pub(crate) struct Run {
     cell: Running,
     over: bool,
-    /// Events taken from the call, waiting for `events()`.
+    /// Events taken from the call, waiting for `events()` (kept only when listened to).
     pending: Vec<Event>,
+    listen: bool,
+    /// The retry waits decided since the last `poll()`, in seconds.
+    waits: Vec<f64>,
 }
 
 fn class_name(class: Option<ErrorClass>) -> &'static str {
@@ -712,7 +718,14 @@ impl Run {
             }
         }
         let error = lock(&owner.error).take();
-        self.pending.extend(new);
+        for e in &new {
+            if let Event::Note(Note::Retry { after, .. }) = e {
+                self.waits.push(after.as_secs_f64());
+            }
+        }
+        if self.listen {
+            self.pending.extend(new);
+        }
         match error {
             Some(e) => Err(e),
             None => Ok(()),
@@ -762,7 +775,8 @@ impl Run {
         self.handle(py, Input::Cancel)
     }
 
-    /// What to do now, in order: `("send", n, timeout_seconds_or_None, hedge)`, `("cancel", n,
+    /// What to do now, in order: `("retry", seconds)` (a retry's wait was decided: the call
+    /// waits it, or sends at once when 0), `("send", n, timeout_seconds_or_None, hedge)`, `("cancel", n,
     /// why)` (`lost`, `timed-out`, `call-over`), `("done", result, detail, attempts, last_n,
     /// retry_after, reason)`: `result` `ok` (`detail` the winning copy), `gave-up` (`detail`
     /// the retry policy's reason), `refused` (`detail` who: `breaker`, `throttle`, `ledger`,
@@ -770,6 +784,9 @@ impl Run {
     fn poll<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let now = self.now(py)?;
         let out = PyList::empty(py);
+        for wait in std::mem::take(&mut self.waits) {
+            out.append(("retry", wait))?;
+        }
         while let Some(action) = self.cell.with_dependent_mut(|_, call| call.poll()) {
             let item: Bound<'py, PyTuple> = match action {
                 Action::Send { n, deadline, hedge } => {

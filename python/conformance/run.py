@@ -7,51 +7,46 @@ installed ``reliable`` package's public API, in virtual time, and writes the dec
 lines). With ``--traces`` it compares each trace with the expected one byte for byte, prints the
 first differing line of each sequence that differs, and exits 1 if any does.
 
-Only what the seed's API can express is run; every other sequence is listed with the reason:
+Each sequence's policy block is written as a policy file (JSON, the policy format the simulator
+runs: ``Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`` without the layers the
+block leaves out, as the suite's engine face writes it), loaded with ``reliable.Policy.from_json``
+and run by ``@reliable(policy=...)`` around an ``async def`` scripted downstream, on an asyncio
+event loop whose clock is virtual: when nothing is ready it jumps to the next timer, on the next
+whole millisecond (a millisecond timer, as the Rust faces' tokio timers). The throttle's draws are
+the policy's ``rng``. The trace is what the API reports: ``on_event`` (the engine's decisions and
+the breaker's transitions), each call of the downstream (an attempt sent) and ``on_call`` (the
+call's end).
 
-- ``deadline_ms``: the seed's API has no overall deadline;
-- ``throttled_backoff``: one backoff for every class;
-- ``retry_timeouts: false``: timeouts are always retried;
-- ``wait_on_refusal: true``: an open breaker answers at once (``on_open`` or ``CircuitOpenError``).
-- ``throttle``: no adaptive throttle fed scripted draws.
+One sequence is listed, for a physical reason: ``uninterruptible`` (an attempt that cannot be
+stopped at its timer). This face's attempts are always stopped there: an async attempt is a task
+cancelled at its timer, and a sync attempt with a timer runs in a thread the caller stops waiting
+for.
 
-How the policy block maps onto the API: ``max_attempts``, ``backoff`` (``base_delay``,
-``factor``, ``max_delay``, ``jitter=0``), ``max_server_delay_ms`` (``retry_after_cap``); the
-budget ``{"token_bucket": {...}}`` is ``RetryBudget.token_bucket(max_tokens, retry_cost=,
-failure_cost=, success_credit=)``; the breaker ``{consecutive_failures: n, open_ms,
-half_open_successes: k}`` is
-``CircuitBreaker(failure_rate=1.0, window=n, cooldown=open_ms, probe=k, probe_limit=1)``: a full
-window of the last n calls that all failed is n failures in a row. The attempt timeout is the
-scripted downstream's: an attempt whose answer would come after its timer raises ``TimeoutError``
-at the timer (the seed's ``timeout`` waits in real time, which a virtual-time run cannot use).
-``accepted`` is read from the class alone, as the suite's core decides it: a success, a
-transient failure (a reset included), a fatal answer and a don't-retry answer were accepted by the
-backend; a timeout and a throttled (overload) answer were not.
+The sequences of ``python/conformance/sequences`` are the seed's API (``reliable(...)`` with its
+own arguments, no policy file): each has ``"seed_api": true`` and runs through those arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 import reliable
-from reliable import CallRecord, CircuitBreaker, CircuitOpenError, RetryBudget
-
-
-# The classes whose answers the backend was seen to accept (for an adaptive throttle).
-ACCEPTED = frozenset({"transient", "fatal", "dont-retry"})
+from reliable import CallRecord, CircuitBreaker, Policy, RetryBudget
 
 
 class Unsupported(Exception):
-    """The sequence needs something the seed's API cannot express."""
+    """The sequence cannot be run by this face, for the reason given."""
 
 
 class RunnerError(BaseException):
     """The sequence is invalid or ran out of answers: the face fails. A BaseException, so that
-    the decorator neither retries it nor counts it (it hands the breaker permit back)."""
+    the decorator neither retries it nor counts it (the engine cancels the call)."""
 
 
 class HTTPError(Exception):
@@ -68,164 +63,315 @@ class _Response:
         self.headers = {k.lower(): v for k, v in headers.items()}
 
 
-# The policy fields this runner reads; any other field that is set (a later optional field of
-# format 1: hedging, the ledger, limits) is not expressible in the seed's API, so the sequence is
-# listed as skipped, never run half-way.
-KNOWN_FIELDS = {
-    "max_attempts", "attempt_timeout_ms", "deadline_ms", "backoff", "throttled_backoff",
-    "max_server_delay_ms", "retry_timeouts", "wait_on_refusal", "breaker", "budget",
-}
+# --- virtual time ---------------------------------------------------------------------------
 
 
-def check_expressible(policy: dict[str, Any]) -> None:
-    for field in sorted(set(policy) - KNOWN_FIELDS):
-        if policy[field] is not None and policy[field] is not False:
-            raise Unsupported(f"{field}: not in the seed's API")
-    for field, why in [
-        ("deadline_ms", "no overall deadline in the seed's API"),
-        ("throttled_backoff", "one backoff for every class"),
-        ("throttle", "no adaptive throttle with scripted draws in the seed's API"),
-    ]:
-        if policy.get(field) is not None:
-            raise Unsupported(f"{field}: {why}")
-    if policy.get("retry_timeouts") is False:
-        raise Unsupported("retry_timeouts: false: timeouts are always retried")
-    if policy.get("wait_on_refusal") is True:
-        raise Unsupported("wait_on_refusal: true: an open breaker answers at once")
-    budget = policy.get("budget")
-    if budget is not None and set(budget) != {"token_bucket"}:
-        raise Unsupported(f"budget {sorted(budget)}: format 1 knows only token_bucket")
+class _VirtualSelector:
+    """The loop's selector, never waiting: with nothing ready, the loop's clock jumps to its
+    next timer, on the next whole millisecond."""
+
+    def __init__(self, loop: VirtualLoop, real: Any) -> None:
+        self._loop = loop
+        self._real = real
+
+    def select(self, timeout: float | None = None) -> Any:
+        events = self._real.select(0)
+        if events or timeout == 0:
+            return events
+        timers = [h.when() for h in self._loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
+        if not timers:
+            raise RunnerError("virtual time: nothing is ready and no timer is set (stuck)")
+        self._loop.ms = max(self._loop.ms, math.ceil(round(min(timers) * 1000, 6)))
+        return events
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+class VirtualLoop(asyncio.SelectorEventLoop):
+    """An event loop on a virtual clock of whole milliseconds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ms = 0
+        self._selector = _VirtualSelector(self, self._selector)  # type: ignore[has-type]
+
+    def time(self) -> float:
+        return self.ms / 1000
+
+
+# --- the policy block as a policy file ------------------------------------------------------
+
+
+def _d(ms: int) -> str:
+    return f"{ms}ms"
+
+
+def _backoff(b: dict[str, Any]) -> dict[str, Any]:
+    cap = b.get("cap_ms")
+    return {
+        "shape": {"Exponential": {"base": _d(b["base_ms"]), "factor": b["factor"]}},
+        "cap": None if cap is None else _d(cap),
+        "jitter": "None",
+        "first_exponent": 0,
+    }
+
+
+def _limit(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("max_in_flight") is not None:
+        n = block["max_in_flight"]
+        return {"rule": "Fixed", "initial": n, "min": n, "max": n}
+    if block.get("aimd") is not None:
+        a = block["aimd"]
+        rule = {"Aimd": {"backoff": a["backoff"], "increase": a["increase"]}}
+        return {"rule": rule, "initial": a["initial"], "min": a["min"], "max": a["max"]}
+    g = block["gradient"]
+    rule = {"Gradient": {k: g[k] for k in ("tolerance", "smoothing", "long_window", "queue")}}
+    return {"rule": rule, "initial": g["initial"], "min": g["min"], "max": g["max"]}
+
+
+def policy_json(p: dict[str, Any]) -> str:
+    """The policy block as a policy file: the layers in the engine's order, each one per client."""
+    scope = "PerClient"
+    hedge = p.get("hedge")
+    copy_timeout = None if hedge is None else hedge.get("copy_timeout_ms")
+    layer: dict[str, Any] = {
+        "Call": {"downstream": "conformance", "timeout": None if copy_timeout is None else _d(copy_timeout)}
+    }
+    if hedge is not None:
+        if hedge.get("quantile") is not None:
+            q = hedge["quantile"]
+            delay: Any = {"Quantile": {
+                "quantile": q["q"], "window": q["window"], "min_samples": q["min_samples"],
+                "min": _d(q["min_ms"]), "max": _d(q["max_ms"]),
+            }}
+        else:
+            delay = {"Fixed": _d(hedge.get("delay_ms") or 0)}
+        config = {"delay": delay, "max_hedges": hedge["max_hedges"]}
+        layer = {"Hedge": {"config": config, "idempotent": bool(p.get("idempotent")), "scope": scope, "inner": layer}}
+    if p.get("rate_limit") is not None:
+        r = p["rate_limit"]
+        config = {"rate": r["rate"], "period": _d(r["period_ms"]), "burst": r["burst"]}
+        layer = {"RateLimit": {"config": config, "scope": scope, "inner": layer}}
+    if p.get("limit") is not None:
+        layer = {"Limit": {"config": _limit(p["limit"]), "scope": scope, "inner": layer}}
+    if p.get("breaker") is not None:
+        b = p["breaker"]
+        config = {
+            "consecutive_failures": b["consecutive_failures"],
+            "open": {"duration": _d(b["open_ms"]), "growth": 1.0, "jitter": 0.0},
+            "half_open": {
+                "max_in_flight": 1,
+                "rule": {"Consecutive": {"successes": b["half_open_successes"]}},
+                "probe_timeout": "18446744073.709551615s",
+            },
+        }
+        layer = {"Breaker": {"config": config, "scope": scope, "inner": layer}}
+    if p.get("throttle") is not None:
+        t = p["throttle"]
+        config = {"k": t["k"], "window": _d(t["window_ms"]), "buckets": t["buckets"],
+                  "max_rejection": t.get("max_rejection")}
+        layer = {"Throttle": {"config": config, "scope": scope, "inner": layer}}
+    retry = {
+        "max_attempts": p["max_attempts"],
+        "attempt_timeout": None if p["attempt_timeout_ms"] is None else _d(p["attempt_timeout_ms"]),
+        "deadline": None if p["deadline_ms"] is None else _d(p["deadline_ms"]),
+        "backoff": _backoff(p["backoff"]),
+        "throttled_backoff": None if p["throttled_backoff"] is None else _backoff(p["throttled_backoff"]),
+        "max_server_delay": _d(p["max_server_delay_ms"]),
+        "retry_timeouts": p["retry_timeouts"],
+        "wait_on_refusal": p["wait_on_refusal"],
+    }
+    budget = None
+    if p.get("budget") is not None:
+        if set(p["budget"]) != {"token_bucket"}:
+            raise RunnerError(f"budget {sorted(p['budget'])}: format 1 knows only token_bucket")
+        tb = p["budget"]["token_bucket"]
+        budget = {"TokenBucket": {
+            "max_tokens": tb["max_tokens"], "initial_tokens": None, "first_try_credit": 0.0,
+            "success_credit": tb["success_credit"], "retried_success_credit": None,
+            "failure_cost": tb["failure_cost"], "retry_cost": tb["retry_cost"],
+            "retry_when": {"AtLeast": tb["retry_cost"]},
+        }}
+    layer = {"Retry": {"policy": retry, "budget": budget, "budget_scope": scope, "inner": layer}}
+    if p.get("ledger") is not None:
+        lg = p["ledger"]
+        config = {"ratio": lg["ratio"], "min_per_sec": lg["min_per_sec"], "ttl": _d(lg["ttl_ms"]), "slots": 10}
+        layer = {"Ledger": {"config": config, "scope": scope, "inner": layer}}
+    return json.dumps({"name": "conformance", "stack": layer})
+
+
+# --- the face -------------------------------------------------------------------------------
 
 
 class Face:
     """One sequence run through the public API in virtual time."""
 
-    def __init__(self, sequence: dict[str, Any]) -> None:
+    def __init__(self, sequence: dict[str, Any], load: Any = None, cyclic: bool = False) -> None:
+        """``load(clock, rng)``, when given, is the policy (else the sequence's block written as
+        a policy file); ``cyclic``: the draws start again when all are taken."""
         if sequence.get("format") != 1:
             raise RunnerError(f"format {sequence.get('format')!r}: this runner reads format 1")
         self.policy = sequence["policy"]
-        check_expressible(self.policy)
+        if self.policy.get("uninterruptible"):
+            raise Unsupported("uninterruptible: this face stops every attempt at its timer")
         self.calls = sequence["calls"]
-        self.now_ms = 0
+        self.loop = VirtualLoop()
         self.call = 0
         self.lines: list[str] = []
         self.answers: list[dict[str, Any]] = []
         self.sent = 0
-        self.breaker = self._breaker(self.policy.get("breaker"))
-        backoff = self.policy["backoff"]
+        throttle = self.policy.get("throttle")
+        self.draws = list(throttle["draws"]) if throttle is not None else []
+        self.draws = list(sequence.get("draws", self.draws))
+        self.cyclic = cyclic
+        self.taken = 0
+        self.exhausted = False
+        if load is not None:
+            self.function = reliable.reliable(
+                self._downstream, policy=load(self.loop.time, self._draw),
+                on_event=self._event, on_call=self._end,
+            )
+        elif sequence.get("seed_api"):
+            self.function = self._seed_api()
+        else:
+            policy = Policy.from_json(
+                policy_json(self.policy), file=f"{sequence.get('name')}.json",
+                clock=self.loop.time, rng=self._draw,
+            )
+            self.function = reliable.reliable(
+                self._downstream, policy=policy, on_event=self._event, on_call=self._end
+            )
+
+    def _seed_api(self) -> Any:
+        """The seed's arguments: ``max_attempts``, ``backoff`` (``base_delay``, ``factor``,
+        ``max_delay``, ``jitter=0``), ``max_server_delay_ms`` (``retry_after_cap``), the token
+        bucket (``RetryBudget.token_bucket``), the breaker
+        ``CircuitBreaker(failure_rate=1.0, window=n, cooldown=open_ms, probe=k, probe_limit=1)``
+        (a full window of the last n calls that all failed is n failures in a row), the attempt
+        timeout (``timeout``), the virtual clock (``clock``)."""
+        p = self.policy
+        for field in ("deadline_ms", "throttled_backoff", "throttle", "hedge", "ledger", "limit", "rate_limit"):
+            if p.get(field) is not None:
+                raise RunnerError(f"{field}: a seed-API sequence sets only the seed's arguments")
+        breaker = None
+        if p.get("breaker") is not None:
+            b = p["breaker"]
+            breaker = CircuitBreaker(
+                failure_rate=1.0, window=b["consecutive_failures"], cooldown=b["open_ms"] / 1000,
+                probe=b["half_open_successes"], clock=self.loop.time, probe_limit=1,
+                probe_timeout=1e9,
+            )
+        budget = None
+        if p.get("budget") is not None:
+            tb = p["budget"]["token_bucket"]
+            budget = RetryBudget.token_bucket(
+                tb["max_tokens"], retry_cost=tb["retry_cost"], failure_cost=tb["failure_cost"],
+                success_credit=tb["success_credit"],
+            )
+        backoff = p["backoff"]
         cap = backoff.get("cap_ms")
-        self.timer_ms = self.policy.get("attempt_timeout_ms")
-        self.function = reliable.reliable(
+        timeout = p.get("attempt_timeout_ms")
+        return reliable.reliable(
             self._downstream,
-            breaker=self.breaker,
-            budget=self._budget(self.policy.get("budget")),
-            max_attempts=self.policy["max_attempts"],
+            breaker=breaker,
+            budget=budget,
+            timeout=None if timeout is None else timeout / 1000,
+            max_attempts=p["max_attempts"],
             base_delay=backoff["base_ms"] / 1000,
             factor=backoff["factor"],
             jitter=0.0,
             max_delay=None if cap is None else cap / 1000,
-            retry_after_cap=self.policy["max_server_delay_ms"] / 1000,
-            sleep=self._sleep,
-            classify=self._classify,
+            retry_after_cap=p["max_server_delay_ms"] / 1000,
+            clock=self.loop.time,
+            on_event=self._event,
             on_call=self._end,
         )
 
-    # --- the trace -----------------------------------------------------------------------
+    # --- the trace -------------------------------------------------------------------------
 
     def emit(self, ev: str, **fields: Any) -> None:
-        record = {"t": self.now_ms, "call": self.call, "ev": ev, **fields}
+        record = {"t": self.loop.ms, "call": self.call, "ev": ev, **fields}
         self.lines.append(json.dumps(record, separators=(",", ":")))
 
-    def _budget(self, spec: dict[str, Any] | None) -> RetryBudget | None:
-        if spec is None:
-            return None
-        bucket = spec["token_bucket"]
-        return RetryBudget.token_bucket(
-            bucket["max_tokens"],
-            retry_cost=bucket["retry_cost"],
-            failure_cost=bucket["failure_cost"],
-            success_credit=bucket["success_credit"],
-        )
+    def _event(self, name: str, fields: dict[str, Any]) -> None:
+        if name == "breaker":
+            self.emit("breaker", **{"from": fields["from"], "to": fields["to"]})
+        elif name == "answer":
+            self.emit("answer", n=fields["n"], **{"class": fields["class"], "accepted": fields["accepted"]})
+        elif name in ("refused", "no-hedge"):
+            self.emit(name, by=fields["by"])
+        elif name in ("hedge", "cancelled"):
+            self.emit(name, n=fields["n"])
+        elif name == "limit":
+            self.emit("limit", **{"from": fields["from"], "to": fields["to"]})
+        elif name == "retry":
+            self.emit("retry", delay_ms=fields["delay_ms"])
 
-    def _breaker(self, spec: dict[str, Any] | None) -> CircuitBreaker | None:
-        if spec is None:
-            return None
-        n = spec["consecutive_failures"]
-        return CircuitBreaker(
-            failure_rate=1.0,
-            window=n,
-            cooldown=spec["open_ms"] / 1000,
-            probe=spec["half_open_successes"],
-            clock=lambda: self.now_ms / 1000,
-            probe_limit=1,
-            probe_timeout=1e9,
-            on_transition=lambda a, b, at: self.emit(
-                "breaker", **{"from": a.replace("_", "-"), "to": b.replace("_", "-")}
-            ),
-        )
+    def _draw(self) -> float:
+        if self.cyclic and self.draws:
+            self.taken += 1
+            return float(self.draws[(self.taken - 1) % len(self.draws)])
+        if not self.draws:
+            self.exhausted = True
+            return 0.0
+        return float(self.draws.pop(0))
 
     # --- the scripted downstream and the hooks ---------------------------------------------
 
-    def _downstream(self) -> str:
+    async def _downstream(self) -> str:
         if not self.answers:
             raise RunnerError(f"call {self.call}: script exhausted")
         answer = self.answers.pop(0)
         self.sent += 1
         self.emit("attempt", n=self.sent)
-        latency = int(answer.get("latency_ms", 0))
         transport = answer.get("transport")
-        if transport == "timeout" and self.timer_ms is None:
-            raise RunnerError(f"call {self.call}: a timeout answer with no timer")
-        if self.timer_ms is not None and (transport == "timeout" or self.timer_ms < latency):
-            self.now_ms += self.timer_ms
-            raise TimeoutError("attempt timed out")
-        self.now_ms += latency
+        if transport == "timeout":
+            await asyncio.get_running_loop().create_future()  # never answers
+        await asyncio.sleep(int(answer.get("latency_ms", 0)) / 1000)
         if transport == "reset":
             raise ConnectionResetError("reset")
         if transport is not None:
             raise RunnerError(f"call {self.call}: unknown transport {transport!r}")
         status = int(answer["status"])
         if status < 400:
-            self.emit("answer", n=self.sent, **{"class": "ok", "accepted": True})
             return "ok"
         raise HTTPError(status, answer.get("headers") or {})
 
-    def _classify(self, exc: BaseException) -> tuple[str, float | None]:
-        kind, hint = reliable.classify(exc)
-        if not isinstance(exc, CircuitOpenError):
-            name = kind.replace("_", "-")
-            accepted = name in ACCEPTED
-            self.emit("answer", n=self.sent, **{"class": name, "accepted": accepted})
-        return kind, hint
-
-    def _sleep(self, seconds: float) -> None:
-        delay_ms = round(seconds * 1000)
-        self.emit("retry", delay_ms=delay_ms)
-        self.now_ms += delay_ms
-
     def _end(self, record: CallRecord) -> None:
         if record.outcome == "success":
-            self.emit("end", result="ok", attempts=self.sent)
+            self.emit("end", result="ok", attempts=record.attempts)
         elif record.outcome in ("rejected", "fallback"):
-            self.emit("refused", by="breaker")
-            self.emit("end", result="refused", attempts=self.sent)
+            self.emit("end", result="refused", attempts=record.attempts)
+        elif record.outcome == "failure":
+            self.emit("end", result="gave-up", reason=record.reason, attempts=record.attempts)
         else:
-            self.emit("end", result="gave-up", reason=record.reason, attempts=self.sent)
+            self.emit("end", result=record.outcome, attempts=record.attempts)
 
     # --- the run ---------------------------------------------------------------------------
 
-    def run(self) -> list[str]:
+    async def _run(self) -> None:
         for i, call in enumerate(self.calls):
             self.call = i
-            self.now_ms = max(self.now_ms, int(call["start_ms"]))
+            start = int(call["start_ms"])
+            if start > self.loop.ms:
+                await asyncio.sleep((start - self.loop.ms) / 1000)
             self.answers = list(call["answers"])
             self.sent = 0
             try:
-                self.function()
+                await self.function()
             except RunnerError:
                 raise
             except Exception:
                 pass  # the call gave up or was refused; its end is in the trace
+
+    def run(self) -> list[str]:
+        try:
+            self.loop.run_until_complete(self._run())
+        finally:
+            self.loop.close()
+        if self.exhausted:
+            raise RunnerError("throttle draws exhausted")
         return self.lines
 
 
@@ -240,7 +386,8 @@ def main() -> int:
         print(f"no sequences in {args.sequences}", file=sys.stderr)
         return 1
     ran, skipped, differ, missing, waiting = [], [], [], [], []
-    # Sequences this face still decides with its own loop, not the core's engine: each must differ.
+    # Sequences this face does not follow yet (none since it drives the core's engine): each
+    # listed one must differ.
     pending_file = args.sequences.parent / "pending.json"
     pending = set()
     if pending_file.exists():
@@ -253,7 +400,7 @@ def main() -> int:
         except Unsupported as why:
             skipped.append(f"{name} ({why})")
             continue
-        except RunnerError as err:
+        except (RunnerError, ValueError) as err:
             print(f"FAIL {name}: {err}")
             differ.append(name)
             continue
@@ -286,11 +433,11 @@ def main() -> int:
                         break
     print(f"python face: ran {len(ran)} of {len(files)} sequences: {', '.join(ran) or '-'}")
     for s in skipped:
-        print(f"  not expressible in the seed's API: {s}")
+        print(f"  not run, for a physical reason: {s}")
     if missing:
         print(f"  no expected trace for: {', '.join(missing)}")
     if waiting:
-        print(f"  decided by the face's own loop, not yet the engine's: {', '.join(waiting)}")
+        print(f"  listed in pending.json: {', '.join(waiting)}")
     if args.traces is not None:
         same = len(ran) - len(differ) - len(missing) - len(waiting)
         print(f"{same} passed, {len(differ)} failed")

@@ -1,10 +1,11 @@
 """reliable: timeout, jittered backoff, a sliding-window circuit breaker and retry budgets for LLM
 and agent calls, with the API of reliablekit 0.1.
 
-Every decision (does the breaker admit this call, what does its result do to the breaker, is a
-failed attempt retried and after how long, does the budget allow it) is made by the Rust core of
-the ``reliable`` project through ``reliable._core``. This module only runs your function, waits
-and raises.
+Every decision of a call (does the breaker admit it, what does its result do to the breaker,
+is a failed attempt retried and after how long, does the budget allow it, is a hedge sent, does
+a limit admit it) is taken by the call engine of the Rust core of the ``reliable`` project,
+through ``reliable._core``. This module only does what the engine asks: it calls your function,
+keeps timers, cancels copies that lost, and raises.
 """
 
 from __future__ import annotations
@@ -12,20 +13,23 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import queue
 import sys
 import threading
 import time
 from typing import Any, NamedTuple
 
-from ._core import CircuitBreaker, RetryBudget, SpendBudget, exp_backoff
-from ._core import Policy as _Policy
+from ._core import CircuitBreaker, Policy, RetryBudget, SpendBudget, exp_backoff
 from ._core import classify_http as _classify_http
+from ._core import seed_policy as _seed_policy
 from ._core import server_delay as _server_delay
 
 __all__ = [
     "CallRecord",
     "CircuitBreaker",
     "CircuitOpenError",
+    "Policy",
+    "RefusedError",
     "RetryBudget",
     "Served",
     "SpendBudget",
@@ -55,6 +59,18 @@ class CircuitOpenError(Exception):
                 else f"circuit open; retry after {retry_after:.3f}s"
             )
         super().__init__(message)
+
+
+class RefusedError(CircuitOpenError):
+    """Raised instead of calling when a local layer of a policy refuses the call: ``by`` is
+    ``"throttle"`` (the adaptive throttle), ``"ledger"`` (no extra attempt left for a probe) or
+    ``"limiter"`` (a concurrency or rate limit); ``retry_after`` is when it would admit one, if it
+    says. A ``CircuitOpenError``, so ``on_open`` answers it too.
+    """
+
+    def __init__(self, by: str, retry_after: float | None = None) -> None:
+        self.by = by
+        super().__init__(retry_after, f"refused by the {by}")
 
 
 class SpendLimitError(CircuitOpenError):
@@ -154,34 +170,7 @@ def classify(exc: BaseException) -> tuple[str, float | None]:
     return ("transient", None)
 
 
-# --- Running one attempt ---------------------------------------------------------------------
-
-
-def _with_timeout(fn: Any, timeout: float, args: Any, kwargs: Any) -> Any:
-    """Runs a synchronous attempt in a daemon thread and stops waiting after ``timeout`` seconds.
-
-    Python cannot stop a thread: a timed-out attempt keeps running in the background, as in
-    reliablekit 0.1; give the HTTP client its own timeout too. ``async def`` functions get true
-    cancellation instead.
-    """
-    outcome: list[Any] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome.append((True, fn(*args, **kwargs)))
-        except BaseException as exc:  # handed to the caller's thread
-            outcome.append((False, exc))
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="reliable-attempt", daemon=True).start()
-    if not done.wait(timeout):
-        raise TimeoutError(f"attempt timed out after {timeout}s")
-    ok, value = outcome[0]
-    if ok:
-        return value
-    raise value
+# --- Helpers ---------------------------------------------------------------------------------
 
 
 def _name(fn: Any) -> str:
@@ -206,7 +195,252 @@ def _is_async(fn: Any) -> bool:
     )
 
 
+# --- Driving the engine ----------------------------------------------------------------------
+
+
+class _State:
+    """What one call's driver learnt: attempts sent, why it stopped."""
+
+    __slots__ = ("attempts", "reason")
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.reason: str | None = None
+
+
+class _Refused(Exception):
+    """The engine refused the call locally: ``error`` is what the caller gets without on_open."""
+
+    def __init__(self, error: CircuitOpenError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _refusal(by: str, retry_after: float | None, last: BaseException | None) -> CircuitOpenError:
+    """The error a local refusal raises: ``CircuitOpenError`` for the breaker, else
+    ``RefusedError``; ``last`` is the answer that opened the breaker, when it did."""
+    after = None if retry_after is None or retry_after < 0 else retry_after
+    error = CircuitOpenError(after) if by == "breaker" else RefusedError(by, after)
+    error.last = last  # type: ignore[attr-defined]
+    if last is not None:
+        error.__cause__ = last
+    return error
+
+
+def _dispatch(run: Any, on_event: Any) -> None:
+    """Hands the engine's events to ``on_event`` (only a run started listening keeps them)."""
+    if on_event is not None:
+        for name, fields in run.events():
+            on_event(name, fields)
+
+
+def _feed(run: Any, n: int, outcome: tuple[bool, Any], values: dict[int, Any],
+          errors: dict[int, BaseException], classify: Any) -> None:
+    """Hands copy ``n``'s outcome to the engine: a value, or an exception read by ``classify``."""
+    ok, value = outcome
+    if ok:
+        values[n] = value
+        run.answer(n)
+        return
+    if isinstance(value, SpendLimitError) or not isinstance(value, Exception):
+        raise value  # not the downstream's answer: the call is over (cancelled)
+    kind, hint = classify(value)
+    errors[n] = value
+    run.answer(n, kind, hint)
+
+
+def _finish(action: tuple[Any, ...], values: dict[int, Any], errors: dict[int, BaseException],
+            timeouts: dict[int, float | None], state: _State) -> Any:
+    """The engine's ``done``: the winning copy's value, or what the call raises."""
+    _, result, detail, attempts, last_n, retry_after, reason = action
+    state.attempts = attempts
+    state.reason = reason or None
+    if result == "ok":
+        return values.pop(detail)
+    last = errors.get(last_n) if last_n is not None else None
+    if result == "refused":
+        raise _Refused(_refusal(detail, retry_after, last))
+    if result == "gave-up":
+        if last is not None:
+            raise last
+        timeout = timeouts.get(last_n) if last_n is not None else None
+        raise TimeoutError(
+            "attempt timed out" if timeout is None else f"attempt timed out after {timeout:g}s"
+        )
+    raise asyncio.CancelledError()
+
+
+def _call(fn: Any, args: Any, kwargs: Any) -> tuple[bool, Any]:
+    try:
+        return (True, fn(*args, **kwargs))
+    except Exception as exc:
+        return (False, exc)
+
+
+def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classify: Any,
+                on_event: Any, state: _State) -> Any:
+    """One call, the engine deciding, in the caller's thread.
+
+    A copy runs in the caller's thread, unless it has a timer (it then runs in a daemon thread
+    the caller stops waiting for: Python cannot stop a thread, so a timed-out attempt keeps
+    running in the background, as in reliablekit 0.1) or the policy hedges (every copy in a
+    daemon thread, so a hedge can go out while the first is still running).
+    """
+    run = policy.start(on_event is not None)
+    hedges = policy.hedges
+    answers: queue.SimpleQueue[tuple[int, tuple[bool, Any]]] = queue.SimpleQueue()
+    in_flight: set[int] = set()
+    values: dict[int, Any] = {}
+    errors: dict[int, BaseException] = {}
+    timeouts: dict[int, float | None] = {}
+
+    def in_thread(n: int) -> None:
+        def work() -> None:
+            try:
+                outcome = _call(fn, args, kwargs)
+            except BaseException as exc:  # handed to the caller's thread
+                outcome = (False, exc)
+            answers.put((n, outcome))
+
+        in_flight.add(n)
+        threading.Thread(target=work, name=f"reliable-copy-{n}", daemon=True).start()
+
+    delay = None  # the retry wait decided last, slept when nothing is in flight
+    try:
+        while True:
+            _dispatch(run, on_event)
+            inline = None
+            for action in run.poll():
+                kind = action[0]
+                if kind == "send":
+                    n, timeout = action[1], action[2]
+                    timeouts[n] = timeout
+                    if hedges or timeout is not None:
+                        in_thread(n)
+                    else:
+                        inline = n
+                elif kind == "retry":
+                    if action[1] > 0:
+                        delay = action[1]
+                    else:
+                        sleep(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+                elif kind == "cancel":
+                    in_flight.discard(action[1])
+                else:
+                    return _finish(action, values, errors, timeouts, state)
+            if inline is not None:
+                _feed(run, inline, _call(fn, args, kwargs), values, errors, classify)
+                continue
+            wait = run.wait()
+            if in_flight:
+                try:
+                    n, outcome = answers.get(timeout=wait)
+                except queue.Empty:
+                    run.woke()  # waited the time asked: a copy's timer or a hedge is due
+                    continue
+                if n in in_flight:  # else a copy the engine cancelled: its answer is dropped
+                    in_flight.discard(n)
+                    _feed(run, n, outcome, values, errors, classify)
+            elif wait is not None:
+                # The retry's wait, slept by ``sleep`` (the decided delay, not what is left of
+                # it); the engine then moves on as if that much time passed.
+                sleep(wait if delay is None else delay)
+                delay = None
+                run.woke()
+            else:  # the engine always has a copy out, a timer, or an end
+                raise RuntimeError("reliable: the call engine is waiting for nothing")
+    except BaseException:
+        run.cancel()
+        _dispatch(run, on_event)
+        state.attempts = run.attempts
+        raise
+
+
+async def _attempt(fn: Any, args: Any, kwargs: Any) -> tuple[bool, Any]:
+    try:
+        return (True, await fn(*args, **kwargs))
+    except Exception as exc:
+        return (False, exc)
+
+
+async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any, classify: Any,
+                       on_event: Any, state: _State) -> Any:
+    """One call, the engine deciding. A copy with no timer of a policy that does not hedge is
+    awaited in the caller's task; any other copy is an asyncio task (hedges race as tasks; a copy
+    that times out or loses is cancelled)."""
+    run = policy.start(on_event is not None)
+    hedges = policy.hedges
+    tasks: dict[int, asyncio.Future[tuple[bool, Any]]] = {}
+    values: dict[int, Any] = {}
+    errors: dict[int, BaseException] = {}
+    timeouts: dict[int, float | None] = {}
+    dropped: list[asyncio.Future[tuple[bool, Any]]] = []
+    delay = None  # the retry wait decided last, slept when nothing is in flight
+    try:
+        while True:
+            _dispatch(run, on_event)
+            inline = None
+            for action in run.poll():
+                kind = action[0]
+                if kind == "send":
+                    n, timeout = action[1], action[2]
+                    timeouts[n] = timeout
+                    if hedges or timeout is not None:
+                        tasks[n] = asyncio.ensure_future(_attempt(fn, args, kwargs))
+                    else:
+                        inline = n
+                elif kind == "retry":
+                    if action[1] > 0:
+                        delay = action[1]
+                    else:
+                        await pause(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+                elif kind == "cancel":
+                    task = tasks.pop(action[1], None)
+                    if task is not None:
+                        task.cancel()
+                        dropped.append(task)
+                else:
+                    if dropped:  # their cancellation has run when the call returns
+                        await asyncio.wait(dropped)
+                    return _finish(action, values, errors, timeouts, state)
+            if inline is not None:
+                _feed(run, inline, await _attempt(fn, args, kwargs), values, errors, classify)
+                continue
+            wait = run.wait()
+            if tasks:
+                done, _ = await asyncio.wait(
+                    set(tasks.values()), timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                )
+                if not done:
+                    run.woke()  # waited the time asked: a copy's timer or a hedge is due
+                    continue
+                # One answer at a time, in send order: the engine may cancel the others.
+                n = min(k for k, t in tasks.items() if t in done)
+                _feed(run, n, tasks.pop(n).result(), values, errors, classify)
+            elif wait is not None:
+                # The retry's wait, slept by ``sleep`` (the decided delay, not what is left of
+                # it); the engine then moves on as if that much time passed.
+                await pause(wait if delay is None else delay)
+                delay = None
+                run.woke()
+            else:  # the engine always has a copy out, a timer, or an end
+                raise RuntimeError("reliable: the call engine is waiting for nothing")
+    except BaseException:
+        for task in tasks.values():
+            task.cancel()
+        run.cancel()
+        _dispatch(run, on_event)
+        state.attempts = run.attempts
+        raise
+
+
 # --- The decorator ---------------------------------------------------------------------------
+
+_RETRY_DEFAULTS = {
+    "max_attempts": 5, "base_delay": 0.2, "factor": 2.0, "jitter": 0.1, "max_delay": None,
+    "retry_after_cap": 60.0, "breaker": None, "budget": None, "timeout": None, "rng": None,
+    "clock": None,
+}
 
 
 def reliable(
@@ -229,6 +463,9 @@ def reliable(
     spend: SpendBudget | None = None,
     estimate: Any = None,
     usage: Any = None,
+    policy: Policy | None = None,
+    on_event: Any = None,
+    clock: Any = None,
 ) -> Any:
     """Wraps ``fn`` (sync or ``async def``) in timeout + jittered exponential backoff + breaker.
 
@@ -238,6 +475,15 @@ def reliable(
     ``base_delay * factor**(n-1)`` seconds spread by ±``jitter`` (longer if the server sent a
     ``Retry-After``, up to ``retry_after_cap``), at most ``max_attempts`` attempts in all, and
     only while ``budget`` allows. When it gives up, the last exception is raised.
+
+    ``policy`` (a ``Policy``, e.g. ``Policy.from_file("policy.json")``) replaces the retry
+    arguments (``breaker``, ``timeout``, ``max_attempts``, ``base_delay``, ``factor``,
+    ``jitter``, ``rng``, ``budget``, ``max_delay``, ``retry_after_cap``: give them to the
+    policy, not beside it) with a whole policy stack: deadline, throttle, ledger, hedging,
+    limits. Calls through one ``Policy`` share its state. ``on_event(name, fields)`` hears each
+    decision as it is taken (``retry``, ``refused``, ``hedge``, ``answer``, ``breaker``, ...).
+    ``clock()`` (seconds) times the retries and timers; by default the breaker's clock, else the
+    monotonic clock.
 
     With ``spend``, each attempt first reserves ``estimate(*args, **kwargs)`` = ``(input_tokens,
     max_output_tokens)`` under the spend budget's ceilings, then settles ``usage(result)`` (the
@@ -251,25 +497,43 @@ def reliable(
     _check_callable("on_call", on_call)
     _check_callable("estimate", estimate)
     _check_callable("usage", usage)
+    _check_callable("on_event", on_event)
     if spend is not None:
         if not isinstance(spend, SpendBudget):
             raise TypeError(f"spend: must be a SpendBudget or None, got {type(spend).__name__}")
         if estimate is None:
             raise TypeError("estimate: a spend budget needs estimate(*args, **kwargs) -> (input, max_output)")
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
-        raise TypeError(f"max_attempts: must be an int, got {type(max_attempts).__name__}")
-    policy = _Policy(
-        breaker=breaker,
-        timeout=timeout,
-        max_attempts=max_attempts,
-        base_delay=base_delay,
-        factor=factor,
-        jitter=jitter,
-        rng=rng,
-        budget=budget,
-        max_delay=max_delay,
-        retry_after_cap=retry_after_cap,
-    )
+    if policy is not None:
+        if not isinstance(policy, Policy):
+            raise TypeError(f"policy: must be a Policy or None, got {type(policy).__name__}")
+        given = dict(
+            max_attempts=max_attempts, base_delay=base_delay, factor=factor, jitter=jitter,
+            max_delay=max_delay, retry_after_cap=retry_after_cap, breaker=breaker,
+            budget=budget, timeout=timeout, rng=rng, clock=clock,
+        )
+        for name, value in given.items():
+            default = _RETRY_DEFAULTS[name]
+            if value is not default and value != default:
+                raise TypeError(f"{name}: the policy decides it; set it in the policy, not beside it")
+        engine = policy
+        max_attempts = 2  # for served_by: a policy may retry
+        breaker = policy.breaker
+    else:
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+            raise TypeError(f"max_attempts: must be an int, got {type(max_attempts).__name__}")
+        engine = _seed_policy(
+            breaker=breaker,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            base_delay=base_delay,
+            factor=factor,
+            jitter=jitter,
+            rng=rng,
+            budget=budget,
+            max_delay=max_delay,
+            retry_after_cap=retry_after_cap,
+            clock=clock,
+        )
 
     def decorate(f: Any) -> Any:
         if not callable(f):
@@ -277,7 +541,7 @@ def reliable(
         is_async = _is_async(f)
         make = _async_wrapper if is_async else _sync_wrapper
         attempt = f if spend is None else _spending(f, spend, estimate, usage, is_async)
-        wrapper = make(attempt, policy, timeout, sleep, on_open, classify, on_call)
+        wrapper = make(attempt, engine, sleep, on_open, classify, on_call, on_event, _name(f))
         wrapper = functools.wraps(f)(wrapper)
         # The layers this wrapper adds, innermost first: the breaker guards each attempt.
         served_by = _name(f)
@@ -293,60 +557,41 @@ def reliable(
     return decorate(fn)
 
 
-def _sync_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # type: ignore[no-untyped-def]
-    start = policy.start
+def _sync_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name):  # type: ignore[no-untyped-def]
     sleep = sleep if sleep is not None else time.sleep
-    name = _name(fn)
 
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter() if on_call is not None else 0.0
-        call = start()
-        while True:
-            retry_after = call.admit()
-            if retry_after is not None:
-                if on_call is not None:
-                    on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
-                if on_open is not None:
-                    return on_open(*args, **kwargs)
-                raise CircuitOpenError(retry_after if retry_after >= 0 else None)
-            try:
-                if timeout is None:
-                    result = fn(*args, **kwargs)
-                else:
-                    result = _with_timeout(fn, timeout, args, kwargs)
-            except SpendLimitError:
-                call.cancel()  # nothing was sent: the breaker permit goes back uncounted
-                if on_call is not None:
-                    on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
-                if on_open is not None:
-                    return on_open(*args, **kwargs)
-                raise
-            except Exception as exc:
-                kind, hint = classify(exc)
-                delay = call.failure(kind, hint)
-                if delay is None:
-                    if on_call is not None:
-                        on_call(_record(name, call, began, "failure"))
-                    raise
-                sleep(delay)
-                continue
-            except BaseException:
-                call.cancel()
-                if on_call is not None:
-                    on_call(_record(name, call, began, "cancelled"))
-                raise
-            call.success()
+        state = _State()
+        try:
+            result = _drive_sync(policy, fn, args, kwargs, sleep, classify, on_event, state)
+        except (_Refused, SpendLimitError) as refused:
+            if isinstance(refused, SpendLimitError):
+                state.reason = "cancelled"
             if on_call is not None:
-                on_call(_record(name, call, began, "success"))
-            return result
+                on_call(_record(name, state, began, "rejected" if on_open is None else "fallback"))
+            if on_open is not None:
+                return on_open(*args, **kwargs)
+            if isinstance(refused, _Refused):
+                raise refused.error from refused.error.__cause__
+            raise
+        except Exception:
+            if on_call is not None:
+                on_call(_record(name, state, began, "failure"))
+            raise
+        except BaseException:
+            state.reason = state.reason or "cancelled"
+            if on_call is not None:
+                on_call(_record(name, state, began, "cancelled"))
+            raise
+        if on_call is not None:
+            on_call(_record(name, state, began, "success"))
+        return result
 
     return wrapper
 
 
-def _async_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # type: ignore[no-untyped-def]
-    start = policy.start
-    name = _name(fn)
-
+def _async_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name):  # type: ignore[no-untyped-def]
     async def pause(delay: float) -> None:
         if sleep is None:
             await asyncio.sleep(delay)
@@ -357,52 +602,34 @@ def _async_wrapper(fn, policy, timeout, sleep, on_open, classify, on_call):  # t
 
     async def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter() if on_call is not None else 0.0
-        call = start()
+        state = _State()
         try:
-            while True:
-                retry_after = call.admit()
-                if retry_after is not None:
-                    if on_call is not None:
-                        on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
-                    if on_open is not None:
-                        answer = on_open(*args, **kwargs)
-                        return await answer if inspect.isawaitable(answer) else answer
-                    raise CircuitOpenError(retry_after if retry_after >= 0 else None)
-                try:
-                    if timeout is None:
-                        result = await fn(*args, **kwargs)
-                    else:
-                        # wait_for cancels the attempt's task when the time is up.
-                        result = await asyncio.wait_for(fn(*args, **kwargs), timeout)
-                except SpendLimitError:
-                    call.cancel()  # nothing was sent: the breaker permit goes back uncounted
-                    if on_call is not None:
-                        on_call(_record(name, call, began, "rejected" if on_open is None else "fallback"))
-                    if on_open is not None:
-                        answer = on_open(*args, **kwargs)
-                        return await answer if inspect.isawaitable(answer) else answer
-                    raise
-                except Exception as exc:
-                    kind, hint = classify(exc)
-                    delay = call.failure(kind, hint)
-                    if delay is None:
-                        if on_call is not None:
-                            on_call(_record(name, call, began, "failure"))
-                        raise
-                    await pause(delay)
-                    continue
-                call.success()
-                if on_call is not None:
-                    on_call(_record(name, call, began, "success"))
-                return result
-        except BaseException as exc:
-            # Cancelled (asyncio.timeout, TaskGroup, task.cancel()) or interrupted: the breaker
-            # permit goes back uncounted, so a cancelled half-open probe frees its slot.
-            if not isinstance(exc, Exception):
-                call.cancel()
-                if on_call is not None:
-                    on_call(_record(name, call, began, "cancelled"))
+            result = await _drive_async(policy, fn, args, kwargs, pause, classify, on_event, state)
+        except (_Refused, SpendLimitError) as refused:
+            if isinstance(refused, SpendLimitError):
+                state.reason = "cancelled"
+            if on_call is not None:
+                on_call(_record(name, state, began, "rejected" if on_open is None else "fallback"))
+            if on_open is not None:
+                answer = on_open(*args, **kwargs)
+                return await answer if inspect.isawaitable(answer) else answer
+            if isinstance(refused, _Refused):
+                raise refused.error from refused.error.__cause__
             raise
+        except Exception:
+            if on_call is not None:
+                on_call(_record(name, state, began, "failure"))
+            raise
+        except BaseException:
+            # Cancelled (asyncio.timeout, TaskGroup, task.cancel()) or interrupted: the engine
+            # gave every permit back uncounted, so a cancelled half-open probe frees its slot.
+            state.reason = state.reason or "cancelled"
+            if on_call is not None:
+                on_call(_record(name, state, began, "cancelled"))
+            raise
+        if on_call is not None:
+            on_call(_record(name, state, began, "success"))
+        return result
 
     return wrapper
 
@@ -452,8 +679,8 @@ def _spending(fn, spend, estimate, usage, is_async):  # type: ignore[no-untyped-
     return attempt
 
 
-def _record(name: str, call: Any, began: float, outcome: str) -> CallRecord:
-    return CallRecord(name, call.attempts, time.perf_counter() - began, outcome, call.reason)
+def _record(name: str, state: _State, began: float, outcome: str) -> CallRecord:
+    return CallRecord(name, state.attempts, time.perf_counter() - began, outcome, state.reason)
 
 
 # --- Layers: the exercise's fallback stack ---------------------------------------------------

@@ -8,6 +8,8 @@ else:  # typing_extensions is only needed by type checkers on 3.9
     from typing_extensions import ParamSpec
 
 from ._core import CircuitBreaker as CircuitBreaker
+from ._core import Policy as Policy
+from ._core import _Rng
 from ._core import RetryBudget as RetryBudget
 from ._core import SpendBudget as SpendBudget
 from ._core import exp_backoff as exp_backoff
@@ -20,6 +22,10 @@ _R = TypeVar("_R")
 class CircuitOpenError(Exception):
     retry_after: Optional[float]
     def __init__(self, retry_after: Optional[float] = None, message: Optional[str] = None) -> None: ...
+
+class RefusedError(CircuitOpenError):
+    by: str
+    def __init__(self, by: str, retry_after: Optional[float] = None) -> None: ...
 
 class SpendLimitError(CircuitOpenError):
     reason: str
@@ -51,7 +57,7 @@ def reliable(
     factor: float = 2.0,
     jitter: float = 0.1,
     sleep: Optional[Callable[[float], object]] = None,
-    rng: Optional[Callable[[], float]] = None,
+    rng: Optional[_Rng] = None,
     on_open: Optional[Callable[..., Any]] = None,
     budget: Optional[RetryBudget] = None,
     max_delay: Optional[float] = None,
@@ -61,6 +67,9 @@ def reliable(
     spend: Optional[SpendBudget] = None,
     estimate: Optional[Callable[..., tuple[int, int]]] = None,
     usage: Optional[Callable[[Any], tuple[int, int]]] = None,
+    policy: Optional[Policy] = None,
+    on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
+    clock: Optional[Callable[[], float]] = None,
 ) -> Callable[_P, _R]: ...
 @overload
 def reliable(
@@ -73,7 +82,7 @@ def reliable(
     factor: float = 2.0,
     jitter: float = 0.1,
     sleep: Optional[Callable[[float], object]] = None,
-    rng: Optional[Callable[[], float]] = None,
+    rng: Optional[_Rng] = None,
     on_open: Optional[Callable[..., Any]] = None,
     budget: Optional[RetryBudget] = None,
     max_delay: Optional[float] = None,
@@ -83,6 +92,9 @@ def reliable(
     spend: Optional[SpendBudget] = None,
     estimate: Optional[Callable[..., tuple[int, int]]] = None,
     usage: Optional[Callable[[Any], tuple[int, int]]] = None,
+    policy: Optional[Policy] = None,
+    on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
+    clock: Optional[Callable[[], float]] = None,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 @overload
 def fallback(*layers: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[Served]]: ...

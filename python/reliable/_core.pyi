@@ -1,5 +1,10 @@
 # The Rust extension: the core's decisions. The public names are re-exported by `reliable`.
-from typing import Callable, Optional, Union
+import os
+import random
+from typing import Any, Callable, Optional, Union
+
+# ``rng``: a callable returning a float in [0, 1) (the seed's), or a ``random.Random``.
+_Rng = Union[Callable[[], float], random.Random]
 
 class CircuitBreaker:
     def __init__(
@@ -9,7 +14,7 @@ class CircuitBreaker:
         cooldown: float = 30.0,
         probe: int = 3,
         clock: Optional[Callable[[], float]] = None,
-        rng: Optional[Callable[[], float]] = None,
+        rng: Optional[_Rng] = None,
         *,
         minimum_calls: Optional[int] = None,
         probe_limit: Optional[int] = None,
@@ -71,33 +76,68 @@ class SpendBudget:
     def money_limit(self, reset_after: Optional[float] = None) -> None: ...
     def _reserve(self, input_tokens: int, max_output_tokens: int) -> Union[Reservation, tuple[str, float]]: ...
 
-class Call:
+class Run:
     @property
     def attempts(self) -> int: ...
-    @property
-    def reason(self) -> Optional[str]: ...
-    def admit(self) -> Optional[float]: ...
-    def success(self) -> None: ...
-    def failure(self, kind: str, retry_after: Optional[float] = None) -> Optional[float]: ...
+    def answer(self, n: int, kind: Optional[str] = None, retry_after: Optional[float] = None) -> None: ...
+    def dropped(self, n: int) -> None: ...
+    def tick(self) -> None: ...
+    def woke(self) -> None: ...
     def cancel(self) -> None: ...
+    def poll(self) -> list[tuple[Any, ...]]: ...
+    def wait(self) -> Optional[float]: ...
+    def events(self) -> list[tuple[str, dict[str, Any]]]: ...
 
 class Policy:
-    def __init__(
-        self,
+    @staticmethod
+    def from_json(
+        text: str,
         *,
-        breaker: Optional[CircuitBreaker],
-        timeout: Optional[float],
-        max_attempts: int,
-        base_delay: float,
-        factor: float,
-        jitter: float,
-        rng: Optional[Callable[[], float]],
-        budget: Optional[RetryBudget],
-        max_delay: Optional[float],
-        retry_after_cap: float,
-    ) -> None: ...
-    def start(self) -> Call: ...
+        file: str = "<json>",
+        clock: Optional[Callable[[], float]] = None,
+        rng: Optional[_Rng] = None,
+    ) -> Policy: ...
+    @staticmethod
+    def from_ron(
+        text: str,
+        name: Optional[str] = None,
+        *,
+        scenario: Optional[str] = None,
+        file: str = "<ron>",
+        clock: Optional[Callable[[], float]] = None,
+        rng: Optional[_Rng] = None,
+    ) -> Policy: ...
+    @staticmethod
+    def from_file(
+        path: Union[str, "os.PathLike[str]"],
+        name: Optional[str] = None,
+        *,
+        scenario: Optional[str] = None,
+        clock: Optional[Callable[[], float]] = None,
+        rng: Optional[_Rng] = None,
+    ) -> Policy: ...
+    @property
+    def breaker(self) -> Optional[CircuitBreaker]: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def hedges(self) -> bool: ...
+    def start(self, listen: bool = False) -> Run: ...
 
+def seed_policy(
+    *,
+    breaker: Optional[CircuitBreaker],
+    timeout: Optional[float],
+    max_attempts: int,
+    base_delay: float,
+    factor: float,
+    jitter: float,
+    rng: Optional[_Rng],
+    budget: Optional[RetryBudget],
+    max_delay: Optional[float],
+    retry_after_cap: float,
+    clock: Optional[Callable[[], float]] = None,
+) -> Policy: ...
 def classify_http(status: int, headers: list[tuple[str, str]]) -> Optional[tuple[str, Optional[float]]]: ...
 def server_delay(headers: list[tuple[str, str]]) -> Optional[float]: ...
 def exp_backoff(
@@ -105,6 +145,6 @@ def exp_backoff(
     base: float = 0.2,
     factor: float = 2.0,
     jitter: float = 0.1,
-    rng: Optional[Callable[[], float]] = None,
+    rng: Optional[_Rng] = None,
 ) -> float: ...
 

@@ -1,10 +1,14 @@
 //! `reliable._core`: the decisions of `reliable-core` for the Python package `reliablekit`.
 //!
-//! The Python side (`reliable/__init__.py`) runs the user's function, sleeps and raises; every
-//! decision is made here, by the core: whether the breaker admits a call and what a result does
-//! to it ([`SharedBreaker`], lock-free, so one breaker serves many threads), whether and when a
-//! failed attempt is retried ([`RetryPolicy`] with its backoff and jitter), and whether the retry
-//! budget allows it ([`AnyBudget`]).
+//! The Python side (`reliable/__init__.py`) runs the user's function, keeps timers, cancels and
+//! raises; every decision of a call is taken by the core's call engine (`engine`: a [`Policy`]
+//! and one [`Run`] per call), which asks the layers a policy has: the breaker ([`SharedBreaker`],
+//! lock-free, so one breaker serves many threads), the retry policy and its budget or ledger,
+//! the throttle, the hedger and the limits. This crate only builds them from the seed's
+//! arguments or from a policy file, and hands the engine what happened.
+//!
+//! [`Policy`]: engine::Policy
+//! [`Run`]: engine::Run
 //!
 //! Every argument is checked here and refused with a `ValueError` or `TypeError` naming the Python
 //! parameter; after that nothing can panic (the core is panic-free by construction and no code
@@ -20,6 +24,8 @@
     clippy::indexing_slicing
 )]
 
+mod engine;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -33,11 +39,10 @@ use reliable_core::breaker::{
     Permit, ProbeRule, RejectReason, SharedBreaker, State, Transition, WindowConfig,
 };
 use reliable_core::budget::{
-    AnyBudget, Budget, BudgetConfig, BudgetPolicy, RatioConfig, Threshold, TokenBucketConfig,
-    Unlimited,
+    AnyBudget, BudgetConfig, BudgetPolicy, RatioConfig, Threshold, TokenBucketConfig,
 };
 use reliable_core::outcome::ErrorClass;
-use reliable_core::retry::{GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryState};
+use reliable_core::retry::{RetryConfig, RetryPolicy};
 use reliable_core::sample::splitmix64;
 use reliable_core::spend::{
     Ceiling, Price, RefuseReason, Reservation, Span, SpendBreaker, SpendConfig, SpendPolicy, Tokens,
@@ -129,7 +134,8 @@ fn seconds(param: &str, value: f64, positive: bool) -> PyResult<Duration> {
             format!("must be a finite number of seconds {want} and <= 1e9, got {value}"),
         ));
     }
-    Ok(Duration::from_secs_f64(value))
+    // To the nearest nanosecond (`0.3` is a hair under 300 ms as a double).
+    Ok(Duration::from_nanos((value * 1e9).round() as u64))
 }
 
 fn count(param: &str, value: i64, min: i64, max: i64) -> PyResult<u32> {
@@ -198,7 +204,9 @@ impl Clock {
                 format!("returned {secs}: want finite seconds in [0, 4e9]"),
             ));
         }
-        Ok(Instant::ZERO.saturating_add(Duration::from_secs_f64(secs)))
+        // To the nearest nanosecond: `0.3` is a hair under 300 ms as a double, and a clock
+        // that reads whole milliseconds must not see a timer due at 300 ms as not yet due.
+        Ok(Instant::from_nanos((secs * 1e9).round() as u64))
     }
 
     fn clone_ref(&self, py: Python<'_>) -> Clock {
@@ -218,12 +226,27 @@ struct Random {
 }
 
 impl Random {
-    fn new(user: Option<Py<PyAny>>) -> Random {
+    /// The user's `rng`: a callable returning a float in [0, 1) (the seed's), or a
+    /// `random.Random` (its `random` method), or `None` for a splitmix64 stream.
+    fn new(py: Python<'_>, rng: Option<Bound<'_, PyAny>>) -> PyResult<Random> {
+        let user = match rng {
+            Some(r) if r.is_none() => None,
+            Some(r) if r.is_callable() => Some(r.unbind()),
+            Some(r) => {
+                let random = r.getattr("random").ok().filter(|m| m.is_callable());
+                match random {
+                    Some(m) => Some(m.unbind()),
+                    None => return Err(engine::rng_error(&r)),
+                }
+            }
+            None => None,
+        };
+        let _ = py;
         let seed = origin().elapsed().as_nanos() as u64 ^ (std::process::id() as u64) << 32;
-        Random {
+        Ok(Random {
             user,
             state: AtomicU64::new(splitmix64(seed)),
-        }
+        })
     }
 
     /// One uniform `u64`: the core's randomness input.
@@ -252,10 +275,9 @@ impl Random {
 // ---------------------------------------------------------------------------------------------
 // The breaker.
 
-/// Transitions waiting for the user's `on_transition` hook (kept only when there is a hook).
+/// Transitions waiting for the user's `on_transition` hook and the calls' events.
 #[derive(Debug, Default)]
 struct Queue {
-    enabled: bool,
     pending: AtomicBool,
     items: Mutex<Vec<Transition>>,
 }
@@ -269,10 +291,10 @@ impl Queue {
 
 impl Observer for Queue {
     fn on_transition(&self, transition: Transition) {
-        if self.enabled {
-            self.lock().push(transition);
-            self.pending.store(true, Ordering::Release);
-        }
+        // Kept for whoever looks next (a call through the engine, or the breaker's own
+        // methods); transitions are rare, and each look takes them all.
+        self.lock().push(transition);
+        self.pending.store(true, Ordering::Release);
     }
 }
 
@@ -308,7 +330,9 @@ struct Ticket(Mutex<Option<Permit>>);
 #[pyclass(module = "reliable", name = "CircuitBreaker", frozen, subclass)]
 #[derive(Debug)]
 struct CircuitBreaker {
-    inner: Storage,
+    /// Boxed: the breaker's window is 64-byte aligned (a cache line), more than a Python object
+    /// is; the heap honours it.
+    inner: Box<Storage>,
     clock: Clock,
     on_transition: Option<Py<PyAny>>,
 }
@@ -317,13 +341,13 @@ impl CircuitBreaker {
     /// Hands queued transitions to the hook; a hook that raises is reported as unraisable, since
     /// the call it interrupted has already been counted.
     fn notify(&self, py: Python<'_>) {
-        let Some(hook) = &self.on_transition else {
-            return;
-        };
         if !self.inner.observer().pending.swap(false, Ordering::Acquire) {
             return;
         }
         let items = std::mem::take(&mut *self.inner.observer().lock());
+        let Some(hook) = &self.on_transition else {
+            return;
+        };
         for t in items {
             let args = (state_name(t.from), state_name(t.to), as_seconds(t.at));
             if let Err(e) = hook.call1(py, args) {
@@ -442,18 +466,15 @@ impl CircuitBreaker {
             ..BreakerConfig::new()
         };
         let clock = Clock(callable("clock", clock)?);
-        let rng = Random::new(callable("rng", rng)?);
+        let rng = Random::new(py, rng)?;
         let on_transition = callable("on_transition", on_transition)?;
         let policy = BreakerPolicy::new(config).map_err(|e| config_error(e, &BREAKER_FIELDS))?;
         let storage = Storage::with_storage(policy)
             .map_err(|e| config_error(e, &BREAKER_FIELDS))?
-            .observe(Queue {
-                enabled: on_transition.is_some(),
-                ..Queue::default()
-            })
+            .observe(Queue::default())
             .with_seed(rng.sample(py)?);
         Ok(CircuitBreaker {
-            inner: storage,
+            inner: Box::new(storage),
             clock,
             on_transition,
         })
@@ -986,262 +1007,63 @@ fn backoff_config(
     })
 }
 
-/// A decorated function's policy: how its calls are retried, through which breaker and budget.
-#[pyclass(module = "reliable._core", frozen)]
-#[derive(Debug)]
-struct Policy {
-    retry: RetryPolicy,
-    breaker: Option<Py<CircuitBreaker>>,
-    budget: Option<Py<RetryBudget>>,
-    clock: Clock,
-    rng: Random,
-}
-
-#[pymethods]
-impl Policy {
-    #[new]
-    #[pyo3(signature = (*, breaker, timeout, max_attempts, base_delay, factor, jitter, rng, budget, max_delay, retry_after_cap))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        breaker: Option<Bound<'_, PyAny>>,
-        timeout: Option<&Bound<'_, PyAny>>,
-        max_attempts: &Bound<'_, PyAny>,
-        base_delay: &Bound<'_, PyAny>,
-        factor: Option<&Bound<'_, PyAny>>,
-        jitter: Option<&Bound<'_, PyAny>>,
-        rng: Option<Bound<'_, PyAny>>,
-        budget: Option<Bound<'_, PyAny>>,
-        max_delay: Option<&Bound<'_, PyAny>>,
-        retry_after_cap: &Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        let timeout = opt_float_of("timeout", timeout)?;
-        let max_attempts = int_of("max_attempts", max_attempts)?;
-        let base_delay = float_of("base_delay", base_delay)?;
-        let factor = opt_float_of("factor", factor)?.unwrap_or(2.0);
-        let jitter = opt_float_of("jitter", jitter)?.unwrap_or(0.1);
-        let max_delay = opt_float_of("max_delay", max_delay)?;
-        let retry_after_cap = float_of("retry_after_cap", retry_after_cap)?;
-        let breaker = match breaker {
-            Some(b) if !b.is_none() => Some(
-                b.cast_into::<CircuitBreaker>()
-                    .map_err(|_| PyTypeError::new_err("breaker: must be a CircuitBreaker or None"))?
-                    .unbind(),
-            ),
-            _ => None,
-        };
-        let budget = match budget {
-            Some(b) if !b.is_none() => Some(
-                b.cast_into::<RetryBudget>()
-                    .map_err(|_| PyTypeError::new_err("budget: must be a RetryBudget or None"))?
-                    .unbind(),
-            ),
-            _ => None,
-        };
-        let cap = max_delay
-            .map(|m| seconds("max_delay", m, true))
-            .transpose()?;
-        // The core's defaults for every other field (no deadline, one backoff for every class,
-        // timeouts retried, ...): the seed has none of them.
-        let config = RetryConfig {
-            max_attempts: Some(count("max_attempts", max_attempts, 1, 1_000_000)?),
-            attempt_timeout: timeout.map(|t| seconds("timeout", t, true)).transpose()?,
-            max_server_delay: seconds("retry_after_cap", retry_after_cap, false)?,
-            ..RetryConfig::new(backoff_config(base_delay, factor, jitter, cap)?)
-        };
-        let retry = RetryPolicy::new(config).map_err(|e| config_error(e, &RETRY_FIELDS))?;
-        // Time for the retry policy and budget: the breaker's clock when there is one.
-        let clock = match &breaker {
-            Some(b) => b.get().clock.clone_ref(py),
-            None => Clock(None),
-        };
-        Ok(Policy {
-            retry,
-            breaker,
-            budget,
-            clock,
-            rng: Random::new(callable("rng", rng)?),
-        })
-    }
-
-    /// Starts one logical call (its first try is about to be sent).
-    fn start(slf: &Bound<'_, Self>) -> PyResult<Call> {
-        let py = slf.py();
-        let policy = slf.get();
-        let now = policy.clock.now(py)?;
-        let state = policy.with_budget(|b| policy.retry.start(now, b));
-        Ok(Call {
-            policy: slf.clone().unbind(),
-            state,
-            permit: None,
-            reason: None,
-        })
-    }
-}
-
-impl Policy {
-    fn with_budget<T>(&self, f: impl FnOnce(&mut dyn Budget) -> T) -> T {
-        match &self.budget {
-            Some(b) => f(&mut *b.get().lock()),
-            None => f(&mut Unlimited),
-        }
-    }
-}
-
-/// Error classes as the Python side names them.
-fn error_class(kind: &str, retry_after: Option<f64>) -> PyResult<ErrorClass> {
-    Ok(match kind {
-        "transient" => ErrorClass::Transient,
-        "timeout" => ErrorClass::Timeout,
-        "throttled" => ErrorClass::Throttled {
-            retry_after: retry_after
-                .map(|s| seconds("retry_after", s, false))
-                .transpose()?,
-        },
-        "fatal" => ErrorClass::Fatal,
-        "dont_retry" => ErrorClass::DontRetry,
-        other => {
-            return Err(bad_value(
-                "kind",
-                format!("'{other}' is not transient, timeout, throttled, fatal or dont_retry"),
-            ));
-        }
-    })
-}
-
-/// One logical call: its retry state and the breaker permit of the attempt in flight.
-#[pyclass(module = "reliable._core")]
-#[derive(Debug)]
-struct Call {
-    policy: Py<Policy>,
-    state: RetryState,
-    permit: Option<Permit>,
-    reason: Option<&'static str>,
-}
-
-impl Call {
-    fn breaker(&self) -> Option<&CircuitBreaker> {
-        self.policy.get().breaker.as_ref().map(|b| b.get())
-    }
-
-    fn finish(&mut self, now: Instant) {
-        let policy = self.policy.get();
-        policy.with_budget(|b| policy.retry.abandon(&mut self.state, now, b));
-    }
-}
-
-#[pymethods]
-impl Call {
-    /// Asks the breaker for the next attempt: `None` when admitted; else the call is over and the
-    /// answer is the seconds until a probe (`-1.0` when not known).
-    fn admit(&mut self, py: Python<'_>) -> PyResult<Option<f64>> {
-        let Some(breaker) = self.breaker() else {
-            return Ok(None);
-        };
-        match breaker.acquire(py)? {
-            Ok(permit) => {
-                self.permit = Some(permit);
-                Ok(None)
-            }
-            Err(retry_after) => {
-                let now = self.policy.get().clock.now(py)?;
-                self.reason = Some("breaker-open");
-                self.finish(now);
-                Ok(Some(retry_after.unwrap_or(-1.0)))
-            }
-        }
-    }
-
-    /// The attempt succeeded: the call is over.
-    fn success(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let (Some(permit), Some(breaker)) = (self.permit.take(), self.breaker()) {
-            breaker.record(py, permit, Outcome::Success)?;
-        }
-        let policy = self.policy.get();
-        let now = policy.clock.now(py)?;
-        policy.with_budget(|b| policy.retry.on_success(&mut self.state, now, b));
-        Ok(())
-    }
-
-    /// The attempt failed with error class `kind` (and the server's `retry_after`, for
-    /// "throttled"): the seconds to wait before the next attempt, or `None` to give up
-    /// (`reason` says why).
-    #[pyo3(signature = (kind, retry_after = None))]
-    fn failure(
-        &mut self,
-        py: Python<'_>,
-        kind: &str,
-        retry_after: Option<f64>,
-    ) -> PyResult<Option<f64>> {
-        let class = error_class(kind, retry_after)?;
-        if let (Some(permit), Some(breaker)) = (self.permit.take(), self.breaker()) {
-            breaker.record(py, permit, Outcome::from(class))?;
-        }
-        let policy = self.policy.get();
-        let now = policy.clock.now(py)?;
-        let sample = if policy.retry.backoff_for(class).is_random() {
-            policy.rng.sample(py)?
-        } else {
-            0
-        };
-        let decision = policy.with_budget(|b| {
-            policy
-                .retry
-                .on_failure_with(&mut self.state, class, now, b, sample)
-        });
-        Ok(match decision {
-            RetryDecision::RetryAt(at) => Some(at.saturating_duration_since(now).as_secs_f64()),
-            RetryDecision::GiveUp(reason) => {
-                self.reason = Some(give_up_name(reason));
-                None
-            }
-        })
-    }
-
-    /// The call was cancelled (or the caller stopped for a reason that is not the downstream's):
-    /// the breaker permit goes back without counting and a budget grant is returned unused.
-    fn cancel(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let (Some(permit), Some(breaker)) = (self.permit.take(), self.breaker()) {
-            breaker.record(py, permit, Outcome::Ignored)?;
-        }
-        let now = self.policy.get().clock.now(py)?;
-        self.reason.get_or_insert("cancelled");
-        self.finish(now);
-        Ok(())
-    }
-
-    /// Attempts made or scheduled so far, the first included.
-    #[getter]
-    fn attempts(&self) -> u32 {
-        self.state.attempts()
-    }
-
-    /// Why the call stopped retrying: "max-attempts", "budget", "fatal", "dont-retry",
-    /// "breaker-open", "cancelled", ... or `None`.
-    #[getter]
-    fn reason(&self) -> Option<&'static str> {
-        self.reason
-    }
-}
-
-impl Drop for Call {
-    /// A call dropped with an attempt in flight (an exception between two of its steps) still
-    /// hands its permit back, so a half-open probe slot can never stay taken.
-    fn drop(&mut self) {
-        if let (Some(permit), Some(breaker)) = (self.permit.take(), self.breaker()) {
-            // `Instant::ZERO` counts as the latest time the breaker has seen.
-            breaker
-                .inner
-                .record(permit, Outcome::Ignored, Instant::ZERO);
-        }
-        if !self.state.is_finished() {
-            self.finish(Instant::ZERO);
-        }
-    }
-}
-
-fn give_up_name(reason: GiveUpReason) -> &'static str {
-    reason.name()
+/// The seed's retry arguments as the engine's policy, through `breaker` and `budget` (timed by
+/// the breaker's clock).
+#[pyfunction]
+#[pyo3(signature = (*, breaker, timeout, max_attempts, base_delay, factor, jitter, rng, budget, max_delay, retry_after_cap, clock = None))]
+#[allow(clippy::too_many_arguments)]
+fn seed_policy(
+    py: Python<'_>,
+    breaker: Option<Bound<'_, PyAny>>,
+    timeout: Option<&Bound<'_, PyAny>>,
+    max_attempts: &Bound<'_, PyAny>,
+    base_delay: &Bound<'_, PyAny>,
+    factor: Option<&Bound<'_, PyAny>>,
+    jitter: Option<&Bound<'_, PyAny>>,
+    rng: Option<Bound<'_, PyAny>>,
+    budget: Option<Bound<'_, PyAny>>,
+    max_delay: Option<&Bound<'_, PyAny>>,
+    retry_after_cap: &Bound<'_, PyAny>,
+    clock: Option<Bound<'_, PyAny>>,
+) -> PyResult<engine::Policy> {
+    let clock = callable("clock", clock)?;
+    let timeout = opt_float_of("timeout", timeout)?;
+    let max_attempts = int_of("max_attempts", max_attempts)?;
+    let base_delay = float_of("base_delay", base_delay)?;
+    let factor = opt_float_of("factor", factor)?.unwrap_or(2.0);
+    let jitter = opt_float_of("jitter", jitter)?.unwrap_or(0.1);
+    let max_delay = opt_float_of("max_delay", max_delay)?;
+    let retry_after_cap = float_of("retry_after_cap", retry_after_cap)?;
+    let breaker = match breaker {
+        Some(b) if !b.is_none() => Some(
+            b.cast_into::<CircuitBreaker>()
+                .map_err(|_| PyTypeError::new_err("breaker: must be a CircuitBreaker or None"))?
+                .unbind(),
+        ),
+        _ => None,
+    };
+    let budget = match budget {
+        Some(b) if !b.is_none() => Some(
+            b.cast_into::<RetryBudget>()
+                .map_err(|_| PyTypeError::new_err("budget: must be a RetryBudget or None"))?
+                .unbind(),
+        ),
+        _ => None,
+    };
+    let cap = max_delay
+        .map(|m| seconds("max_delay", m, true))
+        .transpose()?;
+    // The core's defaults for every other field (no deadline, one backoff for every class,
+    // timeouts retried, ...): the seed has none of them.
+    let config = RetryConfig {
+        max_attempts: Some(count("max_attempts", max_attempts, 1, 1_000_000)?),
+        attempt_timeout: timeout.map(|t| seconds("timeout", t, true)).transpose()?,
+        max_server_delay: seconds("retry_after_cap", retry_after_cap, false)?,
+        ..RetryConfig::new(backoff_config(base_delay, factor, jitter, cap)?)
+    };
+    let retry = RetryPolicy::new(config).map_err(|e| config_error(e, &RETRY_FIELDS))?;
+    let rng = Random::new(py, rng)?;
+    Ok(engine::Policy::seed(py, retry, breaker, budget, rng, clock))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1328,7 +1150,7 @@ fn exp_backoff(
     ];
     let policy = BackoffPolicy::new(config).map_err(|e| config_error(e, &names))?;
     let sample = if policy.is_random() {
-        Random::new(callable("rng", rng)?).sample(py)?
+        Random::new(py, rng)?.sample(py)?
     } else {
         0
     };
@@ -1341,8 +1163,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RetryBudget>()?;
     m.add_class::<SpendBudget>()?;
     m.add_class::<SpendTicket>()?;
-    m.add_class::<Policy>()?;
-    m.add_class::<Call>()?;
+    m.add_class::<engine::Policy>()?;
+    m.add_class::<engine::Run>()?;
+    m.add_function(wrap_pyfunction!(seed_policy, m)?)?;
     m.add_class::<Ticket>()?;
     m.add_function(wrap_pyfunction!(exp_backoff, m)?)?;
     m.add_function(wrap_pyfunction!(classify_http, m)?)?;

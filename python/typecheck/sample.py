@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
+import reliable as reliable_mod
 from reliable import (
     CallRecord,
     CircuitBreaker,
@@ -85,3 +87,12 @@ def spent() -> float:
         print(exc.reason)
     day: tuple[int, float] = spend.usage["day"]
     return day[1]
+
+
+# A policy file, and what a call through it may raise.
+policy = reliable_mod.Policy.from_json(
+    '{"name": "p", "stack": {"Call": {"downstream": "api"}}}', clock=lambda: 0.0, rng=random.Random(1)
+)
+through_policy = reliable_mod.reliable(lambda: 1, policy=policy, on_event=lambda name, fields: None)
+one: int = through_policy()
+refused: reliable_mod.CircuitOpenError = reliable_mod.RefusedError("limiter", None)

@@ -49,7 +49,7 @@ INVOCATIONS = [
     ("loom", "drop", "target/loom", [], "", {}),
     ("nostd_check", "nostd-check", "nostd-check/target", ["build", "--release"], "", {}),
     ("nostd_check", "drop", "nostd-check/target", [], "", {}),
-    ("bench_smoke", ".", T, ["bench", "-p", "reliable-benches", "--no-run"], "", {}),
+    ("bench_smoke", ".", T, ["bench", "-p", "reliable-benches", "--no-run"], "", {"CARGO_PROFILE_BENCH_LTO": "false", "CARGO_PROFILE_BENCH_CODEGEN_UNITS": "4"}),
     ("thumbv7em", ".", T, ["build", "-p", "reliable-core", "--target", "thumbv7em-none-eabihf"], "", {}),
     ("thumbv7em", ".", T, ["build", "-p", "reliable-core", "--target", "thumbv7em-none-eabihf", "--release"], "", {}),
     ("firmware", "firmware", "firmware/target", ["build", "--release"], "", {}),
@@ -72,9 +72,9 @@ INVOCATIONS = [
     ("reliable_crate", ".", T, ["check", "-p", "reliablekit", "--no-default-features", "--features", "tower"], "", {}),
     ("reliable_crate", ".", T, ["build", "-p", "reliablekit", "--example", "llm_client"], "", {}),
     ("reliable_crate", ".", T, ["build", "-p", "reliablekit", "--example", "layered"], "", {}),
-    ("reliable_crate", ".", T, ["doc", "-p", "reliablekit", "--no-deps", "--all-features"], "rustdoc", {}),
+    ("reliable_crate", ".", T, ["doc", "--no-deps", "--all-features", "-p", "reliable-core", "-p", "reliablekit", "-p", "sim", "-p", "reliable-mcp"], "rustdoc", {}),
     ("llm_report", ".", T, ["build", "-p", "sim", "--release"], "", {}),
-    ("mcp_python", ".", T, ["build", "-p", "reliable-mcp"], "", {}),
+    ("mcp_python", ".", T, ["test", "-p", "reliable-mcp", "--no-run", "--test", "binary"], "", {}),
     # maturin build --release -m mcp/Cargo.toml (bin bindings): cargo rustc on the workspace.
     ("mcp_wheel", ".", T, ["build", "-p", "reliable-mcp", "--release"], "", {}),
     # maturin build -m python/Cargo.toml (debug), in python/'s own workspace.

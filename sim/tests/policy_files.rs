@@ -74,6 +74,8 @@ fn simulated(mut s: Scenario, policy: usize, downstream: &str, latency: u64) -> 
         },
         network: Network::default(),
         handler: None,
+        replicas: None,
+        balancer: None,
     }];
     s.faults = vec![];
     s.policies = vec![s.policies[policy].clone()];

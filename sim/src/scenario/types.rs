@@ -189,6 +189,32 @@ pub struct Downstream {
     /// answers, holding its worker meanwhile. Default none: it answers as a plain server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handler: Option<Handler>,
+    /// Independent copies of this downstream (a `Server` model only), each with its own workers,
+    /// queue and handler, behind its callers' `balancer`. The report names them `name[0]`,
+    /// `name[1]`, ...; a fault naming `name` hits every replica, one naming `name[k]` hits
+    /// replica `k` only. Default none: one server, no balancer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
+    /// How each attempt picks a replica (needs `replicas`). Default `RoundRobin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balancer: Option<Balancer>,
+}
+
+/// How an attempt to a replicated downstream picks its replica. The random draws come from the
+/// run's own stream for the downstream, so runs stay deterministic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Balancer {
+    /// Each replica in turn.
+    #[default]
+    RoundRobin,
+    /// A replica drawn uniformly.
+    Random,
+    /// The replica with the fewest attempts outstanding (sent, not yet answered or timed out)
+    /// from this run's callers; ties go to the first after the last pick.
+    LeastOutstanding,
+    /// Two distinct replicas drawn uniformly, the one with fewer attempts outstanding taken (the
+    /// first drawn on a tie): Envoy's `LEAST_REQUEST` with its default `choice_count` of 2.
+    PowerOfTwo,
 }
 
 /// A service's handler: the calls each job makes once its own service time is over, and how it

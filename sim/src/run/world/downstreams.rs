@@ -260,6 +260,7 @@ impl World<'_> {
             return;
         };
         self.attempts.remove(attempt);
+        self.attempt_gone(a.ds);
         if self.graph.is_some() {
             if let Some(h) = &mut self.m.hops {
                 let e = &mut h.ended[ds as usize];

@@ -381,9 +381,11 @@ impl World<'_> {
             self.m.sent(self.now, first);
         }
         self.decide(Decision::Attempt);
+        let ds = self.pick_replica(ds);
         let attempt = self.attempts.insert(Attempt {
             request,
             node,
+            ds,
             n,
             sent: self.now,
         });

@@ -76,6 +76,8 @@ fn simulated(mut s: Scenario, policy: usize, downstream: &str, latency: u64) -> 
         handler: None,
         replicas: None,
         balancer: None,
+        outlier_detection: None,
+        retry_host: None,
     }];
     s.faults = vec![];
     s.policies = vec![s.policies[policy].clone()];

@@ -92,12 +92,9 @@ pub(crate) fn check(
     let seen = check_downstreams(&c, s, limits, &root)?;
     // A replicated downstream's name reaches its group (its replica 0 stands for it).
     let ds_index = |name: &str| {
-        seen.get(name).map(|&i| i as u16).or_else(|| {
-            groups
-                .iter()
-                .find(|g| g.name == name)
-                .map(|g| g.members[0])
-        })
+        seen.get(name)
+            .map(|&i| i as u16)
+            .or_else(|| groups.iter().find(|g| g.name == name).map(|g| g.members[0]))
     };
     check_faults(&c, s, &root, &ds_index)?;
     super::graph::check_graph(&c, s, limits, &root, &ds_index)?;

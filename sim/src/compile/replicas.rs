@@ -8,13 +8,19 @@
 //! replica (one copy per replica), one naming `name[k]` hits replica `k` only. Sizes are checked
 //! here, before anything is allocated for them.
 
-use crate::scenario::{Balancer, Checker, DownstreamModel, Fault, Path, Scenario, ScenarioError};
+use crate::scenario::{
+    Balancer, Checker, DownstreamModel, Fault, OutlierDetection, Path, RetryHost, Scenario,
+    ScenarioError,
+};
 
 /// Most replicas one downstream may have.
 pub const MAX_REPLICAS: u32 = 1024;
 
 /// Most downstreams a run may have, replicas included.
 pub const MAX_DOWNSTREAMS: usize = 4096;
+
+/// Most outlier-detection sweeps over a horizon (horizon ÷ interval).
+pub const MAX_SWEEPS: u64 = 10_000_000;
 
 /// One replicated downstream of a run.
 #[derive(Clone, Debug)]
@@ -25,6 +31,10 @@ pub(crate) struct Group {
     pub members: Vec<u16>,
     /// How an attempt picks a replica.
     pub balancer: Balancer,
+    /// Outlier detection over its replicas.
+    pub outlier: Option<OutlierDetection>,
+    /// Where a request's later attempts go.
+    pub retry_host: RetryHost,
 }
 
 /// The name of replica `k` of `name`.
@@ -40,11 +50,12 @@ pub(crate) fn expand(
     file: &str,
     root: &Path,
 ) -> Result<(Scenario, Vec<Group>), ScenarioError> {
-    if s
-        .downstreams
-        .iter()
-        .all(|d| d.replicas.is_none() && d.balancer.is_none())
-    {
+    if s.downstreams.iter().all(|d| {
+        d.replicas.is_none()
+            && d.balancer.is_none()
+            && d.outlier_detection.is_none()
+            && d.retry_host.is_none()
+    }) {
         return Ok((s, Vec::new()));
     }
     let c = Checker::new(&s, text, file);
@@ -59,8 +70,49 @@ pub(crate) fn expand(
                     "a balancer with no replicas: expected `replicas: N` beside it, or no balancer",
                 ));
             }
+            if ds.outlier_detection.is_some() {
+                return Err(c.fail(
+                    &p.field("outlier_detection"),
+                    "outlier detection with no replicas: expected `replicas: N` beside it",
+                ));
+            }
+            if ds.retry_host.is_some() {
+                return Err(c.fail(
+                    &p.field("retry_host"),
+                    "a retry host with no replicas: expected `replicas: N` beside it",
+                ));
+            }
             continue;
         };
+        if let Some(od) = &ds.outlier_detection {
+            let o = p.field("outlier_detection");
+            for (field, v) in [
+                ("interval", od.interval),
+                ("base_ejection_time", od.base_ejection_time),
+                ("max_ejection_time", od.max_ejection_time),
+            ] {
+                c.positive(&o.field(field), v, "a duration")?;
+            }
+            let sweeps = s.horizon.as_nanos() / od.interval.as_nanos().max(1);
+            if sweeps > MAX_SWEEPS {
+                return Err(c.fail(
+                    &o.field("interval"),
+                    format!(
+                        "{} over a horizon of {} is {sweeps} sweeps, more than {MAX_SWEEPS}: expected a longer interval",
+                        od.interval, s.horizon
+                    ),
+                ));
+            }
+            if od.max_ejection_percent > 100 {
+                return Err(c.fail(
+                    &o.field("max_ejection_percent"),
+                    format!(
+                        "{}: expected a percentage in [0, 100]",
+                        od.max_ejection_percent
+                    ),
+                ));
+            }
+        }
         let at = p.field("replicas");
         if n == 0 {
             return Err(c.fail(
@@ -104,6 +156,8 @@ pub(crate) fn expand(
             continue;
         };
         let balancer = s.downstreams[i].balancer.take().unwrap_or_default();
+        let outlier = s.downstreams[i].outlier_detection.take();
+        let retry_host = s.downstreams[i].retry_host.take().unwrap_or_default();
         let name = s.downstreams[i].name.clone();
         let mut members = vec![i as u16];
         s.downstreams[i].name = replica_name(&name, 0);
@@ -138,6 +192,8 @@ pub(crate) fn expand(
             name,
             members,
             balancer,
+            outlier,
+            retry_host,
         });
     }
     Ok((s, groups))

@@ -302,6 +302,8 @@ pub struct World<'c> {
     balancers: Vec<balance::BalancerState>,
     /// Per downstream: attempts sent to it not yet answered or timed out (kept for replicas).
     outstanding: Vec<u32>,
+    /// Per request slot: the replicas it tried (for retries that pick the same or another).
+    tried: Vec<balance::Tried>,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -444,6 +446,11 @@ impl<'c> World<'c> {
         if stack.counts_extra() {
             m.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
         }
+        for g in c.groups.iter().filter(|g| g.outlier.is_some()) {
+            for &r in &g.members {
+                m.ds[usize::from(r)].ejections = Some(0);
+            }
+        }
         let graph = graph::Graph::new(c, stack).map(|(g, depth)| {
             m.hops = Some(crate::metrics::hops::HopCounters::new(depth, c.buckets));
             for (i, d) in ds.iter_mut().enumerate() {
@@ -526,6 +533,7 @@ impl<'c> World<'c> {
             graph,
             balancers: balance::BalancerState::all(c, seed),
             outstanding: vec![0; s.downstreams.len()],
+            tried: Vec::new(),
         }
     }
 
@@ -896,6 +904,9 @@ impl<'c> World<'c> {
                 if let Some(a) = self.attempts.get(attempt).copied() {
                     self.attempts.remove(attempt);
                     self.attempt_gone(a.ds);
+                    if !self.c.groups.is_empty() {
+                        self.outlier_outcome(a.ds, true);
+                    }
                     if self.graph.is_some() {
                         self.hop_ended(a);
                     } else {

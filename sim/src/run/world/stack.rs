@@ -381,7 +381,7 @@ impl World<'_> {
             self.m.sent(self.now, first);
         }
         self.decide(Decision::Attempt);
-        let ds = self.pick_replica(ds);
+        let ds = self.pick_replica(ds, request, first);
         let attempt = self.attempts.insert(Attempt {
             request,
             node,

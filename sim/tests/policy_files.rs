@@ -74,6 +74,10 @@ fn simulated(mut s: Scenario, policy: usize, downstream: &str, latency: u64) -> 
         },
         network: Network::default(),
         handler: None,
+        replicas: None,
+        balancer: None,
+        outlier_detection: None,
+        retry_host: None,
     }];
     s.faults = vec![];
     s.policies = vec![s.policies[policy].clone()];

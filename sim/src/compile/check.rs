@@ -84,12 +84,18 @@ pub(crate) fn check(
     file: &str,
     limits: &Limits,
     root: Path,
+    groups: &[super::replicas::Group],
 ) -> Result<Vec<CompiledStack>, ScenarioError> {
     let c = Checker::new(s, text, file);
     check_header(&c, s, limits, &root)?;
     let clients = check_workload(&c, s, limits, &root)?;
     let seen = check_downstreams(&c, s, limits, &root)?;
-    let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
+    // A replicated downstream's name reaches its group (its replica 0 stands for it).
+    let ds_index = |name: &str| {
+        seen.get(name)
+            .map(|&i| i as u16)
+            .or_else(|| groups.iter().find(|g| g.name == name).map(|g| g.members[0]))
+    };
     check_faults(&c, s, &root, &ds_index)?;
     super::graph::check_graph(&c, s, limits, &root, &ds_index)?;
     let stacks = check_policies(&c, s, limits, &root, clients, &ds_index)?;
@@ -247,7 +253,7 @@ fn check_downstreams<'s>(
     if s.downstreams.is_empty() {
         return Err(c.fail(&d, "no downstreams: expected at least one, such as (name: \"api\", model: Server(workers: 8, service: Exponential(mean: \"10ms\")))"));
     }
-    if s.downstreams.len() > 4096 {
+    if s.downstreams.len() > super::replicas::MAX_DOWNSTREAMS {
         return Err(c.fail(&d, "more than 4096 downstreams"));
     }
     let mut seen = HashMap::with_capacity(s.downstreams.len());
@@ -556,13 +562,14 @@ fn check_variant(
     stacks: &[CompiledStack],
 ) -> Check {
     if parameter.starts_with("policies") {
-        return check(v, "", file, limits, Path::root()).map(drop);
+        return check(v, "", file, limits, Path::root(), &[]).map(drop);
     }
     let c = Checker::new(v, "", file);
     let root = Path::root();
     check_header(&c, v, limits, &root)?;
     let clients = check_workload(&c, v, limits, &root)?;
     let seen = check_downstreams(&c, v, limits, &root)?;
+    // Sweeps over replicas are refused before this: no groups here.
     let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
     check_faults(&c, v, &root, &ds_index)?;
     // What the new value can change for the policies: a downstream or fault that makes a retry

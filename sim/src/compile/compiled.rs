@@ -43,6 +43,10 @@ pub struct Compiled {
     pub(crate) buckets: usize,
     /// Where the scenario was read from, to point at fields in later errors.
     pub(crate) origin: Origin,
+    /// Replicated downstreams: their replicas and balancers.
+    pub(crate) groups: Vec<super::replicas::Group>,
+    /// Per downstream: the index of its group in `groups`, or `u16::MAX`.
+    pub(crate) group_of: Vec<u16>,
 }
 
 /// Where a compiled scenario came from: the file's name and text and the scenario's path in it.
@@ -110,6 +114,7 @@ impl Compiled {
         scenario: Scenario,
         mut stacks: Vec<CompiledStack>,
         origin: Origin,
+        groups: Vec<super::replicas::Group>,
     ) -> Self {
         let ds_names: Vec<String> = scenario
             .downstreams
@@ -153,6 +158,12 @@ impl Compiled {
         let horizon_ns = scenario.horizon.as_nanos();
         let bucket_ns = scenario.bucket.as_nanos().max(1);
         let buckets = horizon_ns.div_ceil(bucket_ns).max(1) as usize;
+        let mut group_of = vec![u16::MAX; scenario.downstreams.len()];
+        for (g, group) in groups.iter().enumerate() {
+            for &m in &group.members {
+                group_of[usize::from(m)] = g as u16;
+            }
+        }
         Compiled {
             timeline: Timeline::new(&scenario),
             scenario,
@@ -165,6 +176,8 @@ impl Compiled {
             bucket_ns,
             buckets,
             origin,
+            groups,
+            group_of,
         }
     }
 

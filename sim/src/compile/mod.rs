@@ -12,6 +12,7 @@ mod compiled;
 pub mod graph;
 mod limits;
 mod livelock;
+pub mod replicas;
 
 pub use compiled::Compiled;
 pub(crate) use compiled::Origin;
@@ -72,13 +73,14 @@ pub fn compile_each<'a>(
                 escape(&other)
             )));
         }
-        let stacks = check::check(&s, text, path, limits, root.clone())?;
+        let (s, groups) = replicas::expand(s, text, path, &root)?;
+        let stacks = check::check(&s, text, path, limits, root.clone(), &groups)?;
         let origin = Origin {
             file: path.to_string(),
             text: shared.clone(),
             root,
         };
-        Ok(Compiled::build(s, stacks, origin))
+        Ok(Compiled::build(s, stacks, origin, groups))
     }))
 }
 
@@ -89,10 +91,11 @@ pub(crate) fn compile(
     shown: &str,
     limits: &Limits,
 ) -> Result<Compiled, ScenarioError> {
-    let stacks = check::check(&s, "", shown, limits, Path::root())?;
+    let (s, groups) = replicas::expand(s, "", shown, &Path::root())?;
+    let stacks = check::check(&s, "", shown, limits, Path::root(), &groups)?;
     let origin = Origin {
         file: shown.to_string(),
         ..Origin::default()
     };
-    Ok(Compiled::build(s, stacks, origin))
+    Ok(Compiled::build(s, stacks, origin, groups))
 }

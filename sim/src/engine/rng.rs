@@ -30,6 +30,8 @@ pub enum StreamId {
     Faults(u16),
     /// Per-request timeouts drawn by calls (keyed by request number and node).
     Timeouts,
+    /// A replicated downstream's balancer (its group's index).
+    Balancer(u16),
     #[cfg(test)]
     /// Tests.
     Test,
@@ -44,6 +46,7 @@ impl StreamId {
             StreamId::Client => 3,
             StreamId::Faults(i) => 0x4_0000 | u64::from(i),
             StreamId::Timeouts => 5,
+            StreamId::Balancer(i) => 0x6_0000 | u64::from(i),
             #[cfg(test)]
             StreamId::Test => 0xFFFF_FFFF,
         }

@@ -146,6 +146,7 @@ impl Mean for DownstreamSummary {
             wasted_s: of(runs, |d| &d.wasted_s),
             commits: of(runs, |d| &d.commits),
             conflicts: of(runs, |d| &d.conflicts),
+            ejections: of(runs, |d| &d.ejections),
         }
     }
 }
@@ -372,6 +373,7 @@ mod tests {
             wasted_s: 0.0,
             commits: conflicts.map(|_| arrivals),
             conflicts,
+            ejections: None,
         };
         let mut a = PolicySummary::empty();
         a.downstreams = vec![ds(100, Some(10))];

@@ -65,6 +65,8 @@ pub struct DsCounters {
     pub work_us: u64,
     /// Wasted service time, microseconds.
     pub wasted_us: u64,
+    /// Times outlier detection ejected it (a replica whose balancer detects outliers).
+    pub ejections: Option<u64>,
 }
 
 /// What a policy's breakers in shadow mode would have done in one run.

@@ -68,6 +68,9 @@ pub struct DownstreamSummary {
     /// Register: conflicting writes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conflicts: Option<u64>,
+    /// A replica whose balancer detects outliers: times it was ejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ejections: Option<u64>,
 }
 
 /// The summary of one (policy, seed) run. The first fields are the `summary.json` contract.
@@ -538,6 +541,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
                 wasted_s: d.wasted_us as f64 / 1e6,
                 commits: cx.register.get(i).copied().flatten().map(|c| c.0),
                 conflicts: cx.register.get(i).copied().flatten().map(|c| c.1),
+                ejections: d.ejections,
             })
             .collect(),
         llm: r

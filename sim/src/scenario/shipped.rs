@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 20] = [
+pub const SHIPPED: [(&str, &str); 23] = [
     (
         "adaptive-limits.ron",
         include_str!("../../../scenarios/adaptive-limits.ron"),
@@ -74,6 +74,18 @@ pub const SHIPPED: [(&str, &str); 20] = [
     (
         "partition-heal.ron",
         include_str!("../../../scenarios/partition-heal.ron"),
+    ),
+    (
+        "replicas-one-bad.ron",
+        include_str!("../../../scenarios/replicas-one-bad.ron"),
+    ),
+    (
+        "replicas-retry-host.ron",
+        include_str!("../../../scenarios/replicas-retry-host.ron"),
+    ),
+    (
+        "replicas-three-tier.ron",
+        include_str!("../../../scenarios/replicas-three-tier.ron"),
     ),
     (
         "shadow-rollout.ron",

@@ -189,6 +189,102 @@ pub struct Downstream {
     /// answers, holding its worker meanwhile. Default none: it answers as a plain server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handler: Option<Handler>,
+    /// Independent copies of this downstream (a `Server` model only), each with its own workers,
+    /// queue and handler, behind its callers' `balancer`. The report names them `name[0]`,
+    /// `name[1]`, ...; a fault naming `name` hits every replica, one naming `name[k]` hits
+    /// replica `k` only. Default none: one server, no balancer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
+    /// How each attempt picks a replica (needs `replicas`). Default `RoundRobin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balancer: Option<Balancer>,
+    /// Outlier detection over the replicas (needs `replicas`), as Envoy's `outlier_detection`:
+    /// a replica is ejected from the balancer for a while after consecutive errors, or when its
+    /// success rate falls far below the others'. Default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlier_detection: Option<OutlierDetection>,
+    /// Where a request's later attempts to the replicas go (needs `replicas`). Default `Any`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_host: Option<RetryHost>,
+}
+
+/// Where a request's later attempts (retries, hedges) to a replicated downstream go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RetryHost {
+    /// Wherever the balancer picks, as for a first attempt.
+    #[default]
+    Any,
+    /// The replica of the request's previous attempt, while it is not ejected (a client that
+    /// keeps its connection).
+    Same,
+    /// A replica the request has not tried yet while one is left (Envoy's `previous_hosts` retry
+    /// predicate; replica `k` counts as `k % 64`).
+    Other,
+}
+
+/// Envoy's `outlier_detection`, with its defaults. An answer that is an error, an unavailable
+/// answer, a 5xx status, a reset or a timeout counts as a 5xx; any other answer as a success.
+/// A replica with `consecutive_5xx` 5xx in a row is ejected at once; every `interval`, ejected
+/// replicas whose time is up come back (ejection time = `base_ejection_time` × the times it was
+/// ejected, at most `max_ejection_time`; a replica not ejected at a sweep has that count lowered
+/// by one), then success-rate detection runs: with at least `success_rate_minimum_hosts`
+/// replicas each answering at least `success_rate_request_volume` calls in the interval, a replica
+/// whose success rate is below mean − `success_rate_stdev_factor` / 1000 × standard deviation is
+/// ejected. Never more than `max_ejection_percent` of the replicas are ejected at once, but one
+/// may always be. A balancer sends to ejected replicas only when fewer than half are left (Envoy's
+/// panic threshold of 50%).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutlierDetection {
+    /// 5xx in a row that eject a replica (0: off). Default 5.
+    pub consecutive_5xx: u32,
+    /// Time between sweeps. Default 10 s.
+    pub interval: Duration,
+    /// Ejection time per ejection so far. Default 30 s.
+    pub base_ejection_time: Duration,
+    /// Longest ejection time. Default 300 s.
+    pub max_ejection_time: Duration,
+    /// Most replicas ejected at once, percent. Default 10.
+    pub max_ejection_percent: u32,
+    /// Replicas with enough calls for success-rate detection to run. Default 5.
+    pub success_rate_minimum_hosts: u32,
+    /// Calls in an interval for a replica to count in success-rate detection. Default 100.
+    pub success_rate_request_volume: u32,
+    /// Standard deviations below the mean, × 1000, that eject (0: success-rate detection off).
+    /// Default 1900.
+    pub success_rate_stdev_factor: u32,
+}
+
+impl Default for OutlierDetection {
+    fn default() -> Self {
+        OutlierDetection {
+            consecutive_5xx: 5,
+            interval: Duration::from_secs(10),
+            base_ejection_time: Duration::from_secs(30),
+            max_ejection_time: Duration::from_secs(300),
+            max_ejection_percent: 10,
+            success_rate_minimum_hosts: 5,
+            success_rate_request_volume: 100,
+            success_rate_stdev_factor: 1900,
+        }
+    }
+}
+
+/// How an attempt to a replicated downstream picks its replica. The random draws come from the
+/// run's own stream for the downstream, so runs stay deterministic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Balancer {
+    /// Each replica in turn.
+    #[default]
+    RoundRobin,
+    /// A replica drawn uniformly.
+    Random,
+    /// The replica with the fewest attempts outstanding (sent, not yet answered or timed out)
+    /// from this run's callers; ties go to the first after the last pick.
+    LeastOutstanding,
+    /// Two distinct replicas drawn uniformly, the one with fewer attempts outstanding taken (the
+    /// first drawn on a tie): Envoy's `LEAST_REQUEST` with its default `choice_count` of 2.
+    PowerOfTwo,
 }
 
 /// A service's handler: the calls each job makes once its own service time is over, and how it

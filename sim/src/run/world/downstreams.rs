@@ -260,6 +260,19 @@ impl World<'_> {
             return;
         };
         self.attempts.remove(attempt);
+        self.attempt_gone(a.ds);
+        if !self.c.groups.is_empty() {
+            let failed = match reply {
+                Reply::Error | Reply::Unavailable | Reply::Reset => true,
+                Reply::Status => self
+                    .c
+                    .statuses
+                    .get(hint as usize)
+                    .is_some_and(|s| s.class().is_some()),
+                _ => false,
+            };
+            self.outlier_outcome(ds, failed);
+        }
         if self.graph.is_some() {
             if let Some(h) = &mut self.m.hops {
                 let e = &mut h.ended[ds as usize];

@@ -83,6 +83,13 @@ impl Graph {
             }
             frontier = next;
         }
+        // Replicas sit at their group's depth (calls name replica 0).
+        for g in &c.groups {
+            let d0 = depth[usize::from(g.members[0])];
+            for &m in &g.members[1..] {
+                depth[usize::from(m)] = d0;
+            }
+        }
         let mut margin: Vec<Option<u64>> = c
             .scenario
             .downstreams
@@ -103,6 +110,13 @@ impl Graph {
             for &root in &stack.handlers[u] {
                 for callee in calls_of(stack, root) {
                     margin[callee] = margin[callee].or(Some(0));
+                    // Every replica of a group honours them.
+                    let g = c.group_of.get(callee).copied().unwrap_or(u16::MAX);
+                    if let Some(group) = c.groups.get(usize::from(g)) {
+                        for &m in &group.members {
+                            margin[usize::from(m)] = margin[usize::from(m)].or(Some(0));
+                        }
+                    }
                 }
             }
         }
@@ -371,11 +385,10 @@ impl World<'_> {
     /// edge's figures if it is the edge's.
     pub(super) fn hop_ended(&mut self, a: Attempt) {
         let latency = self.now - a.sent;
-        if let Some(NodeKind::Call { ds, .. }) =
-            self.stack.nodes.get(a.node as usize).map(|n| &n.kind)
+        if let Some(NodeKind::Call { .. }) = self.stack.nodes.get(a.node as usize).map(|n| &n.kind)
             && let Some(h) = &mut self.m.hops
         {
-            let e = &mut h.ended[*ds as usize];
+            let e = &mut h.ended[a.ds as usize];
             e.0 += 1;
             e.1 += latency / 1_000;
         }

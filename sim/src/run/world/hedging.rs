@@ -255,8 +255,9 @@ impl World<'_> {
             let Some(c) = self.copies.get_mut(idx).map(std::mem::take) else {
                 continue;
             };
-            if self.attempts.contains(c.attempt) {
+            if let Some(a) = self.attempts.get(c.attempt).copied() {
                 self.attempts.remove(c.attempt);
+                self.attempt_gone(a.ds);
                 self.decide(Decision::Cancelled(c.n));
                 let (h, i) = self.instance_of(&self.hedgers, *slot, request);
                 let elapsed = Duration::from_nanos(self.now.saturating_sub(c.sent));

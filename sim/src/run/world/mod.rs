@@ -38,6 +38,7 @@ use crate::run::RunError;
 use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload};
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
+mod balance;
 mod downstreams;
 mod graph;
 mod hedging;
@@ -67,6 +68,8 @@ struct Request {
 struct Attempt {
     request: Handle,
     node: u16,
+    /// The downstream it was sent to (a replica, behind a balancer).
+    ds: u16,
     /// Its number among its request's attempts, from 1.
     n: u32,
     /// When it was sent, for the attempt latency recovery is judged on.
@@ -295,6 +298,12 @@ pub struct World<'c> {
     progress: Option<&'c (dyn Fn(u64) + Sync)>,
     /// Call-graph state, when a downstream is a service.
     graph: Option<Box<graph::Graph>>,
+    /// Per replicated downstream: its balancer's state.
+    balancers: Vec<balance::BalancerState>,
+    /// Per downstream: attempts sent to it not yet answered or timed out (kept for replicas).
+    outstanding: Vec<u32>,
+    /// Per request slot: the replicas it tried (for retries that pick the same or another).
+    tried: Vec<balance::Tried>,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -437,6 +446,11 @@ impl<'c> World<'c> {
         if stack.counts_extra() {
             m.extra = Some(crate::metrics::extra::ExtraCounters::new(c.buckets));
         }
+        for g in c.groups.iter().filter(|g| g.outlier.is_some()) {
+            for &r in &g.members {
+                m.ds[usize::from(r)].ejections = Some(0);
+            }
+        }
         let graph = graph::Graph::new(c, stack).map(|(g, depth)| {
             m.hops = Some(crate::metrics::hops::HopCounters::new(depth, c.buckets));
             for (i, d) in ds.iter_mut().enumerate() {
@@ -517,6 +531,9 @@ impl<'c> World<'c> {
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
             graph,
+            balancers: balance::BalancerState::all(c, seed),
+            outstanding: vec![0; s.downstreams.len()],
+            tried: Vec::new(),
         }
     }
 
@@ -886,6 +903,10 @@ impl<'c> World<'c> {
             EventKind::Timeout { attempt } => {
                 if let Some(a) = self.attempts.get(attempt).copied() {
                     self.attempts.remove(attempt);
+                    self.attempt_gone(a.ds);
+                    if !self.c.groups.is_empty() {
+                        self.outlier_outcome(a.ds, true);
+                    }
                     if self.graph.is_some() {
                         self.hop_ended(a);
                     } else {

@@ -391,9 +391,11 @@ impl World<'_> {
             self.m.sent(self.now, first);
         }
         self.decide(Decision::Attempt);
+        let ds = self.pick_replica(ds, request, first);
         let attempt = self.attempts.insert(Attempt {
             request,
             node,
+            ds,
             n,
             sent: self.now,
         });

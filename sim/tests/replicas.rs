@@ -1,0 +1,196 @@
+//! Replicas behind a balancer.
+//!
+//! - (c) One bad replica of five (`scenarios/replicas-one-bad.ron`): outlier ejection keeps edge
+//!   success ≥ 99% where no protection gives ~90% while the replica is bad; a per-service breaker
+//!   either never trips (and the bad replica keeps failing calls) or trips and cuts all five.
+//! - (d) Retry to another host vs the same host (`scenarios/replicas-retry-host.ron`), one replica
+//!   50x slower: retries to a replica not tried yet fail no request; retries pinned to the same
+//!   replica fail the requests that drew the slow one three times in a row.
+//! - Balancers spread calls as they say, and a run is the same on any number of threads.
+
+use sim::compile::Compiled;
+use sim::metrics::PolicySummary;
+
+const ONE_BAD: &str = include_str!("../../scenarios/replicas-one-bad.ron");
+const RETRY_HOST: &str = include_str!("../../scenarios/replicas-retry-host.ron");
+
+fn scenario(text: &str, file: &str, name: &str) -> Compiled {
+    sim::load_all(text, file)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .find(|c| c.scenario.name == name)
+        .unwrap()
+}
+
+/// Every policy's summary per seed: `[policy][seed]`.
+fn runs(c: &Compiled, seeds: &[u64], jobs: usize) -> Vec<Vec<PolicySummary>> {
+    let r = sim::run(
+        c,
+        seeds,
+        sim::run::BatchOptions {
+            jobs,
+            progress: false,
+        },
+    )
+    .unwrap();
+    let mut out = vec![Vec::new(); c.scenario.policies.len()];
+    for x in r.results {
+        out[x.policy].push(x.output.summary);
+    }
+    out
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn success(runs: &[PolicySummary]) -> f64 {
+    mean(runs.iter().map(|s| s.success_rate))
+}
+
+/// Case (c) over `seeds` seeds.
+fn one_bad_replica(seeds: u64) {
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let plain = runs(
+        &scenario(ONE_BAD, "replicas-one-bad.ron", "one-bad-replica"),
+        &seeds,
+        2,
+    );
+    let ejection = runs(
+        &scenario(ONE_BAD, "replicas-one-bad.ron", "one-bad-replica-ejection"),
+        &seeds,
+        2,
+    );
+    let (none, breaker, tight, ejected) = (&plain[0], &plain[1], &plain[2], &ejection[0]);
+    let ejections = mean(ejected.iter().map(|s| {
+        s.downstreams
+            .iter()
+            .find(|d| d.name == "api[2]")
+            .and_then(|d| d.ejections)
+            .unwrap_or(0) as f64
+    }));
+    let good_ejections: u64 = ejected
+        .iter()
+        .flat_map(|s| s.downstreams.iter())
+        .filter(|d| d.name != "api[2]")
+        .map(|d| d.ejections.unwrap_or(0))
+        .sum();
+    println!(
+        "one bad replica of five, {} seeds: edge success no protection {:.2}%, per-service breaker (50%) {:.2}% with {:.1} transitions per run, tight per-service breaker (5%) {:.2}% with {:.1} transitions per run, outlier ejection {:.2}% ({ejections:.1} ejections of the bad replica per run, {good_ejections} of good ones)",
+        seeds.len(),
+        100.0 * success(none),
+        100.0 * success(breaker),
+        mean(breaker.iter().map(|s| s.breaker_transitions as f64)),
+        100.0 * success(tight),
+        mean(tight.iter().map(|s| s.breaker_transitions as f64)),
+        100.0 * success(ejected),
+    );
+    assert!(
+        success(ejected) >= 0.99,
+        "outlier ejection: {}",
+        success(ejected)
+    );
+    assert!(success(none) < 0.95, "no protection: {}", success(none));
+    // The per-service breaker never trips: it changes nothing.
+    assert!(breaker.iter().all(|s| s.breaker_transitions == 0));
+    assert!((success(breaker) - success(none)).abs() < 1e-9);
+    // The tight one trips, and each time it cuts all five: worse than no breaker at all.
+    assert!(tight.iter().all(|s| s.breaker_transitions > 0));
+    assert!(success(tight) < success(none));
+    assert!(ejections >= 1.0);
+}
+
+#[test]
+fn one_bad_replica_outlier_ejection_keeps_success_and_a_service_breaker_cannot() {
+    one_bad_replica(2);
+}
+
+#[test]
+#[ignore = "five seeds of three 300 s runs: run in release (.ci/run sim_graphs)"]
+fn one_bad_replica_over_five_seeds() {
+    one_bad_replica(5);
+}
+
+/// Case (d) over `seeds` seeds: (same, other, any) edge success.
+fn retry_host(seeds: u64) -> (f64, f64, f64) {
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let one = |name: &str| {
+        let r = runs(
+            &scenario(RETRY_HOST, "replicas-retry-host.ron", name),
+            &seeds,
+            2,
+        );
+        success(&r[0])
+    };
+    let (same, other, any) = (
+        one("retry-same-host"),
+        one("retry-other-host"),
+        one("retry-any-host"),
+    );
+    println!(
+        "one slow replica of five, 3 attempts, {} seeds: edge success same host {:.2}%, other host {:.2}%, any host {:.2}%",
+        seeds.len(),
+        100.0 * same,
+        100.0 * other,
+        100.0 * any
+    );
+    (same, other, any)
+}
+
+#[test]
+fn retries_to_another_replica_get_past_a_slow_one_and_retries_to_the_same_do_not() {
+    let (same, other, any) = retry_host(2);
+    assert!(other >= 0.999, "other host: {other}");
+    assert!(same < 0.95, "same host: {same}");
+    assert!(any > same && any <= other + 1e-9, "any host: {any}");
+}
+
+#[test]
+#[ignore = "five seeds of three 120 s runs: run in release (.ci/run sim_graphs)"]
+fn retry_host_over_five_seeds() {
+    retry_host(5);
+}
+
+const SPREAD: &str = r#"Scenario(
+    name: "spread",
+    horizon: "10s",
+    seeds: 1,
+    workload: OpenLoop(rate: 500.0, arrivals: Constant),
+    downstreams: [
+        (name: "api", model: Server(workers: 4, service: Constant("1ms")), replicas: 4, balancer: BALANCER),
+    ],
+    policies: [(name: "p", stack: Call(downstream: "api", timeout: "1s"))],
+)"#;
+
+fn arrivals(balancer: &str, jobs: usize) -> Vec<u64> {
+    let text = SPREAD.replace("BALANCER", balancer);
+    let c = scenario(&text, "spread.ron", "spread");
+    let r = runs(&c, &[1, 2, 3], jobs);
+    r[0].iter()
+        .flat_map(|s| s.downstreams.iter().map(|d| d.arrivals))
+        .collect()
+}
+
+#[test]
+fn balancers_spread_calls_and_runs_do_not_depend_on_threads() {
+    // Round robin: exactly even.
+    let rr = arrivals("RoundRobin", 1);
+    for seed in rr.chunks(4) {
+        assert!(
+            seed.iter().max().unwrap() - seed.iter().min().unwrap() <= 1,
+            "{seed:?}"
+        );
+    }
+    for b in ["Random", "LeastOutstanding", "PowerOfTwo"] {
+        let one = arrivals(b, 1);
+        assert_eq!(one, arrivals(b, 3), "{b} with 1 and 3 threads");
+        for seed in one.chunks(4) {
+            let total: u64 = seed.iter().sum();
+            assert!(total > 4_900, "{b}: {seed:?}");
+            for &a in seed {
+                assert!(a * 4 > total / 2 && a * 4 < total * 2, "{b}: {seed:?}");
+            }
+        }
+    }
+}

@@ -44,6 +44,36 @@ fn interrupted(s: &Sequence) -> Option<String> {
     })
 }
 
+/// A face building `Reliable` nests its layers in the one order the builder has (the stock
+/// one, or the throttle and breaker outside the retry): it cannot run another nesting.
+fn stock_nesting(s: &Sequence) -> Option<String> {
+    s.policy
+        .nested_otherwise()
+        .then(|| "nesting: a `Reliable` nests its layers in the stock order".into())
+}
+
+/// Whether `face` follows the semantics the engine fixed (an answer that opens the breaker ends
+/// the call at once): the faces that drive the engine do.
+pub fn follows_engine(face: &str) -> bool {
+    matches!(face, "engine" | "reliable-call" | "reliable-call-blocking")
+}
+
+/// Whether a generated sequence whose expected trace is `want` is pending for `face`: the face
+/// does not follow the engine's semantics yet, and the trace shows them (an attempt's answer
+/// opened the breaker and the call ended at once, refused by it, where a face deciding with
+/// its own loop retries into the open breaker).
+pub fn pending_generated(face: &str, want: &str) -> bool {
+    if follows_engine(face) {
+        return false;
+    }
+    let lines: Vec<&str> = want.lines().collect();
+    lines.windows(2).any(|w| {
+        w[0].contains("\"ev\":\"breaker\"")
+            && w[0].contains("\"to\":\"open\"")
+            && w[1].contains("\"ev\":\"refused\",\"by\":\"breaker\"")
+    })
+}
+
 /// The face that writes the expected traces: the core's call engine, driven directly.
 pub const REFERENCE: Face = ALL[4];
 
@@ -52,7 +82,7 @@ pub const ALL: [Face; 5] = [
     Face {
         name: "reliable-call",
         run: reliable_call,
-        skips: interrupted,
+        skips: |s| interrupted(s).or_else(|| stock_nesting(s)),
     },
     Face {
         name: "reliable-call-blocking",
@@ -61,6 +91,7 @@ pub const ALL: [Face; 5] = [
             s.policy
                 .hedge
                 .map(|_| "hedge: a blocking call is never hedged".to_string())
+                .or_else(|| stock_nesting(s))
         },
     },
     Face {
@@ -68,6 +99,9 @@ pub const ALL: [Face; 5] = [
         run: tower_reliable_layer,
         skips: |s| match (&s.policy.limit, &s.policy.ledger, &s.policy.breaker) {
             _ if s.policy.uninterruptible => interrupted(s),
+            _ if s.policy.nested_otherwise() => {
+                Some("nesting: `ReliableLayer` nests its layers in the stock order".into())
+            }
             (Some(_), _, _) if s.policy.hedge.is_some() => Some(
                 "limit: a limit layer below the hedge layer fails a hedge as a refused copy, \
                  above it never sees hedges"

@@ -44,14 +44,6 @@ fn interrupted(s: &Sequence) -> Option<String> {
     })
 }
 
-/// A face building `Reliable` nests its layers in the one order the builder has (the stock
-/// one, or the throttle and breaker outside the retry): it cannot run another nesting.
-fn stock_nesting(s: &Sequence) -> Option<String> {
-    s.policy
-        .nested_otherwise()
-        .then(|| "nesting: a `Reliable` nests its layers in the stock order".into())
-}
-
 /// Whether `face` follows the semantics the engine fixed (an answer that opens the breaker ends
 /// the call at once): the faces that drive the engine do.
 pub fn follows_engine(face: &str) -> bool {
@@ -82,7 +74,7 @@ pub const ALL: [Face; 5] = [
     Face {
         name: "reliable-call",
         run: reliable_call,
-        skips: |s| interrupted(s).or_else(|| stock_nesting(s)),
+        skips: interrupted,
     },
     Face {
         name: "reliable-call-blocking",
@@ -91,7 +83,6 @@ pub const ALL: [Face; 5] = [
             s.policy
                 .hedge
                 .map(|_| "hedge: a blocking call is never hedged".to_string())
-                .or_else(|| stock_nesting(s))
         },
     },
     Face {
@@ -213,6 +204,10 @@ fn builder(s: &Sequence, trace: &Trace, draws: &crate::Draws) -> reliable::Build
     let b = match p.breaker() {
         Some(c) => b.breaker(c),
         None => b.no_breaker(),
+    };
+    let b = match p.nested_otherwise() {
+        true => b.nesting(p.gates()),
+        false => b,
     };
     let b = match p.budget() {
         Some(c) => b.budget(c),

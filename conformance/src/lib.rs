@@ -438,6 +438,30 @@ impl PolicyBlock {
         self.order() != stock
     }
 
+    /// Where the gates sit around the retry, as the engine reads the nesting.
+    pub fn gates(&self) -> reliable_core::engine::Nesting {
+        use reliable_core::engine::{Gate, Nesting};
+        let order = self.order();
+        let retry = order.iter().position(|l| *l == "retry").unwrap_or(0);
+        let gate = |l: &&str| match *l {
+            "throttle" => Some(Gate::Throttle),
+            "breaker" => Some(Gate::Breaker),
+            "limit" => Some(Gate::Limit),
+            "rate_limit" => Some(Gate::Rate),
+            _ => None,
+        };
+        let outside: Vec<Gate> = order[..retry].iter().filter_map(gate).collect();
+        let inside: Vec<Gate> = order[retry..].iter().filter_map(gate).collect();
+        let ledger_at = order[..retry]
+            .iter()
+            .position(|l| *l == "ledger")
+            .map_or(outside.len(), |at| {
+                order[..at].iter().filter_map(gate).count()
+            });
+        // `load` holds every name to one place.
+        Nesting::new(&outside, ledger_at, &inside).unwrap_or_default()
+    }
+
     /// Why `nesting` is ill-formed, if it is.
     fn nesting_error(&self) -> Option<String> {
         let n = self.nesting.as_ref()?;

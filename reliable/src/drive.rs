@@ -54,13 +54,16 @@ impl<'r> Layers<'r> {
     /// The instance's plan for a call.
     pub fn plan(&self) -> Plan {
         let i = self.inner;
-        Plan::new(i.retry)
-            .scope(match i.scope {
-                Scope::PerAttempt => BreakerScope::PerAttempt,
-                Scope::PerCall => BreakerScope::PerCall,
-            })
-            .idempotency(i.idempotency)
-            .copy_timeout(i.copy_timeout)
+        let plan = Plan::new(i.retry).scope(match i.scope {
+            Scope::PerAttempt => BreakerScope::PerAttempt,
+            Scope::PerCall => BreakerScope::PerCall,
+        });
+        match i.nesting {
+            Some(n) => plan.nesting(n),
+            None => plan,
+        }
+        .idempotency(i.idempotency)
+        .copy_timeout(i.copy_timeout)
     }
 }
 

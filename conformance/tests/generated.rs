@@ -106,3 +106,8 @@ fn reliable_call() {
 fn reliable_call_blocking() {
     check(ALL[1]);
 }
+
+#[test]
+fn tower_reliable_layer() {
+    check(ALL[2]);
+}

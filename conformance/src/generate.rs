@@ -63,7 +63,7 @@ pub fn name(order: &[&str]) -> String {
 /// Each layer's block, as the policy block writes it.
 fn block(layer: &str) -> &'static str {
     match layer {
-        "ledger" => r#""ledger": { "ratio": 1.0, "min_per_sec": 0, "ttl_ms": 10000 }"#,
+        "ledger" => r#""ledger": { "ratio": 0.5, "min_per_sec": 0, "ttl_ms": 10000 }"#,
         "throttle" => {
             r#""throttle": { "k": 1.0, "window_ms": 2000, "buckets": 4, "max_rejection": null, "draws": [0.9, 0.4, 0.2, 0.9, 0.7, 0.8, 0.1, 0.6, 0.3, 0.95, 0.5, 0.1, 0.85, 0.65, 0.25, 0.9, 0.45, 0.15, 0.75, 0.55, 0.35, 0.9, 0.6, 0.2, 0.7, 0.4] }"#
         }

@@ -604,14 +604,18 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         // The gates outside the retry, outermost first: those before the budget starts (the
         // ledger's deposit), then those after.
         let (before, after) = plan.nesting.outside().split_at(plan.nesting.ledger_at());
-        if let Err(refusal) = call.pass_call(before, false, now) {
+        if !before.is_empty()
+            && let Err(refusal) = call.pass_call(before, false, now)
+        {
             // Refused before the budget started: it never heard of the call.
             call.settle_call(AttemptOutcome::Cancelled, now);
             call.refuse(refusal);
             return call;
         }
         call.retry = shared.budget(|b| plan.retry.start(now, b));
-        if let Err(refusal) = call.pass_call(after, true, now) {
+        if !after.is_empty()
+            && let Err(refusal) = call.pass_call(after, true, now)
+        {
             call.finish(now);
             call.refuse(refusal);
             return call;
@@ -803,6 +807,9 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
 
     /// The call is over as `end` says: the gates outside the retry hear it.
     fn settle_call(&mut self, end: AttemptOutcome, now: Instant) {
+        if self.plan.nesting.outside().is_empty() {
+            return;
+        }
         let held = core::mem::take(&mut self.call_held);
         self.settle(held, end, now, self.plan.nesting.outside());
     }

@@ -131,6 +131,17 @@ pub struct Nesting {
     len: u8,
     outside: u8,
     ledger_at: u8,
+    /// The gates outside the retry and inside it, a bit each (`Gate::bit`).
+    outside_bits: u8,
+    inside_bits: u8,
+    /// The limit sits inside the breaker: an end reaches it first.
+    limit_first: bool,
+}
+
+impl Gate {
+    const fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
 }
 
 /// Why a [`Nesting`] cannot be built: a gate named twice.
@@ -145,6 +156,9 @@ impl Nesting {
         len: 4,
         outside: 0,
         ledger_at: 0,
+        outside_bits: 0,
+        inside_bits: 0b1111,
+        limit_first: true,
     };
 
     /// `Throttle → Ledger → Breaker → Retry → Limit → RateLimit`: the throttle and the breaker
@@ -154,6 +168,9 @@ impl Nesting {
         len: 4,
         outside: 2,
         ledger_at: 1,
+        outside_bits: Gate::Throttle.bit() | Gate::Breaker.bit(),
+        inside_bits: Gate::Limit.bit() | Gate::Rate.bit(),
+        limit_first: true,
     };
 
     /// The gates `outside` the retry (outermost first; the budget starts, and the ledger takes
@@ -164,6 +181,9 @@ impl Nesting {
             len: 0,
             outside: 0,
             ledger_at: 0,
+            outside_bits: 0,
+            inside_bits: 0,
+            limit_first: true,
         };
         for &g in outside.iter().chain(inside) {
             if n.gates().contains(&g) {
@@ -177,6 +197,10 @@ impl Nesting {
         }
         n.outside = outside.len() as u8;
         n.ledger_at = ledger_at.min(outside.len()) as u8;
+        n.outside_bits = outside.iter().fold(0, |b, g| b | g.bit());
+        n.inside_bits = inside.iter().fold(0, |b, g| b | g.bit());
+        let at = |gate| n.gates().iter().position(|&g| g == gate);
+        n.limit_first = at(Gate::Limit) >= at(Gate::Breaker);
         Ok(n)
     }
 
@@ -204,12 +228,12 @@ impl Nesting {
 
     /// Whether `gate` is inside the retry (it sees every attempt). A gate not named is neither.
     pub fn per_attempt(&self, gate: Gate) -> bool {
-        self.inside().contains(&gate)
+        self.inside_bits & gate.bit() != 0
     }
 
     /// Whether `gate` is outside the retry (it sees the call once).
     pub fn per_call(&self, gate: Gate) -> bool {
-        self.outside().contains(&gate)
+        self.outside_bits & gate.bit() != 0
     }
 }
 
@@ -811,7 +835,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             return;
         }
         let held = core::mem::take(&mut self.call_held);
-        self.settle(held, end, now, self.plan.nesting.outside());
+        self.settle(held, end, now);
     }
 
     fn release_limit(&self, permit: LimitPermit, completion: Completion, now: Instant) {
@@ -827,46 +851,40 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
     }
 
-    /// Hands back what an attempt (or the call) held, as `end` says, innermost gate first
-    /// (`gates`: where it was admitted, outermost first): an answer reaches the inner ones first.
-    fn settle(&self, h: Holdings, end: AttemptOutcome, now: Instant, gates: &[Gate]) {
-        let Holdings {
-            mut breaker,
-            mut limit,
-            draw,
-            throttle,
-        } = h;
-        for &gate in gates.iter().rev() {
-            match gate {
-                Gate::Limit => {
-                    if let Some(p) = limit.take() {
-                        self.release_limit(p, Completion::from(end), now);
-                    }
-                }
-                Gate::Breaker => {
-                    if let Some(p) = breaker.take() {
-                        let outcome = match end {
-                            AttemptOutcome::Success => Outcome::Success,
-                            AttemptOutcome::Failed(class) => Outcome::from(class),
-                            AttemptOutcome::Cancelled => Outcome::Ignored,
-                        };
-                        self.shared.breaker_record(p, outcome, now);
-                    }
-                }
-                Gate::Throttle => {
-                    if throttle {
-                        let accepted = match end {
-                            AttemptOutcome::Success => true,
-                            AttemptOutcome::Failed(class) => class.consequences().accepted,
-                            AttemptOutcome::Cancelled => false,
-                        };
-                        self.shared.throttle(|t| t.record(now, accepted));
-                    }
-                }
-                Gate::Rate => {}
+    /// Hands back what an attempt (or the call) held, as `end` says, the inner of the limit and
+    /// the breaker first (an answer reaches it first; the throttle and the ledger keep no order
+    /// with them).
+    fn settle(&self, h: Holdings, end: AttemptOutcome, now: Instant) {
+        let limit_first = self.plan.nesting.limit_first;
+        let mut limit = h.limit;
+        let release = |limit: Option<LimitPermit>| {
+            if let Some(p) = limit {
+                self.release_limit(p, Completion::from(end), now);
             }
+        };
+        if limit_first {
+            release(limit.take());
         }
-        if let Some(d) = draw {
+        if let Some(p) = h.breaker {
+            let outcome = match end {
+                AttemptOutcome::Success => Outcome::Success,
+                AttemptOutcome::Failed(class) => Outcome::from(class),
+                AttemptOutcome::Cancelled => Outcome::Ignored,
+            };
+            self.shared.breaker_record(p, outcome, now);
+        }
+        if !limit_first {
+            release(limit.take());
+        }
+        if h.throttle {
+            let accepted = match end {
+                AttemptOutcome::Success => true,
+                AttemptOutcome::Failed(class) => class.consequences().accepted,
+                AttemptOutcome::Cancelled => false,
+            };
+            self.shared.throttle(|t| t.record(now, accepted));
+        }
+        if let Some(d) = h.draw {
             self.shared.ledger(|l| l.settle(d, now));
         }
     }
@@ -887,7 +905,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             throttle: false,
         };
         let elapsed = now.saturating_duration_since(c.sent);
-        self.settle(h, end, now, self.plan.nesting.inside());
+        self.settle(h, end, now);
         self.shared.hedger(|hd| hd.copy_ended(elapsed, end));
     }
 
@@ -930,12 +948,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 draw: copy.draw,
                 throttle: false,
             };
-            self.settle(
-                h,
-                AttemptOutcome::Cancelled,
-                now,
-                self.plan.nesting.inside(),
-            );
+            self.settle(h, AttemptOutcome::Cancelled, now);
             return;
         }
         self.push(Action::Send { n, deadline, hedge });
@@ -945,12 +958,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     /// back (a throttle it passed hears a refusal: not accepted); the refusal is waited out if
     /// the policy says so and the wait fits, else the call ends refused.
     fn refused(&mut self, refusal: Refusal, held: Holdings, now: Instant) {
-        self.settle(
-            held,
-            AttemptOutcome::Cancelled,
-            now,
-            self.plan.nesting.inside(),
-        );
+        self.settle(held, AttemptOutcome::Cancelled, now);
         if self.wait_out(refusal, now) {
             return;
         }
@@ -1219,12 +1227,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
         let mut held = Holdings::default();
         if let Err(refusal) = self.pass(self.plan.nesting.inside(), &mut held, now, true, false) {
-            self.settle(
-                held,
-                AttemptOutcome::Cancelled,
-                now,
-                self.plan.nesting.inside(),
-            );
+            self.settle(held, AttemptOutcome::Cancelled, now);
             return self.no_hedge(refusal);
         }
         let drawn = shared
@@ -1250,21 +1253,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                     kind: Extra::Hedge,
                     granted: false,
                 });
-                self.settle(
-                    held,
-                    AttemptOutcome::Cancelled,
-                    now,
-                    self.plan.nesting.inside(),
-                );
+                self.settle(held, AttemptOutcome::Cancelled, now);
                 return self.no_hedge(Refusal::Ledger(denied));
             }
             (_, Err(_)) => {
-                self.settle(
-                    held,
-                    AttemptOutcome::Cancelled,
-                    now,
-                    self.plan.nesting.inside(),
-                );
+                self.settle(held, AttemptOutcome::Cancelled, now);
                 self.hedged = None;
                 return;
             }

@@ -857,13 +857,8 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     fn settle(&self, h: Holdings, end: AttemptOutcome, now: Instant) {
         let limit_first = self.plan.nesting.limit_first;
         let mut limit = h.limit;
-        let release = |limit: Option<LimitPermit>| {
-            if let Some(p) = limit {
-                self.release_limit(p, Completion::from(end), now);
-            }
-        };
-        if limit_first {
-            release(limit.take());
+        if limit_first && let Some(p) = limit.take() {
+            self.release_limit(p, Completion::from(end), now);
         }
         if let Some(p) = h.breaker {
             let outcome = match end {
@@ -873,8 +868,8 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             };
             self.shared.breaker_record(p, outcome, now);
         }
-        if !limit_first {
-            release(limit.take());
+        if let Some(p) = limit {
+            self.release_limit(p, Completion::from(end), now);
         }
         if h.throttle {
             let accepted = match end {

@@ -432,6 +432,13 @@ impl PolicyBlock {
         }
     }
 
+    /// Whether layer `name` is set and nested inside the retry (it judges every attempt).
+    pub fn inside_retry(&self, name: &str) -> bool {
+        let order = self.order();
+        let at = |l: &str| order.iter().position(|x| *x == l);
+        matches!((at(name), at("retry")), (Some(l), Some(r)) if l > r)
+    }
+
     /// Whether the layers nest in another order than the stock one.
     pub fn nested_otherwise(&self) -> bool {
         let stock: Vec<&str> = STOCK_ORDER.into_iter().filter(|l| self.sets(l)).collect();

@@ -195,23 +195,24 @@ fn refusal(by: Refuser) -> NotSent {
 }
 
 /// Why the simulator's layers cannot express a sequence, or `None`: the format's fields its
-/// policy format has no layer or no placement for.
+/// policy format has no layer or no placement for (a gate inside the retry admits each copy of a
+/// hedged attempt in the other faces; outside it, it judges the call once everywhere).
 pub fn skips(s: &Sequence) -> Option<String> {
     let p = &s.policy;
     let hedged = p.hedge.is_some();
     [
         (
-            hedged && p.rate_limit.is_some(),
+            hedged && p.inside_retry("rate_limit"),
             "rate_limit with hedge: a Hedge sends copies of a Call, so a RateLimit counts the \
              hedged call once, not each copy",
         ),
         (
-            hedged && p.limit.is_some(),
+            hedged && p.inside_retry("limit"),
             "limit with hedge: a Hedge sends copies of a Call, so a Limit admits the hedged call \
              once, not each copy",
         ),
         (
-            hedged && p.breaker.is_some(),
+            hedged && p.inside_retry("breaker"),
             "hedge with breaker: a Hedge sends copies of a Call, so its hedges do not pass the \
              breaker",
         ),

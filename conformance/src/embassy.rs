@@ -151,7 +151,7 @@ pub fn run(s: &Sequence) -> Result<String, String> {
         (embassy_time::Instant::now() - t0).as_millis()
     }));
     let draws = s.policy.throttle().map(|(_, d)| d).unwrap_or_default();
-    let stack = built(Stack::from_layer(&crate::engine::stack(s)))?;
+    let stack = built(Stack::from_layer(&crate::engine::stack(s)?))?;
     let extra = Parts {
         extras: extras(&stack)?,
         draws: draws.clone(),

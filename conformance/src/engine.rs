@@ -129,10 +129,11 @@ fn built<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
     r.map_err(|e| e.to_string())
 }
 
-/// The sequence's policy in the policy format, the layers in the order the README gives
-/// (`Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`, without those the block
-/// leaves out), each layer's state one per client.
-pub(crate) fn stack(s: &Sequence) -> Layer<()> {
+/// The sequence's policy in the policy format, the layers nested as the block says (by default
+/// in the order the README gives, `Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`,
+/// without those the block leaves out), each layer's state one per client.
+pub(crate) fn stack(s: &Sequence) -> Result<Layer<()>, String> {
+    use crate::simulator::set;
     let p = &s.policy;
     let scope = Scope::PerClient;
     let mut layer = Layer::Call {
@@ -140,57 +141,52 @@ pub(crate) fn stack(s: &Sequence) -> Layer<()> {
         timeout: p.copy_timeout(),
         timeout_dist: None,
     };
-    let wrap = |l: Layer<()>| Box::new(l);
     if let Some(config) = p.hedge() {
         layer = Layer::Hedge {
             config,
             idempotent: p.idempotent,
             scope,
-            inner: wrap(layer),
+            inner: Box::new(layer),
         };
     }
-    if let Some(config) = p.rate_limit() {
-        layer = Layer::RateLimit {
-            config,
-            scope,
-            inner: wrap(layer),
+    for name in p.order().into_iter().rev() {
+        let inner = Box::new(layer);
+        layer = match name {
+            "ledger" => Layer::Ledger {
+                config: set(p.ledger(), name)?,
+                scope,
+                inner,
+            },
+            "retry" => Layer::Retry {
+                policy: p.retry(),
+                budget: p.budget(),
+                budget_scope: scope,
+                inner,
+            },
+            "throttle" => Layer::Throttle {
+                config: set(p.throttle(), name)?.0,
+                scope,
+                inner,
+            },
+            "breaker" => Layer::Breaker {
+                config: set(p.breaker(), name)?,
+                scope,
+                inner,
+            },
+            "limit" => Layer::Limit {
+                config: set(p.limit(), name)?,
+                scope,
+                inner,
+            },
+            // `load` holds the names to `LAYERS`: the last is the rate limit.
+            _ => Layer::RateLimit {
+                config: set(p.rate_limit(), name)?,
+                scope,
+                inner,
+            },
         };
     }
-    if let Some(config) = p.limit() {
-        layer = Layer::Limit {
-            config,
-            scope,
-            inner: wrap(layer),
-        };
-    }
-    if let Some(config) = p.breaker() {
-        layer = Layer::Breaker {
-            config,
-            scope,
-            inner: wrap(layer),
-        };
-    }
-    if let Some((config, _)) = p.throttle() {
-        layer = Layer::Throttle {
-            config,
-            scope,
-            inner: wrap(layer),
-        };
-    }
-    layer = Layer::Retry {
-        policy: p.retry(),
-        budget: p.budget(),
-        budget_scope: scope,
-        inner: wrap(layer),
-    };
-    if let Some(config) = p.ledger() {
-        layer = Layer::Ledger {
-            config,
-            scope,
-            inner: wrap(layer),
-        };
-    }
-    layer
+    Ok(layer)
 }
 
 /// The shared state a stack draws from, built from its configs.
@@ -271,7 +267,7 @@ pub fn run(s: &Sequence) -> Result<String, String> {
     let trace = Trace::new(Arc::new(move || c.load(Ordering::SeqCst)));
     let draws = s.policy.throttle().map(|(_, d)| d).unwrap_or_default();
     // The policy as a policy file would write it, read as the engine reads one.
-    let stack = built(Stack::from_layer(&stack(s)))?;
+    let stack = built(Stack::from_layer(&stack(s)?))?;
     let parts = parts(&stack, &trace, draws.clone())?;
     let plan = stack.plan;
     let mut now = 0u64;

@@ -7,6 +7,7 @@
 pub mod embassy;
 pub mod engine;
 pub mod faces;
+pub mod generate;
 pub mod simulator;
 mod trace;
 
@@ -77,7 +78,25 @@ pub struct PolicyBlock {
     /// answer is taken when it comes, even after its timer.
     #[serde(default)]
     pub uninterruptible: bool,
+    /// Optional (default: [`STOCK_ORDER`] without the layers the block leaves out): how the
+    /// layers nest, outermost first, as names of [`LAYERS`]: `retry` and each layer the block
+    /// sets, once each (a hedge is always innermost, around the call).
+    #[serde(default)]
+    pub nesting: Option<Vec<String>>,
 }
+
+/// The layers a `nesting` names.
+pub const LAYERS: [&str; 6] = [
+    "ledger",
+    "retry",
+    "throttle",
+    "breaker",
+    "limit",
+    "rate_limit",
+];
+
+/// The order `Reliable` applies a policy in (and the default nesting), outermost first.
+pub const STOCK_ORDER: [&str; 6] = LAYERS;
 
 /// An adaptive throttle (Google SRE) that admits every attempt before the breaker, with the
 /// uniform draws its decisions take, in order.
@@ -393,6 +412,101 @@ impl PolicyBlock {
 }
 
 impl PolicyBlock {
+    /// Whether the block sets layer `name` of [`LAYERS`] (`retry` always).
+    pub fn sets(&self, name: &str) -> bool {
+        match name {
+            "retry" => true,
+            "ledger" => self.ledger.is_some(),
+            "throttle" => self.throttle.is_some(),
+            "breaker" => self.breaker.is_some(),
+            "limit" => self.limit.is_some(),
+            "rate_limit" => self.rate_limit.is_some(),
+            _ => false,
+        }
+    }
+
+    /// How the layers nest, outermost first (see [`PolicyBlock::nesting`](Self#structfield.nesting)).
+    pub fn order(&self) -> Vec<&str> {
+        match &self.nesting {
+            Some(n) => n.iter().map(String::as_str).collect(),
+            None => STOCK_ORDER.into_iter().filter(|l| self.sets(l)).collect(),
+        }
+    }
+
+    /// Whether layer `name` is set and nested inside the retry (it judges every attempt).
+    pub fn inside_retry(&self, name: &str) -> bool {
+        let order = self.order();
+        let at = |l: &str| order.iter().position(|x| *x == l);
+        matches!((at(name), at("retry")), (Some(l), Some(r)) if l > r)
+    }
+
+    /// Whether the layers nest in another order than the stock one.
+    pub fn nested_otherwise(&self) -> bool {
+        let stock: Vec<&str> = STOCK_ORDER.into_iter().filter(|l| self.sets(l)).collect();
+        self.order() != stock
+    }
+
+    /// Where the gates sit around the retry, as the engine reads the nesting.
+    pub fn gates(&self) -> reliable_core::engine::Nesting {
+        use reliable_core::engine::{Gate, Nesting};
+        let order = self.order();
+        let retry = order.iter().position(|l| *l == "retry").unwrap_or(0);
+        let gate = |l: &&str| match *l {
+            "throttle" => Some(Gate::Throttle),
+            "breaker" => Some(Gate::Breaker),
+            "limit" => Some(Gate::Limit),
+            "rate_limit" => Some(Gate::Rate),
+            _ => None,
+        };
+        let outside: Vec<Gate> = order[..retry].iter().filter_map(gate).collect();
+        let inside: Vec<Gate> = order[retry..].iter().filter_map(gate).collect();
+        let ledger_at = order[..retry]
+            .iter()
+            .position(|l| *l == "ledger")
+            .map_or(outside.len(), |at| {
+                order[..at].iter().filter_map(gate).count()
+            });
+        // `load` holds every name to one place.
+        Nesting::new(&outside, ledger_at, &inside).unwrap_or_default()
+    }
+
+    /// Why `nesting` is ill-formed, if it is.
+    fn nesting_error(&self) -> Option<String> {
+        let n = self.nesting.as_ref()?;
+        for (i, name) in n.iter().enumerate() {
+            if !LAYERS.contains(&name.as_str()) {
+                return Some(format!(
+                    "nesting[{i}]: {name:?} is no layer: expected one of {LAYERS:?}"
+                ));
+            }
+            if n[..i].contains(name) {
+                return Some(format!("nesting[{i}]: {name:?} twice"));
+            }
+            if !self.sets(name) {
+                return Some(format!(
+                    "nesting[{i}]: {name:?} is not set in the policy block"
+                ));
+            }
+        }
+        if let Some(missing) = LAYERS
+            .into_iter()
+            .find(|l| self.sets(l) && !n.iter().any(|x| x == l))
+        {
+            return Some(format!(
+                "nesting: {missing:?} is set in the policy block but not nested"
+            ));
+        }
+        let at = |l: &str| n.iter().position(|x| x == l);
+        if let (Some(ledger), Some(retry)) = (at("ledger"), at("retry"))
+            && ledger > retry
+        {
+            return Some(
+                "nesting: a ledger inside the retry counts every retry as a first try".into(),
+            );
+        }
+        None
+    }
+
     /// The core's hedging config, if any (a block with neither or both delays is refused by
     /// [`load`]; here it is a fixed delay of `delay_ms`, 0 if absent).
     pub fn hedge(&self) -> Option<HedgeConfig> {
@@ -495,6 +609,7 @@ impl PolicyBlock {
             (self.limit.is_some(), "limit"),
             (self.rate_limit.is_some(), "rate_limit"),
             (self.uninterruptible, "uninterruptible"),
+            (self.nested_otherwise(), "nesting"),
         ]
         .into_iter()
         .find_map(|(set, name)| set.then_some(name))
@@ -521,30 +636,32 @@ pub fn sequences() -> Result<Vec<Sequence>, String> {
 /// Reads one sequence; errors name the file, line and column.
 pub fn load(path: &Path) -> Result<Sequence, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let s: Sequence = serde_json::from_str(&text)
-        .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    parse(&text, &path.display().to_string(), stem)
+}
+
+/// Reads one sequence from `text` (named `file` in errors), which must be called `stem`.
+pub fn parse(text: &str, file: &str, stem: &str) -> Result<Sequence, String> {
+    let s: Sequence = serde_json::from_str(text)
+        .map_err(|e| format!("{file}:{}:{}: {e}", e.line(), e.column()))?;
     if s.format != 1 || s.name != stem {
-        return Err(format!(
-            "{}: expected format 1 and name {stem:?}",
-            path.display()
-        ));
+        return Err(format!("{file}: expected format 1 and name {stem:?}"));
+    }
+    if let Some(e) = s.policy.nesting_error() {
+        return Err(format!("{file}: {e}"));
     }
     if let Some(e) = s.policy.shape_error() {
-        return Err(format!("{}: {e}", path.display()));
+        return Err(format!("{file}: {e}"));
     }
     for c in &s.calls {
         for a in &c.answers {
-            a.kind().map_err(|e| format!("{}: {e}", path.display()))?;
+            a.kind().map_err(|e| format!("{file}: {e}"))?;
         }
     }
     if let Some(t) = &s.policy.throttle
         && (t.draws.is_empty() || t.draws.iter().any(|u| !(0.0..1.0).contains(u)))
     {
-        return Err(format!(
-            "{}: a throttle needs draws, each in [0, 1)",
-            path.display()
-        ));
+        return Err(format!("{file}: a throttle needs draws, each in [0, 1)"));
     }
     Ok(s)
 }

@@ -55,6 +55,11 @@ fn ron<T: serde::Serialize>(what: &str, value: &T) -> Result<String, String> {
         .map_err(|e| format!("{what}: {e}"))
 }
 
+/// The config of layer `name`, which the block nests and so sets.
+pub(crate) fn set<T>(config: Option<T>, name: &str) -> Result<T, String> {
+    config.ok_or_else(|| format!("nesting: {name:?} is not set in the policy block"))
+}
+
 /// The sequence as a scenario: its text, and where each call's answers start in the script.
 pub fn scenario(s: &Sequence) -> Result<(String, Vec<(u64, u64)>), String> {
     let mut script = Vec::new();
@@ -72,49 +77,51 @@ pub fn scenario(s: &Sequence) -> Result<(String, Vec<(u64, u64)>), String> {
         Some(t) => format!("Call(downstream: \"scripted\", timeout: \"{t}\")"),
         None => "Call(downstream: \"scripted\")".to_string(),
     };
-    let call = match s.policy.hedge() {
+    let p = &s.policy;
+    let mut stack = match p.hedge() {
         Some(h) => format!(
             "Hedge(config: {}, idempotent: {}, inner: {call})",
             ron("hedge", &h)?,
-            s.policy.idempotent
+            p.idempotent
         ),
         None => call,
     };
-    let call = match s.policy.rate_limit() {
-        Some(r) => format!(
-            "RateLimit(config: {}, inner: {call})",
-            ron("rate_limit", &r)?
-        ),
-        None => call,
-    };
-    let call = match s.policy.limit() {
-        Some(l) => format!("Limit(config: {}, inner: {call})", ron("limit", &l)?),
-        None => call,
-    };
-    let guarded = match s.policy.breaker() {
-        Some(b) => format!("Breaker(config: {}, inner: {call})", ron("breaker", &b)?),
-        None => call,
-    };
-    let guarded = match s.policy.throttle() {
-        Some((t, _)) => format!(
-            "Throttle(config: {}, inner: {guarded})",
-            ron("throttle", &t)?
-        ),
-        None => guarded,
-    };
-    let budget = match s.policy.budget() {
-        Some(b) => format!("Some({})", ron("budget", &b)?),
-        None => "None".into(),
-    };
-    let stack = format!(
-        "Retry(policy: {}, budget: {budget}, inner: {guarded})",
-        ron("retry", &s.policy.retry())?
-    );
-    // A ledger is the retry budget: outside the retry, so each call's first try deposits once.
-    let stack = match s.policy.ledger() {
-        Some(l) => format!("Ledger(config: {}, inner: {stack})", ron("ledger", &l)?),
-        None => stack,
-    };
+    // The layers as the block nests them (by default the order `Reliable` applies them in); a
+    // ledger is the retry budget, outside the retry, so each call's first try deposits once.
+    for name in p.order().into_iter().rev() {
+        stack = match name {
+            "ledger" => format!(
+                "Ledger(config: {}, inner: {stack})",
+                ron("ledger", &set(p.ledger(), name)?)?
+            ),
+            "retry" => {
+                let budget = match p.budget() {
+                    Some(b) => format!("Some({})", ron("budget", &b)?),
+                    None => "None".into(),
+                };
+                format!(
+                    "Retry(policy: {}, budget: {budget}, inner: {stack})",
+                    ron("retry", &p.retry())?
+                )
+            }
+            "throttle" => format!(
+                "Throttle(config: {}, inner: {stack})",
+                ron("throttle", &set(p.throttle().map(|t| t.0), name)?)?
+            ),
+            "breaker" => format!(
+                "Breaker(config: {}, inner: {stack})",
+                ron("breaker", &set(p.breaker(), name)?)?
+            ),
+            "limit" => format!(
+                "Limit(config: {}, inner: {stack})",
+                ron("limit", &set(p.limit(), name)?)?
+            ),
+            _ => format!(
+                "RateLimit(config: {}, inner: {stack})",
+                ron("rate_limit", &set(p.rate_limit(), name)?)?
+            ),
+        };
+    }
     // Long enough for any sequence: the calls, each bounded by its attempts and waits.
     let horizon = "\"8000h\"";
     let text = format!(
@@ -188,23 +195,24 @@ fn refusal(by: Refuser) -> NotSent {
 }
 
 /// Why the simulator's layers cannot express a sequence, or `None`: the format's fields its
-/// policy format has no layer or no placement for.
+/// policy format has no layer or no placement for (a gate inside the retry admits each copy of a
+/// hedged attempt in the other faces; outside it, it judges the call once everywhere).
 pub fn skips(s: &Sequence) -> Option<String> {
     let p = &s.policy;
     let hedged = p.hedge.is_some();
     [
         (
-            hedged && p.rate_limit.is_some(),
+            hedged && p.inside_retry("rate_limit"),
             "rate_limit with hedge: a Hedge sends copies of a Call, so a RateLimit counts the \
              hedged call once, not each copy",
         ),
         (
-            hedged && p.limit.is_some(),
+            hedged && p.inside_retry("limit"),
             "limit with hedge: a Hedge sends copies of a Call, so a Limit admits the hedged call \
              once, not each copy",
         ),
         (
-            hedged && p.breaker.is_some(),
+            hedged && p.inside_retry("breaker"),
             "hedge with breaker: a Hedge sends copies of a Call, so its hedges do not pass the \
              breaker",
         ),

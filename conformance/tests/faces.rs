@@ -20,12 +20,7 @@ const OPENS_ENDS_CALL: &[&str] = &[
 /// own loop until it drives the engine, does not follow yet: each must still differ (when a face
 /// is converted, its entry goes). The engine face has none.
 fn pending(face: &str, sequence: &str) -> bool {
-    match face {
-        // Faces that follow the engine's semantics: none pending.
-        "engine" | "reliable-call" | "reliable-call-blocking" | "tower-reliable-layer" | "embassy"
-        | "simulator" => false,
-        _ => OPENS_ENDS_CALL.contains(&sequence),
-    }
+    !conformance::faces::follows_engine(face) && OPENS_ENDS_CALL.contains(&sequence)
 }
 
 fn check(face: Face) {

@@ -219,6 +219,93 @@ impl<D> Layer<D> {
     }
 }
 
+/// A nesting no stack can mean, refused by every loader of the format (the simulator,
+/// `reliable::policy`, the core's engine): the layer's path from the policy (`stack.inner`) and
+/// why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NestingError {
+    /// The path of the layer at fault, from `stack`.
+    pub path: String,
+    /// What is wrong, and what is expected instead.
+    pub message: String,
+}
+
+impl core::fmt::Display for NestingError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Why a `Ledger` may not sit inside a `Retry`.
+pub const LEDGER_IN_RETRY: &str = "a Ledger inside a Retry counts every retry as a first try: \
+                                   expected the Ledger outside the Retry";
+
+/// Why a `Hedge`'s `inner` must be a `Call`.
+pub const HEDGE_OF_CALL: &str = "a Hedge sends copies of one call: expected `inner: Call(...)`";
+
+/// Why a `Fallback` may not be empty.
+pub const EMPTY_FALLBACK: &str = "an empty Fallback: expected at least one layer to try";
+
+impl<D> Layer<D> {
+    /// The layers this one wraps (a `Fallback`'s branches; none for a `Call`).
+    pub fn inner(&self) -> &[Layer<D>] {
+        match self {
+            Layer::Call { .. } => &[],
+            Layer::Fallback(layers) => layers,
+            Layer::Breaker { inner, .. }
+            | Layer::Retry { inner, .. }
+            | Layer::Throttle { inner, .. }
+            | Layer::Hedge { inner, .. }
+            | Layer::Ledger { inner, .. }
+            | Layer::Limit { inner, .. }
+            | Layer::RateLimit { inner, .. }
+            | Layer::Llm { inner, .. } => core::slice::from_ref(&**inner),
+        }
+    }
+
+    /// Refuses a nesting no stack can mean, wherever it is below this layer (whose path is
+    /// `path`, `stack` for a policy's): a `Ledger` inside a `Retry` ([`LEDGER_IN_RETRY`]), a
+    /// `Hedge` around anything but a `Call` ([`HEDGE_OF_CALL`]), an empty `Fallback`
+    /// ([`EMPTY_FALLBACK`]). Every other nesting means something: each stateful layer outside a
+    /// `Retry` judges the call once, inside it every attempt, and layers on one side of it
+    /// nest in the order written.
+    pub fn check_nesting(&self, path: &str) -> Result<(), NestingError> {
+        self.check_within(path, false)
+    }
+
+    fn check_within(&self, path: &str, in_retry: bool) -> Result<(), NestingError> {
+        let fail = |path: String, message: &str| {
+            Err(NestingError {
+                path,
+                message: String::from(message),
+            })
+        };
+        match self {
+            Layer::Ledger { .. } if in_retry => return fail(String::from(path), LEDGER_IN_RETRY),
+            Layer::Hedge { inner, .. } if !matches!(**inner, Layer::Call { .. }) => {
+                return fail(alloc::format!("{path}.inner"), HEDGE_OF_CALL);
+            }
+            Layer::Fallback(layers) if layers.is_empty() => {
+                return fail(String::from(path), EMPTY_FALLBACK);
+            }
+            _ => {}
+        }
+        let in_retry = in_retry || matches!(self, Layer::Retry { .. });
+        match self {
+            Layer::Fallback(layers) => {
+                for (i, l) in layers.iter().enumerate() {
+                    l.check_within(&alloc::format!("{path}[{i}]"), in_retry)?;
+                }
+                Ok(())
+            }
+            _ => match self.inner().first() {
+                Some(inner) => inner.check_within(&alloc::format!("{path}.inner"), in_retry),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
 /// Whose state a stateful layer keeps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Scope {

@@ -95,6 +95,7 @@ pub struct Builder {
     name: String,
     breaker: Option<BreakerConfig>,
     scope: Scope,
+    nesting: Option<reliable_core::engine::Nesting>,
     retry: RetryConfig,
     budget: Option<BudgetConfig>,
     throttle: Option<ThrottleConfig>,
@@ -124,6 +125,7 @@ impl Builder {
             name: name.to_string(),
             breaker: Some(default_breaker()),
             scope: Scope::PerAttempt,
+            nesting: None,
             retry: RetryConfig::reliablekit(),
             budget: None,
             throttle: None,
@@ -384,6 +386,22 @@ impl Builder {
     /// learns sooner and stops the retries of calls in flight when it opens.
     pub fn breaker_per_call(mut self) -> Self {
         self.scope = Scope::PerCall;
+        self.nesting = None;
+        self
+    }
+
+    /// Where each of the throttle, the breaker, the limit and the rate limit sits around the
+    /// retry, in which order, and where the ledger takes each call's deposit (as a policy file
+    /// nests them; see [`reliable_core::engine::Nesting`]): a gate outside the retry judges the
+    /// call once, inside it every attempt. Overrides [`breaker_per_call`](Self::breaker_per_call);
+    /// calls follow it in [`Reliable::call`] and [`Reliable::call_blocking`] (the engine's
+    /// route), not in the step-by-step [`Reliable::start`].
+    pub fn nesting(mut self, nesting: reliable_core::engine::Nesting) -> Self {
+        self.scope = match nesting.per_call(reliable_core::engine::Gate::Breaker) {
+            true => Scope::PerCall,
+            false => Scope::PerAttempt,
+        };
+        self.nesting = Some(nesting);
         self
     }
 
@@ -704,6 +722,7 @@ impl Builder {
             label,
             breaker,
             scope: self.scope,
+            nesting: self.nesting,
             retry,
             budget,
             throttle,
@@ -720,7 +739,11 @@ impl Builder {
             throttle_draws: self.throttle_draws,
             observers,
             eager_clock,
-            fast_first: !success_needs_time && self.scope == Scope::PerAttempt,
+            fast_first: !success_needs_time
+                && self.scope == Scope::PerAttempt
+                && self
+                    .nesting
+                    .is_none_or(|n| n == reliable_core::engine::Nesting::PER_ATTEMPT),
             stats: Stats::default(),
         }))
     }

@@ -63,13 +63,16 @@ impl<'r> Layers<'r> {
     /// The instance's plan for a call, with another retry policy.
     pub fn plan_with(&self, retry: reliable_core::retry::RetryPolicy) -> Plan {
         let i = self.inner;
-        Plan::new(retry)
-            .scope(match i.scope {
-                Scope::PerAttempt => BreakerScope::PerAttempt,
-                Scope::PerCall => BreakerScope::PerCall,
-            })
-            .idempotency(i.idempotency)
-            .copy_timeout(i.copy_timeout)
+        let plan = Plan::new(retry).scope(match i.scope {
+            Scope::PerAttempt => BreakerScope::PerAttempt,
+            Scope::PerCall => BreakerScope::PerCall,
+        });
+        match i.nesting {
+            Some(n) => plan.nesting(n),
+            None => plan,
+        }
+        .idempotency(i.idempotency)
+        .copy_timeout(i.copy_timeout)
     }
 }
 

@@ -41,6 +41,8 @@ pub(crate) struct Inner {
     pub label: String,
     pub breaker: Option<Owned>,
     pub scope: Scope,
+    /// Where each gate sits around the retry, when the builder was told (else `scope` says).
+    pub nesting: Option<reliable_core::engine::Nesting>,
     pub retry: RetryPolicy,
     pub budget: Option<Mutex<AnyBudget>>,
     pub throttle: Option<Mutex<AdaptiveThrottle>>,

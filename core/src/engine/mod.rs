@@ -34,29 +34,47 @@
 //!
 //! | phase | input | what happens |
 //! |---|---|---|
-//! | any | [`Input::Cancel`] | every copy in flight is cancelled, holdings back as ignored, the budget's grant back: done, cancelled |
+//! | any | [`Input::Cancel`] | every copy in flight is cancelled, holdings (the call's too) back as ignored, the budget's grant back: done, cancelled |
 //! | done | anything | nothing |
-//! | racing | the answer of a live copy: a success | the other copies are cancelled (they lost); the success is recorded everywhere: done, ok |
+//! | racing | the answer of a live copy: a success | the other copies are cancelled (they lost); the success is recorded everywhere, the gates outside the retry last: done, ok |
 //! | racing | the answer of a live copy: a failure, other copies live | that copy is settled as failed; the race goes on |
 //! | racing | a timeout of a live copy at or after the attempt's deadline, other copies live | the attempt as a whole timed out: the other copies are cancelled as timed out, the attempt fails as a timeout |
-//! | racing | the answer of the last live copy: a failure | the attempt failed: the breaker, limit, ledger, hedger and throttle record it; the retry policy retries (waiting) or gives up (done) |
+//! | racing | the answer of the last live copy: a failure | the attempt failed: the gates inside the retry, the ledger and the hedger record it; the retry policy retries (waiting) or gives up (done) |
 //! | racing | copy `k` dropped by the face | settled as ignored; if it was the last copy, the call is cancelled |
 //! | racing | the time: a copy's deadline passed | that copy times out (cancelled as timed out), as its timeout answer would |
-//! | racing | the time: a hedge is due | the hedge is asked of the hedger, the breaker, the limits and the ledger, in that order: sent, or refused (no other hedge of this attempt) |
+//! | racing | the time: a hedge is due | the hedge is asked of the hedger, the gates inside the retry but the throttle (in their order) and the ledger: sent, or refused (no other hedge of this attempt) |
 //! | waiting | the time: the wait is over | the next attempt is admitted |
 //! | anything else | | nothing |
 //!
-//! Admitting an attempt asks, in the stack's order (ledger ⊃ retry ⊃ throttle ⊃ breaker ⊃ limit
-//! ⊃ rate limit ⊃ hedge ⊃ call): the throttle (every attempt is a request it counts), the
-//! breaker (a half-open probe also draws from the ledger), the concurrency limit, then the rate
-//! limit. A refusal sends nothing: the policy waits it out if it waits on refusals and the wait
-//! fits (the retry policy decides), else the call ends refused.
+//! # Where the gates sit
+//!
+//! The stateful layers that admit calls (the *gates*: the adaptive throttle, the breaker, the
+//! concurrency limit, the rate limit) each sit outside the retry or inside it, in an order the
+//! plan's [`Nesting`] gives, as the policy format nests them (the simulator's model):
+//!
+//! | gate | outside the retry (per call) | inside the retry (per attempt) |
+//! |---|---|---|
+//! | throttle | asked once when the call starts (a request it counts); hears the call's end: a success, the last answer's acceptance, or a refusal (not accepted) | asked for every attempt (not each hedge); hears every attempt's end |
+//! | breaker | asked once; hears the call's end (a refusal inside: ignored) | asked for every copy; hears every copy's answer; its opening on an answer ends the call (below) |
+//! | limit | one slot for the whole call, waits included; moved by the call's end | one slot per copy, moved by its answer |
+//! | rate limit | counts the call | counts every copy |
+//!
+//! Starting a call asks the gates outside the retry, outermost first; the retry budget starts
+//! (a ledger takes the call's deposit) where the ledger sits among them. Admitting an attempt
+//! asks the gates inside the retry, outermost first (the default, `Ledger → Retry → Throttle →
+//! Breaker → Limit → RateLimit → Hedge → Call`, asks the throttle, the breaker, the limit, then
+//! the rate limit). A half-open probe of a breaker inside the ledger draws from it. A refusal
+//! sends nothing, and what the gates outside the refuser hold goes back (a throttle among them
+//! hears a refusal: not accepted). Inside the retry, the policy waits it out if it waits on
+//! refusals and the wait fits (the retry policy decides), else the call ends refused; outside,
+//! the call ends refused. An end reaches the gates innermost first.
 //!
 //! An answer is taken as it comes: a success after the copy's deadline (a face that cannot
 //! interrupt its work, such as a blocking call) is a success, never discarded and retried. An
 //! attempt whose failure opens the breaker ends the call at once, refused by the breaker, with
-//! that answer as the last: it waits only if the policy waits on refusals and the breaker's
-//! remaining open time fits the deadline.
+//! that answer as the last (the gates outside the retry hear it as the call's end): it waits
+//! only if the policy waits on refusals and the breaker's remaining open time fits the
+//! deadline.
 
 use heapless::{Deque, Vec};
 
@@ -88,32 +106,179 @@ pub enum BreakerScope {
     PerCall,
 }
 
+/// A layer that admits calls (or attempts) and hears how they ended: the stateful layers whose
+/// place in the stack the [`Nesting`] gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Gate {
+    /// The adaptive throttle.
+    Throttle,
+    /// The circuit breaker.
+    Breaker,
+    /// The concurrency limit.
+    Limit,
+    /// The rate limit.
+    Rate,
+}
+
+/// Where the gates sit around the retry, outermost first: those outside it admit the call once
+/// and hear its end (per call), those inside admit every attempt and hear its answer (per
+/// attempt); and where the call starts its retry budget (the ledger's deposit) among the gates
+/// outside. Each gate at most once; a gate the [`Shared`] state does not have is skipped
+/// wherever it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Nesting {
+    gates: [Gate; 4],
+    len: u8,
+    outside: u8,
+    ledger_at: u8,
+    /// The gates outside the retry and inside it, a bit each (`Gate::bit`).
+    outside_bits: u8,
+    inside_bits: u8,
+    /// The limit sits inside the breaker: an end reaches it first.
+    limit_first: bool,
+}
+
+impl Gate {
+    const fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// Why a [`Nesting`] cannot be built: a gate named twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Twice(pub Gate);
+
+impl Nesting {
+    /// `Ledger → Retry → Throttle → Breaker → Limit → RateLimit`: every gate per attempt (the
+    /// default).
+    pub const PER_ATTEMPT: Nesting = Nesting {
+        gates: [Gate::Throttle, Gate::Breaker, Gate::Limit, Gate::Rate],
+        len: 4,
+        outside: 0,
+        ledger_at: 0,
+        outside_bits: 0,
+        inside_bits: 0b1111,
+        limit_first: true,
+    };
+
+    /// `Throttle → Ledger → Breaker → Retry → Limit → RateLimit`: the throttle and the breaker
+    /// judge the call, the limits every attempt ([`BreakerScope::PerCall`]).
+    pub const BREAKER_PER_CALL: Nesting = Nesting {
+        gates: [Gate::Throttle, Gate::Breaker, Gate::Limit, Gate::Rate],
+        len: 4,
+        outside: 2,
+        ledger_at: 1,
+        outside_bits: Gate::Throttle.bit() | Gate::Breaker.bit(),
+        inside_bits: Gate::Limit.bit() | Gate::Rate.bit(),
+        limit_first: true,
+    };
+
+    /// The gates `outside` the retry (outermost first; the budget starts, and the ledger takes
+    /// its deposit, after the first `ledger_at` of them) and `inside` it (outermost first).
+    pub fn new(outside: &[Gate], ledger_at: usize, inside: &[Gate]) -> Result<Self, Twice> {
+        let mut n = Nesting {
+            gates: [Gate::Throttle; 4],
+            len: 0,
+            outside: 0,
+            ledger_at: 0,
+            outside_bits: 0,
+            inside_bits: 0,
+            limit_first: true,
+        };
+        for &g in outside.iter().chain(inside) {
+            if n.gates().contains(&g) {
+                return Err(Twice(g));
+            }
+            // At most four distinct gates: there is room.
+            if let Some(slot) = n.gates.get_mut(usize::from(n.len)) {
+                *slot = g;
+                n.len += 1;
+            }
+        }
+        n.outside = outside.len() as u8;
+        n.ledger_at = ledger_at.min(outside.len()) as u8;
+        n.outside_bits = outside.iter().fold(0, |b, g| b | g.bit());
+        n.inside_bits = inside.iter().fold(0, |b, g| b | g.bit());
+        let at = |gate| n.gates().iter().position(|&g| g == gate);
+        n.limit_first = at(Gate::Limit) >= at(Gate::Breaker);
+        Ok(n)
+    }
+
+    /// Every gate, outermost first.
+    pub fn gates(&self) -> &[Gate] {
+        self.gates.get(..usize::from(self.len)).unwrap_or(&[])
+    }
+
+    /// The gates outside the retry (per call), outermost first.
+    pub fn outside(&self) -> &[Gate] {
+        self.gates.get(..usize::from(self.outside)).unwrap_or(&[])
+    }
+
+    /// The gates inside the retry (per attempt), outermost first.
+    pub fn inside(&self) -> &[Gate] {
+        let all = self.gates();
+        all.get(usize::from(self.outside)..).unwrap_or(&[])
+    }
+
+    /// How many of the gates outside the retry come before the budget's start (the ledger's
+    /// deposit).
+    pub fn ledger_at(&self) -> usize {
+        usize::from(self.ledger_at)
+    }
+
+    /// Whether `gate` is inside the retry (it sees every attempt). A gate not named is neither.
+    pub fn per_attempt(&self, gate: Gate) -> bool {
+        self.inside_bits & gate.bit() != 0
+    }
+
+    /// Whether `gate` is outside the retry (it sees the call once).
+    pub fn per_call(&self, gate: Gate) -> bool {
+        self.outside_bits & gate.bit() != 0
+    }
+}
+
+impl Default for Nesting {
+    fn default() -> Self {
+        Nesting::PER_ATTEMPT
+    }
+}
+
 /// What a policy says about a call as a whole, validated: the retry policy (attempts, timeouts,
-/// deadline, backoff, waiting on refusals), where the breaker sits, whether the call may be sent
-/// twice (only then is it hedged) and each copy's own timeout. The stateful layers are the
-/// [`Shared`] state's.
+/// deadline, backoff, waiting on refusals), where each gate sits around the retry (the
+/// [`Nesting`]), whether the call may be sent twice (only then is it hedged) and each copy's own
+/// timeout. The stateful layers are the [`Shared`] state's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Plan {
     retry: RetryPolicy,
-    scope: BreakerScope,
+    nesting: Nesting,
     idempotency: Idempotency,
     copy_timeout: Option<Duration>,
 }
 
 impl Plan {
-    /// A plan with `retry`, the breaker per attempt, calls not idempotent, no copy timeout.
+    /// A plan with `retry`, every gate per attempt, calls not idempotent, no copy timeout.
     pub const fn new(retry: RetryPolicy) -> Self {
         Plan {
             retry,
-            scope: BreakerScope::PerAttempt,
+            nesting: Nesting::PER_ATTEMPT,
             idempotency: Idempotency::NotIdempotent,
             copy_timeout: None,
         }
     }
 
-    /// Where the breaker sits.
+    /// Where the breaker sits: per attempt ([`Nesting::PER_ATTEMPT`]), or per call with the
+    /// throttle ([`Nesting::BREAKER_PER_CALL`]).
     pub const fn scope(mut self, scope: BreakerScope) -> Self {
-        self.scope = scope;
+        self.nesting = match scope {
+            BreakerScope::PerAttempt => Nesting::PER_ATTEMPT,
+            BreakerScope::PerCall => Nesting::BREAKER_PER_CALL,
+        };
+        self
+    }
+
+    /// Where every gate sits.
+    pub const fn nesting(mut self, nesting: Nesting) -> Self {
+        self.nesting = nesting;
         self
     }
 
@@ -133,6 +298,20 @@ impl Plan {
     /// The retry policy.
     pub const fn retry(&self) -> &RetryPolicy {
         &self.retry
+    }
+
+    /// Where the gates sit.
+    pub const fn gates(&self) -> &Nesting {
+        &self.nesting
+    }
+
+    /// Where the breaker sits.
+    pub fn breaker_scope(&self) -> BreakerScope {
+        if self.nesting.per_call(Gate::Breaker) {
+            BreakerScope::PerCall
+        } else {
+            BreakerScope::PerAttempt
+        }
     }
 }
 
@@ -396,12 +575,14 @@ struct Sent {
     live: bool,
 }
 
-/// What an attempt about to be sent holds once admitted.
+/// What an attempt (or, outside the retry, the call) holds once admitted.
 #[derive(Debug, Default)]
 struct Holdings {
     breaker: Option<Permit>,
     limit: Option<LimitPermit>,
     draw: Option<Draw>,
+    /// It passed a throttle, which hears how it ended.
+    throttle: bool,
 }
 
 /// The actions one input may queue at most: a cancel per copy, a send and the end.
@@ -419,7 +600,8 @@ pub struct Call<'a, S: ?Sized, const C: usize = 4> {
     hedged: Option<HedgedCall>,
     /// The current attempt's deadline (its own timeout or the call's deadline).
     attempt_deadline: Option<Instant>,
-    call_permit: Option<Permit>,
+    /// What the gates outside the retry hold for the call.
+    call_held: Holdings,
     attempts: u32,
     last: Option<(u32, Option<ErrorClass>)>,
     out: Deque<Action, QUEUE>,
@@ -438,33 +620,29 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             copies: Vec::new(),
             hedged: None,
             attempt_deadline: None,
-            call_permit: None,
+            call_held: Holdings::default(),
             attempts: 0,
             last: None,
             out: Deque::new(),
         };
-        if plan.scope == BreakerScope::PerCall
-            && let Some(Err(shed)) = call.throttle_acquire(now)
+        // The gates outside the retry, outermost first: those before the budget starts (the
+        // ledger's deposit), then those after.
+        let (before, after) = plan.nesting.outside().split_at(plan.nesting.ledger_at());
+        if !before.is_empty()
+            && let Err(refusal) = call.pass_call(before, false, now)
         {
-            // Refused before it started: the budget never heard of it.
-            call.refuse(Refusal::Throttle(shed));
+            // Refused before the budget started: it never heard of the call.
+            call.settle_call(AttemptOutcome::Cancelled, now);
+            call.refuse(refusal);
             return call;
         }
         call.retry = shared.budget(|b| plan.retry.start(now, b));
-        if plan.scope == BreakerScope::PerCall {
-            match call.breaker(now) {
-                Ok(h) => {
-                    call.call_permit = h.breaker;
-                    if let Some(d) = h.draw {
-                        shared.ledger(|l| l.settle(d, now));
-                    }
-                }
-                Err(refusal) => {
-                    call.finish(now);
-                    call.refuse(refusal);
-                    return call;
-                }
-            }
+        if !after.is_empty()
+            && let Err(refusal) = call.pass_call(after, true, now)
+        {
+            call.finish(now);
+            call.refuse(refusal);
+            return call;
         }
         call.admit(now);
         call
@@ -499,7 +677,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             copies,
             hedged: None,
             attempt_deadline,
-            call_permit: None,
+            call_held: Holdings::default(),
             attempts: 1,
             last: None,
             out: Deque::new(),
@@ -567,58 +745,97 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         shared.throttle(|t| t.try_acquire_with(now, shared.sample(SampleFor::Throttle)))
     }
 
-    /// Asks the breaker; a half-open probe also draws from the ledger.
-    fn breaker(&mut self, now: Instant) -> Result<Holdings, Refusal> {
+    /// Asks `gates` in order at `now`, filling `held`; a copy (a hedge) skips the throttle,
+    /// which admits attempts, and a half-open probe draws from the ledger when `probes_draw`
+    /// (the breaker is inside the ledger) and it is no copy. On a refusal, `held` keeps what the
+    /// gates before the refuser gave: the caller hands it back.
+    fn pass(
+        &mut self,
+        gates: &[Gate],
+        held: &mut Holdings,
+        now: Instant,
+        copy: bool,
+        probes_draw: bool,
+    ) -> Result<(), Refusal> {
         let shared = self.shared;
-        match shared.breaker_acquire(now) {
-            None => Ok(Holdings::default()),
-            Some(Err(r)) => Err(Refusal::Breaker(r.reason)),
-            Some(Ok(p)) if !p.is_probe() => Ok(Holdings {
-                breaker: Some(p),
-                ..Holdings::default()
-            }),
-            Some(Ok(p)) => match shared.ledger(|l| l.try_draw(Extra::Probe, now)) {
-                None => Ok(Holdings {
-                    breaker: Some(p),
-                    ..Holdings::default()
-                }),
-                Some(Ok(draw)) => {
-                    self.note(Note::Ledger {
-                        kind: Extra::Probe,
-                        granted: true,
-                    });
-                    Ok(Holdings {
-                        breaker: Some(p),
-                        draw: Some(draw),
-                        limit: None,
-                    })
+        for &gate in gates {
+            match gate {
+                Gate::Throttle if copy => {}
+                Gate::Throttle => match self.throttle_acquire(now) {
+                    Some(Err(shed)) => return Err(Refusal::Throttle(shed)),
+                    Some(Ok(())) => held.throttle = true,
+                    None => {}
+                },
+                Gate::Breaker => match shared.breaker_acquire(now) {
+                    None => {}
+                    Some(Err(r)) => return Err(Refusal::Breaker(r.reason)),
+                    Some(Ok(p)) => {
+                        let probe = p.is_probe() && probes_draw && !copy;
+                        held.breaker = Some(p);
+                        if probe {
+                            held.draw = self.probe_draw(now)?;
+                        }
+                    }
+                },
+                Gate::Limit => match shared.limiter(|l| l.try_acquire(now)) {
+                    None => {}
+                    Some(Ok(p)) => held.limit = Some(p),
+                    Some(Err(r)) => return Err(Refusal::Limit(r)),
+                },
+                Gate::Rate => {
+                    if let Some(Err(limited)) = shared.rate(|r| r.try_acquire(now)) {
+                        return Err(Refusal::Rate(limited));
+                    }
                 }
-                Some(Err(denied)) => {
-                    self.note(Note::Ledger {
-                        kind: Extra::Probe,
-                        granted: false,
-                    });
-                    shared.breaker_record(p, Outcome::Ignored, now);
-                    Err(Refusal::Ledger(denied))
-                }
-            },
+            }
+        }
+        Ok(())
+    }
+
+    /// A half-open probe draws from the ledger, if there is one.
+    fn probe_draw(&mut self, now: Instant) -> Result<Option<Draw>, Refusal> {
+        match self.shared.ledger(|l| l.try_draw(Extra::Probe, now)) {
+            None => Ok(None),
+            Some(Ok(draw)) => {
+                self.note(Note::Ledger {
+                    kind: Extra::Probe,
+                    granted: true,
+                });
+                Ok(Some(draw))
+            }
+            Some(Err(denied)) => {
+                self.note(Note::Ledger {
+                    kind: Extra::Probe,
+                    granted: false,
+                });
+                Err(Refusal::Ledger(denied))
+            }
         }
     }
 
-    /// The concurrency limit, then the rate limit.
-    fn limits(&mut self, now: Instant) -> Result<Option<LimitPermit>, Refusal> {
-        let permit = match self.shared.limiter(|l| l.try_acquire(now)) {
-            None => None,
-            Some(Ok(p)) => Some(p),
-            Some(Err(r)) => return Err(Refusal::Limit(r)),
-        };
-        if let Some(Err(limited)) = self.shared.rate(|r| r.try_acquire(now)) {
-            if let Some(p) = permit {
-                self.release_limit(p, Completion::Ignored, now);
-            }
-            return Err(Refusal::Rate(limited));
+    /// Asks `gates`, outside the retry, for the call; a probe's draw is settled at once.
+    fn pass_call(
+        &mut self,
+        gates: &[Gate],
+        probes_draw: bool,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        let mut held = core::mem::take(&mut self.call_held);
+        let passed = self.pass(gates, &mut held, now, false, probes_draw);
+        if let Some(d) = held.draw.take() {
+            self.shared.ledger(|l| l.settle(d, now));
         }
-        Ok(permit)
+        self.call_held = held;
+        passed
+    }
+
+    /// The call is over as `end` says: the gates outside the retry hear it.
+    fn settle_call(&mut self, end: AttemptOutcome, now: Instant) {
+        if self.plan.nesting.outside().is_empty() {
+            return;
+        }
+        let held = core::mem::take(&mut self.call_held);
+        self.settle(held, end, now);
     }
 
     fn release_limit(&self, permit: LimitPermit, completion: Completion, now: Instant) {
@@ -634,10 +851,13 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
     }
 
-    /// Hands back what an attempt held, as `end` says.
+    /// Hands back what an attempt (or the call) held, as `end` says, the inner of the limit and
+    /// the breaker first (an answer reaches it first; the throttle and the ledger keep no order
+    /// with them).
     fn settle(&self, h: Holdings, end: AttemptOutcome, now: Instant) {
-        // The limit first: it sits inside the breaker, and an answer reaches it first.
-        if let Some(p) = h.limit {
+        let limit_first = self.plan.nesting.limit_first;
+        let mut limit = h.limit;
+        if limit_first && let Some(p) = limit.take() {
             self.release_limit(p, Completion::from(end), now);
         }
         if let Some(p) = h.breaker {
@@ -647,6 +867,17 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 AttemptOutcome::Cancelled => Outcome::Ignored,
             };
             self.shared.breaker_record(p, outcome, now);
+        }
+        if let Some(p) = limit {
+            self.release_limit(p, Completion::from(end), now);
+        }
+        if h.throttle {
+            let accepted = match end {
+                AttemptOutcome::Success => true,
+                AttemptOutcome::Failed(class) => class.consequences().accepted,
+                AttemptOutcome::Cancelled => false,
+            };
+            self.shared.throttle(|t| t.record(now, accepted));
         }
         if let Some(d) = h.draw {
             self.shared.ledger(|l| l.settle(d, now));
@@ -666,6 +897,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             breaker: c.breaker.take(),
             limit: c.limit.take(),
             draw: c.draw.take(),
+            throttle: false,
         };
         let elapsed = now.saturating_duration_since(c.sent);
         self.settle(h, end, now);
@@ -675,23 +907,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     /// Admits the next attempt at `now` (see the [module docs](self)).
     fn admit(&mut self, now: Instant) {
         let mut held = Holdings::default();
-        if self.plan.scope == BreakerScope::PerAttempt {
-            if let Some(Err(shed)) = self.throttle_acquire(now) {
-                return self.refused(Refusal::Throttle(shed), held, now);
-            }
-            match self.breaker(now) {
-                Ok(h) => held = h,
-                Err(refusal) => {
-                    // The throttle counted a request the breaker did not send: not accepted.
-                    self.shared.throttle(|t| t.record(now, false));
-                    return self.refused(refusal, held, now);
-                }
-            }
+        if let Err(refusal) = self.pass(self.plan.nesting.inside(), &mut held, now, false, true) {
+            return self.refused(refusal, held, now);
         }
-        match self.limits(now) {
-            Ok(p) => held.limit = p,
-            Err(refusal) => return self.refused(refusal, held, now),
-        }
+        // A throttle inside the retry hears the attempt's end, not each copy's.
+        held.throttle = false;
         self.attempts = self.attempts.saturating_add(1);
         let n = self.attempts;
         self.hedged = self.shared.hedger(|h| h.start(now, self.plan.idempotency));
@@ -721,6 +941,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 breaker: copy.breaker,
                 limit: copy.limit,
                 draw: copy.draw,
+                throttle: false,
             };
             self.settle(h, AttemptOutcome::Cancelled, now);
             return;
@@ -728,8 +949,9 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         self.push(Action::Send { n, deadline, hedge });
     }
 
-    /// An attempt was refused locally at `now`: what it held goes back; the refusal is waited
-    /// out if the policy says so and the wait fits, else the call ends refused.
+    /// An attempt was refused locally at `now` by a gate inside the retry: what it held goes
+    /// back (a throttle it passed hears a refusal: not accepted); the refusal is waited out if
+    /// the policy says so and the wait fits, else the call ends refused.
     fn refused(&mut self, refusal: Refusal, held: Holdings, now: Instant) {
         self.settle(held, AttemptOutcome::Cancelled, now);
         if self.wait_out(refusal, now) {
@@ -739,11 +961,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         self.refuse(refusal);
     }
 
-    /// With a policy that waits on refusals (the breaker per attempt), asks the retry policy,
-    /// which waits only if the wait fits the deadline, the attempts and the budget.
+    /// With a policy that waits on refusals, asks the retry policy, which waits only if the
+    /// wait fits the deadline, the attempts and the budget.
     fn wait_out(&mut self, refusal: Refusal, now: Instant) -> bool {
         let plan = self.plan;
-        if !plan.retry.config().wait_on_refusal || plan.scope != BreakerScope::PerAttempt {
+        if !plan.retry.config().wait_on_refusal {
             return false;
         }
         let retry_after = refusal.retry_after();
@@ -791,8 +1013,8 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         self.push(Action::Done(end));
     }
 
-    /// Ends the call early: copies in flight cancelled, the call's permit back unused, the
-    /// budget's grant returned.
+    /// Ends the call early: copies in flight cancelled, what the gates outside the retry hold
+    /// back unused, the budget's grant returned.
     fn finish(&mut self, now: Instant) {
         for slot in 0..self.copies.len() {
             if let Some(c) = self.copies.get(slot)
@@ -807,9 +1029,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             }
         }
         self.hedged = None;
-        if let Some(p) = self.call_permit.take() {
-            self.shared.breaker_record(p, Outcome::Ignored, now);
-        }
+        self.settle_call(AttemptOutcome::Cancelled, now);
         let (plan, state) = (self.plan, &mut self.retry);
         self.shared.budget(|b| plan.retry.abandon(state, now, b));
     }
@@ -881,10 +1101,10 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         self.settle_copy(slot, AttemptOutcome::Success, now);
         let (plan, state) = (self.plan, &mut self.retry);
         self.shared.budget(|b| plan.retry.on_success(state, now, b));
-        self.shared.throttle(|t| t.record(now, true));
-        if let Some(p) = self.call_permit.take() {
-            self.shared.breaker_record(p, Outcome::Success, now);
+        if plan.nesting.per_attempt(Gate::Throttle) {
+            self.shared.throttle(|t| t.record(now, true));
         }
+        self.settle_call(AttemptOutcome::Success, now);
         self.done(Ended::Ok { n });
     }
 
@@ -892,9 +1112,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     fn failed(&mut self, slot: usize, class: ErrorClass, now: Instant) {
         self.hedged = None;
         self.settle_copy(slot, AttemptOutcome::Failed(class), now);
-        self.shared
-            .throttle(|t| t.record(now, class.consequences().accepted));
         let plan = self.plan;
+        if plan.nesting.per_attempt(Gate::Throttle) {
+            self.shared
+                .throttle(|t| t.record(now, class.consequences().accepted));
+        }
         let sample = self.shared.sample(SampleFor::Backoff);
         let state = &mut self.retry;
         let decision = self
@@ -915,15 +1137,13 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
         match decision {
             RetryDecision::RetryAt(at) => match self.shared.breaker_refuses(now) {
-                Some(open) if plan.scope == BreakerScope::PerAttempt => {
+                Some(open) if plan.nesting.per_attempt(Gate::Breaker) => {
                     self.opened(at, class, open, now)
                 }
                 _ => self.wait(at, class, now),
             },
             RetryDecision::GiveUp(reason) => {
-                if let Some(p) = self.call_permit.take() {
-                    self.shared.breaker_record(p, Outcome::from(class), now);
-                }
+                self.settle_call(AttemptOutcome::Failed(class), now);
                 self.note(Note::GaveUp(reason));
                 self.done(Ended::GaveUp(reason));
             }
@@ -943,6 +1163,8 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 return self.wait(at, class, now);
             }
         }
+        // The call ends on this answer: the gates outside the retry hear it.
+        self.settle_call(AttemptOutcome::Failed(class), now);
         self.finish(now);
         self.refuse(refusal);
     }
@@ -998,29 +1220,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             self.hedged = None;
             return;
         }
-        let breaker = match self.plan.scope {
-            BreakerScope::PerAttempt => match shared.breaker_acquire(now) {
-                Some(Ok(p)) => Some(p),
-                Some(Err(r)) => return self.no_hedge(Refusal::Breaker(r.reason)),
-                None => None,
-            },
-            BreakerScope::PerCall => None,
-        };
-        let give_back = |this: &Self, breaker: Option<Permit>, limit: Option<LimitPermit>| {
-            if let Some(p) = breaker {
-                this.shared.breaker_record(p, Outcome::Ignored, now);
-            }
-            if let Some(p) = limit {
-                this.release_limit(p, Completion::Ignored, now);
-            }
-        };
-        let limit = match self.limits(now) {
-            Ok(p) => p,
-            Err(refusal) => {
-                give_back(self, breaker, None);
-                return self.no_hedge(refusal);
-            }
-        };
+        let mut held = Holdings::default();
+        if let Err(refusal) = self.pass(self.plan.nesting.inside(), &mut held, now, true, false) {
+            self.settle(held, AttemptOutcome::Cancelled, now);
+            return self.no_hedge(refusal);
+        }
         let drawn = shared
             .hedger(
                 |h| match shared.ledger(|l| h.try_hedge_from(&mut call, now, l)) {
@@ -1044,11 +1248,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                     kind: Extra::Hedge,
                     granted: false,
                 });
-                give_back(self, breaker, limit);
+                self.settle(held, AttemptOutcome::Cancelled, now);
                 return self.no_hedge(Refusal::Ledger(denied));
             }
             (_, Err(_)) => {
-                give_back(self, breaker, limit);
+                self.settle(held, AttemptOutcome::Cancelled, now);
                 self.hedged = None;
                 return;
             }
@@ -1057,11 +1261,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         self.attempts = self.attempts.saturating_add(1);
         let n = self.attempts;
         self.note(Note::Hedge { n });
-        let held = Holdings {
-            breaker,
-            limit,
-            draw,
-        };
+        held.draw = draw;
         self.send(n, held, now, true);
     }
 

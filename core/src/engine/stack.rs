@@ -2,17 +2,22 @@
 //! of the shared state it draws from, each with its scope. Feature `policy` (it allocates: the
 //! error names its place in the stack).
 //!
-//! The engine runs one route: the layers below, in this order, each at most once, every one but
-//! the `Call` optional:
+//! The engine runs one route: a chain of layers ending in a `Call`, each at most once, every one
+//! but the `Call` optional, in any order the format means (see
+//! [`Layer::check_nesting`](crate::policy::Layer::check_nesting)):
 //!
-//! - the breaker per attempt: `Ledger → Retry → Throttle → Breaker → Limit → RateLimit → Hedge → Call`;
-//! - the breaker per call: `Throttle → Breaker → Ledger → Retry → Limit → RateLimit → Hedge → Call`
-//!   (the throttle goes with the breaker, outside the retry).
+//! - the gates (`Throttle`, `Breaker`, `Limit`, `RateLimit`) outside the `Retry` judge the call
+//!   once, those inside it every attempt, each side in the order written ([`Nesting`]); without
+//!   a `Retry` (one attempt) they all judge the call;
+//! - a `Ledger` sits outside the `Retry`, anywhere among the gates there: the call deposits when
+//!   it passes it, and the breaker's probes draw from it when the breaker is inside it;
+//! - a `Hedge` is innermost, around the `Call`: the gates inside the retry admit each copy (a
+//!   throttle admits the attempt once), those outside the call once.
 //!
 //! A `Call`'s timeout is each copy's own (a copy is one send; under a `Hedge` each hedge has its
 //! own timer), bounded by the retry's attempt timeout and deadline. Anything else (a `Fallback`,
-//! an `Llm`, a throttle on the other side of the retry from the breaker, a layer twice) is refused
-//! with the path of the layer and what the engine runs instead.
+//! an `Llm`, a layer twice) is refused with the path of the layer and what the engine runs
+//! instead.
 
 use alloc::format;
 use alloc::string::String;
@@ -26,7 +31,7 @@ use crate::policy::{Layer, Scope};
 use crate::retry::{RetryConfig, RetryPolicy};
 use crate::throttle::{ThrottleConfig, ThrottlePolicy};
 
-use super::{BreakerScope, Plan};
+use super::{Gate, Nesting, Plan};
 
 /// A stack the engine can run: the plan and the shared state's configs, each validated, with
 /// its scope (one per client, or one shared by all).
@@ -67,22 +72,8 @@ impl core::fmt::Display for StackError {
     }
 }
 
-/// The slots of the two orders, outermost first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Slot {
-    CallThrottle,
-    CallBreaker,
-    Ledger,
-    Retry,
-    Throttle,
-    Breaker,
-    Limit,
-    RateLimit,
-    Hedge,
-}
-
-const ORDER: &str = "Ledger → Retry → Throttle → Breaker → Limit → RateLimit → Hedge → Call, \
-                     or Throttle → Breaker outside the Retry";
+const ORDER: &str = "a chain of Ledger, Retry, Throttle, Breaker, Limit and RateLimit, each at \
+                     most once, then a Hedge and the Call";
 
 fn invalid(path: &str, e: ConfigError) -> StackError {
     StackError {
@@ -94,6 +85,10 @@ fn invalid(path: &str, e: ConfigError) -> StackError {
 impl Stack {
     /// Reads `stack` (the layers, outermost first).
     pub fn from_layer<D>(stack: &Layer<D>) -> Result<Self, StackError> {
+        stack.check_nesting("stack").map_err(|e| StackError {
+            path: e.path,
+            message: e.message,
+        })?;
         let mut out = Stack {
             plan: Plan::new(
                 RetryPolicy::new(RetryConfig {
@@ -113,12 +108,21 @@ impl Stack {
         };
         let mut path = String::from("stack");
         let mut layer = stack;
-        // The slot of the layer above; a throttle seen before the retry waits for its breaker.
-        let mut last: Option<Slot> = None;
+        // The gates outside the retry and inside it, outermost first; where the ledger sits
+        // among those outside.
+        let mut outside: heapless::Vec<Gate, 4> = heapless::Vec::new();
+        let mut inside: heapless::Vec<Gate, 4> = heapless::Vec::new();
+        // Without a Retry (one attempt) every gate is outside it: it judges the call, and a
+        // Hedge's copies pass none of them, as in the simulator.
+        let mut ledger_at = None;
         let mut retry = false;
-        let mut pending_throttle: Option<(ThrottleConfig, Scope, String)> = None;
+        let mut hedged = false;
         loop {
-            let (slot, inner) = match layer {
+            let twice = |path: &str, what: &str| StackError {
+                path: String::from(path),
+                message: format!("a second {what} on the route: the engine runs {ORDER}"),
+            };
+            let (gate, inner) = match layer {
                 Layer::Call {
                     downstream,
                     timeout,
@@ -128,14 +132,25 @@ impl Stack {
                     out.plan = out.plan.copy_timeout(*timeout);
                     break;
                 }
+                _ if hedged => {
+                    // `check_nesting` holds a Hedge's inner to a Call.
+                    return Err(StackError {
+                        path,
+                        message: format!("the engine runs {ORDER}"),
+                    });
+                }
                 Layer::Ledger {
                     config,
                     scope,
                     inner,
                 } => {
+                    if out.ledger.is_some() {
+                        return Err(twice(&path, "Ledger"));
+                    }
                     RatioPolicy::new(*config).map_err(|e| invalid(&path, e))?;
                     out.ledger = Some((*config, *scope));
-                    (Slot::Ledger, inner)
+                    ledger_at = Some(outside.len());
+                    (None, inner)
                 }
                 Layer::Retry {
                     policy,
@@ -143,6 +158,9 @@ impl Stack {
                     budget_scope,
                     inner,
                 } => {
+                    if retry {
+                        return Err(twice(&path, "Retry"));
+                    }
                     let p = RetryPolicy::new(*policy).map_err(|e| invalid(&path, e))?;
                     out.plan = Plan {
                         retry: p,
@@ -153,7 +171,7 @@ impl Stack {
                         out.budget = Some((*b, *budget_scope));
                     }
                     retry = true;
-                    (Slot::Retry, inner)
+                    (None, inner)
                 }
                 Layer::Throttle {
                     config,
@@ -161,14 +179,8 @@ impl Stack {
                     inner,
                 } => {
                     ThrottlePolicy::new(*config).map_err(|e| invalid(&path, e))?;
-                    let slot = if retry {
-                        out.throttle = Some((*config, *scope));
-                        Slot::Throttle
-                    } else {
-                        pending_throttle = Some((*config, *scope, path.clone()));
-                        Slot::CallThrottle
-                    };
-                    (slot, inner)
+                    out.throttle = Some((*config, *scope));
+                    (Some(Gate::Throttle), inner)
                 }
                 Layer::Breaker {
                     config,
@@ -177,16 +189,7 @@ impl Stack {
                 } => {
                     BreakerPolicy::new(*config).map_err(|e| invalid(&path, e))?;
                     out.breaker = Some((*config, *scope));
-                    let slot = if retry {
-                        Slot::Breaker
-                    } else {
-                        out.plan = out.plan.scope(BreakerScope::PerCall);
-                        if let Some((c, s, _)) = pending_throttle.take() {
-                            out.throttle = Some((c, s));
-                        }
-                        Slot::CallBreaker
-                    };
-                    (slot, inner)
+                    (Some(Gate::Breaker), inner)
                 }
                 Layer::Limit {
                     config,
@@ -195,7 +198,7 @@ impl Stack {
                 } => {
                     LimiterPolicy::new(*config).map_err(|e| invalid(&path, e))?;
                     out.limit = Some((*config, *scope));
-                    (Slot::Limit, inner)
+                    (Some(Gate::Limit), inner)
                 }
                 Layer::RateLimit {
                     config,
@@ -204,7 +207,7 @@ impl Stack {
                 } => {
                     RatePolicy::new(*config).map_err(|e| invalid(&path, e))?;
                     out.rate = Some((*config, *scope));
-                    (Slot::RateLimit, inner)
+                    (Some(Gate::Rate), inner)
                 }
                 Layer::Hedge {
                     config,
@@ -220,7 +223,8 @@ impl Stack {
                         Idempotency::NotIdempotent
                     };
                     out.plan = out.plan.idempotency(idempotency);
-                    (Slot::Hedge, inner)
+                    hedged = true;
+                    (None, inner)
                 }
                 Layer::Fallback(_) | Layer::Llm { .. } => {
                     return Err(StackError {
@@ -232,27 +236,16 @@ impl Stack {
                     });
                 }
             };
-            if last.is_some_and(|l| l >= slot) {
-                return Err(StackError {
-                    path,
-                    message: format!(
-                        "a {} here is out of the engine's order: it runs {ORDER}",
-                        layer.kind_name()
-                    ),
-                });
+            if let Some(gate) = gate {
+                if outside.contains(&gate) || inside.contains(&gate) {
+                    return Err(twice(&path, layer.kind_name()));
+                }
+                let side = if retry { &mut inside } else { &mut outside };
+                // Four distinct gates at most: there is room.
+                let _ = side.push(gate);
             }
-            last = Some(slot);
             path.push_str(".inner");
             layer = inner;
-        }
-        if let Some((_, _, at)) = pending_throttle {
-            return Err(StackError {
-                path: at,
-                message: format!(
-                    "a Throttle outside the Retry goes with a Breaker outside it: the engine runs \
-                     {ORDER}"
-                ),
-            });
         }
         if out.ledger.is_some() && out.budget.is_some() {
             return Err(StackError {
@@ -262,6 +255,12 @@ impl Stack {
                 ),
             });
         }
+        let ledger_at = ledger_at.unwrap_or(outside.len());
+        let nesting = Nesting::new(&outside, ledger_at, &inside).map_err(|t| StackError {
+            path: String::from("stack"),
+            message: format!("a second {:?} on the route: the engine runs {ORDER}", t.0),
+        })?;
+        out.plan = out.plan.nesting(nesting);
         Ok(out)
     }
 }

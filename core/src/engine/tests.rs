@@ -5,6 +5,7 @@ use crate::answer::Signals;
 use crate::backoff::{BackoffConfig, Jitter, Shape};
 use crate::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, NoWindow};
 use crate::hedge::{HedgeConfig, HedgeDelay, HedgePolicy};
+use crate::limit::LimiterConfig;
 use crate::retry::RetryConfig;
 
 fn t(ms: u64) -> Instant {
@@ -36,6 +37,8 @@ fn retry(attempts: u32, timeout_ms: Option<u64>) -> RetryPolicy {
 struct Parts {
     breaker: Option<RefCell<CircuitBreaker<BreakerPolicy, NoWindow>>>,
     hedger: Option<RefCell<Hedger>>,
+    throttle: Option<RefCell<AdaptiveThrottle>>,
+    limiter: Option<RefCell<Limiter>>,
     notes: RefCell<std::vec::Vec<Note>>,
 }
 
@@ -57,6 +60,15 @@ impl Shared for Parts {
     }
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         self.hedger.as_ref().map(|h| f(&mut h.borrow_mut()))
+    }
+    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+        self.throttle.as_ref().map(|t| f(&mut t.borrow_mut()))
+    }
+    fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+        self.limiter.as_ref().map(|l| f(&mut l.borrow_mut()))
+    }
+    fn sample(&self, _: SampleFor) -> u64 {
+        u64::MAX
     }
     fn note(&self, note: Note) {
         self.notes.borrow_mut().push(note);
@@ -277,9 +289,92 @@ fn an_answer_that_opens_the_breaker_ends_the_call_at_once() {
     ));
 }
 
+/// Runs a call whose attempts answer `answers` in turn, each at once; how it ended.
+fn run_answers(plan: &Plan, parts: &Parts, answers: &[Answer]) -> End {
+    let mut call: Call<'_, Parts> = Call::start(plan, parts, t(0));
+    let mut now = 0;
+    let mut next = answers.iter();
+    loop {
+        for a in actions(&mut call) {
+            match a {
+                Action::Send { n, .. } => {
+                    let answer = *next.next().unwrap();
+                    call.handle(t(now), Input::Answer { n, answer });
+                }
+                Action::Done(end) => return end,
+                Action::Cancel { .. } => {}
+            }
+        }
+        if let Some(at) = call.poll_timeout() {
+            now = at.as_nanos() / 1_000_000;
+            call.handle(t(now), Input::Tick);
+        }
+    }
+}
+
+fn throttle() -> Option<RefCell<AdaptiveThrottle>> {
+    let policy =
+        crate::throttle::ThrottlePolicy::new(crate::throttle::ThrottleConfig::google_sre());
+    Some(RefCell::new(
+        AdaptiveThrottle::new(policy.unwrap()).unwrap(),
+    ))
+}
+
+#[test]
+fn a_throttle_outside_the_retry_counts_the_call_once_and_hears_its_end() {
+    let outside = Nesting::new(&[Gate::Throttle], 0, &[]).unwrap();
+    let inside = Nesting::new(&[], 0, &[Gate::Throttle]).unwrap();
+    for (nesting, counts) in [(outside, (1, 1)), (inside, (3, 3))] {
+        let plan = Plan::new(retry(3, None)).nesting(nesting);
+        let parts = Parts {
+            throttle: throttle(),
+            ..Parts::default()
+        };
+        let end = run_answers(&plan, &parts, &[E500, E500, OK]);
+        assert_eq!(end.result, Ended::Ok { n: 3 });
+        let got = parts.throttle.as_ref().unwrap().borrow().counts(t(1000));
+        assert_eq!(got, counts, "{nesting:?}");
+    }
+}
+
+#[test]
+fn a_limit_outside_the_retry_holds_one_slot_for_the_whole_call() {
+    let plan = Plan::new(retry(3, None)).nesting(Nesting::new(&[Gate::Limit], 0, &[]).unwrap());
+    let limiter =
+        Limiter::new(crate::limit::LimiterPolicy::new(LimiterConfig::bulkhead(1)).unwrap());
+    let parts = Parts {
+        limiter: Some(RefCell::new(limiter)),
+        ..Parts::default()
+    };
+    let mut call: Call<'_, Parts> = Call::start(&plan, &parts, t(0));
+    assert_eq!(parts.limiter.as_ref().unwrap().borrow().in_flight(), 1);
+    call.handle(t(5), Input::Answer { n: 1, answer: E500 });
+    // Waiting for the retry: the call still holds its slot.
+    let _ = actions(&mut call);
+    assert_eq!(parts.limiter.as_ref().unwrap().borrow().in_flight(), 1);
+    call.handle(t(105), Input::Tick);
+    call.handle(t(110), Input::Answer { n: 2, answer: OK });
+    assert!(call.is_done());
+    assert_eq!(parts.limiter.as_ref().unwrap().borrow().in_flight(), 0);
+}
+
+#[test]
+fn a_nesting_names_each_gate_once() {
+    assert_eq!(
+        Nesting::new(&[Gate::Breaker], 0, &[Gate::Breaker]),
+        Err(Twice(Gate::Breaker))
+    );
+    let n = Nesting::new(&[Gate::Rate, Gate::Throttle], 5, &[Gate::Limit]).unwrap();
+    assert_eq!(n.outside(), [Gate::Rate, Gate::Throttle]);
+    assert_eq!(n.inside(), [Gate::Limit]);
+    assert_eq!(n.ledger_at(), 2);
+    assert!(n.per_call(Gate::Throttle) && n.per_attempt(Gate::Limit));
+    assert!(!n.per_call(Gate::Breaker) && !n.per_attempt(Gate::Breaker));
+}
+
 #[cfg(feature = "policy")]
 mod stack {
-    use super::super::{BreakerScope, Stack};
+    use super::super::{BreakerScope, Gate, Stack};
     use crate::hedge::Idempotency;
     use crate::policy::{Layer, Scope};
 
@@ -304,7 +399,7 @@ mod stack {
         ))
         .unwrap();
         assert_eq!(s.downstream, "api");
-        assert_eq!(s.plan.scope, BreakerScope::PerAttempt);
+        assert_eq!(s.plan.breaker_scope(), BreakerScope::PerAttempt);
         assert_eq!(s.plan.idempotency, Idempotency::Idempotent);
         assert_eq!(s.plan.copy_timeout, Some(crate::Duration::from_millis(200)));
         assert_eq!(s.plan.retry().config().max_attempts, Some(2));
@@ -320,8 +415,32 @@ mod stack {
              inner: Call(downstream: \"api\"))))"
         ))
         .unwrap();
-        assert_eq!(s.plan.scope, BreakerScope::PerCall);
+        assert_eq!(s.plan.breaker_scope(), BreakerScope::PerCall);
+        assert_eq!(s.plan.gates().outside(), [Gate::Throttle, Gate::Breaker]);
         assert!(s.throttle.is_some());
+    }
+
+    #[test]
+    fn each_gate_has_the_scope_its_place_gives() {
+        let s = read(&format!(
+            "Limit(config: (rule: Fixed, initial: 4, min: 1, max: 4), inner: Ledger(config: \
+             (ratio: 0.5, min_per_sec: 0, ttl: \"10s\"), inner: Throttle(inner: Retry({RETRY}, \
+             inner: RateLimit(config: (rate: 10, period: \"1s\", burst: 2), inner: \
+             Breaker(config: (consecutive_failures: 3), inner: Call(downstream: \"a\")))))))"
+        ))
+        .unwrap();
+        let g = s.plan.gates();
+        assert_eq!(g.outside(), [Gate::Limit, Gate::Throttle]);
+        assert_eq!(g.ledger_at(), 1);
+        assert_eq!(g.inside(), [Gate::Rate, Gate::Breaker]);
+        // Without a Retry, every gate judges the call.
+        let s = read(
+            "Breaker(config: (consecutive_failures: 3), inner: Limit(config: (rule: Fixed, \
+             initial: 4, min: 1, max: 4), inner: Call(downstream: \"a\")))",
+        )
+        .unwrap();
+        assert_eq!(s.plan.gates().outside(), [Gate::Breaker, Gate::Limit]);
+        assert!(s.plan.gates().inside().is_empty());
     }
 
     #[test]
@@ -329,14 +448,18 @@ mod stack {
         let cases = [
             (
                 format!(
-                    "Throttle(inner: Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 1), inner: \
+                    "Retry({RETRY}, inner: Throttle(inner: Retry({RETRY}, inner: \
                      Call(downstream: \"a\"))))"
                 ),
-                "stack: a Throttle outside the Retry goes with a Breaker outside it",
+                "stack.inner.inner: a second Retry on the route",
             ),
             (
                 format!("Retry({RETRY}, inner: Hedge(config: (delay: Fixed(\"50ms\"), max_hedges: 1), inner: Limit(config: (rule: Fixed, initial: 1, min: 1, max: 1), inner: Call(downstream: \"a\"))))"),
-                "stack.inner.inner: a Limit here is out of the engine's order",
+                "stack.inner.inner: a Hedge sends copies of one call",
+            ),
+            (
+                format!("Retry({RETRY}, inner: Ledger(config: (ratio: 0.5, min_per_sec: 0, ttl: \"10s\"), inner: Call(downstream: \"a\")))"),
+                "stack.inner: a Ledger inside a Retry",
             ),
             (
                 "Retry(policy: (max_attempts: 0, backoff: (shape: Constant(delay: \"1s\"))), inner: Call(downstream: \"a\"))".into(),

@@ -385,6 +385,11 @@ impl Plan {
             field: Some(field),
             message: message.to_string(),
         };
+        // What no stack can mean, refused as every loader of the format refuses it.
+        policy
+            .stack
+            .check_nesting("stack")
+            .map_err(|e| fail(e.path, &e.message))?;
         let mut branches = Vec::new();
         flatten(&policy.stack, "stack".to_string(), &mut branches);
         if branches.len() > MAX_ROUTES {
@@ -656,10 +661,7 @@ fn route<D>(
                 inner,
             } => {
                 if !matches!(**inner, Layer::Call { .. }) {
-                    return refuse(
-                        &at(&path, "inner"),
-                        "a Hedge sends copies of one call: expected `inner: Call(...)`",
-                    );
+                    return refuse(&at(&path, "inner"), reliable_core::policy::HEDGE_OF_CALL);
                 }
                 if !*idempotent {
                     return refuse(
@@ -681,10 +683,7 @@ fn route<D>(
                 inner,
             } => {
                 if retry.is_some() {
-                    return refuse(
-                        &path,
-                        "a Ledger inside a Retry counts every retry as a first try: expected the Ledger outside the Retry",
-                    );
+                    return refuse(&path, reliable_core::policy::LEDGER_IN_RETRY);
                 }
                 if ledger.is_some() {
                     return refuse(&path, "a second ledger: expected one Ledger per route");

@@ -10,7 +10,7 @@ use reliable_core::outcome::ErrorClass;
 
 use crate::http::{HeaderSignals, classify_status};
 
-use super::error::{BoxError, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
+use super::error::{BoxError, GaveUp, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
 use reliable_core::answer::{Answer, Refuser};
 
 /// Maps an answer to the core's error classes. A response can be a failure (an HTTP 503 is an
@@ -21,8 +21,8 @@ pub trait ClassifyResponse<Res>: Clone + Send + Sync + 'static {
 
     /// The class of an error. The default knows the layers' own errors ([`TimedOut`]: timeout;
     /// [`Open`], [`Throttled`], [`ProbeDenied`], [`OverLimit`] and [`OverRate`]: refused locally, with the
-    /// breaker's or the rate limiter's `retry_after`) and calls
-    /// every other error transient.
+    /// breaker's or the rate limiter's `retry_after`; a retry layer's [`GaveUp`]: its last
+    /// attempt's class) and calls every other error transient.
     fn error(&self, e: &BoxError) -> ErrorClass {
         error_class(e)
     }
@@ -30,6 +30,11 @@ pub trait ClassifyResponse<Res>: Clone + Send + Sync + 'static {
 
 /// The default classification of an error (see [`ClassifyResponse::error`]).
 pub fn error_class(e: &BoxError) -> ErrorClass {
+    if let Some(gave_up) = e.downcast_ref::<GaveUp>() {
+        // A retry layer below gave up: the call ended as its last attempt did (a throttle or a
+        // breaker around the retry hears that answer, as in the simulator).
+        return error_class(&gave_up.last);
+    }
     if e.is::<TimedOut>() {
         ErrorClass::Timeout
     } else if let Some(open) = e.downcast_ref::<Open>() {
@@ -257,5 +262,28 @@ mod tests {
         );
         let e: BoxError = "boom".into();
         assert_eq!(error_class(&e), ErrorClass::Transient);
+    }
+
+    #[test]
+    fn a_retry_that_gave_up_is_classed_by_its_last_attempt() {
+        // A throttle around a retry must not count a call whose attempts all timed out as
+        // accepted, nor a breaker around it count a refusal below as a failure.
+        let gave_up = |last: BoxError| -> BoxError {
+            Box::new(GaveUp {
+                reason: reliable_core::retry::GiveUpReason::MaxAttempts,
+                attempts: 2,
+                last,
+            })
+        };
+        assert_eq!(
+            error_class(&gave_up(Box::new(TimedOut))),
+            ErrorClass::Timeout
+        );
+        let refused = gave_up(Box::new(Throttled { probability_ppm: 1 }));
+        assert_eq!(
+            error_class(&refused),
+            ErrorClass::Refused { retry_after: None }
+        );
+        assert_eq!(error_class(&gave_up("boom".into())), ErrorClass::Transient);
     }
 }

@@ -532,10 +532,9 @@ impl CompiledStack {
                     ));
                 }
                 if !matches!(**inner, Layer::Call { .. }) {
-                    return Err(cx.c.fail(
-                        &at.field("inner"),
-                        "a Hedge sends copies of one call: expected `inner: Call(...)`",
-                    ));
+                    return Err(cx
+                        .c
+                        .fail(&at.field("inner"), reliable_core::policy::HEDGE_OF_CALL));
                 }
                 let hedger = reliable_core::hedge::Hedger::new(policy);
                 self.per_client(*scope, std::mem::size_of_val(&hedger));
@@ -562,10 +561,7 @@ impl CompiledStack {
             } => {
                 let cp = at.field("config");
                 if within.retry {
-                    return Err(cx.c.fail(
-                        &at,
-                        "a Ledger inside a Retry counts every retry as a first try: expected the Ledger outside the Retry",
-                    ));
+                    return Err(cx.c.fail(&at, reliable_core::policy::LEDGER_IN_RETRY));
                 }
                 let ledger = LedgerSlot::new(*config).map_err(|e| cx.c.config_error(&cp, e))?;
                 self.per_client(*scope, ledger.bytes());
@@ -626,9 +622,7 @@ impl CompiledStack {
             }
             Layer::Fallback(layers) => {
                 if layers.is_empty() {
-                    return Err(cx
-                        .c
-                        .fail(&at, "an empty Fallback: expected at least one layer to try"));
+                    return Err(cx.c.fail(&at, reliable_core::policy::EMPTY_FALLBACK));
                 }
                 self.nodes[id as usize].frame = self.next_frame();
                 let mut children = Vec::with_capacity(layers.len());

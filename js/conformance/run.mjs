@@ -6,9 +6,10 @@
 //   node conformance/run.mjs [SEQUENCES_DIR [TRACES_DIR]]    compare (exit 1 on any difference)
 //   node conformance/run.mjs --print SEQUENCE.json           print one trace
 //
-// The sequence's policy block is written as a policy format stack (the layers in the README's
-// order, `Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))` without those the
-// block leaves out), exactly as the engine face of the suite writes it, and handed to
+// The sequence's policy block is written as a policy format stack (the layers nested as its
+// `nesting` says, by default in the README's order,
+// `Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))` without those the block
+// leaves out), exactly as the engine face of the suite writes it, and handed to
 // `reliable.withContext(fn, { policy })`: the package reads it as it reads a policy file, and its
 // engine decides everything.
 //
@@ -22,6 +23,8 @@ import { basename, join } from "node:path";
 import { reliable } from "../dist/esm/entry.esm.js";
 
 const ms = (n) => `${n}ms`;
+// The stock nesting, outermost first (conformance/src/lib.rs, `STOCK_ORDER`).
+const STOCK_ORDER = ["ledger", "retry", "throttle", "breaker", "limit", "rate_limit"];
 // reliable_core::Duration::MAX as the policy format writes it.
 const NEVER = "18446744073.709551615s";
 
@@ -52,9 +55,12 @@ export function stack(p) {
         : { Fixed: ms(p.hedge.delay_ms ?? 0) };
     layer = { Hedge: { config: { delay, max_hedges: p.hedge.max_hedges }, idempotent: p.idempotent === true, inner: layer } };
   }
+  // Each layer the block sets, wrapping its inner one; nested as `nesting` says (outermost
+  // first), by default in the stock order without those the block leaves out.
+  const wraps = {};
   if (p.rate_limit != null) {
     const r = p.rate_limit;
-    layer = { RateLimit: { config: { rate: r.rate, period: ms(r.period_ms), burst: r.burst }, inner: layer } };
+    wraps.rate_limit = (inner) => ({ RateLimit: { config: { rate: r.rate, period: ms(r.period_ms), burst: r.burst }, inner } });
   }
   if (p.limit != null) {
     const l = p.limit;
@@ -69,7 +75,7 @@ export function stack(p) {
               min: l.gradient.min,
               max: l.gradient.max,
             };
-    layer = { Limit: { config, inner: layer } };
+    wraps.limit = (inner) => ({ Limit: { config, inner } });
   }
   if (p.breaker != null) {
     const b = p.breaker;
@@ -78,11 +84,12 @@ export function stack(p) {
       open: { duration: ms(b.open_ms), growth: 1, jitter: 0 },
       half_open: { max_in_flight: 1, rule: { Consecutive: { successes: b.half_open_successes } }, probe_timeout: NEVER },
     };
-    layer = { Breaker: { config, inner: layer } };
+    wraps.breaker = (inner) => ({ Breaker: { config, inner } });
   }
   if (p.throttle != null) {
     const t = p.throttle;
-    layer = { Throttle: { config: { k: t.k, window: ms(t.window_ms), buckets: t.buckets, max_rejection: t.max_rejection ?? null }, inner: layer } };
+    const config = { k: t.k, window: ms(t.window_ms), buckets: t.buckets, max_rejection: t.max_rejection ?? null };
+    wraps.throttle = (inner) => ({ Throttle: { config, inner } });
   }
   const budget =
     p.budget?.token_bucket == null
@@ -99,24 +106,25 @@ export function stack(p) {
             retry_when: { AtLeast: p.budget.token_bucket.retry_cost },
           },
         };
-  layer = {
-    Retry: {
-      policy: {
-        max_attempts: p.max_attempts,
-        attempt_timeout: p.attempt_timeout_ms == null ? null : ms(p.attempt_timeout_ms),
-        deadline: p.deadline_ms == null ? null : ms(p.deadline_ms),
-        backoff: backoff(p.backoff),
-        throttled_backoff: p.throttled_backoff == null ? null : backoff(p.throttled_backoff),
-        max_server_delay: ms(p.max_server_delay_ms),
-        retry_timeouts: p.retry_timeouts,
-        wait_on_refusal: p.wait_on_refusal,
-      },
-      budget,
-      inner: layer,
-    },
+  const policy = {
+    max_attempts: p.max_attempts,
+    attempt_timeout: p.attempt_timeout_ms == null ? null : ms(p.attempt_timeout_ms),
+    deadline: p.deadline_ms == null ? null : ms(p.deadline_ms),
+    backoff: backoff(p.backoff),
+    throttled_backoff: p.throttled_backoff == null ? null : backoff(p.throttled_backoff),
+    max_server_delay: ms(p.max_server_delay_ms),
+    retry_timeouts: p.retry_timeouts,
+    wait_on_refusal: p.wait_on_refusal,
   };
+  wraps.retry = (inner) => ({ Retry: { policy, budget, inner } });
   if (p.ledger != null) {
-    layer = { Ledger: { config: { ratio: p.ledger.ratio, min_per_sec: p.ledger.min_per_sec, ttl: ms(p.ledger.ttl_ms), slots: 10 }, inner: layer } };
+    const config = { ratio: p.ledger.ratio, min_per_sec: p.ledger.min_per_sec, ttl: ms(p.ledger.ttl_ms), slots: 10 };
+    wraps.ledger = (inner) => ({ Ledger: { config, inner } });
+  }
+  const order = p.nesting ?? STOCK_ORDER.filter((name) => wraps[name] !== undefined);
+  for (const name of [...order].reverse()) {
+    if (wraps[name] === undefined) throw new Error(`nesting: ${JSON.stringify(name)} is not set in the policy block`);
+    layer = wraps[name](layer);
   }
   return layer;
 }

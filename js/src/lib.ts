@@ -529,10 +529,15 @@ const LIMIT = 7;
 const RATE = 8;
 const CALL_TIMEOUT = 9;
 
-/** The engine's order of layers (reliable_core::engine::Stack), outermost first. */
-const SLOTS = ["CallThrottle", "CallBreaker", "Ledger", "Retry", "Throttle", "Breaker", "Limit", "RateLimit", "Hedge"];
-const ORDER =
-  "Ledger → Retry → Throttle → Breaker → Limit → RateLimit → Hedge → Call, or Throttle → Breaker outside the Retry";
+const NESTING = 10;
+
+/** What the engine runs (reliable_core::engine::Stack::from_layer), as its errors say it. */
+const ORDER = "a chain of Ledger, Retry, Throttle, Breaker, Limit and RateLimit, each at most once, then a Hedge and the Call";
+/** The gates (reliable_core::engine::Gate), as `rk_stack_layer`'s nesting flag numbers them. */
+const GATES: Record<string, number> = { Throttle: 1, Breaker: 2, Limit: 3, RateLimit: 4 };
+// reliable_core::policy's reasons for refusing a nesting (`Layer::check_nesting`).
+const LEDGER_IN_RETRY = "a Ledger inside a Retry counts every retry as a first try: expected the Ledger outside the Retry";
+const HEDGE_OF_CALL = "a Hedge sends copies of one call: expected `inner: Call(...)`";
 /** Each layer's fields (besides `inner`), as the policy format names them. */
 const FIELDS: Record<string, readonly string[]> = {
   Call: ["downstream", "timeout", "timeout_dist"],
@@ -645,14 +650,23 @@ function readPolicy(policy: unknown): number {
     node = (p as PolicyFile).stack;
   }
   abi.rk_stack_begin();
-  let last = -1;
+  // The rule of the core's stack reader: each layer at most once; a gate outside the Retry judges
+  // the call once, inside it every attempt; a Ledger outside the Retry, anywhere among the gates
+  // there; a Hedge directly around the Call.
+  const seen = new Set<string>();
+  const outside: number[] = [];
+  const inside: number[] = [];
+  let ledgerAt = -1;
   let retry = false;
-  let pendingThrottle: string | undefined;
+  let budget = false;
+  let hedged = false;
   for (;;) {
     if (typeof node !== "object" || node === null || Array.isArray(node) || Object.keys(node).length !== 1) {
       throw new TypeError(`${path}: expected a layer, an object of one variant such as {"Retry": {...}}, got ${describe(node)}`);
     }
     const [kind, raw] = Object.entries(node as Record<string, unknown>)[0];
+    if (hedged && kind !== "Call") throw new TypeError(`${path}: ${HEDGE_OF_CALL}`);
+    if (kind === "Ledger" && retry) throw new TypeError(`${path}: ${LEDGER_IN_RETRY}`);
     if (OTHER_LAYERS.includes(kind)) {
       throw new TypeError(`${path}: the engine does not run a ${kind} yet: it runs ${ORDER}`);
     }
@@ -676,61 +690,57 @@ function readPolicy(policy: unknown): number {
       layer(CALL_TIMEOUT, 0, body.timeout ?? null, `${path}.timeout`);
       break;
     }
-    let slot: string;
+    if (seen.has(kind)) throw new TypeError(`${path}: a second ${kind} on the route: the engine runs ${ORDER}`);
+    seen.add(kind);
     switch (kind) {
       case "Retry":
         layer(RETRY, 0, need("policy"), `${path}.policy`);
-        if (body.budget != null) layer(BUDGET, 0, body.budget, `${path}.budget`);
+        if (body.budget != null) {
+          layer(BUDGET, 0, body.budget, `${path}.budget`);
+          budget = true;
+        }
         scope(body, "budget_scope", path);
         retry = true;
-        slot = "Retry";
         break;
       case "Throttle":
         // Default: the SRE book's throttle.
-        if (retry) {
-          layer(THROTTLE, 0, body.config ?? {}, `${path}.config`);
-          slot = "Throttle";
-        } else {
-          pendingThrottle = path;
-          layer(THROTTLE, 0, body.config ?? {}, `${path}.config`);
-          slot = "CallThrottle";
-        }
+        layer(THROTTLE, 0, body.config ?? {}, `${path}.config`);
         break;
       case "Breaker":
         layer(BREAKER, retry ? 0 : 1, need("config"), `${path}.config`);
-        pendingThrottle = undefined;
-        slot = retry ? "Breaker" : "CallBreaker";
         break;
       case "Ledger":
         layer(LEDGER, 0, need("config"), `${path}.config`);
-        slot = "Ledger";
+        ledgerAt = outside.length;
         break;
       case "Limit":
         layer(LIMIT, 0, need("config"), `${path}.config`);
-        slot = "Limit";
         break;
       case "RateLimit":
         layer(RATE, 0, need("config"), `${path}.config`);
-        slot = "RateLimit";
         break;
       default: {
         if (body.idempotent !== undefined && typeof body.idempotent !== "boolean") {
           throw new TypeError(`${path}.idempotent: expected a boolean, got ${describe(body.idempotent)}`);
         }
         layer(HEDGE, body.idempotent === true ? 1 : 0, need("config"), `${path}.config`);
-        slot = "Hedge";
+        hedged = true;
       }
     }
     scope(body, "scope", path);
-    const at = SLOTS.indexOf(slot);
-    if (at <= last) throw new TypeError(`${path}: a ${kind} here is out of the engine's order: it runs ${ORDER}`);
-    last = at;
+    const gate = GATES[kind];
+    if (gate !== undefined) (retry ? inside : outside).push(gate);
     node = need("inner");
     path += ".inner";
   }
-  if (pendingThrottle !== undefined) {
-    throw new TypeError(`${pendingThrottle}: a Throttle outside the Retry goes with a Breaker outside it: the engine runs ${ORDER}`);
+  if (seen.has("Ledger") && budget) {
+    throw new TypeError("stack: a Retry inside a Ledger draws from it: its own budget would be a second one");
   }
+  // The nesting flag (js/wasm/src/policy.rs, `nesting_of`): the gates outermost first, three bits
+  // each, then how many sit outside the retry, then how many of those the ledger is inside.
+  const gates = [...outside, ...inside];
+  const flag = gates.reduce((f, g, i) => f | (g << (3 * i)), 0) | (outside.length << 12) | ((ledgerAt < 0 ? outside.length : ledgerAt) << 15);
+  if (abi.rk_stack_layer(NESTING, flag, 0) < 0) throw refusal("stack");
   return checked2(abi.rk_stack_finish(), "stack");
 }
 

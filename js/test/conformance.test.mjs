@@ -41,3 +41,19 @@ test("the suite's shared sequences give their expected traces, byte for byte", {
   // loop, not the core's engine: the runner has checked that it still differs.
   assert.equal(same + pending, ran);
 });
+
+// Every nesting the policy format accepts for a small set of layers (conformance/generated): the
+// sequence's `nesting` becomes the stack's order of layers, and the trace is the engine's.
+const generated = fileURLToPath(new URL("../../conformance/generated", import.meta.url));
+test("the suite's generated nestings give their expected traces, byte for byte", { skip: !existsSync(generated) && "no conformance/generated beside this package" }, () => {
+  const run = spawnSync(process.execPath, [runner, generated, generated], { encoding: "utf8" });
+  const out = run.stdout;
+  process.stdout.write(out + run.stderr);
+  assert.equal(run.status, 0, "the runner failed: see its output above");
+  const summary = out.match(/(\d+) sequences run, (\d+) same, (\d+) different, (\d+) pending/);
+  assert.ok(summary, "the runner printed no summary");
+  const [, ran, same, different, pending] = summary.map(Number);
+  const files = readdirSync(generated).filter((f) => f.endsWith(".json"));
+  assert.ok(files.length > 0);
+  assert.deepEqual({ ran, same, different, pending }, { ran: files.length, same: files.length, different: 0, pending: 0 });
+});

@@ -165,6 +165,25 @@ test("a scenario's policy decides its calls: retries, its breaker opens and refu
   f.dispose();
 });
 
+test("every nesting the core's stack reader accepts loads: gates on either side of the retry, in any order", () => {
+  const call = { Call: { downstream: "api", timeout: "1s" } };
+  const retry = (inner) => ({ Retry: { policy: { max_attempts: 2, backoff: { shape: { Constant: { delay: "0s" } } } }, inner } });
+  const limit = (inner) => ({ Limit: { config: { rule: "Fixed", initial: 4, min: 4, max: 4 }, inner } });
+  const rate = (inner) => ({ RateLimit: { config: { rate: 10, period: "1s", burst: 10 }, inner } });
+  const breaker = (inner) => ({ Breaker: { config: { consecutive_failures: 3 }, inner } });
+  const throttle = (inner) => ({ Throttle: { config: {}, inner } });
+  const ledger = (inner) => ({ Ledger: { config: { ratio: 0.1, min_per_sec: 1, ttl: "10s", slots: 10 }, inner } });
+  const stacks = [
+    throttle(retry(call)),
+    limit(retry(breaker(call))),
+    retry(rate(limit(throttle(breaker(call))))),
+    breaker(ledger(throttle(retry(rate(call))))),
+    rate(limit(breaker(throttle(call)))),
+    retry(breaker(throttle(call))),
+  ];
+  for (const stack of stacks) reliable(async () => 1, { policy: { stack } }).dispose();
+});
+
 test("a policy's errors name the place in the stack", () => {
   const call = { Call: { downstream: "api", timeout: "1s" } };
   const cases = [
@@ -173,7 +192,10 @@ test("a policy's errors name the place in the stack", () => {
     [{ Retry: { policy: { max_attempts: 2, backoff: { shape: { Constant: { delay: "0s" } } }, tries: 3 }, inner: call } }, TypeError, /^stack\.policy: unknown field `tries`/],
     [{ Retry: { policy: { max_attempts: 2, backoff: { shape: { Constant: { delay: "soon" } } } }, inner: call } }, TypeError, /^stack\.policy\.backoff\.shape\.Constant\.delay: invalid duration "soon"/],
     [{ Breaker: { config: { failure_rate: 2 }, inner: { Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, inner: call } } } }, RangeError, /^stack\.config\.failure_rate/],
-    [{ Hedge: { config: { delay: { Fixed: "10ms" }, max_hedges: 1 }, inner: { Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, inner: call } } } }, TypeError, /^stack\.inner: a Retry here is out of the engine's order/],
+    [{ Hedge: { config: { delay: { Fixed: "10ms" }, max_hedges: 1 }, inner: { Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, inner: call } } } }, TypeError, /^stack\.inner: a Hedge sends copies of one call/],
+    [{ Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, inner: { Ledger: { config: { ratio: 0.1, min_per_sec: 1, ttl: "10s", slots: 10 }, inner: call } } } }, TypeError, /^stack\.inner: a Ledger inside a Retry counts every retry as a first try/],
+    [{ Breaker: { config: { consecutive_failures: 3 }, inner: { Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, inner: { Breaker: { config: { consecutive_failures: 3 }, inner: call } } } } } }, TypeError, /^stack\.inner\.inner: a second Breaker on the route/],
+    [{ Ledger: { config: { ratio: 0.1, min_per_sec: 1, ttl: "10s", slots: 10 }, inner: { Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, budget: { Ratio: { ratio: 0.1, min_per_sec: 1, ttl: "10s", slots: 10 } }, inner: call } } } }, TypeError, /^stack: a Retry inside a Ledger draws from it/],
     [{ Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, inner: { Call: { downstream: 7 } } } }, TypeError, /^stack\.inner\.downstream: expected a string/],
     ["{not json", TypeError, /^policy: not JSON/],
   ];

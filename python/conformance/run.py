@@ -8,8 +8,9 @@ lines). With ``--traces`` it compares each trace with the expected one byte for 
 first differing line of each sequence that differs, and exits 1 if any does.
 
 Each sequence's policy block is written as a policy file (JSON, the policy format the simulator
-runs: ``Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`` without the layers the
-block leaves out, as the suite's engine face writes it), loaded with ``reliable.Policy.from_json``
+runs: the layers nested as the block's ``nesting`` says, by default
+``Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`` without the layers the block
+leaves out, as the suite's engine face writes it), loaded with ``reliable.Policy.from_json``
 and run by ``@reliable(policy=...)`` around an ``async def`` scripted downstream, on an asyncio
 event loop whose clock is virtual: when nothing is ready it jumps to the next timer, on the next
 whole millisecond (a millisecond timer, as the Rust faces' tokio timers). The throttle's draws are
@@ -130,8 +131,13 @@ def _limit(block: dict[str, Any]) -> dict[str, Any]:
     return {"rule": rule, "initial": g["initial"], "min": g["min"], "max": g["max"]}
 
 
+# The stock nesting, outermost first (conformance/src/lib.rs, ``STOCK_ORDER``).
+STOCK_ORDER = ("ledger", "retry", "throttle", "breaker", "limit", "rate_limit")
+
+
 def policy_json(p: dict[str, Any]) -> str:
-    """The policy block as a policy file: the layers in the engine's order, each one per client."""
+    """The policy block as a policy file: the layers nested as its ``nesting`` says (by default
+    in the engine's stock order), each one per client."""
     scope = "PerClient"
     hedge = p.get("hedge")
     copy_timeout = None if hedge is None else hedge.get("copy_timeout_ms")
@@ -149,12 +155,19 @@ def policy_json(p: dict[str, Any]) -> str:
             delay = {"Fixed": _d(hedge.get("delay_ms") or 0)}
         config = {"delay": delay, "max_hedges": hedge["max_hedges"]}
         layer = {"Hedge": {"config": config, "idempotent": bool(p.get("idempotent")), "scope": scope, "inner": layer}}
+    # Each layer the block sets, as a function of its inner layer; nested as ``nesting`` says
+    # (outermost first), by default in the stock order without those the block leaves out.
+    wraps: dict[str, Any] = {}
+
+    def wrap(kind: str, body: dict[str, Any]) -> Any:
+        return lambda inner: {kind: {**body, "inner": inner}}
+
     if p.get("rate_limit") is not None:
         r = p["rate_limit"]
         config = {"rate": r["rate"], "period": _d(r["period_ms"]), "burst": r["burst"]}
-        layer = {"RateLimit": {"config": config, "scope": scope, "inner": layer}}
+        wraps["rate_limit"] = wrap("RateLimit", {"config": config, "scope": scope})
     if p.get("limit") is not None:
-        layer = {"Limit": {"config": _limit(p["limit"]), "scope": scope, "inner": layer}}
+        wraps["limit"] = wrap("Limit", {"config": _limit(p["limit"]), "scope": scope})
     if p.get("breaker") is not None:
         b = p["breaker"]
         config = {
@@ -166,12 +179,12 @@ def policy_json(p: dict[str, Any]) -> str:
                 "probe_timeout": "18446744073.709551615s",
             },
         }
-        layer = {"Breaker": {"config": config, "scope": scope, "inner": layer}}
+        wraps["breaker"] = wrap("Breaker", {"config": config, "scope": scope})
     if p.get("throttle") is not None:
         t = p["throttle"]
         config = {"k": t["k"], "window": _d(t["window_ms"]), "buckets": t["buckets"],
                   "max_rejection": t.get("max_rejection")}
-        layer = {"Throttle": {"config": config, "scope": scope, "inner": layer}}
+        wraps["throttle"] = wrap("Throttle", {"config": config, "scope": scope})
     retry = {
         "max_attempts": p["max_attempts"],
         "attempt_timeout": None if p["attempt_timeout_ms"] is None else _d(p["attempt_timeout_ms"]),
@@ -193,11 +206,18 @@ def policy_json(p: dict[str, Any]) -> str:
             "failure_cost": tb["failure_cost"], "retry_cost": tb["retry_cost"],
             "retry_when": {"AtLeast": tb["retry_cost"]},
         }}
-    layer = {"Retry": {"policy": retry, "budget": budget, "budget_scope": scope, "inner": layer}}
+    wraps["retry"] = wrap("Retry", {"policy": retry, "budget": budget, "budget_scope": scope})
     if p.get("ledger") is not None:
         lg = p["ledger"]
         config = {"ratio": lg["ratio"], "min_per_sec": lg["min_per_sec"], "ttl": _d(lg["ttl_ms"]), "slots": 10}
-        layer = {"Ledger": {"config": config, "scope": scope, "inner": layer}}
+        wraps["ledger"] = wrap("Ledger", {"config": config, "scope": scope})
+    order = p.get("nesting")
+    if order is None:
+        order = [name for name in STOCK_ORDER if name in wraps]
+    for name in reversed(order):
+        if name not in wraps:
+            raise RunnerError(f"nesting: {name!r} is not set in the policy block")
+        layer = wraps[name](layer)
     return json.dumps({"name": "conformance", "stack": layer})
 
 

@@ -48,6 +48,29 @@ def test_a_json_policy_file_loads(tmp_path: Path) -> None:
     assert Policy.from_file(path).hedges
 
 
+def test_every_nesting_the_engine_runs_loads() -> None:
+    # Gates outside the retry (per call) and inside it (per attempt), in any order; the ledger
+    # among the gates outside.
+    retry = {"policy": {"max_attempts": 2, "backoff": {"shape": {"Constant": {"delay": "1ms"}}}}}
+    ledger = {"config": {"ratio": 0.1, "min_per_sec": 1, "ttl": "10s", "slots": 10}}
+    breaker = {"config": {"consecutive_failures": 3}}
+    limit = {"config": {"rule": "Fixed", "initial": 4, "min": 4, "max": 4}}
+    rate = {"config": {"rate": 10, "period": "1s", "burst": 10}}
+    chains = [
+        [("Throttle", {}), ("Retry", retry)],
+        [("Limit", limit), ("Retry", retry), ("Breaker", breaker)],
+        [("Breaker", breaker), ("Ledger", ledger), ("Throttle", {}), ("Retry", retry),
+         ("RateLimit", rate)],
+        [("RateLimit", rate), ("Limit", limit), ("Breaker", breaker), ("Throttle", {})],
+        [("Retry", retry), ("Breaker", breaker), ("Throttle", {})],
+    ]
+    for chain in chains:
+        layer: dict[str, Any] = call()
+        for kind, body in reversed(chain):
+            layer = {kind: {**body, "inner": layer}}
+        Policy.from_json(json.dumps({"name": "t", "stack": layer}))
+
+
 @pytest.mark.parametrize(
     "text,says",
     [
@@ -56,8 +79,10 @@ def test_a_json_policy_file_loads(tmp_path: Path) -> None:
          '{"shape": {"Constant": {"delay": "1ms"}}}}, "inner": {"Call": {"downstream": "a"}}}}}',
          "stack: "),
         (stack({"Retry": {"policy": {"backoff": {"shape": {"Constant": {"delay": "1ms"}}}},
-                          "inner": call()}}), "stack.inner: a Retry here is out of the engine's order"),
-        ('{"name": "t", "stack": {"Fallback": []}}', "stack: the engine does not run a Fallback"),
+                          "inner": call()}}), "stack.inner: a second Retry on the route"),
+        ('{"name": "t", "stack": {"Fallback": []}}', "stack: an empty Fallback"),
+        ('{"name": "t", "stack": {"Fallback": [{"Call": {"downstream": "api", "timeout": null}}]}}',
+         "stack: the engine does not run a Fallback"),
         ("[" * 200 + "]" * 200, "<json>:1:"),
     ],
 )

@@ -627,7 +627,12 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         };
         // The gates outside the retry, outermost first: those before the budget starts (the
         // ledger's deposit), then those after.
-        let (before, after) = plan.nesting.outside().split_at(plan.nesting.ledger_at());
+        // (`Nesting::new` keeps `ledger_at` within them: the fallback is never taken, and keeps
+        // the engine free of a panic path.)
+        let outside = plan.nesting.outside();
+        let (before, after) = outside
+            .split_at_checked(plan.nesting.ledger_at())
+            .unwrap_or((outside, &[]));
         if !before.is_empty()
             && let Err(refusal) = call.pass_call(before, false, now)
         {

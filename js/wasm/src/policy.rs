@@ -1,12 +1,14 @@
 //! A policy format stack, layer by layer: the TypeScript side walks the layers of the file
-//! (their nesting and order), and each layer's config is read here by the core's own `serde`
-//! derives ([`crate::de`]) and checked by the core's own policy constructors, then the whole
-//! becomes a [`Policy`]: the engine's [`Plan`] and the stateful layers it draws from.
+//! (their nesting and order, by the rule of `reliable_core::engine::Stack::from_layer`), and
+//! each layer's config is read here by the core's own `serde` derives ([`crate::de`]) and
+//! checked by the core's own policy constructors; where the gates sit around the retry comes as
+//! a [`Nesting`] ([`Kind::Nesting`], [`nesting_of`]). Then the whole becomes a [`Policy`]: the
+//! engine's [`Plan`] and the stateful layers it draws from.
 
 use reliable_core::backoff::BackoffConfig;
 use reliable_core::breaker::{BreakerConfig, BreakerPolicy};
 use reliable_core::budget::{AnyBudget, BudgetConfig, BudgetPolicy, RatioConfig, RatioPolicy};
-use reliable_core::engine::{BreakerScope, Plan};
+use reliable_core::engine::{BreakerScope, Gate, Nesting, Plan};
 use reliable_core::hedge::{HedgeConfig, HedgePolicy, Hedger, Idempotency};
 use reliable_core::ledger::ExtraLedger;
 use reliable_core::limit::{
@@ -42,6 +44,39 @@ pub enum Kind {
     Rate = 8,
     /// `Call`'s `timeout` (a duration or null).
     CallTimeout = 9,
+    /// No config: the flag is where the gates sit around the retry ([`nesting_of`]).
+    Nesting = 10,
+}
+
+/// The gate a number names (1 throttle, 2 breaker, 3 limit, 4 rate limit).
+fn gate_of(n: u32) -> Option<Gate> {
+    Some(match n {
+        1 => Gate::Throttle,
+        2 => Gate::Breaker,
+        3 => Gate::Limit,
+        4 => Gate::Rate,
+        _ => return None,
+    })
+}
+
+/// The [`Nesting`] a [`Kind::Nesting`] flag writes: the gates outermost first, three bits each
+/// (bits 0-11, a 0 ends the list), how many of them are outside the retry (bits 12-14) and how
+/// many of those come before the ledger (bits 15-17). `None`: not a nesting (an unknown gate, a
+/// gate twice, more outside than there are).
+pub fn nesting_of(flag: u32) -> Option<Nesting> {
+    let mut gates: heapless::Vec<Gate, 4> = heapless::Vec::new();
+    for i in 0..4 {
+        match (flag >> (3 * i)) & 0b111 {
+            0 => break,
+            n => gates.push(gate_of(n)?).ok()?,
+        }
+    }
+    let outside = ((flag >> 12) & 0b111) as usize;
+    let ledger_at = ((flag >> 15) & 0b111) as usize;
+    if outside > gates.len() || ledger_at > outside || flag >> 18 != 0 {
+        return None;
+    }
+    Nesting::new(gates.get(..outside)?, ledger_at, gates.get(outside..)?).ok()
 }
 
 impl Kind {
@@ -57,6 +92,7 @@ impl Kind {
             7 => Kind::Limit,
             8 => Kind::Rate,
             9 => Kind::CallTimeout,
+            10 => Kind::Nesting,
             _ => return None,
         })
     }
@@ -76,6 +112,7 @@ pub struct Builder {
     limit: Option<LimiterConfig>,
     rate: Option<RateConfig>,
     copy_timeout: Option<Duration>,
+    nesting: Option<Nesting>,
 }
 
 impl World {
@@ -148,6 +185,7 @@ impl World {
                 b.rate = Some(c);
             }
             Kind::CallTimeout => b.copy_timeout = self.read::<Option<Duration>>(tokens)?,
+            Kind::Nesting => b.nesting = Some(nesting_of(flag).ok_or(Failure::BadHandle)?),
         }
         Ok(())
     }
@@ -168,18 +206,22 @@ impl World {
                 ..RetryConfig::new(BackoffConfig::immediate())
             }))?,
         };
-        let plan = Plan::new(retry)
-            .scope(if b.per_call {
-                BreakerScope::PerCall
-            } else {
-                BreakerScope::PerAttempt
-            })
-            .idempotency(if b.idempotent {
-                Idempotency::Idempotent
-            } else {
-                Idempotency::NotIdempotent
-            })
-            .copy_timeout(b.copy_timeout);
+        let plan = Plan::new(retry).scope(if b.per_call {
+            BreakerScope::PerCall
+        } else {
+            BreakerScope::PerAttempt
+        });
+        // A nesting read overrides the breaker's flag (the whole stack's shape, not only its).
+        let plan = match b.nesting {
+            Some(n) => plan.nesting(n),
+            None => plan,
+        }
+        .idempotency(if b.idempotent {
+            Idempotency::Idempotent
+        } else {
+            Idempotency::NotIdempotent
+        })
+        .copy_timeout(b.copy_timeout);
         let mut policy = Policy::new(plan);
         policy.budget = match b.budget {
             Some(c) => Some(RefCell::new(config(AnyBudget::from_config(c))?)),

@@ -154,3 +154,23 @@ fn answers_mean_what_the_core_says() {
         );
     }
 }
+
+#[test]
+fn a_nesting_flag_reads_as_the_core_nests() {
+    use crate::policy::nesting_of;
+    use reliable_core::engine::{Gate, Nesting};
+    // Throttle, breaker outside the retry (the ledger between them), limit, rate inside.
+    let flag = 1 | 2 << 3 | 3 << 6 | 4 << 9 | 2 << 12 | 1 << 15;
+    let want = Nesting::new(
+        &[Gate::Throttle, Gate::Breaker],
+        1,
+        &[Gate::Limit, Gate::Rate],
+    )
+    .unwrap();
+    assert_eq!(nesting_of(flag), Some(want));
+    assert_eq!(nesting_of(0), Some(Nesting::new(&[], 0, &[]).unwrap()));
+    // A gate twice, an unknown gate, more outside than there are, a ledger past them, stray bits.
+    for bad in [1 | 1 << 3, 5, 1 | 2 << 12, 1 | 1 << 12 | 2 << 15, 1 << 20] {
+        assert_eq!(nesting_of(bad), None, "{bad:#x}");
+    }
+}

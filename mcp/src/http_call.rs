@@ -110,7 +110,7 @@ pub struct HttpCallArgs {
     /// "minimum_calls": 10}, "inner": {"Call": {"downstream": "api", "timeout": "2s"}}}}}}`.
     /// Layers: Retry, Breaker, Throttle, Ledger, Limit, RateLimit, Hedge (idempotent requests
     /// only), Call. Loaded and validated as `reliable::policy` loads a policy file; a refusal names
-    /// the field (`policy.inner.config.failure_rate: ...`). Held to the server's ceilings (a value
+    /// the field (`policy.inner: failure_rate: ...`). Held to the server's ceilings (a value
     /// over one is refused): at most 5 attempts, each at most the server's attempt timeout, a
     /// deadline of at most its whole-call time (the default for an absent one), at most 1 hedge,
     /// at most 16 KiB and 40 levels deep. Its breaker, budget and limits are this call's own.

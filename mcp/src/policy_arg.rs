@@ -6,9 +6,10 @@
 //! The argument is hostile input:
 //! - its size and nesting are bounded before it is read as a policy ([`MAX_POLICY_BYTES`],
 //!   [`MAX_POLICY_DEPTH`]);
-//! - it is read and validated by the one loader, and every refusal names its place in the
-//!   argument (`policy.inner.policy.max_attempts: ...`), scrubbed of the call's credentials and
-//!   clipped;
+//! - it is read by the core's engine ([`reliable_core::engine::Stack::from_layer`], which
+//!   validates each layer's config where it is written) and loaded by `reliable::policy`, and
+//!   every refusal names its place in the argument (`policy.inner: failure_rate: ...`), scrubbed
+//!   of the call's credentials and clipped;
 //! - what it may ask for is held to the server's own ceilings, the same as the seed arguments':
 //!   at most [`MAX_ATTEMPTS`] attempts, each at most the operator's per-attempt timeout, a
 //!   deadline of at most the operator's whole-call time (waits and server delays included), and
@@ -217,6 +218,9 @@ fn load(
         }
     })?;
     bounded(&stack, limits)?;
+    // The engine's reading first: it validates every layer's config where it is written.
+    reliable_core::engine::Stack::from_layer(&stack)
+        .map_err(|e| format!("{}: {}", argument_path(&e.path), e.message))?;
     let entry = PolicyEntry {
         name: "policy".into(),
         stack,

@@ -701,14 +701,14 @@ async fn a_hostile_policy_is_refused_naming_the_field_and_nothing_is_sent() {
         ),
         (
             retry_policy(2, retry_policy(2, call_layer())),
-            "policy.inner: a retry inside a retry".to_string(),
+            "policy.inner: a second Retry on the route".to_string(),
         ),
         (
             retry_policy(
                 2,
                 json!({"Breaker": {"config": {"failure_rate": 7.0}, "inner": call_layer()}}),
             ),
-            "failure_rate".to_string(),
+            "policy.inner: failure_rate: 7 is not a fraction".to_string(),
         ),
     ];
     for (policy, needle) in cases {

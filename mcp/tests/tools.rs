@@ -13,7 +13,7 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use reliable_mcp::ssrf::{AllowList, Guard};
+use reliable_mcp::ssrf::{AllowList, Guard, Limits};
 use reliable_mcp::storm::StormLimits;
 use reliable_mcp::{ReliableServer, Settings};
 
@@ -743,5 +743,43 @@ async fn a_hostile_policy_is_refused_naming_the_field_and_nothing_is_sent() {
     assert!(!e.contains("sk-policy-secret-9"), "{e}");
     assert!(e.contains("policy.Call.timeout"), "{e}");
     assert_eq!(target.requests(), 0, "a refused policy sends nothing");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_policy_without_timeouts_gets_the_servers_ceilings() {
+    let target = support::serve("127.0.0.1").await;
+    let client = connect(Settings {
+        limits: Limits {
+            max_attempt_timeout: std::time::Duration::from_millis(300),
+            read_timeout: std::time::Duration::from_secs(5),
+            ..Limits::default()
+        },
+        ..settings()
+    })
+    .await;
+    // No timeout anywhere in the policy: the attempt is still cut at the operator's 300 ms, not
+    // left to the read timeout (nor forever).
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/hang"), "policy": {"Call": {"downstream": "slow"}}}),
+    )
+    .await;
+    assert_eq!(r["served_by"], "slow");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("timed out: attempt 1")),
+        "{r}"
+    );
+    // A policy asking for more than the ceiling is refused, saying it.
+    let e = in_band_error(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/hang"), "policy": {"Call": {"downstream": "slow", "timeout": "1s"}}}),
+    )
+    .await;
+    assert!(e.contains("ceiling of 300ms"), "{e}");
     client.cancel().await.unwrap();
 }

@@ -608,6 +608,19 @@ fn call_layer() -> Value {
 async fn reliable_http_call_runs_a_policy_in_the_simulators_format() {
     let target = support::serve("127.0.0.1").await;
     let client = connect(settings()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let http = tools
+        .iter()
+        .find(|t| t.name == "reliable_http_call")
+        .unwrap();
+    let schema = serde_json::to_value(&http.input_schema).unwrap();
+    let described = schema["properties"]["policy"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        described.contains("simulator") && described.contains("Not together with breaker"),
+        "{described}"
+    );
     let policy = retry_policy(3, call_layer());
     // A transient status is retried to the policy's attempts; a fatal one and a success end it.
     let r = ok(

@@ -1,5 +1,6 @@
 //! `reliable_http_call`: one HTTP request made the way this project says requests should be made:
-//! through a [`Reliable`] (a named downstream's breaker and retry policy, or, without a breaker,
+//! through a [`Reliable`] (a named downstream's breaker and retry policy; or one built for the
+//! call from a policy in the simulator's format, see [`crate::policy_arg`]; or, without either,
 //! one built for the call from its own attempts, timeout and backoff), and through the SSRF
 //! guard.
 //!
@@ -102,6 +103,20 @@ pub struct HttpCallArgs {
     /// Largest response body to read, in bytes (at most the server's cap). Default 65536.
     #[serde(default)]
     pub max_body_bytes: Option<usize>,
+    /// A policy as the simulator's scenario files write it: a stack of layers, outermost first,
+    /// in JSON (serde's shape of the policy format), e.g. `{"Retry": {"policy": {"max_attempts":
+    /// 3, "backoff": {"shape": {"Exponential": {"base": "100ms", "factor": 2.0}}, "cap": "1s",
+    /// "jitter": "Full"}}, "inner": {"Breaker": {"config": {"failure_rate": 0.5,
+    /// "minimum_calls": 10}, "inner": {"Call": {"downstream": "api", "timeout": "2s"}}}}}}`.
+    /// Layers: Retry, Breaker, Throttle, Ledger, Limit, RateLimit, Hedge (idempotent requests
+    /// only), Call. Loaded and validated as `reliable::policy` loads a policy file; a refusal names
+    /// the field (`policy.inner: failure_rate: ...`). Held to the server's ceilings (a value
+    /// over one is refused): at most 5 attempts, each at most the server's attempt timeout, a
+    /// deadline of at most its whole-call time (the default for an absent one), at most 1 hedge,
+    /// at most 16 KiB and 40 levels deep. Its breaker, budget and limits are this call's own.
+    /// Not together with breaker, attempts, timeout or backoff (refused: the policy says them).
+    #[serde(default)]
+    pub policy: Option<serde_json::Value>,
 }
 
 /// One attempt.
@@ -436,6 +451,28 @@ fn instance(
     p: &Prepared,
     caller: &HttpCaller,
 ) -> Result<(Reliable, bool), String> {
+    if let Some(policy) = &args.policy {
+        for (given, field) in [
+            (args.breaker.is_some(), "breaker"),
+            (args.attempts.is_some(), "attempts"),
+            (args.timeout.is_some(), "timeout"),
+            (args.backoff.is_some(), "backoff"),
+        ] {
+            if given {
+                return Err(format!(
+                    "{field}: a call with a policy runs what the policy says; leave {field} out (or the policy)"
+                ));
+            }
+        }
+        let rel = crate::policy_arg::instance(
+            policy,
+            p.idempotent,
+            &caller.limits,
+            &caller.instrument,
+            &p.secrets,
+        )?;
+        return Ok((rel, false));
+    }
     let Some(name) = &args.breaker else {
         let retry = crate::retry::config(
             args.attempts,

@@ -26,6 +26,7 @@ pub mod echo;
 pub mod http_call;
 pub mod instrument;
 pub mod notify;
+pub mod policy_arg;
 pub mod redact;
 pub mod retry;
 pub mod schema;

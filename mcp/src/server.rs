@@ -238,8 +238,9 @@ impl ReliableServer {
         backoff::compute(&args).map(Json).map_err(|e| clip(&e))
     }
 
-    /// Make an HTTP request through a named breaker with bounded retries and jittered backoff.
-    /// Returns status, selected headers, a capped body, every attempt, time taken and what
+    /// Make an HTTP request through a named breaker with bounded retries and jittered backoff,
+    /// or through `policy`: a policy stack in the simulator's format (JSON), bounded by the
+    /// server's ceilings, to run exactly the policy tried in `simulate_storm`. Returns status, selected headers, a capped body, every attempt, time taken and what
     /// served it. While the breaker is open nothing is sent and `fallback` is returned. Only
     /// http/https to public addresses (private, loopback, link-local and metadata addresses are
     /// refused, also after DNS and on every redirect; a redirect not followed comes back as a

@@ -52,6 +52,7 @@ fn get(url: &str) -> HttpCallArgs {
         idempotent: None,
         fallback: None,
         max_body_bytes: None,
+        policy: None,
     }
 }
 

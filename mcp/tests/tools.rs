@@ -13,7 +13,7 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-use reliable_mcp::ssrf::{AllowList, Guard};
+use reliable_mcp::ssrf::{AllowList, Guard, Limits};
 use reliable_mcp::storm::StormLimits;
 use reliable_mcp::{ReliableServer, Settings};
 
@@ -589,5 +589,210 @@ async fn bad_arguments_come_back_in_band_naming_the_field() {
     }
     // The session is still usable.
     ok(&client, "list_scenarios", json!({})).await;
+    client.cancel().await.unwrap();
+}
+
+/// A policy in the simulator's format: `attempts` attempts 10 ms apart, each at most 1 s.
+fn retry_policy(attempts: u32, inner: Value) -> Value {
+    json!({"Retry": {
+        "policy": {"max_attempts": attempts, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+        "inner": inner,
+    }})
+}
+
+fn call_layer() -> Value {
+    json!({"Call": {"downstream": "api", "timeout": "1s"}})
+}
+
+#[tokio::test]
+async fn reliable_http_call_runs_a_policy_in_the_simulators_format() {
+    let target = support::serve("127.0.0.1").await;
+    let client = connect(settings()).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let http = tools
+        .iter()
+        .find(|t| t.name == "reliable_http_call")
+        .unwrap();
+    let schema = serde_json::to_value(&http.input_schema).unwrap();
+    let described = schema["properties"]["policy"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        described.contains("simulator") && described.contains("Not together with breaker"),
+        "{described}"
+    );
+    let policy = retry_policy(3, call_layer());
+    // A transient status is retried to the policy's attempts; a fatal one and a success end it.
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/status?code=500"), "policy": policy}),
+    )
+    .await;
+    assert_eq!(r["served_by"], "retry(api)");
+    assert_eq!(r["attempts"].as_array().map(Vec::len), Some(3), "{r}");
+    assert_eq!(
+        (r["ok"].as_bool(), r["status"].as_u64()),
+        (Some(false), Some(500))
+    );
+    assert_eq!(target.requests(), 3);
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/status?code=404"), "policy": policy}),
+    )
+    .await;
+    assert_eq!(r["attempts"].as_array().map(Vec::len), Some(1), "{r}");
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/ok"), "policy": policy}),
+    )
+    .await;
+    assert_eq!(
+        (r["ok"].as_bool(), r["status"].as_u64()),
+        (Some(true), Some(200))
+    );
+    assert_eq!(target.requests(), 5);
+    // A breaker inside the retry, opened by two failures of two: the third attempt is not sent.
+    let breaker = json!({"Breaker": {
+        "config": {"failure_rate": 0.5, "minimum_calls": 2},
+        "inner": call_layer(),
+    }});
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/status?code=500"), "policy": retry_policy(3, breaker)}),
+    )
+    .await;
+    assert_eq!(r["served_by"], "retry(breaker(api))");
+    assert_eq!(target.requests(), 7, "{r}");
+    assert!(
+        r["error"].as_str().is_some_and(|e| e.contains("breaker")),
+        "{r}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_hostile_policy_is_refused_naming_the_field_and_nothing_is_sent() {
+    let target = support::serve("127.0.0.1").await;
+    let client = connect(settings()).await;
+    let url = target.url("/ok");
+    let mut deep = call_layer();
+    // 2 levels each: deeper than the bound, within the transport's own JSON limit of 128.
+    for _ in 0..25 {
+        deep = json!({"Fallback": [deep]});
+    }
+    let huge = json!({"Call": {"downstream": "x".repeat(20_000)}});
+    let cases = [
+        (huge, "policy: over the limit of 16384 bytes".to_string()),
+        (deep, "policy: nested deeper than 40 levels".to_string()),
+        (
+            retry_policy(50, call_layer()),
+            "policy.policy.max_attempts: 50 is over the server's ceiling of 5 attempts".to_string(),
+        ),
+        (
+            json!({"Retry": {"policy": {"max_attempts": null, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}}, "inner": call_layer()}}),
+            "policy.policy.max_attempts: unbounded attempts: expected at most 5".to_string(),
+        ),
+        (
+            retry_policy(2, json!({"Call": {"downstream": "api", "timeout": "1h"}})),
+            "policy.inner.timeout: 3600s is over the server's ceiling of 30s".to_string(),
+        ),
+        (
+            json!({"Hedge": {"config": {"delay": {"Fixed": "10ms"}, "max_hedges": 4}, "idempotent": true, "inner": call_layer()}}),
+            "policy.config.max_hedges: 4 is over the server's ceiling of 1".to_string(),
+        ),
+        (
+            json!({"Circuit": {"inner": call_layer()}}),
+            "policy: unknown variant `Circuit`".to_string(),
+        ),
+        (
+            retry_policy(2, json!({"Call": {"downstrem": "api"}})),
+            "policy.Retry.inner.Call.downstrem".to_string(),
+        ),
+        (
+            retry_policy(2, retry_policy(2, call_layer())),
+            "policy.inner: a second Retry on the route".to_string(),
+        ),
+        (
+            retry_policy(
+                2,
+                json!({"Breaker": {"config": {"failure_rate": 7.0}, "inner": call_layer()}}),
+            ),
+            "policy.inner: failure_rate: 7 is not a fraction".to_string(),
+        ),
+    ];
+    for (policy, needle) in cases {
+        let e = in_band_error(
+            &client,
+            "reliable_http_call",
+            json!({"url": url, "policy": policy}),
+        )
+        .await;
+        assert!(e.contains(&needle), "expected {needle:?} in: {e}");
+        assert!(e.len() < 2048, "clipped: {} bytes", e.len());
+    }
+    // The policy and the seed arguments together are refused, not merged.
+    let e = in_band_error(
+        &client,
+        "reliable_http_call",
+        json!({"url": url, "policy": call_layer(), "attempts": 2}),
+    )
+    .await;
+    assert!(e.starts_with("attempts: a call with a policy"), "{e}");
+    // A credential the call carries is never echoed, even when the policy quotes it.
+    let e = in_band_error(
+        &client,
+        "reliable_http_call",
+        json!({
+            "url": url,
+            "headers": {"Authorization": "Bearer sk-policy-secret-9"},
+            "policy": {"Call": {"downstream": "api", "timeout": "Bearer sk-policy-secret-9"}},
+        }),
+    )
+    .await;
+    assert!(!e.contains("sk-policy-secret-9"), "{e}");
+    assert!(e.contains("policy.Call.timeout"), "{e}");
+    assert_eq!(target.requests(), 0, "a refused policy sends nothing");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_policy_without_timeouts_gets_the_servers_ceilings() {
+    let target = support::serve("127.0.0.1").await;
+    let client = connect(Settings {
+        limits: Limits {
+            max_attempt_timeout: std::time::Duration::from_millis(300),
+            read_timeout: std::time::Duration::from_secs(5),
+            ..Limits::default()
+        },
+        ..settings()
+    })
+    .await;
+    // No timeout anywhere in the policy: the attempt is still cut at the operator's 300 ms, not
+    // left to the read timeout (nor forever).
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/hang"), "policy": {"Call": {"downstream": "slow"}}}),
+    )
+    .await;
+    assert_eq!(r["served_by"], "slow");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("timed out: attempt 1")),
+        "{r}"
+    );
+    // A policy asking for more than the ceiling is refused, saying it.
+    let e = in_band_error(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/hang"), "policy": {"Call": {"downstream": "slow", "timeout": "1s"}}}),
+    )
+    .await;
+    assert!(e.contains("ceiling of 300ms"), "{e}");
     client.cancel().await.unwrap();
 }

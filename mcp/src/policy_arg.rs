@@ -1,0 +1,312 @@
+//! `reliable_http_call`'s `policy`: a policy format stack (`reliable_core::policy::Layer`, as
+//! serde writes it in JSON, the format of the simulator's scenario files), loaded by
+//! [`reliable::policy`], the loader every `Reliable` is built from, into the instance the call
+//! goes through. An agent runs exactly the policy an SRE tried in the simulator.
+//!
+//! The argument is hostile input:
+//! - its size and nesting are bounded before it is read as a policy ([`MAX_POLICY_BYTES`],
+//!   [`MAX_POLICY_DEPTH`]);
+//! - it is read by the core's engine ([`reliable_core::engine::Stack::from_layer`], which
+//!   validates each layer's config where it is written) and loaded by `reliable::policy`, and
+//!   every refusal names its place in the argument (`policy.inner: failure_rate: ...`), scrubbed
+//!   of the call's credentials and clipped;
+//! - what it may ask for is held to the server's own ceilings, the same as the seed arguments':
+//!   at most [`MAX_ATTEMPTS`] attempts, each at most the operator's per-attempt timeout, a
+//!   deadline of at most the operator's whole-call time (waits and server delays included), and
+//!   at most [`MAX_HEDGES`] hedge per attempt. A value over a ceiling is refused, saying the
+//!   ceiling; an absent timeout or deadline is the ceiling.
+//!
+//! Its breaker, budget, ledger, throttle and limits are the call's own: each call builds its
+//! instance afresh, so a policy cannot fill or trip state other calls share.
+
+use reliable::Reliable;
+use reliable::policy::{Plan, PolicyEntry, PolicyLayer};
+use reliable_core::Duration;
+use reliable_core::policy::Layer;
+use serde_json::Value;
+
+use crate::instrument::Instrument;
+use crate::redact::Secrets;
+use crate::retry::MAX_ATTEMPTS;
+use crate::ssrf::Limits;
+
+/// Largest `policy`, in bytes of compact JSON.
+pub const MAX_POLICY_BYTES: usize = 16 * 1024;
+/// Deepest `policy`, in JSON objects and arrays nested.
+pub const MAX_POLICY_DEPTH: usize = 40;
+/// Most hedges per attempt.
+pub const MAX_HEDGES: u32 = 1;
+
+/// A writer that only counts, and stops past a limit.
+struct Counter {
+    n: usize,
+    limit: usize,
+}
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.n += buf.len();
+        if self.n > self.limit {
+            return Err(std::io::Error::other("over the limit"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The nesting depth of `v`, stopping once past `limit` (iterative: no recursion on input).
+fn deeper_than(v: &Value, limit: usize) -> bool {
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Object(m) => Box::new(m.values()),
+            Value::Array(a) => Box::new(a.iter()),
+            _ => continue,
+        };
+        if depth > limit {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    false
+}
+
+fn over(field: &str, given: Duration, ceiling: Duration, what: &str) -> Result<(), String> {
+    if given > ceiling {
+        return Err(format!(
+            "{field}: {given} is over the server's ceiling of {ceiling} ({what})"
+        ));
+    }
+    Ok(())
+}
+
+fn duration(d: std::time::Duration) -> Duration {
+    Duration::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Holds every layer of `stack` to the server's ceilings, naming the field that is over one.
+fn bounded(stack: &PolicyLayer, limits: &Limits) -> Result<(), String> {
+    let attempt_max = duration(limits.max_attempt_timeout);
+    let call_max = duration(limits.max_call_time);
+    let mut todo = vec![(stack, "policy".to_string())];
+    while let Some((layer, path)) = todo.pop() {
+        match layer {
+            Layer::Call { timeout, .. } => {
+                if let Some(t) = timeout {
+                    over(
+                        &format!("{path}.timeout"),
+                        *t,
+                        attempt_max,
+                        "the longest an attempt may take",
+                    )?;
+                }
+            }
+            Layer::Retry { policy, inner, .. } => {
+                let field = format!("{path}.policy.max_attempts");
+                match policy.max_attempts {
+                    None => {
+                        return Err(format!(
+                            "{field}: unbounded attempts: expected at most {MAX_ATTEMPTS} (the server's ceiling)"
+                        ));
+                    }
+                    Some(n) if n > MAX_ATTEMPTS => {
+                        return Err(format!(
+                            "{field}: {n} is over the server's ceiling of {MAX_ATTEMPTS} attempts"
+                        ));
+                    }
+                    Some(_) => {}
+                }
+                if let Some(t) = policy.attempt_timeout {
+                    over(
+                        &format!("{path}.policy.attempt_timeout"),
+                        t,
+                        attempt_max,
+                        "the longest an attempt may take",
+                    )?;
+                }
+                if let Some(d) = policy.deadline {
+                    over(
+                        &format!("{path}.policy.deadline"),
+                        d,
+                        call_max,
+                        "the longest a call may take",
+                    )?;
+                }
+                over(
+                    &format!("{path}.policy.max_server_delay"),
+                    policy.max_server_delay,
+                    call_max,
+                    "the longest a call may take",
+                )?;
+                todo.push((inner, format!("{path}.inner")));
+            }
+            Layer::Hedge { config, inner, .. } => {
+                if config.max_hedges > MAX_HEDGES {
+                    return Err(format!(
+                        "{path}.config.max_hedges: {} is over the server's ceiling of {MAX_HEDGES} hedge per attempt",
+                        config.max_hedges
+                    ));
+                }
+                todo.push((inner, format!("{path}.inner")));
+            }
+            Layer::Breaker { inner, .. }
+            | Layer::Throttle { inner, .. }
+            | Layer::Ledger { inner, .. }
+            | Layer::Limit { inner, .. }
+            | Layer::RateLimit { inner, .. }
+            | Layer::Llm { inner, .. } => todo.push((inner, format!("{path}.inner"))),
+            Layer::Fallback(layers) => {
+                for (i, l) in layers.iter().enumerate() {
+                    todo.push((l, format!("{path}[{i}]")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The loader's path (`stack.inner`) as the argument's (`policy.inner`).
+fn argument_path(field: &str) -> String {
+    match field.strip_prefix("stack") {
+        Some(rest) => format!("policy{rest}"),
+        None => format!("policy.{field}"),
+    }
+}
+
+/// The instance `policy` describes, for a request that is `idempotent` (or not), within
+/// `limits`; or why not, naming the field. Messages are scrubbed of `secrets`.
+pub fn instance(
+    policy: &Value,
+    idempotent: bool,
+    limits: &Limits,
+    instrument: &Instrument,
+    secrets: &Secrets,
+) -> Result<Reliable, String> {
+    load(policy, idempotent, limits, instrument).map_err(|e| secrets.scrub(&e))
+}
+
+fn load(
+    policy: &Value,
+    idempotent: bool,
+    limits: &Limits,
+    instrument: &Instrument,
+) -> Result<Reliable, String> {
+    let mut counter = Counter {
+        n: 0,
+        limit: MAX_POLICY_BYTES,
+    };
+    if serde_json::to_writer(&mut counter, policy).is_err() {
+        return Err(format!(
+            "policy: over the limit of {MAX_POLICY_BYTES} bytes (as compact JSON)"
+        ));
+    }
+    if deeper_than(policy, MAX_POLICY_DEPTH) {
+        return Err(format!(
+            "policy: nested deeper than {MAX_POLICY_DEPTH} levels: expected a flatter policy"
+        ));
+    }
+    let stack: PolicyLayer = serde_path_to_error::deserialize(policy).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        if path == "." {
+            format!("policy: {inner}")
+        } else {
+            format!("policy.{path}: {inner}")
+        }
+    })?;
+    bounded(&stack, limits)?;
+    // The engine's reading first: it validates every layer's config where it is written.
+    reliable_core::engine::Stack::from_layer(&stack)
+        .map_err(|e| format!("{}: {}", argument_path(&e.path), e.message))?;
+    let entry = PolicyEntry {
+        name: "policy".into(),
+        stack,
+    };
+    let refused = |e: reliable::policy::PolicyError| match &e.field {
+        Some(f) => format!("{}: {}", argument_path(f), e.message),
+        None => format!("policy: {}", e.message),
+    };
+    let plan = Plan::new(&entry, "policy").map_err(refused)?;
+    let mut route = plan.route().map_err(refused)?.clone();
+    if route.llm_signals {
+        return Err(format!(
+            "{}: Llm signals: this tool classifies answers by HTTP rules; expected no Llm layer, or `signals: false`",
+            argument_path(&route.path)
+        ));
+    }
+    if route.hedge.is_some() && !idempotent {
+        return Err(
+            "policy: a Hedge sends the request twice: expected a GET, HEAD, PUT, DELETE or OPTIONS, or `idempotent: true`"
+                .into(),
+        );
+    }
+    // An absent timeout or deadline is the server's ceiling; a request that is not idempotent is
+    // not retried after a timeout (it may have been received).
+    let retry = &mut route.retry;
+    let attempt_max = duration(limits.max_attempt_timeout);
+    let call_max = duration(limits.max_call_time);
+    retry.attempt_timeout = Some(
+        retry
+            .attempt_timeout
+            .map_or(attempt_max, |t| t.min(attempt_max)),
+    );
+    retry.deadline = Some(retry.deadline.map_or(call_max, |d| d.min(call_max)));
+    retry.retry_timeouts &= idempotent;
+    let builder = route.builder().map_err(refused)?;
+    instrument
+        .apply(builder)
+        .build()
+        .map_err(|e| format!("policy: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn load_default(v: Value) -> Result<Reliable, String> {
+        load(&v, true, &Limits::default(), &Instrument::default())
+    }
+
+    #[test]
+    fn depth_is_counted_without_recursion() {
+        let mut v = json!(1);
+        for _ in 0..1_000 {
+            v = Value::Array(vec![v]);
+        }
+        assert!(deeper_than(&v, MAX_POLICY_DEPTH));
+        assert!(!deeper_than(&json!({"a": [{"b": 1}]}), 3));
+        assert!(deeper_than(&json!({"a": [{"b": {}}]}), 3));
+    }
+
+    #[test]
+    fn a_retry_policy_loads_with_ceilings_filled_in() {
+        let rel = load_default(json!({"Retry": {
+            "policy": {"max_attempts": 3, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+            "inner": {"Call": {"downstream": "api", "timeout": "1s"}}
+        }}))
+        .unwrap();
+        assert_eq!(rel.label(), "retry(api)");
+    }
+
+    #[test]
+    fn refusals_name_the_field_and_the_ceiling() {
+        let e = load_default(json!({"Retry": {
+            "policy": {"max_attempts": 50, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+            "inner": {"Call": {"downstream": "api"}}
+        }}))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "policy.policy.max_attempts: 50 is over the server's ceiling of 5 attempts"
+        );
+        let e = load_default(json!({"Call": {"downstream": "api", "timeout": "10m"}})).unwrap_err();
+        assert!(e.starts_with("policy.timeout: 600s"), "{e}");
+        assert!(e.contains("ceiling of 30s"), "{e}");
+        let e = load_default(json!({"Circuit": {}})).unwrap_err();
+        assert!(e.starts_with("policy: unknown variant `Circuit`"), "{e}");
+    }
+}

@@ -394,8 +394,8 @@ impl Builder {
     /// retry, in which order, and where the ledger takes each call's deposit (as a policy file
     /// nests them; see [`reliable_core::engine::Nesting`]): a gate outside the retry judges the
     /// call once, inside it every attempt. Overrides [`breaker_per_call`](Self::breaker_per_call);
-    /// calls follow it in [`Reliable::call`] and [`Reliable::call_blocking`] (the engine's
-    /// route), not in the step-by-step [`Reliable::start`].
+    /// calls follow it in [`Reliable::call`], [`Reliable::call_blocking`] and the tower
+    /// `ReliableLayer` built from this builder (each drives the core's call engine).
     pub fn nesting(mut self, nesting: reliable_core::engine::Nesting) -> Self {
         self.scope = match nesting.per_call(reliable_core::engine::Gate::Breaker) {
             true => Scope::PerCall,

@@ -32,15 +32,7 @@ impl std::fmt::Debug for Trace {
 
 /// A class's name in a trace.
 pub fn class_name(class: Option<ErrorClass>) -> &'static str {
-    match class {
-        None => "ok",
-        Some(ErrorClass::Transient) => "transient",
-        Some(ErrorClass::Timeout) => "timeout",
-        Some(ErrorClass::Throttled { .. }) => "throttled",
-        Some(ErrorClass::Fatal) => "fatal",
-        Some(ErrorClass::DontRetry) => "dont-retry",
-        Some(ErrorClass::Refused { .. }) => "refused",
-    }
+    class.map_or("ok", ErrorClass::name)
 }
 
 impl Trace {

@@ -60,6 +60,19 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// The class's name, as traces, logs and the other languages' faces write it (one table,
+    /// here): `transient`, `timeout`, `throttled`, `fatal`, `dont-retry`, `refused`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Throttled { .. } => "throttled",
+            ErrorClass::Fatal => "fatal",
+            ErrorClass::DontRetry => "dont-retry",
+            ErrorClass::Refused { .. } => "refused",
+        }
+    }
+
     /// Whether a retry policy may retry this failure at all.
     /// (A [`Refused`](ErrorClass::Refused) call is retried only by a policy that waits on
     /// refusals: not here.)

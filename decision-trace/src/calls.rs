@@ -177,15 +177,7 @@ struct Flying {
 }
 
 fn class_name(class: Option<ErrorClass>) -> &'static str {
-    match class {
-        None => "ok",
-        Some(ErrorClass::Transient) => "transient",
-        Some(ErrorClass::Timeout) => "timeout",
-        Some(ErrorClass::Throttled { .. }) => "throttled",
-        Some(ErrorClass::Fatal) => "fatal",
-        Some(ErrorClass::DontRetry) => "dont-retry",
-        Some(ErrorClass::Refused { .. }) => "refused",
-    }
+    class.map_or("ok", ErrorClass::name)
 }
 
 fn refusal_name(r: Refusal) -> &'static str {

@@ -616,15 +616,7 @@ pub(crate) struct Run {
 }
 
 fn class_name(class: Option<ErrorClass>) -> &'static str {
-    match class {
-        None => "ok",
-        Some(ErrorClass::Transient) => "transient",
-        Some(ErrorClass::Timeout) => "timeout",
-        Some(ErrorClass::Throttled { .. }) => "throttled",
-        Some(ErrorClass::Fatal) => "fatal",
-        Some(ErrorClass::DontRetry) => "dont-retry",
-        Some(ErrorClass::Refused { .. }) => "refused",
-    }
+    class.map_or("ok", ErrorClass::name)
 }
 
 /// Who refused, as the trace names it.

@@ -27,14 +27,17 @@ test("Retry-After in seconds from a 503 is waited, longer than the backoff", asy
 
 test("Retry-After as an HTTP date from a 429; a short one still waits the backoff", async () => {
   const sleep = recordingSleep();
-  const date = new Date(Date.now() + 10_000).toUTCString();
+  // 25 s ahead (within the default maxServerDelay of 30 s), to the second (an HTTP date has no
+  // milliseconds): the wait read from it is between 24 s and 25 s less the time this test took
+  // to get there, so 20 s leaves 4 s of margin for a loaded machine.
+  const date = new Date(Date.now() + 25_000).toUTCString();
   const fn = responses(
     new Response(null, { status: 429, headers: { "Retry-After": date } }),
     new Response(null, { status: 429, headers: { "Retry-After": "0" } }),
     new Response("ok"),
   );
   await reliable(fn, { ...base, sleep })();
-  assert.ok(sleep.waits[0] > 8000 && sleep.waits[0] <= 10_000, `${sleep.waits}`);
+  assert.ok(sleep.waits[0] > 20_000 && sleep.waits[0] <= 25_000, `${sleep.waits}`);
   assert.equal(sleep.waits[1], 400);
 });
 
@@ -55,7 +58,7 @@ test("a 500 is retried with backoff; when attempts run out the last Response is 
 });
 
 test("a 404 is returned at once and not counted against the downstream", async () => {
-  const breaker = new CircuitBreaker({ failureRate: 1, window: 1, cooldown: 1000, probe: 1 });
+  const breaker = new CircuitBreaker({ failureRate: 1, window: 1, cooldown: 1000, probe: 1, clock: base.clock });
   const fn = responses(new Response(null, { status: 404 }));
   const res = await reliable(fn, { ...base, breaker })();
   assert.equal(res.status, 404);
@@ -117,7 +120,7 @@ test("an unreadable retry-after-ms falls back to Retry-After; a 404's delay is n
 });
 
 test("x-should-retry: false ends the call (counted against the breaker), true retries a 400", async () => {
-  const breaker = new CircuitBreaker({ failureRate: 1, window: 1, cooldown: 1000, probe: 1 });
+  const breaker = new CircuitBreaker({ failureRate: 1, window: 1, cooldown: 1000, probe: 1, clock: base.clock });
   const no = await classes([r(503, { "x-should-retry": "FALSE" })], { breaker });
   assert.deepEqual(no.answers, ["dont-retry"]);
   assert.equal(no.gaveUp, "dont-retry");

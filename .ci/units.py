@@ -49,7 +49,7 @@ INVOCATIONS = [
     ("loom", "drop", "target/loom", [], "", {}),
     ("nostd_check", "nostd-check", "nostd-check/target", ["build", "--release"], "", {}),
     ("nostd_check", "drop", "nostd-check/target", [], "", {}),
-    ("bench_smoke", ".", T, ["bench", "-p", "reliable-benches", "--no-run"], "", {"CARGO_PROFILE_BENCH_LTO": "false", "CARGO_PROFILE_BENCH_CODEGEN_UNITS": "4"}),
+    ("bench_smoke", ".", T, ["test", "-p", "reliable-benches", "--benches", "--no-run"], "", {}),
     ("thumbv7em", ".", T, ["build", "-p", "reliable-core", "--target", "thumbv7em-none-eabihf"], "", {}),
     ("thumbv7em", ".", T, ["build", "-p", "reliable-core", "--target", "thumbv7em-none-eabihf", "--release"], "", {}),
     ("firmware", "firmware", "firmware/target", ["build", "--release"], "", {}),
@@ -77,13 +77,15 @@ INVOCATIONS = [
     ("mcp_python", ".", T, ["test", "-p", "reliable-mcp", "--no-run", "--test", "binary"], "", {}),
     # maturin build --release -m mcp/Cargo.toml (bin bindings): cargo rustc on the workspace.
     ("mcp_wheel", ".", T, ["build", "-p", "reliable-mcp", "--release"], "", {}),
-    # maturin build -m python/Cargo.toml (debug), in python/'s own workspace.
-    ("mcp_wheel", "python", "python/target", ["build", "--lib"], "", {}),
+    # maturin build -m python/Cargo.toml --release (the build python_wheel reuses)
+    ("mcp_wheel", "python", "python/target", ["build", "--lib", "--release"], "", {}),
     # cargo install --locked --path mcp --target-dir target
     ("mcp_wheel", ".", T, ["build", "-p", "reliable-mcp", "--release", "--locked"], "", {}),
     ("mcp_wheel", ".", T, ["test", "-p", "reliable-mcp", "--test", "abuse", "--no-run"], "", {}),
     ("tower_emulate", ".", T, ["test", "-p", "reliablekit", "--features", "tower", "--test", "tower_layers", "--test", "tower_http", "--lib", "--no-run"], "", {}),
+    ("tower_emulate", ".", T, ["test", "-p", "reliablekit", "--features", "tower,reqwest,policy,metrics", "--test", "chaos", "--test", "chaos_kill", "--test", "chaos_reqwest", "--no-run"], "", {}),
     ("tower_emulate", ".", T, ["build", "-p", "emulate", "--release"], "", {}),
+    ("tower_emulate", ".", T, ["build", "-p", "emulate", "--release", "--example", "staging_replay"], "", {}),
     # cargo publish --dry-run: the two packages built from their packaged sources, in a
     # temporary target dir.
     ("publish_dry_run", ".", "publish-tmp", ["build", "-p", "reliable-core", "-p", "reliablekit"], "packaged", {}),
@@ -112,16 +114,11 @@ INVOCATIONS = [
     ("sim_hedging", ".", T, ["build", "-p", "sim", "--release"], "", {}),
     ("playground", ".", T, ["build", "-p", "sim", "--release", "--locked"], "", {}),
     ("playground", "playground/wasm", "playground/wasm/target", ["check", "--release", "--target", "wasm32-wasip1"], "clippy", {}),
-    ("playground", "playground/wasm", "playground/wasm/target", ["test", "--release", "--no-run"], "", {}),
+    ("playground", "playground/wasm", "playground/wasm/target", ["test", "--no-run"], "", {}),
     # npm run build: the module for wasm32-wasip1 in release (playground/package.json).
     ("playground", "playground/wasm", "playground/wasm/target", ["build", "--release", "--target", "wasm32-wasip1"], "", {}),
     ("playground", "drop", "playground/wasm/target", [], "", {}),
-    ("fleet_redis", ".", T, ["test", "-p", "reliablekit", "--features", "fleet-redis", "--test", "fleet_store", "--test", "fleet_redis", "--no-run"], "", {}),
-    ("fleet_redis", ".", T, ["test", "-p", "reliablekit", "--features", "fleet-redis", "--doc", "--no-run"], "", {}),
-    ("fleet_redis", ".", T, ["test", "-p", "reliablekit", "--features", "fleet-redis-tls", "--test", "fleet_redis_tls", "--no-run"], "", {}),
-    ("fleet_redis", ".", T, ["check", "-p", "reliablekit", "--all-targets", "--features", "fleet-redis-tls,metrics,tracing"], "clippy", {}),
-    ("staging_replay", ".", T, ["test", "-p", "reliablekit", "--features", "tower,reqwest,policy,metrics", "--test", "chaos", "--test", "chaos_kill", "--test", "chaos_reqwest", "--no-run"], "", {}),
-    ("staging_replay", ".", T, ["build", "-p", "emulate", "--release", "--example", "staging_replay"], "", {}),
+    ("fleet_redis", ".", T, ["test", "-p", "reliablekit", "--all-features", "--test", "fleet_store", "--test", "fleet_redis", "--test", "fleet_redis_tls", "--no-run"], "", {}),
     ("sim_graphs", ".", T, ["test", "-p", "sim", "--release", "--test", "graphs", "--no-run"], "", {}),
 ]
 

@@ -70,6 +70,8 @@
 //! - [`sample`]: how raw random samples become delays and decisions, without floats.
 //! - `policy` (feature `policy`, allocates): the policy format, a client policy as a stack of
 //!   layers holding these configs, as scenario files write it and `reliable` loads it.
+//! - `fault` (feature `policy`, allocates): a scenario's faults as files write them, read by the
+//!   simulator (every fault) and the chaos layers (those a client can make, as [`chaos`] windows).
 //!
 //! Each decision carries its reason: a breaker answers with a [`breaker::Permit`] or a
 //! [`breaker::Rejection`] saying why (open, with `retry_after`; probes full; forced open), and state
@@ -135,6 +137,8 @@ pub mod budget;
 pub mod chaos;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "policy")]
+pub mod fault;
 pub mod hedge;
 pub mod ledger;
 pub mod limit;

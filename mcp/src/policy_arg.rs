@@ -468,6 +468,105 @@ mod tests {
         load(&v, true, &Limits::default(), &Instrument::default()).and_then(Loaded::build)
     }
 
+    fn dummy() -> Result<Reliable, String> {
+        Reliable::builder("kept").build().map_err(|e| e.to_string())
+    }
+
+    fn key(i: usize) -> (String, bool) {
+        (format!("policy {i}"), true)
+    }
+
+    /// Keeps `key` for `client` at `at`, answering whether it was built (not kept already).
+    fn keep(
+        kept: &Kept,
+        key: (String, bool),
+        client: Client,
+        at: tokio::time::Instant,
+    ) -> Result<bool, String> {
+        let mut built = false;
+        kept.get_or_keep(key, client, at, || {
+            built = true;
+            dummy()
+        })?;
+        Ok(built)
+    }
+
+    #[test]
+    fn a_shared_policy_is_kept_once_and_a_per_client_one_never() {
+        let shared = |scope: &str| {
+            json!({"Retry": {
+                "policy": {"max_attempts": 2, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+                "budget": "Unlimited",
+                "budget_scope": scope,
+                "inner": {"Call": {"downstream": "api", "timeout": "1s"}}
+            }})
+        };
+        let kept = Kept::default();
+        let get = |v: &Value, client| {
+            let _rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap()
+                .enter();
+            kept_instance(
+                v,
+                true,
+                &Limits::default(),
+                &Instrument::default(),
+                &Secrets::default(),
+                &kept,
+                client,
+            )
+        };
+        get(&shared("PerClient"), 1).unwrap();
+        assert!(kept.is_empty(), "a PerClient policy is each call's own");
+        get(&shared("Shared"), 1).unwrap();
+        get(&shared("Shared"), 2).unwrap();
+        assert_eq!(kept.len(), 1, "one instance for one policy, whoever calls");
+    }
+
+    /// The store as an attack: one client keeping as many policies as it can never locks another
+    /// out; it is refused itself, told when to come back, once it keeps more than anyone.
+    #[test]
+    fn one_client_filling_the_store_locks_no_other_out() {
+        let kept = Kept::default();
+        let t0 = tokio::time::Instant::now();
+        for i in 0..MAX_KEPT {
+            assert!(keep(&kept, key(i), 1, t0).unwrap());
+        }
+        assert_eq!(kept.len(), MAX_KEPT);
+        let t1 = t0 + StdDuration::from_secs(1);
+        // Another client gets room: the flooder's least recently used goes.
+        assert!(keep(&kept, key(1000), 2, t1).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
+        // The flooder keeps the most, and none is idle: refused, told when to come back.
+        let e = keep(&kept, key(2000), 1, t1).unwrap_err();
+        assert!(e.contains("come back in 599 s"), "{e}");
+        assert!(e.contains("scope: PerClient"), "{e}");
+        // A third client still gets room; a policy already kept is shared, never refused.
+        assert!(keep(&kept, key(3000), 3, t1).unwrap());
+        assert!(!keep(&kept, key(5), 3, t1).unwrap());
+        assert!(!keep(&kept, key(1000), 1, t1).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
+        // Once one has been unused long enough, it makes room for anyone.
+        assert!(keep(&kept, key(2000), 1, t0 + KEPT_IDLE).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
+    }
+
+    /// Many clients with one each: a newcomer gets room, one asking for a second is refused.
+    #[test]
+    fn fair_shares_when_every_client_keeps_one() {
+        let kept = Kept::default();
+        let t0 = tokio::time::Instant::now();
+        for i in 0..MAX_KEPT {
+            keep(&kept, key(i), i as Client, t0).unwrap();
+        }
+        let e = keep(&kept, key(1000), 0, t0).unwrap_err();
+        assert!(e.contains("keeps 1 of them"), "{e}");
+        assert!(keep(&kept, key(1001), 999, t0).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
+    }
+
     #[test]
     fn depth_is_counted_without_recursion() {
         let mut v = json!(1);

@@ -489,7 +489,8 @@ fn check(
 fn reliable_http_call_decides_like_every_face() {
     let sequences = conformance::sequences().unwrap();
     let ran = check("sequences", &sequences, conformance::expected);
-    assert!(ran >= 20, "only {ran} sequences ran");
+    // As many as ran when this was written: a sequence the tool stops taking fails here.
+    assert!(ran >= 55, "only {ran} sequences ran");
 }
 
 #[test]
@@ -500,5 +501,5 @@ fn reliable_http_call_runs_the_generated_nestings() {
         let p = dir.join(format!("{name}.jsonl"));
         std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
     });
-    assert!(ran >= 1, "only {ran} generated nestings ran");
+    assert!(ran >= 14, "only {ran} generated nestings ran");
 }

@@ -1,6 +1,7 @@
 //! `reliable_http_call`: one HTTP request made the way this project says requests should be made:
 //! through a [`Reliable`] (a named downstream's breaker and retry policy; or one built for the
-//! call from a policy in the simulator's format, see [`crate::policy_arg`]; or, without either,
+//! call from a policy in the simulator's format, or kept across calls for a policy whose state is
+//! `Shared`, see [`crate::policy_arg`]; or, without either,
 //! one built for the call from its own attempts, timeout and backoff), and through the SSRF
 //! guard.
 //!

@@ -163,7 +163,7 @@ fn make_room(
     let wait = KEPT_IDLE - idle;
     Err(format!(
         "policy: the server keeps at most {MAX_KEPT} policies with Shared state, and this client \
-         keeps {mine} of them, as many as any other client; none has been unused for {} s yet: \
+         keeps {mine} of them, at least as many as any other client; none has been unused for {} s yet: \
          come back in {} s (when the least recently used may make room), or give the layers \
          `scope: PerClient` (state for this call only)",
         KEPT_IDLE.as_secs(),

@@ -132,7 +132,7 @@ fn built<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, String> {
 /// The sequence's policy in the policy format, the layers nested as the block says (by default
 /// in the order the README gives, `Ledger(Retry(Throttle(Breaker(Limit(RateLimit(Hedge(Call)))))))`,
 /// without those the block leaves out), each layer's state one per client.
-pub(crate) fn stack(s: &Sequence) -> Result<Layer<()>, String> {
+pub fn stack(s: &Sequence) -> Result<Layer<()>, String> {
     use crate::simulator::set;
     let p = &s.policy;
     let scope = Scope::PerClient;

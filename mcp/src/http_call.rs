@@ -1,6 +1,7 @@
 //! `reliable_http_call`: one HTTP request made the way this project says requests should be made:
 //! through a [`Reliable`] (a named downstream's breaker and retry policy; or one built for the
-//! call from a policy in the simulator's format, see [`crate::policy_arg`]; or, without either,
+//! call from a policy in the simulator's format, or kept across calls for a policy whose state is
+//! `Shared`, see [`crate::policy_arg`]; or, without either,
 //! one built for the call from its own attempts, timeout and backoff), and through the SSRF
 //! guard.
 //!
@@ -31,6 +32,7 @@ use crate::backoff::BackoffSpec;
 use crate::breakers::{Breakers, unknown};
 use crate::echo::quoted;
 use crate::instrument::Instrument;
+use crate::policy_arg::{Client, Kept};
 use crate::redact::{REDACTED, Secrets, is_sensitive, url_without_credentials};
 use crate::ssrf::client::{describe, refusal};
 use crate::ssrf::{BodyError, Guard, Limits, read_capped};
@@ -113,8 +115,12 @@ pub struct HttpCallArgs {
     /// the field (`policy.inner: failure_rate: ...`). Held to the server's ceilings (a value
     /// over one is refused): at most 5 attempts, each at most the server's attempt timeout, a
     /// deadline of at most its whole-call time (the default for an absent one), at most 1 hedge,
-    /// at most 16 KiB and 40 levels deep. Its breaker, budget and limits are this call's own.
-    /// Not together with breaker, attempts, timeout or backoff (refused: the policy says them).
+    /// at most 16 KiB and 40 levels deep. Its state (breaker, budget, limits...) is as the
+    /// layers' `scope` says: `PerClient` (default), this call's own; `Shared`, kept by the server
+    /// for this policy across calls (of every client), at most 64 such policies: when full, one
+    /// unused for 10 minutes or one of the client keeping the most makes room, else the call is
+    /// refused saying when to come back. Not together with breaker, attempts, timeout or
+    /// backoff (refused: the policy says them).
     #[serde(default)]
     pub policy: Option<serde_json::Value>,
 }
@@ -187,6 +193,8 @@ pub struct HttpCaller {
     pub breakers: Arc<Breakers>,
     /// Added to the instance each call without a breaker builds (time, observers).
     pub instrument: Instrument,
+    /// The instances of `policy` arguments whose state is `Shared`, kept across calls.
+    pub kept: Arc<Kept>,
 }
 
 impl HttpCaller {
@@ -199,6 +207,7 @@ impl HttpCaller {
             limits,
             breakers,
             instrument: Instrument::default(),
+            kept: Arc::default(),
         })
     }
 
@@ -450,6 +459,7 @@ fn instance(
     args: &HttpCallArgs,
     p: &Prepared,
     caller: &HttpCaller,
+    client: Client,
 ) -> Result<(Reliable, bool), String> {
     if let Some(policy) = &args.policy {
         for (given, field) in [
@@ -464,12 +474,14 @@ fn instance(
                 ));
             }
         }
-        let rel = crate::policy_arg::instance(
+        let rel = crate::policy_arg::kept_instance(
             policy,
             p.idempotent,
             &caller.limits,
             &caller.instrument,
             &p.secrets,
+            &caller.kept,
+            client,
         )?;
         return Ok((rel, false));
     }
@@ -510,8 +522,18 @@ fn instance(
 /// Makes the call. `Err` is for requests refused before anything was sent (bad arguments, the
 /// SSRF guard); everything after that is a result, failed or not.
 pub async fn call(caller: &HttpCaller, args: &HttpCallArgs) -> Result<HttpCallResult, String> {
+    call_from(caller, args, 0).await
+}
+
+/// [`call`], made by `client` (a `Shared` policy's instance is kept for the client whose call
+/// made it, see [`crate::policy_arg`]).
+pub async fn call_from(
+    caller: &HttpCaller,
+    args: &HttpCallArgs,
+    client: Client,
+) -> Result<HttpCallResult, String> {
     let p = prepare(args, caller)?;
-    let (rel, named) = instance(args, &p, caller)?;
+    let (rel, named) = instance(args, &p, caller, client)?;
     let started = WallInstant::now();
     let timed: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
     let result = rel

@@ -16,12 +16,24 @@
 //!   at most [`MAX_HEDGES`] hedge per attempt. A value over a ceiling is refused, saying the
 //!   ceiling; an absent timeout or deadline is the ceiling.
 //!
-//! Its breaker, budget, ledger, throttle and limits are the call's own: each call builds its
-//! instance afresh, so a policy cannot fill or trip state other calls share.
+//! Its state (breaker, budget, ledger, throttle, limits, hedge estimate) is as its layers'
+//! `scope` says, as `reliable::policy` builds instances: `PerClient` (the default), each call is
+//! its own client and builds its instance afresh, so a policy cannot fill or trip state other
+//! calls share; `Shared`, the server keeps the instance for that policy (the same layers, read
+//! and written back canonically, and the same idempotence) across calls, like a `create_breaker`
+//! breaker, so a breaker opened by one call refuses the next. Kept policies are bounded
+//! ([`Kept`]): at most [`MAX_KEPT`]; when the store is full, one unused for [`KEPT_IDLE`] makes
+//! room, else one of the client keeping the most (if it keeps more than the caller), else the
+//! call is refused saying when a slot frees up: one client cannot lock others out.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration as StdDuration;
 
 use reliable::Reliable;
-use reliable::policy::{Plan, PolicyEntry, PolicyLayer};
+use reliable::policy::{Plan, PolicyEntry, PolicyLayer, Route, Scope};
 use reliable_core::Duration;
+use reliable_core::hedge::HedgeDelay;
 use reliable_core::policy::Layer;
 use serde_json::Value;
 
@@ -36,6 +48,148 @@ pub const MAX_POLICY_BYTES: usize = 16 * 1024;
 pub const MAX_POLICY_DEPTH: usize = 40;
 /// Most hedges per attempt.
 pub const MAX_HEDGES: u32 = 1;
+/// Most policies with `Shared` state the server keeps at once.
+pub const MAX_KEPT: usize = 64;
+/// A kept policy unused this long may be dropped to make room for another.
+pub const KEPT_IDLE: StdDuration = StdDuration::from_secs(600);
+
+/// Who makes a call: over HTTP, its session's number; over stdio, the one client.
+pub type Client = u64;
+
+/// One kept instance.
+#[derive(Debug)]
+struct Entry {
+    reliable: Reliable,
+    /// The client whose call made it (the one it counts against).
+    owner: Client,
+    used: tokio::time::Instant,
+}
+
+/// The instances of policies whose state is `Shared`, kept across calls: keyed by the policy
+/// (its layers as the server read them, written back canonically, and whether the request is
+/// idempotent), at most [`MAX_KEPT`].
+#[derive(Debug, Default)]
+pub struct Kept {
+    entries: Mutex<BTreeMap<(String, bool), Entry>>,
+}
+
+impl Kept {
+    /// How many are kept.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// None are kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, bool), Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The instance kept for `key`, or the one `build` makes, kept for `client` if there is room
+    /// (see the [module docs](self)); at `now`.
+    pub fn get_or_keep(
+        &self,
+        key: (String, bool),
+        client: Client,
+        now: tokio::time::Instant,
+        build: impl FnOnce() -> Result<Reliable, String>,
+    ) -> Result<Reliable, String> {
+        let mut entries = self.lock();
+        if let Some(e) = entries.get_mut(&key) {
+            e.used = now;
+            return Ok(e.reliable.clone());
+        }
+        if entries.len() >= MAX_KEPT {
+            make_room(&mut entries, client, now)?;
+        }
+        let reliable = build()?;
+        entries.insert(
+            key,
+            Entry {
+                reliable: reliable.clone(),
+                owner: client,
+                used: now,
+            },
+        );
+        Ok(reliable)
+    }
+}
+
+/// Drops one kept instance for `client`'s new one: the least recently used of those idle for
+/// [`KEPT_IDLE`]; else the least recently used of the client keeping the most, if it keeps more
+/// than `client`; else refuses, saying when one will be idle.
+fn make_room(
+    entries: &mut BTreeMap<(String, bool), Entry>,
+    client: Client,
+    now: tokio::time::Instant,
+) -> Result<(), String> {
+    fn lru(
+        entries: &BTreeMap<(String, bool), Entry>,
+        owner: Option<Client>,
+    ) -> Option<((String, bool), tokio::time::Instant)> {
+        entries
+            .iter()
+            .filter(|(_, e)| owner.is_none_or(|o| e.owner == o))
+            .min_by_key(|(_, e)| e.used)
+            .map(|(k, e)| (k.clone(), e.used))
+    }
+    let Some((oldest, used)) = lru(entries, None) else {
+        return Ok(());
+    };
+    let idle = now.saturating_duration_since(used);
+    if idle >= KEPT_IDLE {
+        entries.remove(&oldest);
+        return Ok(());
+    }
+    let mut counts: BTreeMap<Client, usize> = BTreeMap::new();
+    for e in entries.values() {
+        *counts.entry(e.owner).or_default() += 1;
+    }
+    let mine = counts.get(&client).copied().unwrap_or(0);
+    let (top, most) = counts
+        .iter()
+        .max_by_key(|&(&o, &n)| (n, std::cmp::Reverse(o)))
+        .map(|(&o, &n)| (o, n))
+        .unwrap_or((client, 0));
+    if most > mine
+        && let Some((k, _)) = lru(entries, Some(top))
+    {
+        entries.remove(&k);
+        return Ok(());
+    }
+    let wait = KEPT_IDLE - idle;
+    Err(format!(
+        "policy: the server keeps at most {MAX_KEPT} policies with Shared state, and this client \
+         keeps {mine} of them, at least as many as any other client; none has been unused for {} s yet: \
+         come back in {} s (when the least recently used may make room), or give the layers \
+         `scope: PerClient` (state for this call only)",
+        KEPT_IDLE.as_secs(),
+        wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+    ))
+}
+
+/// Whether the route's stateful layers are `Shared` (a route mixing scopes is refused by its
+/// builder; one with no state keeps nothing worth keeping).
+fn shared(route: &Route) -> bool {
+    let estimates = route
+        .hedge
+        .filter(|h| matches!(h.config.delay, HedgeDelay::Quantile(_)))
+        .map(|h| h.scope);
+    route
+        .budget
+        .map(|b| b.1)
+        .into_iter()
+        .chain(route.breaker.map(|b| b.scope))
+        .chain(route.throttle.map(|t| t.scope))
+        .chain(estimates)
+        .chain(route.ledger.map(|l| l.scope))
+        .chain(route.limit.map(|l| l.scope))
+        .chain(route.rate_limit.map(|r| r.scope))
+        .any(|s| s == Scope::Shared)
+}
 
 /// A writer that only counts, and stops past a limit.
 struct Counter {
@@ -177,7 +331,8 @@ fn argument_path(field: &str) -> String {
 }
 
 /// The instance `policy` describes, for a request that is `idempotent` (or not), within
-/// `limits`; or why not, naming the field. Messages are scrubbed of `secrets`.
+/// `limits`, built afresh whatever its scope; or why not, naming the field. Messages are
+/// scrubbed of `secrets`.
 pub fn instance(
     policy: &Value,
     idempotent: bool,
@@ -185,7 +340,46 @@ pub fn instance(
     instrument: &Instrument,
     secrets: &Secrets,
 ) -> Result<Reliable, String> {
-    load(policy, idempotent, limits, instrument).map_err(|e| secrets.scrub(&e))
+    load(policy, idempotent, limits, instrument)
+        .and_then(Loaded::build)
+        .map_err(|e| secrets.scrub(&e))
+}
+
+/// The instance a call from `client` goes through: as [`instance`], but a policy whose state is
+/// `Shared` gets the instance `kept` keeps for it (made and kept on its first call, room
+/// permitting).
+pub fn kept_instance(
+    policy: &Value,
+    idempotent: bool,
+    limits: &Limits,
+    instrument: &Instrument,
+    secrets: &Secrets,
+    kept: &Kept,
+    client: Client,
+) -> Result<Reliable, String> {
+    let scrub = |e: String| secrets.scrub(&e);
+    let loaded = load(policy, idempotent, limits, instrument).map_err(scrub)?;
+    if !loaded.shared {
+        return loaded.build().map_err(scrub);
+    }
+    let key = (loaded.key.clone(), idempotent);
+    kept.get_or_keep(key, client, tokio::time::Instant::now(), || loaded.build())
+        .map_err(scrub)
+}
+
+/// A policy read, checked and ready to build.
+struct Loaded {
+    builder: reliable::Builder,
+    /// Its stateful layers are `Shared`.
+    shared: bool,
+    /// Its layers as read, written back as compact JSON (the same policy, however written).
+    key: String,
+}
+
+impl Loaded {
+    fn build(self) -> Result<Reliable, String> {
+        self.builder.build().map_err(|e| format!("policy: {e}"))
+    }
 }
 
 fn load(
@@ -193,7 +387,7 @@ fn load(
     idempotent: bool,
     limits: &Limits,
     instrument: &Instrument,
-) -> Result<Reliable, String> {
+) -> Result<Loaded, String> {
     let mut counter = Counter {
         n: 0,
         limit: MAX_POLICY_BYTES,
@@ -221,6 +415,7 @@ fn load(
     // The engine's reading first: it validates every layer's config where it is written.
     reliable_core::engine::Stack::from_layer(&stack)
         .map_err(|e| format!("{}: {}", argument_path(&e.path), e.message))?;
+    let key = serde_json::to_string(&stack).map_err(|e| format!("policy: {e}"))?;
     let entry = PolicyEntry {
         name: "policy".into(),
         stack,
@@ -255,11 +450,13 @@ fn load(
     );
     retry.deadline = Some(retry.deadline.map_or(call_max, |d| d.min(call_max)));
     retry.retry_timeouts &= idempotent;
+    let shared = shared(&route);
     let builder = route.builder().map_err(refused)?;
-    instrument
-        .apply(builder)
-        .build()
-        .map_err(|e| format!("policy: {e}"))
+    Ok(Loaded {
+        builder: instrument.apply(builder),
+        shared,
+        key,
+    })
 }
 
 #[cfg(test)]
@@ -268,7 +465,106 @@ mod tests {
     use serde_json::json;
 
     fn load_default(v: Value) -> Result<Reliable, String> {
-        load(&v, true, &Limits::default(), &Instrument::default())
+        load(&v, true, &Limits::default(), &Instrument::default()).and_then(Loaded::build)
+    }
+
+    fn dummy() -> Result<Reliable, String> {
+        Reliable::builder("kept").build().map_err(|e| e.to_string())
+    }
+
+    fn key(i: usize) -> (String, bool) {
+        (format!("policy {i}"), true)
+    }
+
+    /// Keeps `key` for `client` at `at`, answering whether it was built (not kept already).
+    fn keep(
+        kept: &Kept,
+        key: (String, bool),
+        client: Client,
+        at: tokio::time::Instant,
+    ) -> Result<bool, String> {
+        let mut built = false;
+        kept.get_or_keep(key, client, at, || {
+            built = true;
+            dummy()
+        })?;
+        Ok(built)
+    }
+
+    #[test]
+    fn a_shared_policy_is_kept_once_and_a_per_client_one_never() {
+        let shared = |scope: &str| {
+            json!({"Retry": {
+                "policy": {"max_attempts": 2, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+                "budget": "Unlimited",
+                "budget_scope": scope,
+                "inner": {"Call": {"downstream": "api", "timeout": "1s"}}
+            }})
+        };
+        let kept = Kept::default();
+        let get = |v: &Value, client| {
+            let _rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap()
+                .enter();
+            kept_instance(
+                v,
+                true,
+                &Limits::default(),
+                &Instrument::default(),
+                &Secrets::default(),
+                &kept,
+                client,
+            )
+        };
+        get(&shared("PerClient"), 1).unwrap();
+        assert!(kept.is_empty(), "a PerClient policy is each call's own");
+        get(&shared("Shared"), 1).unwrap();
+        get(&shared("Shared"), 2).unwrap();
+        assert_eq!(kept.len(), 1, "one instance for one policy, whoever calls");
+    }
+
+    /// The store as an attack: one client keeping as many policies as it can never locks another
+    /// out; it is refused itself, told when to come back, once it keeps more than anyone.
+    #[test]
+    fn one_client_filling_the_store_locks_no_other_out() {
+        let kept = Kept::default();
+        let t0 = tokio::time::Instant::now();
+        for i in 0..MAX_KEPT {
+            assert!(keep(&kept, key(i), 1, t0).unwrap());
+        }
+        assert_eq!(kept.len(), MAX_KEPT);
+        let t1 = t0 + StdDuration::from_secs(1);
+        // Another client gets room: the flooder's least recently used goes.
+        assert!(keep(&kept, key(1000), 2, t1).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
+        // The flooder keeps the most, and none is idle: refused, told when to come back.
+        let e = keep(&kept, key(2000), 1, t1).unwrap_err();
+        assert!(e.contains("come back in 599 s"), "{e}");
+        assert!(e.contains("scope: PerClient"), "{e}");
+        // A third client still gets room; a policy already kept is shared, never refused.
+        assert!(keep(&kept, key(3000), 3, t1).unwrap());
+        assert!(!keep(&kept, key(5), 3, t1).unwrap());
+        assert!(!keep(&kept, key(1000), 1, t1).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
+        // Once one has been unused long enough, it makes room for anyone.
+        assert!(keep(&kept, key(2000), 1, t0 + KEPT_IDLE).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
+    }
+
+    /// Many clients with one each: a newcomer gets room, one asking for a second is refused.
+    #[test]
+    fn fair_shares_when_every_client_keeps_one() {
+        let kept = Kept::default();
+        let t0 = tokio::time::Instant::now();
+        for i in 0..MAX_KEPT {
+            keep(&kept, key(i), i as Client, t0).unwrap();
+        }
+        let e = keep(&kept, key(1000), 0, t0).unwrap_err();
+        assert!(e.contains("keeps 1 of them"), "{e}");
+        assert!(keep(&kept, key(1001), 999, t0).unwrap());
+        assert_eq!(kept.len(), MAX_KEPT);
     }
 
     #[test]

@@ -251,7 +251,7 @@ impl ReliableServer {
         &self,
         Parameters(Args(args)): Parameters<Args<HttpCallArgs>>,
     ) -> Result<Json<HttpCallResult>, String> {
-        http_call::call(&self.shared.caller, &args)
+        http_call::call_from(&self.shared.caller, &args, self.session)
             .await
             .map(Json)
             .map_err(|e| clip(&e))

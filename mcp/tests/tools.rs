@@ -674,6 +674,60 @@ async fn reliable_http_call_runs_a_policy_in_the_simulators_format() {
     client.cancel().await.unwrap();
 }
 
+/// Two sessions of one server, as two agents over HTTP see it.
+async fn two_sessions() -> (
+    RunningService<RoleClient, ()>,
+    RunningService<RoleClient, ()>,
+) {
+    let server = ReliableServer::new(settings()).unwrap();
+    let mut clients = Vec::new();
+    for s in [server.session(), server.session()] {
+        let (server_io, client_io) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            if let Ok(running) = s.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        clients.push(().serve(client_io).await.expect("initialize"));
+    }
+    let b = clients.pop().unwrap();
+    (clients.pop().unwrap(), b)
+}
+
+#[tokio::test]
+async fn a_shared_policy_keeps_its_breaker_across_calls_and_a_per_client_one_does_not() {
+    let target = support::serve("127.0.0.1").await;
+    let (a, b) = two_sessions().await;
+    let policy = |scope: &str| {
+        json!({"Breaker": {
+            "config": {"failure_rate": 0.5, "minimum_calls": 2},
+            "scope": scope,
+            "inner": call_layer(),
+        }})
+    };
+    let failing =
+        |scope: &str| json!({"url": target.url("/status?code=500"), "policy": policy(scope)});
+    // Each call its own client: a fresh breaker every time, every call is sent.
+    for _ in 0..3 {
+        ok(&a, "reliable_http_call", failing("PerClient")).await;
+    }
+    assert_eq!(target.requests(), 3);
+    // Shared: two failures of two open it, and it refuses the next call, from any session.
+    ok(&a, "reliable_http_call", failing("Shared")).await;
+    ok(&b, "reliable_http_call", failing("Shared")).await;
+    assert_eq!(target.requests(), 5);
+    let r = ok(&b, "reliable_http_call", failing("Shared")).await;
+    assert_eq!(target.requests(), 5, "sent through an open breaker: {r}");
+    assert!(
+        r["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("breaker is open")),
+        "{r}"
+    );
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_hostile_policy_is_refused_naming_the_field_and_nothing_is_sent() {
     let target = support::serve("127.0.0.1").await;

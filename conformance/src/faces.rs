@@ -191,17 +191,30 @@ fn check_draws(s: &Sequence, draws: &crate::Draws) -> Result<(), String> {
     }
 }
 
+/// What every runner adds to the instance it runs: the seed, the trace as its observer, the
+/// sequence's throttle draws (with a throttle).
+pub fn instrumented(
+    b: reliable::Builder,
+    s: &Sequence,
+    trace: &Trace,
+    draws: &crate::Draws,
+) -> reliable::Builder {
+    let b = b.seed(1).observer(trace.observer());
+    match s.policy.throttle() {
+        Some(_) => {
+            let draws = draws.clone();
+            b.throttle_draws(move || draws.next())
+        }
+        None => b,
+    }
+}
+
 fn builder(s: &Sequence, trace: &Trace, draws: &crate::Draws) -> reliable::Builder {
-    let b = Reliable::builder("conformance")
-        .retry(s.policy.retry())
-        .seed(1)
-        .observer(trace.observer());
+    let b = Reliable::builder("conformance").retry(s.policy.retry());
+    let b = instrumented(b, s, trace, draws);
     let p = &s.policy;
     let b = match p.throttle() {
-        Some((config, _)) => {
-            let draws = draws.clone();
-            b.throttle(config).throttle_draws(move || draws.next())
-        }
+        Some((config, _)) => b.throttle(config),
         None => b,
     };
     let b = match p.breaker() {
@@ -241,11 +254,21 @@ fn builder(s: &Sequence, trace: &Trace, draws: &crate::Draws) -> reliable::Build
 
 /// `Reliable::call` on tokio's paused clock.
 fn reliable_call(s: &Sequence) -> Result<String, String> {
+    reliable_call_with(s, &|trace, draws| Ok(builder(s, trace, draws)))
+}
+
+/// Makes the builder of a runner's instance, given the trace and the throttle's draws.
+pub type MakeBuilder<'a> =
+    &'a dyn Fn(&Trace, &crate::Draws) -> Result<reliable::Builder, String>;
+
+/// [`Reliable::call`] on tokio's paused clock, the instance built from `make` (the runner adds
+/// the clock and the sleep): the `reliable-call` face's runner, for any way of building it.
+pub fn reliable_call_with(s: &Sequence, make: MakeBuilder<'_>) -> Result<String, String> {
     paused_runtime()?.block_on(async {
         let t0 = tokio::time::Instant::now();
         let trace = Trace::new(Arc::new(move || t0.elapsed().as_millis() as u64));
         let draws = draws(s);
-        let rel = builder(s, &trace, &draws)
+        let rel = make(&trace, &draws)?
             .clock(TokioClock::new())
             .sleep(TokioSleep)
             .build()
@@ -300,11 +323,20 @@ fn reliable_call(s: &Sequence) -> Result<String, String> {
 /// `Reliable::call_blocking` on a manual clock: an attempt's latency advances it, and an answer
 /// later than the attempt's deadline (the token the face hands over) arrives at the deadline.
 fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
+    reliable_call_blocking_with(s, &|trace, draws| Ok(builder(s, trace, draws)))
+}
+
+/// [`Reliable::call_blocking`] on a manual clock, the instance built from `make` (the runner
+/// adds the clock): the `reliable-call-blocking` face's runner, for any way of building it.
+pub fn reliable_call_blocking_with(
+    s: &Sequence,
+    make: MakeBuilder<'_>,
+) -> Result<String, String> {
     let clock = ManualClock::new();
     let c = clock.clone();
     let trace = Trace::new(Arc::new(move || c.now().as_nanos() / 1_000_000));
     let draws = draws(s);
-    let rel = builder(s, &trace, &draws)
+    let rel = make(&trace, &draws)?
         .manual_time(clock.clone())
         .build()
         .map_err(|e| e.to_string())?;
@@ -355,15 +387,27 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
 /// over a scripted tower service that, like an
 /// HTTP client, fails an attempt with `TimedOut` at the deadline the layer put on the request.
 fn tower_reliable_layer(s: &Sequence) -> Result<String, String> {
+    tower_reliable_layer_with(s, &|trace, draws| {
+        // The same builder as `Reliable::call`'s: the layer is the engine's tower face.
+        ReliableLayer::from_builder(builder(s, trace, draws), HttpPolicy::new())
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// Makes a runner's `ReliableLayer`, given the trace and the throttle's draws.
+pub type MakeLayer<'a> =
+    &'a dyn Fn(&Trace, &crate::Draws) -> Result<ReliableLayer<HttpPolicy>, String>;
+
+/// The tower `ReliableLayer` made by `make` (the runner sets its time to tokio's paused clock)
+/// over the scripted service: the `tower-reliable-layer` face's runner, for any way of building
+/// the layer.
+pub fn tower_reliable_layer_with(s: &Sequence, make: MakeLayer<'_>) -> Result<String, String> {
     paused_runtime()?.block_on(async {
         let t0 = tokio::time::Instant::now();
         let clock = TokioClock::new();
         let trace = Trace::new(Arc::new(move || t0.elapsed().as_millis() as u64));
         let draws = draws(s);
-        // The same builder as `Reliable::call`'s: the layer is the engine's tower face.
-        let builder = builder(s, &trace, &draws).clock(clock).sleep(TokioSleep);
-        let layer =
-            ReliableLayer::from_builder(builder, HttpPolicy::new()).map_err(|e| e.to_string())?;
+        let layer = make(&trace, &draws)?.with_time(clock, TokioSleep);
         let script: Arc<Vec<Vec<Scripted>>> =
             Arc::new((0..s.calls.len()).map(|i| answers(s, i)).collect());
         let latency: Arc<Vec<Vec<u64>>> = Arc::new(

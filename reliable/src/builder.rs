@@ -739,11 +739,11 @@ impl Builder {
             throttle_draws: self.throttle_draws,
             observers,
             eager_clock,
+            // Only the breaker can be there on the fast path: it fits when no gate is outside
+            // the retry (the order inside does not matter then).
             fast_first: !success_needs_time
                 && self.scope == Scope::PerAttempt
-                && self
-                    .nesting
-                    .is_none_or(|n| n == reliable_core::engine::Nesting::PER_ATTEMPT),
+                && self.nesting.is_none_or(|n| n.outside().is_empty()),
             stats: Stats::default(),
         }))
     }

@@ -108,13 +108,8 @@ impl Stack {
         };
         let mut path = String::from("stack");
         let mut layer = stack;
-        // The gates outside the retry and inside it, outermost first; where the ledger sits
-        // among those outside.
-        let mut outside: heapless::Vec<Gate, 4> = heapless::Vec::new();
-        let mut inside: heapless::Vec<Gate, 4> = heapless::Vec::new();
-        // Without a Retry (one attempt) every gate is outside it: it judges the call, and a
-        // Hedge's copies pass none of them, as in the simulator.
-        let mut ledger_at = None;
+        // The gates met so far (where they sit is `Nesting::of_route`'s to say).
+        let mut seen: heapless::Vec<Gate, 4> = heapless::Vec::new();
         let mut retry = false;
         let mut hedged = false;
         loop {
@@ -149,7 +144,6 @@ impl Stack {
                     }
                     RatioPolicy::new(*config).map_err(|e| invalid(&path, e))?;
                     out.ledger = Some((*config, *scope));
-                    ledger_at = Some(outside.len());
                     (None, inner)
                 }
                 Layer::Retry {
@@ -237,12 +231,11 @@ impl Stack {
                 }
             };
             if let Some(gate) = gate {
-                if outside.contains(&gate) || inside.contains(&gate) {
+                if seen.contains(&gate) {
                     return Err(twice(&path, layer.kind_name()));
                 }
-                let side = if retry { &mut inside } else { &mut outside };
                 // Four distinct gates at most: there is room.
-                let _ = side.push(gate);
+                let _ = seen.push(gate);
             }
             path.push_str(".inner");
             layer = inner;
@@ -255,12 +248,74 @@ impl Stack {
                 ),
             });
         }
-        let ledger_at = ledger_at.unwrap_or(outside.len());
-        let nesting = Nesting::new(&outside, ledger_at, &inside).map_err(|t| StackError {
+        let nesting = Nesting::of_route(stack).map_err(|t| StackError {
             path: String::from("stack"),
             message: format!("a second {:?} on the route: the engine runs {ORDER}", t.0),
         })?;
         out.plan = out.plan.nesting(nesting);
         Ok(out)
+    }
+}
+
+impl Nesting {
+    /// Where the gates of one route sit, read from its layers (`route`, outermost first, down
+    /// to its `Call`) as the engine runs them: a `Throttle`, `Breaker`, `Limit` or `RateLimit`
+    /// above the `Retry` sits outside it (it judges the call once), below it inside (it judges
+    /// every attempt), each side in the order written; without a `Retry` (one attempt) every gate
+    /// is outside it, so a `Hedge`'s copies pass none of them, as in the simulator. The call
+    /// deposits in the ledger where the `Ledger` sits among the gates outside (after all of them
+    /// without a `Ledger`). Every other layer places no gate: a `Hedge` or an `Llm` is passed
+    /// through, and a `Call` or a `Fallback` ends the route (a `Fallback`'s branches are routes
+    /// of their own).
+    ///
+    /// This is the one reading of a nesting: [`Stack::from_layer`] takes its plan's from here, and
+    /// so does every loader that builds a face from a policy file (`reliable::policy`). It does
+    /// not check the stack otherwise (see [`Stack::from_layer`] and
+    /// [`Layer::check_nesting`](crate::policy::Layer::check_nesting)): a `Ledger` below the `Retry`
+    /// (which `check_nesting` refuses) takes the deposit after every gate outside, a second
+    /// `Retry` or `Ledger` places nothing. Allocation-free.
+    ///
+    /// Refused: a gate named twice.
+    pub fn of_route<D>(route: &Layer<D>) -> Result<Nesting, super::Twice> {
+        let mut outside: heapless::Vec<Gate, 4> = heapless::Vec::new();
+        let mut inside: heapless::Vec<Gate, 4> = heapless::Vec::new();
+        let mut ledger_at = None;
+        let mut retry = false;
+        let layers = core::iter::successors(Some(route), |l| match l {
+            Layer::Fallback(_) => None,
+            _ => l.inner().first(),
+        });
+        for layer in layers {
+            let gate = match layer {
+                Layer::Retry { .. } => {
+                    retry = true;
+                    continue;
+                }
+                Layer::Ledger { .. } => {
+                    if !retry && ledger_at.is_none() {
+                        ledger_at = Some(outside.len());
+                    }
+                    continue;
+                }
+                Layer::Throttle { .. } => Gate::Throttle,
+                Layer::Breaker { .. } => Gate::Breaker,
+                Layer::Limit { .. } => Gate::Limit,
+                Layer::RateLimit { .. } => Gate::Rate,
+                Layer::Call { .. }
+                | Layer::Fallback(_)
+                | Layer::Hedge { .. }
+                | Layer::Llm { .. } => continue,
+            };
+            if outside.contains(&gate) || inside.contains(&gate) {
+                return Err(super::Twice(gate));
+            }
+            let side = if retry { &mut inside } else { &mut outside };
+            // Four distinct gates at most: there is room.
+            if side.push(gate).is_err() {
+                return Err(super::Twice(gate));
+            }
+        }
+        let ledger_at = ledger_at.unwrap_or(outside.len());
+        Nesting::new(&outside, ledger_at, &inside)
     }
 }

@@ -374,7 +374,7 @@ fn a_nesting_names_each_gate_once() {
 
 #[cfg(feature = "policy")]
 mod stack {
-    use super::super::{BreakerScope, Gate, Stack};
+    use super::super::{BreakerScope, Gate, Nesting, Stack, Twice};
     use crate::hedge::Idempotency;
     use crate::policy::{Layer, Scope};
 
@@ -474,5 +474,37 @@ mod stack {
             let e = read(&text).unwrap_err();
             assert!(e.starts_with(want), "{text}\n{e}");
         }
+    }
+
+    #[test]
+    fn a_route_s_nesting_is_the_stack_s_and_passes_what_places_no_gate() {
+        let layer = |text: &str| -> Layer<()> {
+            ron::from_str(&format!("#![enable(implicit_some)]\n{text}")).unwrap()
+        };
+        let text = format!(
+            "Limit(config: (rule: Fixed, initial: 4, min: 1, max: 4), inner: Ledger(config: \
+             (ratio: 0.5, min_per_sec: 0, ttl: \"10s\"), inner: Throttle(inner: Retry({RETRY}, \
+             inner: RateLimit(config: (rate: 10, period: \"1s\", burst: 2), inner: \
+             Breaker(config: (consecutive_failures: 3), inner: Call(downstream: \"a\")))))))"
+        );
+        let n = Nesting::of_route(&layer(&text)).unwrap();
+        assert_eq!(Ok(n), read(&text).map(|s| *s.plan.gates()));
+        assert_eq!(n.outside(), [Gate::Limit, Gate::Throttle]);
+        assert_eq!((n.ledger_at(), n.inside()), (1, &[Gate::Rate, Gate::Breaker][..]));
+        // An Llm layer (which the engine's Stack does not run) places no gate; a Fallback ends
+        // the route.
+        let n = Nesting::of_route(&layer(&format!(
+            "Breaker(config: (consecutive_failures: 3), inner: Llm(downstream: \"a\", signals: \
+             true, inner: Retry({RETRY}, inner: Throttle(inner: Fallback([Limit(config: (rule: \
+             Fixed, initial: 4, min: 1, max: 4), inner: Call(downstream: \"a\"))])))))"
+        )))
+        .unwrap();
+        assert_eq!((n.outside(), n.inside()), (&[Gate::Breaker][..], &[Gate::Throttle][..]));
+        assert_eq!(n.ledger_at(), 1);
+        let twice = layer(&format!(
+            "Breaker(config: (consecutive_failures: 3), inner: Retry({RETRY}, inner: \
+             Breaker(config: (consecutive_failures: 3), inner: Call(downstream: \"a\"))))"
+        ));
+        assert_eq!(Nesting::of_route(&twice), Err(Twice(Gate::Breaker)));
     }
 }

@@ -272,6 +272,14 @@ pub struct Route {
     /// `Llm(signals: true)`: the policy reads LLM provider signals (money limits are never
     /// retried), so classify errors with `reliable::llm` (feature `llm`).
     pub llm_signals: bool,
+    /// Where the throttle, breaker, limit and rate limit sit around the retry and where the
+    /// ledger takes each call's deposit, read by the core as the engine reads the stack
+    /// ([`Nesting::of_route`](reliable_core::engine::Nesting::of_route)):
+    /// [`builder`](Self::builder) passes it to [`Builder::nesting`].
+    pub nesting: reliable_core::engine::Nesting,
+    /// The first layer the tower layers of [`route_layer`](Self::route_layer) cannot stack where
+    /// the policy puts it, and why (a `Reliable` and `ReliableLayer` run every nesting).
+    route_layer_refusal: Option<Refused>,
     /// The file, for messages.
     file: String,
 }
@@ -481,8 +489,11 @@ fn route<D>(
     file: &str,
 ) -> Result<Route, Refused> {
     use reliable_core::policy::Layer;
+    let top = layer;
     let mut path = at_path.clone();
     let refuse = |path: &str, m: &str| Err((path.to_string(), m.to_string()));
+    // What `Route::route_layer` cannot stack; a Reliable and ReliableLayer run it.
+    let mut route_layer_refusal: Option<Refused> = None;
     let mut retry: Option<RetryConfig> = None;
     let mut budget = None;
     let mut breaker: Option<RouteBreaker> = None;
@@ -493,8 +504,8 @@ fn route<D>(
     let mut rate_limit = None;
     let mut llm_signals = false;
     loop {
-        // The limits are innermost: every attempt takes a slot, after the breaker admitted it,
-        // then is counted by the rate limit (which gives the slot back when it refuses).
+        // The tower layers put the limits innermost, around the call (or its hedge), the rate
+        // limit inside the concurrency limit.
         let outer = matches!(
             layer,
             Layer::Retry { .. }
@@ -503,23 +514,22 @@ fn route<D>(
                 | Layer::Ledger { .. }
                 | Layer::Limit { .. }
         );
-        if rate_limit.is_some() && (outer || matches!(layer, Layer::RateLimit { .. })) {
-            return refuse(
-                &path,
-                &format!(
-                    "a {} inside a RateLimit: expected the RateLimit innermost, inside any Limit, around the Call or its Hedge (every attempt is counted after the breaker and the limit admitted it, as a Reliable's rate limit does)",
-                    layer.kind_name()
+        let kind = layer.kind_name();
+        if route_layer_refusal.is_none() && rate_limit.is_some() && outer {
+            route_layer_refusal = Some((
+                path.clone(),
+                format!(
+                    "a {kind} inside a RateLimit: the tower layers (Route::route_layer) put the RateLimitLayer innermost, inside any ConcurrencyLimitLayer, around the call or its HedgeLayer; expected the RateLimit there, or a Reliable (Route::builder) or ReliableLayer (Route::layer), which run every nesting"
                 ),
-            );
+            ));
         }
-        if limit.is_some() && outer {
-            return refuse(
-                &path,
-                &format!(
-                    "a {} inside a Limit: expected the Limit innermost, around the Call, its Hedge or a RateLimit (every attempt takes a slot after the breaker admitted it, as a Reliable's limit does)",
-                    layer.kind_name()
+        if route_layer_refusal.is_none() && limit.is_some() && outer {
+            route_layer_refusal = Some((
+                path.clone(),
+                format!(
+                    "a {kind} inside a Limit: the tower layers (Route::route_layer) put the ConcurrencyLimitLayer innermost, around the call, its HedgeLayer or a RateLimitLayer; expected the Limit there, or a Reliable (Route::builder) or ReliableLayer (Route::layer), which run every nesting"
                 ),
-            );
+            ));
         }
         match layer {
             Layer::Call {
@@ -544,9 +554,18 @@ fn route<D>(
                     Some(RouteHedge { copy_timeout, .. }) => *copy_timeout = *timeout,
                     None => retry.attempt_timeout = min_some(retry.attempt_timeout, *timeout),
                 }
+                // The engine's reading of the route's nesting; a gate twice was refused above.
+                let nesting = reliable_core::engine::Nesting::of_route(top).map_err(|t| {
+                    (
+                        at_path.clone(),
+                        format!("a second {:?} gate: expected each layer once per route", t.0),
+                    )
+                })?;
                 return Ok(Route {
                     path: at_path,
                     file: file.to_string(),
+                    nesting,
+                    route_layer_refusal,
                     downstream: downstream.clone(),
                     retry,
                     retries,
@@ -611,11 +630,11 @@ fn route<D>(
                 if throttle.is_some() {
                     return refuse(&path, "a second throttle: expected one Throttle per route");
                 }
-                if breaker.is_some() {
-                    return refuse(
-                        &path,
-                        "a throttle inside the breaker: expected Throttle outside the Breaker (as ReliableLayer and Reliable order them)",
-                    );
+                if breaker.is_some() && route_layer_refusal.is_none() {
+                    route_layer_refusal = Some((
+                        path.clone(),
+                        "a throttle inside the breaker: the tower layers (Route::route_layer) put the ThrottleLayer outside the BreakerLayer; expected the Throttle outside the Breaker, or a Reliable (Route::builder) or ReliableLayer (Route::layer), which run every nesting".to_string(),
+                    ));
                 }
                 path = at(&path, "inner");
                 layer = inner;
@@ -702,6 +721,9 @@ fn route<D>(
                 scope,
                 inner,
             } => {
+                if limit.is_some() {
+                    return refuse(&path, "a second limit: expected one Limit per route");
+                }
                 limit = Some(RouteLimit {
                     config: *config,
                     scope: *scope,
@@ -714,6 +736,9 @@ fn route<D>(
                 scope,
                 inner,
             } => {
+                if rate_limit.is_some() {
+                    return refuse(&path, "a second rate limit: expected one RateLimit per route");
+                }
                 rate_limit = Some(RouteRateLimit {
                     config: *config,
                     scope: *scope,
@@ -781,10 +806,12 @@ impl Route {
         }
     }
 
-    /// A [`Builder`] set to this route: named after the downstream, its retry, budget, breaker
-    /// (per call when it is outside the retry), throttle, hedging (the instance marked
-    /// idempotent), ledger, concurrency limit and rate limit, nothing else of the builder's
-    /// defaults. Add the clock, observers, metrics as usual.
+    /// A [`Builder`] set to this route: named after the downstream, its retry, budget, breaker,
+    /// throttle, hedging (the instance marked idempotent), ledger, concurrency limit and rate
+    /// limit, each where the policy nests it ([`Builder::nesting`] with the route's
+    /// [`nesting`](Self#structfield.nesting), so the instance's calls run the stack as the core's
+    /// call engine runs it, and the simulator), nothing else of the builder's defaults. Add the
+    /// clock, observers, metrics as usual.
     ///
     /// The instance hedges in [`Reliable::call`] only: [`Reliable::call_blocking`] never hedges.
     /// For blocking calls, build from [`blocking_builder`](Self::blocking_builder), which refuses
@@ -797,51 +824,24 @@ impl Route {
         }
         let mut b = Reliable::builder(&self.downstream)
             .no_breaker()
-            .retry(self.retry);
+            .retry(self.retry)
+            .nesting(self.nesting);
         if let Some(br) = self.breaker {
             b = b.breaker(br.config);
-            if br.per_call {
-                b = b.breaker_per_call();
-            }
         }
         if let Some((budget, _)) = self.budget {
             b = b.budget(budget);
         }
         if let Some(throttle) = self.throttle {
-            if self.retries {
-                return Err(self.refuse(
-                    "a throttle on a route with retries: a Reliable's throttle admits once per call but learns from every attempt, which no simulated stack does; expected no retry, or the tower layers (Plan::route_layer)",
-                ));
-            }
             b = b.throttle(throttle.config);
         }
         if let Some(hedge) = self.hedge {
-            if self.breaker.is_some_and(|br| !br.per_call) {
-                return Err(self.refuse(
-                    "a Hedge inside a Breaker that sees every attempt: a Reliable passes each copy through the breaker, the simulator the hedged call once; expected the Breaker outside the Retry, or the tower layers (Plan::route_layer)",
-                ));
-            }
-            if self.limit.is_some() {
-                return Err(self.refuse(
-                    "a Hedge inside a Limit: a Reliable gives each copy a slot, the simulator the hedged call one; expected no Limit, or the tower layers (Plan::route_layer)",
-                ));
-            }
-            if self.rate_limit.is_some() {
-                return Err(self.refuse(
-                    "a Hedge inside a RateLimit: a Reliable counts each copy, the simulator the hedged call once; expected no RateLimit, or the tower layers (Plan::route_layer)",
-                ));
-            }
             b = b.hedge(hedge.config).idempotent();
             if let Some(t) = hedge.copy_timeout {
                 b = b.copy_timeout(t.into());
             }
         }
         if let Some(ledger) = self.ledger {
-            if ledger.under_throttle || ledger.under_breaker {
-                return Err(self.refuse(
-                    "a Throttle or Breaker outside the Ledger: a Reliable deposits each call in its ledger before its breaker decides, and draws every probe from it; expected the Ledger outermost, or the tower layers (Plan::route_layer)",
-                ));
-            }
             b = b.ledger(ledger.config);
         }
         if let Some(limit) = self.limit {
@@ -864,23 +864,24 @@ impl Route {
         self.builder()
     }
 
-    /// The tower layers of this route: `ReliableLayer` runs retry (with its budget) → throttle →
-    /// breaker, so the route must have a breaker every attempt passes, and a throttle (if any)
-    /// inside the retry. Scopes: all `Shared` gives [`shared`](crate::tower::ReliableLayer::shared)
-    /// (one state for every service the layer wraps); all per client, one per wrapped service.
+    /// The route as one tower `ReliableLayer`, built from [`builder`](Self::builder): the same
+    /// instance a `Reliable` would be, so its service runs the route's nesting as the core's
+    /// call engine does, whatever it is (a breaker per call or none, a throttle or a limit
+    /// outside the retry, a ledger, hedges of requests `policy` can copy). Scopes: all `Shared`
+    /// gives [`shared`](crate::tower::ReliableLayer::shared) (one state for every service the
+    /// layer wraps); all per client, one per wrapped service; refused when mixed.
     #[cfg(feature = "tower")]
     pub fn layer<P: Clone>(
         &self,
         policy: P,
     ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
-        let config = self.reliable_config()?;
-        let shared = self.scopes().all(|s| s == Scope::Shared);
         if self.mixes_scopes() {
             return Err(self.refuse(
-                "some layers Shared and some PerClient: expected one scope (ReliableLayer shares all its state or none)",
+                "some layers Shared and some PerClient: expected one scope (ReliableLayer shares all its state or none), or the tower layers (Plan::route_layer), which keep each layer's own",
             ));
         }
-        let layer = crate::tower::ReliableLayer::new(config, policy)
+        let shared = self.scopes().all(|s| s == Scope::Shared);
+        let layer = crate::tower::ReliableLayer::from_builder(self.builder()?, policy)
             .map_err(|e| self.refuse(&format!("{e}: expected a config the core accepts")))?;
         Ok(if shared { layer.shared() } else { layer })
     }
@@ -889,17 +890,24 @@ impl Route {
     /// [`RouteLayer`] (`RetryLayer`, `ThrottleLayer`, `BreakerLayer`, then innermost a
     /// `ConcurrencyLimitLayer`, a `RateLimitLayer` and a `HedgeLayer`, each shared or per wrapped
     /// service as its scope says, and a `SharedLedger` for the retry, hedge and breaker layers
-    /// inside the ledger). With a breaker inside the retry and no hedge, ledger or limit, its
-    /// service is
-    /// `ReliableLayer`'s. Refuses a ledger the retry layer cannot deposit in where the simulator
-    /// does (see the [module docs](self)).
+    /// inside the ledger). Refuses what those layers cannot stack where the policy puts it (see
+    /// the [module docs](self)): [`layer`](Self::layer) runs every nesting.
     #[cfg(feature = "tower")]
     pub fn route_layer<P: Clone>(&self, policy: P) -> Result<RouteLayer<P>, PolicyError> {
+        if let Some((field, message)) = &self.route_layer_refusal {
+            return Err(PolicyError {
+                file: self.file.clone(),
+                position: None,
+                field: Some(field.clone()),
+                message: message.clone(),
+            });
+        }
         RouteLayer::new(self, policy)
     }
 
-    /// The route as a tower [`ReliableConfig`](crate::tower::ReliableConfig) (see
-    /// [`layer`](Self::layer) for the shapes it takes).
+    /// The route as a tower [`ReliableConfig`](crate::tower::ReliableConfig), the stock shape
+    /// `ReliableLayer::new` takes: a retry (with its budget), a throttle and a breaker every
+    /// attempt passes, nothing else. [`layer`](Self::layer) builds any route.
     #[cfg(feature = "tower")]
     pub fn reliable_config(&self) -> Result<crate::tower::ReliableConfig, PolicyError> {
         if self.hedge.is_some()
@@ -908,22 +916,22 @@ impl Route {
             || self.rate_limit.is_some()
         {
             return Err(self.refuse(
-                "a Hedge, Ledger, Limit or RateLimit: ReliableLayer has retry, throttle and breaker only; expected the route's own tower layers (Plan::route_layer)",
+                "a Hedge, Ledger, Limit or RateLimit: a ReliableConfig has retry, throttle and breaker only; expected Route::layer, which builds the ReliableLayer of any route",
             ));
         }
         let Some(breaker) = self.breaker else {
             return Err(self.refuse(
-                "no breaker: ReliableLayer always has one; expected a Breaker inside the Retry (or compose RetryLayer and ThrottleLayer yourself)",
+                "no breaker: a ReliableConfig always has one; expected a Breaker inside the Retry, or Route::layer, which builds the ReliableLayer of any route",
             ));
         };
         if breaker.per_call {
             return Err(self.refuse(
-                "a breaker outside the retry: ReliableLayer's breaker sees every attempt; expected Retry(inner: Breaker(..)) (or put BreakerLayer over RetryLayer yourself)",
+                "a breaker outside the retry: a ReliableConfig's breaker sees every attempt; expected Retry(inner: Breaker(..)), or Route::layer, which builds the ReliableLayer of any route",
             ));
         }
         if self.throttle.is_some_and(|t| t.per_call) {
             return Err(self.refuse(
-                "a throttle around the retry: ReliableLayer's throttle sees every attempt; expected Retry(inner: Throttle(inner: Breaker(..)))",
+                "a throttle around the retry: a ReliableConfig's throttle sees every attempt; expected Retry(inner: Throttle(inner: Breaker(..))), or Route::layer, which builds the ReliableLayer of any route",
             ));
         }
         Ok(crate::tower::ReliableConfig {

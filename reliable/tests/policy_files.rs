@@ -61,7 +61,7 @@ fn reliable_refusal(e: &PolicyError) -> &'static str {
 
 /// Loads a route into a `Reliable` (which refuses only a route mixing `Shared` and `PerClient`
 /// layers: it is one state) and into tower layers in its own order (which must succeed), and
-/// into a `ReliableLayer` (which takes one order only). `Err(false)`: the `Reliable` refused it.
+/// into a `ReliableLayer` (built from the same builder). `Err(false)`: the `Reliable` refused it.
 fn load_route(route: &Route) -> Result<(), (bool, PolicyError)> {
     match route.builder() {
         Ok(b) => assert_eq!(b.build().unwrap().name(), route.downstream),
@@ -101,29 +101,8 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
                 match load_route(route) {
                     Ok(()) => into_layer += 1,
                     Err((false, _)) => mixed.push(format!("{scenario} {name}")),
-                    Err((true, e)) => {
-                        // ReliableLayer's one shape: a breaker every attempt passes, one
-                        // scope for all its layers, none of the hedge, ledger and limit layers.
-                        let b = route.breaker;
-                        let extra = route.hedge.is_some()
-                            || route.ledger.is_some()
-                            || route.limit.is_some()
-                            || route.rate_limit.is_some();
-                        assert!(
-                            b.is_none()
-                                || b.unwrap().per_call
-                                || extra
-                                || e.message.contains("some layers Shared"),
-                            "{e}"
-                        );
-                        assert!(
-                            e.message.contains("no breaker")
-                                || e.message.contains("breaker outside the retry")
-                                || e.message.contains("some layers Shared")
-                                || e.message.contains("a Hedge, Ledger, Limit or RateLimit"),
-                            "{e}"
-                        );
-                    }
+                    // The same builder as the `Reliable`'s: what it takes, the layer takes.
+                    Err((true, e)) => panic!("{e}"),
                 }
             }
         }
@@ -173,8 +152,8 @@ fn a_retry_around_a_breaker_loads_into_reliable_layer() {
         "breaker(api)"
     );
     plan.layer(AnyOk).unwrap();
-    // The breaker outside the retry: Reliable runs it per call; ReliableLayer says why not, and
-    // the route's own layers take it.
+    // The breaker outside the retry: Reliable and ReliableLayer run it per call, the route's own
+    // layers too; a ReliableConfig (retry → throttle → breaker) says why it cannot hold it.
     let (file, text) = scenarios()
         .into_iter()
         .find(|(f, _)| f.ends_with("/boundary-map.ron"))
@@ -182,7 +161,8 @@ fn a_retry_around_a_breaker_loads_into_reliable_layer() {
     let plan = Plan::from_scenario(&text, &file, "circuit breaker").unwrap();
     let rel = plan.builder().unwrap().build().unwrap();
     assert_eq!(rel.label(), "breaker(retry(api))");
-    let e = plan.layer(AnyOk).unwrap_err().to_string();
+    plan.layer(AnyOk).unwrap();
+    let e = plan.route().unwrap().reliable_config().unwrap_err().to_string();
     assert!(
         e.starts_with("scenarios/boundary-map.ron: stack: a breaker outside the retry"),
         "{e}"
@@ -398,10 +378,11 @@ async fn route_layers_keep_the_order_the_policy_wrote() {
     assert_eq!(run(&bare).await, (36, 0));
 }
 
-/// Where a throttle sits decides what it counts: each target takes the orders it runs as the
-/// simulator does and says why it refuses the others.
+/// Where a throttle sits decides what it counts: a `Reliable` and `ReliableLayer` run it where
+/// the policy puts it (as the core's call engine does); the tower layers of `route_layer` and a
+/// `ReliableConfig` take the orders they stack, and say why they refuse the others.
 #[test]
-fn throttles_load_where_their_target_counts_as_the_simulator() {
+fn throttles_load_where_the_policy_puts_them() {
     let retry = "(max_attempts: 3, backoff: (shape: Constant(delay: \"0s\")))";
     let call = "Call(downstream: \"api\")";
     let breaker = "(consecutive_failures: 5)";
@@ -420,35 +401,41 @@ fn throttles_load_where_their_target_counts_as_the_simulator() {
     let outer = plan(format!(
         "Throttle(inner: Retry(policy: {retry}, inner: Breaker(config: {breaker}, inner: {call})))"
     ));
+    let under = plan(format!(
+        "Breaker(config: {breaker}, inner: Throttle(inner: Retry(policy: {retry}, inner: {call})))"
+    ));
     assert!(around.routes[0].throttle.unwrap().per_call);
     assert!(!inside.routes[0].throttle.unwrap().per_call);
+    use reliable_core::engine::Gate;
+    assert_eq!(around.routes[0].nesting.outside(), [Gate::Throttle]);
+    assert_eq!(inside.routes[0].nesting.inside(), [Gate::Throttle]);
+    assert_eq!(
+        under.routes[0].nesting.outside(),
+        [Gate::Breaker, Gate::Throttle]
+    );
+    for p in [&around, &inside, &alone, &layered, &outer, &under] {
+        p.builder().unwrap().build().unwrap();
+        p.layer(CloneAll).unwrap();
+    }
     for p in [&around, &inside, &layered, &outer] {
-        let e = p.builder().unwrap_err().to_string();
-        assert!(e.contains("a throttle on a route with retries"), "{e}");
         p.route_layer(CloneAll).unwrap();
     }
-    alone.builder().unwrap().build().unwrap();
-    layered.layer(CloneAll).unwrap();
-    let e = outer.layer(CloneAll).unwrap_err().to_string();
+    layered.route().unwrap().reliable_config().unwrap();
+    let e = outer.route().unwrap().reliable_config().unwrap_err().to_string();
     assert!(e.contains("a throttle around the retry"), "{e}");
-    let e = Plan::from_ron(
-        &format!(
-            "(name: \"t\", stack: Breaker(config: {breaker}, inner: Throttle(inner: {call})))"
-        ),
-        "t.ron",
-    )
-    .unwrap_err()
-    .to_string();
+    // A throttle inside the breaker: the tower layers stack the throttle outside.
+    let e = under.route_layer(CloneAll).unwrap_err().to_string();
     assert_eq!(
         e,
-        "t.ron: stack.inner: a throttle inside the breaker: expected Throttle outside the Breaker (as ReliableLayer and Reliable order them)"
+        "t.ron: stack.inner: a throttle inside the breaker: the tower layers (Route::route_layer) put the ThrottleLayer outside the BreakerLayer; expected the Throttle outside the Breaker, or a Reliable (Route::builder) or ReliableLayer (Route::layer), which run every nesting"
     );
 }
 
-/// The hedging, ledger and limit layers load where each target runs them as the simulator
-/// does, and every other shape is refused with the layer's path and the reason.
+/// The hedging, ledger and limit layers load wherever the policy puts them into a `Reliable`
+/// (which runs them as the core's call engine does); the tower layers of `route_layer` take the
+/// orders they stack; what no stack means is refused with the layer's path and the reason.
 #[test]
-fn hedge_ledger_and_limit_load_where_their_target_runs_them_as_the_simulator() {
+fn hedge_ledger_and_limit_load_where_the_policy_puts_them() {
     let plan = |stack: &str| Plan::from_ron(&format!("(name: \"x\", stack: {stack})"), "x.ron");
     let call = "Call(downstream: \"api\", timeout: \"1s\")";
     let hedge = |inner: &str| {
@@ -513,27 +500,46 @@ fn hedge_ledger_and_limit_load_where_their_target_runs_them_as_the_simulator() {
         refused(&budgeted)
     );
     assert!(
-        refused(&limit(&breaker(call))).starts_with(
-            "x.ron: stack.inner: a Breaker inside a Limit: expected the Limit innermost"
-        )
-    );
-    assert!(refused(&limit(&retry(call))).contains("a Retry inside a Limit"));
-
-    // What one target runs differently: refused by it, with the other named.
-    let e = |r: Result<reliable::Builder, PolicyError>| r.map(|_| ()).unwrap_err().to_string();
-    let per_attempt = plan(&retry(&breaker(&hedge(call)))).unwrap();
-    assert!(
-        e(per_attempt.builder()).contains("a Hedge inside a Breaker that sees every attempt"),
+        refused(&limit(&limit(call))).starts_with("x.ron: stack.inner: a second limit"),
         "{}",
-        e(per_attempt.builder())
+        refused(&limit(&limit(call)))
     );
-    per_attempt.route_layer(CloneAll).unwrap();
-    let limited = plan(&limit(&hedge(call))).unwrap();
-    assert!(e(limited.builder()).contains("a Hedge inside a Limit"));
-    limited.route_layer(CloneAll).unwrap();
-    let under = plan(&breaker(&ledger(&retry(call)))).unwrap();
-    assert!(e(under.builder()).contains("a Throttle or Breaker outside the Ledger"));
-    under.route_layer(CloneAll).unwrap();
+
+    // Wherever the policy puts them, a Reliable and ReliableLayer run them; the tower layers
+    // put the limit innermost.
+    let e = |r: Result<reliable::Builder, PolicyError>| r.map(|_| ()).unwrap_err().to_string();
+    for stack in [
+        limit(&breaker(call)),
+        limit(&retry(call)),
+        retry(&breaker(&hedge(call))),
+        limit(&hedge(call)),
+        breaker(&ledger(&retry(call))),
+    ] {
+        let p = plan(&stack).unwrap();
+        p.builder().unwrap().build().unwrap();
+        p.layer(CloneAll).unwrap();
+    }
+    let e4 = plan(&limit(&breaker(call)))
+        .unwrap()
+        .route_layer(CloneAll)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e4.starts_with("x.ron: stack.inner: a Breaker inside a Limit: the tower layers"),
+        "{e4}"
+    );
+    plan(&retry(&breaker(&hedge(call))))
+        .unwrap()
+        .route_layer(CloneAll)
+        .unwrap();
+    plan(&limit(&hedge(call)))
+        .unwrap()
+        .route_layer(CloneAll)
+        .unwrap();
+    plan(&breaker(&ledger(&retry(call))))
+        .unwrap()
+        .route_layer(CloneAll)
+        .unwrap();
     let between = plan(&ledger(&breaker(&retry(call)))).unwrap();
     between.builder().unwrap().build().unwrap();
     let e2 = between.route_layer(CloneAll).unwrap_err().to_string();
@@ -563,21 +569,25 @@ fn hedge_ledger_and_limit_load_where_their_target_runs_them_as_the_simulator() {
     // A hedge with a fixed delay keeps no state: its scope does not count.
     let fixed = plan(&shared(breaker(&retry(&hedge(call))))).unwrap();
     fixed.builder().unwrap().build().unwrap();
+    plan(&full).unwrap().layer(CloneAll).unwrap();
     let e3 = plan(&full)
         .unwrap()
-        .layer(CloneAll)
+        .route()
+        .unwrap()
+        .reliable_config()
         .unwrap_err()
         .to_string();
     assert!(
-        e3.contains("ReliableLayer has retry, throttle and breaker only"),
+        e3.contains("a ReliableConfig has retry, throttle and breaker only"),
         "{e3}"
     );
 }
 
-/// A rate limit loads innermost, inside any limit, where both targets count every attempt as
-/// the simulator does; every other shape is refused with the layer's path and the reason.
+/// A rate limit loads wherever the policy puts it into a `Reliable` and `ReliableLayer`; the
+/// tower layers of `route_layer` take it innermost, inside any limit, and say why they refuse
+/// the other shapes.
 #[test]
-fn a_rate_limit_loads_where_its_target_counts_as_the_simulator() {
+fn a_rate_limit_loads_where_the_policy_puts_it() {
     let plan = |stack: &str| Plan::from_ron(&format!("(name: \"x\", stack: {stack})"), "x.ron");
     let refused = |stack: &str| plan(stack).unwrap_err().to_string();
     let e = |r: Result<reliable::Builder, PolicyError>| r.map(|_| ()).unwrap_err().to_string();
@@ -611,24 +621,32 @@ fn a_rate_limit_loads_where_its_target_counts_as_the_simulator() {
     full.builder().unwrap().build().unwrap();
     full.blocking_builder().unwrap().build().unwrap();
     full.route_layer(CloneAll).unwrap();
-    let e3 = full.layer(CloneAll).unwrap_err().to_string();
+    full.layer(CloneAll).unwrap();
+    let e3 = full.route().unwrap().reliable_config().unwrap_err().to_string();
     assert!(e3.contains("a Hedge, Ledger, Limit or RateLimit"), "{e3}");
 
-    // The limits are innermost, the rate limit inside the concurrency limit.
+    // Anywhere for a Reliable and ReliableLayer; the tower layers put the rate limit innermost,
+    // inside the concurrency limit.
+    let towered = |stack: &str| {
+        let p = plan(stack).unwrap();
+        p.builder().unwrap().build().unwrap();
+        p.layer(CloneAll).unwrap();
+        p.route_layer(CloneAll).map(|_| ()).unwrap_err().to_string()
+    };
     assert!(
-        refused(&rate(&limit(call))).starts_with(
-            "x.ron: stack.inner: a Limit inside a RateLimit: expected the RateLimit innermost"
+        towered(&rate(&limit(call))).starts_with(
+            "x.ron: stack.inner: a Limit inside a RateLimit: the tower layers (Route::route_layer) put the RateLimitLayer innermost"
         ),
         "{}",
-        refused(&rate(&limit(call)))
+        towered(&rate(&limit(call)))
     );
-    assert!(refused(&rate(&retry(call))).contains("a Retry inside a RateLimit"));
-    assert!(refused(&rate(&breaker(call))).contains("a Breaker inside a RateLimit"));
-    assert!(refused(&rate(&rate(call))).contains("a RateLimit inside a RateLimit"));
+    assert!(towered(&rate(&retry(call))).contains("a Retry inside a RateLimit"));
+    assert!(towered(&rate(&breaker(call))).contains("a Breaker inside a RateLimit"));
+    assert!(refused(&rate(&rate(call))).contains("a second rate limit"));
 
-    // A `Reliable` counts each hedged copy, the simulator the hedged call once.
     let hedged = plan(&rate(&hedge(call))).unwrap();
-    assert!(e(hedged.builder()).contains("a Hedge inside a RateLimit"));
+    hedged.builder().unwrap().build().unwrap();
+    assert!(e(hedged.blocking_builder()).contains("a Hedge in a blocking call"));
     hedged.route_layer(CloneAll).unwrap();
 
     // A config the core refuses: refused by each target, naming the field.

@@ -37,39 +37,47 @@
 //!
 //! A stack becomes a [`Plan`]: one [`Route`] per path a call may take (an outermost `Fallback`
 //! gives one route per branch, tried in order; compose them with [`Fallback`](crate::Fallback) or
-//! the tower `FallbackLayer`). A route is the shape
-//! `Ledger? → Throttle? → Breaker? → Ledger? → Retry? → Breaker? → Llm? → Limit? → RateLimit? → Hedge? → Call`
-//! (one ledger):
+//! the tower `FallbackLayer`). A route is a chain of layers down to its `Call`, each at most
+//! once: a `Retry`, and around it or inside it, in any order, a `Ledger` (outside the `Retry`), a
+//! `Throttle`, a `Breaker`, a `Limit` and a `RateLimit`, then a `Hedge` around the `Call`; an
+//! `Llm` anywhere. A gate (throttle, breaker, limit, rate limit) outside the `Retry` judges the
+//! call once, inside it every attempt, each side in the order written; without a `Retry` (one
+//! attempt) every gate judges the call; the call deposits in the ledger where the `Ledger` sits.
+//! The core reads where each gate sits ([`Route::nesting`](Route#structfield.nesting), from
+//! [`reliable_core::engine::Nesting::of_route`], the reading the core's engine runs a stack
+//! by), and [`Route::builder`] hands it to [`Builder::nesting`]: a `Reliable`, and the tower
+//! `ReliableLayer` built from the same builder ([`Route::layer`]), run every nesting exactly as
+//! the core's call engine (and so the simulator) runs it.
 //!
-//! | In the stack | In a `Reliable` ([`Route::builder`]) | In tower ([`Route::layer`], [`Route::route_layer`]) |
+//! | In the stack | In a `Reliable` ([`Route::builder`]) and `ReliableLayer` ([`Route::layer`]) | In the tower layers of [`Route::route_layer`] |
 //! |---|---|---|
 //! | `Call(downstream, timeout)` | the instance's name; `timeout` is the per-attempt timeout (the smaller of it and the retry's `attempt_timeout`), or under a `Hedge` each copy's ([`Builder::copy_timeout`]) | the same, in the `RetryLayer`; under a `Hedge`, `HedgeLayer::copy_timeout` |
 //! | `Retry(policy, budget)` | [`Builder::retry`], [`Builder::budget`]; no `Retry`: one attempt | `RetryLayer` with its budget |
-//! | `Breaker` inside the `Retry` | a breaker every attempt passes (the builder's default) | `ReliableLayer`'s order: retry → throttle → breaker |
-//! | `Breaker` outside the `Retry` | [`Builder::breaker_per_call`]: one verdict per call | `RouteLayer` only: throttle → breaker → retry |
-//! | no `Breaker` | [`Builder::no_breaker`] | `RouteLayer` only (`ReliableLayer` always has one) |
-//! | `Throttle` | [`Builder::throttle`], on a route without retries | `ThrottleLayer` where the stack puts it |
-//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: each copy passes the breaker and the limit, so the route may have neither a breaker every attempt passes nor a `Limit`; [`Reliable::call`] only (see [`Route::blocking_builder`]); each copy timed from its own send, the retry's `attempt_timeout` bounding the hedged attempt (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
-//! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and half-open probes draw from it): outermost, since a `Reliable` deposits each call before its breaker decides | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
-//! | `Limit(config)` | [`Builder::limit`]: every attempt takes a slot, after the breaker admitted it | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
-//! | `RateLimit(config)` | [`Builder::rate_limit`]: every attempt is counted, after the breaker and the limit admitted it; a refusal gives the limit's slot back, and inside a `Retry` ends the call unless the retry policy waits on refusals and the wait fits the deadline | `RateLimitLayer`, inside the `ConcurrencyLimitLayer` (around the `Hedge`: one count for all its copies) |
+//! | `Breaker` | [`Builder::breaker`], where the nesting puts it: inside the `Retry` every attempt passes it, outside it one verdict per call; no `Breaker`: [`Builder::no_breaker`] | `BreakerLayer` where the stack puts it: retry → throttle → breaker, or throttle → breaker → retry |
+//! | `Throttle` | [`Builder::throttle`], where the nesting puts it: inside the `Retry` it admits every attempt, outside it the call once | `ThrottleLayer` where the stack puts it, outside any `Breaker` |
+//! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: the gates inside the `Retry` admit each copy (a throttle the attempt once), those outside it the call once; [`Reliable::call`] only (see [`Route::blocking_builder`]); each copy timed from its own send, the retry's `attempt_timeout` bounding the hedged attempt (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
+//! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and the probes of a breaker inside it draw from it): each call deposits where the `Ledger` sits among the gates outside the `Retry` | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
+//! | `Limit(config)` | [`Builder::limit`], where the nesting puts it: inside the `Retry` every copy takes a slot, outside it the call one for all its attempts | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
+//! | `RateLimit(config)` | [`Builder::rate_limit`], where the nesting puts it: inside the `Retry` every copy is counted, outside it the call once; a refusal gives back what the gates outside it hold, and inside a `Retry` ends the call unless the retry policy waits on refusals and the wait fits the deadline | `RateLimitLayer`, inside the `ConcurrencyLimitLayer` (around the `Hedge`: one count for all its copies) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
-//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared`, build one per client for `PerClient` (so a route's stateful layers must have one scope) | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
+//! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared` (`ReliableLayer::shared`), build one per client for `PerClient` (so a route's stateful layers must have one scope) | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
 //!
-//! Anything a target cannot run the way the simulator does is refused with the layer's path and
-//! why, never dropped: a `timeout_dist` (a timeout drawn per request models a crowd of callers),
-//! a spend breaker (`Llm(spend: ..)`: drive [`reliable_core::spend::SpendBreaker`] yourself), two
-//! retries, breakers, throttles or ledgers on one route, a `Fallback` inside another layer, a
-//! throttle inside a breaker, a layer inside a `Limit` other than a `RateLimit` or a `Hedge`, a
-//! layer inside a `RateLimit` other than a `Hedge`, a `Hedge` whose `inner` is not a `Call` or
-//! whose call is not `idempotent`, a `Ledger` inside a `Retry` or
-//! around a `Retry` with a budget of its own; in a `Reliable`, a throttle on a route with retries
-//! (its throttle admits once per call but learns from every attempt, which no simulated stack
-//! does), a route mixing `Shared` and `PerClient` layers, a hedge inside a per-attempt breaker or
-//! a limit or rate limit, a ledger inside a throttle or breaker,
-//! and a hedge in a blocking call ([`Route::blocking_builder`]); in tower, a ledger where the
-//! retry layer cannot deposit each call as the simulator does, and in `ReliableLayer` any hedge,
-//! ledger, limit or rate limit ([`Route::route_layer`] stacks them).
+//! What a target cannot run as the core's engine and the simulator do is refused with the
+//! layer's path and why, never dropped. By every target: a `timeout_dist` (simulator only: a
+//! timeout drawn per request models a crowd of callers), a spend breaker or proactive quotas
+//! (`Llm(spend: ..)`, `Llm(proactive: true)`: not a layer of these targets; drive
+//! [`reliable_core::spend::SpendBreaker`] yourself), a second retry, breaker, throttle, ledger,
+//! limit or rate limit on one route (each target has one of each), a `Fallback` inside another
+//! layer (a fallback is between routes), a `Hedge` whose `inner` is not a `Call` or whose call is
+//! not `idempotent` (it would never hedge), a `Ledger` inside a `Retry`, and a `Retry` with a
+//! budget of its own inside a `Ledger` (the ledger is the retry budget). By a `Reliable` and
+//! `ReliableLayer`: a route mixing `Shared` and `PerClient` layers (one instance is one state);
+//! by [`Route::blocking_builder`], a `Hedge` (a blocking call never hedges). By the tower layers
+//! of [`Route::route_layer`], which stack in fixed orders: a throttle inside the breaker, a layer
+//! inside a `Limit` other than a `RateLimit` or a `Hedge`, a layer inside a `RateLimit` other
+//! than a `Hedge`, and a ledger where the retry layer cannot deposit each call as the simulator
+//! does. [`Route::reliable_config`] (the stock shape `ReliableLayer::new` takes) refuses what a
+//! [`ReliableConfig`](crate::tower::ReliableConfig) cannot hold.
 //!
 //! Hostile input is bounded: ron refuses nesting deeper than 128 levels and serde_json too, a
 //! plan has at most [`MAX_ROUTES`] routes, and parsing is linear in the text.
@@ -932,6 +940,18 @@ impl Route {
         if self.throttle.is_some_and(|t| t.per_call) {
             return Err(self.refuse(
                 "a throttle around the retry: a ReliableConfig's throttle sees every attempt; expected Retry(inner: Throttle(inner: Breaker(..))), or Route::layer, which builds the ReliableLayer of any route",
+            ));
+        }
+        // What ReliableLayer::new runs: every gate inside the retry, the throttle outside the
+        // breaker.
+        use reliable_core::engine::{Gate, Nesting};
+        let stock: &[Gate] = match self.throttle {
+            Some(_) => &[Gate::Throttle, Gate::Breaker],
+            None => &[Gate::Breaker],
+        };
+        if Nesting::new(&[], 0, stock).ok() != Some(self.nesting) {
+            return Err(self.refuse(
+                "a throttle inside the breaker, or gates that judge the call once (outside the Retry, or on a route without one): a ReliableConfig's throttle and breaker see every attempt, the throttle outside the breaker; expected Retry(inner: Throttle(inner: Breaker(..))), or Route::layer, which builds the ReliableLayer of any route",
             ));
         }
         Ok(crate::tower::ReliableConfig {

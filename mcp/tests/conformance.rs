@@ -489,8 +489,9 @@ fn check(
 fn reliable_http_call_decides_like_every_face() {
     let sequences = conformance::sequences().unwrap();
     let ran = check("sequences", &sequences, conformance::expected);
-    // As many as ran when this was written: a sequence the tool stops taking fails here.
-    assert!(ran >= 55, "only {ran} sequences ran");
+    // As many as ran when this was written (all but the 4 over the server's ceilings or
+    // uninterruptible): a sequence the tool stops taking fails here.
+    assert!(ran >= 61, "only {ran} sequences ran");
 }
 
 #[test]
@@ -501,5 +502,6 @@ fn reliable_http_call_runs_the_generated_nestings() {
         let p = dir.join(format!("{name}.jsonl"));
         std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
     });
-    assert!(ran >= 14, "only {ran} generated nestings ran");
+    // Every one: `reliable::policy` builds each nesting as the engine runs it.
+    assert!(ran >= 57, "only {ran} generated nestings ran");
 }

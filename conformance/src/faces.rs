@@ -258,8 +258,7 @@ fn reliable_call(s: &Sequence) -> Result<String, String> {
 }
 
 /// Makes the builder of a runner's instance, given the trace and the throttle's draws.
-pub type MakeBuilder<'a> =
-    &'a dyn Fn(&Trace, &crate::Draws) -> Result<reliable::Builder, String>;
+pub type MakeBuilder<'a> = &'a dyn Fn(&Trace, &crate::Draws) -> Result<reliable::Builder, String>;
 
 /// [`Reliable::call`] on tokio's paused clock, the instance built from `make` (the runner adds
 /// the clock and the sleep): the `reliable-call` face's runner, for any way of building it.
@@ -328,10 +327,7 @@ fn reliable_call_blocking(s: &Sequence) -> Result<String, String> {
 
 /// [`Reliable::call_blocking`] on a manual clock, the instance built from `make` (the runner
 /// adds the clock): the `reliable-call-blocking` face's runner, for any way of building it.
-pub fn reliable_call_blocking_with(
-    s: &Sequence,
-    make: MakeBuilder<'_>,
-) -> Result<String, String> {
+pub fn reliable_call_blocking_with(s: &Sequence, make: MakeBuilder<'_>) -> Result<String, String> {
     let clock = ManualClock::new();
     let c = clock.clone();
     let trace = Trace::new(Arc::new(move || c.now().as_nanos() / 1_000_000));

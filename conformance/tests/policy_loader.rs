@@ -32,7 +32,11 @@ fn run(face: &str, s: &Sequence) -> Result<String, String> {
     };
     match face {
         "reliable-call" => faces::reliable_call_with(s, &|trace, draws| {
-            Ok(add(route.builder().map_err(|e| e.to_string())?, trace, draws))
+            Ok(add(
+                route.builder().map_err(|e| e.to_string())?,
+                trace,
+                draws,
+            ))
         }),
         "reliable-call-blocking" => faces::reliable_call_blocking_with(s, &|trace, draws| {
             Ok(add(

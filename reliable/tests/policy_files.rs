@@ -162,7 +162,12 @@ fn a_retry_around_a_breaker_loads_into_reliable_layer() {
     let rel = plan.builder().unwrap().build().unwrap();
     assert_eq!(rel.label(), "breaker(retry(api))");
     plan.layer(AnyOk).unwrap();
-    let e = plan.route().unwrap().reliable_config().unwrap_err().to_string();
+    let e = plan
+        .route()
+        .unwrap()
+        .reliable_config()
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("scenarios/boundary-map.ron: stack: a breaker outside the retry"),
         "{e}"
@@ -421,7 +426,12 @@ fn throttles_load_where_the_policy_puts_them() {
         p.route_layer(CloneAll).unwrap();
     }
     layered.route().unwrap().reliable_config().unwrap();
-    let e = outer.route().unwrap().reliable_config().unwrap_err().to_string();
+    let e = outer
+        .route()
+        .unwrap()
+        .reliable_config()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("a throttle around the retry"), "{e}");
     // A throttle inside the breaker: the tower layers stack the throttle outside.
     let e = under.route_layer(CloneAll).unwrap_err().to_string();
@@ -622,7 +632,12 @@ fn a_rate_limit_loads_where_the_policy_puts_it() {
     full.blocking_builder().unwrap().build().unwrap();
     full.route_layer(CloneAll).unwrap();
     full.layer(CloneAll).unwrap();
-    let e3 = full.route().unwrap().reliable_config().unwrap_err().to_string();
+    let e3 = full
+        .route()
+        .unwrap()
+        .reliable_config()
+        .unwrap_err()
+        .to_string();
     assert!(e3.contains("a Hedge, Ledger, Limit or RateLimit"), "{e3}");
 
     // Anywhere for a Reliable and ReliableLayer; the tower layers put the rate limit innermost,

@@ -490,7 +490,10 @@ mod stack {
         let n = Nesting::of_route(&layer(&text)).unwrap();
         assert_eq!(Ok(n), read(&text).map(|s| *s.plan.gates()));
         assert_eq!(n.outside(), [Gate::Limit, Gate::Throttle]);
-        assert_eq!((n.ledger_at(), n.inside()), (1, &[Gate::Rate, Gate::Breaker][..]));
+        assert_eq!(
+            (n.ledger_at(), n.inside()),
+            (1, &[Gate::Rate, Gate::Breaker][..])
+        );
         // An Llm layer (which the engine's Stack does not run) places no gate; a Fallback ends
         // the route.
         let n = Nesting::of_route(&layer(&format!(
@@ -499,7 +502,10 @@ mod stack {
              Fixed, initial: 4, min: 1, max: 4), inner: Call(downstream: \"a\"))])))))"
         )))
         .unwrap();
-        assert_eq!((n.outside(), n.inside()), (&[Gate::Breaker][..], &[Gate::Throttle][..]));
+        assert_eq!(
+            (n.outside(), n.inside()),
+            (&[Gate::Breaker][..], &[Gate::Throttle][..])
+        );
         assert_eq!(n.ledger_at(), 1);
         let twice = layer(&format!(
             "Breaker(config: (consecutive_failures: 3), inner: Retry({RETRY}, inner: \

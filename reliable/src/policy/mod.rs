@@ -566,7 +566,10 @@ fn route<D>(
                 let nesting = reliable_core::engine::Nesting::of_route(top).map_err(|t| {
                     (
                         at_path.clone(),
-                        format!("a second {:?} gate: expected each layer once per route", t.0),
+                        format!(
+                            "a second {:?} gate: expected each layer once per route",
+                            t.0
+                        ),
                     )
                 })?;
                 return Ok(Route {
@@ -745,7 +748,10 @@ fn route<D>(
                 inner,
             } => {
                 if rate_limit.is_some() {
-                    return refuse(&path, "a second rate limit: expected one RateLimit per route");
+                    return refuse(
+                        &path,
+                        "a second rate limit: expected one RateLimit per route",
+                    );
                 }
                 rate_limit = Some(RouteRateLimit {
                     config: *config,

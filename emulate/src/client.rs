@@ -99,6 +99,10 @@ pub struct HttpCall {
     node: u16,
     seed: u64,
     meter: Arc<Meter>,
+    /// The downstream it calls.
+    ds: usize,
+    /// An edge attempt (counted among the run's attempts), not a service's call.
+    edge: bool,
 }
 
 impl std::fmt::Debug for HttpCall {
@@ -109,21 +113,33 @@ impl std::fmt::Debug for HttpCall {
 
 /// Ends an attempt as `sim` does, with its latency since `sent` (recovery judges it): answered
 /// (`done`), or without an answer, counted as a timeout (timed out here, or dropped by a layer
-/// above).
+/// above). In a call graph every attempt also counts for its downstream's figures; only the
+/// edge's count among the run's attempts and timeouts.
 struct Pending {
     meter: Arc<Meter>,
     sent: u64,
     done: bool,
+    ds: usize,
+    edge: bool,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let (sent, done) = (self.sent, self.done);
+        let (sent, done, ds, edge) = (self.sent, self.done, self.ds, self.edge);
         self.meter.at(|r, t| {
-            if !done {
-                r.at(t).timeouts += 1;
+            let latency = t.saturating_sub(sent);
+            if let Some(h) = &mut r.hops
+                && let Some(e) = h.ended.get_mut(ds)
+            {
+                e.0 += 1;
+                e.1 += latency / 1_000;
             }
-            r.attempt_ended(t, t.saturating_sub(sent));
+            if edge {
+                if !done {
+                    r.at(t).timeouts += 1;
+                }
+                r.attempt_ended(t, latency);
+            }
         });
     }
 }
@@ -142,11 +158,6 @@ impl Service<Req> for HttpCall {
         let tb = *meter.timebase();
         let now = tb.now_ns();
         let logical = req.extensions().get::<Logical>().cloned();
-        let first = logical
-            .as_ref()
-            .is_none_or(|l| l.attempts.fetch_add(1, Ordering::Relaxed) == 0);
-        // Counted as `sim` counts it: per bucket, and sent before, during or after the fault.
-        meter.at(|r, t| r.sent(t, first));
         let own = match (&self.timeout_dist, &logical) {
             // The same draw for every attempt of a request, as `sim` keys it.
             (Some(d), Some(l)) => Some(d.sample(&mut Stream::keyed(
@@ -160,14 +171,36 @@ impl Service<Req> for HttpCall {
         if let Some(Deadline(d)) = req.extensions().get::<Deadline>() {
             deadline = deadline.min(d.as_nanos());
         }
+        if deadline <= now {
+            // An enclosing deadline has already passed: the call is not sent (as in `sim`).
+            meter.at(|r, t| r.at(t).timeouts += 1);
+            return Box::pin(async { Err(Box::new(TimedOut) as BoxError) });
+        }
+        let first = logical
+            .as_ref()
+            .is_none_or(|l| l.attempts.fetch_add(1, Ordering::Relaxed) == 0);
+        // Counted as `sim` counts it: per bucket, and sent before, during or after the fault.
+        if self.edge {
+            meter.at(|r, t| r.sent(t, first));
+        }
         let mut out = http::Request::new(Empty::new());
         *out.uri_mut() = self.uri.clone();
+        if deadline != u64::MAX {
+            // The remaining time travels with the call, in wall time, as gRPC sends it.
+            let left = crate::graph::grpc_timeout(tb.to_wall(deadline - now));
+            if let Ok(v) = http::HeaderValue::from_str(&left) {
+                out.headers_mut().insert("grpc-timeout", v);
+            }
+        }
         let fut = self.client.request(out);
+        let (ds, edge) = (self.ds, self.edge);
         Box::pin(async move {
             let mut pending = Pending {
                 meter,
                 sent: now,
                 done: false,
+                ds,
+                edge,
             };
             // tokio's timeout polls the call first: an answer ready at the deadline wins.
             let answer = if deadline == u64::MAX {
@@ -427,17 +460,23 @@ fn feeder(inner: Svc, ledger: &SharedLedger, tb: Timebase) -> Svc {
 pub struct Env {
     /// The HTTP client.
     pub client: Client<HttpConnector, Empty<Bytes>>,
-    /// `http://127.0.0.1:port`.
-    pub base: String,
+    /// Per downstream, `http://127.0.0.1:port` of its listener.
+    pub bases: Arc<Vec<String>>,
     /// The run's measurements.
     pub meter: Arc<Meter>,
     /// The run's seed.
     pub seed: u64,
+    /// Stacks of the edge (the workload's clients), whose attempts the run counts; `false` for
+    /// a service's calls in a call graph.
+    pub edge: bool,
 }
 
 impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Env").field("base", &self.base).finish()
+        f.debug_struct("Env")
+            .field("bases", &self.bases)
+            .field("edge", &self.edge)
+            .finish()
     }
 }
 
@@ -697,14 +736,21 @@ fn instantiate(
             node,
         } => BoxCloneService::new(HttpCall {
             client: env.client.clone(),
-            uri: format!("{}/{ds}", env.base)
-                .parse()
-                .unwrap_or_else(|_| http::Uri::from_static("http://127.0.0.1/")),
+            uri: format!(
+                "{}/{ds}",
+                env.bases
+                    .get(*ds)
+                    .map_or("http://127.0.0.1:9", String::as_str)
+            )
+            .parse()
+            .unwrap_or_else(|_| http::Uri::from_static("http://127.0.0.1/")),
             timeout: *timeout,
             timeout_dist: timeout_dist.clone(),
             node: *node,
             seed: env.seed,
             meter: env.meter.clone(),
+            ds: *ds,
+            edge: env.edge,
         }),
         Node::Wrap(wrap, shared, inner) => {
             let inner = instantiate(inner, env, client, depth + 1, ledger);
@@ -751,6 +797,13 @@ fn instantiate(
             backup
         }
     }
+}
+
+/// One instance of `stack` (a service's call in a call graph: one state for the service).
+pub fn build_stack(c: &Compiled, stack: &Layer, env: &Env) -> Result<Svc, String> {
+    let mut next = 0;
+    let tree = compile(stack, c, env, &mut next)?;
+    Ok(instantiate(&tree, env, 0, 0, None))
 }
 
 /// One stack per client for policy `p`.

@@ -27,6 +27,7 @@
 pub mod calibrate;
 pub mod client;
 pub mod compare;
+pub mod graph;
 pub mod meter;
 pub mod run;
 pub mod server;

@@ -11,9 +11,10 @@ pub use sim::emulation::{
     give_up, hints, recorder, recorder_for, server, timeline,
 };
 pub use sim::metrics::PolicySummary;
+pub use sim::metrics::hops::{HopCounters, HopSummary};
 pub use sim::run::{BatchOptions, RunOutput, RunResult, Runs};
 pub use sim::scenario::{
-    Downstream, DownstreamModel, Fault, Layer, OutageMode, Scenario, Scope, Workload,
+    Downstream, DownstreamModel, Fault, Handler, Layer, OutageMode, Scenario, Scope, Workload,
 };
 
 /// Reads a scenario file and compiles it as `sim run` does: its only scenario, or the one called
@@ -47,6 +48,11 @@ pub fn load(path: &std::path::Path, name: Option<&str>) -> Result<Compiled, Stri
         }
     };
     Ok(all.swap_remove(pick))
+}
+
+/// Reads every scenario of a file, compiled as `sim run` compiles them.
+pub fn load_all(path: &std::path::Path) -> Result<Vec<Compiled>, String> {
+    sim::load_file_all(path, &sim::compile::Limits::default()).map_err(|e| e.to_string())
 }
 
 /// Compiles a scenario built in code (a subset of another's policies, a calibration set-up).

@@ -44,6 +44,7 @@ use reliable_core::outcome::ErrorClass;
 use tower::util::BoxCloneService;
 use tower::{Layer as _, Service, ServiceExt as _};
 
+use crate::balance::{Balancers, Group, Tried};
 use crate::meter::Meter;
 use crate::simface::{Compiled, Layer, Sampler, Scope, Stream, StreamId};
 use crate::timebase::Timebase;
@@ -62,6 +63,8 @@ pub struct Logical {
     pub id: u64,
     /// Attempts sent so far, over every call layer.
     attempts: Arc<AtomicU32>,
+    /// The replicas it tried (replicated downstreams).
+    tried: Arc<std::sync::Mutex<Tried>>,
 }
 
 impl Logical {
@@ -70,6 +73,7 @@ impl Logical {
         Logical {
             id,
             attempts: Arc::new(AtomicU32::new(0)),
+            tried: Arc::default(),
         }
     }
 }
@@ -101,6 +105,8 @@ pub struct HttpCall {
     meter: Arc<Meter>,
     /// The downstream it calls.
     ds: usize,
+    /// For a replicated downstream: its balancer and each replica's URI.
+    group: Option<(Arc<Group>, Arc<Vec<http::Uri>>)>,
     /// An edge attempt (counted among the run's attempts), not a service's call.
     edge: bool,
 }
@@ -121,10 +127,15 @@ struct Pending {
     done: bool,
     ds: usize,
     edge: bool,
+    /// Outstanding at this replica of this group until it ends.
+    replica: Option<(Arc<Group>, usize)>,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
+        if let Some((g, k)) = self.replica.take() {
+            g.gone(k);
+        }
         let (sent, done, ds, edge) = (self.sent, self.done, self.ds, self.edge);
         self.meter.at(|r, t| {
             let latency = t.saturating_sub(sent);
@@ -183,8 +194,24 @@ impl Service<Req> for HttpCall {
         if self.edge {
             meter.at(|r, t| r.sent(t, first));
         }
+        // A replicated downstream: the balancer picks the replica.
+        let (ds, uri, replica) = match &self.group {
+            None => (self.ds, self.uri.clone(), None),
+            Some((g, uris)) => {
+                let mut local = Tried::default();
+                let k = match &logical {
+                    Some(l) => g.pick(
+                        &mut l.tried.lock().unwrap_or_else(|e| e.into_inner()),
+                        first,
+                    ),
+                    None => g.pick(&mut local, first),
+                };
+                let uri = uris.get(k).cloned().unwrap_or_else(|| self.uri.clone());
+                (g.members[k], uri, Some((g.clone(), k)))
+            }
+        };
         let mut out = http::Request::new(Empty::new());
-        *out.uri_mut() = self.uri.clone();
+        *out.uri_mut() = uri;
         if deadline != u64::MAX {
             // The remaining time travels with the call, in wall time, as gRPC sends it.
             let left = crate::graph::grpc_timeout(tb.to_wall(deadline - now));
@@ -193,7 +220,7 @@ impl Service<Req> for HttpCall {
             }
         }
         let fut = self.client.request(out);
-        let (ds, edge) = (self.ds, self.edge);
+        let edge = self.edge;
         Box::pin(async move {
             let mut pending = Pending {
                 meter,
@@ -201,6 +228,7 @@ impl Service<Req> for HttpCall {
                 done: false,
                 ds,
                 edge,
+                replica,
             };
             // tokio's timeout polls the call first: an answer ready at the deadline wins.
             let answer = if deadline == u64::MAX {
@@ -307,6 +335,8 @@ impl Service<Req> for Admitted {
 enum Node {
     Call {
         ds: usize,
+        /// A replicated downstream's balancer.
+        group: Option<Arc<Group>>,
         timeout: Option<u64>,
         timeout_dist: Option<Arc<Sampler>>,
         node: u16,
@@ -469,6 +499,8 @@ pub struct Env {
     /// Stacks of the edge (the workload's clients), whose attempts the run counts; `false` for
     /// a service's calls in a call graph.
     pub edge: bool,
+    /// The run's balancers over replicated downstreams.
+    pub balancers: Arc<Balancers>,
 }
 
 impl std::fmt::Debug for Env {
@@ -589,10 +621,14 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             timeout,
             timeout_dist,
         } => Node::Call {
-            ds: crate::simface::downstreams(c)
-                .iter()
-                .position(|n| n == downstream)
-                .ok_or_else(|| format!("unknown downstream \"{downstream}\""))?,
+            ds: match env.balancers.get(downstream) {
+                Some(g) => g.members[0],
+                None => crate::simface::downstreams(c)
+                    .iter()
+                    .position(|n| n == downstream)
+                    .ok_or_else(|| format!("unknown downstream \"{downstream}\""))?,
+            },
+            group: env.balancers.get(downstream).cloned(),
             timeout: timeout.map(|t| t.as_nanos()),
             timeout_dist: timeout_dist.as_ref().map(|d| Arc::new(Sampler::new(d))),
             node,
@@ -731,6 +767,7 @@ fn instantiate(
     match n {
         Node::Call {
             ds,
+            group,
             timeout,
             timeout_dist,
             node,
@@ -750,6 +787,10 @@ fn instantiate(
             seed: env.seed,
             meter: env.meter.clone(),
             ds: *ds,
+            group: group.as_ref().map(|g| {
+                let uris = g.members.iter().map(|&m| uri_of(env, m)).collect();
+                (g.clone(), Arc::new(uris))
+            }),
             edge: env.edge,
         }),
         Node::Wrap(wrap, shared, inner) => {
@@ -797,6 +838,18 @@ fn instantiate(
             backup
         }
     }
+}
+
+/// Where calls to downstream `ds` go: `/{ds}` on its listener.
+fn uri_of(env: &Env, ds: usize) -> http::Uri {
+    format!(
+        "{}/{ds}",
+        env.bases
+            .get(ds)
+            .map_or("http://127.0.0.1:9", String::as_str)
+    )
+    .parse()
+    .unwrap_or_else(|_| http::Uri::from_static("http://127.0.0.1/"))
 }
 
 /// One instance of `stack` (a service's call in a call graph: one state for the service).

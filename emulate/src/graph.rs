@@ -8,9 +8,11 @@
 //!   its margin; what a propagating service calls honours the deadlines its calls carry with no
 //!   margin of its own. Such a downstream refuses an arrival past its caller's deadline, drops a
 //!   queued job past it or whose caller is gone, and (a service) stops before its calls.
-//! - **What cannot be emulated** is refused before anything starts, with the reason: replicas
-//!   behind a balancer (the balancers, outlier detection and retry-host rules are the simulator's
-//!   alone so far).
+//! - **Replicas**: a call naming a replicated downstream reaches one of its replicas (see
+//!   [`crate::balance`]); every replica sits at its group's depth and honours deadlines as the
+//!   group does.
+//! - **What cannot be emulated** is refused before anything starts, with the reason: outlier
+//!   detection over replicas (its ejections are the simulator's alone so far).
 //!
 //! The deadline travels between hops as a `grpc-timeout` header (the remaining time, in wall
 //! microseconds), as gRPC sends it; the server reads it as the request arrives.
@@ -48,27 +50,33 @@ pub fn is_graph(c: &Compiled) -> bool {
     c.scenario.downstreams.iter().any(|d| d.handler.is_some())
 }
 
-/// Refuses what the emulator cannot run as `sim` does: a call to a replicated downstream.
+/// Refuses what the emulator cannot run as `sim` does: outlier detection over replicas.
 pub fn check(c: &Compiled) -> Result<(), String> {
-    let names = crate::simface::downstreams(c);
-    let mut named = Vec::new();
-    for p in &c.scenario.policies {
-        calls(&p.stack, &mut named);
-    }
-    for d in &c.scenario.downstreams {
-        for call in d.handler.iter().flat_map(|h| &h.calls) {
-            calls(&call.stack, &mut named);
-        }
-    }
-    let replica0 = |n: &str| format!("{n}[0]");
-    for n in &named {
-        if !names.contains(n) && names.contains(&replica0(n)) {
+    for g in crate::simface::groups(c) {
+        if g.outlier.is_some() {
             return Err(format!(
-                "downstream \"{n}\" has replicas behind a balancer: replicas are not emulated yet, only simulated (write one downstream per replica to emulate them)"
+                "downstream \"{}\": outlier detection over replicas is not emulated yet, only simulated (remove `outlier_detection` to emulate its replicas behind the balancer)",
+                g.name
             ));
         }
     }
     Ok(())
+}
+
+/// The run's downstream indices a call naming `name` may reach: the downstream, or every
+/// replica of a replicated one.
+pub fn targets(c: &Compiled, name: &str) -> Vec<usize> {
+    if let Some(g) = crate::simface::groups(c)
+        .into_iter()
+        .find(|g| g.name == name)
+    {
+        return g.members.iter().map(|&m| usize::from(m)).collect();
+    }
+    crate::simface::downstreams(c)
+        .iter()
+        .position(|x| x == name)
+        .into_iter()
+        .collect()
 }
 
 /// The graph's shape for policy `p` of `c`, or `None` when no downstream is a service.
@@ -76,22 +84,20 @@ pub fn plan(c: &Compiled, p: usize) -> Option<Plan> {
     if !is_graph(c) {
         return None;
     }
-    let names = crate::simface::downstreams(c);
-    let index = |n: &str| names.iter().position(|x| x == n);
     let ds = &c.scenario.downstreams;
     let callees = |i: usize| -> Vec<usize> {
         let mut out = Vec::new();
         for call in ds[i].handler.iter().flat_map(|h| &h.calls) {
             calls(&call.stack, &mut out);
         }
-        out.iter().filter_map(|n| index(n)).collect()
+        out.iter().flat_map(|n| targets(c, n)).collect()
     };
     let n = ds.len();
     let mut depth = vec![u32::MAX; n];
     let mut edge = Vec::new();
     calls(&c.scenario.policies[p].stack, &mut edge);
     let mut frontier: Vec<usize> = Vec::new();
-    for i in edge.iter().filter_map(|n| index(n)) {
+    for i in edge.iter().flat_map(|n| targets(c, n)) {
         if depth[i] == u32::MAX {
             depth[i] = 1;
             frontier.push(i);

@@ -112,6 +112,7 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
         meter: meter.clone(),
         seed,
         edge: true,
+        balancers: Arc::new(crate::balance::Balancers::new(c, seed)),
     };
     // Open each listener's HTTP/2 connection before the first arrival (a 404: not a call).
     for (base, addr) in env.bases.iter().zip(&addrs) {

@@ -6,15 +6,16 @@
 
 pub use sim::compile::Compiled;
 pub use sim::emulation::{
-    Admission, ByKind, ExtraCounters, Handle, Job, LedgerCounts, OpenLoop, Recorder, Sampler,
-    Server, Started, Stream, StreamId, Timeline, arrivals, buckets, clients, downstreams, finish,
-    give_up, hints, recorder, recorder_for, server, timeline,
+    Admission, ByKind, ExtraCounters, Handle, Job, LedgerCounts, OpenLoop, Recorder, ReplicaGroup,
+    Sampler, Server, Started, Stream, StreamId, Timeline, arrivals, buckets, clients, downstreams,
+    finish, give_up, groups, hints, recorder, recorder_for, server, timeline,
 };
 pub use sim::metrics::PolicySummary;
 pub use sim::metrics::hops::{HopCounters, HopSummary};
 pub use sim::run::{BatchOptions, RunOutput, RunResult, Runs};
 pub use sim::scenario::{
-    Downstream, DownstreamModel, Fault, Handler, Layer, OutageMode, Scenario, Scope, Workload,
+    Balancer, Downstream, DownstreamModel, Fault, Handler, Layer, OutageMode, RetryHost, Scenario,
+    Scope, Workload,
 };
 
 /// Reads a scenario file and compiles it as `sim run` does: its only scenario, or the one called

@@ -62,7 +62,14 @@ fn attempts(l: &Layer, call: &dyn Fn(&str) -> f64) -> f64 {
 /// The attempts one call to `name` causes: itself, and its handler's calls (if a service), down
 /// the graph (`sim` checked it acyclic and at most 16 hops deep; `hops` bounds it anyway).
 fn per_call(c: &Compiled, name: &str, hops: u32) -> f64 {
-    let Some(d) = c.scenario.downstreams.iter().find(|d| d.name == name) else {
+    // A replicated downstream: its replicas share one handler (replica 0's).
+    let replica0 = format!("{name}[0]");
+    let Some(d) = c
+        .scenario
+        .downstreams
+        .iter()
+        .find(|d| d.name == name || d.name == replica0)
+    else {
         return 1.0;
     };
     let below = match &d.handler {

@@ -318,6 +318,7 @@ fn build_error(text: &str) -> String {
         client: http_client(),
         bases: std::sync::Arc::new(vec!["http://127.0.0.1:9".into(); 8]),
         edge: true,
+        balancers: Default::default(),
         meter: std::sync::Arc::new(Meter::new(
             emulate::timebase::Timebase::new(1.0),
             1_000_000_000,

@@ -1,6 +1,7 @@
 //! Call graphs emulated for real on 127.0.0.1 (a few seconds each): services whose handlers call
 //! the next tier through reliable's tower layers, the do-not-retry answer, a hop that times out,
-//! deadlines that travel as a header and pass; and the graphs the emulator refuses.
+//! deadlines that travel as a header and pass, replicas behind a balancer; and what the emulator
+//! refuses.
 
 use emulate::run::run_policy;
 use emulate::simface::{Compiled, HopSummary, PolicySummary, simulate};
@@ -110,8 +111,60 @@ fn a_deadline_travels_and_work_past_it_is_refused_or_dropped() {
     );
 }
 
+/// `api` calls `db`, three replicas behind a random balancer, one of them 20x slower (~400 ms,
+/// past `api`'s 100 ms attempts) the whole run; `api` retries twice, to the same replica or to
+/// another one (RETRY_HOST).
+const REPLICAS: &str = r#"Scenario(
+    name: "replicas",
+    horizon: "4s",
+    workload: OpenLoop(rate: 40.0, arrivals: Constant, clients: 4),
+    downstreams: [
+        (name: "api", model: Server(workers: 200, service: Constant("1ms")),
+         handler: (calls: [(stack: Retry(
+             policy: (max_attempts: 3, attempt_timeout: "100ms", backoff: (shape: Constant(delay: "0s"))),
+             inner: Call(downstream: "db")))])),
+        (name: "db", model: Server(workers: 8, queue: (capacity: 500), service: Constant("20ms")),
+         replicas: 3, balancer: Random, retry_host: RETRY_HOST),
+    ],
+    faults: [LatencyInflation(downstream: "db[1]", from: "0s", until: "4s", factor: 20.0)],
+    policies: [(name: "call", stack: Call(downstream: "api", timeout: "2s"))],
+)"#;
+
 #[test]
-fn replicas_are_refused_with_the_reason_not_run() {
+fn replicas_behind_a_balancer_are_picked_as_simulated() {
+    for (host, success) in [("Other", 0.97..=1.0), ("Same", 0.5..=0.85)] {
+        let c = compile(&REPLICAS.replace("RETRY_HOST", host));
+        let (e, s) = both(&c);
+        // Retries to another replica always reach a fast one; to the same one, a request that
+        // drew the slow replica fails (about a third).
+        assert!(
+            success.contains(&s.success_rate),
+            "{host}: simulated {}",
+            s.success_rate
+        );
+        assert!(
+            (e.success_rate - s.success_rate).abs() < 0.08,
+            "{host}: success emulated {}, simulated {}",
+            e.success_rate,
+            s.success_rate
+        );
+        // Each replica is a downstream of its own, at the group's depth, with its share of calls.
+        for k in 0..3 {
+            let name = format!("db[{k}]");
+            let (eh, sh) = (hop(&e, &name), hop(&s, &name));
+            assert_eq!((eh.depth, sh.depth), (Some(2), Some(2)));
+            assert!(
+                (eh.amplification - sh.amplification).abs() <= 0.1 * sh.amplification + 0.05,
+                "{host}, {name}: emulated {}, simulated {}",
+                eh.amplification,
+                sh.amplification
+            );
+        }
+    }
+}
+
+#[test]
+fn outlier_detection_is_refused_with_the_reason_not_run() {
     let c = compile(
         r#"Scenario(
     name: "replicas",
@@ -120,19 +173,20 @@ fn replicas_are_refused_with_the_reason_not_run() {
     downstreams: [
         (name: "front", model: Server(workers: 8, service: Constant("10ms")),
          handler: (calls: [(stack: Call(downstream: "leaf", timeout: "1s"))])),
-        (name: "leaf", model: Server(workers: 8, service: Constant("10ms")), replicas: 3),
+        (name: "leaf", model: Server(workers: 8, service: Constant("10ms")), replicas: 3,
+         outlier_detection: ()),
     ],
     policies: [(name: "call", stack: Call(downstream: "front", timeout: "1s"))],
 )"#,
     );
     let e = size::measure(&c, 1.0, 1).unwrap_err();
     assert!(
-        e.contains("\"leaf\" has replicas") && e.contains("not emulated yet"),
+        e.contains("\"leaf\": outlier detection") && e.contains("not emulated yet"),
         "{e}"
     );
     // The run refuses it too, before anything listens.
     let e = run_policy(&c, 0, 1, 1.0).unwrap_err();
-    assert!(e.contains("\"leaf\" has replicas"), "{e}");
+    assert!(e.contains("outlier detection"), "{e}");
 }
 
 #[test]

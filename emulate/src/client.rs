@@ -10,6 +10,11 @@
 //!   resets the HTTP/2 stream (the server sees the client give up). The server's delay
 //!   (`retry-after-ms`, wall time) is rewritten into scenario time, the time base every layer
 //!   runs on, as the transport's only translation.
+//! - In a call graph every attempt carries its deadline (its own timeout or the enclosing one,
+//!   whichever is sooner) as a `grpc-timeout` header; one whose deadline has already passed is not
+//!   sent. A call to a replicated downstream goes to the replica its group's balancer picks
+//!   ([`crate::balance`]). A service's calls ([`build_stack`]) are not counted among the edge's
+//!   attempts, only in their downstream's per-hop figures, as in `sim`.
 //! - [`build`] turns a policy's layer tree into services: shared-scope layers get one state for
 //!   every client, per-client ones a state per client, seeded per client (the hedger, the ledger
 //!   and the limiters draw no random numbers: they need no seed).

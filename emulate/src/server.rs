@@ -362,14 +362,24 @@ impl Downstreams {
             let DsState {
                 server, waiting, ..
             } = &mut *st;
+            // The jobs it drops (a server that drops abandoned work asks only then): their
+            // callers get no answer (they time out, as in `sim`), and are forgotten here.
+            let gone = std::cell::RefCell::new(Vec::new());
             let live = |h: Handle| {
-                waiting
+                let live = waiting
                     .get(&h.index)
-                    .is_some_and(|c| !c.tx.is_closed() && !self.past(i, c.fire, now))
+                    .is_some_and(|c| !c.tx.is_closed() && !self.past(i, c.fire, now));
+                if !live {
+                    gone.borrow_mut().push(h.index);
+                }
+                live
             };
             let dropped = server.dropped;
             let next = server.next(lost, factor, live);
             let more = server.dropped - dropped;
+            for id in gone.into_inner() {
+                waiting.remove(&id);
+            }
             drop(st);
             self.past_deadline(i, more);
             let Some(s) = next else {

@@ -10,6 +10,11 @@
 //!   resets the HTTP/2 stream (the server sees the client give up). The server's delay
 //!   (`retry-after-ms`, wall time) is rewritten into scenario time, the time base every layer
 //!   runs on, as the transport's only translation.
+//! - In a call graph every attempt carries its deadline (its own timeout or the enclosing one,
+//!   whichever is sooner) as a `grpc-timeout` header; one whose deadline has already passed is not
+//!   sent. A call to a replicated downstream goes to the replica its group's balancer picks
+//!   ([`crate::balance`]). A service's calls ([`build_stack`]) are not counted among the edge's
+//!   attempts, only in their downstream's per-hop figures, as in `sim`.
 //! - [`build`] turns a policy's layer tree into services: shared-scope layers get one state for
 //!   every client, per-client ones a state per client, seeded per client (the hedger, the ledger
 //!   and the limiters draw no random numbers: they need no seed).
@@ -44,6 +49,7 @@ use reliable_core::outcome::ErrorClass;
 use tower::util::BoxCloneService;
 use tower::{Layer as _, Service, ServiceExt as _};
 
+use crate::balance::{Balancers, Group, Tried};
 use crate::meter::Meter;
 use crate::simface::{Compiled, Layer, Sampler, Scope, Stream, StreamId};
 use crate::timebase::Timebase;
@@ -62,6 +68,8 @@ pub struct Logical {
     pub id: u64,
     /// Attempts sent so far, over every call layer.
     attempts: Arc<AtomicU32>,
+    /// The replicas it tried (replicated downstreams).
+    tried: Arc<std::sync::Mutex<Tried>>,
 }
 
 impl Logical {
@@ -70,6 +78,7 @@ impl Logical {
         Logical {
             id,
             attempts: Arc::new(AtomicU32::new(0)),
+            tried: Arc::default(),
         }
     }
 }
@@ -99,6 +108,12 @@ pub struct HttpCall {
     node: u16,
     seed: u64,
     meter: Arc<Meter>,
+    /// The downstream it calls.
+    ds: usize,
+    /// For a replicated downstream: its balancer and each replica's URI.
+    group: Option<(Arc<Group>, Arc<Vec<http::Uri>>)>,
+    /// An edge attempt (counted among the run's attempts), not a service's call.
+    edge: bool,
 }
 
 impl std::fmt::Debug for HttpCall {
@@ -109,21 +124,38 @@ impl std::fmt::Debug for HttpCall {
 
 /// Ends an attempt as `sim` does, with its latency since `sent` (recovery judges it): answered
 /// (`done`), or without an answer, counted as a timeout (timed out here, or dropped by a layer
-/// above).
+/// above). In a call graph every attempt also counts for its downstream's figures; only the
+/// edge's count among the run's attempts and timeouts.
 struct Pending {
     meter: Arc<Meter>,
     sent: u64,
     done: bool,
+    ds: usize,
+    edge: bool,
+    /// Outstanding at this replica of this group until it ends.
+    replica: Option<(Arc<Group>, usize)>,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        let (sent, done) = (self.sent, self.done);
+        if let Some((g, k)) = self.replica.take() {
+            g.gone(k);
+        }
+        let (sent, done, ds, edge) = (self.sent, self.done, self.ds, self.edge);
         self.meter.at(|r, t| {
-            if !done {
-                r.at(t).timeouts += 1;
+            let latency = t.saturating_sub(sent);
+            if let Some(h) = &mut r.hops
+                && let Some(e) = h.ended.get_mut(ds)
+            {
+                e.0 += 1;
+                e.1 += latency / 1_000;
             }
-            r.attempt_ended(t, t.saturating_sub(sent));
+            if edge {
+                if !done {
+                    r.at(t).timeouts += 1;
+                }
+                r.attempt_ended(t, latency);
+            }
         });
     }
 }
@@ -142,11 +174,6 @@ impl Service<Req> for HttpCall {
         let tb = *meter.timebase();
         let now = tb.now_ns();
         let logical = req.extensions().get::<Logical>().cloned();
-        let first = logical
-            .as_ref()
-            .is_none_or(|l| l.attempts.fetch_add(1, Ordering::Relaxed) == 0);
-        // Counted as `sim` counts it: per bucket, and sent before, during or after the fault.
-        meter.at(|r, t| r.sent(t, first));
         let own = match (&self.timeout_dist, &logical) {
             // The same draw for every attempt of a request, as `sim` keys it.
             (Some(d), Some(l)) => Some(d.sample(&mut Stream::keyed(
@@ -160,14 +187,53 @@ impl Service<Req> for HttpCall {
         if let Some(Deadline(d)) = req.extensions().get::<Deadline>() {
             deadline = deadline.min(d.as_nanos());
         }
+        if deadline <= now {
+            // An enclosing deadline has already passed: the call is not sent (as in `sim`).
+            meter.at(|r, t| r.at(t).timeouts += 1);
+            return Box::pin(async { Err(Box::new(TimedOut) as BoxError) });
+        }
+        let first = logical
+            .as_ref()
+            .is_none_or(|l| l.attempts.fetch_add(1, Ordering::Relaxed) == 0);
+        // Counted as `sim` counts it: per bucket, and sent before, during or after the fault.
+        if self.edge {
+            meter.at(|r, t| r.sent(t, first));
+        }
+        // A replicated downstream: the balancer picks the replica.
+        let (ds, uri, replica) = match &self.group {
+            None => (self.ds, self.uri.clone(), None),
+            Some((g, uris)) => {
+                let mut local = Tried::default();
+                let k = match &logical {
+                    Some(l) => g.pick(
+                        &mut l.tried.lock().unwrap_or_else(|e| e.into_inner()),
+                        first,
+                    ),
+                    None => g.pick(&mut local, first),
+                };
+                let uri = uris.get(k).cloned().unwrap_or_else(|| self.uri.clone());
+                (g.members[k], uri, Some((g.clone(), k)))
+            }
+        };
         let mut out = http::Request::new(Empty::new());
-        *out.uri_mut() = self.uri.clone();
+        *out.uri_mut() = uri;
+        if deadline != u64::MAX {
+            // The remaining time travels with the call, in wall time, as gRPC sends it.
+            let left = crate::graph::grpc_timeout(tb.to_wall(deadline - now));
+            if let Ok(v) = http::HeaderValue::from_str(&left) {
+                out.headers_mut().insert("grpc-timeout", v);
+            }
+        }
         let fut = self.client.request(out);
+        let edge = self.edge;
         Box::pin(async move {
             let mut pending = Pending {
                 meter,
                 sent: now,
                 done: false,
+                ds,
+                edge,
+                replica,
             };
             // tokio's timeout polls the call first: an answer ready at the deadline wins.
             let answer = if deadline == u64::MAX {
@@ -274,6 +340,8 @@ impl Service<Req> for Admitted {
 enum Node {
     Call {
         ds: usize,
+        /// A replicated downstream's balancer.
+        group: Option<Arc<Group>>,
         timeout: Option<u64>,
         timeout_dist: Option<Arc<Sampler>>,
         node: u16,
@@ -427,17 +495,25 @@ fn feeder(inner: Svc, ledger: &SharedLedger, tb: Timebase) -> Svc {
 pub struct Env {
     /// The HTTP client.
     pub client: Client<HttpConnector, Empty<Bytes>>,
-    /// `http://127.0.0.1:port`.
-    pub base: String,
+    /// Per downstream, `http://127.0.0.1:port` of its listener.
+    pub bases: Arc<Vec<String>>,
     /// The run's measurements.
     pub meter: Arc<Meter>,
     /// The run's seed.
     pub seed: u64,
+    /// Stacks of the edge (the workload's clients), whose attempts the run counts; `false` for
+    /// a service's calls in a call graph.
+    pub edge: bool,
+    /// The run's balancers over replicated downstreams.
+    pub balancers: Arc<Balancers>,
 }
 
 impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Env").field("base", &self.base).finish()
+        f.debug_struct("Env")
+            .field("bases", &self.bases)
+            .field("edge", &self.edge)
+            .finish()
     }
 }
 
@@ -550,10 +626,14 @@ fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, S
             timeout,
             timeout_dist,
         } => Node::Call {
-            ds: crate::simface::downstreams(c)
-                .iter()
-                .position(|n| n == downstream)
-                .ok_or_else(|| format!("unknown downstream \"{downstream}\""))?,
+            ds: match env.balancers.get(downstream) {
+                Some(g) => g.members[0],
+                None => crate::simface::downstreams(c)
+                    .iter()
+                    .position(|n| n == downstream)
+                    .ok_or_else(|| format!("unknown downstream \"{downstream}\""))?,
+            },
+            group: env.balancers.get(downstream).cloned(),
             timeout: timeout.map(|t| t.as_nanos()),
             timeout_dist: timeout_dist.as_ref().map(|d| Arc::new(Sampler::new(d))),
             node,
@@ -692,19 +772,31 @@ fn instantiate(
     match n {
         Node::Call {
             ds,
+            group,
             timeout,
             timeout_dist,
             node,
         } => BoxCloneService::new(HttpCall {
             client: env.client.clone(),
-            uri: format!("{}/{ds}", env.base)
-                .parse()
-                .unwrap_or_else(|_| http::Uri::from_static("http://127.0.0.1/")),
+            uri: format!(
+                "{}/{ds}",
+                env.bases
+                    .get(*ds)
+                    .map_or("http://127.0.0.1:9", String::as_str)
+            )
+            .parse()
+            .unwrap_or_else(|_| http::Uri::from_static("http://127.0.0.1/")),
             timeout: *timeout,
             timeout_dist: timeout_dist.clone(),
             node: *node,
             seed: env.seed,
             meter: env.meter.clone(),
+            ds: *ds,
+            group: group.as_ref().map(|g| {
+                let uris = g.members.iter().map(|&m| uri_of(env, m)).collect();
+                (g.clone(), Arc::new(uris))
+            }),
+            edge: env.edge,
         }),
         Node::Wrap(wrap, shared, inner) => {
             let inner = instantiate(inner, env, client, depth + 1, ledger);
@@ -751,6 +843,25 @@ fn instantiate(
             backup
         }
     }
+}
+
+/// Where calls to downstream `ds` go: `/{ds}` on its listener.
+fn uri_of(env: &Env, ds: usize) -> http::Uri {
+    format!(
+        "{}/{ds}",
+        env.bases
+            .get(ds)
+            .map_or("http://127.0.0.1:9", String::as_str)
+    )
+    .parse()
+    .unwrap_or_else(|_| http::Uri::from_static("http://127.0.0.1/"))
+}
+
+/// One instance of `stack` (a service's call in a call graph: one state for the service).
+pub fn build_stack(c: &Compiled, stack: &Layer, env: &Env) -> Result<Svc, String> {
+    let mut next = 0;
+    let tree = compile(stack, c, env, &mut next)?;
+    Ok(instantiate(&tree, env, 0, 0, None))
 }
 
 /// One stack per client for policy `p`.

@@ -107,3 +107,103 @@ pub fn markdown(rows: &[Row]) -> String {
     }
     s
 }
+
+/// Largest relative difference of a tier's amplification counted as agreement in a call graph.
+pub const TIER_TOLERANCE: f64 = 0.10;
+
+/// One downstream's row in a call graph (per policy): simulated, emulated.
+#[derive(Clone, Debug, Serialize)]
+pub struct TierRow {
+    /// Policy name.
+    pub policy: String,
+    /// The downstream.
+    pub tier: String,
+    /// Hops from the edge.
+    pub depth: Option<u32>,
+    /// Arrivals ÷ the edge's first tries.
+    pub amplification: (f64, f64),
+    /// Successful answers per second.
+    pub goodput: (f64, f64),
+    /// Service time on jobs whose caller had given up ÷ all its service time.
+    pub wasted_share: (f64, f64),
+    /// Jobs refused, dropped or stopped past their caller's deadline.
+    pub past_deadline: (u64, u64),
+    /// Its goodput's verdict.
+    pub verdict: (String, String),
+}
+
+impl TierRow {
+    /// One row per downstream of a call graph (none for a scenario without services).
+    pub fn rows(sim: &PolicySummary, emu: &PolicySummary) -> Vec<TierRow> {
+        let (Some(s), Some(e)) = (&sim.hops, &emu.hops) else {
+            return Vec::new();
+        };
+        s.iter()
+            .zip(e)
+            .map(|(s, e)| TierRow {
+                policy: sim.name.clone(),
+                tier: s.name.clone(),
+                depth: s.depth,
+                amplification: (s.amplification, e.amplification),
+                goodput: (s.goodput_per_s, e.goodput_per_s),
+                wasted_share: (s.wasted_share, e.wasted_share),
+                past_deadline: (s.past_deadline, e.past_deadline),
+                verdict: (s.verdict.name().into(), e.verdict.name().into()),
+            })
+            .collect()
+    }
+
+    /// `(emulated − simulated) ÷ simulated` amplification (0 when both are 0).
+    pub fn amplification_rel(&self) -> Option<f64> {
+        match self.amplification {
+            (s, e) if s == 0.0 && e == 0.0 => Some(0.0),
+            (s, e) => rel((Some(s), Some(e))),
+        }
+    }
+
+    /// Same verdict.
+    pub fn same_verdict(&self) -> bool {
+        self.verdict.0 == self.verdict.1
+    }
+
+    /// Amplification within [`TIER_TOLERANCE`].
+    pub fn amplification_agrees(&self) -> bool {
+        self.amplification_rel()
+            .is_some_and(|r| r.abs() <= TIER_TOLERANCE)
+    }
+}
+
+/// The per-tier table in Markdown (simulated / emulated in each cell).
+pub fn tier_markdown(rows: &[TierRow]) -> String {
+    let mut s = String::from(
+        "| policy | tier (depth) | amplification (sim / emu) | goodput/s (sim / emu) | wasted share (sim / emu) | past deadline (sim / emu) | verdict (sim / emu) | agree |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let agree = match (r.same_verdict(), r.amplification_agrees()) {
+            (true, true) => "yes",
+            (true, false) => "verdict only",
+            (false, _) => "**no**",
+        };
+        let rel = r
+            .amplification_rel()
+            .map_or(String::new(), |x| format!(" ({:+.0}%)", x * 100.0));
+        s.push_str(&format!(
+            "| {} | {} ({}) | {:.2} / {:.2}{rel} | {:.1} / {:.1} | {:.0}% / {:.0}% | {} / {} | {} / {} | {} |\n",
+            r.policy,
+            r.tier,
+            r.depth.map_or("-".into(), |d| d.to_string()),
+            r.amplification.0,
+            r.amplification.1,
+            r.goodput.0,
+            r.goodput.1,
+            r.wasted_share.0 * 100.0,
+            r.wasted_share.1 * 100.0,
+            r.past_deadline.0,
+            r.past_deadline.1,
+            r.verdict.0,
+            r.verdict.1,
+            agree
+        ));
+    }
+    s
+}

@@ -18,15 +18,22 @@
 //! how the emulator builds them, and the shapes it cannot build as `sim` runs them are refused
 //! with the reason.
 //!
+//! A scenario with services (a call graph) runs as real services: one listener per downstream
+//! (so per replica), each service's calls through its own stacks of the same layers, the
+//! remaining deadline as a `grpc-timeout` header, replicas picked by one balancer per group
+//! ([`graph`], [`balance`], [`server`]); the comparison adds a table per tier ([`compare`]).
+//!
 //! Everything the emulator takes from `sim` goes through [`simface`]. Time can be stretched
 //! ([`timebase`]); scenarios too large for the machine are refused with the numbers ([`size`]).
 //! Traffic goes only to 127.0.0.1, every loop ends at the horizon, and each run stops by itself.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod balance;
 pub mod calibrate;
 pub mod client;
 pub mod compare;
+pub mod graph;
 pub mod meter;
 pub mod run;
 pub mod server;

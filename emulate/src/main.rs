@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use emulate::compare::{Row, TOLERANCE, markdown};
+use emulate::compare::{Row, TIER_TOLERANCE, TOLERANCE, TierRow, markdown, tier_markdown};
 use emulate::run::run_policy;
 use emulate::simface::{self, Compiled, RunResult};
 use emulate::{calibrate, size};
@@ -42,11 +42,12 @@ struct Sizing {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Emulate every policy (one after the other), write reports/<name>-emulated/ and compare.
+    /// Emulate every policy (one after the other), write reports/<name>-emulated/ and compare;
+    /// in a file that holds several scenarios, each of them in turn (or the one picked).
     Run {
         /// Scenario file (RON).
         file: PathBuf,
-        /// The scenario to run, in a file that holds several.
+        /// The scenario to run, in a file that holds several (default: every one).
         #[arg(long)]
         scenario: Option<String>,
         #[command(flatten)]
@@ -60,7 +61,8 @@ enum Cmd {
         /// Where report folders go.
         #[arg(long, default_value = "reports")]
         out: PathBuf,
-        /// Exit with status 2 if any verdict differs from the simulation's.
+        /// Exit with status 2 if any verdict differs from the simulation's (in a call graph, also
+        /// any tier's verdict, or a tier's amplification by more than 10%).
         #[arg(long)]
         strict: bool,
     },
@@ -101,6 +103,11 @@ fn load(
     only: &[String],
 ) -> Result<Compiled, String> {
     let c = simface::load(file, scenario)?;
+    pick(c, file, only)
+}
+
+/// Only the policies named in `only` (all if empty).
+fn pick(c: Compiled, file: &std::path::Path, only: &[String]) -> Result<Compiled, String> {
     if only.is_empty() {
         return Ok(c);
     }
@@ -186,93 +193,150 @@ fn real_main() -> Result<ExitCode, String> {
             out,
             strict,
         } => {
-            let mut c = load(&file, scenario.as_deref(), &policy)?;
-            let size = sized(&c, &sizing)?;
-            let seed = seed.unwrap_or(c.scenario.seed);
-            let mut results = Vec::new();
-            let mut fidelity = Vec::new();
-            for (p, pol) in c.scenario.policies.iter().enumerate() {
-                eprintln!(
-                    "emulating \"{}\" for {:.0} s of wall time ...",
-                    pol.name,
-                    simface::buckets(&c).0 as f64 / 1e9 * sizing.time_scale
-                );
-                let (output, fid) = run_policy(&c, p, seed, sizing.time_scale)?;
-                eprintln!(
-                    "  {} arrivals, send lag p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms; verdict {}",
-                    fid.arrivals,
-                    fid.lag_p50_ms,
-                    fid.lag_p99_ms,
-                    fid.lag_max_ms,
-                    output.summary.verdict
-                );
-                fidelity.push((pol.name.clone(), fid));
-                results.push(RunResult {
-                    policy: p,
-                    seed,
-                    output,
-                });
+            let all = match scenario.as_deref() {
+                Some(_) => vec![load(&file, scenario.as_deref(), &policy)?],
+                None => simface::load_all(&file)?
+                    .into_iter()
+                    .map(|c| pick(c, &file, &policy))
+                    .collect::<Result<_, _>>()?,
+            };
+            // Every size is checked before the first run starts.
+            let sizes: Vec<size::Size> = all
+                .iter()
+                .map(|c| sized(c, &sizing))
+                .collect::<Result<_, _>>()?;
+            let total: f64 = sizes.iter().map(|s| s.wall_s).sum();
+            if total > sizing.max_wall {
+                return Err(format!(
+                    "{total:.0} s of wall time for every scenario of {}, above the {:.0} s allowed (--max-wall)",
+                    file.display(),
+                    sizing.max_wall
+                ));
             }
-            let simulated = simface::simulate(&c, seed)?;
-            // The report is the emulation's: `sim`'s files, in a folder of its own.
-            let name = c.scenario.name.clone();
-            c.scenario.name = format!("{}-emulated", simface::folder_name(&name));
-            let runs = simface::runs(&c, seed, results);
-            let dir = simface::write_report(&out, &runs)
-                .map_err(|e| format!("cannot write the report under {}: {e}", out.display()))?;
-            println!("{}", simface::table(&runs));
-            let results = runs.results;
-            let rows: Vec<Row> = results
-                .iter()
-                .zip(&simulated)
-                .map(|(e, s)| Row::new(&s.output.summary, &e.output.summary))
-                .collect();
-            let table = markdown(&rows);
-            println!("{table}");
-            let fid_md: String = fidelity
-                .iter()
-                .map(|(n, f)| {
-                    format!(
-                        "| {n} | {} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
-                        f.arrivals, f.lag_p50_ms, f.lag_p99_ms, f.lag_max_ms, f.wall_s
-                    )
-                })
-                .collect();
-            let md = format!(
-                "# {}: simulated vs emulated\n\nSeed {seed}, time scale {}. Emulated on a real HTTP/2 stack on 127.0.0.1 (`emulate run`); simulated by `sim` with the same scenario and seed. Agreement: same verdict, and amplification during and after the fault within {:.0}%.\n\n{table}\n## Emulator fidelity\n\n| policy | arrivals | send lag p50 (ms) | p99 (ms) | max (ms) | wall (s) |\n|---|---|---|---|---|---|\n{fid_md}",
-                name,
-                sizing.time_scale,
-                TOLERANCE * 100.0
-            );
-            std::fs::write(dir.join("comparison.md"), md)
-                .map_err(|e| format!("cannot write comparison.md: {e}"))?;
-            let json = serde_json::json!({
-                "scenario": name,
-                "seed": seed,
-                "time_scale": sizing.time_scale,
-                "tolerance": TOLERANCE,
-                "size": size,
-                "rows": rows,
-                "fidelity": fidelity.iter().map(|(n, f)| serde_json::json!({"policy": n, "fidelity": f})).collect::<Vec<_>>(),
-            });
-            std::fs::write(
-                dir.join("comparison.json"),
-                serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
-            )
-            .map_err(|e| format!("cannot write comparison.json: {e}"))?;
-            eprintln!("wrote {}", dir.display());
-            let differ: Vec<&str> = rows
-                .iter()
-                .filter(|r| !r.same_verdict())
-                .map(|r| r.policy.as_str())
-                .collect();
-            if !differ.is_empty() {
-                eprintln!("verdicts differ for: {}", differ.join(", "));
-                if strict {
-                    return Ok(ExitCode::from(2));
-                }
+            let mut agree = true;
+            for (c, size) in all.into_iter().zip(sizes) {
+                agree &= run_one(c, size, &sizing, seed, &out)?;
+            }
+            if !agree && strict {
+                return Ok(ExitCode::from(2));
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Emulates every policy of `c`, writes the report and the comparison, and says whether the
+/// emulation agrees (see `--strict`).
+fn run_one(
+    mut c: Compiled,
+    size: size::Size,
+    sizing: &Sizing,
+    seed: Option<u64>,
+    out: &std::path::Path,
+) -> Result<bool, String> {
+    let seed = seed.unwrap_or(c.scenario.seed);
+    let mut results = Vec::new();
+    let mut fidelity = Vec::new();
+    for (p, pol) in c.scenario.policies.iter().enumerate() {
+        eprintln!(
+            "emulating \"{}\" of \"{}\" for {:.0} s of wall time ...",
+            pol.name,
+            c.scenario.name,
+            simface::buckets(&c).0 as f64 / 1e9 * sizing.time_scale
+        );
+        let (output, fid) = run_policy(&c, p, seed, sizing.time_scale)?;
+        eprintln!(
+            "  {} arrivals, send lag p50 {:.2} ms, p99 {:.2} ms, max {:.1} ms; verdict {}",
+            fid.arrivals, fid.lag_p50_ms, fid.lag_p99_ms, fid.lag_max_ms, output.summary.verdict
+        );
+        fidelity.push((pol.name.clone(), fid));
+        results.push(RunResult {
+            policy: p,
+            seed,
+            output,
+        });
+    }
+    let simulated = simface::simulate(&c, seed)?;
+    // The report is the emulation's: `sim`'s files, in a folder of its own.
+    let name = c.scenario.name.clone();
+    c.scenario.name = format!("{}-emulated", simface::folder_name(&name));
+    let runs = simface::runs(&c, seed, results);
+    let dir = simface::write_report(out, &runs)
+        .map_err(|e| format!("cannot write the report under {}: {e}", out.display()))?;
+    println!("{}", simface::table(&runs));
+    let results = runs.results;
+    let rows: Vec<Row> = results
+        .iter()
+        .zip(&simulated)
+        .map(|(e, s)| Row::new(&s.output.summary, &e.output.summary))
+        .collect();
+    let tiers: Vec<TierRow> = results
+        .iter()
+        .zip(&simulated)
+        .flat_map(|(e, s)| TierRow::rows(&s.output.summary, &e.output.summary))
+        .collect();
+    let table = markdown(&rows);
+    println!("{table}");
+    let tier_md = if tiers.is_empty() {
+        String::new()
+    } else {
+        let t = tier_markdown(&tiers);
+        println!("{t}");
+        format!(
+            "\n## Per tier\n\nAmplification = arrivals at the tier ÷ the edge's requests; agreement: same verdict, amplification within {:.0}%.\n\n{t}",
+            TIER_TOLERANCE * 100.0
+        )
+    };
+    let fid_md: String = fidelity
+        .iter()
+        .map(|(n, f)| {
+            format!(
+                "| {n} | {} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
+                f.arrivals, f.lag_p50_ms, f.lag_p99_ms, f.lag_max_ms, f.wall_s
+            )
+        })
+        .collect();
+    let md = format!(
+        "# {}: simulated vs emulated\n\nSeed {seed}, time scale {}. Emulated on a real HTTP/2 stack on 127.0.0.1 (`emulate run`); simulated by `sim` with the same scenario and seed. Agreement: same verdict, and amplification during and after the fault within {:.0}%.\n\n{table}{tier_md}\n## Emulator fidelity\n\n| policy | arrivals | send lag p50 (ms) | p99 (ms) | max (ms) | wall (s) |\n|---|---|---|---|---|---|\n{fid_md}",
+        name,
+        sizing.time_scale,
+        TOLERANCE * 100.0
+    );
+    std::fs::write(dir.join("comparison.md"), md)
+        .map_err(|e| format!("cannot write comparison.md: {e}"))?;
+    let json = serde_json::json!({
+        "scenario": name,
+        "seed": seed,
+        "time_scale": sizing.time_scale,
+        "tolerance": TOLERANCE,
+        "tier_tolerance": TIER_TOLERANCE,
+        "size": size,
+        "rows": rows,
+        "tiers": tiers,
+        "fidelity": fidelity.iter().map(|(n, f)| serde_json::json!({"policy": n, "fidelity": f})).collect::<Vec<_>>(),
+    });
+    std::fs::write(
+        dir.join("comparison.json"),
+        serde_json::to_string_pretty(&json).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| format!("cannot write comparison.json: {e}"))?;
+    eprintln!("wrote {}", dir.display());
+    let differ: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.same_verdict())
+        .map(|r| r.policy.clone())
+        .chain(
+            tiers
+                .iter()
+                .filter(|t| !t.same_verdict() || !t.amplification_agrees())
+                .map(|t| format!("{} at {}", t.policy, t.tier)),
+        )
+        .collect();
+    if !differ.is_empty() {
+        eprintln!(
+            "\"{name}\": verdicts (or a tier's amplification) differ for: {}",
+            differ.join(", ")
+        );
+    }
+    Ok(differ.is_empty())
 }

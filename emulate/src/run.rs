@@ -59,36 +59,79 @@ pub fn run_policy(
     let unfinished = meter.in_flight();
     let ledgers = meter.ledger_counts();
     let rec = meter.take_recorder();
-    Ok((finish(c, p, seed, rec, unfinished, peak, ledgers), fidelity))
+    let depth_arrivals = depth_arrivals(&rec);
+    let mut out = finish(c, p, seed, rec, unfinished, peak, ledgers);
+    out.depth_arrivals = depth_arrivals;
+    Ok((out, fidelity))
+}
+
+/// In a call graph, per depth from 1, per bucket: arrivals at that depth and the edge's first
+/// tries (the plot of amplification by depth), as `sim` reports them.
+fn depth_arrivals(rec: &simface::Recorder) -> Vec<Vec<(u64, u64)>> {
+    let Some(h) = &rec.hops else {
+        return Vec::new();
+    };
+    (1..=h.max_depth())
+        .map(|d| {
+            rec.buckets
+                .iter()
+                .enumerate()
+                .map(|(b, bucket)| {
+                    let arrived = (0..h.depth.len())
+                        .filter(|&i| h.depth[i] == d)
+                        .map(|i| u64::from(h.arrivals[i].get(b).copied().unwrap_or(0)))
+                        .sum();
+                    (arrived, bucket.first_tries)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Meter>, u64), String> {
     let tb = Timebase::new(scale);
     let (horizon_ns, bucket_ns, buckets) = simface::buckets(c);
-    let meter = Arc::new(Meter::new(tb, horizon_ns, simface::recorder_for(c, p)));
-    let server = Downstreams::new(c, seed, meter.clone())?;
-    let addr = server
+    let plan = crate::graph::plan(c, p);
+    let mut rec = simface::recorder_for(c, p);
+    if let Some(plan) = &plan {
+        rec.hops = Some(simface::HopCounters::new(plan.depth.clone(), buckets));
+    }
+    let meter = Arc::new(Meter::new(tb, horizon_ns, rec));
+    let server = Downstreams::new(c, seed, meter.clone(), plan)?;
+    let addrs = server
         .serve()
         .await
         .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
-    if !addr.ip().is_loopback() {
+    if let Some(addr) = addrs.iter().find(|a| !a.ip().is_loopback()) {
         return Err(format!("refusing to send traffic to {addr}: not loopback"));
     }
     server.watch_edges();
     let env = Env {
         client: http_client(),
-        base: format!("http://{addr}"),
+        bases: Arc::new(addrs.iter().map(|a| format!("http://{a}")).collect()),
         meter: meter.clone(),
         seed,
+        edge: true,
+        balancers: Arc::new(crate::balance::Balancers::new(c, seed)),
     };
-    // Open the HTTP/2 connection before the first arrival (a 404: not a call to any downstream).
-    let warm: Req = http::Request::get(format!("{}/warm-up", env.base))
-        .body(http_body_util::Empty::new())
-        .map_err(|e| e.to_string())?;
-    env.client
-        .request(warm)
-        .await
-        .map_err(|e| format!("cannot reach the emulated server at {addr}: {e}"))?;
+    // Open each listener's HTTP/2 connection before the first arrival (a 404: not a call).
+    for (base, addr) in env.bases.iter().zip(&addrs) {
+        let warm: Req = http::Request::get(format!("{base}/warm-up"))
+            .body(http_body_util::Empty::new())
+            .map_err(|e| e.to_string())?;
+        env.client
+            .request(warm)
+            .await
+            .map_err(|e| format!("cannot reach the emulated server at {addr}: {e}"))?;
+    }
+    // The services' calls: the same client, not counted as the edge's attempts.
+    server.build_services(
+        c,
+        &Env {
+            edge: false,
+            ..env.clone()
+        },
+    )?;
     let stacks = build(c, p, &env)?;
     // Gauges at the end of every bucket.
     let gauges = {

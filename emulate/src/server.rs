@@ -15,7 +15,8 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use http_body_util::Empty;
@@ -23,6 +24,10 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::sync::oneshot;
 
+use tower::ServiceExt as _;
+
+use crate::client::{Env, Logical, Req, Svc, succeeded};
+use crate::graph::Plan;
 use crate::meter::Meter;
 use crate::simface::{Admission, Compiled, Handle, Job, OutageMode, Sampler, Server, Started};
 use crate::simface::{Stream, StreamId, Timeline};
@@ -38,12 +43,34 @@ pub enum Reply {
     Unavailable,
     /// 429 with this Retry-After, in virtual nanoseconds.
     Throttled(u64),
+    /// 503 with `x-should-retry: false`: a service that gave up on a required call.
+    DoNotRetry,
+}
+
+/// A job's caller: where its answer goes, and the caller's deadline (virtual ns; `u64::MAX`:
+/// none came).
+struct Caller {
+    tx: oneshot::Sender<Reply>,
+    fire: u64,
 }
 
 struct DsState {
     server: Server,
-    waiting: HashMap<u32, oneshot::Sender<Reply>>,
+    waiting: HashMap<u32, Caller>,
     next: u32,
+}
+
+/// One call of a service's handler.
+struct HopCall {
+    svc: Mutex<Svc>,
+    required: bool,
+}
+
+/// A service's handler, built once the listeners are up.
+struct Service {
+    calls: Vec<HopCall>,
+    parallel: bool,
+    no_retry: bool,
 }
 
 struct Ds {
@@ -53,13 +80,19 @@ struct Ds {
     fault_rng: Mutex<Stream>,
 }
 
-/// Every downstream of a scenario, behind one listener.
+/// Every downstream of a scenario, each behind its own listener.
 pub struct Downstreams {
     ds: Vec<Ds>,
     timeline: Timeline,
     /// Throttle hints by fault index, virtual ns.
     hints: Vec<u64>,
     meter: Arc<Meter>,
+    /// The call graph's shape, for a scenario with services.
+    plan: Option<Plan>,
+    /// Per downstream: its handler (`None`: a plain server), once built.
+    services: OnceLock<Vec<Option<Service>>>,
+    /// Numbers of the services' own requests (for keyed timeout draws).
+    hop_ids: AtomicU64,
 }
 
 impl std::fmt::Debug for Downstreams {
@@ -75,17 +108,30 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Downstreams {
-    /// The scenario's downstreams, in the state `sim` starts them in. Fails for a downstream that
-    /// is not a `Server`.
-    pub fn new(c: &Compiled, seed: u64, meter: Arc<Meter>) -> Result<Arc<Self>, String> {
+    /// The scenario's downstreams, in the state `sim` starts them in for policy `p` (`plan`: its
+    /// call graph, if any). Fails for a downstream that is not a `Server`.
+    pub fn new(
+        c: &Compiled,
+        seed: u64,
+        meter: Arc<Meter>,
+        plan: Option<Plan>,
+    ) -> Result<Arc<Self>, String> {
+        crate::graph::check(c)?;
         let mut ds = Vec::new();
         for (i, d) in c.scenario.downstreams.iter().enumerate() {
-            let server = crate::simface::server(c, i, seed).ok_or_else(|| {
+            let mut server = crate::simface::server(c, i, seed).ok_or_else(|| {
                 format!(
                     "downstream \"{}\": only Server downstreams can be emulated",
                     d.name
                 )
             })?;
+            // A downstream that honours deadlines drops queued jobs whose caller is gone.
+            if plan
+                .as_ref()
+                .is_some_and(|p| p.margin.get(i).copied().flatten().is_some())
+            {
+                server.cancel_abandoned();
+            }
             ds.push(Ds {
                 state: Mutex::new(DsState {
                     server,
@@ -108,7 +154,68 @@ impl Downstreams {
                 .map(|h| h.as_nanos())
                 .collect(),
             meter,
+            plan,
+            services: OnceLock::new(),
+            hop_ids: AtomicU64::new(1 << 40),
         }))
+    }
+
+    /// Builds every service's handler stacks from the scenario (reliable's tower layers, one
+    /// instance per service), calling the other downstreams through `env` (whose `edge` must be
+    /// false: the services' calls are not the edge's attempts).
+    pub fn build_services(&self, c: &Compiled, env: &Env) -> Result<(), String> {
+        let mut out = Vec::new();
+        for (i, d) in c.scenario.downstreams.iter().enumerate() {
+            let Some(h) = &d.handler else {
+                out.push(None);
+                continue;
+            };
+            let mut calls = Vec::new();
+            for (j, call) in h.calls.iter().enumerate() {
+                let env = Env {
+                    seed: reliable_core::sample::splitmix64(
+                        env.seed ^ ((i as u64) << 32) ^ (j as u64),
+                    ),
+                    ..env.clone()
+                };
+                let svc = crate::client::build_stack(c, &call.stack, &env)
+                    .map_err(|e| format!("downstream \"{}\", call {j}: {e}", d.name))?;
+                calls.push(HopCall {
+                    svc: Mutex::new(svc),
+                    required: call.required,
+                });
+            }
+            out.push(Some(Service {
+                calls,
+                parallel: h.parallel,
+                no_retry: h.no_retry_on_failure,
+            }));
+        }
+        let _ = self.services.set(out);
+        Ok(())
+    }
+
+    /// The margin downstream `i` takes off its callers' deadlines, if it honours them.
+    fn margin(&self, i: usize) -> Option<u64> {
+        self.plan
+            .as_ref()
+            .and_then(|p| p.margin.get(i).copied().flatten())
+    }
+
+    /// Whether a job at `i` whose caller's deadline is `fire` is past it at `now`.
+    fn past(&self, i: usize, fire: u64, now: u64) -> bool {
+        self.margin(i)
+            .is_some_and(|m| fire.saturating_sub(m) <= now)
+    }
+
+    fn past_deadline(&self, i: usize, n: u64) {
+        if n > 0 {
+            self.meter.at(|r, _| {
+                if let Some(h) = &mut r.hops {
+                    h.past_deadline[i] += n;
+                }
+            });
+        }
     }
 
     /// Jobs waiting and busy workers, over all downstreams.
@@ -134,13 +241,17 @@ impl Downstreams {
 
     /// A call reaches downstream `i`: its answer now, a receiver for a later one, or `None` for a
     /// call swallowed by a hanging outage.
-    fn arrive(self: &Arc<Self>, i: usize) -> Option<Result<Reply, oneshot::Receiver<Reply>>> {
+    fn arrive(
+        self: &Arc<Self>,
+        i: usize,
+        fire: u64,
+    ) -> Option<Result<Reply, oneshot::Receiver<Reply>>> {
         let now = self.meter.now_ns();
         let ds = i as u16;
         self.meter.at(|r, t| r.server_arrival(t, ds));
         let tl = &self.timeline;
-        let (lost, factor) = if tl.has_faults(i) {
-            let c = tl.on_arrival(i, now);
+        let cond = tl.has_faults(i).then(|| tl.on_arrival(i, now));
+        if let Some(c) = &cond {
             match c.outage {
                 Some(OutageMode::FailFast) => {
                     self.meter.at(|r, t| r.answered(t, ds, false, true));
@@ -152,6 +263,14 @@ impl Downstreams {
                 }
                 None => {}
             }
+        }
+        if self.past(i, fire, now) {
+            // Deadline propagation: the caller's deadline has passed.
+            self.meter.at(|r, t| r.answered(t, ds, false, true));
+            self.past_deadline(i, 1);
+            return Some(Ok(Reply::Unavailable));
+        }
+        let (lost, factor) = if let Some(c) = cond {
             if let Some((share, fault)) = c.throttle
                 && lock(&self.ds[i].fault_rng).chance(share)
             {
@@ -175,12 +294,12 @@ impl Downstreams {
         };
         match st.server.arrive(job, lost, factor) {
             Admission::Started(s) => {
-                st.waiting.insert(id, tx);
+                st.waiting.insert(id, Caller { tx, fire });
                 drop(st);
                 self.start(i, s);
             }
             Admission::Queued => {
-                st.waiting.insert(id, tx);
+                st.waiting.insert(id, Caller { tx, fire });
             }
             Admission::Rejected => {
                 drop(st);
@@ -206,8 +325,18 @@ impl Downstreams {
         let now = self.meter.now_ns();
         let fault_rate = self.timeline.error_rate(i, now);
         let mut st = lock(&self.ds[i].state);
-        let tx = st.waiting.remove(&id);
-        let live = tx.as_ref().is_some_and(|t| !t.is_closed());
+        let caller = st.waiting.remove(&id);
+        let live = caller.as_ref().is_some_and(|c| !c.tx.is_closed());
+        if self.is_service(i) {
+            // Its worker stays busy through the handler's calls.
+            drop(st);
+            self.meter
+                .at(|r, t| r.completion(t, ds, work_ns / 1_000, !live));
+            let me = self.clone();
+            tokio::spawn(async move { me.job(i, caller, live).await });
+            return;
+        }
+        let tx = caller.map(|c| c.tx);
         st.server.finish();
         let p = 1.0 - (1.0 - st.server.error_rate) * (1.0 - fault_rate);
         let failed = st.server.rng.chance(p);
@@ -233,13 +362,141 @@ impl Downstreams {
             let DsState {
                 server, waiting, ..
             } = &mut *st;
-            let live = |h: Handle| waiting.get(&h.index).is_some_and(|t| !t.is_closed());
-            let Some(s) = server.next(lost, factor, live) else {
+            // The jobs it drops (a server that drops abandoned work asks only then): their
+            // callers get no answer (they time out, as in `sim`), and are forgotten here.
+            let gone = std::cell::RefCell::new(Vec::new());
+            let live = |h: Handle| {
+                let live = waiting
+                    .get(&h.index)
+                    .is_some_and(|c| !c.tx.is_closed() && !self.past(i, c.fire, now));
+                if !live {
+                    gone.borrow_mut().push(h.index);
+                }
+                live
+            };
+            let dropped = server.dropped;
+            let next = server.next(lost, factor, live);
+            let more = server.dropped - dropped;
+            for id in gone.into_inner() {
+                waiting.remove(&id);
+            }
+            drop(st);
+            self.past_deadline(i, more);
+            let Some(s) = next else {
                 return;
             };
-            drop(st);
             self.start(i, s);
         }
+    }
+
+    fn is_service(&self, i: usize) -> bool {
+        self.services
+            .get()
+            .is_some_and(|s| s.get(i).is_some_and(Option::is_some))
+    }
+
+    /// A service's job after its service time: its handler's calls, then its answer.
+    async fn job(self: Arc<Self>, i: usize, caller: Option<Caller>, live: bool) {
+        let now = self.meter.now_ns();
+        let deadline = match self.margin(i) {
+            Some(m) => {
+                // A caller that is gone leaves no time.
+                let fire = match &caller {
+                    Some(c) if live => c.fire,
+                    _ => now,
+                };
+                fire.saturating_sub(m)
+            }
+            None => u64::MAX,
+        };
+        let Some(Some(svc)) = self.services.get().and_then(|s| s.get(i)) else {
+            return;
+        };
+        let failed = if deadline <= now {
+            self.past_deadline(i, 1);
+            true
+        } else if svc.parallel {
+            let mut set = tokio::task::JoinSet::new();
+            for j in 0..svc.calls.len() {
+                let me = self.clone();
+                set.spawn(async move { (j, me.call(i, j, deadline).await) });
+            }
+            let mut failed = false;
+            while let Some(r) = set.join_next().await {
+                let (j, ok) = r.unwrap_or((0, false));
+                failed |= !ok && svc.calls[j].required;
+            }
+            failed
+        } else {
+            let mut failed = false;
+            for (j, call) in svc.calls.iter().enumerate() {
+                if j > 0 && deadline <= self.meter.now_ns() {
+                    // Past the deadline between two calls: stop here.
+                    self.past_deadline(i, 1);
+                    failed = true;
+                    break;
+                }
+                if !self.call(i, j, deadline).await && call.required {
+                    failed = true;
+                    break;
+                }
+            }
+            failed
+        };
+        self.end_job(i, caller.map(|c| c.tx), failed, svc.no_retry);
+    }
+
+    /// Call `j` of service `i`'s handler, within `deadline`: whether it succeeded.
+    async fn call(&self, i: usize, j: usize, deadline: u64) -> bool {
+        let Some(Some(svc)) = self.services.get().and_then(|s| s.get(i)) else {
+            return false;
+        };
+        let stack = lock(&svc.calls[j].svc).clone();
+        let mut req: Req = http::Request::new(Empty::new());
+        let id = self.hop_ids.fetch_add(1, Ordering::Relaxed);
+        req.extensions_mut().insert(Logical::new(id));
+        if deadline == u64::MAX {
+            return succeeded(&stack.oneshot(req).await);
+        }
+        req.extensions_mut().insert(reliable::tower::Deadline(
+            reliable_core::Instant::from_nanos(deadline),
+        ));
+        let wall = self.meter.timebase().wall(deadline);
+        // The whole call ends at the deadline, whatever its stack would still try.
+        match tokio::time::timeout_at(wall, stack.oneshot(req)).await {
+            Ok(answer) => succeeded(&answer),
+            Err(_) => false,
+        }
+    }
+
+    /// A service's calls are done: free its worker and answer its caller.
+    fn end_job(
+        self: &Arc<Self>,
+        i: usize,
+        tx: Option<oneshot::Sender<Reply>>,
+        calls_failed: bool,
+        no_retry: bool,
+    ) {
+        let ds = i as u16;
+        let now = self.meter.now_ns();
+        let fault_rate = self.timeline.error_rate(i, now);
+        let mut st = lock(&self.ds[i].state);
+        st.server.finish();
+        let p = 1.0 - (1.0 - st.server.error_rate) * (1.0 - fault_rate);
+        let failed = calls_failed || (p > 0.0 && st.server.rng.chance(p));
+        drop(st);
+        self.meter.at(|r, t| r.answered(t, ds, !failed, false));
+        let reply = if !failed {
+            Reply::Ok
+        } else if calls_failed && no_retry {
+            Reply::DoNotRetry
+        } else {
+            Reply::Error
+        };
+        if tx.is_none_or(|tx| tx.send(reply).is_err()) {
+            self.meter.at(|r, _| r.late_replies += 1);
+        }
+        self.drain(i);
     }
 
     /// Re-checks every downstream at each fault edge (capacity coming back starts queued jobs).
@@ -257,21 +514,30 @@ impl Downstreams {
         });
     }
 
-    async fn handle(self: Arc<Self>, path: &str) -> http::Response<Empty<Bytes>> {
-        let Some(i) = path
-            .trim_start_matches('/')
-            .parse::<usize>()
-            .ok()
-            .filter(|i| *i < self.ds.len())
-        else {
+    async fn handle(
+        self: Arc<Self>,
+        me: usize,
+        req: &http::Request<hyper::body::Incoming>,
+    ) -> http::Response<Empty<Bytes>> {
+        if req.uri().path().trim_start_matches('/').parse::<usize>() != Ok(me) {
             return status(404, None);
-        };
+        }
+        let i = me;
         let tb = *self.meter.timebase();
+        // The caller's deadline, as the request comes in (wall time travels; virtual here).
+        let fire = req
+            .headers()
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(crate::graph::parse_grpc_timeout)
+            .map_or(u64::MAX, |left| {
+                self.meter.now_ns().saturating_add(tb.to_virtual(left))
+            });
         let d = self.hop(i, true);
         if d > 0 {
             tokio::time::sleep(tb.to_wall(d)).await;
         }
-        let reply = match self.arrive(i) {
+        let reply = match self.arrive(i, fire) {
             Some(Ok(r)) => r,
             Some(Err(rx)) => match rx.await {
                 Ok(r) => r,
@@ -289,11 +555,26 @@ impl Downstreams {
             Reply::Unavailable => status(503, None),
             // The hint travels in wall time, as a real server's would.
             Reply::Throttled(h) => status(429, Some(tb.to_wall(h))),
+            Reply::DoNotRetry => {
+                let mut res = status(503, None);
+                res.headers_mut()
+                    .insert("x-should-retry", http::HeaderValue::from_static("false"));
+                res
+            }
         }
     }
 
-    /// Listens on 127.0.0.1 (an ephemeral port) and serves until the runtime shuts down.
-    pub async fn serve(self: &Arc<Self>) -> std::io::Result<SocketAddr> {
+    /// Listens on 127.0.0.1, one ephemeral port per downstream (`/{i}` on listener `i` is a call
+    /// to downstream `i`), and serves until the runtime shuts down.
+    pub async fn serve(self: &Arc<Self>) -> std::io::Result<Vec<SocketAddr>> {
+        let mut addrs = Vec::with_capacity(self.ds.len());
+        for i in 0..self.ds.len() {
+            addrs.push(self.listen(i).await?);
+        }
+        Ok(addrs)
+    }
+
+    async fn listen(self: &Arc<Self>, i: usize) -> std::io::Result<SocketAddr> {
         let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let me = self.clone();
@@ -304,10 +585,7 @@ impl Downstreams {
                 tokio::spawn(async move {
                     let svc = service_fn(move |req: http::Request<hyper::body::Incoming>| {
                         let me = me.clone();
-                        async move {
-                            let path = req.uri().path().to_owned();
-                            Ok::<_, Infallible>(me.handle(&path).await)
-                        }
+                        async move { Ok::<_, Infallible>(me.handle(i, &req).await) }
                     });
                     let mut b = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
                     b.max_concurrent_streams(MAX_STREAMS)

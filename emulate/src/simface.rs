@@ -6,14 +6,16 @@
 
 pub use sim::compile::Compiled;
 pub use sim::emulation::{
-    Admission, ByKind, ExtraCounters, Handle, Job, LedgerCounts, OpenLoop, Recorder, Sampler,
-    Server, Started, Stream, StreamId, Timeline, arrivals, buckets, clients, downstreams, finish,
-    give_up, hints, recorder, recorder_for, server, timeline,
+    Admission, ByKind, ExtraCounters, Handle, Job, LedgerCounts, OpenLoop, Recorder, ReplicaGroup,
+    Sampler, Server, Started, Stream, StreamId, Timeline, arrivals, buckets, clients, downstreams,
+    finish, give_up, groups, hints, recorder, recorder_for, server, timeline,
 };
 pub use sim::metrics::PolicySummary;
+pub use sim::metrics::hops::{HopCounters, HopSummary};
 pub use sim::run::{BatchOptions, RunOutput, RunResult, Runs};
 pub use sim::scenario::{
-    Downstream, DownstreamModel, Fault, Layer, OutageMode, Scenario, Scope, Workload,
+    Balancer, Downstream, DownstreamModel, Fault, Handler, Layer, OutageMode, RetryHost, Scenario,
+    Scope, Workload,
 };
 
 /// Reads a scenario file and compiles it as `sim run` does: its only scenario, or the one called
@@ -47,6 +49,11 @@ pub fn load(path: &std::path::Path, name: Option<&str>) -> Result<Compiled, Stri
         }
     };
     Ok(all.swap_remove(pick))
+}
+
+/// Reads every scenario of a file, compiled as `sim run` compiles them.
+pub fn load_all(path: &std::path::Path) -> Result<Vec<Compiled>, String> {
+    sim::load_file_all(path, &sim::compile::Limits::default()).map_err(|e| e.to_string())
 }
 
 /// Compiles a scenario built in code (a subset of another's policies, a calibration set-up).

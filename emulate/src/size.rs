@@ -3,7 +3,8 @@
 //!
 //! Limits (see the README's emulator section for how they were measured on 2 cores):
 //! - attempts per wall second: the peak offered rate (steps and load spikes included) × the most
-//!   attempts one request can make through its stack ÷ the time scale;
+//!   attempts one request can make through its stack (in a call graph, with every call its
+//!   attempts cause further down) ÷ the time scale;
 //! - timer resolution: tokio's timers tick in milliseconds, so the mean service time and every
 //!   timeout must span at least [`MIN_WALL_MS`] of wall time to stay within ~5%;
 //! - jobs the server may hold (workers + queue), and the total wall time.
@@ -35,10 +36,13 @@ pub struct Size {
     pub wall_s: f64,
 }
 
-/// The most attempts one logical request can send through `l`.
-fn attempts(l: &Layer) -> f64 {
+/// The most attempts one logical request can send through `l`, counting in a call graph the
+/// calls each attempt's job makes further down (`call`: the attempts one call to a downstream
+/// causes, itself included).
+fn attempts(l: &Layer, call: &dyn Fn(&str) -> f64) -> f64 {
+    let attempts = |l: &Layer| attempts(l, call);
     match l {
-        Layer::Call { .. } => 1.0,
+        Layer::Call { downstream, .. } => call(downstream),
         Layer::Breaker { inner, .. }
         | Layer::Throttle { inner, .. }
         | Layer::Llm { inner, .. }
@@ -53,6 +57,30 @@ fn attempts(l: &Layer) -> f64 {
         }
         Layer::Fallback(children) => children.iter().map(attempts).sum(),
     }
+}
+
+/// The attempts one call to `name` causes: itself, and its handler's calls (if a service), down
+/// the graph (`sim` checked it acyclic and at most 16 hops deep; `hops` bounds it anyway).
+fn per_call(c: &Compiled, name: &str, hops: u32) -> f64 {
+    // A replicated downstream: its replicas share one handler (replica 0's).
+    let replica0 = format!("{name}[0]");
+    let Some(d) = c
+        .scenario
+        .downstreams
+        .iter()
+        .find(|d| d.name == name || d.name == replica0)
+    else {
+        return 1.0;
+    };
+    let below = match &d.handler {
+        Some(h) if hops < 64 => h
+            .calls
+            .iter()
+            .map(|call| attempts(&call.stack, &|n| per_call(c, n, hops + 1)))
+            .sum(),
+        _ => 0.0,
+    };
+    1.0 + below
 }
 
 fn timeouts(l: &Layer, out: &mut Vec<u64>) {
@@ -92,17 +120,12 @@ pub fn measure(c: &Compiled, scale: f64, policies: usize) -> Result<Size, String
         .scenario
         .policies
         .iter()
-        .map(|p| attempts(&p.stack))
+        .map(|p| attempts(&p.stack, &|n| per_call(c, n, 1)))
         .fold(1.0, f64::max);
+    crate::graph::check(c)?;
     let mut min_service = f64::INFINITY;
     let mut max_jobs = 0;
     for d in &c.scenario.downstreams {
-        if d.handler.is_some() {
-            return Err(format!(
-                "downstream \"{}\" is a service that calls other downstreams (a `handler`): call graphs are not emulated yet, only simulated",
-                d.name
-            ));
-        }
         match &d.model {
             DownstreamModel::Server {
                 workers,
@@ -110,7 +133,10 @@ pub fn measure(c: &Compiled, scale: f64, policies: usize) -> Result<Size, String
                 service,
                 ..
             } => {
-                min_service = min_service.min(Sampler::new(service).mean_secs() * 1e3 * scale);
+                // A service's answer time is its calls' (its own service time is a small part).
+                if d.handler.is_none() {
+                    min_service = min_service.min(Sampler::new(service).mean_secs() * 1e3 * scale);
+                }
                 // An unbounded queue holds at most every attempt of the run.
                 let waiting = queue.capacity.map_or(u64::MAX, u64::from).min(
                     (peak_rate * spike * most * crate::simface::buckets(c).0 as f64 / 1e9).min(1e18)
@@ -131,6 +157,14 @@ pub fn measure(c: &Compiled, scale: f64, policies: usize) -> Result<Size, String
         .policies
         .iter()
         .for_each(|p| timeouts(&p.stack, &mut t));
+    for call in c
+        .scenario
+        .downstreams
+        .iter()
+        .flat_map(|d| d.handler.iter().flat_map(|h| &h.calls))
+    {
+        timeouts(&call.stack, &mut t);
+    }
     Ok(Size {
         peak_attempts_per_s: peak_rate * spike * most / scale,
         min_service_ms: min_service,

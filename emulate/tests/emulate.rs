@@ -132,28 +132,6 @@ fn the_size_check_refuses_what_two_cores_cannot_drive_with_the_numbers() {
     assert!(e.contains("mean service time of 2.00 ms"), "{e}");
 }
 
-#[test]
-fn a_call_graph_is_refused_until_it_can_be_emulated() {
-    let c = compile(
-        r#"Scenario(
-    name: "graph",
-    horizon: "3s",
-    workload: OpenLoop(rate: 60.0, clients: 4),
-    downstreams: [
-        (name: "front", model: Server(workers: 8, service: Constant("1ms")),
-         handler: (calls: [(stack: Call(downstream: "leaf", timeout: "1s"))])),
-        (name: "leaf", model: Server(workers: 8, service: Constant("1ms"))),
-    ],
-    policies: [(name: "call", stack: Call(downstream: "front", timeout: "1s"))],
-)"#,
-    );
-    let e = size::measure(&c, 1.0, 1).unwrap_err();
-    assert!(
-        e.contains("\"front\" is a service") && e.contains("call graphs are not emulated yet"),
-        "{e}"
-    );
-}
-
 const HEDGE: &str = r#"Scenario(
     name: "hedge",
     horizon: "3s",
@@ -338,7 +316,9 @@ fn build_error(text: &str) -> String {
     let c = compile(text);
     let env = Env {
         client: http_client(),
-        base: "http://127.0.0.1:9".into(),
+        bases: std::sync::Arc::new(vec!["http://127.0.0.1:9".into(); 8]),
+        edge: true,
+        balancers: Default::default(),
         meter: std::sync::Arc::new(Meter::new(
             emulate::timebase::Timebase::new(1.0),
             1_000_000_000,

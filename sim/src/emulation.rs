@@ -32,10 +32,42 @@ pub use crate::metrics::extra::{ByKind, ExtraCounters, LedgerCounts};
 use crate::metrics::summary::{Context, percentile_curve, summarize};
 use crate::run::RunOutput;
 use crate::scenario::Workload;
+use crate::scenario::{Balancer, OutlierDetection, RetryHost};
 
 /// The fault timeline.
 pub fn timeline(c: &Compiled) -> &Timeline {
     &c.timeline
+}
+
+/// A replicated downstream of a run: the name calls use, its replicas' downstream indices
+/// (replica 0 first), how an attempt picks one, outlier detection and where later attempts go.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicaGroup<'a> {
+    /// The name calls use.
+    pub name: &'a str,
+    /// The run's downstream indices of its replicas, replica 0 first.
+    pub members: &'a [u16],
+    /// How an attempt picks a replica.
+    pub balancer: Balancer,
+    /// Outlier detection over its replicas.
+    pub outlier: Option<&'a OutlierDetection>,
+    /// Where a request's later attempts go.
+    pub retry_host: RetryHost,
+}
+
+/// The replicated downstreams of `c`, in the order the balancers' random streams are numbered
+/// (`StreamId::Balancer(g)` for group `g`).
+pub fn groups(c: &Compiled) -> Vec<ReplicaGroup<'_>> {
+    c.groups
+        .iter()
+        .map(|g| ReplicaGroup {
+            name: &g.name,
+            members: &g.members,
+            balancer: g.balancer,
+            outlier: g.outlier.as_ref(),
+            retry_host: g.retry_host,
+        })
+        .collect()
 }
 
 /// Retry-After hints by fault index (throttle faults).

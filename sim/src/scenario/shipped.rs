@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 23] = [
+pub const SHIPPED: [(&str, &str); 24] = [
     (
         "adaptive-limits.ron",
         include_str!("../../../scenarios/adaptive-limits.ron"),
@@ -30,6 +30,10 @@ pub const SHIPPED: [(&str, &str); 23] = [
     (
         "default.ron",
         include_str!("../../../scenarios/default.ron"),
+    ),
+    (
+        "emulated-graph.ron",
+        include_str!("../../../scenarios/emulated-graph.ron"),
     ),
     (
         "emulated-hedging.ron",

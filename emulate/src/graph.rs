@@ -1,0 +1,195 @@
+//! Call graphs, for real: what a run needs to know about a scenario whose downstreams include
+//! *services* (a `handler` that calls other downstreams), read from the scenario as `sim` reads
+//! it.
+//!
+//! - **Depth** of each downstream: the fewest hops from the edge (the policy's stack calls depth
+//!   1), for the per-hop figures (`summary.json`'s `hops`).
+//! - **Deadline margins**: a service with `propagate_deadline` honours its caller's deadline less
+//!   its margin; what a propagating service calls honours the deadlines its calls carry with no
+//!   margin of its own. Such a downstream refuses an arrival past its caller's deadline, drops a
+//!   queued job past it or whose caller is gone, and (a service) stops before its calls.
+//! - **Replicas**: a call naming a replicated downstream reaches one of its replicas (see
+//!   [`crate::balance`]); every replica sits at its group's depth and honours deadlines as the
+//!   group does.
+//! - **What cannot be emulated** is refused before anything starts, with the reason: outlier
+//!   detection over replicas (its ejections are the simulator's alone so far).
+//!
+//! The deadline travels between hops as a `grpc-timeout` header (the remaining time, in wall
+//! microseconds), as gRPC sends it; the server reads it as the request arrives.
+
+use crate::simface::{Compiled, Layer};
+
+/// A call graph's shape, for one policy.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Per downstream: fewest hops from the edge (`u32::MAX`: no path reaches it).
+    pub depth: Vec<u32>,
+    /// Per downstream: the margin (virtual ns) it takes off its caller's deadline, if it honours
+    /// deadlines.
+    pub margin: Vec<Option<u64>>,
+}
+
+/// The downstream names `l` calls, in order.
+pub fn calls(l: &Layer, out: &mut Vec<String>) {
+    match l {
+        Layer::Call { downstream, .. } => out.push(downstream.clone()),
+        Layer::Llm { inner, .. }
+        | Layer::Breaker { inner, .. }
+        | Layer::Throttle { inner, .. }
+        | Layer::Retry { inner, .. }
+        | Layer::Hedge { inner, .. }
+        | Layer::Ledger { inner, .. }
+        | Layer::Limit { inner, .. }
+        | Layer::RateLimit { inner, .. } => calls(inner, out),
+        Layer::Fallback(children) => children.iter().for_each(|c| calls(c, out)),
+    }
+}
+
+/// Whether any downstream of `c` is a service.
+pub fn is_graph(c: &Compiled) -> bool {
+    c.scenario.downstreams.iter().any(|d| d.handler.is_some())
+}
+
+/// Refuses what the emulator cannot run as `sim` does: outlier detection over replicas.
+pub fn check(c: &Compiled) -> Result<(), String> {
+    for g in crate::simface::groups(c) {
+        if g.outlier.is_some() {
+            return Err(format!(
+                "downstream \"{}\": outlier detection over replicas is not emulated yet, only simulated (remove `outlier_detection` to emulate its replicas behind the balancer)",
+                g.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The run's downstream indices a call naming `name` may reach: the downstream, or every
+/// replica of a replicated one.
+pub fn targets(c: &Compiled, name: &str) -> Vec<usize> {
+    if let Some(g) = crate::simface::groups(c)
+        .into_iter()
+        .find(|g| g.name == name)
+    {
+        return g.members.iter().map(|&m| usize::from(m)).collect();
+    }
+    crate::simface::downstreams(c)
+        .iter()
+        .position(|x| x == name)
+        .into_iter()
+        .collect()
+}
+
+/// The graph's shape for policy `p` of `c`, or `None` when no downstream is a service.
+pub fn plan(c: &Compiled, p: usize) -> Option<Plan> {
+    if !is_graph(c) {
+        return None;
+    }
+    let ds = &c.scenario.downstreams;
+    let callees = |i: usize| -> Vec<usize> {
+        let mut out = Vec::new();
+        for call in ds[i].handler.iter().flat_map(|h| &h.calls) {
+            calls(&call.stack, &mut out);
+        }
+        out.iter().flat_map(|n| targets(c, n)).collect()
+    };
+    let n = ds.len();
+    let mut depth = vec![u32::MAX; n];
+    let mut edge = Vec::new();
+    calls(&c.scenario.policies[p].stack, &mut edge);
+    let mut frontier: Vec<usize> = Vec::new();
+    for i in edge.iter().flat_map(|n| targets(c, n)) {
+        if depth[i] == u32::MAX {
+            depth[i] = 1;
+            frontier.push(i);
+        }
+    }
+    let mut d = 1;
+    while !frontier.is_empty() {
+        d += 1;
+        let mut next = Vec::new();
+        for u in frontier {
+            for v in callees(u) {
+                if depth[v] == u32::MAX {
+                    depth[v] = d;
+                    next.push(v);
+                }
+            }
+        }
+        frontier = next;
+    }
+    let mut margin: Vec<Option<u64>> = ds
+        .iter()
+        .map(|d| {
+            d.handler
+                .as_ref()
+                .and_then(|h| h.propagate_deadline.as_ref())
+                .map(|p| p.margin.as_nanos())
+        })
+        .collect();
+    for u in 0..n {
+        if margin[u].is_none() {
+            continue;
+        }
+        for v in callees(u) {
+            margin[v] = margin[v].or(Some(0));
+        }
+    }
+    Some(Plan { depth, margin })
+}
+
+/// The `grpc-timeout` value for `remaining` (at most 8 digits, in the finest unit that fits).
+pub fn grpc_timeout(remaining: std::time::Duration) -> String {
+    let us = remaining.as_micros();
+    if us < 100_000_000 {
+        format!("{us}u")
+    } else {
+        let ms = remaining.as_millis();
+        if ms < 100_000_000 {
+            format!("{ms}m")
+        } else {
+            format!("{}S", remaining.as_secs().min(99_999_999))
+        }
+    }
+}
+
+/// Reads a `grpc-timeout` value (`None`: absent or not in gRPC's format).
+pub fn parse_grpc_timeout(v: &str) -> Option<std::time::Duration> {
+    let (digits, unit) = v.split_at(v.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    use std::time::Duration as D;
+    Some(match unit {
+        "H" => D::from_secs(n * 3600),
+        "M" => D::from_secs(n * 60),
+        "S" => D::from_secs(n),
+        "m" => D::from_millis(n),
+        "u" => D::from_micros(n),
+        "n" => D::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn grpc_timeouts_read_back() {
+        for d in [
+            Duration::from_micros(1),
+            Duration::from_millis(995),
+            Duration::from_secs(150),
+            Duration::from_secs(1_000_000),
+        ] {
+            let v = grpc_timeout(d);
+            let back = parse_grpc_timeout(&v).unwrap_or_else(|| panic!("{v}"));
+            assert!(back <= d && d - back < Duration::from_secs(1), "{v}");
+        }
+        for bad in ["", "u", "12", "123456789u", "-1u", "1x", "1.5S"] {
+            assert_eq!(parse_grpc_timeout(bad), None, "{bad}");
+        }
+    }
+}

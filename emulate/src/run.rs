@@ -68,24 +68,9 @@ pub fn run_policy(
 /// In a call graph, per depth from 1, per bucket: arrivals at that depth and the edge's first
 /// tries (the plot of amplification by depth), as `sim` reports them.
 fn depth_arrivals(rec: &simface::Recorder) -> Vec<Vec<(u64, u64)>> {
-    let Some(h) = &rec.hops else {
-        return Vec::new();
-    };
-    (1..=h.max_depth())
-        .map(|d| {
-            rec.buckets
-                .iter()
-                .enumerate()
-                .map(|(b, bucket)| {
-                    let arrived = (0..h.depth.len())
-                        .filter(|&i| h.depth[i] == d)
-                        .map(|i| u64::from(h.arrivals[i].get(b).copied().unwrap_or(0)))
-                        .sum();
-                    (arrived, bucket.first_tries)
-                })
-                .collect()
-        })
-        .collect()
+    rec.hops
+        .as_ref()
+        .map_or_else(Vec::new, |h| h.arrivals_by_depth(&rec.buckets))
 }
 
 async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Meter>, u64), String> {

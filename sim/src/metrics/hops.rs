@@ -71,6 +71,26 @@ impl HopCounters {
             .max()
             .unwrap_or(0)
     }
+
+    /// Per depth (1 to the deepest), per bucket: the arrivals at every downstream of that depth
+    /// and the edge's first tries in the bucket, for the plot of amplification by depth over time.
+    pub fn arrivals_by_depth(&self, buckets: &[Bucket]) -> Vec<Vec<(u64, u64)>> {
+        (1..=self.max_depth())
+            .map(|d| {
+                buckets
+                    .iter()
+                    .enumerate()
+                    .map(|(b, bucket)| {
+                        let arrived = (0..self.depth.len())
+                            .filter(|&i| self.depth[i] == d)
+                            .map(|i| u64::from(self.arrivals[i].get(b).copied().unwrap_or(0)))
+                            .sum();
+                        (arrived, bucket.first_tries)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
 }
 
 /// One downstream's figures in a call graph (see the module docs).

@@ -764,23 +764,10 @@ impl<'c> World<'c> {
         }
         let mut summary = summarize(&m, &cx);
         summary.peak_in_flight = self.requests.capacity_used() as u64;
-        let depth_arrivals = m.hops.as_ref().map_or_else(Vec::new, |h| {
-            (1..=h.max_depth())
-                .map(|d| {
-                    m.buckets
-                        .iter()
-                        .enumerate()
-                        .map(|(b, bucket)| {
-                            let arrived = (0..h.depth.len())
-                                .filter(|&i| h.depth[i] == d)
-                                .map(|i| u64::from(h.arrivals[i].get(b).copied().unwrap_or(0)))
-                                .sum();
-                            (arrived, bucket.first_tries)
-                        })
-                        .collect()
-                })
-                .collect()
-        });
+        let depth_arrivals = m
+            .hops
+            .as_ref()
+            .map_or_else(Vec::new, |h| h.arrivals_by_depth(&m.buckets));
         RunOutput {
             summary,
             latency_curve: crate::metrics::summary::percentile_curve(&m.latency),

@@ -91,13 +91,9 @@ pub const ALL: [Face; 6] = [
     Face {
         name: "tower-reliable-layer",
         run: tower_reliable_layer,
-        skips: |s| match () {
-            _ if s.policy.uninterruptible => interrupted(s),
-            _ if s.policy.nested_otherwise() => {
-                Some("nesting: `ReliableLayer` nests its layers in the stock order".into())
-            }
-            _ => None,
-        },
+        // Every nesting: the layer is built from the builder carrying the sequence's nesting
+        // (`Builder::nesting`), as `reliable::policy`'s `Route::layer` builds it.
+        skips: interrupted,
     },
     Face {
         name: "simulator",
@@ -398,12 +394,32 @@ pub type MakeLayer<'a> =
 /// over the scripted service: the `tower-reliable-layer` face's runner, for any way of building
 /// the layer.
 pub fn tower_reliable_layer_with(s: &Sequence, make: MakeLayer<'_>) -> Result<String, String> {
+    tower_service_with(s, &|trace, draws, fake| {
+        let layer = make(trace, draws)?.with_time(TokioClock::new(), TokioSleep);
+        Ok(TowerService::new(layer.layer(fake)))
+    })
+}
+
+/// A tower service of the HTTP shape the tower runner drives: the scripted service, and what a
+/// runner's layers make of it.
+pub type TowerService =
+    tower::util::BoxCloneService<http::Request<()>, http::Response<()>, BoxError>;
+
+/// Wraps the scripted service in a runner's tower layers (on tokio's paused clock), given the
+/// trace and the throttle's draws.
+pub type WrapService<'a> =
+    &'a dyn Fn(&Trace, &crate::Draws, TowerService) -> Result<TowerService, String>;
+
+/// The scripted service, which like an HTTP client fails an attempt with `TimedOut` at the
+/// deadline the layers put on the request, wrapped by `wrap` (any tower layers, such as
+/// `reliable::policy`'s `RouteLayer`), on tokio's paused clock: the tower runner. Only what the
+/// service and the caller see is written by the runner (attempts, answers, ends); the rest of a
+/// trace comes from the observer `wrap` gives the layers, if any.
+pub fn tower_service_with(s: &Sequence, wrap: WrapService<'_>) -> Result<String, String> {
     paused_runtime()?.block_on(async {
         let t0 = tokio::time::Instant::now();
-        let clock = TokioClock::new();
         let trace = Trace::new(Arc::new(move || t0.elapsed().as_millis() as u64));
         let draws = draws(s);
-        let layer = make(&trace, &draws)?.with_time(clock, TokioSleep);
         let script: Arc<Vec<Vec<Scripted>>> =
             Arc::new((0..s.calls.len()).map(|i| answers(s, i)).collect());
         let latency: Arc<Vec<Vec<u64>>> = Arc::new(
@@ -462,7 +478,7 @@ pub fn tower_reliable_layer_with(s: &Sequence, make: MakeLayer<'_>) -> Result<St
                 }
             }
         });
-        let svc = layer.layer(fake);
+        let svc = wrap(&trace, &draws, TowerService::new(fake))?;
         for (i, call) in s.calls.iter().enumerate() {
             tokio::time::sleep_until(t0 + StdDuration::from_millis(call.start_ms)).await;
             trace.start_call(i);

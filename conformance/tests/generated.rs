@@ -38,18 +38,26 @@ fn the_files_are_the_generators() {
 
 /// Runs `face` on every generated sequence; each trace must be the blessed one, except where
 /// the face is known not to follow the engine yet (see `conformance::faces::pending_generated`).
-fn check(face: conformance::faces::Face) {
+/// A sequence the face lists as one it cannot express is run all the same: if the face writes
+/// its trace, the listing is out of date and fails until it goes.
+fn check(face: conformance::faces::Face) -> usize {
     let sequences = conformance::generate::sequences().unwrap();
     let mut failures = Vec::new();
     let (mut ran, mut skipped, mut waiting) = (0, Vec::new(), Vec::new());
     for s in &sequences {
+        let path = dir().join(format!("{}.jsonl", s.name));
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
         if let Some(why) = (face.skips)(s) {
+            if (face.run)(s).is_ok_and(|got| got == want) {
+                failures.push(format!(
+                    "{}: listed as not expressible ({why}), but the face writes its trace: unlist it",
+                    s.name
+                ));
+            }
             skipped.push(format!("{} ({why})", s.name));
             continue;
         }
         ran += 1;
-        let path = dir().join(format!("{}.jsonl", s.name));
-        let want = std::fs::read_to_string(&path).unwrap_or_default();
         let pending = conformance::faces::pending_generated(face.name, &want);
         match (face.run)(s) {
             Ok(got) if got == want && pending => failures.push(format!(
@@ -84,12 +92,13 @@ fn check(face: conformance::faces::Face) {
         failures.len(),
         failures.join("\n")
     );
+    ran
 }
 
 #[test]
 fn engine() {
     assert_eq!(ALL[4].name, REFERENCE.name);
-    check(ALL[4]);
+    assert_eq!(check(ALL[4]), 57);
 }
 
 #[test]
@@ -107,7 +116,9 @@ fn reliable_call_blocking() {
     check(ALL[1]);
 }
 
+/// Every nesting: the `ReliableLayer` is built from the builder carrying the sequence's nesting,
+/// as `reliable::policy`'s `Route::layer` builds it.
 #[test]
 fn tower_reliable_layer() {
-    check(ALL[2]);
+    assert_eq!(check(ALL[2]), 57);
 }

@@ -143,16 +143,9 @@ fn call_blocking_runs_the_nestings_loaded_from_their_policy() {
 
 #[test]
 fn reliable_layer_runs_the_nestings_loaded_from_their_policy() {
-    // The loader's ReliableLayer follows the route's nesting: only what an async attempt cannot
-    // do (a late answer) is left out.
-    let tower = Face {
-        skips: |s| {
-            s.policy
-                .uninterruptible
-                .then(|| "uninterruptible".to_string())
-        },
-        ..face("tower-reliable-layer")
-    };
+    // The loader's ReliableLayer follows the route's nesting, as the face's own does: only what
+    // an async attempt cannot do (a late answer) is left out.
+    let tower = face("tower-reliable-layer");
     assert_eq!(generated(tower), 57);
     assert!(hand_written(tower) >= 64);
 }

@@ -664,6 +664,30 @@ fn a_rate_limit_loads_where_the_policy_puts_it() {
     assert!(e(hedged.blocking_builder()).contains("a Hedge in a blocking call"));
     hedged.route_layer(CloneAll).unwrap();
 
+    // Inside the Retry each copy of a hedged attempt is counted (and takes a slot of a limit);
+    // the tower layers would count the hedged attempt once: refused there, naming the layer.
+    for (stack, at) in [
+        (
+            retry(&rate(&hedge(call))),
+            "stack.inner: a Hedge inside a RateLimit inside the Retry",
+        ),
+        (
+            retry(&limit(&hedge(call))),
+            "stack.inner: a Hedge inside a Limit inside the Retry",
+        ),
+        (
+            retry(&breaker(&limit(&rate(&hedge(call))))),
+            "stack.inner.inner: a Hedge inside a Limit inside the Retry",
+        ),
+    ] {
+        let e = towered(&stack);
+        assert!(e.starts_with(&format!("x.ron: {at}: ")), "{e}");
+        assert!(
+            e.contains("or a Reliable (Route::builder) or ReliableLayer (Route::layer)"),
+            "{e}"
+        );
+    }
+
     // A config the core refuses: refused by each target, naming the field.
     let zero = plan(&rate(call).replace("rate: 10", "rate: 0")).unwrap();
     let built = zero.builder().unwrap().build().unwrap_err().to_string();

@@ -57,8 +57,8 @@
 //! | `Throttle` | [`Builder::throttle`], where the nesting puts it: inside the `Retry` it admits every attempt, outside it the call once | `ThrottleLayer` where the stack puts it, outside any `Breaker` |
 //! | `Hedge(config, idempotent: true)` (its `inner` a `Call`) | [`Builder::hedge`] and [`Builder::idempotent`]: the gates inside the `Retry` admit each copy (a throttle the attempt once), those outside it the call once; [`Reliable::call`] only (see [`Route::blocking_builder`]); each copy timed from its own send, the retry's `attempt_timeout` bounding the hedged attempt (see [`RouteHedge`]) | `HedgeLayer`, innermost: the layers above see one hedged call; the policy's `clone_request` still says which requests may be copied; timeouts as in a `Reliable` |
 //! | `Ledger(config)` | [`Builder::ledger`] (retries, hedges and the probes of a breaker inside it draw from it): each call deposits where the `Ledger` sits among the gates outside the `Retry` | one `SharedLedger` for `RetryLayer::ledger` (where each call deposits), `HedgeLayer::ledger` and the `BreakerLayer::ledger` of a breaker inside it: outermost, or right around the `Retry` with the throttle and breaker around the retry outside it |
-//! | `Limit(config)` | [`Builder::limit`], where the nesting puts it: inside the `Retry` every copy takes a slot, outside it the call one for all its attempts | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies) |
-//! | `RateLimit(config)` | [`Builder::rate_limit`], where the nesting puts it: inside the `Retry` every copy is counted, outside it the call once; a refusal gives back what the gates outside it hold, and inside a `Retry` ends the call unless the retry policy waits on refusals and the wait fits the deadline | `RateLimitLayer`, inside the `ConcurrencyLimitLayer` (around the `Hedge`: one count for all its copies) |
+//! | `Limit(config)` | [`Builder::limit`], where the nesting puts it: inside the `Retry` every copy takes a slot, outside it the call one for all its attempts | `ConcurrencyLimitLayer`, innermost (around the `Hedge`: one slot for all its copies, so refused with a `Hedge` when inside the `Retry`) |
+//! | `RateLimit(config)` | [`Builder::rate_limit`], where the nesting puts it: inside the `Retry` every copy is counted, outside it the call once; a refusal gives back what the gates outside it hold, and inside a `Retry` ends the call unless the retry policy waits on refusals and the wait fits the deadline | `RateLimitLayer`, inside the `ConcurrencyLimitLayer` (around the `Hedge`: one count for all its copies, so refused with a `Hedge` when inside the `Retry`) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
 //! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared` (`ReliableLayer::shared`), build one per client for `PerClient` (so a route's stateful layers must have one scope) | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
 //!
@@ -75,8 +75,9 @@
 //! by [`Route::blocking_builder`], a `Hedge` (a blocking call never hedges). By the tower layers
 //! of [`Route::route_layer`], which stack in fixed orders: a throttle inside the breaker, a layer
 //! inside a `Limit` other than a `RateLimit` or a `Hedge`, a layer inside a `RateLimit` other
-//! than a `Hedge`, and a ledger where the retry layer cannot deposit each call as the simulator
-//! does. [`Route::reliable_config`] (the stock shape `ReliableLayer::new` takes) refuses what a
+//! than a `Hedge`, a `Hedge` under a `Limit` or `RateLimit` inside the `Retry` (the engine
+//! has each copy take a slot or be counted, the tower layers the hedged attempt once), and a
+//! ledger where the retry layer cannot deposit each call as the simulator does. [`Route::reliable_config`] (the stock shape `ReliableLayer::new` takes) refuses what a
 //! [`ReliableConfig`](crate::tower::ReliableConfig) cannot hold.
 //!
 //! Hostile input is bounded: ron refuses nesting deeper than 128 levels and serde_json too, a
@@ -511,6 +512,9 @@ fn route<D>(
     let mut limit = None;
     let mut rate_limit = None;
     let mut llm_signals = false;
+    // The first Limit or RateLimit inside the Retry (its path and kind): the engine has each
+    // copy of a hedged attempt pass it, the tower layers the hedged attempt once.
+    let mut per_copy: Option<(String, &str)> = None;
     loop {
         // The tower layers put the limits innermost, around the call (or its hedge), the rate
         // limit inside the concurrency limit.
@@ -699,6 +703,20 @@ fn route<D>(
                         "a Hedge of a call not marked idempotent never hedges (a copy would do its work twice): expected `idempotent: true`, or no Hedge",
                     );
                 }
+                if let Some((gate, kind)) =
+                    per_copy.as_ref().filter(|_| route_layer_refusal.is_none())
+                {
+                    let (tower, each) = match *kind {
+                        "Limit" => ("ConcurrencyLimitLayer", "takes a slot of its own"),
+                        _ => ("RateLimitLayer", "is counted"),
+                    };
+                    route_layer_refusal = Some((
+                        gate.clone(),
+                        format!(
+                            "a Hedge inside a {kind} inside the Retry: there each copy of a hedged attempt {each} (as the core's call engine runs it), but the tower layers (Route::route_layer) put the {tower} around the HedgeLayer, once for all the copies of an attempt; expected no Hedge under a {kind} inside the Retry, or a Reliable (Route::builder) or ReliableLayer (Route::layer), which run every nesting"
+                        ),
+                    ));
+                }
                 hedge = Some(RouteHedge {
                     config: *config,
                     copy_timeout: None,
@@ -739,6 +757,9 @@ fn route<D>(
                     config: *config,
                     scope: *scope,
                 });
+                if retry.is_some() && per_copy.is_none() {
+                    per_copy = Some((path.clone(), "Limit"));
+                }
                 path = at(&path, "inner");
                 layer = inner;
             }
@@ -757,6 +778,9 @@ fn route<D>(
                     config: *config,
                     scope: *scope,
                 });
+                if retry.is_some() && per_copy.is_none() {
+                    per_copy = Some((path.clone(), "RateLimit"));
+                }
                 path = at(&path, "inner");
                 layer = inner;
             }

@@ -98,7 +98,14 @@ pub(crate) fn check(
     };
     check_faults(&c, s, &root, &ds_index)?;
     super::graph::check_graph(&c, s, limits, &root, &ds_index)?;
-    let stacks = check_policies(&c, s, limits, &root, clients, &ds_index)?;
+    // The hosts a call to a downstream picks from: its replicas (a call names replica 0).
+    let hosts = |ds: u16| {
+        groups
+            .iter()
+            .find(|g| g.members[0] == ds)
+            .map_or(1, |g| g.members.len() as u32)
+    };
+    let stacks = check_policies(&c, s, limits, &root, clients, &ds_index, &hosts)?;
     check_recovery(&c, s, &root)?;
     check_sweep(&c, s, file, limits, &root, &stacks)?;
     Ok(stacks)
@@ -424,6 +431,7 @@ fn check_policies(
     root: &Path,
     clients: u32,
     ds_index: &dyn Fn(&str) -> Option<u16>,
+    hosts: &dyn Fn(u16) -> u32,
 ) -> Result<Vec<CompiledStack>, ScenarioError> {
     let pol = root.field("policies");
     if s.policies.is_empty() {
@@ -443,6 +451,7 @@ fn check_policies(
             limits.max_layers,
         )?;
         super::graph::compile_handlers(c, s, limits, root, ds_index, &mut stack)?;
+        stack.count_hosts(hosts);
         for n in &stack.nodes {
             if let crate::client::NodeKind::Llm { ds, .. } = n.kind {
                 let is_llm = s

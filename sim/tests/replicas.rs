@@ -287,3 +287,56 @@ fn a_per_host_scope_anywhere_but_on_a_breaker_around_a_call_is_refused_at_its_fi
         assert!(e.contains(reliable_core::policy::PER_HOST_BREAKER), "{e}");
     }
 }
+
+const THREE_TIER: &str = include_str!("../../scenarios/replicas-three-tier.ron");
+
+#[test]
+fn the_graph_picture_draws_each_replicated_service_once_with_every_replica_s_figures() {
+    // Shortened to 5 s: the picture, not the storm.
+    let text = THREE_TIER
+        .replace("horizon: \"120s\"", "horizon: \"5s\"")
+        .replace(
+            "from: \"40s\", until: \"60s\"",
+            "from: \"2s\", until: \"3s\"",
+        );
+    let c = scenario(&text, "replicas-three-tier.ron", "replicas-three-tier");
+    let runs = sim::run(
+        &c,
+        &[1],
+        sim::run::BatchOptions {
+            jobs: 1,
+            progress: false,
+        },
+    )
+    .unwrap();
+    let svg = sim::report::graph_svg(&runs).unwrap();
+    // One box per tier, named with its replicas and balancer, with the tier's figures summed.
+    for (tier, balancer) in [
+        ("front", "RoundRobin"),
+        ("mid", "PowerOfTwo"),
+        ("db", "LeastOutstanding"),
+    ] {
+        assert!(
+            svg.contains(&format!("{tier} × 5 replicas, {balancer}")),
+            "{tier}"
+        );
+        // A panel per replica, with its own figures.
+        for k in 0..5 {
+            assert!(svg.contains(&format!(">{tier}[{k}]</text>")), "{tier}[{k}]");
+        }
+    }
+    assert_eq!(svg.matches("edge-retries: all ").count(), 3);
+    assert_eq!(svg.matches("edge-retries: ").count(), 1 + 3 + 15);
+    // Three calls: edge → front → mid → db, each to the tier's box.
+    assert_eq!(svg.matches("<line ").count(), 3);
+    // The tier's figure is the sum of its replicas': front's arrivals per edge request.
+    let front: f64 = runs.results[0].output.summary.hops.as_ref().unwrap()[..]
+        .iter()
+        .filter(|h| h.name.starts_with("front["))
+        .map(|h| h.amplification)
+        .sum();
+    assert!(
+        svg.contains(&format!("edge-retries: all {front:.2}×")),
+        "{front}"
+    );
+}

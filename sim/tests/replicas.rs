@@ -340,3 +340,43 @@ fn the_graph_picture_draws_each_replicated_service_once_with_every_replica_s_fig
         "{front}"
     );
 }
+
+/// A sweep over a scenario with replicas names the downstreams as written (`downstreams[api]`
+/// for all of its replicas); each value is expanded and checked whole, so the number of replicas
+/// itself can be swept, and a value that leaves a fault naming a replica that no longer exists
+/// is refused before anything runs.
+#[test]
+fn sweeps_over_a_scenario_with_replicas_vary_it_as_written() {
+    use sim::scenario::SweepValue::Number;
+    let c = scenario(ONE_BAD, "replicas-one-bad.ron", "one-bad-replica-ejection");
+    assert_eq!(c.written().downstreams.len(), 1);
+    for n in [3u32, 8] {
+        let v = c
+            .with_value("downstreams[api].replicas", &Number(f64::from(n)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(v.scenario.downstreams.len(), n as usize);
+        let r = runs(&v, &[1], 1);
+        let s = &r[0][0];
+        // Outlier detection still takes the bad replica out: it is still a group.
+        let bad = s.downstreams.iter().find(|d| d.name == "api[2]").unwrap();
+        assert!(bad.ejections.unwrap_or(0) >= 1, "{n} replicas: {bad:?}");
+        assert!(s.success_rate >= 0.99, "{n} replicas: {}", s.success_rate);
+    }
+    let e = c
+        .with_value("downstreams[api].replicas", &Number(2.0))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("api[2]"), "{e}");
+    // Written in the file, a bad value is refused at the sweep's position.
+    let text = ONE_BAD.replace(
+        "policies: [\n            (name: \"outlier-ejection\"",
+        "sweep: (parameter: \"downstreams[api].replicas\", values: [5.0, 0.0]),\n        policies: [\n            (name: \"outlier-ejection\"",
+    );
+    assert!(text.contains("sweep:"));
+    let e = sim::load_all(&text, "one-bad.ron").unwrap_err().to_string();
+    assert!(
+        e.contains("sweep.values[1]") && e.contains("0 replicas"),
+        "{e}"
+    );
+    assert!(e.starts_with("one-bad.ron:"), "{e}");
+}

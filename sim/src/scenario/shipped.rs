@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 23] = [
+pub const SHIPPED: [(&str, &str); 24] = [
     (
         "adaptive-limits.ron",
         include_str!("../../../scenarios/adaptive-limits.ron"),
@@ -14,6 +14,10 @@ pub const SHIPPED: [(&str, &str); 23] = [
     (
         "boundary-map.ron",
         include_str!("../../../scenarios/boundary-map.ron"),
+    ),
+    (
+        "call-graph-depth-map.ron",
+        include_str!("../../../scenarios/call-graph-depth-map.ron"),
     ),
     (
         "call-graph-product.ron",

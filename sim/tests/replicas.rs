@@ -380,3 +380,35 @@ fn sweeps_over_a_scenario_with_replicas_vary_it_as_written() {
     );
     assert!(e.starts_with("one-bad.ron:"), "{e}");
 }
+
+/// With replicas but no services, the picture shows the replicated downstream as one box with a
+/// panel per replica, from the totals: its error share, the bad replica shaded.
+#[test]
+fn the_picture_of_replicas_without_services_shows_the_bad_one() {
+    let text = ONE_BAD
+        .replace("horizon: \"300s\"", "horizon: \"60s\"")
+        .replace("until: \"240s\"", "until: \"50s\"");
+    let c = scenario(&text, "replicas-one-bad.ron", "one-bad-replica");
+    let r = sim::run(
+        &c,
+        &[1],
+        sim::run::BatchOptions {
+            jobs: 1,
+            progress: false,
+        },
+    )
+    .unwrap();
+    let svg = sim::report::graph_svg(&r).unwrap();
+    assert!(
+        svg.contains("api × 5 replicas, RoundRobin (depth 1)"),
+        "{svg}"
+    );
+    assert!(svg.contains("error share, per policy"));
+    for k in 0..5 {
+        assert!(svg.contains(&format!(">api[{k}]</text>")), "api[{k}]");
+    }
+    // The bad replica's panel is the only one shaded as bad.
+    assert_eq!(svg.matches(r##"fill="#f4c7c3" stroke="#888""##).count(), 1);
+    assert_eq!(svg.matches("<line ").count(), 1);
+    assert!(sim::report::summary_md(&r).contains("](graph.svg)"));
+}

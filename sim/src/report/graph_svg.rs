@@ -5,7 +5,9 @@
 //! A replicated downstream is one box, as calls see it (they go to the group, through its
 //! balancer): its name, replica count and balancer, every policy's figures over all its replicas
 //! (arrivals and goodput summed, the worst verdict), then a panel per replica with that
-//! replica's figures, shaded by its worst verdict, so a bad replica stands out. Past
+//! replica's figures, shaded by its worst verdict, so a bad replica stands out. A scenario with
+//! replicas but no services has a picture too, from the downstreams' totals: no verdicts there,
+//! each downstream's error share instead (shaded as bad from 5%). Past
 //! [`MAX_LISTED`] replicas the rest are counted, not drawn (every replica's figures are in
 //! `summary.json`).
 
@@ -17,7 +19,7 @@ use crate::metrics::PolicySummary;
 use crate::metrics::Verdict;
 use crate::metrics::hops::HopSummary;
 
-const BOX_W: f64 = 320.0;
+const BOX_W: f64 = 360.0;
 const COL_GAP: f64 = 90.0;
 const ROW_GAP: f64 = 24.0;
 const LINE: f64 = 16.0;
@@ -59,36 +61,148 @@ impl Node {
     }
 }
 
-/// A policy's figures line for hops `hs` (one downstream, or a group's replicas summed).
-fn figures(name: &str, hs: &[&HopSummary], prefix: &str) -> String {
-    let amp: f64 = hs.iter().map(|h| h.amplification).sum();
-    let goodput: f64 = hs.iter().map(|h| h.goodput_per_s).sum();
-    let worst = hs.iter().map(|h| h.verdict).max().map_or("", |v| v.name());
+/// One downstream's figures under one policy: from its hop figures in a call graph, or, in a
+/// scenario with replicas but no services, from its totals (then no verdict, its error share).
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    amplification: f64,
+    goodput_per_s: f64,
+    verdict: Option<Verdict>,
+    errors: u64,
+    arrivals: u64,
+}
+
+impl Row {
+    fn of_hop(h: &HopSummary) -> Row {
+        Row {
+            amplification: h.amplification,
+            goodput_per_s: h.goodput_per_s,
+            verdict: Some(h.verdict),
+            errors: 0,
+            arrivals: h.arrivals,
+        }
+    }
+}
+
+/// Rows judged by their error share (no verdicts): this much or more is shaded as bad.
+const BAD_ERROR_SHARE: f64 = 0.05;
+
+/// The fill for `rows` (one downstream, or a group's replicas, under every policy).
+fn fill_of(rows: &[Row]) -> &'static str {
+    if rows.iter().all(|r| r.verdict.is_some()) {
+        return colour(rows.iter().filter_map(|r| r.verdict).max());
+    }
+    let errors: u64 = rows.iter().map(|r| r.errors).sum();
+    let arrivals: u64 = rows.iter().map(|r| r.arrivals).sum();
+    if arrivals > 0 && errors as f64 >= BAD_ERROR_SHARE * arrivals as f64 {
+        colour(Some(Verdict::Stuck))
+    } else {
+        colour(Some(Verdict::Recovered))
+    }
+}
+
+/// A policy's figures line for `rows` (one downstream, or a group's replicas summed).
+fn figures(name: &str, rows: &[Row], prefix: &str) -> String {
+    let amp: f64 = rows.iter().map(|h| h.amplification).sum();
+    let goodput: f64 = rows.iter().map(|h| h.goodput_per_s).sum();
+    let tail = if rows.iter().all(|r| r.verdict.is_some()) {
+        rows.iter()
+            .filter_map(|h| h.verdict)
+            .max()
+            .map_or("", |v| v.name())
+            .to_string()
+    } else {
+        let errors: u64 = rows.iter().map(|r| r.errors).sum();
+        let arrivals: u64 = rows.iter().map(|r| r.arrivals).sum();
+        format!(
+            "{:.1}% errors",
+            100.0 * errors as f64 / arrivals.max(1) as f64
+        )
+    };
     format!(
-        "{}: {prefix}{amp:.2}× · {goodput:.0}/s ok · {worst}",
+        "{}: {prefix}{amp:.2}× · {goodput:.0}/s ok · {tail}",
         esc(name)
     )
 }
 
-/// Policy `p`'s figures for downstream `i`.
-fn hop(p: &PolicySummary, i: usize) -> Option<&HopSummary> {
-    p.hops.as_ref().and_then(|v| v.get(i))
+/// Every policy's rows, by downstream, and each downstream's name and depth (fewest hops from
+/// the edge).
+type Table = (Vec<Vec<Row>>, Vec<(String, Option<u32>)>);
+
+/// The figures to draw: the hop figures of a call graph, or, with replicas but no services, the
+/// downstreams' totals; `None` for a scenario with neither.
+fn table(c: &Compiled, policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Option<Table> {
+    let first = &policies.first()?.0;
+    if let Some(hops) = &first.hops {
+        let rows = policies
+            .iter()
+            .map(|(p, _)| p.hops.iter().flatten().map(Row::of_hop).collect::<Vec<_>>())
+            .collect();
+        let names = hops.iter().map(|h| (h.name.clone(), h.depth)).collect();
+        return Some((rows, names));
+    }
+    if c.groups.is_empty() {
+        return None;
+    }
+    // No services: what the edge calls is at depth 1 (a group's replicas with it).
+    let n = c.scenario.downstreams.len();
+    let mut depth = vec![None; n];
+    for stack in &c.stacks {
+        for node in &stack.nodes {
+            if let NodeKind::Call { ds, .. } | NodeKind::Llm { ds, .. } = node.kind {
+                let ds = usize::from(ds);
+                let g = c.group_of.get(ds).copied().unwrap_or(u16::MAX);
+                match c.groups.get(usize::from(g)) {
+                    Some(group) => {
+                        for &m in &group.members {
+                            depth[usize::from(m)] = Some(1);
+                        }
+                    }
+                    None => depth[ds] = Some(1),
+                }
+            }
+        }
+    }
+    let horizon_s = c.scenario.horizon.as_nanos() as f64 / 1e9;
+    let rows = policies
+        .iter()
+        .map(|(p, _)| {
+            p.downstreams
+                .iter()
+                .map(|d| Row {
+                    amplification: d.arrivals as f64 / p.first_tries.max(1) as f64,
+                    goodput_per_s: d.ok as f64 / horizon_s.max(1e-9),
+                    verdict: None,
+                    errors: d.errors,
+                    arrivals: d.arrivals,
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let names = first
+        .downstreams
+        .iter()
+        .zip(depth)
+        .map(|(d, depth)| (d.name.clone(), depth))
+        .collect();
+    Some((rows, names))
 }
 
-/// The SVG, or `None` for a scenario without services.
+/// The SVG, or `None` for a scenario with neither services nor replicas.
 pub fn graph_svg(c: &Compiled, policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Option<String> {
-    let first = policies.first()?.0.hops.as_ref()?;
+    let (rows, first) = table(c, policies)?;
     let n = first.len();
-    let worst_of = |members: &[usize]| {
-        policies
-            .iter()
-            .flat_map(|(p, _)| members.iter().filter_map(move |&i| hop(p, i)))
-            .map(|h| h.verdict)
-            .max()
+    let judged = rows.iter().flatten().all(|r| r.verdict.is_some());
+    let hop = |k: usize, i: usize| rows.get(k).and_then(|r| r.get(i)).copied();
+    let fill = |members: &[usize]| {
+        let all: Vec<Row> = (0..policies.len())
+            .flat_map(|k| members.iter().filter_map(move |&i| hop(k, i)))
+            .collect();
+        fill_of(&all)
     };
     // Column of each downstream: its depth (unreachable ones in a last column); the edge is 0.
-    let max_depth = first.iter().filter_map(|h| h.depth).max().unwrap_or(1) as usize;
-    let col = |i: usize| first[i].depth.map_or(max_depth + 1, |d| d as usize);
+    let max_depth = first.iter().filter_map(|h| h.1).max().unwrap_or(1) as usize;
+    let col = |i: usize| first[i].1.map_or(max_depth + 1, |d| d as usize);
     // A last column only if some downstream is unreachable.
     let cols = (0..n).map(col).max().unwrap_or(0) + 1;
     // The boxes: one per group, one per other downstream, in downstream order.
@@ -103,13 +217,13 @@ pub fn graph_svg(c: &Compiled, policies: &[(PolicySummary, Vec<PolicySummary>)])
             .get(i)
             .and_then(|&g| c.groups.get(usize::from(g)));
         let depth = first[i]
-            .depth
+            .1
             .map_or("unreachable".to_string(), |d| format!("depth {d}"));
         let node = match group {
             None => {
-                let mut lines = vec![(format!("{} ({depth})", esc(&first[i].name)), true)];
-                for (p, _) in policies {
-                    if let Some(h) = hop(p, i) {
+                let mut lines = vec![(format!("{} ({depth})", esc(&first[i].0)), true)];
+                for (k, (p, _)) in policies.iter().enumerate() {
+                    if let Some(h) = hop(k, i) {
                         lines.push((figures(&p.name, &[h], ""), false));
                     }
                 }
@@ -118,7 +232,7 @@ pub fn graph_svg(c: &Compiled, policies: &[(PolicySummary, Vec<PolicySummary>)])
                     col: col(i),
                     lines,
                     panels: Vec::new(),
-                    fill: colour(worst_of(&[i])),
+                    fill: fill(&[i]),
                 }
             }
             Some(g) => {
@@ -132,20 +246,20 @@ pub fn graph_svg(c: &Compiled, policies: &[(PolicySummary, Vec<PolicySummary>)])
                     ),
                     true,
                 )];
-                for (p, _) in policies {
-                    let hs: Vec<&HopSummary> = members.iter().filter_map(|&m| hop(p, m)).collect();
+                for (k, (p, _)) in policies.iter().enumerate() {
+                    let hs: Vec<Row> = members.iter().filter_map(|&m| hop(k, m)).collect();
                     lines.push((figures(&p.name, &hs, "all "), false));
                 }
                 let mut panels = Vec::new();
                 for &m in members.iter().take(MAX_LISTED) {
                     let start = lines.len();
-                    lines.push((esc(&first[m].name), true));
-                    for (p, _) in policies {
-                        if let Some(h) = hop(p, m) {
+                    lines.push((esc(&first[m].0), true));
+                    for (k, (p, _)) in policies.iter().enumerate() {
+                        if let Some(h) = hop(k, m) {
                             lines.push((figures(&p.name, &[h], ""), false));
                         }
                     }
-                    panels.push((start, lines.len() - start, colour(worst_of(&[m]))));
+                    panels.push((start, lines.len() - start, fill(&[m])));
                 }
                 if members.len() > MAX_LISTED {
                     lines.push((
@@ -157,7 +271,7 @@ pub fn graph_svg(c: &Compiled, policies: &[(PolicySummary, Vec<PolicySummary>)])
                     ));
                 }
                 Node {
-                    fill: colour(worst_of(&members)),
+                    fill: fill(&members),
                     col: col(i),
                     members,
                     lines,
@@ -228,9 +342,10 @@ pub fn graph_svg(c: &Compiled, policies: &[(PolicySummary, Vec<PolicySummary>)])
     );
     let _ = writeln!(
         s,
-        r##"<text x="{PAD}" y="{:.0}" font-size="15" font-weight="bold">Call graph of “{}”: arrivals per edge request, goodput and verdict, per policy (mean over seeds)</text>"##,
+        r##"<text x="{PAD}" y="{:.0}" font-size="15" font-weight="bold">Call graph of “{}”: arrivals per edge request, goodput and {}, per policy (mean over seeds)</text>"##,
         PAD + 10.0,
-        esc(&c.scenario.name)
+        esc(&c.scenario.name),
+        if judged { "verdict" } else { "error share" }
     );
     // Arrows from the right side of a box to the left side of the next, at its header.
     for (from, to) in &arrows {

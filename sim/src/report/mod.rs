@@ -77,7 +77,7 @@ pub fn summary_md(runs: &Runs<'_>) -> String {
 }
 
 /// `graph.svg`: the call graph with each downstream's figures (a replicated one as one box with
-/// a panel per replica), or `None` for a scenario without services.
+/// a panel per replica), or `None` for a scenario with neither services nor replicas.
 pub fn graph_svg(runs: &Runs<'_>) -> Option<String> {
     graph_svg::graph_svg(runs.compiled, &runs.per_policy())
 }

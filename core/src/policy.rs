@@ -263,10 +263,46 @@ impl<D> Layer<D> {
         }
     }
 
+    /// This layer's scope fields, by name (`scope`, or a `Retry`'s `budget_scope`).
+    pub fn scope_fields(&self) -> impl Iterator<Item = (&'static str, Scope)> {
+        let field = match self {
+            Layer::Call { .. } | Layer::Fallback(_) => None,
+            Layer::Retry { budget_scope, .. } => Some(("budget_scope", *budget_scope)),
+            Layer::Breaker { scope, .. }
+            | Layer::Throttle { scope, .. }
+            | Layer::Hedge { scope, .. }
+            | Layer::Ledger { scope, .. }
+            | Layer::Limit { scope, .. }
+            | Layer::RateLimit { scope, .. }
+            | Layer::Llm { scope, .. } => Some(("scope", *scope)),
+        };
+        field.into_iter()
+    }
+
+    /// The path of the first scope field below this layer (whose path is `path`) that says
+    /// `PerHost`, if any: a face that calls one host per downstream refuses the stack there
+    /// with [`PER_HOST_ONE_HOST`].
+    pub fn per_host(&self, path: &str) -> Option<String> {
+        if let Some((field, _)) = self.scope_fields().find(|(_, s)| *s == Scope::PerHost) {
+            return Some(alloc::format!("{path}.{field}"));
+        }
+        match self {
+            Layer::Fallback(layers) => layers
+                .iter()
+                .enumerate()
+                .find_map(|(i, l)| l.per_host(&alloc::format!("{path}[{i}]"))),
+            _ => self
+                .inner()
+                .first()
+                .and_then(|l| l.per_host(&alloc::format!("{path}.inner"))),
+        }
+    }
+
     /// Refuses a nesting no stack can mean, wherever it is below this layer (whose path is
     /// `path`, `stack` for a policy's): a `Ledger` inside a `Retry` ([`LEDGER_IN_RETRY`]), a
     /// `Hedge` around anything but a `Call` ([`HEDGE_OF_CALL`]), an empty `Fallback`
-    /// ([`EMPTY_FALLBACK`]). Every other nesting means something: each stateful layer outside a
+    /// ([`EMPTY_FALLBACK`]), a `PerHost` scope anywhere but on a `Breaker` around a `Call`
+    /// ([`PER_HOST_BREAKER`]). Every other nesting means something: each stateful layer outside a
     /// `Retry` judges the call once, inside it every attempt, and layers on one side of it
     /// nest in the order written.
     pub fn check_nesting(&self, path: &str) -> Result<(), NestingError> {
@@ -280,6 +316,13 @@ impl<D> Layer<D> {
                 message: String::from(message),
             })
         };
+        if let Some(field) = self.scope_fields().find(|(_, s)| *s == Scope::PerHost) {
+            let around_call = matches!(self, Layer::Breaker { inner, .. }
+                if matches!(**inner, Layer::Call { .. }));
+            if !around_call {
+                return fail(alloc::format!("{path}.{}", field.0), PER_HOST_BREAKER);
+            }
+        }
         match self {
             Layer::Ledger { .. } if in_retry => return fail(String::from(path), LEDGER_IN_RETRY),
             Layer::Hedge { inner, .. } if !matches!(**inner, Layer::Call { .. }) => {
@@ -314,4 +357,33 @@ pub enum Scope {
     PerClient,
     /// One instance shared by every client (a process-wide breaker or budget).
     Shared,
+    /// One instance per client and per host: a `Breaker` whose `inner` is a `Call` keeps one
+    /// breaker for each replica the call's balancer can pick, and the balancer skips the
+    /// replicas whose breaker refuses calls (as Finagle's and Envoy's balancers skip hosts
+    /// they hold down). Only a `Breaker` around a `Call` may have it ([`PER_HOST_BREAKER`]);
+    /// a face that calls one host per downstream (no balancer over replicas) refuses it
+    /// ([`PER_HOST_ONE_HOST`], [`Layer::per_host`]) rather than keep one breaker for all.
+    PerHost,
 }
+
+impl Scope {
+    /// The variant's name as written in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::PerClient => "PerClient",
+            Scope::Shared => "Shared",
+            Scope::PerHost => "PerHost",
+        }
+    }
+}
+
+/// Why a `PerHost` scope may only be a `Breaker`'s around a `Call`.
+pub const PER_HOST_BREAKER: &str = "scope PerHost keeps one breaker per host a Call's balancer \
+                                    can pick: expected it only on a Breaker whose inner is a \
+                                    Call (PerClient or Shared elsewhere)";
+
+/// Why a face with one host per downstream refuses a `PerHost` scope.
+pub const PER_HOST_ONE_HOST: &str = "scope PerHost needs a balancer over a downstream's \
+                                     replicas, and this face calls one host per downstream (the \
+                                     simulator's `replicas` have one): expected PerClient or \
+                                     Shared";

@@ -538,6 +538,8 @@ const GATES: Record<string, number> = { Throttle: 1, Breaker: 2, Limit: 3, RateL
 // reliable_core::policy's reasons for refusing a nesting (`Layer::check_nesting`).
 const LEDGER_IN_RETRY = "a Ledger inside a Retry counts every retry as a first try: expected the Ledger outside the Retry";
 const HEDGE_OF_CALL = "a Hedge sends copies of one call: expected `inner: Call(...)`";
+// reliable_core::policy::PER_HOST_ONE_HOST: one host per downstream here, so no breaker per host.
+const PER_HOST_ONE_HOST = "scope PerHost needs a balancer over a downstream's replicas, and this face calls one host per downstream (the simulator's `replicas` have one): expected PerClient or Shared";
 /** Each layer's fields (besides `inner`), as the policy format names them. */
 const FIELDS: Record<string, readonly string[]> = {
   Call: ["downstream", "timeout", "timeout_dist"],
@@ -620,6 +622,7 @@ function layer(kind: number, flag: number, value: unknown, path: string): void {
 
 function scope(body: Record<string, unknown>, field: string, path: string): void {
   const v = body[field];
+  if (v === "PerHost") throw new TypeError(`${path}.${field}: ${PER_HOST_ONE_HOST}`);
   if (v !== undefined && v !== "PerClient" && v !== "Shared") {
     throw new TypeError(`${path}.${field}: expected "PerClient" or "Shared", got ${describe(v)}`);
   }

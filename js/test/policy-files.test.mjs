@@ -129,8 +129,9 @@ test("every scenario's client policies load as JSON files, or are refused with t
     } catch (e) {
       // Refused: a layer the engine does not run (a Fallback, an Llm) or out of its order, named.
       assert.ok(e instanceof TypeError || e instanceof RangeError, `${file} ${name}: ${e}`);
-      // Only what the engine itself does not run (as reliable_core::engine::Stack refuses it).
-      assert.match(e.message, /^stack(\.inner)*: the engine does not run a (Fallback|Llm) yet/, `${file} ${name}: ${e.message}`);
+      // Only what the engine itself does not run (as reliable_core::engine::Stack refuses it):
+      // a Fallback, an Llm, a breaker per host (one host per downstream here).
+      assert.match(e.message, /^stack(\.inner)*(: the engine does not run a (Fallback|Llm) yet|\.scope: scope PerHost needs a balancer)/, `${file} ${name}: ${e.message}`);
       refused.push(`${file} ${name}: ${e.message}`);
       continue;
     }

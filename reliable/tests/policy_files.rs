@@ -54,6 +54,8 @@ fn reliable_refusal(e: &PolicyError) -> &'static str {
         "timeout_dist"
     } else if m.contains("spend breaker") {
         "spend"
+    } else if m == reliable_core::policy::PER_HOST_ONE_HOST {
+        "PerHost"
     } else {
         panic!("unexpected refusal: {e}")
     }
@@ -112,7 +114,8 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
     );
     assert!(policies >= 40, "{policies}");
     // Only what a service cannot run as the simulator does is refused: the timeouts drawn per
-    // request of one scenario, and the spend breaker. The hedging, ledger and limit policies
+    // request of one scenario, the spend breaker, and breakers per host (one host per
+    // downstream here). The hedging, ledger and limit policies
     // load into both.
     assert_eq!(
         refused,
@@ -121,6 +124,7 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
             "outage-recovery-mixed-timeouts no retries: timeout_dist",
             "outage-recovery-mixed-timeouts retry-2x: timeout_dist",
             "outage-recovery-mixed-timeouts retry-2x backoff + jitter: timeout_dist",
+            "one-bad-replica host-breakers: PerHost",
         ]
     );
     // A breaker shared by the scenario's 50 clients around a retry budget each: the tower layers

@@ -260,3 +260,146 @@ fn three_tier_storm(seeds: u64) {
 fn a_three_tier_storm_over_twenty_seeds() {
     three_tier_storm(20);
 }
+
+/// `graph.depth` × `graph.attempts`, the parameters `sim map` and `sim sweep` vary a call graph
+/// by: with every leaf call failing, each point gets exactly k^d leaf calls per edge request (k
+/// attempts at each of d hops), and k^(d-1) when the edge does not retry.
+#[test]
+fn depth_and_attempts_per_hop_vary_the_graph_and_the_product_law_holds_at_every_point() {
+    use sim::scenario::SweepValue::Number;
+    let c = scenario(
+        PRODUCT,
+        "call-graph-product.ron",
+        "call-graph-product-all-fail",
+    );
+    for d in 1..=3u32 {
+        for k in 1..=4u32 {
+            let v = c
+                .with_value("graph.depth", &Number(f64::from(d)))
+                .and_then(|v| v.with_value("graph.attempts", &Number(f64::from(k))))
+                .unwrap_or_else(|e| panic!("{e}"));
+            // The services between the edge and the leaf: d - 1 of them, then the leaf.
+            let names: Vec<&str> = v
+                .scenario
+                .downstreams
+                .iter()
+                .map(|x| x.name.as_str())
+                .collect();
+            assert_eq!(names.len(), d as usize, "{names:?}");
+            assert_eq!(names.last(), Some(&"leaf"));
+            let all = runs(&v, &[1]);
+            for (policy, want) in [(0, k.pow(d)), (1, k.pow(d - 1))] {
+                let s = &all[policy][0];
+                // At depth 1 there is no service, so no hop figures: the leaf's own.
+                let leaf = s.downstreams.iter().find(|x| x.name == "leaf").unwrap();
+                assert_eq!(
+                    leaf.arrivals,
+                    u64::from(want) * s.first_tries,
+                    "depth {d}, {k} attempts, {}",
+                    s.name
+                );
+            }
+        }
+    }
+    // Out of range, or not a chain: refused, saying why.
+    let e = c
+        .with_value("graph.depth", &Number(4.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("has 3 tiers: expected a depth from 1 to 3"),
+        "{e}"
+    );
+    let e = c
+        .with_value("graph.attempts", &Number(1.5))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected a whole number of at least 1"), "{e}");
+    let e = c
+        .with_value("graph.width", &Number(2.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("expected `graph.depth` or `graph.attempts`"),
+        "{e}"
+    );
+}
+
+/// `sim map` over depth × attempts per hop (`values`: the `--x-values` and `--y-values`), on a
+/// graph whose leaf has replicas, run on 1 and 2 threads: the CSV (with the cells in order).
+fn depth_map(values: [&str; 2]) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "sim-depth-map-{}-{}",
+        std::process::id(),
+        values[0]
+    ));
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/call-graph-depth-map.ron"
+    );
+    let map = |jobs: &str| {
+        let out = dir.join(jobs);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(["map", file, "--seeds", "1", "--jobs", jobs, "-q"])
+            .args(["--x", "graph.depth", "--x-values", values[0]])
+            .args(["--y", "graph.attempts", "--y-values", values[1], "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let folder = out.join("call-graph-depth-map");
+        ["map.csv", "map.md", "map-stuck.svg"].map(|f| std::fs::read(folder.join(f)).unwrap())
+    };
+    let (one, two) = (map("1"), map("2"));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(one == two, "the map differs between 1 and 2 threads");
+    String::from_utf8(one[0].clone()).unwrap()
+}
+
+/// A small map in every build: the same on any thread count.
+#[test]
+fn a_map_over_depth_and_attempts_of_a_graph_with_replicas_is_the_same_on_any_thread_count() {
+    let csv = depth_map(["1,2", "1,2"]);
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
+}
+
+/// The file's whole map: the same on any thread count, a cliff where k^d passes what the leaf
+/// can absorb, and every point estimated before anything runs.
+#[test]
+#[ignore = "16 cells on 1 and 2 threads: run in release (.ci/run sim_graphs)"]
+fn the_depth_map_has_its_cliff_and_every_point_is_bounded_before_it_runs() {
+    let csv = depth_map(["1,2,3,4", "1,2,3,4"]);
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/call-graph-depth-map.ron"
+    );
+    let dir = std::env::temp_dir().join(format!("sim-depth-map-{}-refused", std::process::id()));
+    // Columns: x_parameter, x, y_parameter, y, policy, seeds, stuck, ...
+    let stuck = |d: u32, k: u32| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("graph.depth,{d},graph.attempts,{k},")))
+            .map(|l| l.split(',').nth(6).unwrap() == "1")
+            .unwrap()
+    };
+    // One attempt per hop never sticks; 4 hops of 4 attempts (256 leaf calls) always does.
+    assert!((1..=4).all(|d| !stuck(d, 1)));
+    assert!(stuck(4, 4) && !stuck(1, 2));
+    // Every point is estimated before anything runs: 8 attempts at each of 4 hops (4,096 leaf
+    // calls per request) is refused by the event limit, naming the point.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(["map", file, "--seeds", "1", "-q", "--max-events", "2e7"])
+        .args(["--x", "graph.attempts", "--x-values", "1,8"])
+        .args(["--y", "graph.depth", "--y-values", "1,4", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("(graph.attempts = 8) (graph.depth = 4)") && err.contains("--max-events"),
+        "{err}"
+    );
+    let written = dir.join("call-graph-depth-map").exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!written, "a refused map wrote files");
+}

@@ -43,6 +43,11 @@ fn script() -> Vec<ScriptAnswer> {
 fn eligible(layer: &Layer) -> bool {
     match layer {
         Layer::Call { timeout_dist, .. } => timeout_dist.is_none(),
+        // One host per downstream in `reliable`: it refuses breakers per host.
+        Layer::Breaker {
+            scope: reliable_core::policy::Scope::PerHost,
+            ..
+        } => false,
         Layer::Retry { inner, .. }
         | Layer::Breaker { inner, .. }
         | Layer::Hedge { inner, .. }

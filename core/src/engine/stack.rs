@@ -89,6 +89,13 @@ impl Stack {
             path: e.path,
             message: e.message,
         })?;
+        // One host per downstream here: a breaker per host would be one breaker in disguise.
+        if let Some(path) = stack.per_host("stack") {
+            return Err(StackError {
+                path,
+                message: String::from(crate::policy::PER_HOST_ONE_HOST),
+            });
+        }
         let mut out = Stack {
             plan: Plan::new(
                 RetryPolicy::new(RetryConfig {

@@ -409,6 +409,36 @@ mod stack {
     }
 
     #[test]
+    fn a_breaker_per_host_is_refused_where_it_may_sit_and_by_the_engine_everywhere() {
+        // Around a Call: a valid stack, which the engine (one host per downstream) refuses.
+        let e = read(&format!(
+            "Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 3), scope: PerHost, \
+             inner: Call(downstream: \"api\")))"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            format!("stack.inner.scope: {}", crate::policy::PER_HOST_ONE_HOST)
+        );
+        // Around anything else, or on another layer: refused by the nesting rule.
+        let e = read(&format!(
+            "Breaker(config: (consecutive_failures: 3), scope: PerHost, inner: Retry({RETRY}, \
+             inner: Call(downstream: \"api\")))"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            format!("stack.scope: {}", crate::policy::PER_HOST_BREAKER)
+        );
+        let e = read(&format!(
+            "Retry({RETRY}, budget_scope: PerHost, inner: Call(downstream: \"api\"))"
+        ))
+        .unwrap_err();
+        assert!(e.starts_with("stack.budget_scope: scope PerHost"), "{e}");
+        assert_eq!(Scope::PerHost.name(), "PerHost");
+    }
+
+    #[test]
     fn a_throttle_and_breaker_outside_the_retry_judge_the_call() {
         let s = read(&format!(
             "Throttle(inner: Breaker(config: (consecutive_failures: 3), inner: Retry({RETRY}, \

@@ -54,7 +54,8 @@ impl<T: Clone> Scoped<T> {
     fn get(&self, fresh: impl FnOnce(&T) -> T) -> T {
         match self.scope {
             Scope::Shared => self.value.clone(),
-            Scope::PerClient => fresh(&self.value),
+            // `Plan::new` refuses `PerHost` (one host per downstream here).
+            Scope::PerClient | Scope::PerHost => fresh(&self.value),
         }
     }
 }
@@ -77,7 +78,8 @@ enum Order<P> {
 fn scoped<L>(layer: L, scope: Scope, shared: impl FnOnce(L) -> L) -> L {
     match scope {
         Scope::Shared => shared(layer),
-        Scope::PerClient => layer,
+        // `Plan::new` refuses `PerHost` (one host per downstream here).
+        Scope::PerClient | Scope::PerHost => layer,
     }
 }
 

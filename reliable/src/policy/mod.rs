@@ -407,6 +407,10 @@ impl Plan {
             .stack
             .check_nesting("stack")
             .map_err(|e| fail(e.path, &e.message))?;
+        // A client here calls one host per downstream: one breaker per host would be one breaker.
+        if let Some(path) = policy.stack.per_host("stack") {
+            return Err(fail(path, reliable_core::policy::PER_HOST_ONE_HOST));
+        }
         let mut branches = Vec::new();
         flatten(&policy.stack, "stack".to_string(), &mut branches);
         if branches.len() > MAX_ROUTES {

@@ -72,7 +72,8 @@ pub fn map(args: MapArgs) -> Result<(), String> {
     };
     // Check the map as if it were written in the file, so a bad path or value is refused before
     // anything runs, with the same messages.
-    let mut s = c.scenario.clone();
+    // As written: with replicas, the paths name the file's downstreams, not their replicas.
+    let mut s = c.written().clone();
     s.map = Some(Map {
         x: x.clone(),
         y: y.clone(),
@@ -83,6 +84,24 @@ pub fn map(args: MapArgs) -> Result<(), String> {
     let seeds = args.batch.seeds(&c, crate::run::grid::points(&axes))?;
     crate::report::write::check_out(&args.batch.out)?;
     let points = variants(&c, &axes).map_err(|e| e.to_string())?;
+    // Each point makes its own scenario, which may cost more than the one in the file (more
+    // attempts per hop, a deeper graph): estimate every one, and the map as a whole.
+    let mut events = 0.0;
+    for point in &points {
+        // The error names the point's values (its scenario is shown with them).
+        let e = point
+            .estimate(seeds.len() as u32, 1, args.batch.threads(), &limits)
+            .map_err(|e| e.to_string())?;
+        events += e.events;
+    }
+    if events > limits.max_events {
+        return Err(format!(
+            "{}: the map's {} points need about {events:.2e} events in all, more than the limit of {:.2e} (--max-events)",
+            args.file.display(),
+            points.len(),
+            limits.max_events
+        ));
+    }
     let command = format!("sim map {}", args.file.display());
     let run_seeds = match shard {
         Some(sh) => sh.seeds(&seeds),

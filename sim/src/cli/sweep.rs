@@ -77,7 +77,8 @@ pub fn sweep(args: SweepArgs) -> Result<(), String> {
     }
     // Check the sweep as if it were written in the file, so a bad path or value is refused before
     // anything runs, with the same messages.
-    let mut s = c.scenario.clone();
+    // As written: with replicas, the paths name the file's downstreams, not their replicas.
+    let mut s = c.written().clone();
     s.sweep = Some(sweep.clone());
     let shown = format!("{} (sweep)", args.file.display());
     let c = crate::compile::compile(s, &shown, &limits).map_err(|e| e.to_string())?;

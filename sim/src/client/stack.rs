@@ -94,8 +94,11 @@ pub enum NodeKind {
         /// A fresh breaker for the validated policy; each client (or the shared scope) starts
         /// from a copy with a seed of its own.
         breaker: BreakerProto,
-        /// Per client or shared.
+        /// Per client, shared, or per client and per host (`PerHost`: its `inner` is a `Call`).
         scope: Scope,
+        /// With `PerHost` scope, the replicas its call's balancer picks from (one breaker each,
+        /// per client); 1 otherwise.
+        hosts: u32,
         /// The protected layer.
         inner: u16,
         /// Index among the stack's breakers (state storage and trace columns).
@@ -356,6 +359,14 @@ impl CompiledStack {
             frame: NONE,
             served_by: String::new(),
         });
+        // A breaker per host goes around the one call whose balancer picks the host.
+        if let Some((field, _)) = layer.scope_fields().find(|(_, s)| *s == Scope::PerHost)
+            && !matches!(layer, Layer::Breaker { inner, .. } if matches!(**inner, Layer::Call { .. }))
+        {
+            return Err(cx
+                .c
+                .fail(&at.field(field), reliable_core::policy::PER_HOST_BREAKER));
+        }
         let kind = match layer {
             Layer::Call {
                 downstream,
@@ -403,6 +414,7 @@ impl CompiledStack {
                 NodeKind::Breaker {
                     breaker,
                     scope: *scope,
+                    hosts: 1,
                     inner,
                     slot,
                     ledger: within.ledger,
@@ -645,9 +657,35 @@ impl CompiledStack {
             && self.rate_limits.is_empty())
     }
 
+    /// Gives each breaker of `PerHost` scope its number of hosts (`hosts` of the downstream its
+    /// call names: its replicas, or 1), counting their state per client.
+    pub(crate) fn count_hosts(&mut self, hosts: &dyn Fn(u16) -> u32) {
+        for b in 0..self.breakers.len() {
+            let node = usize::from(self.breakers[b]);
+            let NodeKind::Breaker { scope, inner, .. } = &self.nodes[node].kind else {
+                continue;
+            };
+            if *scope != Scope::PerHost {
+                continue;
+            }
+            let n = match self.nodes[usize::from(*inner)].kind {
+                NodeKind::Call { ds, .. } => hosts(ds).max(1),
+                _ => 1,
+            };
+            if let NodeKind::Breaker {
+                hosts: h, breaker, ..
+            } = &mut self.nodes[node].kind
+            {
+                *h = n;
+                let more = (breaker.bytes() as u64).saturating_mul(u64::from(n - 1));
+                self.per_client_bytes = self.per_client_bytes.saturating_add(more);
+            }
+        }
+    }
+
     /// Counts `bytes` of state per client for a layer of scope `scope`.
     fn per_client(&mut self, scope: Scope, bytes: usize) {
-        if scope == Scope::PerClient {
+        if scope != Scope::Shared {
             self.per_client_bytes = self.per_client_bytes.saturating_add(bytes as u64);
         }
     }

@@ -21,10 +21,14 @@ const MAX_MAP_VALUES: usize = 100;
 
 /// Checks one swept parameter (a sweep, or an axis of a map) as if each value were written in the
 /// file: the path exists, there are 1 to `max` values, and each variant passes every check.
+///
+/// With replicas, `s` is the scenario as written (before they were expanded): each variant is
+/// expanded and checked whole.
 #[allow(clippy::too_many_arguments)]
 fn check_axis(
     c: &Checker<'_>,
     s: &Scenario,
+    replicated: bool,
     sweep: &Sweep,
     sp: &Path,
     file: &str,
@@ -42,7 +46,12 @@ fn check_axis(
     for (i, v) in sweep.values.iter().enumerate() {
         let vp = sp.field("values").index(i);
         let variant = sweep::variant(s, &sweep.parameter, v).map_err(|e| c.fail(&vp, e))?;
-        check_variant(&variant, file, limits, &sweep.parameter, stacks).map_err(|e| {
+        let checked = if replicated {
+            super::compile(variant, file, limits).map(drop)
+        } else {
+            check_variant(&variant, file, limits, &sweep.parameter, stacks)
+        };
+        checked.map_err(|e| {
             let what = match e {
                 ScenarioError::Invalid { field, message, .. } => format!("{field}: {message}"),
                 other => other.to_string(),
@@ -78,8 +87,12 @@ fn state_fits(
 /// building its core policies once. `text` and `file` are only used to point at the offending
 /// field of the scenario at `root` ([`Path::root`] for a file holding one, `Path::root().index(i)`
 /// for the `i`-th of a list).
+///
+/// `written` is the scenario before its replicas were expanded, when it has any: a sweep's or
+/// map's paths name its fields, and each of their values is checked as a variant of it.
 pub(crate) fn check(
     s: &Scenario,
+    written: Option<&Scenario>,
     text: &str,
     file: &str,
     limits: &Limits,
@@ -98,9 +111,16 @@ pub(crate) fn check(
     };
     check_faults(&c, s, &root, &ds_index)?;
     super::graph::check_graph(&c, s, limits, &root, &ds_index)?;
-    let stacks = check_policies(&c, s, limits, &root, clients, &ds_index)?;
+    // The hosts a call to a downstream picks from: its replicas (a call names replica 0).
+    let hosts = |ds: u16| {
+        groups
+            .iter()
+            .find(|g| g.members[0] == ds)
+            .map_or(1, |g| g.members.len() as u32)
+    };
+    let stacks = check_policies(&c, s, limits, &root, clients, &ds_index, &hosts)?;
     check_recovery(&c, s, &root)?;
-    check_sweep(&c, s, file, limits, &root, &stacks)?;
+    check_sweep(&c, s, written, file, limits, &root, &stacks)?;
     Ok(stacks)
 }
 
@@ -424,6 +444,7 @@ fn check_policies(
     root: &Path,
     clients: u32,
     ds_index: &dyn Fn(&str) -> Option<u16>,
+    hosts: &dyn Fn(u16) -> u32,
 ) -> Result<Vec<CompiledStack>, ScenarioError> {
     let pol = root.field("policies");
     if s.policies.is_empty() {
@@ -443,6 +464,7 @@ fn check_policies(
             limits.max_layers,
         )?;
         super::graph::compile_handlers(c, s, limits, root, ds_index, &mut stack)?;
+        stack.count_hosts(hosts);
         for n in &stack.nodes {
             if let crate::client::NodeKind::Llm { ds, .. } = n.kind {
                 let is_llm = s
@@ -500,6 +522,7 @@ fn check_recovery(c: &Checker<'_>, s: &Scenario, root: &Path) -> Check {
 fn check_sweep(
     c: &Checker<'_>,
     s: &Scenario,
+    written: Option<&Scenario>,
     file: &str,
     limits: &Limits,
     root: &Path,
@@ -508,7 +531,8 @@ fn check_sweep(
     if let Some(sweep) = &s.sweep {
         check_axis(
             c,
-            s,
+            written.unwrap_or(s),
+            written.is_some(),
             sweep,
             &root.field("sweep"),
             file,
@@ -521,7 +545,8 @@ fn check_sweep(
         let mp = root.field("map");
         check_axis(
             c,
-            s,
+            written.unwrap_or(s),
+            written.is_some(),
             &map.x,
             &mp.field("x"),
             file,
@@ -531,7 +556,8 @@ fn check_sweep(
         )?;
         check_axis(
             c,
-            s,
+            written.unwrap_or(s),
+            written.is_some(),
             &map.y,
             &mp.field("y"),
             file,
@@ -561,15 +587,15 @@ fn check_variant(
     parameter: &str,
     stacks: &[CompiledStack],
 ) -> Check {
-    if parameter.starts_with("policies") {
-        return check(v, "", file, limits, Path::root(), &[]).map(drop);
+    if parameter.starts_with("policies") || parameter.starts_with(sweep::GRAPH) {
+        return check(v, None, "", file, limits, Path::root(), &[]).map(drop);
     }
     let c = Checker::new(v, "", file);
     let root = Path::root();
     check_header(&c, v, limits, &root)?;
     let clients = check_workload(&c, v, limits, &root)?;
     let seen = check_downstreams(&c, v, limits, &root)?;
-    // Sweeps over replicas are refused before this: no groups here.
+    // A scenario with replicas has each variant checked whole (`check_axis`): no groups here.
     let ds_index = |name: &str| seen.get(name).map(|&i| i as u16);
     check_faults(&c, v, &root, &ds_index)?;
     // What the new value can change for the policies: a downstream or fault that makes a retry

@@ -47,6 +47,9 @@ pub struct Compiled {
     pub(crate) groups: Vec<super::replicas::Group>,
     /// Per downstream: the index of its group in `groups`, or `u16::MAX`.
     pub(crate) group_of: Vec<u16>,
+    /// The scenario before its replicas were expanded, when it has any (`scenario` otherwise):
+    /// what a sweep's parameter paths name and its variants are made from.
+    pub(crate) written: Option<std::sync::Arc<Scenario>>,
 }
 
 /// Where a compiled scenario came from: the file's name and text and the scenario's path in it.
@@ -115,6 +118,7 @@ impl Compiled {
         mut stacks: Vec<CompiledStack>,
         origin: Origin,
         groups: Vec<super::replicas::Group>,
+        written: Option<Scenario>,
     ) -> Self {
         let ds_names: Vec<String> = scenario
             .downstreams
@@ -178,7 +182,14 @@ impl Compiled {
             origin,
             groups,
             group_of,
+            written: written.map(std::sync::Arc::new),
         }
+    }
+
+    /// The scenario as written, before its replicas (if any) became downstreams of their own:
+    /// what sweep and map paths name (`downstreams[api]` for all of `api`'s replicas).
+    pub fn written(&self) -> &Scenario {
+        self.written.as_deref().unwrap_or(&self.scenario)
     }
 
     /// This scenario with `parameter` (a path as in error messages, `downstreams[api].model.error_rate`)
@@ -189,7 +200,7 @@ impl Compiled {
         value: &SweepValue,
     ) -> Result<Compiled, ScenarioError> {
         let shown = format!("{} ({parameter} = {value})", self.origin.file);
-        let s = sweep::variant(&self.scenario, parameter, value).map_err(|message| {
+        let s = sweep::variant(self.written(), parameter, value).map_err(|message| {
             ScenarioError::Invalid {
                 path: shown.clone(),
                 position: None,

@@ -73,14 +73,23 @@ pub fn compile_each<'a>(
                 escape(&other)
             )));
         }
+        let written = replicas::has_replicas(&s).then(|| s.clone());
         let (s, groups) = replicas::expand(s, text, path, &root)?;
-        let stacks = check::check(&s, text, path, limits, root.clone(), &groups)?;
+        let stacks = check::check(
+            &s,
+            written.as_ref(),
+            text,
+            path,
+            limits,
+            root.clone(),
+            &groups,
+        )?;
         let origin = Origin {
             file: path.to_string(),
             text: shared.clone(),
             root,
         };
-        Ok(Compiled::build(s, stacks, origin, groups))
+        Ok(Compiled::build(s, stacks, origin, groups, written))
     }))
 }
 
@@ -91,11 +100,20 @@ pub(crate) fn compile(
     shown: &str,
     limits: &Limits,
 ) -> Result<Compiled, ScenarioError> {
+    let written = replicas::has_replicas(&s).then(|| s.clone());
     let (s, groups) = replicas::expand(s, "", shown, &Path::root())?;
-    let stacks = check::check(&s, "", shown, limits, Path::root(), &groups)?;
+    let stacks = check::check(
+        &s,
+        written.as_ref(),
+        "",
+        shown,
+        limits,
+        Path::root(),
+        &groups,
+    )?;
     let origin = Origin {
         file: shown.to_string(),
         ..Origin::default()
     };
-    Ok(Compiled::build(s, stacks, origin, groups))
+    Ok(Compiled::build(s, stacks, origin, groups, written))
 }

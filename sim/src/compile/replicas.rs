@@ -42,6 +42,17 @@ pub fn replica_name(name: &str, k: u32) -> String {
     format!("{name}[{k}]")
 }
 
+/// Whether `s` writes replicas (or a balancer, outlier detection or a retry host, which
+/// [`expand`] checks need them).
+pub(crate) fn has_replicas(s: &Scenario) -> bool {
+    s.downstreams.iter().any(|d| {
+        d.replicas.is_some()
+            || d.balancer.is_some()
+            || d.outlier_detection.is_some()
+            || d.retry_host.is_some()
+    })
+}
+
 /// `s` with its replicated downstreams expanded, and the groups; `s` itself (no groups) when no
 /// downstream has replicas.
 pub(crate) fn expand(
@@ -50,12 +61,7 @@ pub(crate) fn expand(
     file: &str,
     root: &Path,
 ) -> Result<(Scenario, Vec<Group>), ScenarioError> {
-    if s.downstreams.iter().all(|d| {
-        d.replicas.is_none()
-            && d.balancer.is_none()
-            && d.outlier_detection.is_none()
-            && d.retry_host.is_none()
-    }) {
+    if !has_replicas(&s) {
         return Ok((s, Vec::new()));
     }
     let c = Checker::new(&s, text, file);
@@ -141,13 +147,6 @@ pub(crate) fn expand(
                 ),
             ));
         }
-    }
-    if s.sweep.is_some() || s.map.is_some() {
-        let f = if s.sweep.is_some() { "sweep" } else { "map" };
-        return Err(c.fail(
-            &root.field(f),
-            "a sweep or map over a scenario with replicas is not supported yet: expected `sim run`",
-        ));
     }
     let written = s.downstreams.len();
     let mut groups = Vec::new();

@@ -104,6 +104,12 @@ pub fn summary_md(
             "![the call graph with each downstream's figures](graph.svg)\n"
         );
         let _ = writeln!(out, "{hops}");
+    } else if !c.groups.is_empty() {
+        let _ = writeln!(out, "\n### Replicas\n");
+        let _ = writeln!(
+            out,
+            "![each replicated downstream with its replicas' figures](graph.svg)\n"
+        );
     }
     if let Some(extra) = super::extra_load::markdown(policies) {
         let _ = writeln!(out, "\n### Hedges, extra attempts and concurrency limits\n");

@@ -76,6 +76,12 @@ pub fn summary_md(runs: &Runs<'_>) -> String {
     markdown::summary_md(runs.compiled, &runs.seeds, &runs.per_policy(), &figs)
 }
 
+/// `graph.svg`: the call graph with each downstream's figures (a replicated one as one box with
+/// a panel per replica), or `None` for a scenario with neither services nor replicas.
+pub fn graph_svg(runs: &Runs<'_>) -> Option<String> {
+    graph_svg::graph_svg(runs.compiled, &runs.per_policy())
+}
+
 /// The comparison table as text, one row per policy (`styled`: colour the best and worst value
 /// of each column with ANSI escapes).
 pub fn table(runs: &Runs<'_>, styled: bool) -> String {

@@ -16,6 +16,10 @@ pub const SHIPPED: [(&str, &str); 24] = [
         include_str!("../../../scenarios/boundary-map.ron"),
     ),
     (
+        "call-graph-depth-map.ron",
+        include_str!("../../../scenarios/call-graph-depth-map.ron"),
+    ),
+    (
         "call-graph-product.ron",
         include_str!("../../../scenarios/call-graph-product.ron"),
     ),

@@ -16,7 +16,191 @@
 
 use serde_json::Value;
 
-use super::types::{Scenario, Sweep, SweepValue};
+use super::types::{Layer, Scenario, Sweep, SweepValue};
+
+/// The prefix of the call graph's own parameters (see [`graph_variant`]).
+pub const GRAPH: &str = "graph.";
+
+/// Depth of a chain of services: `graph.depth`.
+const DEPTH: &str = "graph.depth";
+
+/// Attempts per hop: `graph.attempts`.
+const ATTEMPTS: &str = "graph.attempts";
+
+/// Calls `f` on `l` and every layer inside it.
+fn each_layer(l: &mut Layer, f: &mut dyn FnMut(&mut Layer)) {
+    f(l);
+    match l {
+        Layer::Call { .. } => {}
+        Layer::Fallback(layers) => {
+            for x in layers {
+                each_layer(x, f);
+            }
+        }
+        Layer::Breaker { inner, .. }
+        | Layer::Retry { inner, .. }
+        | Layer::Throttle { inner, .. }
+        | Layer::Hedge { inner, .. }
+        | Layer::Ledger { inner, .. }
+        | Layer::Limit { inner, .. }
+        | Layer::RateLimit { inner, .. }
+        | Layer::Llm { inner, .. } => each_layer(inner, f),
+    }
+}
+
+/// The downstream names the `Call` and `Llm` layers of `stacks` name, sorted, once each.
+fn callees<'a>(stacks: impl Iterator<Item = &'a Layer>) -> Vec<String> {
+    let mut out = Vec::new();
+    for l in stacks {
+        let mut l = l.clone();
+        each_layer(&mut l, &mut |x| {
+            if let Layer::Call { downstream, .. } | Layer::Llm { downstream, .. } = x {
+                out.push(downstream.clone());
+            }
+        });
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The chain of services from the edge, by downstream index: the one downstream every policy
+/// calls, then the one its handler's calls call, and so on to the first without a handler
+/// (the leaf), or why the graph is not such a chain.
+fn chain(s: &Scenario) -> Result<Vec<usize>, String> {
+    let index = |name: &str| s.downstreams.iter().position(|d| d.name == name);
+    let one = |names: Vec<String>, who: &str| match names.as_slice() {
+        [name] => {
+            index(name).ok_or_else(|| format!("{who} calls \"{name}\", which is not a downstream"))
+        }
+        _ => Err(format!(
+            "{DEPTH} needs a chain of services, and {who} calls {} downstreams ({names:?}): expected one",
+            names.len()
+        )),
+    };
+    let mut out = vec![one(
+        callees(s.policies.iter().map(|p| &p.stack)),
+        "the edge (the policies)",
+    )?];
+    while let Some(h) = &s.downstreams[out[out.len() - 1]].handler {
+        let who = format!("\"{}\"", s.downstreams[out[out.len() - 1]].name);
+        let next = one(callees(h.calls.iter().map(|c| &c.stack)), &who)?;
+        if out.contains(&next) || out.len() > s.downstreams.len() {
+            return Err(format!(
+                "{DEPTH}: the chain from the edge comes back to {who}"
+            ));
+        }
+        out.push(next);
+    }
+    Ok(out)
+}
+
+/// A whole number of at least 1 from `value`, for `parameter`.
+fn whole(parameter: &str, value: &SweepValue) -> Result<u32, String> {
+    match value {
+        SweepValue::Number(x) if x.fract() == 0.0 && *x >= 1.0 && *x <= f64::from(u32::MAX) => {
+            Ok(*x as u32)
+        }
+        v => Err(format!(
+            "`{parameter}` = {v}: expected a whole number of at least 1"
+        )),
+    }
+}
+
+/// The call graph's own parameters, which no single field holds:
+///
+/// - `graph.depth` = d: the graph must be a chain from the edge (every policy calls one
+///   downstream, each service's handler one more, down to a leaf without a handler) of D tiers;
+///   a depth d in 1..=D keeps the first d − 1 services and the leaf (service d − 1, or the edge
+///   for d = 1, calls the leaf directly), and drops the services between and the faults naming
+///   them. With attempts k at every hop, the leaf gets up to k^d calls per edge request.
+/// - `graph.attempts` = k: sets `max_attempts` of every `Retry` layer, in the policies (the edge)
+///   and in every handler's calls: the attempts per hop.
+///
+/// `value` `None` only checks that the parameter applies to `s`.
+fn graph_variant(
+    s: &mut Scenario,
+    parameter: &str,
+    value: Option<&SweepValue>,
+) -> Result<(), String> {
+    match parameter {
+        DEPTH => {
+            let c = chain(s)?;
+            let Some(value) = value else { return Ok(()) };
+            let d = whole(parameter, value)? as usize;
+            if d > c.len() {
+                return Err(format!(
+                    "`{parameter}` = {value}: the chain from the edge has {} tiers: expected a depth from 1 to {}",
+                    c.len(),
+                    c.len()
+                ));
+            }
+            if d == c.len() {
+                return Ok(());
+            }
+            let leaf = s.downstreams[c[c.len() - 1]].name.clone();
+            let skipped = s.downstreams[c[d - 1]].name.clone();
+            let rename = |l: &mut Layer| {
+                each_layer(l, &mut |x| {
+                    if let Layer::Call { downstream, .. } = x
+                        && *downstream == skipped
+                    {
+                        *downstream = leaf.clone();
+                    }
+                })
+            };
+            if d == 1 {
+                for p in &mut s.policies {
+                    rename(&mut p.stack);
+                }
+            } else if let Some(h) = &mut s.downstreams[c[d - 2]].handler {
+                for call in &mut h.calls {
+                    rename(&mut call.stack);
+                }
+            }
+            let dropped: Vec<String> = c[d - 1..c.len() - 1]
+                .iter()
+                .map(|&i| s.downstreams[i].name.clone())
+                .collect();
+            let base = |n: &str| n.split('[').next().unwrap_or(n).to_string();
+            s.faults
+                .retain(|f| f.downstream().is_none_or(|n| !dropped.contains(&base(n))));
+            s.downstreams.retain(|d| !dropped.contains(&d.name));
+            Ok(())
+        }
+        ATTEMPTS => {
+            let k = value.map(|v| whole(parameter, v)).transpose()?;
+            let mut found = 0;
+            let mut set = |l: &mut Layer| {
+                each_layer(l, &mut |x| {
+                    if let Layer::Retry { policy, .. } = x {
+                        found += 1;
+                        if let Some(k) = k {
+                            policy.max_attempts = Some(k);
+                        }
+                    }
+                })
+            };
+            for p in &mut s.policies {
+                set(&mut p.stack);
+            }
+            for d in &mut s.downstreams {
+                for call in d.handler.iter_mut().flat_map(|h| h.calls.iter_mut()) {
+                    set(&mut call.stack);
+                }
+            }
+            if found == 0 {
+                return Err(format!(
+                    "`{parameter}`: no Retry layer to set: it sets `max_attempts` of every Retry, at the edge and in every handler"
+                ));
+            }
+            Ok(())
+        }
+        other => Err(format!(
+            "`{other}` is not a parameter of the call graph: expected `{DEPTH}` or `{ATTEMPTS}`"
+        )),
+    }
+}
 
 /// One step of a parameter path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,6 +350,9 @@ fn named(item: &Value, n: &str) -> bool {
 
 /// Checks that `parameter` names a field of `s` (whatever its value).
 pub fn check_path(s: &Scenario, parameter: &str) -> Result<(), String> {
+    if parameter.trim().starts_with(GRAPH) {
+        return graph_variant(&mut s.clone(), parameter.trim(), None);
+    }
     let steps = parse_path(parameter)?;
     let mut tree = serde_json::to_value(s).map_err(|e| e.to_string())?;
     match find(&mut tree, &steps, parameter) {
@@ -231,10 +418,14 @@ fn set_duration(
 
 /// `s` with `parameter` set to `value`, not yet validated. The variant has no sweep of its own.
 pub fn variant(s: &Scenario, parameter: &str, value: &SweepValue) -> Result<Scenario, String> {
-    let steps = parse_path(parameter)?;
     let mut base = s.clone();
     base.sweep = None;
     base.map = None;
+    if parameter.trim().starts_with(GRAPH) {
+        graph_variant(&mut base, parameter.trim(), Some(value))?;
+        return Ok(base);
+    }
+    let steps = parse_path(parameter)?;
     let mut tree = serde_json::to_value(&base).map_err(|e| e.to_string())?;
     let target = match find(&mut tree, &steps, parameter) {
         Ok(t) => t,

@@ -144,24 +144,66 @@ impl BalancerState {
 }
 
 impl World<'_> {
-    /// The downstream an attempt of `request` to `ds` goes to: `ds` itself, or a replica its
-    /// group's balancer picks (`first`: the request's first attempt); counted as outstanding
-    /// there.
+    /// The group `ds` belongs to, or `u16::MAX`.
     #[inline]
-    pub(super) fn pick_replica(&mut self, ds: u16, request: Handle, first: bool) -> u16 {
-        let g = self
-            .c
+    pub(super) fn group_of(&self, ds: u16) -> u16 {
+        self.c
             .group_of
             .get(usize::from(ds))
             .copied()
-            .unwrap_or(u16::MAX);
+            .unwrap_or(u16::MAX)
+    }
+
+    /// The downstream an attempt of `request` to `ds` goes to: `ds` itself, or a replica its
+    /// group's balancer picks (`first`: the request's first attempt), or replica `host` when a
+    /// per-host breaker picked it already; counted as outstanding there.
+    #[inline]
+    pub(super) fn pick_replica(
+        &mut self,
+        ds: u16,
+        request: Handle,
+        first: bool,
+        host: Option<u16>,
+    ) -> u16 {
+        let g = self.group_of(ds);
         if g == u16::MAX {
             return ds;
         }
+        let k = match host {
+            Some(k) => u32::from(k),
+            // With no replica blocked, one is always eligible.
+            None => self.choose_replica(g, request, first, None).unwrap_or(0),
+        };
+        let slot = request.index as usize;
+        if self.tried.len() <= slot {
+            self.tried.resize(slot + 1, Tried::default());
+        }
+        let tried = self.tried[slot];
+        self.tried[slot] = Tried {
+            group: g,
+            last: k as u16,
+            mask: tried.mask | (1u64 << (k % 64)),
+        };
+        let d = self.c.groups[usize::from(g)].members[k as usize];
+        self.outstanding[usize::from(d)] += 1;
+        d
+    }
+
+    /// The replica of group `g` the balancer picks for an attempt of `request` (`first`: its
+    /// first attempt), among those outlier detection has not ejected and, with `blocked`, whose
+    /// entry is false (their per-host breaker admits calls); `None` when `blocked` leaves none.
+    /// Moves the balancer's cursor and random stream, not the request's record of replicas tried
+    /// ([`pick_replica`](Self::pick_replica) does when the attempt is sent).
+    pub(super) fn choose_replica(
+        &mut self,
+        g: u16,
+        request: Handle,
+        first: bool,
+        blocked: Option<&[bool]>,
+    ) -> Option<u32> {
         self.sweeps_due(g);
         let group = &self.c.groups[usize::from(g)];
-        let members = &group.members;
-        let n = members.len() as u32;
+        let n = group.members.len() as u32;
         // What this request tried before in this group.
         let slot = request.index as usize;
         if self.tried.len() <= slot {
@@ -178,13 +220,13 @@ impl World<'_> {
         let b = &mut self.balancers[usize::from(g)];
         // Envoy's panic threshold (50%): with fewer than half the replicas left, use them all.
         let panic = (n - b.ejected) * 2 < n;
+        let open = |k: u32| blocked.is_some_and(|x| x.get(k as usize).copied().unwrap_or(true));
         if group.retry_host == RetryHost::Same
             && tried.last != u16::MAX
             && b.eligible(u32::from(tried.last), panic)
+            && !open(u32::from(tried.last))
         {
-            let d = members[usize::from(tried.last)];
-            self.outstanding[usize::from(d)] += 1;
-            return d;
+            return Some(u32::from(tried.last));
         }
         // Envoy's `previous_hosts`: replicas this request tried are not picked again while
         // another is left (replica k is bit k % 64).
@@ -194,17 +236,22 @@ impl World<'_> {
             0
         };
         let ok = |b: &BalancerState, avoid: u64, k: u32| {
-            b.eligible(k, panic) && avoid & (1u64 << (k % 64)) == 0
+            b.eligible(k, panic) && avoid & (1u64 << (k % 64)) == 0 && !open(k)
         };
-        let mut healthy = if avoid == 0 && (panic || b.ejected == 0) {
+        let count = |b: &BalancerState, avoid: u64| (0..n).filter(|&k| ok(b, avoid, k)).count();
+        let mut healthy = if avoid == 0 && (panic || b.ejected == 0) && blocked.is_none() {
             n
         } else {
-            (0..n).filter(|&k| ok(b, avoid, k)).count() as u32
+            count(b, avoid) as u32
         };
-        if healthy == 0 {
+        if healthy == 0 && avoid != 0 {
             avoid = 0;
-            healthy = if panic { n } else { n - b.ejected };
+            healthy = count(b, avoid) as u32;
         }
+        if healthy == 0 {
+            return None;
+        }
+        let members = &group.members;
         let out = &self.outstanding;
         let load = |k: u32| out[usize::from(members[k as usize])];
         // The `i`-th eligible replica.
@@ -257,14 +304,7 @@ impl World<'_> {
                 }
             }
         };
-        self.tried[slot] = Tried {
-            group: g,
-            last: k as u16,
-            mask: tried.mask | (1u64 << (k % 64)),
-        };
-        let d = members[k as usize];
-        self.outstanding[usize::from(d)] += 1;
-        d
+        Some(k)
     }
 
     /// An attempt sent to `ds` ended (answered, timed out or cancelled).
@@ -277,12 +317,7 @@ impl World<'_> {
 
     /// Outlier detection hears an answer from `ds` (`failed`: a 5xx, a reset or a timeout).
     pub(super) fn outlier_outcome(&mut self, ds: u16, failed: bool) {
-        let g = self
-            .c
-            .group_of
-            .get(usize::from(ds))
-            .copied()
-            .unwrap_or(u16::MAX);
+        let g = self.group_of(ds);
         let Some(group) = self.c.groups.get(usize::from(g)) else {
             return;
         };

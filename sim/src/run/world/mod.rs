@@ -83,6 +83,11 @@ enum Frame {
     Idle,
     /// A breaker's permit for the call in progress.
     Permit(reliable_core::breaker::Permit),
+    /// A per-host breaker's permit, and the host (replica) it is for: the call goes there.
+    HostPermit {
+        permit: reliable_core::breaker::Permit,
+        host: u16,
+    },
     /// A fallback's current child and the deadline its children inherit.
     Fallback { index: u16, deadline: u64 },
     /// A retry layer's per-request state (the core's) and the deadline of the enclosing layers.
@@ -304,6 +309,8 @@ pub struct World<'c> {
     outstanding: Vec<u32>,
     /// Per request slot: the replicas it tried (for retries that pick the same or another).
     tried: Vec<balance::Tried>,
+    /// Scratch for a per-host breaker's pick: which replicas' breakers refuse calls.
+    host_blocked: Vec<bool>,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -364,12 +371,18 @@ impl<'c> World<'c> {
                 breaker,
                 scope,
                 slot,
+                hosts,
                 ..
             } = &stack.nodes[node as usize].kind
             else {
                 continue;
             };
-            let n = if *scope == Scope::Shared { 1 } else { clients };
+            // Per host: client c's breaker for host k is instance c × hosts + k.
+            let n = match scope {
+                Scope::Shared => 1,
+                Scope::PerClient => clients,
+                Scope::PerHost => clients.saturating_mul(*hosts),
+            };
             breakers.push(breaker.instances((0..n).map(|client| {
                 let key = (u64::from(*slot) << 32) | u64::from(client);
                 crate::engine::rng::derive(seed, StreamId::Client, key)
@@ -534,6 +547,7 @@ impl<'c> World<'c> {
             balancers: balance::BalancerState::all(c, seed),
             outstanding: vec![0; s.downstreams.len()],
             tried: Vec::new(),
+            host_blocked: Vec::new(),
         }
     }
 

@@ -12,7 +12,8 @@
 //!   [`crate::balance`]); every replica sits at its group's depth and honours deadlines as the
 //!   group does.
 //! - **What cannot be emulated** is refused before anything starts, with the reason: outlier
-//!   detection over replicas (its ejections are the simulator's alone so far).
+//!   detection over replicas (its ejections are the simulator's alone so far) and breakers per
+//!   host (`scope: PerHost`: the emulated client keeps one breaker per downstream).
 //!
 //! The deadline travels between hops as a `grpc-timeout` header (the remaining time, in wall
 //! microseconds), as gRPC sends it; the server reads it as the request arrives.
@@ -50,8 +51,32 @@ pub fn is_graph(c: &Compiled) -> bool {
     c.scenario.downstreams.iter().any(|d| d.handler.is_some())
 }
 
-/// Refuses what the emulator cannot run as `sim` does: outlier detection over replicas.
+/// Refuses what the emulator cannot run as `sim` does: outlier detection over replicas, and
+/// breakers per host (`scope: PerHost`).
 pub fn check(c: &Compiled) -> Result<(), String> {
+    let edge = c
+        .scenario
+        .policies
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("policies[{i}].stack"), &p.stack));
+    let hops = c.scenario.downstreams.iter().flat_map(|d| {
+        d.handler.iter().flat_map(move |h| {
+            h.calls.iter().enumerate().map(move |(k, call)| {
+                (
+                    format!("downstream \"{}\": handler.calls[{k}].stack", d.name),
+                    &call.stack,
+                )
+            })
+        })
+    });
+    for (path, stack) in edge.chain(hops) {
+        if let Some(field) = stack.per_host(&path) {
+            return Err(format!(
+                "{field}: breakers per host (scope PerHost) are not emulated yet, only simulated (write PerClient or Shared to emulate this policy)"
+            ));
+        }
+    }
     for g in crate::simface::groups(c) {
         if g.outlier.is_some() {
             return Err(format!(

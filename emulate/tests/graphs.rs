@@ -190,6 +190,35 @@ fn outlier_detection_is_refused_with_the_reason_not_run() {
 }
 
 #[test]
+fn breakers_per_host_are_refused_at_their_field_not_run_as_one() {
+    let c = compile(
+        r#"Scenario(
+    name: "replicas",
+    horizon: "3s",
+    workload: OpenLoop(rate: 60.0, clients: 4),
+    downstreams: [
+        (name: "leaf", model: Server(workers: 8, service: Constant("10ms")), replicas: 3),
+    ],
+    policies: [
+        (name: "call", stack: Call(downstream: "leaf", timeout: "1s")),
+        (name: "host breakers", stack: Breaker(config: (failure_rate: 0.5, minimum_calls: 10,
+            window: Count(calls: 20), open: (duration: "1s")), scope: PerHost,
+            inner: Call(downstream: "leaf", timeout: "1s"))),
+    ],
+)"#,
+    );
+    let e = size::measure(&c, 1.0, 1).unwrap_err();
+    assert!(
+        e.starts_with("policies[1].stack.scope: breakers per host")
+            && e.contains("not emulated yet"),
+        "{e}"
+    );
+    // The run refuses it too, whichever policy it runs, before anything listens.
+    let e = run_policy(&c, 0, 1, 1.0).unwrap_err();
+    assert!(e.contains("PerHost"), "{e}");
+}
+
+#[test]
 fn the_size_check_counts_every_tier_s_attempts() {
     // 40/s at the edge × (3 api attempts × (1 + 3 db attempts)) = 480 attempts/s.
     let c = compile(&DEADLINE.replace(r#""300ms""#, r#""1s""#));

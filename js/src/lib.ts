@@ -812,11 +812,109 @@ class Shared<A extends unknown[], R> {
  * first action it leaves in the record ({@link IDLE} none), or -1. */
 type Input = () => number;
 
-/** The timer a call waits on: when it is due (ms on its clock), and how to stop it. */
-interface Wake {
-  at: number;
-  stop: () => void;
+/** The timer a call waits on: when it is due (`at`, ms on the call's clock), on the shared
+ * default timer ({@link Timers}) or a custom one (stopped through `controller`). */
+class Wake {
+  /** On the shared timer: not fired nor stopped yet. */
+  live = false;
+  /** On the shared timer: when it is due, on `performance.now()`. */
+  due = 0;
+  controller: AbortController | undefined = undefined;
+  constructor(
+    readonly run: { fired(wake: Wake): void },
+    readonly at: number,
+  ) {}
+
+  stop(): void {
+    if (this.controller !== undefined) this.controller.abort(SUPERSEDED);
+    else timers.stop(this);
+  }
 }
+
+/**
+ * The default timers of every call (an attempt's timeout, a hedge's delay, a backoff), on one
+ * `setTimeout`: a call that ends before its timer is due (the common case) costs an entry in a
+ * list and no `setTimeout`/`clearTimeout` pair (1.2-1.9 us a pair on Node 20 here). The timer is
+ * re-armed only for an earlier wake-up, and keeps the process alive only while a wake-up is live
+ * (`ref`/`unref`, as each call's own timer did). A wake-up never fires before its time.
+ */
+class Timers {
+  /** Sorted by `due` (then by order added), from `head`; stopped ones stay until passed or swept. */
+  list: Wake[] = [];
+  head = 0;
+  live = 0;
+  stopped = 0;
+  handle: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** When `handle` fires, on `performance.now()`. */
+  armed = Infinity;
+  refed = true;
+
+  add(wake: Wake, ms: number): void {
+    const now = performance.now();
+    wake.due = now + ms;
+    wake.live = true;
+    const list = this.list;
+    let i = list.length;
+    while (i > this.head && list[i - 1].due > wake.due) i--;
+    if (i === list.length) list.push(wake);
+    else list.splice(i, 0, wake);
+    if (++this.live === 1) this.ref(true);
+    if (this.handle === undefined || wake.due < this.armed) this.arm(wake.due, now);
+  }
+
+  stop(wake: Wake): void {
+    if (!wake.live) return;
+    wake.live = false;
+    this.stopped++;
+    if (--this.live === 0) this.ref(false);
+    // Sweep the stopped ones once they are most of the list.
+    if (this.stopped > 1024 && this.stopped * 2 > this.list.length - this.head) {
+      this.list = this.list.slice(this.head).filter((w) => w.live);
+      this.head = 0;
+      this.stopped = 0;
+    }
+  }
+
+  ref(on: boolean): void {
+    this.refed = on;
+    const h = this.handle as { ref?(): void; unref?(): void } | undefined;
+    if (typeof h === "object") on ? h.ref?.() : h.unref?.();
+  }
+
+  arm(due: number, now: number): void {
+    if (this.handle !== undefined) clearTimeout(this.handle);
+    this.armed = due;
+    // Whole milliseconds, rounded up: never before the time asked for.
+    this.handle = setTimeout(() => this.fire(), Math.max(0, Math.ceil(due - now)));
+    if (!this.refed) this.ref(false);
+  }
+
+  fire(): void {
+    this.handle = undefined;
+    this.armed = Infinity;
+    const now = performance.now();
+    const list = this.list;
+    const due: Wake[] = [];
+    while (this.head < list.length && list[this.head].due <= now) {
+      const wake = list[this.head++];
+      if (wake.live) {
+        wake.live = false;
+        this.live--;
+        due.push(wake);
+      } else this.stopped--;
+    }
+    if (this.head > 1024 && this.head * 2 > list.length) {
+      this.list = list.slice(this.head);
+      this.head = 0;
+    }
+    for (; this.head < this.list.length && !this.list[this.head].live; this.head++) this.stopped--;
+    if (this.head < this.list.length) this.arm(this.list[this.head].due, now);
+    if (this.live === 0) this.ref(false);
+    for (const wake of due) wake.run.fired(wake);
+  }
+}
+
+const timers = new Timers();
 
 /** One call, decided by the module's engine: this only runs what it asks for (one object per
  * call, its methods on the prototype). */
@@ -1087,25 +1185,28 @@ class Run<A extends unknown[], R> {
     this.wake?.stop();
     this.wake = undefined;
     if (at < 0) return;
-    const current: Wake = { at, stop: () => {} };
-    const fire = () => {
-      if (this.wake !== current || this.over) return;
-      this.wake = undefined;
-      this.feed(() => this.tick(at));
-    };
+    const wake = new Wake(this, at);
     const wait = this.live > 0 ? s.timer : s.sleep;
-    this.wake = current;
+    this.wake = wake;
     if (wait === defaultSleep) {
-      // The default timer, without the AbortController a custom one is handed.
-      const handle = setTimeout(fire, Math.ceil(ms));
-      current.stop = () => clearTimeout(handle);
+      // The default timer: the shared one, without the AbortController a custom one is handed.
+      timers.add(wake, ms);
     } else {
-      const stop = new AbortController();
-      current.stop = () => stop.abort(SUPERSEDED);
-      wait(ms, stop.signal).then(fire, (error) => {
-        if (!stop.signal.aborted) this.fail(error);
-      });
+      const stop = (wake.controller = new AbortController());
+      wait(ms, stop.signal).then(
+        () => this.fired(wake),
+        (error) => {
+          if (!stop.signal.aborted) this.fail(error);
+        },
+      );
     }
+  }
+
+  /** The timer of `wake` fired. */
+  fired(wake: Wake): void {
+    if (this.wake !== wake || this.over) return;
+    this.wake = undefined;
+    this.feed(() => this.tick(wake.at));
   }
 
   /** The timer set for `at` fired. */

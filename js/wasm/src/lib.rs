@@ -30,7 +30,7 @@
     )
 )]
 
-pub mod de;
+pub use reliable_wasm_de as de;
 #[cfg(target_arch = "wasm32")]
 pub mod ffi;
 #[cfg(target_arch = "wasm32")]

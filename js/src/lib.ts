@@ -572,7 +572,7 @@ const OTHER_LAYERS = ["Fallback", "Llm"];
 /** The largest config the module reads, in bytes of tokens. */
 let inputCap = 0;
 
-/** Writes `value` as the module's config tokens (js/wasm/src/de.rs); `path` names it in errors. */
+/** Writes `value` as the module's config tokens (js/wasm/de/src/lib.rs); `path` names it in errors. */
 function writeTokens(value: unknown, path: string): number {
   inputCap ||= abi.rk_input_cap();
   const out = new Uint8Array(abi.memory.buffer, abi.rk_input_ptr(), inputCap);

@@ -11,7 +11,7 @@ import type { Abi } from "./abi.js";
 let abi: Abi;
 /** The module's record of the latest action polled (js/wasm/src/lib.rs, `Record`), read in place:
  * an input answers with one export call, not one per number. The module never grows its memory
- * (it allocates nothing), so the view stays valid. */
+ * (it allocates nothing), so the view stays valid (a call's start checks). */
 let record: Float64Array;
 
 /** Binds the instantiated module; called once by the entry point before anything is exported. */
@@ -949,6 +949,8 @@ class Run<A extends unknown[], R> {
 
   start(): void {
     const s = this.s;
+    // The module never grows its memory, but a view over a grown one would read nothing.
+    if (record.length === 0) record = new Float64Array(abi.memory.buffer, abi.rk_record_ptr(), RECORD);
     const id = abi.rk_call_start(s.policy, this.now(), s.backoff(), s.throttle());
     if (id < 0) return this.reject(refusal());
     s.used();

@@ -13,9 +13,8 @@
 //! Size: every config type's derive is instantiated with this reader, and each moves the error
 //! through every `Result` it returns, so the error the reader passes around ([`Fail`]) is one
 //! byte; its text is written aside ([`with_text`]) and copied out into a [`DeError`] once, by
-//! [`from_tokens`]. (With the text inside the error, 208 bytes, the readers were most of the
-//! module.) Only one error is alive at a time: the reader never recovers from one.
-
+//! [`from_tokens`]. (With the text inside the error, 200 bytes on wasm32, the readers were most of
+//! the module.) Only one error is alive at a time: the reader never recovers from one.
 //!
 //! The readers are the non-generic [`retry`], [`budget`], [`breaker`] and so on: every
 //! instantiation of the derives is made here, in this crate, which the module's profile

@@ -12,7 +12,7 @@
 //!
 //! Size: every config type's derive is instantiated with this reader, and each moves the error
 //! through every `Result` it returns, so the error the reader passes around ([`Fail`]) is one
-//! byte; its text is written aside ([`with_text`]) and copied out into a [`DeError`] once, by
+//! byte; its text is written aside (`with_text`) and copied out into a [`DeError`] once, by
 //! [`from_tokens`]. (With the text inside the error, 200 bytes on wasm32, the readers were most of
 //! the module.) Only one error is alive at a time: the reader never recovers from one.
 //!
@@ -136,7 +136,7 @@ fn with_text<R>(f: impl FnOnce(&Text) -> R) -> R {
     TEXT.with(f)
 }
 
-/// The error the reader passes up; its text is aside ([`with_text`]).
+/// The error the reader passes up; its text is aside (`with_text`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Fail {
     /// The path was written (the innermost map the error went through names it).

@@ -29,7 +29,7 @@ export interface Abi {
   rk_stack_begin(): void;
   rk_stack_layer(kind: number, flag: number, len: number): number;
   rk_stack_finish(): number;
-  rk_samples_used(): number;
+  rk_record_ptr(): number;
   rk_call_start(policy: number, nowMs: number, backoff: number, throttle: number): number;
   rk_call_answer(
     call: number,
@@ -45,7 +45,6 @@ export interface Abi {
   rk_call_tick(call: number, nowMs: number, backoff: number, throttle: number): number;
   rk_call_cancel(call: number, nowMs: number): number;
   rk_call_poll(call: number): number;
-  rk_out(i: number): number;
   rk_call_timeout(call: number, nowMs: number): number;
   rk_call_free(call: number, nowMs: number): void;
   rk_event(): number;
@@ -73,13 +72,12 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_stack_begin",
   "rk_stack_layer",
   "rk_stack_finish",
-  "rk_samples_used",
+  "rk_record_ptr",
   "rk_call_start",
   "rk_call_answer",
   "rk_call_tick",
   "rk_call_cancel",
   "rk_call_poll",
-  "rk_out",
   "rk_call_timeout",
   "rk_call_free",
   "rk_event",

@@ -208,6 +208,10 @@ class _State:
         self.reason: str | None = None
 
 
+# The state of a call nobody reads (no ``on_call``): one for all such calls, written and never read.
+_UNREAD = _State()
+
+
 class _Refused(Exception):
     """The engine refused the call locally: ``error`` is what the caller gets without on_open."""
 
@@ -277,6 +281,19 @@ def _call(fn: Any, args: Any, kwargs: Any) -> tuple[bool, Any]:
         return (False, exc)
 
 
+def _in_thread(n: int, fn: Any, args: Any, kwargs: Any,
+               answers: queue.SimpleQueue[tuple[int, tuple[bool, Any]]]) -> None:
+    """Runs copy ``n`` in a daemon thread; its outcome is put on ``answers``."""
+    def work() -> None:
+        try:
+            outcome = _call(fn, args, kwargs)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome = (False, exc)
+        answers.put((n, outcome))
+
+    threading.Thread(target=work, name=f"reliable-copy-{n}", daemon=True).start()
+
+
 def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classify: Any,
                 on_event: Any, state: _State) -> Any:
     """One call, the engine deciding, in the caller's thread.
@@ -288,27 +305,18 @@ def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classi
     """
     run = policy.start(on_event is not None)
     hedges = policy.hedges
-    answers: queue.SimpleQueue[tuple[int, tuple[bool, Any]]] = queue.SimpleQueue()
-    in_flight: set[int] = set()
+    # Made with the first copy run in a thread: a call whose copies all run inline (no timer, no
+    # hedging: the common case) makes neither.
+    answers: queue.SimpleQueue[tuple[int, tuple[bool, Any]]] | None = None
+    in_flight: set[int] | None = None
     values: dict[int, Any] = {}
     errors: dict[int, BaseException] = {}
     timeouts: dict[int, float | None] = {}
-
-    def in_thread(n: int) -> None:
-        def work() -> None:
-            try:
-                outcome = _call(fn, args, kwargs)
-            except BaseException as exc:  # handed to the caller's thread
-                outcome = (False, exc)
-            answers.put((n, outcome))
-
-        in_flight.add(n)
-        threading.Thread(target=work, name=f"reliable-copy-{n}", daemon=True).start()
-
     delay = None  # the retry wait decided last, slept when nothing is in flight
     try:
         while True:
-            _dispatch(run, on_event)
+            if on_event is not None:
+                _dispatch(run, on_event)
             inline = None
             for action in run.poll():
                 kind = action[0]
@@ -316,7 +324,10 @@ def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classi
                     n, timeout = action[1], action[2]
                     timeouts[n] = timeout
                     if hedges or timeout is not None:
-                        in_thread(n)
+                        if answers is None or in_flight is None:
+                            answers, in_flight = queue.SimpleQueue(), set()
+                        in_flight.add(n)
+                        _in_thread(n, fn, args, kwargs, answers)
                     else:
                         inline = n
                 elif kind == "retry":
@@ -325,14 +336,19 @@ def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classi
                     else:
                         sleep(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
                 elif kind == "cancel":
-                    in_flight.discard(action[1])
+                    if in_flight is not None:
+                        in_flight.discard(action[1])
                 else:
                     return _finish(action, values, errors, timeouts, state)
             if inline is not None:
-                _feed(run, inline, _call(fn, args, kwargs), values, errors, classify)
+                try:
+                    outcome = (True, fn(*args, **kwargs))
+                except Exception as exc:
+                    outcome = (False, exc)
+                _feed(run, inline, outcome, values, errors, classify)
                 continue
             wait = run.wait()
-            if in_flight:
+            if in_flight and answers is not None:
                 try:
                     n, outcome = answers.get(timeout=wait)
                 except queue.Empty:
@@ -374,11 +390,12 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
     values: dict[int, Any] = {}
     errors: dict[int, BaseException] = {}
     timeouts: dict[int, float | None] = {}
-    dropped: list[asyncio.Future[tuple[bool, Any]]] = []
+    dropped: list[asyncio.Future[tuple[bool, Any]]] | None = None  # made with the first one
     delay = None  # the retry wait decided last, slept when nothing is in flight
     try:
         while True:
-            _dispatch(run, on_event)
+            if on_event is not None:
+                _dispatch(run, on_event)
             inline = None
             for action in run.poll():
                 kind = action[0]
@@ -398,13 +415,19 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
                     task = tasks.pop(action[1], None)
                     if task is not None:
                         task.cancel()
+                        if dropped is None:
+                            dropped = []
                         dropped.append(task)
                 else:
                     if dropped:  # their cancellation has run when the call returns
                         await asyncio.wait(dropped)
                     return _finish(action, values, errors, timeouts, state)
             if inline is not None:
-                _feed(run, inline, await _attempt(fn, args, kwargs), values, errors, classify)
+                try:
+                    outcome = (True, await fn(*args, **kwargs))
+                except Exception as exc:
+                    outcome = (False, exc)
+                _feed(run, inline, outcome, values, errors, classify)
                 continue
             wait = run.wait()
             if tasks:
@@ -562,7 +585,7 @@ def _sync_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name)
 
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter() if on_call is not None else 0.0
-        state = _State()
+        state = _State() if on_call is not None else _UNREAD
         try:
             result = _drive_sync(policy, fn, args, kwargs, sleep, classify, on_event, state)
         except (_Refused, SpendLimitError) as refused:
@@ -602,7 +625,7 @@ def _async_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name
 
     async def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter() if on_call is not None else 0.0
-        state = _State()
+        state = _State() if on_call is not None else _UNREAD
         try:
             result = await _drive_async(policy, fn, args, kwargs, pause, classify, on_event, state)
         except (_Refused, SpendLimitError) as refused:

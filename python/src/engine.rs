@@ -11,9 +11,10 @@
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use reliable_core::breaker::{
     BreakerConfig, BreakerPolicy, Outcome, Permit, RejectReason, Rejection, State, Transition,
@@ -774,16 +775,26 @@ impl Run {
     /// the retry policy's reason), `refused` (`detail` who: `breaker`, `throttle`, `ledger`,
     /// `limiter`; `retry_after` when it would admit, `-1` never) or `cancelled`.
     fn poll<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let now = self.now(py)?;
+        // The clock is read only for a copy with a deadline (the time left is from now), once.
+        let mut now = None;
         let out = PyList::empty(py);
         for wait in std::mem::take(&mut self.waits) {
-            out.append(("retry", wait))?;
+            out.append((intern!(py, "retry"), wait))?;
         }
         while let Some(action) = self.cell.with_dependent_mut(|_, call| call.poll()) {
             let item: Bound<'py, PyTuple> = match action {
                 Action::Send { n, deadline, hedge } => {
-                    let left = deadline.map(|d| d.saturating_duration_since(now).as_secs_f64());
-                    ("send", n, left, hedge).into_pyobject(py)?
+                    let left = match deadline {
+                        Some(d) => {
+                            let now = match now {
+                                Some(t) => t,
+                                None => *now.insert(self.now(py)?),
+                            };
+                            Some(d.saturating_duration_since(now).as_secs_f64())
+                        }
+                        None => None,
+                    };
+                    (intern!(py, "send"), n, left, hedge).into_pyobject(py)?
                 }
                 Action::Cancel { n, why } => {
                     let why = match why {
@@ -791,31 +802,48 @@ impl Run {
                         Cancelled::TimedOut => "timed-out",
                         Cancelled::CallOver => "call-over",
                     };
-                    ("cancel", n, why).into_pyobject(py)?
+                    (intern!(py, "cancel"), n, why).into_pyobject(py)?
                 }
                 Action::Done(end) => {
                     self.over = true;
                     let last_n = end.last.map(|(n, _)| n);
-                    let (result, detail, after, reason): (&str, Py<PyAny>, Option<f64>, &str) =
-                        match end.result {
-                            Ended::Ok { n } => {
-                                ("ok", n.into_pyobject(py)?.into_any().unbind(), None, "")
-                            }
-                            Ended::GaveUp(r) => (
-                                "gave-up",
-                                r.name().into_pyobject(py)?.into_any().unbind(),
-                                None,
-                                r.name(),
-                            ),
-                            Ended::Refused(r) => (
-                                "refused",
-                                by(r).into_pyobject(py)?.into_any().unbind(),
-                                refusal_after(r),
-                                refusal_reason(r),
-                            ),
-                            Ended::Cancelled => ("cancelled", py.None(), None, "cancelled"),
-                        };
-                    ("done", result, detail, end.attempts, last_n, after, reason)
+                    // A successful end's names are interned: it makes no new string.
+                    let name = |s: &'static str| PyString::new(py, s);
+                    let (result, detail, after, reason): (
+                        Bound<'py, PyString>,
+                        Py<PyAny>,
+                        Option<f64>,
+                        Bound<'py, PyString>,
+                    ) = match end.result {
+                        Ended::Ok { n } => (
+                            intern!(py, "ok").clone(),
+                            n.into_pyobject(py)?.into_any().unbind(),
+                            None,
+                            intern!(py, "").clone(),
+                        ),
+                        Ended::GaveUp(r) => (
+                            name("gave-up"),
+                            r.name().into_pyobject(py)?.into_any().unbind(),
+                            None,
+                            name(r.name()),
+                        ),
+                        Ended::Refused(r) => (
+                            name("refused"),
+                            by(r).into_pyobject(py)?.into_any().unbind(),
+                            refusal_after(r),
+                            name(refusal_reason(r)),
+                        ),
+                        Ended::Cancelled => (name("cancelled"), py.None(), None, name("cancelled")),
+                    };
+                    (
+                        intern!(py, "done"),
+                        result,
+                        detail,
+                        end.attempts,
+                        last_n,
+                        after,
+                        reason,
+                    )
                         .into_pyobject(py)?
                 }
             };

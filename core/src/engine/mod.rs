@@ -708,6 +708,12 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         self.out.pop_front()
     }
 
+    /// How many actions are queued, not polled yet (a face that hands several across a boundary
+    /// at once knows from it whether to ask again).
+    pub fn queued(&self) -> usize {
+        self.out.len()
+    }
+
     /// When to wake the call (hand it [`Input::Tick`] then), if it waits for the time.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.phase {

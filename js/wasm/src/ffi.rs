@@ -301,29 +301,38 @@ pub extern "C" fn rk_stack_finish() -> i32 {
     handle(w.stack_finish(), e)
 }
 
-/// [`World::samples_used`].
+/// Where the record of the latest action polled lives ([`crate::Record`]: the action, the
+/// actions still queued, the samples the latest input used, the events to read, whether the call
+/// waits for a time): JavaScript reads it as a `Float64Array` after each input or poll.
 #[unsafe(no_mangle)]
-pub extern "C" fn rk_samples_used() -> u32 {
-    state().0.samples_used()
+pub extern "C" fn rk_record_ptr() -> u32 {
+    state().0.record_ptr() as u32
 }
 
-/// [`World::call_start`]: a call's handle or -1.
+/// [`World::call_start`]: a call's handle or -1; its first action is polled into the record.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_call_start(policy: u32, now_ms: f64, backoff: f64, throttle: f64) -> i32 {
     let (w, e) = state();
-    handle(w.call_start(policy, now_ms, backoff, throttle), e)
-}
-
-fn input(call: u32, input: Input, now_ms: f64, backoff: f64, throttle: f64) -> i32 {
-    let (w, e) = state();
     handle(
-        w.call_input(call, input, now_ms, backoff, throttle)
-            .map(|()| 0),
+        w.call_start(policy, now_ms, backoff, throttle)
+            .and_then(|call| w.poll(call).map(|_| call)),
         e,
     )
 }
 
-/// Copy `n` of `call` answered (see [`crate::answer_of`] for the numbers): 0 or -1.
+/// Feeds `input`, then polls the call's next action into the record: its code or -1.
+fn input(call: u32, input: Input, now_ms: f64, backoff: f64, throttle: f64) -> i32 {
+    let (w, e) = state();
+    handle(
+        w.call_input(call, input, now_ms, backoff, throttle)
+            .and_then(|()| w.poll(call))
+            .map(|p| p as u32),
+        e,
+    )
+}
+
+/// Copy `n` of `call` answered (see [`crate::answer_of`] for the numbers): the next action's
+/// code (see [`rk_call_poll`]) or -1.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn rk_call_answer(
@@ -341,29 +350,24 @@ pub extern "C" fn rk_call_answer(
     input(call, Input::Answer { n, answer }, now_ms, backoff, throttle)
 }
 
-/// The time passed for `call` (the timer it asked for fired): 0 or -1.
+/// The time passed for `call` (the timer it asked for fired): the next action's code or -1.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_call_tick(call: u32, now_ms: f64, backoff: f64, throttle: f64) -> i32 {
     input(call, Input::Tick, now_ms, backoff, throttle)
 }
 
-/// The caller cancels `call`: 0 or -1.
+/// The caller cancels `call`: the next action's code or -1.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_call_cancel(call: u32, now_ms: f64) -> i32 {
     input(call, Input::Cancel, now_ms, 0.0, 0.0)
 }
 
-/// [`World::poll`]: the action's code ([`Polled`]; its numbers from [`rk_out`]) or -1.
+/// [`World::poll`]: the action's code ([`crate::Polled`]; it and its numbers in the record, see
+/// [`rk_record_ptr`]) or -1.
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_call_poll(call: u32) -> i32 {
     let (w, e) = state();
     handle(w.poll(call).map(|p| p as u32), e)
-}
-
-/// The `i`-th number of the latest action polled (0 to 5; otherwise NaN).
-#[unsafe(no_mangle)]
-pub extern "C" fn rk_out(i: u32) -> f64 {
-    state().0.out().get(i as usize).copied().unwrap_or(f64::NAN)
 }
 
 /// [`World::timeout`]: how long until the call wants a tick (ms), -1 never, NaN failure.

@@ -21,12 +21,13 @@ pub(crate) unsafe fn world(w: *mut World) {
         array(&raw mut (*w).calls, CallSlot::new);
         (&raw mut (*w).call_slots).write(Slots::new());
         (&raw mut (*w).current).write(Cell::new(u32::MAX));
+        (&raw mut (*w).last_call).write(Cell::new(u32::MAX));
         (&raw mut (*w).builder).write(RefCell::new(crate::policy::Builder::default()));
         (&raw mut (*w).read_error).write(Cell::new(None));
         (&raw mut (*w).samples).write(Cell::new((0, 0)));
         (&raw mut (*w).used).write(Cell::new(0));
         (&raw mut (*w).events).write(Events::default());
-        (&raw mut (*w).out).write(Cell::new([0.0; 6]));
+        (&raw mut (*w).record).write(Cell::new([0.0; crate::RECORD]));
         (&raw mut (*w).gave_up).write(Cell::new(""));
     }
 }

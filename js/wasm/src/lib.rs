@@ -30,7 +30,7 @@
     )
 )]
 
-pub mod de;
+pub use reliable_wasm_de as de;
 #[cfg(target_arch = "wasm32")]
 pub mod ffi;
 #[cfg(target_arch = "wasm32")]
@@ -230,6 +230,16 @@ impl Events {
         self.0.try_borrow_mut().ok()?.pop_front()
     }
 
+    /// How many events are not read yet.
+    pub fn len(&self) -> usize {
+        self.0.try_borrow().map_or(0, |q| q.len())
+    }
+
+    /// Whether every event was read.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Forgets the events not read yet.
     pub fn clear(&self) {
         if let Ok(mut q) = self.0.try_borrow_mut() {
@@ -300,6 +310,8 @@ pub struct World {
     call_slots: Slots<MAX_CALLS>,
     /// The policy of the call being fed an input.
     current: Cell<u32>,
+    /// The call fed the latest input: the events not read yet are its own.
+    last_call: Cell<u32>,
     /// The stack being read.
     builder: RefCell<policy::Builder>,
     /// Why the latest config could not be read.
@@ -310,8 +322,8 @@ pub struct World {
     /// one only for a sample used, so a sequence of draws is consumed as the core asks.
     used: Cell<u32>,
     events: Events,
-    /// The numbers of the latest action polled.
-    out: Cell<[f64; 6]>,
+    /// The latest action polled and what the face needs to know with it (see [`Record`]).
+    record: Cell<[f64; RECORD]>,
     /// The core's name of the latest give-up reason (`max-attempts`, `fatal`, ...).
     gave_up: Cell<&'static str>,
 }
@@ -327,12 +339,13 @@ impl World {
             calls: [const { CallSlot::new() }; MAX_CALLS],
             call_slots: Slots::new(),
             current: Cell::new(u32::MAX),
+            last_call: Cell::new(u32::MAX),
             builder: RefCell::new(policy::Builder::default()),
             read_error: Cell::new(None),
             samples: Cell::new((0, 0)),
             used: Cell::new(0),
             events: Events::default(),
-            out: Cell::new([0.0; 6]),
+            record: Cell::new([0.0; RECORD]),
             gave_up: Cell::new(""),
         }
     }
@@ -558,6 +571,29 @@ pub fn seed_retry(
     })
 }
 
+/// The numbers of [`World::record`], by index: what an action polled says, and what the face
+/// must know after an input without asking again. JavaScript reads them straight from linear
+/// memory (a `Float64Array` over [`World::record_ptr`]): one export per input, not one per number.
+pub struct Record;
+
+impl Record {
+    /// The action's code ([`Polled`]).
+    pub const CODE: usize = 0;
+    /// Its numbers (six, see [`Polled`]) start here.
+    pub const NUMBERS: usize = 1;
+    /// Actions still queued after it: poll again only if not zero.
+    pub const QUEUED: usize = 7;
+    /// The samples the latest input used (1 backoff, 2 throttle).
+    pub const USED: usize = 8;
+    /// Events not read yet (read them with `rk_event` only if not zero).
+    pub const EVENTS: usize = 9;
+    /// 1 if the call waits for a time (ask `rk_call_timeout`), 0 if only for answers or over.
+    pub const WAKE: usize = 10;
+}
+
+/// The numbers in [`World::record`].
+pub const RECORD: usize = 11;
+
 /// What [`World::poll`] answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Polled {
@@ -583,7 +619,22 @@ impl World {
 
     /// The numbers of the latest action polled.
     pub fn out(&self) -> [f64; 6] {
-        self.out.get()
+        let r = self.record.get();
+        let mut out = [0.0; 6];
+        if let Some(numbers) = r.get(Record::NUMBERS..Record::NUMBERS + 6) {
+            out.copy_from_slice(numbers);
+        }
+        out
+    }
+
+    /// The latest action polled, and what the face needs with it ([`Record`]).
+    pub fn record(&self) -> [f64; RECORD] {
+        self.record.get()
+    }
+
+    /// Where [`record`](Self::record) lives in memory (the world never moves).
+    pub fn record_ptr(&self) -> *const f64 {
+        self.record.as_ptr().cast()
     }
 
     /// The events not read yet.
@@ -712,8 +763,9 @@ impl World {
         let h = self.call_slots.take().ok_or(Failure::Full(Table::Calls))?;
         let slot: &'static CallSlot = self.calls.get(h).ok_or(Failure::BadHandle)?;
         slot.policy.set(policy);
+        // A new call (perhaps in the slot of one freed): nothing before it is its own.
         self.events.clear();
-        self.enter(policy, backoff, throttle);
+        self.enter(h as u32, policy, backoff, throttle);
         if !slot.cell.start(plan, self, instant(now_ms)) {
             self.call_slots.give_back(h as u32);
             return Err(Failure::BadHandle);
@@ -726,12 +778,13 @@ impl World {
         self.read_error.get()
     }
 
-    /// Which samples the latest input used (1 backoff, 2 throttle), then forgets it.
-    pub fn samples_used(&self) -> u32 {
-        self.used.replace(0)
-    }
-
-    fn enter(&self, policy: u32, backoff: f64, throttle: f64) {
+    fn enter(&self, call: u32, policy: u32, backoff: f64, throttle: f64) {
+        // The events of another call not read by now are never read: the face reads a call's
+        // events right after the inputs that made them, or (when nobody listens) never. Those
+        // of the same call stay, as one answer may be fed as several inputs before they are read.
+        if self.last_call.replace(call) != call {
+            self.events.clear();
+        }
         self.used.set(0);
         self.current.set(policy);
         self.samples.set((sample(backoff), sample(throttle)));
@@ -747,7 +800,7 @@ impl World {
         throttle: f64,
     ) -> Result<(), Failure> {
         let slot = self.slot(call)?;
-        self.enter(slot.policy.get(), backoff, throttle);
+        self.enter(call, slot.policy.get(), backoff, throttle);
         slot.cell
             .with(|c| {
                 let now = snap(instant(now_ms), c.poll_timeout());
@@ -756,10 +809,14 @@ impl World {
             .ok_or(Failure::BadHandle)
     }
 
-    /// The next action of `call` (see [`Polled`]; its numbers in [`out`](Self::out)).
+    /// The next action of `call` (see [`Polled`]; its numbers in [`out`](Self::out), and the
+    /// whole [`record`](Self::record) written).
     pub fn poll(&self, call: u32) -> Result<Polled, Failure> {
         let slot = self.slot(call)?;
-        let action = slot.cell.with(|c| c.poll()).ok_or(Failure::BadHandle)?;
+        let (action, queued, wake) = slot
+            .cell
+            .with(|c| (c.poll(), c.queued(), c.poll_timeout().is_some()))
+            .ok_or(Failure::BadHandle)?;
         let opt = |t: Option<Instant>| t.map_or(-1.0, instant_millis);
         let (polled, out) = match action {
             None => (Polled::Idle, [0.0; 6]),
@@ -812,7 +869,20 @@ impl World {
                 )
             }
         };
-        self.out.set(out);
+        let [a, b, c, d, e, f] = out;
+        self.record.set([
+            f64::from(polled as u32),
+            a,
+            b,
+            c,
+            d,
+            e,
+            f,
+            queued as f64,
+            f64::from(self.used.get()),
+            self.events.len() as f64,
+            f64::from(u8::from(wake)),
+        ]);
         Ok(polled)
     }
 
@@ -834,7 +904,7 @@ impl World {
         let Ok(slot) = self.slot(call) else {
             return;
         };
-        self.enter(slot.policy.get(), 0.0, 0.0);
+        self.enter(call, slot.policy.get(), 0.0, 0.0);
         slot.cell.with(|c| {
             if !c.is_done() {
                 c.handle(instant(now_ms), Input::Cancel);

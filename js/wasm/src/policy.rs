@@ -20,7 +20,7 @@ use reliable_core::{ConfigError, Duration};
 
 use core::cell::RefCell;
 
-use crate::de::from_tokens;
+use crate::de::{self, DeError};
 use crate::{Failure, Policy, World};
 
 /// The layers a stack may hold, as [`World::stack_layer`] reads their config.
@@ -116,8 +116,10 @@ pub struct Builder {
 }
 
 impl World {
-    fn read<'de, T: serde::Deserialize<'de>>(&self, tokens: &'de [u8]) -> Result<T, Failure> {
-        from_tokens(tokens).map_err(|e| {
+    /// A config read (by one of [`crate::de`]'s readers), or why not kept for
+    /// [`World::read_error`].
+    fn read<T>(&self, read: Result<T, DeError>) -> Result<T, Failure> {
+        read.map_err(|e| {
             self.read_error.set(Some(e));
             Failure::De
         })
@@ -144,47 +146,45 @@ impl World {
             .map_err(|_| Failure::BadHandle)?;
         let kind = Kind::of(kind).ok_or(Failure::BadHandle)?;
         match kind {
-            Kind::Retry => {
-                b.retry = Some(config(RetryPolicy::new(self.read::<RetryConfig>(tokens)?))?)
-            }
+            Kind::Retry => b.retry = Some(config(RetryPolicy::new(self.read(de::retry(tokens))?))?),
             Kind::Budget => {
-                let c: BudgetConfig = self.read(tokens)?;
+                let c = self.read(de::budget(tokens))?;
                 config(BudgetPolicy::new(c))?;
                 b.budget = Some(c);
             }
             Kind::Breaker => {
-                let c: BreakerConfig = self.read(tokens)?;
+                let c = self.read(de::breaker(tokens))?;
                 config(BreakerPolicy::new(c))?;
                 b.breaker = Some(c);
                 b.per_call = flag == 1;
             }
             Kind::Throttle => {
-                let c: ThrottleConfig = self.read(tokens)?;
+                let c = self.read(de::throttle(tokens))?;
                 config(ThrottlePolicy::new(c))?;
                 b.throttle = Some(c);
             }
             Kind::Ledger => {
-                let c: RatioConfig = self.read(tokens)?;
+                let c = self.read(de::ledger(tokens))?;
                 config(RatioPolicy::new(c))?;
                 b.ledger = Some(c);
             }
             Kind::Hedge => {
-                let c: HedgeConfig = self.read(tokens)?;
+                let c = self.read(de::hedge(tokens))?;
                 config(HedgePolicy::new(c))?;
                 b.hedge = Some(c);
                 b.idempotent = flag == 1;
             }
             Kind::Limit => {
-                let c: LimiterConfig = self.read(tokens)?;
+                let c = self.read(de::limit(tokens))?;
                 config(LimiterPolicy::new(c))?;
                 b.limit = Some(c);
             }
             Kind::Rate => {
-                let c: RateConfig = self.read(tokens)?;
+                let c = self.read(de::rate(tokens))?;
                 config(RatePolicy::new(c))?;
                 b.rate = Some(c);
             }
-            Kind::CallTimeout => b.copy_timeout = self.read::<Option<Duration>>(tokens)?,
+            Kind::CallTimeout => b.copy_timeout = self.read(de::call_timeout(tokens))?,
             Kind::Nesting => b.nesting = Some(nesting_of(flag).ok_or(Failure::BadHandle)?),
         }
         Ok(())

@@ -18,7 +18,7 @@
 //! The deadline travels between hops as a `grpc-timeout` header (the remaining time, in wall
 //! microseconds), as gRPC sends it; the server reads it as the request arrives.
 
-use crate::simface::{Compiled, Layer};
+use crate::simface::Compiled;
 
 /// A call graph's shape, for one policy.
 #[derive(Clone, Debug)]
@@ -28,22 +28,6 @@ pub struct Plan {
     /// Per downstream: the margin (virtual ns) it takes off its caller's deadline, if it honours
     /// deadlines.
     pub margin: Vec<Option<u64>>,
-}
-
-/// The downstream names `l` calls, in order.
-pub fn calls(l: &Layer, out: &mut Vec<String>) {
-    match l {
-        Layer::Call { downstream, .. } => out.push(downstream.clone()),
-        Layer::Llm { inner, .. }
-        | Layer::Breaker { inner, .. }
-        | Layer::Throttle { inner, .. }
-        | Layer::Retry { inner, .. }
-        | Layer::Hedge { inner, .. }
-        | Layer::Ledger { inner, .. }
-        | Layer::Limit { inner, .. }
-        | Layer::RateLimit { inner, .. } => calls(inner, out),
-        Layer::Fallback(children) => children.iter().for_each(|c| calls(c, out)),
-    }
 }
 
 /// Whether any downstream of `c` is a service.
@@ -88,77 +72,10 @@ pub fn check(c: &Compiled) -> Result<(), String> {
     Ok(())
 }
 
-/// The run's downstream indices a call naming `name` may reach: the downstream, or every
-/// replica of a replicated one.
-pub fn targets(c: &Compiled, name: &str) -> Vec<usize> {
-    if let Some(g) = crate::simface::groups(c)
-        .into_iter()
-        .find(|g| g.name == name)
-    {
-        return g.members.iter().map(|&m| usize::from(m)).collect();
-    }
-    crate::simface::downstreams(c)
-        .iter()
-        .position(|x| x == name)
-        .into_iter()
-        .collect()
-}
-
-/// The graph's shape for policy `p` of `c`, or `None` when no downstream is a service.
+/// The graph's shape for policy `p` of `c`, or `None` when no downstream is a service: the
+/// simulator's own (`sim::emulation::graph_shape`), so both run the same depths and margins.
 pub fn plan(c: &Compiled, p: usize) -> Option<Plan> {
-    if !is_graph(c) {
-        return None;
-    }
-    let ds = &c.scenario.downstreams;
-    let callees = |i: usize| -> Vec<usize> {
-        let mut out = Vec::new();
-        for call in ds[i].handler.iter().flat_map(|h| &h.calls) {
-            calls(&call.stack, &mut out);
-        }
-        out.iter().flat_map(|n| targets(c, n)).collect()
-    };
-    let n = ds.len();
-    let mut depth = vec![u32::MAX; n];
-    let mut edge = Vec::new();
-    calls(&c.scenario.policies[p].stack, &mut edge);
-    let mut frontier: Vec<usize> = Vec::new();
-    for i in edge.iter().flat_map(|n| targets(c, n)) {
-        if depth[i] == u32::MAX {
-            depth[i] = 1;
-            frontier.push(i);
-        }
-    }
-    let mut d = 1;
-    while !frontier.is_empty() {
-        d += 1;
-        let mut next = Vec::new();
-        for u in frontier {
-            for v in callees(u) {
-                if depth[v] == u32::MAX {
-                    depth[v] = d;
-                    next.push(v);
-                }
-            }
-        }
-        frontier = next;
-    }
-    let mut margin: Vec<Option<u64>> = ds
-        .iter()
-        .map(|d| {
-            d.handler
-                .as_ref()
-                .and_then(|h| h.propagate_deadline.as_ref())
-                .map(|p| p.margin.as_nanos())
-        })
-        .collect();
-    for u in 0..n {
-        if margin[u].is_none() {
-            continue;
-        }
-        for v in callees(u) {
-            margin[v] = margin[v].or(Some(0));
-        }
-    }
+    let (depth, margin) = crate::simface::graph_shape(c, p)?;
     Some(Plan { depth, margin })
 }
 

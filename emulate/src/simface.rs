@@ -8,7 +8,7 @@ pub use sim::compile::Compiled;
 pub use sim::emulation::{
     Admission, ByKind, ExtraCounters, Handle, Job, LedgerCounts, OpenLoop, Recorder, ReplicaGroup,
     Sampler, Server, Started, Stream, StreamId, Timeline, arrivals, buckets, clients, downstreams,
-    finish, give_up, groups, hints, recorder, recorder_for, server, timeline,
+    finish, give_up, graph_shape, groups, hints, recorder, recorder_for, server, timeline,
 };
 pub use sim::metrics::PolicySummary;
 pub use sim::metrics::hops::{HopCounters, HopSummary};

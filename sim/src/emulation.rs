@@ -55,6 +55,15 @@ pub struct ReplicaGroup<'a> {
     pub retry_host: RetryHost,
 }
 
+/// The call graph's shape for policy `policy` of `c`, as a run of it sees it (`None` when no
+/// downstream is a service): per downstream, its depth from the edge (`u32::MAX`: unreachable)
+/// and the deadline margin it takes off its caller's deadline if it honours deadlines (ns;
+/// `Some(0)`: it only receives them).
+pub fn graph_shape(c: &Compiled, policy: usize) -> Option<(Vec<u32>, Vec<Option<u64>>)> {
+    let stack = c.stacks.get(policy.min(c.stacks.len().saturating_sub(1)))?;
+    crate::run::world::graph_shape(c, stack)
+}
+
 /// The replicated downstreams of `c`, in the order the balancers' random streams are numbered
 /// (`StreamId::Balancer(g)` for group `g`).
 pub fn groups(c: &Compiled) -> Vec<ReplicaGroup<'_>> {

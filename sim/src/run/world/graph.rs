@@ -47,10 +47,12 @@ pub(super) struct Graph {
     margin: Vec<Option<u64>>,
 }
 
-impl Graph {
-    /// The graph state of a run of `stack` over `c`, with the depth of each downstream, or
-    /// `None` when no downstream is a service.
-    pub(super) fn new(c: &Compiled, stack: &CompiledStack) -> Option<(Box<Graph>, Vec<u32>)> {
+/// A call graph's shape for `stack` over `c`, or `None` when no downstream is a service: per
+/// downstream, its depth (the fewest hops from the edge; `u32::MAX`: no path reaches it) and the
+/// margin it takes off its caller's deadline if it honours deadlines (`Some(0)`: it only
+/// receives them from a propagating service). The emulator reads the same shape.
+pub(crate) fn shape(c: &Compiled, stack: &CompiledStack) -> Option<(Vec<u32>, Vec<Option<u64>>)> {
+    {
         if stack.handlers.iter().all(Vec::is_empty) {
             return None;
         }
@@ -120,6 +122,15 @@ impl Graph {
                 }
             }
         }
+        Some((depth, margin))
+    }
+}
+
+impl Graph {
+    /// The graph state of a run of `stack` over `c`, with the depth of each downstream, or
+    /// `None` when no downstream is a service.
+    pub(super) fn new(c: &Compiled, stack: &CompiledStack) -> Option<(Box<Graph>, Vec<u32>)> {
+        let (depth, margin) = shape(c, stack)?;
         Some((
             Box::new(Graph {
                 margin,

@@ -41,6 +41,7 @@ use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 mod balance;
 mod downstreams;
 mod graph;
+pub(crate) use graph::shape as graph_shape;
 mod hedging;
 mod llm;
 mod stack;

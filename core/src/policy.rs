@@ -263,6 +263,22 @@ impl<D> Layer<D> {
         }
     }
 
+    /// [`inner`](Self::inner), to change: the layers this one wraps.
+    pub fn inner_mut(&mut self) -> &mut [Layer<D>] {
+        match self {
+            Layer::Call { .. } => &mut [],
+            Layer::Fallback(layers) => layers,
+            Layer::Breaker { inner, .. }
+            | Layer::Retry { inner, .. }
+            | Layer::Throttle { inner, .. }
+            | Layer::Hedge { inner, .. }
+            | Layer::Ledger { inner, .. }
+            | Layer::Limit { inner, .. }
+            | Layer::RateLimit { inner, .. }
+            | Layer::Llm { inner, .. } => core::slice::from_mut(&mut **inner),
+        }
+    }
+
     /// This layer's scope fields, by name (`scope`, or a `Retry`'s `budget_scope`).
     pub fn scope_fields(&self) -> impl Iterator<Item = (&'static str, Scope)> {
         let field = match self {

@@ -30,21 +30,8 @@ const ATTEMPTS: &str = "graph.attempts";
 /// Calls `f` on `l` and every layer inside it.
 fn each_layer(l: &mut Layer, f: &mut dyn FnMut(&mut Layer)) {
     f(l);
-    match l {
-        Layer::Call { .. } => {}
-        Layer::Fallback(layers) => {
-            for x in layers {
-                each_layer(x, f);
-            }
-        }
-        Layer::Breaker { inner, .. }
-        | Layer::Retry { inner, .. }
-        | Layer::Throttle { inner, .. }
-        | Layer::Hedge { inner, .. }
-        | Layer::Ledger { inner, .. }
-        | Layer::Limit { inner, .. }
-        | Layer::RateLimit { inner, .. }
-        | Layer::Llm { inner, .. } => each_layer(inner, f),
+    for x in l.inner_mut() {
+        each_layer(x, f);
     }
 }
 

@@ -17,7 +17,7 @@ use reliable_core::breaker::{
     BreakerPolicy, CircuitBreaker, CountWindow, Observer, Outcome, Permit, Rejection, Transition,
 };
 use reliable_core::budget::{AnyBudget, Budget, Unlimited};
-use reliable_core::engine::{Action, Call, Ended, Note, Refusal, SampleFor, Shared, Stack};
+use reliable_core::engine::{Action, CallState, Ended, Note, Refusal, SampleFor, Shared, Stack};
 use reliable_core::hedge::{HedgePolicy, Hedger};
 use reliable_core::ledger::ExtraLedger;
 use reliable_core::limit::{Limiter, LimiterPolicy, RateLimiter, RatePolicy};
@@ -280,7 +280,9 @@ pub fn run(s: &Sequence) -> Result<String, String> {
             .iter()
             .filter_map(|a| a.kind().ok())
             .collect();
-        let mut call: Call<'_, Parts, 4> = Call::start(&plan, &parts, Instant::from_millis(now));
+        // The borrow-free form of a call (a `Call` is this state with its two references; every
+        // other Rust face drives `Call`, so the suite holds both).
+        let mut call: CallState<4> = CallState::start(&plan, &parts, Instant::from_millis(now));
         let mut flying: Vec<Flying> = Vec::new();
         let mut steps = 0u32;
         loop {
@@ -339,7 +341,7 @@ pub fn run(s: &Sequence) -> Result<String, String> {
                 .min();
             // A millisecond timer, as tokio's: a wake-up between two ticks fires at the next.
             let wake_at = call
-                .poll_timeout()
+                .poll_timeout(&parts)
                 .filter(|_| !blocked)
                 .map(|t| t.as_nanos().div_ceil(1_000_000));
             let Some(next) = [answer_at, timer_at, wake_at].into_iter().flatten().min() else {
@@ -356,7 +358,12 @@ pub fn run(s: &Sequence) -> Result<String, String> {
                 let f = flying.remove(pos);
                 let Some(answer) = f.answer else { continue };
                 answer_line(&trace, f.n, answer);
-                call.handle(at, reliable_core::engine::Input::Answer { n: f.n, answer });
+                call.handle(
+                    &plan,
+                    &parts,
+                    at,
+                    reliable_core::engine::Input::Answer { n: f.n, answer },
+                );
             } else if timer_at == Some(next) {
                 // Every copy whose timer fires now times out: all their lines first (their
                 // timers fire together), then the engine hears each in send order.
@@ -369,6 +376,8 @@ pub fn run(s: &Sequence) -> Result<String, String> {
                 }
                 for f in &late {
                     call.handle(
+                        &plan,
+                        &parts,
                         at,
                         reliable_core::engine::Input::Answer {
                             n: f.n,
@@ -377,7 +386,7 @@ pub fn run(s: &Sequence) -> Result<String, String> {
                     );
                 }
             } else {
-                call.handle(at, reliable_core::engine::Input::Tick);
+                call.handle(&plan, &parts, at, reliable_core::engine::Input::Tick);
             }
         }
     }

@@ -588,11 +588,27 @@ struct Holdings {
 /// The actions one input may queue at most: a cancel per copy, a send and the end.
 const QUEUE: usize = 16;
 
-/// One call in progress. See the [module docs](self).
+/// One call in progress, holding its plan and shared state. See the [module docs](self).
+///
+/// It borrows both for its whole life. A face that must keep a call where a borrow cannot
+/// live (a table across the exports of a WebAssembly module, an object handed to Python, a
+/// simulator's event queue) keeps a [`CallState`] instead and hands it the plan and the
+/// shared state at each step.
 #[derive(Debug)]
 pub struct Call<'a, S: ?Sized, const C: usize = 4> {
     plan: &'a Plan,
     shared: &'a S,
+    st: CallState<C>,
+}
+
+/// One call in progress, without its plan and shared state: a [`Call`] that owns nothing
+/// borrowed, so it can be stored anywhere and moved freely.
+///
+/// Every step takes the plan and the shared state the call was started with. Handing another
+/// is a logic error the call cannot see: it decides with what it is given (nothing unsafe
+/// follows, but the decisions are no longer those of one policy).
+#[derive(Debug)]
+pub struct CallState<const C: usize = 4> {
     phase: Phase,
     retry: RetryState,
     copies: Vec<Sent, C>,
@@ -607,14 +623,80 @@ pub struct Call<'a, S: ?Sized, const C: usize = 4> {
     out: Deque<Action, QUEUE>,
 }
 
+/// A call's state with its plan and shared state, for the length of one step: where every
+/// decision is taken, for [`Call`] and [`CallState`] alike.
+struct Deciding<'a, 'b, S: ?Sized, const C: usize> {
+    plan: &'a Plan,
+    shared: &'a S,
+    st: &'b mut CallState<C>,
+}
+
 impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     /// Starts a call at `now`: its first attempt is admitted (or refused) at once; poll for what
     /// to do.
     pub fn start(plan: &'a Plan, shared: &'a S, now: Instant) -> Self {
-        const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
-        let mut call = Call {
+        Call {
             plan,
             shared,
+            st: CallState::start(plan, shared, now),
+        }
+    }
+
+    /// A call whose first attempt the face already sent at `started` on a fast path of its
+    /// own, holding `permit` from the breaker (asked per attempt; nothing else on the stack
+    /// admits attempts: no throttle, ledger, limit, rate limit or hedger). Hand it that
+    /// attempt's answer as copy 1 next; from then on it is the call [`start`](Self::start)
+    /// would have made.
+    pub fn resume(plan: &'a Plan, shared: &'a S, started: Instant, permit: Option<Permit>) -> Self {
+        Call {
+            plan,
+            shared,
+            st: CallState::resume(plan, shared, started, permit),
+        }
+    }
+
+    /// Takes an input at `now`: one arm per row of the [spec](self).
+    pub fn handle(&mut self, now: Instant, input: Input) {
+        self.st.handle(self.plan, self.shared, now, input);
+    }
+
+    /// The next thing to do, if any.
+    pub fn poll(&mut self) -> Option<Action> {
+        self.st.poll()
+    }
+
+    /// How many actions are queued, not polled yet (a face that hands several across a boundary
+    /// at once knows from it whether to ask again).
+    pub fn queued(&self) -> usize {
+        self.st.queued()
+    }
+
+    /// When to wake the call (hand it [`Input::Tick`] then), if it waits for the time.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.st.poll_timeout(self.shared)
+    }
+
+    /// Whether the call is over.
+    pub fn is_done(&self) -> bool {
+        self.st.is_done()
+    }
+
+    /// Copies sent so far.
+    pub fn attempts(&self) -> u32 {
+        self.st.attempts
+    }
+
+    /// The call's state without its borrows, to keep and step with [`CallState::handle`].
+    pub fn into_state(self) -> CallState<C> {
+        self.st
+    }
+}
+
+impl<const C: usize> CallState<C> {
+    /// [`Call::start`], keeping only the state.
+    pub fn start<S: Shared + ?Sized>(plan: &Plan, shared: &S, now: Instant) -> Self {
+        const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
+        let mut st = CallState {
             phase: Phase::Done,
             retry: plan.retry.start(now, &mut crate::budget::Unlimited),
             copies: Vec::new(),
@@ -625,40 +707,22 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             last: None,
             out: Deque::new(),
         };
-        // The gates outside the retry, outermost first: those before the budget starts (the
-        // ledger's deposit), then those after.
-        // (`Nesting::new` keeps `ledger_at` within them: the fallback is never taken, and keeps
-        // the engine free of a panic path.)
-        let outside = plan.nesting.outside();
-        let (before, after) = outside
-            .split_at_checked(plan.nesting.ledger_at())
-            .unwrap_or((outside, &[]));
-        if !before.is_empty()
-            && let Err(refusal) = call.pass_call(before, false, now)
-        {
-            // Refused before the budget started: it never heard of the call.
-            call.settle_call(AttemptOutcome::Cancelled, now);
-            call.refuse(refusal);
-            return call;
+        Deciding {
+            plan,
+            shared,
+            st: &mut st,
         }
-        call.retry = shared.budget(|b| plan.retry.start(now, b));
-        if !after.is_empty()
-            && let Err(refusal) = call.pass_call(after, true, now)
-        {
-            call.finish(now);
-            call.refuse(refusal);
-            return call;
-        }
-        call.admit(now);
-        call
+        .begin(now);
+        st
     }
 
-    /// A call whose first attempt the face already sent at `started` on a fast path of its
-    /// own, holding `permit` from the breaker (asked per attempt; nothing else on the stack
-    /// admits attempts: no throttle, ledger, limit, rate limit or hedger). Hand it that
-    /// attempt's answer as copy 1 next; from then on it is the call [`start`](Self::start)
-    /// would have made.
-    pub fn resume(plan: &'a Plan, shared: &'a S, started: Instant, permit: Option<Permit>) -> Self {
+    /// [`Call::resume`], keeping only the state.
+    pub fn resume<S: Shared + ?Sized>(
+        plan: &Plan,
+        shared: &S,
+        started: Instant,
+        permit: Option<Permit>,
+    ) -> Self {
         const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
         let retry = shared.budget(|b| plan.retry.start(started, b));
         let deadline = plan.retry.attempt_deadline(&retry, started);
@@ -674,9 +738,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             deadline: own.into_iter().chain(attempt_deadline).min(),
             live: true,
         });
-        Call {
-            plan,
-            shared,
+        CallState {
             phase: Phase::Racing,
             retry,
             copies,
@@ -689,9 +751,101 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
     }
 
+    /// [`Call::handle`], given the call's plan and shared state.
+    pub fn handle<S: Shared + ?Sized>(
+        &mut self,
+        plan: &Plan,
+        shared: &S,
+        now: Instant,
+        input: Input,
+    ) {
+        Deciding {
+            plan,
+            shared,
+            st: self,
+        }
+        .handle(now, input);
+    }
+
+    /// [`Call::poll`].
+    pub fn poll(&mut self) -> Option<Action> {
+        self.out.pop_front()
+    }
+
+    /// [`Call::queued`].
+    pub fn queued(&self) -> usize {
+        self.out.len()
+    }
+
+    /// [`Call::poll_timeout`], given the call's shared state (its hedger knows when a hedge is
+    /// due).
+    pub fn poll_timeout<S: Shared + ?Sized>(&self, shared: &S) -> Option<Instant> {
+        match self.phase {
+            Phase::Done => None,
+            Phase::Waiting { until } => Some(until),
+            Phase::Racing => {
+                let copy = self
+                    .copies
+                    .iter()
+                    .filter(|c| c.live)
+                    .filter_map(|c| c.deadline)
+                    .min();
+                copy.into_iter().chain(self.hedge_due(shared)).min()
+            }
+        }
+    }
+
+    /// [`Call::is_done`].
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// [`Call::attempts`].
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// When the current attempt's next hedge is due, if one may be sent.
+    fn hedge_due<S: Shared + ?Sized>(&self, shared: &S) -> Option<Instant> {
+        let call = self.hedged?;
+        shared.hedger(|h| h.next_hedge_at(&call)).flatten()
+    }
+}
+
+impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
+    /// The start of [`CallState::start`], once the state is made.
+    fn begin(&mut self, now: Instant) {
+        let (plan, shared) = (self.plan, self.shared);
+        // The gates outside the retry, outermost first: those before the budget starts (the
+        // ledger's deposit), then those after.
+        // (`Nesting::new` keeps `ledger_at` within them: the fallback is never taken, and keeps
+        // the engine free of a panic path.)
+        let outside = plan.nesting.outside();
+        let (before, after) = outside
+            .split_at_checked(plan.nesting.ledger_at())
+            .unwrap_or((outside, &[]));
+        if !before.is_empty()
+            && let Err(refusal) = self.pass_call(before, false, now)
+        {
+            // Refused before the budget started: it never heard of the call.
+            self.settle_call(AttemptOutcome::Cancelled, now);
+            self.refuse(refusal);
+            return;
+        }
+        self.st.retry = shared.budget(|b| plan.retry.start(now, b));
+        if !after.is_empty()
+            && let Err(refusal) = self.pass_call(after, true, now)
+        {
+            self.finish(now);
+            self.refuse(refusal);
+            return;
+        }
+        self.admit(now);
+    }
+
     /// Takes an input at `now`: one arm per row of the [spec](self).
-    pub fn handle(&mut self, now: Instant, input: Input) {
-        match (self.phase, input) {
+    fn handle(&mut self, now: Instant, input: Input) {
+        match (self.st.phase, input) {
             (Phase::Done, _) => {}
             (_, Input::Cancel) => self.cancel(now),
             (Phase::Racing, Input::Answer { n, answer }) => self.answer(n, answer.class(), now),
@@ -703,48 +857,10 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
     }
 
-    /// The next thing to do, if any.
-    pub fn poll(&mut self) -> Option<Action> {
-        self.out.pop_front()
-    }
-
-    /// How many actions are queued, not polled yet (a face that hands several across a boundary
-    /// at once knows from it whether to ask again).
-    pub fn queued(&self) -> usize {
-        self.out.len()
-    }
-
-    /// When to wake the call (hand it [`Input::Tick`] then), if it waits for the time.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        match self.phase {
-            Phase::Done => None,
-            Phase::Waiting { until } => Some(until),
-            Phase::Racing => {
-                let copy = self
-                    .copies
-                    .iter()
-                    .filter(|c| c.live)
-                    .filter_map(|c| c.deadline)
-                    .min();
-                copy.into_iter().chain(self.hedge_due()).min()
-            }
-        }
-    }
-
-    /// Whether the call is over.
-    pub fn is_done(&self) -> bool {
-        self.phase == Phase::Done
-    }
-
-    /// Copies sent so far.
-    pub fn attempts(&self) -> u32 {
-        self.attempts
-    }
-
     fn push(&mut self, action: Action) {
         // Never full: an input queues at most a cancel per copy (`C` ≤ 12, checked in `start`),
         // a send and the end.
-        let _ = self.out.push_back(action);
+        let _ = self.st.out.push_back(action);
     }
 
     fn note(&self, note: Note) {
@@ -831,12 +947,12 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         probes_draw: bool,
         now: Instant,
     ) -> Result<(), Refusal> {
-        let mut held = core::mem::take(&mut self.call_held);
+        let mut held = core::mem::take(&mut self.st.call_held);
         let passed = self.pass(gates, &mut held, now, false, probes_draw);
         if let Some(d) = held.draw.take() {
             self.shared.ledger(|l| l.settle(d, now));
         }
-        self.call_held = held;
+        self.st.call_held = held;
         passed
     }
 
@@ -845,7 +961,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         if self.plan.nesting.outside().is_empty() {
             return;
         }
-        let held = core::mem::take(&mut self.call_held);
+        let held = core::mem::take(&mut self.st.call_held);
         self.settle(held, end, now);
     }
 
@@ -897,7 +1013,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
 
     /// Settles copy `slot` as `end` (a copy cancelled in flight reports its time so far).
     fn settle_copy(&mut self, slot: usize, end: AttemptOutcome, now: Instant) {
-        let Some(c) = self.copies.get_mut(slot) else {
+        let Some(c) = self.st.copies.get_mut(slot) else {
             return;
         };
         if !c.live {
@@ -923,20 +1039,20 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
         // A throttle inside the retry hears the attempt's end, not each copy's.
         held.throttle = false;
-        self.attempts = self.attempts.saturating_add(1);
-        let n = self.attempts;
-        self.hedged = self.shared.hedger(|h| h.start(now, self.plan.idempotency));
-        let deadline = self.plan.retry.attempt_deadline(&self.retry, now);
-        self.attempt_deadline = (deadline != Instant::MAX).then_some(deadline);
-        self.copies.clear();
+        self.st.attempts = self.st.attempts.saturating_add(1);
+        let n = self.st.attempts;
+        self.st.hedged = self.shared.hedger(|h| h.start(now, self.plan.idempotency));
+        let deadline = self.plan.retry.attempt_deadline(&self.st.retry, now);
+        self.st.attempt_deadline = (deadline != Instant::MAX).then_some(deadline);
+        self.st.copies.clear();
         self.send(n, held, now, false);
-        self.phase = Phase::Racing;
+        self.st.phase = Phase::Racing;
     }
 
     /// Records copy `n` as sent at `now` and asks the face to send it.
     fn send(&mut self, n: u32, held: Holdings, now: Instant, hedge: bool) {
         let own = self.plan.copy_timeout.map(|t| now.saturating_add(t));
-        let deadline = own.into_iter().chain(self.attempt_deadline).min();
+        let deadline = own.into_iter().chain(self.st.attempt_deadline).min();
         let copy = Sent {
             n,
             breaker: held.breaker,
@@ -946,7 +1062,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             deadline,
             live: true,
         };
-        if let Err(copy) = self.copies.push(copy) {
+        if let Err(copy) = self.st.copies.push(copy) {
             // Only hedges can overflow, and `try_hedge` checks for room first.
             let h = Holdings {
                 breaker: copy.breaker,
@@ -982,7 +1098,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         let retry_after = refusal.retry_after();
         let class = ErrorClass::Refused { retry_after };
         let sample = self.shared.sample(SampleFor::Backoff);
-        let state = &mut self.retry;
+        let state = &mut self.st.retry;
         let decision = self
             .shared
             .budget(|b| plan.retry.on_failure_with(state, class, now, b, sample));
@@ -999,12 +1115,12 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         self.note(Note::Retry {
             after: at.saturating_duration_since(now),
             class,
-            attempts: self.attempts,
+            attempts: self.st.attempts,
         });
         if at <= now {
             self.admit(now);
         } else {
-            self.phase = Phase::Waiting { until: at };
+            self.st.phase = Phase::Waiting { until: at };
         }
     }
 
@@ -1015,11 +1131,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     }
 
     fn done(&mut self, result: Ended) {
-        self.phase = Phase::Done;
+        self.st.phase = Phase::Done;
         let end = End {
             result,
-            attempts: self.attempts,
-            last: self.last,
+            attempts: self.st.attempts,
+            last: self.st.last,
         };
         self.push(Action::Done(end));
     }
@@ -1027,8 +1143,8 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     /// Ends the call early: copies in flight cancelled, what the gates outside the retry hold
     /// back unused, the budget's grant returned.
     fn finish(&mut self, now: Instant) {
-        for slot in 0..self.copies.len() {
-            if let Some(c) = self.copies.get(slot)
+        for slot in 0..self.st.copies.len() {
+            if let Some(c) = self.st.copies.get(slot)
                 && c.live
             {
                 let n = c.n;
@@ -1039,9 +1155,9 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 });
             }
         }
-        self.hedged = None;
+        self.st.hedged = None;
         self.settle_call(AttemptOutcome::Cancelled, now);
-        let (plan, state) = (self.plan, &mut self.retry);
+        let (plan, state) = (self.plan, &mut self.st.retry);
         self.shared.budget(|b| plan.retry.abandon(state, now, b));
     }
 
@@ -1051,11 +1167,11 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     }
 
     fn slot(&self, n: u32) -> Option<usize> {
-        self.copies.iter().position(|c| c.n == n && c.live)
+        self.st.copies.iter().position(|c| c.n == n && c.live)
     }
 
     fn live(&self) -> usize {
-        self.copies.iter().filter(|c| c.live).count()
+        self.st.copies.iter().filter(|c| c.live).count()
     }
 
     /// Copy `n` answered `class` at `now`.
@@ -1063,21 +1179,21 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         let Some(slot) = self.slot(n) else {
             return;
         };
-        self.last = Some((n, class));
+        self.st.last = Some((n, class));
         self.note(Note::Ended { n, class });
         let Some(class) = class else {
             return self.succeeded(slot, now);
         };
         let timed_out =
-            class == ErrorClass::Timeout && self.attempt_deadline.is_some_and(|d| now >= d);
+            class == ErrorClass::Timeout && self.st.attempt_deadline.is_some_and(|d| now >= d);
         if self.live() > 1 && !timed_out {
             // The race goes on.
             return self.settle_copy(slot, AttemptOutcome::Failed(class), now);
         }
         // The attempt as a whole is over: the copies still in flight time out with it.
-        for other in 0..self.copies.len() {
+        for other in 0..self.st.copies.len() {
             if other != slot
-                && let Some(c) = self.copies.get(other)
+                && let Some(c) = self.st.copies.get(other)
                 && c.live
             {
                 let m = c.n;
@@ -1093,9 +1209,9 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
 
     /// Copy `slot` succeeded: the others lost; the call is over.
     fn succeeded(&mut self, slot: usize, now: Instant) {
-        for other in 0..self.copies.len() {
+        for other in 0..self.st.copies.len() {
             if other != slot
-                && let Some(c) = self.copies.get(other)
+                && let Some(c) = self.st.copies.get(other)
                 && c.live
             {
                 let m = c.n;
@@ -1107,10 +1223,10 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 });
             }
         }
-        self.hedged = None;
-        let n = self.copies.get(slot).map_or(0, |c| c.n);
+        self.st.hedged = None;
+        let n = self.st.copies.get(slot).map_or(0, |c| c.n);
         self.settle_copy(slot, AttemptOutcome::Success, now);
-        let (plan, state) = (self.plan, &mut self.retry);
+        let (plan, state) = (self.plan, &mut self.st.retry);
         self.shared.budget(|b| plan.retry.on_success(state, now, b));
         if plan.nesting.per_attempt(Gate::Throttle) {
             self.shared.throttle(|t| t.record(now, true));
@@ -1121,7 +1237,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
 
     /// The attempt (its last copy, `slot`) failed with `class` at `now`.
     fn failed(&mut self, slot: usize, class: ErrorClass, now: Instant) {
-        self.hedged = None;
+        self.st.hedged = None;
         self.settle_copy(slot, AttemptOutcome::Failed(class), now);
         let plan = self.plan;
         if plan.nesting.per_attempt(Gate::Throttle) {
@@ -1129,7 +1245,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 .throttle(|t| t.record(now, class.consequences().accepted));
         }
         let sample = self.shared.sample(SampleFor::Backoff);
-        let state = &mut self.retry;
+        let state = &mut self.st.retry;
         let decision = self
             .shared
             .budget(|b| plan.retry.on_failure_with(state, class, now, b, sample));
@@ -1169,7 +1285,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         let refusal = Refusal::Breaker(RejectReason::Open { retry_after: open });
         if self.plan.retry.config().wait_on_refusal {
             let at = at.max(now.saturating_add(open));
-            if self.retry.deadline().is_none_or(|d| at < d) {
+            if self.st.retry.deadline().is_none_or(|d| at < d) {
                 self.note(Note::Refused(refusal));
                 return self.wait(at, class, now);
             }
@@ -1193,8 +1309,9 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
 
     /// The time passed: copies past their deadline time out, then a hedge due is asked for.
     fn timers(&mut self, now: Instant) {
-        while self.phase == Phase::Racing {
+        while self.st.phase == Phase::Racing {
             let late = self
+                .st
                 .copies
                 .iter()
                 .find(|c| c.live && c.deadline.is_some_and(|d| now >= d))
@@ -1207,7 +1324,7 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
                 self.answer(n, Some(ErrorClass::Timeout), now);
                 continue;
             }
-            if self.hedge_due().is_some_and(|at| now >= at) {
+            if self.st.hedge_due(self.shared).is_some_and(|at| now >= at) {
                 self.try_hedge(now);
                 continue;
             }
@@ -1215,20 +1332,15 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
         }
     }
 
-    fn hedge_due(&self) -> Option<Instant> {
-        let call = self.hedged?;
-        self.shared.hedger(|h| h.next_hedge_at(&call)).flatten()
-    }
-
     /// A hedge is due at `now`: the hedger, the breaker, the limits and the ledger decide.
     fn try_hedge(&mut self, now: Instant) {
-        let Some(mut call) = self.hedged else {
+        let Some(mut call) = self.st.hedged else {
             return;
         };
         let shared = self.shared;
-        let room = self.copies.len() < C;
+        let room = self.st.copies.len() < C;
         if !room || shared.hedger(|h| h.decide(&call, now)) != Some(Ok(())) {
-            self.hedged = None;
+            self.st.hedged = None;
             return;
         }
         let mut held = Holdings::default();
@@ -1264,20 +1376,20 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
             }
             (_, Err(_)) => {
                 self.settle(held, AttemptOutcome::Cancelled, now);
-                self.hedged = None;
+                self.st.hedged = None;
                 return;
             }
         };
-        self.hedged = Some(call);
-        self.attempts = self.attempts.saturating_add(1);
-        let n = self.attempts;
+        self.st.hedged = Some(call);
+        self.st.attempts = self.st.attempts.saturating_add(1);
+        let n = self.st.attempts;
         self.note(Note::Hedge { n });
         held.draw = draw;
         self.send(n, held, now, true);
     }
 
     fn no_hedge(&mut self, refusal: Refusal) {
-        self.hedged = None;
+        self.st.hedged = None;
         self.note(Note::NoHedge(refusal));
     }
 }

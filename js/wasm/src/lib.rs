@@ -3,7 +3,7 @@
 //! The npm package `reliablekit` loads this module with `WebAssembly.instantiate` and calls the
 //! `rk_*` functions of [`ffi`] directly: no generated glue, only numbers cross the boundary.
 //!
-//! Every call is decided by [`reliable_core::engine::Call`]: the TypeScript side only sends the
+//! Every call is decided by the core's engine ([`reliable_core::engine::CallState`]): the TypeScript side only sends the
 //! copies it is told to send, keeps the timers, aborts what it is told to cancel, and hands each
 //! answer back. Breakers, policies (a [`Plan`] and the stateful layers it draws from) and calls
 //! in flight live in fixed tables of a [`World`], named across the boundary by index (a
@@ -11,8 +11,8 @@
 //! constructor answers "full" and the TypeScript side throws a `RangeError` saying which.
 //!
 //! This file is the safe part: every operation checks each handle and each number it is given
-//! (a stale handle or a NaN is an error answer, never a trap). The `unsafe` items (the global
-//! that holds the world, and pinning a call's plan in its slot) are in [`ffi`] and [`pin`].
+//! (a stale handle or a NaN is an error answer, never a trap). The `unsafe` item (the global
+//! that holds the world) is in [`ffi`].
 //!
 //! Times cross as `f64` milliseconds on the caller's clock (`performance.now()` or an injected
 //! one): JavaScript numbers need no `BigInt` that way, and a millisecond `f64` keeps nanosecond
@@ -35,8 +35,8 @@ pub use reliable_wasm_de as de;
 pub mod ffi;
 #[cfg(target_arch = "wasm32")]
 mod init;
-pub mod pin;
 pub mod policy;
+pub mod slot;
 
 use core::cell::{Cell, RefCell};
 
@@ -48,7 +48,7 @@ use reliable_core::breaker::{
     OpenConfig, Outcome, Permit, ProbeRule, Rejection, State, Transition, WindowConfig,
 };
 use reliable_core::budget::{AnyBudget, Budget, Unlimited};
-use reliable_core::engine::{Action, Call, Ended, Input, Note, Plan, Refusal, SampleFor, Shared};
+use reliable_core::engine::{Action, Ended, Input, Note, Plan, Refusal, SampleFor, Shared};
 use reliable_core::hedge::Hedger;
 use reliable_core::ledger::ExtraLedger;
 use reliable_core::limit::{Limiter, RateLimiter};
@@ -86,8 +86,7 @@ pub const EVENTS: usize = 64;
 /// [`Event::Breaker`].
 pub type Breaker = CircuitBreaker<BreakerPolicy, CountWindow<MAX_WINDOW, 4>, 1, Transitions>;
 
-/// A call in flight, decided by the core's engine.
-pub type EngineCall = Call<'static, World, COPIES>;
+pub use slot::EngineCall;
 
 /// Why an operation failed; the TypeScript side turns it into a `TypeError` or `RangeError`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -281,10 +280,10 @@ impl Policy {
     }
 }
 
-/// One slot of the call table: the call, the plan it runs (pinned beside it) and its policy.
+/// One slot of the call table: the call, the plan it runs and its policy.
 #[derive(Debug, Default)]
 pub struct CallSlot {
-    cell: pin::CallCell,
+    cell: slot::CallCell,
     policy: Cell<u32>,
 }
 
@@ -292,7 +291,7 @@ impl CallSlot {
     /// An empty slot.
     pub const fn new() -> Self {
         CallSlot {
-            cell: pin::CallCell::new(),
+            cell: slot::CallCell::new(),
             policy: Cell::new(0),
         }
     }

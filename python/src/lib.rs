@@ -723,18 +723,6 @@ impl RetryBudget {
 // ---------------------------------------------------------------------------------------------
 // The LLM spend budget.
 
-type SpendState<'p> = SpendBreaker<&'p SpendPolicy>;
-
-self_cell::self_cell!(
-    /// A spend policy and the breaker that borrows it, in one value.
-    struct SpendCell {
-        owner: SpendPolicy,
-        #[covariant]
-        dependent: SpendState,
-    }
-    impl {Debug}
-);
-
 /// Dollars (or any currency unit) as the core's integer micro-units.
 fn micro(param: &str, value: f64) -> PyResult<u64> {
     if !value.is_finite() || !(0.0..=1e12).contains(&value) {
@@ -787,7 +775,7 @@ fn span_name(span: Span) -> &'static str {
 #[pyclass(module = "reliable", name = "SpendBudget", frozen)]
 #[derive(Debug)]
 struct SpendBudget {
-    inner: Mutex<SpendCell>,
+    inner: Mutex<SpendBreaker>,
     clock: Clock,
 }
 
@@ -803,9 +791,8 @@ impl SpendTicket {
 }
 
 impl SpendBudget {
-    fn with<T>(&self, f: impl FnOnce(&mut SpendBreaker<&SpendPolicy>) -> T) -> T {
-        let mut cell = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        cell.with_dependent_mut(|_, breaker| f(breaker))
+    fn with<T>(&self, f: impl FnOnce(&mut SpendBreaker) -> T) -> T {
+        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -849,10 +836,9 @@ impl SpendBudget {
         };
         let names = [("throttle_below", "throttle_below")];
         let policy = SpendPolicy::new(config).map_err(|e| config_error(e, &names))?;
-        let cell = SpendCell::try_new(policy, |p| SpendBreaker::new(p))
-            .map_err(|e| config_error(e, &names))?;
+        let breaker = SpendBreaker::new(policy).map_err(|e| config_error(e, &names))?;
         Ok(SpendBudget {
-            inner: Mutex::new(cell),
+            inner: Mutex::new(breaker),
             clock: Clock(callable("clock", clock)?),
         })
     }

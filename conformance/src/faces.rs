@@ -85,7 +85,7 @@ pub const ALL: [Face; 6] = [
         skips: |s| {
             s.policy
                 .hedge
-                .map(|_| "hedge: a blocking call is never hedged".to_string())
+                .map(|_| "hedge: call_blocking runs on the caller's thread alone, and a copy needs a thread (call_blocking_detached hedges, on threads)".to_string())
         },
     },
     Face {

@@ -17,8 +17,11 @@
 //!
 //! The ledger, the concurrency limit and the rate limit apply as they do to async calls (each
 //! attempt takes a slot and a token, a refusal ends the call unless the policy waits on
-//! refusals); hedging does not: a copy of a blocking attempt would need a thread of its own, so a
-//! blocking call is never hedged, whatever [`Builder::hedge`](crate::Builder::hedge) says.
+//! refusals). Hedging needs a thread per copy: `call_blocking` and its `_with` and
+//! `_cancellable` variants, which run on the caller's thread alone, never hedge, whatever
+//! [`Builder::hedge`](crate::Builder::hedge) says; `call_blocking_detached` hedges as an async
+//! call does, each copy on a thread of its own, the losers told to stop (their token
+//! cancelled) and no longer waited for.
 
 use crate::attempt::{Failure, FirstAttempt};
 use crate::cancel::CancelToken;
@@ -30,9 +33,9 @@ use reliable_core::Instant;
 use reliable_core::breaker::Permit;
 use reliable_core::engine::{Action, Input};
 use reliable_core::outcome::ErrorClass;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::Duration;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 
 impl Reliable {
     /// Calls `f` on this thread until an attempt succeeds or the policy stops.
@@ -88,8 +91,10 @@ impl Reliable {
 
     /// The seed's "stop waiting": each attempt runs on a new thread, and the caller returns to
     /// its retry loop at the attempt's deadline while the thread runs on, its token cancelled.
-    /// A panic in `f` comes out of this call unchanged. If a thread cannot be spawned, the
-    /// attempt runs on the caller's thread.
+    /// With [`Builder::hedge`](crate::Builder::hedge), a hedge of a slow attempt runs on a
+    /// thread of its own too; the first success wins and the other copies' tokens are
+    /// cancelled. A panic in `f` comes out of this call unchanged. If a thread cannot be
+    /// spawned, the copy runs on the caller's thread.
     ///
     /// ```
     /// use reliable::{Error, Reliable};
@@ -120,25 +125,109 @@ impl Reliable {
         E: Classify + Send + 'static,
         F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
     {
+        #[cfg(feature = "tracing")]
+        let _span = crate::traces::call_span(self.name()).entered();
         let inner = &*self.inner;
+        let layers = Layers::new(inner, true);
+        let plan = layers.plan();
+        let (mut run, mut now, mut last) = Driven::<4>::begin::<E>(&plan, &layers, None);
         let f = Arc::new(f);
-        self.drive_blocking(None, |deadline| {
-            let limit = deadline.map(|d| d.saturating_duration_since(inner.clock.now()).into());
-            let token = CancelToken::detached(inner.clock.clone(), deadline);
-            match detach(&f, token.clone(), limit) {
-                // An answer at or after the deadline is a timeout: the caller stopped waiting.
-                Detached::Done(_) | Detached::TimedOut if token.is_cancelled() => {
-                    token.abandon();
-                    Err((ErrorClass::Timeout, None))
-                }
-                Detached::Done(Ok(value)) => Ok(value),
-                Detached::Done(Err(e)) => Err((e.classify(), Some(e))),
-                Detached::TimedOut => {
-                    token.abandon();
-                    Err((ErrorClass::Timeout, None))
+        let (tx, rx) = mpsc::channel();
+        // The copies in flight and their tokens; the attempt's first copy and whether a hedge of
+        // it was sent.
+        let mut flying: Vec<(u32, CancelToken<'static>)> = Vec::new();
+        let (mut primary, mut raced) = (0, false);
+        let mut value = None;
+        loop {
+            while let Some(action) = run.call.poll() {
+                match action {
+                    Action::Send { n, deadline, hedge } => {
+                        if !hedge {
+                            (primary, raced) = (n, false);
+                            for o in inner.observers.iter() {
+                                o.on_attempt(&inner.name, n);
+                            }
+                        }
+                        raced |= hedge;
+                        let token = CancelToken::detached(inner.clock.clone(), deadline);
+                        flying.push((n, token.clone()));
+                        spawn_copy(&f, n, token, tx.clone());
+                    }
+                    // It lost, or timed out: the caller stops waiting for it, and tells it.
+                    Action::Cancel { n, .. } => {
+                        if let Some(i) = flying.iter().position(|(m, _)| *m == n) {
+                            flying.swap_remove(i).1.abandon();
+                        }
+                    }
+                    Action::Done(end) => {
+                        run.race_won(end, primary, raced);
+                        abandon_all(&mut flying);
+                        return run.end(end, now, value.take(), last.take());
+                    }
                 }
             }
-        })
+            let wake = run.call.poll_timeout();
+            if flying.is_empty()
+                && let Some(at) = wake
+            {
+                // A wait between attempts, slept as every blocking wait is.
+                if at > now {
+                    inner.sleep.sleep_blocking((at - now).into());
+                }
+                now = inner.clock.now().max(at);
+                run.call.handle(now, Input::Tick);
+                continue;
+            }
+            let got = match wake {
+                Some(at) => rx.recv_timeout(at.saturating_duration_since(now).into()),
+                None if !flying.is_empty() => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                // Nothing in flight and nothing to wait for: never so, but never stuck either.
+                None => {
+                    run.call.handle(now, Input::Cancel);
+                    continue;
+                }
+            };
+            now = inner.clock.now();
+            let (n, answer) = match got {
+                Ok(got) => got,
+                // The timer: the engine times copies out and sends hedges as they are due.
+                Err(_) => {
+                    if let Some(at) = wake {
+                        now = now.max(at);
+                    }
+                    run.call.handle(now, Input::Tick);
+                    continue;
+                }
+            };
+            // A copy already cancelled answered late: dropped.
+            let Some(i) = flying.iter().position(|(m, _)| *m == n) else {
+                continue;
+            };
+            let (_, token) = flying.swap_remove(i);
+            let class = match answer {
+                // A panic in `f` comes out of this call unchanged, the other copies told to
+                // stop (dropping `run` cancels the call: what its copies hold goes back).
+                Err(payload) => {
+                    abandon_all(&mut flying);
+                    std::panic::resume_unwind(payload);
+                }
+                // At or after its deadline the caller had stopped waiting: a timeout.
+                Ok(_) if token.is_cancelled() => {
+                    token.abandon();
+                    Some(ErrorClass::Timeout)
+                }
+                Ok(Ok(v)) => {
+                    value = Some(v);
+                    None
+                }
+                Ok(Err(e)) => {
+                    let class = e.classify();
+                    last = Some(e);
+                    Some(class)
+                }
+            };
+            run.call.handle(now, Input::Classified { n, class });
+        }
     }
 
     /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
@@ -276,44 +365,39 @@ fn failure<T, E>(
     }
 }
 
-enum Detached<R> {
-    Done(R),
-    TimedOut,
-}
+/// What a copy on a thread of its own sends back: its number and its answer, or its panic.
+type CopyAnswer<T, E> = (u32, std::thread::Result<Result<T, E>>);
 
-/// Runs `f(token)` on a new thread and waits for it at most `limit`.
-fn detach<R: Send + 'static>(
-    f: &Arc<impl Fn(CancelToken<'static>) -> R + Send + Sync + 'static>,
+/// Runs copy `n`, `f(token)`, on a new thread that sends its answer (or its panic) on `tx`; on
+/// this thread if a thread cannot be spawned.
+fn spawn_copy<T: Send + 'static, E: Send + 'static>(
+    f: &Arc<impl Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static>,
+    n: u32,
     token: CancelToken<'static>,
-    limit: Option<Duration>,
-) -> Detached<R> {
-    let (tx, rx) = mpsc::sync_channel(1);
-    let work = f.clone();
+    tx: Sender<CopyAnswer<T, E>>,
+) {
+    let run = {
+        let f = f.clone();
+        move |token: CancelToken<'static>, tx: Sender<CopyAnswer<T, E>>| {
+            let answer = std::panic::catch_unwind(AssertUnwindSafe(|| f(token)));
+            // The receiver is gone once the call is over: nothing to tell.
+            let _ = tx.send((n, answer));
+        }
+    };
     let spawned = std::thread::Builder::new()
         .name("reliable-attempt".into())
         .spawn({
-            let token = token.clone();
-            move || {
-                // The receiver is gone once the caller stopped waiting: nothing to tell.
-                let _ = tx.send(work(token));
-            }
+            let (run, token, tx) = (run.clone(), token.clone(), tx.clone());
+            move || run(token, tx)
         });
-    let handle = match spawned {
-        Ok(handle) => handle,
-        Err(_) => return Detached::Done(f(token)),
-    };
-    let answer = match limit {
-        Some(limit) => rx.recv_timeout(limit),
-        None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-    };
-    match answer {
-        Ok(r) => Detached::Done(r),
-        Err(RecvTimeoutError::Timeout) => Detached::TimedOut,
-        // The sender went without sending: `f` panicked. Pass the panic on unchanged.
-        Err(RecvTimeoutError::Disconnected) => match handle.join() {
-            Err(payload) => std::panic::resume_unwind(payload),
-            // Unreachable in practice (a thread that returns has sent); treat as a timeout.
-            Ok(()) => Detached::TimedOut,
-        },
+    if spawned.is_err() {
+        run(token, tx);
+    }
+}
+
+/// The call is over: every copy still in flight is told to stop, and no longer waited for.
+fn abandon_all(flying: &mut Vec<(u32, CancelToken<'static>)>) {
+    for (_, token) in flying.drain(..) {
+        token.abandon();
     }
 }

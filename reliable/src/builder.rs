@@ -427,7 +427,9 @@ impl Builder {
     /// failed copy waits for the others; the attempt fails when every copy has. Every copy passes
     /// the breaker, the limits and, with a [`ledger`](Self::ledger), draws a hedge from it. Only
     /// calls marked [`idempotent`](Self::idempotent) are hedged: `build` refuses a hedge without
-    /// it. A blocking call is never hedged (it would need a thread per copy). Each copy may have
+    /// it. A blocking call hedges only through
+    /// [`call_blocking_detached`](crate::Reliable::call_blocking_detached), which runs each copy
+    /// on a thread of its own; the others run on the caller's thread alone. Each copy may have
     /// a timeout of its own, from its own send ([`copy_timeout`](Self::copy_timeout)).
     pub fn hedge(mut self, config: HedgeConfig) -> Self {
         self.hedge = Some(config);

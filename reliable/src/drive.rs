@@ -314,16 +314,7 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                         }
                         Action::Cancel { n, .. } => flying.retain(|(m, ..)| *m != n),
                         Action::Done(end) => {
-                            if let Ended::Ok { n } = end.result
-                                && raced
-                            {
-                                if n != primary {
-                                    inner.stats.bump(Total::HedgesWon);
-                                }
-                                for o in inner.observers.iter() {
-                                    o.on_hedge_won(&inner.name, n, n != primary);
-                                }
-                            }
+                            self.race_won(end, primary, raced);
                             flying.clear();
                             let result = self.end(end, now, value.take(), last.take());
                             return Poll::Ready((end, result));
@@ -383,6 +374,22 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
             }
         })
         .await
+    }
+
+    /// A call that ended `end` after a race of copies (`raced`: a hedge of the attempt whose
+    /// first copy is `primary` was sent): the winner reported, and counted if it was a hedge.
+    pub fn race_won(&self, end: End, primary: u32, raced: bool) {
+        let inner = self.layers.inner;
+        if let Ended::Ok { n } = end.result
+            && raced
+        {
+            if n != primary {
+                inner.stats.bump(Total::HedgesWon);
+            }
+            for o in inner.observers.iter() {
+                o.on_hedge_won(&inner.name, n, n != primary);
+            }
+        }
     }
 
     /// The time now.

@@ -59,7 +59,8 @@
 //!   draw from one ledger ([`Builder::ledger`]); a concurrency limit (bulkhead, AIMD, gradient:
 //!   [`Builder::limit`]) and a rate limit ([`Builder::rate_limit`]) refuse locally, and a refusal
 //!   inside a retry ends the call at once unless the policy waits on refusals. Blocking calls
-//!   take the ledger and the limits but are never hedged.
+//!   take the ledger and the limits; only `call_blocking_detached` hedges (a copy needs a
+//!   thread of its own).
 //! - **Time, timers and randomness are injected** ([`clock`], [`sleep`], [`Builder::seed`]), so tests
 //!   run minutes of retries in virtual time under `tokio::time::pause()`.
 //! - **A success costs little.** Through a closed breaker it reads no clock (without a timeout),

@@ -370,3 +370,63 @@ fn a_panic_in_detached_work_comes_out_unchanged() {
     assert_eq!(rel.snapshot().cancelled, 1);
     assert_eq!(rel.call_blocking(|| Ok::<_, std::io::Error>(1)).unwrap(), 1);
 }
+
+#[test]
+fn detached_work_is_hedged_on_a_thread_of_its_own_and_the_loser_told_to_stop() {
+    // The first copy hangs until its token says stop; the hedge, sent 50 ms later on its own
+    // thread, answers at once and wins. The loser learns it lost through its token.
+    let rel = Reliable::builder("legacy")
+        .no_breaker()
+        .attempts(1)
+        .idempotent()
+        .hedge_after(Duration::from_millis(50))
+        .timeout(Duration::from_secs(10))
+        .clock(reliable::clock::SystemClock::new())
+        .build()
+        .unwrap();
+    let (told_tx, told_rx) = std::sync::mpsc::channel();
+    let copies = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = copies.clone();
+    let t0 = Instant::now();
+    let answer = rel.call_blocking_detached(move |token| {
+        let copy = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if copy == 1 {
+            // Bounded, so that a broken hedge fails the test instead of hanging it.
+            let t = Instant::now();
+            while !token.is_cancelled() && t.elapsed() < Duration::from_secs(8) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let _ = told_tx.send(token.is_cancelled());
+            return Ok("the first copy, late");
+        }
+        Ok::<_, std::io::Error>("the hedge")
+    });
+    let took = t0.elapsed();
+    assert_eq!(answer.unwrap(), "the hedge");
+    // The hedge is due at 50 ms; the first copy would only have answered at 8 s.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert_eq!(copies.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(told_rx.recv_timeout(Duration::from_secs(9)), Ok(true));
+    let s = rel.snapshot();
+    assert_eq!((s.hedges, s.hedges_won), (1, 1), "{s:?}");
+}
+
+#[test]
+fn detached_work_without_a_hedge_policy_is_never_hedged() {
+    let rel = Reliable::builder("legacy")
+        .no_breaker()
+        .attempts(1)
+        .timeout(Duration::from_secs(5))
+        .clock(reliable::clock::SystemClock::new())
+        .build()
+        .unwrap();
+    let copies = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counter = copies.clone();
+    let answer = rel.call_blocking_detached(move |_| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(100));
+        Ok::<_, std::io::Error>(7)
+    });
+    assert_eq!(answer.unwrap(), 7);
+    assert_eq!(copies.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

@@ -896,11 +896,12 @@ impl Route {
     }
 
     /// A [`Builder`] for [`Reliable::call_blocking`]: [`builder`](Self::builder), refusing a
-    /// route with a `Hedge` (a blocking call is never hedged: a copy would need a thread).
+    /// route with a `Hedge` (`call_blocking` runs on the caller's thread alone and a copy would
+    /// need a thread; [`builder`](Self::builder) serves `call_blocking_detached`, which hedges).
     pub fn blocking_builder(&self) -> Result<Builder, PolicyError> {
         if self.hedge.is_some() {
             return Err(self.refuse(
-                "a Hedge in a blocking call: call_blocking never hedges (a copy would need a thread of its own); expected an async call (Route::builder), or no Hedge",
+                "a Hedge in a blocking call: call_blocking never hedges (a copy would need a thread of its own); expected an async call or call_blocking_detached (Route::builder), or no Hedge",
             ));
         }
         self.builder()

@@ -17,6 +17,7 @@ use reliable_core::breaker::{
     BreakerPolicy, CircuitBreaker, CountWindow, Observer, Outcome, Permit, Rejection, Transition,
 };
 use reliable_core::budget::{AnyBudget, Budget, Unlimited};
+use reliable_core::chaos::{Chaos, Enabled, Injected};
 use reliable_core::engine::{Action, Call, Ended, Note, Refusal, SampleFor, Shared, Stack};
 use reliable_core::hedge::{HedgePolicy, Hedger};
 use reliable_core::ledger::ExtraLedger;
@@ -270,11 +271,24 @@ pub fn run(s: &Sequence) -> Result<String, String> {
     let stack = built(Stack::from_layer(&stack(s)?))?;
     let parts = parts(&stack, &trace, draws.clone())?;
     let plan = stack.plan;
+    // The chaos layer below every layer: the core's decisions, counted as a `ChaosSwitch` counts
+    // them (an attempt is numbered only while some strategy is on).
+    let chaos = match &s.policy.chaos {
+        Some(c) => Some(built(Chaos::new(c.config()))?),
+        None => None,
+    };
+    let mut on = chaos.map_or(Enabled::NONE, |c| c.enabled());
+    let mut drawn = 0u64;
     let mut now = 0u64;
     for (i, script) in s.calls.iter().enumerate() {
         now = now.max(script.start_ms);
         clock.store(now, Ordering::SeqCst);
         trace.start_call(i);
+        if let Some(c) = &chaos {
+            for (strategy, set) in script.chaos_switches() {
+                on = Enabled(on.with(strategy, set).0 & c.configured().0);
+            }
+        }
         let answers: Vec<Scripted> = script
             .answers
             .iter()
@@ -293,15 +307,38 @@ pub fn run(s: &Sequence) -> Result<String, String> {
             while let Some(action) = call.poll() {
                 match action {
                     Action::Send { n, deadline, .. } => {
+                        let hit = match &chaos {
+                            Some(c) if !on.is_none() => {
+                                drawn += 1;
+                                c.decide(drawn - 1, on).answer.map(|a| (drawn - 1, a))
+                            }
+                            _ => None,
+                        };
+                        if let Some((draw, (strategy, injected))) = hit {
+                            // Answered by the chaos layer, at once: nothing reaches the script.
+                            let k = trace.injected(strategy.event(), draw);
+                            if k != n {
+                                return Err(format!("{}: call {i}: copy {n} sent as {k}", s.name));
+                            }
+                            let hang = injected == Injected::Hang;
+                            flying.push(Flying {
+                                n,
+                                arrives: (!hang).then_some(now),
+                                deadline: deadline.map(ms),
+                                answer: (!hang).then(|| injected.answer()),
+                            });
+                            continue;
+                        }
                         let k = trace.attempt();
                         if k != n {
                             return Err(format!("{}: call {i}: copy {n} sent as {k}", s.name));
                         }
-                        let Some(a) = answers.get(n as usize - 1) else {
+                        let r = trace.reach();
+                        let Some(a) = answers.get(r) else {
                             return Err(format!("{}: call {i}: script exhausted", s.name));
                         };
                         let answer = answer_of(a);
-                        let latency = script.answers[n as usize - 1].latency_ms;
+                        let latency = script.answers[r].latency_ms;
                         flying.push(Flying {
                             n,
                             arrives: answer.map(|_| now + latency),

@@ -499,6 +499,60 @@ pub extern "C" fn rk_exp_backoff(
     )
 }
 
+/// A chaos layer from the [`crate::chaos::CONFIG`] numbers JavaScript wrote into the input
+/// buffer ([`crate::chaos::config_of`]): a handle or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_new() -> i32 {
+    let (w, e) = state();
+    // SAFETY: one thread, no re-entry: JavaScript wrote the input before this export and does
+    // not touch it during it; this is the only reference for its duration.
+    let input = unsafe { &*GLOBAL.input.get() };
+    let mut numbers = [f64::NAN; crate::chaos::CONFIG];
+    for (i, n) in numbers.iter_mut().enumerate() {
+        if let Some(bytes) = input.get(i * 8..i * 8 + 8)
+            && let Ok(b) = <[u8; 8]>::try_from(bytes)
+        {
+            *n = f64::from_le_bytes(b);
+        }
+    }
+    handle(w.chaos.add(&numbers), e)
+}
+
+/// Frees a chaos layer.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_free(chaos: u32) {
+    state().0.chaos.free(chaos)
+}
+
+/// Switches a strategy (its stream: 0 fault, 1 latency, 2 outcome, 3 behaviour) on (1) or off:
+/// the strategies on now as bits, or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_set(chaos: u32, stream: u32, on: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.set(chaos, stream, on != 0), e)
+}
+
+/// The attempts a chaos layer counted, or NaN.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_attempts(chaos: u32) -> f64 {
+    let (w, e) = state();
+    number(w.chaos.attempts(chaos), e)
+}
+
+/// What the next attempt through a chaos layer gets: 1 something (see [`rk_chaos_out_ptr`]), 0
+/// nothing, -1 a bad handle.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_decide(chaos: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.decide(chaos), e)
+}
+
+/// Where the latest chaos decision's numbers live ([`crate::chaos::OUT`] of them).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_out_ptr() -> u32 {
+    state().0.chaos.out_ptr() as u32
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {

@@ -59,6 +59,13 @@ export interface Abi {
   rk_chaos_attempts(chaos: number): number;
   rk_chaos_decide(chaos: number): number;
   rk_chaos_out_ptr(): number;
+  rk_timeline_begin(seedHi: number, seedLo: number): number;
+  rk_timeline_fault(kind: number, fromMs: number, untilMs: number, a: number, b: number): number;
+  rk_timeline_finish(): number;
+  rk_timeline_free(timeline: number): void;
+  rk_timeline_send(timeline: number, tMs: number, n: number): number;
+  rk_timeline_answer(timeline: number, tMs: number, n: number, success: number): number;
+  rk_timeline_out_ptr(): number;
 }
 
 /** The names above, for the drift test. */
@@ -98,6 +105,13 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_chaos_attempts",
   "rk_chaos_decide",
   "rk_chaos_out_ptr",
+  "rk_timeline_begin",
+  "rk_timeline_fault",
+  "rk_timeline_finish",
+  "rk_timeline_free",
+  "rk_timeline_send",
+  "rk_timeline_answer",
+  "rk_timeline_out_ptr",
 ];
 
 /** Decodes the module's base64 text (`atob`: Node >= 16 and every browser). */

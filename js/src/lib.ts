@@ -112,6 +112,7 @@ function refusal(prefix?: string): Error {
   if (kind === 12) return new RangeError("too many live reliable() wrappers (256): dispose() the ones no longer used");
   if (kind === 13) return new RangeError("too many calls in flight at once (2048)");
   if (kind === 14) return new RangeError("too many live Chaos layers (256): dispose() the ones no longer used");
+  if (kind === 15) return new RangeError("too many live ChaosTimelines (64): dispose() the ones no longer used");
   const bytes = new Uint8Array(abi.memory.buffer, abi.rk_error_ptr(), abi.rk_error_len());
   const text = new TextDecoder().decode(bytes);
   // A policy's config the core's reader refused: where in it, and why.
@@ -316,7 +317,7 @@ export interface ReliableOptions<A extends unknown[], R> {
    * injected status is a Response-like value classed by the core's answer table as a real one,
    * a reset a thrown error, a hang never answers (only the copy's timeout ends it).
    */
-  chaos?: Chaos;
+  chaos?: Chaos | ChaosTimeline;
 }
 
 /** How an attempt ended, as the core classes it. */
@@ -644,6 +645,105 @@ export class Chaos {
   dispose(): void {
     freeChaos.unregister(this);
     abi.rk_chaos_free(this.handle);
+  }
+}
+
+/** A scenario's client-visible fault, times in ms since the replay starts, as the simulator's
+ * scenario files name them (`ErrorRate`'s `rate`, `LatencyInflation`'s `factor`, `Throttle`'s
+ * `share` and `retryAfter` ms, `Outage`'s `hang`). */
+export type TimelineFault =
+  | { kind: "Outage"; from: number; until: number; hang?: boolean }
+  | { kind: "Partition"; from: number; until: number }
+  | { kind: "ErrorRate"; from: number; until: number; rate: number }
+  | { kind: "LatencyInflation"; from: number; until: number; factor: number }
+  | { kind: "Throttle"; from: number; until: number; share?: number; retryAfter: number };
+
+/** Why a client cannot play the faults only a server or the workload makes: the reasons of
+ * reliable_core::fault's `Fault::client_side` (a test holds them to that file). */
+const SERVER_SIDE: Record<string, string> = {
+  CapacityLoss:
+    "a capacity loss removes the server's workers, and only the server has them: a client cannot make the server slower for everyone; play it in the service (fewer workers)",
+  LoadSpike: "a load spike multiplies the workload's arrival rate: the load generator plays it, not a layer on one client's calls",
+};
+const TIMELINE_KINDS: Record<string, [number, readonly string[]]> = {
+  Outage: [0, ["hang"]],
+  Partition: [1, []],
+  ErrorRate: [2, ["rate"]],
+  LatencyInflation: [3, ["factor"]],
+  Throttle: [4, ["share", "retryAfter"]],
+};
+const freeTimeline = new FinalizationRegistry<number>((h) => abi.rk_timeline_free(h));
+let timelineOut: Float64Array | undefined;
+function timelineRecord(): Float64Array {
+  if (timelineOut === undefined || timelineOut.length === 0) timelineOut = new Float64Array(abi.memory.buffer, abi.rk_timeline_out_ptr(), 3);
+  return timelineOut;
+}
+
+/**
+ * A scenario's client-visible faults (outage, partition, error rate, latency inflation,
+ * throttle), played by the clock from the moment it is made (or {@link ChaosTimeline.restart}ed)
+ * with the simulator's meaning, decided by the core's `chaos::Timeline` in the module; give it as
+ * {@link reliable}'s `chaos` option. A `CapacityLoss` or a `LoadSpike` is refused with the reason,
+ * as the Rust loader refuses it. {@link Chaos.killAll} stops it too.
+ */
+export class ChaosTimeline {
+  /** @internal */ readonly handle: number;
+  /** The clock it plays by, ms. */
+  readonly clock: Clock;
+  /** @internal */ start: number;
+
+  constructor(faults: readonly TimelineFault[], opts?: { seed?: number | bigint; clock?: Clock }) {
+    const o = options("ChaosTimeline options", opts);
+    if (!Array.isArray(faults)) throw new TypeError(`faults must be an array, got ${describe(faults)}`);
+    this.clock = func<Clock>("clock", o.clock, defaultClock);
+    const [hi, lo] = chaosSeed("seed", o.seed);
+    if (abi.rk_timeline_begin(hi, lo) < 0) throw refusal();
+    faults.forEach((f, i) => {
+      const name = `faults[${i}]`;
+      const b = options(name, f);
+      const kind = String(b.kind);
+      if (SERVER_SIDE[kind] !== undefined) throw new TypeError(`${name}: ${kind} refused: ${SERVER_SIDE[kind]}`);
+      const known = TIMELINE_KINDS[kind];
+      if (known === undefined) throw new TypeError(`${name}.kind: expected one of ${Object.keys(TIMELINE_KINDS).join(", ")}, got ${describe(b.kind)}`);
+      for (const k of Object.keys(b)) {
+        if (k !== "kind" && k !== "from" && k !== "until" && !known[1].includes(k)) throw new TypeError(`${name}.${k}: unknown field of a ${kind}`);
+      }
+      const from = duration(`${name}.from`, b.from, NaN);
+      const until = duration(`${name}.until`, b.until, NaN);
+      if (from < 0 || until < 0) throw new RangeError(`${name}: from and until must be finite`);
+      let a = 0;
+      let c = 0;
+      if (kind === "Outage") a = flag(`${name}.hang`, b.hang, false) ? 1 : 0;
+      if (kind === "ErrorRate") a = number(`${name}.rate`, b.rate, NaN);
+      if (kind === "LatencyInflation") a = number(`${name}.factor`, b.factor, NaN);
+      if (kind === "Throttle") {
+        a = number(`${name}.share`, b.share, 1);
+        c = duration(`${name}.retryAfter`, b.retryAfter, NaN);
+        if (c < 0) throw new RangeError(`${name}.retryAfter must be finite`);
+      }
+      if (abi.rk_timeline_fault(known[0], from, until, a, c) < 0) throw refusal(name);
+    });
+    const h = abi.rk_timeline_finish();
+    if (h < 0) throw refusal();
+    this.handle = h;
+    this.start = this.clock();
+    freeTimeline.register(this, h, this);
+  }
+
+  /** Plays the faults again from now. */
+  restart(): void {
+    this.start = this.clock();
+  }
+
+  /** @internal ms since the replay started. */
+  now(): number {
+    return Math.max(0, this.clock() - this.start);
+  }
+
+  /** Frees its slot in the module now rather than at garbage collection. */
+  dispose(): void {
+    freeTimeline.unregister(this);
+    abi.rk_timeline_free(this.handle);
   }
 }
 
@@ -1065,6 +1165,8 @@ class Shared<A extends unknown[], R> {
   throttleSample: number | undefined = undefined;
   /** The chaos layer every copy meets first, if any. */
   chaos: Chaos | undefined = undefined;
+  /** The fault timeline every copy meets first, if any. */
+  timeline: ChaosTimeline | undefined = undefined;
   constructor(
     readonly fn: Wrapped<A, R> | Plain<A, R>,
     readonly plain: boolean,
@@ -1372,6 +1474,7 @@ class Run<A extends unknown[], R> {
     const chaos = s.chaos;
     try {
       if (chaos !== undefined && chaos.on !== 0 && !chaosKilled) pending = this.chaotic(chaos, copy);
+      else if (s.timeline !== undefined && !chaosKilled) pending = this.replayed(s.timeline, copy);
       else pending = this.call(copy);
     } catch (error) {
       pending = Promise.reject(error);
@@ -1418,6 +1521,72 @@ class Run<A extends unknown[], R> {
       return Promise.resolve(new ChaosResponse(status, after, retry) as R);
     };
     return delay >= 0 ? this.s.sleep(delay, copy.ctx?.signal).then(answer) : answer();
+  }
+
+  /** Copy `copy` through a fault timeline, as the Rust `TimelineLayer` plays it: held by a
+   * partition, answered by an outage (a 503, or a hang) or a throttle (a 429 with its
+   * Retry-After), stretched by a latency inflation, a success failed (a 500) by an error rate.
+   * Told to onEvent as the Rust layer reports it: an answer as `Chaos.OnFault`, a hold or a
+   * stretch as `Chaos.OnLatency`. */
+  async replayed(tl: ChaosTimeline, copy: Copy): Promise<R> {
+    const s = this.s;
+    const out = timelineRecord();
+    const tell = (event: ChaosEvent, n: number, ms?: number) => {
+      if (s.onEvent !== undefined) this.emit(ms === undefined ? { kind: "chaos", event, attempt: n, copy: copy.n } : { kind: "chaos", event, attempt: n, copy: copy.n, delay: ms });
+    };
+    const send = (n: number) => {
+      const code = abi.rk_timeline_send(tl.handle, tl.now(), n);
+      if (code < 0) throw refusal();
+      return [code, out[0], out[1], out[2]];
+    };
+    let [code, a, b, n] = send(-1);
+    while (code === 1) {
+      const wait = Math.max(0, a - tl.now());
+      tell("Chaos.OnLatency", n, wait);
+      await s.sleep(wait, copy.ctx?.signal);
+      [code, a, b] = send(n);
+    }
+    if (code === 2) {
+      tell("Chaos.OnFault", n);
+      return new ChaosResponse(a, b, -1) as R;
+    }
+    if (code === 3) {
+      tell("Chaos.OnFault", n);
+      return new Promise<R>(() => {});
+    }
+    const factor = a;
+    const sent = tl.now();
+    let ok = true;
+    let value: unknown;
+    try {
+      value = await this.call(copy);
+    } catch (e) {
+      ok = false;
+      value = e;
+    }
+    if (factor > 1) {
+      const extra = (tl.now() - sent) * (factor - 1);
+      tell("Chaos.OnLatency", n, extra);
+      await s.sleep(extra, copy.ctx?.signal);
+    }
+    // A success by the core's answer table.
+    const [status, serverDelay, shouldRetry] = answerOf(ok, value);
+    const success = ok && (typeof value !== "object" || value === null || (abi.rk_answer(status, serverDelay, shouldRetry, 0) & CLASS_BITS) === OK);
+    for (;;) {
+      const at = abi.rk_timeline_answer(tl.handle, tl.now(), n, success ? 1 : 0);
+      if (at < 0) throw refusal();
+      if (at === 0) break;
+      if (at === 1) {
+        const wait = Math.max(0, out[0] - tl.now());
+        tell("Chaos.OnLatency", n, wait);
+        await s.sleep(wait, copy.ctx?.signal);
+        continue;
+      }
+      tell("Chaos.OnFault", n);
+      return new ChaosResponse(out[0], -1, -1) as R;
+    }
+    if (ok) return value as R;
+    throw value;
   }
 
   /** A copy no longer counts. */
@@ -1629,8 +1798,9 @@ function wrap<A extends unknown[], R>(
   );
 
   const shared = new Shared<A, R>(fn, plain, policy, clock, rng, throttleRng, sleep, timer, timeout, uninterruptible, onOpen, onEvent);
-  if (o.chaos !== undefined) {
-    if (!(o.chaos instanceof Chaos)) throw new TypeError(`chaos must be a Chaos, got ${describe(o.chaos)}`);
+  if (o.chaos instanceof ChaosTimeline) shared.timeline = o.chaos;
+  else if (o.chaos !== undefined) {
+    if (!(o.chaos instanceof Chaos)) throw new TypeError(`chaos must be a Chaos or a ChaosTimeline, got ${describe(o.chaos)}`);
     shared.chaos = o.chaos;
   }
 

@@ -155,3 +155,59 @@ test("the same seed decides as the Rust switch, another seed does not", { skip: 
     assert.notDeepEqual(decisions(chaosOf(c.config, 1), c.decisions.length), c.decisions, `seed ${c.seed} + 1`);
   }
 });
+
+test("a timeline plays a scenario's faults by the clock, as the Rust TimelineLayer does", async () => {
+  const { ChaosTimeline } = await import("../dist/esm/entry.esm.js");
+  const clock = manualClock();
+  const waits = [];
+  const sleep = async (ms) => {
+    waits.push(ms);
+    clock.now += ms;
+  };
+  const tl = new ChaosTimeline(
+    [
+      { kind: "Outage", from: 1000, until: 2000 },
+      { kind: "Throttle", from: 3000, until: 4000, retryAfter: 3000 },
+      { kind: "Partition", from: 5000, until: 6000 },
+    ],
+    { seed: 1, clock },
+  );
+  const events = [];
+  let calls = 0;
+  const f = reliable(async () => (++calls, "real"), { maxAttempts: 1, clock, sleep, chaos: tl, onEvent: (e) => events.push(e) });
+  assert.equal(await f(), "real");
+  clock.now = 1500;
+  assert.equal((await f()).status, 503);
+  clock.now = 3500;
+  const throttled = await f();
+  assert.equal(throttled.status, 429);
+  assert.equal(throttled.headers.get("retry-after"), "3");
+  clock.now = 5250;
+  assert.equal(await f(), "real");
+  assert.deepEqual(waits, [750]);
+  assert.equal(calls, 2);
+  assert.deepEqual(events.filter((e) => e.kind === "chaos").map((e) => e.event), ["Chaos.OnFault", "Chaos.OnFault", "Chaos.OnLatency"]);
+  f.dispose();
+  tl.dispose();
+});
+
+test("a timeline refuses the server's faults with the core's reason, and bad fields by name", async () => {
+  const { ChaosTimeline } = await import("../dist/esm/entry.esm.js");
+  const source = readFileSync(new URL("../../core/src/fault.rs", import.meta.url), "utf8").replace(/\\\n\s*/g, "");
+  for (const kind of ["CapacityLoss", "LoadSpike"]) {
+    let message = "";
+    try {
+      new ChaosTimeline([{ kind, from: 0, until: 1 }]);
+    } catch (e) {
+      assert.ok(e instanceof TypeError);
+      message = e.message;
+    }
+    const reason = message.replace(`faults[0]: ${kind} refused: `, "");
+    assert.ok(reason.length > 20 && source.includes(`kind: "${kind}",\n                    reason: "${reason}"`), `${kind}: ${message}`);
+  }
+  assert.throws(() => new ChaosTimeline([{ kind: "LatencyInflation", from: 0, until: 1, factor: 0.5 }]), /^RangeError: faults\[0\]\.factor/);
+  assert.throws(() => new ChaosTimeline([{ kind: "Partition", from: 5, until: 5 }]), /^RangeError: faults\[0\]\.until/);
+  assert.throws(() => new ChaosTimeline([{ kind: "ErrorRate", from: 0, until: 1, rate: 2 }]), /^RangeError: faults\[0\]\.rate/);
+  assert.throws(() => new ChaosTimeline([{ kind: "Quake", from: 0, until: 1 }]), /^TypeError: faults\[0\]\.kind/);
+  assert.throws(() => new ChaosTimeline([{ kind: "Outage", from: 0, until: 1, hang: "yes" }]), /^TypeError: faults\[0\]\.hang/);
+});

@@ -7,11 +7,12 @@
 //! A config crosses as [`CONFIG`] numbers written into the module's input buffer (see
 //! [`config_of`]); a decision comes back as [`OUT`] numbers in a record JavaScript reads in place.
 
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 
+use reliable_core::answer::Answer;
 use reliable_core::chaos::{
-    BehaviorConfig, Chaos, ChaosConfig, Delay, Enabled, FaultConfig, Injected, LatencyConfig,
-    OutcomeConfig, Strategy,
+    AtAnswer, AtSend, BehaviorConfig, Chaos, ChaosConfig, ClientFault, Delay, Enabled, FaultConfig,
+    FaultWindow, Injected, LatencyConfig, OutcomeConfig, Strategy, Timeline,
 };
 use reliable_core::{ConfigError, Problem};
 
@@ -44,6 +45,8 @@ pub struct Table {
     slots: [Cell<Option<Slot>>; MAX_CHAOS],
     used: Slots<MAX_CHAOS>,
     out: Cell<[f64; OUT]>,
+    /// The fault timelines.
+    pub timelines: Timelines,
 }
 
 impl Default for Table {
@@ -158,6 +161,7 @@ impl Table {
             slots: [const { Cell::new(None) }; MAX_CHAOS],
             used: Slots::new(),
             out: Cell::new([0.0; OUT]),
+            timelines: Timelines::new(),
         }
     }
 
@@ -280,5 +284,195 @@ impl Table {
     /// The latest decision's record.
     pub fn out(&self) -> [f64; OUT] {
         self.out.get()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A scenario's fault timeline.
+
+/// Timelines alive at once.
+pub const MAX_TIMELINES: usize = 64;
+/// Faults one timeline holds at most.
+pub const MAX_FAULTS: usize = 32;
+
+/// One timeline: its checked faults, the seed of its draws, attempts counted.
+#[derive(Clone, Debug)]
+struct Replay {
+    faults: heapless::Vec<FaultWindow, MAX_FAULTS>,
+    seed: u64,
+    drawn: u64,
+}
+
+/// The timelines of the module, and the one being built.
+#[derive(Debug)]
+pub struct Timelines {
+    slots: [RefCell<Option<Replay>>; MAX_TIMELINES],
+    used: Slots<MAX_TIMELINES>,
+    building: RefCell<Option<Replay>>,
+    out: Cell<[f64; 3]>,
+}
+
+impl Default for Timelines {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Timelines {
+    /// None.
+    pub fn new() -> Self {
+        Timelines {
+            slots: [const { RefCell::new(None) }; MAX_TIMELINES],
+            used: Slots::new(),
+            building: RefCell::new(None),
+            out: Cell::new([0.0; 3]),
+        }
+    }
+
+    /// Starts a timeline whose draws come from the seed of these halves.
+    pub fn begin(&self, hi: f64, lo: f64) -> Result<(), Failure> {
+        let seed = seed("seed", hi, lo)?;
+        let mut b = self
+            .building
+            .try_borrow_mut()
+            .map_err(|_| Failure::BadHandle)?;
+        *b = Some(Replay {
+            faults: heapless::Vec::new(),
+            seed,
+            drawn: 0,
+        });
+        Ok(())
+    }
+
+    /// Adds a fault over `[from_ms, until_ms)`: kind 0 an outage (`a` 1: it hangs), 1 a
+    /// partition, 2 an error rate (`a`), 3 a latency inflation (factor `a`), 4 a throttle (share
+    /// `a`, retry-after `b` ms). Checked by the core (`until`, `rate`, `factor`, `share`).
+    pub fn fault(&self, kind: u32, from: f64, until: f64, a: f64, b: f64) -> Result<(), Failure> {
+        let fault = match kind {
+            0 => ClientFault::Outage { hang: a == 1.0 },
+            1 => ClientFault::Partition,
+            2 => ClientFault::ErrorRate { rate: a },
+            3 => ClientFault::LatencyInflation { factor: a },
+            _ => ClientFault::Throttle {
+                share: a,
+                retry_after: duration(b),
+            },
+        };
+        let window = FaultWindow {
+            from: duration(from),
+            until: duration(until),
+            fault,
+        }
+        .check()?;
+        let mut building = self
+            .building
+            .try_borrow_mut()
+            .map_err(|_| Failure::BadHandle)?;
+        let r = building.as_mut().ok_or(Failure::BadHandle)?;
+        r.faults.push(window).map_err(|_| {
+            Failure::Config(ConfigError::new(
+                "faults",
+                Problem::ExceedsCapacity {
+                    requested: MAX_FAULTS as u64 + 1,
+                    capacity: MAX_FAULTS as u64,
+                },
+            ))
+        })
+    }
+
+    /// The timeline built: its handle.
+    pub fn finish(&self) -> Result<u32, Failure> {
+        let r = self
+            .building
+            .try_borrow_mut()
+            .map_err(|_| Failure::BadHandle)?
+            .take()
+            .ok_or(Failure::BadHandle)?;
+        let h = self
+            .used
+            .take()
+            .ok_or(Failure::Full(crate::Table::Timelines))?;
+        let slot = self.slots.get(h).ok_or(Failure::BadHandle)?;
+        *slot.try_borrow_mut().map_err(|_| Failure::BadHandle)? = Some(r);
+        Ok(h as u32)
+    }
+
+    /// Frees a timeline (a handle freed twice is ignored).
+    pub fn free(&self, h: u32) {
+        if !self.used.is_used(h) {
+            return;
+        }
+        if let Some(Ok(mut s)) = self.slots.get(h as usize).map(RefCell::try_borrow_mut) {
+            *s = None;
+        }
+        self.used.give_back(h);
+    }
+
+    fn with<R>(&self, h: u32, f: impl FnOnce(&mut Replay) -> R) -> Result<R, Failure> {
+        if !self.used.is_used(h) {
+            return Err(Failure::BadHandle);
+        }
+        let cell = self.slots.get(h as usize).ok_or(Failure::BadHandle)?;
+        let mut r = cell.try_borrow_mut().map_err(|_| Failure::BadHandle)?;
+        Ok(f(r.as_mut().ok_or(Failure::BadHandle)?))
+    }
+
+    /// Attempt `n` (negative: the next one, counted) sent at `t_ms` since the replay started:
+    /// 0 send (record: the latency factor), 1 hold (until, ms), 2 answer (status, retry-after ms
+    /// or -1), 3 hang; the record's last number is `n`.
+    pub fn send(&self, h: u32, t_ms: f64, n: f64) -> Result<u32, Failure> {
+        let (code, a, b, n) = self.with(h, |r| {
+            let n = if n >= 0.0 {
+                n as u64
+            } else {
+                r.drawn += 1;
+                r.drawn - 1
+            };
+            let tl = Timeline::new(&r.faults, r.seed).ok();
+            let at = tl.map_or(
+                AtSend::Send {
+                    latency_factor: 1.0,
+                },
+                |tl| tl.at_send(duration(t_ms), n),
+            );
+            match at {
+                AtSend::Send { latency_factor } => (0, latency_factor, 0.0, n),
+                AtSend::Hold { until } => (1, millis(until), 0.0, n),
+                AtSend::Answer(Answer::Status { status, signals }) => (
+                    2,
+                    f64::from(status),
+                    signals.retry_after.map_or(-1.0, millis),
+                    n,
+                ),
+                AtSend::Answer(_) | AtSend::Hang => (3, 0.0, 0.0, n),
+            }
+        })?;
+        self.out.set([a, b, n as f64]);
+        Ok(code)
+    }
+
+    /// The answer of attempt `n` arriving at `t_ms` (`success`: a success by the core's table):
+    /// 0 deliver, 1 hold (until, ms), 2 fail (the status).
+    pub fn answer(&self, h: u32, t_ms: f64, n: f64, success: bool) -> Result<u32, Failure> {
+        let (code, a) = self.with(h, |r| {
+            let at = Timeline::new(&r.faults, r.seed)
+                .ok()
+                .map_or(AtAnswer::Deliver, |tl| {
+                    tl.at_answer(duration(t_ms), n.max(0.0) as u64, success)
+                });
+            match at {
+                AtAnswer::Deliver => (0, 0.0),
+                AtAnswer::Hold { until } => (1, millis(until)),
+                AtAnswer::Fail(Answer::Status { status, .. }) => (2, f64::from(status)),
+                AtAnswer::Fail(_) => (2, 500.0),
+            }
+        })?;
+        self.out.set([a, -1.0, n]);
+        Ok(code)
+    }
+
+    /// Where the latest answer's numbers live.
+    pub fn out_ptr(&self) -> *const f64 {
+        self.out.as_ptr().cast()
     }
 }

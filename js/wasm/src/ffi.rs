@@ -553,6 +553,59 @@ pub extern "C" fn rk_chaos_out_ptr() -> u32 {
     state().0.chaos.out_ptr() as u32
 }
 
+/// [`crate::chaos::Timelines::begin`]: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_begin(seed_hi: f64, seed_lo: f64) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.begin(seed_hi, seed_lo).map(|()| 0), e)
+}
+
+/// [`crate::chaos::Timelines::fault`]: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_fault(kind: u32, from_ms: f64, until_ms: f64, a: f64, b: f64) -> i32 {
+    let (w, e) = state();
+    handle(
+        w.chaos
+            .timelines
+            .fault(kind, from_ms, until_ms, a, b)
+            .map(|()| 0),
+        e,
+    )
+}
+
+/// [`crate::chaos::Timelines::finish`]: a handle or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_finish() -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.finish(), e)
+}
+
+/// Frees a timeline.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_free(timeline: u32) {
+    state().0.chaos.timelines.free(timeline)
+}
+
+/// [`crate::chaos::Timelines::send`]: the code or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_send(timeline: u32, t_ms: f64, n: f64) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.send(timeline, t_ms, n), e)
+}
+
+/// [`crate::chaos::Timelines::answer`]: the code or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_answer(timeline: u32, t_ms: f64, n: f64, success: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.answer(timeline, t_ms, n, success != 0), e)
+}
+
+/// Where the latest timeline answer's numbers live (three of them).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_out_ptr() -> u32 {
+    state().0.chaos.timelines.out_ptr() as u32
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {

@@ -120,6 +120,8 @@ pub enum Table {
     Calls = 3,
     /// [`chaos::MAX_CHAOS`].
     Chaos = 4,
+    /// [`chaos::MAX_TIMELINES`].
+    Timelines = 5,
 }
 
 /// Which of a fixed number of slots are taken, with a stack of free indices: O(1) both ways.

@@ -211,3 +211,30 @@ test("a timeline refuses the server's faults with the core's reason, and bad fie
   assert.throws(() => new ChaosTimeline([{ kind: "Quake", from: 0, until: 1 }]), /^TypeError: faults\[0\]\.kind/);
   assert.throws(() => new ChaosTimeline([{ kind: "Outage", from: 0, until: 1, hang: "yes" }]), /^TypeError: faults\[0\]\.hang/);
 });
+
+test("a timeline stretches latency and fails successes by its error rate", async () => {
+  const { ChaosTimeline } = await import("../dist/esm/entry.esm.js");
+  const clock = manualClock();
+  const waits = [];
+  const sleep = async (ms) => {
+    waits.push(ms);
+    clock.now += ms;
+  };
+  const tl = new ChaosTimeline(
+    [
+      { kind: "LatencyInflation", from: 0, until: 10_000, factor: 3 },
+      { kind: "ErrorRate", from: 20_000, until: 30_000, rate: 1 },
+    ],
+    { clock },
+  );
+  const slow = async () => {
+    clock.now += 100; // the real call takes 100 ms
+    return "real";
+  };
+  const f = reliable(slow, { maxAttempts: 1, clock, sleep, timeout: Infinity, chaos: tl });
+  assert.equal(await f(), "real");
+  assert.deepEqual(waits, [200]);
+  clock.now = 25_000;
+  assert.equal((await f()).status, 500);
+  f.dispose();
+});

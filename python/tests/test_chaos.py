@@ -292,3 +292,25 @@ def test_the_chaos_sequences_pass_and_fail_with_another_seed() -> None:
             got = None  # ran out of script: a difference too
         assert got != want, f"{path.stem} passes with another seed"
     assert seeded >= 1
+
+
+def test_a_timeline_stretches_latency_and_fails_successes_by_its_error_rate(clock: Clock) -> None:
+    text = """Scenario(faults: [
+        LatencyInflation(downstream: "api", from: "0s", until: "10s", factor: 3.0),
+        ErrorRate(downstream: "api", from: "20s", until: "30s", rate: 1.0),
+    ])"""
+    tl = ChaosTimeline.from_scenario(text, "api", clock=clock)
+    sleeps = Sleeps(clock)
+
+    def slow() -> str:
+        clock.now += 0.1  # the real call takes 100 ms
+        return "real"
+
+    f = reliable.reliable(slow, max_attempts=1, sleep=sleeps, chaos=tl, clock=clock)
+    assert f() == "real"
+    assert sleeps.waits == [pytest.approx(0.2)]  # stretched to 3 x 100 ms
+    clock.now = 25.0
+    with pytest.raises(ChaosError) as failed:
+        f()
+    assert failed.value.response.status_code == 500
+    assert tl.attempts == 2

@@ -506,8 +506,12 @@ struct ChaosLines(Trace);
 
 impl reliable::observer::Observer for ChaosLines {
     fn on_chaos(&self, _: &str, event: &reliable::chaos::ChaosEvent) {
-        if event.answer.is_some() {
-            self.0.injected(event.strategy.event(), event.attempt);
+        match (event.delay, event.answer) {
+            (Some(delay), _) => self.0.delayed(event.attempt, delay.as_millis() as u64),
+            (None, Some(_)) => {
+                self.0.injected(event.strategy.event(), event.attempt);
+            }
+            (None, None) => {}
         }
     }
 }

@@ -102,6 +102,20 @@ pub struct ChaosBlock {
     /// A chosen answer instead of the real one.
     #[serde(default)]
     pub outcome: Option<InjectBlock>,
+    /// A delay before the attempt reaches the downstream (or its injected answer comes).
+    #[serde(default)]
+    pub latency: Option<LatencyBlock>,
+}
+
+/// The latency strategy: `delay_ms` before the attempts it hits go on.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyBlock {
+    pub rate: f64,
+    pub seed: u64,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub delay_ms: u64,
 }
 
 /// One strategy: `rate` and `seed` decide which attempts it hits (the `n`-th attempt through the
@@ -149,6 +163,7 @@ impl ChaosBlock {
     /// The core's chaos config.
     pub fn config(&self) -> reliable_core::chaos::ChaosConfig {
         use reliable_core::chaos::{ChaosConfig, FaultConfig, OutcomeConfig};
+        // (latency below, by its full path)
         ChaosConfig {
             fault: self.fault.map(|f| FaultConfig {
                 rate: f.rate,
@@ -161,6 +176,14 @@ impl ChaosBlock {
                 enabled: o.enabled,
                 seed: o.seed,
                 answer: o.injected(),
+            }),
+            latency: self.latency.map(|l| reliable_core::chaos::LatencyConfig {
+                rate: l.rate,
+                enabled: l.enabled,
+                seed: l.seed,
+                delay: reliable_core::chaos::Delay::Fixed {
+                    delay: ms(l.delay_ms),
+                },
             }),
             ..ChaosConfig::OFF
         }
@@ -786,9 +809,10 @@ pub fn parse(text: &str, file: &str, stem: &str) -> Result<Sequence, String> {
     }
     for (i, c) in s.calls.iter().enumerate() {
         for name in c.chaos.iter().flat_map(|m| m.keys()) {
-            if s.policy.chaos.is_none() || !["fault", "outcome"].contains(&name.as_str()) {
+            if s.policy.chaos.is_none() || !["fault", "outcome", "latency"].contains(&name.as_str())
+            {
                 return Err(format!(
-                    "{file}: calls[{i}].chaos.{name}: expected fault or outcome, with a chaos block"
+                    "{file}: calls[{i}].chaos.{name}: expected fault, outcome or latency, with a chaos block"
                 ));
             }
         }

@@ -109,6 +109,18 @@ impl Trace {
         n
     }
 
+    /// The chaos layer delays attempt `n` (not sent yet: its `attempt` line comes when the delay
+    /// is over) by `delay_ms`: the chaos line.
+    pub fn delayed(&self, draw: u64, delay_ms: u64) {
+        let n = self.attempts.load(Ordering::SeqCst) + 1;
+        self.push(
+            "chaos",
+            &format!(
+                ",\"n\":{n},\"event\":\"Chaos.OnLatency\",\"draw\":{draw},\"delay_ms\":{delay_ms}"
+            ),
+        );
+    }
+
     /// The call in progress.
     pub fn call(&self) -> usize {
         self.call.load(Ordering::SeqCst)

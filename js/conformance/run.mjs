@@ -177,6 +177,10 @@ export function chaosOf(block) {
   if (block == null) return undefined;
   const opts = {};
   for (const [strategy, b] of Object.entries(block)) {
+    if (strategy === "latency") {
+      opts.latency = { rate: b.rate, seed: b.seed, enabled: b.enabled ?? true, delay: b.delay_ms };
+      continue;
+    }
     if (strategy !== "fault" && strategy !== "outcome") throw new Error(`chaos.${strategy}: not in format 1`);
     const o = { rate: b.rate, seed: b.seed, enabled: b.enabled ?? true };
     if (b.status != null) {
@@ -238,6 +242,8 @@ export async function trace(sequence) {
       onEvent: (e) => {
         switch (e.kind) {
           case "chaos":
+            // Delayed: its attempt line comes when it reaches the downstream.
+            if (e.event === "Chaos.OnLatency") return emit("chaos", { n: e.copy, event: e.event, draw: e.attempt, delay_ms: Math.round(e.delay) });
             // The chaos layer answered this copy: it counts as sent, never reaches the script.
             if (e.event !== "Chaos.OnFault" && e.event !== "Chaos.OnOutcome") return;
             sent++;

@@ -247,7 +247,11 @@ def chaos_of(block: dict[str, Any] | None) -> Any:
         else:
             spec["hang"] = True
         args[strategy] = spec
-    unknown = set(block) - {"fault", "outcome"}
+    if block.get("latency") is not None:
+        lat = block["latency"]
+        args["latency"] = {"rate": lat["rate"], "seed": lat["seed"], "enabled": lat.get("enabled", True),
+                           "delay": lat["delay_ms"] / 1000}
+    unknown = set(block) - {"fault", "outcome", "latency"}
     if unknown:
         raise RunnerError(f"chaos: unknown strategies {sorted(unknown)}")
     return reliable.Chaos(**args, name="conformance")
@@ -365,6 +369,10 @@ class Face:
             # The chaos layer answered this attempt: it counts as sent, never reaches the script.
             self.sent += 1
             self.emit("chaos", n=self.sent, event=fields["event"], draw=fields["attempt"])
+        elif name == "chaos" and fields["event"] == "Chaos.OnLatency":
+            # Delayed: its attempt line comes when it reaches the downstream.
+            self.emit("chaos", n=self.sent + 1, event=fields["event"], draw=fields["attempt"],
+                      delay_ms=round(fields["delay"] * 1000))
 
     def _draw(self) -> float:
         if self.cyclic and self.draws:

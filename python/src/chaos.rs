@@ -589,7 +589,12 @@ impl PyTimeline {
     /// `("hang",)`. With every chaos killed: `(n, ("send", 1.0))`.
     #[pyo3(signature = (n = None))]
     fn _send<'py>(&self, py: Python<'py>, n: Option<u64>) -> PyResult<Bound<'py, PyTuple>> {
-        let n = n.unwrap_or_else(|| self.attempts.fetch_add(1, Ordering::Relaxed));
+        // Killed, an attempt is not counted (as the Rust `TimelineLayer` passes it by).
+        let n = match n {
+            Some(n) => n,
+            None if killed() => self.attempts.load(Ordering::Relaxed),
+            None => self.attempts.fetch_add(1, Ordering::Relaxed),
+        };
         let now = self.now(py)?;
         let action = match (killed(), self.timeline()) {
             (false, Some(tl)) => tl.at_send(now, n),

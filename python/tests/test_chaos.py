@@ -314,3 +314,18 @@ def test_a_timeline_stretches_latency_and_fails_successes_by_its_error_rate(cloc
         f()
     assert failed.value.response.status_code == 500
     assert tl.attempts == 2
+
+
+def test_killed_a_timeline_plays_nothing_and_counts_nothing(clock: Clock) -> None:
+    tl = ChaosTimeline.from_scenario(SCENARIO, "api", clock=clock)
+    f = reliable.reliable(Calls(), max_attempts=1, chaos=tl, clock=clock)
+    clock.now = 1.5  # in the outage
+    Chaos.kill_all(True)
+    try:
+        assert f() == "real"
+        assert tl.attempts == 0
+    finally:
+        Chaos.kill_all(False)
+    with pytest.raises(ChaosError):
+        f()
+    assert tl.attempts == 1

@@ -109,7 +109,7 @@ INVOCATIONS = [
     ("embassy", ".", T, ["build", "-p", "reliable-embassy", "--target", "thumbv7em-none-eabihf", "--no-default-features"], "", {}),
     ("embassy", ".", T, ["build", "-p", "reliable-embassy", "--example", "sensor"], "", {}),
     ("embassy", "firmware", "firmware/target", ["build", "--release", "--bin", "async_client", "--bin", "baseline"], "", {}),
-    ("conformance", ".", T, ["test", "--workspace", "--test", "faces", "--test", "generated", "--test", "conformance", "--no-run"], "", {}),
+    ("conformance", ".", T, ["test", "--workspace", "--test", "faces", "--test", "generated", "--test", "conformance", "--test", "chaos", "--no-run"], "", {}),
     ("sim_hedging", ".", T, ["test", "-p", "sim", "--release", "--test", "hedging", "--no-run"], "", {}),
     ("sim_hedging", ".", T, ["build", "-p", "sim", "--release"], "", {}),
     ("playground", ".", T, ["build", "-p", "sim", "--release", "--locked"], "", {}),

@@ -17,6 +17,7 @@ use reliable_core::breaker::{
     BreakerPolicy, CircuitBreaker, CountWindow, Observer, Outcome, Permit, Rejection, Transition,
 };
 use reliable_core::budget::{AnyBudget, Budget, Unlimited};
+use reliable_core::chaos::{Chaos, Enabled, Injected};
 use reliable_core::engine::{Action, CallState, Ended, Note, Refusal, SampleFor, Shared, Stack};
 use reliable_core::hedge::{HedgePolicy, Hedger};
 use reliable_core::ledger::ExtraLedger;
@@ -236,6 +237,33 @@ struct Flying {
     arrives: Option<u64>,
     deadline: Option<u64>,
     answer: Option<Answer>,
+    /// Delayed by the chaos layer: when it reaches the downstream (then takes its answer).
+    reaches: Option<u64>,
+}
+
+/// Copy `f` reaches the scripted downstream at `now`: its `attempt` line, and the next scripted
+/// answer, due after its latency.
+fn reach(
+    f: &mut Flying,
+    now: u64,
+    trace: &Trace,
+    answers: &[Scripted],
+    script: &crate::CallScript,
+    name: &str,
+    i: usize,
+) -> Result<(), String> {
+    let k = trace.attempt();
+    if k != f.n {
+        return Err(format!("{name}: call {i}: copy {} sent as {k}", f.n));
+    }
+    let r = trace.reach();
+    let (Some(a), Some(scripted)) = (answers.get(r), script.answers.get(r)) else {
+        return Err(format!("{name}: call {i}: script exhausted"));
+    };
+    f.reaches = None;
+    f.answer = answer_of(a);
+    f.arrives = f.answer.map(|_| now + scripted.latency_ms);
+    Ok(())
 }
 
 fn ms(i: Instant) -> u64 {
@@ -270,11 +298,24 @@ pub fn run(s: &Sequence) -> Result<String, String> {
     let stack = built(Stack::from_layer(&stack(s)?))?;
     let parts = parts(&stack, &trace, draws.clone())?;
     let plan = stack.plan;
+    // The chaos layer below every layer: the core's decisions, counted as a `ChaosSwitch` counts
+    // them (an attempt is numbered only while some strategy is on).
+    let chaos = match &s.policy.chaos {
+        Some(c) => Some(built(Chaos::new(c.config()))?),
+        None => None,
+    };
+    let mut on = chaos.map_or(Enabled::NONE, |c| c.enabled());
+    let mut drawn = 0u64;
     let mut now = 0u64;
     for (i, script) in s.calls.iter().enumerate() {
         now = now.max(script.start_ms);
         clock.store(now, Ordering::SeqCst);
         trace.start_call(i);
+        if let Some(c) = &chaos {
+            for (strategy, set) in script.chaos_switches() {
+                on = Enabled(on.with(strategy, set).0 & c.configured().0);
+            }
+        }
         let answers: Vec<Scripted> = script
             .answers
             .iter()
@@ -295,21 +336,47 @@ pub fn run(s: &Sequence) -> Result<String, String> {
             while let Some(action) = call.poll() {
                 match action {
                     Action::Send { n, deadline, .. } => {
-                        let k = trace.attempt();
-                        if k != n {
-                            return Err(format!("{}: call {i}: copy {n} sent as {k}", s.name));
-                        }
-                        let Some(a) = answers.get(n as usize - 1) else {
-                            return Err(format!("{}: call {i}: script exhausted", s.name));
+                        let decided = match &chaos {
+                            Some(c) if !on.is_none() => {
+                                drawn += 1;
+                                Some((drawn - 1, c.decide(drawn - 1, on)))
+                            }
+                            _ => None,
                         };
-                        let answer = answer_of(a);
-                        let latency = script.answers[n as usize - 1].latency_ms;
-                        flying.push(Flying {
+                        let (draw, d) = decided.unwrap_or_default();
+                        let delay = d.latency.map_or(0, |l| l.as_millis());
+                        if d.latency.is_some() {
+                            trace.delayed(draw, delay);
+                        }
+                        let deadline = deadline.map(ms);
+                        if let Some((strategy, injected)) = d.answer {
+                            // Answered by the chaos layer (after its delay): nothing reaches
+                            // the script.
+                            let k = trace.injected(strategy.event(), draw);
+                            if k != n {
+                                return Err(format!("{}: call {i}: copy {n} sent as {k}", s.name));
+                            }
+                            let hang = injected == Injected::Hang;
+                            flying.push(Flying {
+                                n,
+                                arrives: (!hang).then_some(now + delay),
+                                deadline,
+                                answer: (!hang).then(|| injected.answer()),
+                                reaches: None,
+                            });
+                            continue;
+                        }
+                        let mut f = Flying {
                             n,
-                            arrives: answer.map(|_| now + latency),
-                            deadline: deadline.map(ms),
-                            answer,
-                        });
+                            arrives: None,
+                            deadline,
+                            answer: None,
+                            reaches: Some(now + delay),
+                        };
+                        if delay == 0 {
+                            reach(&mut f, now, &trace, &answers, script, &s.name, i)?;
+                        }
+                        flying.push(f);
                     }
                     Action::Cancel { n, .. } => flying.retain(|f| f.n != n),
                     Action::Done(end) => {
@@ -344,7 +411,12 @@ pub fn run(s: &Sequence) -> Result<String, String> {
                 .poll_timeout(&parts)
                 .filter(|_| !blocked)
                 .map(|t| t.as_nanos().div_ceil(1_000_000));
-            let Some(next) = [answer_at, timer_at, wake_at].into_iter().flatten().min() else {
+            let reach_at = flying.iter().filter_map(|f| f.reaches).min();
+            let Some(next) = [answer_at, timer_at, wake_at, reach_at]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
                 return Err(format!("{}: call {i}: a timeout with no timer", s.name));
             };
             now = now.max(next);
@@ -384,6 +456,11 @@ pub fn run(s: &Sequence) -> Result<String, String> {
                             answer: Answer::Timeout,
                         },
                     );
+                }
+            } else if reach_at == Some(next) {
+                // A copy the chaos layer delayed goes on now.
+                if let Some(f) = flying.iter_mut().find(|f| f.reaches == Some(next)) {
+                    reach(f, next, &trace, &answers, script, &s.name, i)?;
                 }
             } else {
                 call.handle(&plan, &parts, at, reliable_core::engine::Input::Tick);

@@ -435,7 +435,7 @@ pub fn tower_service_with(s: &Sequence, wrap: WrapService<'_>) -> Result<String,
             let i = ci.load(Ordering::SeqCst);
             async move {
                 let n = trace.attempt();
-                let k = n as usize - 1;
+                let k = trace.reach();
                 let deadline = req
                     .extensions()
                     .get::<Deadline>()
@@ -496,5 +496,99 @@ pub fn tower_service_with(s: &Sequence, wrap: WrapService<'_>) -> Result<String,
         }
         check_draws(s, &draws)?;
         Ok(trace.text())
+    })
+}
+
+/// Writes the chaos line of each answer the chaos layer injects (its strategy's event as Polly
+/// names it, its number through the layer).
+#[derive(Debug)]
+struct ChaosLines(Trace);
+
+impl reliable::observer::Observer for ChaosLines {
+    fn on_chaos(&self, _: &str, event: &reliable::chaos::ChaosEvent) {
+        match (event.delay, event.answer) {
+            (Some(delay), _) => self.0.delayed(event.attempt, delay.as_millis() as u64),
+            (None, Some(_)) => {
+                self.0.injected(event.strategy.event(), event.attempt);
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// Why the tower chaos face cannot run a chaos sequence: an injected hang is ended by the layer
+/// dropping the copy, after the engine decided, so its answer line would come late.
+pub fn tower_chaos_skips(s: &Sequence) -> Option<String> {
+    let c = s.policy.chaos?;
+    let hangs = [c.fault, c.outcome]
+        .iter()
+        .flatten()
+        .any(|b| b.transport == Some(crate::Transport::Timeout));
+    hangs.then(|| "chaos: an injected hang is dropped by the layer, not answered".into())
+}
+
+/// The tower face with chaos: `ReliableLayer` (as [`tower_reliable_layer`] builds it) over
+/// `reliable::chaos::tower::ChaosLayer` (the sequence's chaos block as a `ChaosSwitch`, answering
+/// with `HttpAnswers`) over the scripted service. Each injected answer is classed by the layer's
+/// own `HttpPolicy` (written by a tap between the two layers); the call's chaos switches are
+/// flipped on the switch before its first attempt.
+pub fn tower_chaos(s: &Sequence) -> Result<String, String> {
+    use reliable::chaos::ChaosSwitch;
+    use reliable::chaos::tower::{ChaosLayer, HttpAnswers};
+    let Some(block) = s.policy.chaos else {
+        return Err(format!("{}: no chaos block", s.name));
+    };
+    let calls: Arc<Vec<crate::CallScript>> = Arc::new(s.calls.clone());
+    tower_service_with(s, &|trace, draws, fake| {
+        let switch = ChaosSwitch::builder("conformance", block.config())
+            .observer(ChaosLines(trace.clone()))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let chaos = TowerService::new(
+            ChaosLayer::new(switch.clone(), HttpAnswers)
+                .with_sleep(TokioSleep)
+                .layer(fake),
+        );
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
+        let (tap_trace, calls) = (trace.clone(), calls.clone());
+        let tap = tower::service_fn(move |req: http::Request<()>| {
+            let (trace, switch, seen, calls) = (
+                tap_trace.clone(),
+                switch.clone(),
+                seen.clone(),
+                calls.clone(),
+            );
+            let svc = chaos.clone();
+            async move {
+                let i = trace.call();
+                if seen.swap(i, Ordering::SeqCst) != i
+                    && let Some(script) = calls.get(i)
+                {
+                    for (strategy, on) in script.chaos_switches() {
+                        switch.set_enabled(strategy, on);
+                    }
+                }
+                let mut svc = svc;
+                let ready = svc.ready().await?;
+                let before = trace.attempts();
+                let fut = tower::Service::call(ready, req);
+                if trace.attempts() == before {
+                    return fut.await;
+                }
+                // The chaos layer answered: the answer line, as the layer above classes it.
+                let n = trace.attempts();
+                let r = fut.await;
+                let class = match &r {
+                    Ok(res) => reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), res),
+                    Err(e) => Some(reliable::tower::error_class(e)),
+                };
+                trace.answer(n, class, accepted(class));
+                r
+            }
+        });
+        let layer = ReliableLayer::from_builder(builder(s, trace, draws), HttpPolicy::new())
+            .map_err(|e| e.to_string())?
+            .with_time(TokioClock::new(), TokioSleep);
+        Ok(TowerService::new(layer.layer(TowerService::new(tap))))
     })
 }

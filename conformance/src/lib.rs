@@ -83,6 +83,126 @@ pub struct PolicyBlock {
     /// sets, once each (a hedge is always innermost, around the call).
     #[serde(default)]
     pub nesting: Option<Vec<String>>,
+    /// Optional (default none): chaos injected below the retry and every layer, where the
+    /// answers come from (the sequences of `chaos/` only; see the README).
+    #[serde(default)]
+    pub chaos: Option<ChaosBlock>,
+}
+
+/// Chaos injected into each attempt sent, below every layer (where a real answer comes from): a
+/// fault and an outcome strategy of `reliable_core::chaos`, each with its rate, seed and
+/// `enabled` switch. An attempt they answer never reaches the scripted downstream (it takes no
+/// scripted answer); its answer comes at once.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChaosBlock {
+    /// A failure instead of the real answer.
+    #[serde(default)]
+    pub fault: Option<InjectBlock>,
+    /// A chosen answer instead of the real one.
+    #[serde(default)]
+    pub outcome: Option<InjectBlock>,
+    /// A delay before the attempt reaches the downstream (or its injected answer comes).
+    #[serde(default)]
+    pub latency: Option<LatencyBlock>,
+}
+
+/// The latency strategy: `delay_ms` before the attempts it hits go on.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyBlock {
+    pub rate: f64,
+    pub seed: u64,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub delay_ms: u64,
+}
+
+/// One strategy: `rate` and `seed` decide which attempts it hits (the `n`-th attempt through the
+/// chaos layer while some strategy is on, from 0, across calls), `enabled` whether it starts
+/// switched on; it answers `status` (with `retry_after_ms` and `should_retry` as its headers) or a
+/// `transport` failure (`reset`; `timeout`: no answer ever).
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InjectBlock {
+    pub rate: f64,
+    pub seed: u64,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
+    #[serde(default)]
+    pub should_retry: Option<bool>,
+    #[serde(default)]
+    pub transport: Option<Transport>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl InjectBlock {
+    /// The core's injected answer.
+    pub fn injected(&self) -> reliable_core::chaos::Injected {
+        use reliable_core::chaos::Injected;
+        match (self.status, self.transport) {
+            (Some(status), _) => Injected::Status {
+                status,
+                retry_after: self.retry_after_ms.map(ms),
+                should_retry: self.should_retry,
+            },
+            (None, Some(Transport::Timeout)) => Injected::Hang,
+            (None, _) => Injected::Reset,
+        }
+    }
+}
+
+impl ChaosBlock {
+    /// The core's chaos config.
+    pub fn config(&self) -> reliable_core::chaos::ChaosConfig {
+        use reliable_core::chaos::{ChaosConfig, FaultConfig, OutcomeConfig};
+        // (latency below, by its full path)
+        ChaosConfig {
+            fault: self.fault.map(|f| FaultConfig {
+                rate: f.rate,
+                enabled: f.enabled,
+                seed: f.seed,
+                answer: f.injected(),
+            }),
+            outcome: self.outcome.map(|o| OutcomeConfig {
+                rate: o.rate,
+                enabled: o.enabled,
+                seed: o.seed,
+                answer: o.injected(),
+            }),
+            latency: self.latency.map(|l| reliable_core::chaos::LatencyConfig {
+                rate: l.rate,
+                enabled: l.enabled,
+                seed: l.seed,
+                delay: reliable_core::chaos::Delay::Fixed {
+                    delay: ms(l.delay_ms),
+                },
+            }),
+            ..ChaosConfig::OFF
+        }
+    }
+
+    /// Why the block is ill-formed, if it is.
+    fn error(&self) -> Option<String> {
+        for (name, b) in [("fault", self.fault), ("outcome", self.outcome)] {
+            let Some(b) = b else { continue };
+            if b.status.is_some() == b.transport.is_some() {
+                return Some(format!(
+                    "chaos.{name}: needs a status or a transport, not both"
+                ));
+            }
+        }
+        reliable_core::chaos::Chaos::new(self.config())
+            .err()
+            .map(|e| format!("chaos.{e}"))
+    }
 }
 
 /// The layers a `nesting` names.
@@ -273,6 +393,24 @@ pub enum BudgetBlock {
 pub struct CallScript {
     pub start_ms: u64,
     pub answers: Vec<ScriptedAnswer>,
+    /// Optional (default none; with `chaos` only): strategies (`fault`, `outcome`) switched on
+    /// (`true`) or off before the call starts.
+    #[serde(default)]
+    pub chaos: Option<BTreeMap<String, bool>>,
+}
+
+impl CallScript {
+    /// The chaos switches to flip before the call, as the core's strategies.
+    pub fn chaos_switches(&self) -> Vec<(reliable_core::chaos::Strategy, bool)> {
+        use reliable_core::chaos::Strategy;
+        let mut out = Vec::new();
+        for (name, on) in self.chaos.iter().flatten() {
+            if let Some(s) = Strategy::ALL.into_iter().find(|s| s.name() == name) {
+                out.push((s, *on));
+            }
+        }
+        out
+    }
 }
 
 /// One scripted answer.
@@ -610,6 +748,7 @@ impl PolicyBlock {
             (self.rate_limit.is_some(), "rate_limit"),
             (self.uninterruptible, "uninterruptible"),
             (self.nested_otherwise(), "nesting"),
+            (self.chaos.is_some(), "chaos"),
         ]
         .into_iter()
         .find_map(|(set, name)| set.then_some(name))
@@ -658,12 +797,51 @@ pub fn parse(text: &str, file: &str, stem: &str) -> Result<Sequence, String> {
             a.kind().map_err(|e| format!("{file}: {e}"))?;
         }
     }
+    if let Some(c) = &s.policy.chaos {
+        if let Some(e) = c.error() {
+            return Err(format!("{file}: {e}"));
+        }
+        if s.policy.hedge.is_some() {
+            return Err(format!(
+                "{file}: chaos with a hedge: not in format 1 (which copy a chaos line names)"
+            ));
+        }
+    }
+    for (i, c) in s.calls.iter().enumerate() {
+        for name in c.chaos.iter().flat_map(|m| m.keys()) {
+            if s.policy.chaos.is_none() || !["fault", "outcome", "latency"].contains(&name.as_str())
+            {
+                return Err(format!(
+                    "{file}: calls[{i}].chaos.{name}: expected fault, outcome or latency, with a chaos block"
+                ));
+            }
+        }
+    }
     if let Some(t) = &s.policy.throttle
         && (t.draws.is_empty() || t.draws.iter().any(|u| !(0.0..1.0).contains(u)))
     {
         return Err(format!("{file}: a throttle needs draws, each in [0, 1)"));
     }
     Ok(s)
+}
+
+/// The chaos sequences (`chaos/*.json`), by name, sorted: run only by the faces with a chaos
+/// layer (the engine, the tower layers, the Python and TypeScript packages).
+pub fn chaos_sequences() -> Result<Vec<Sequence>, String> {
+    let dir = root().join("chaos");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+/// The expected trace of chaos sequence `name`.
+pub fn chaos_expected(name: &str) -> Result<String, String> {
+    let p = root().join("chaos").join(format!("{name}.jsonl"));
+    std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
 /// The expected trace of sequence `name`.

@@ -22,6 +22,8 @@ pub struct Trace {
     ending: Arc<Mutex<Option<String>>>,
     /// Attempts of this call the face cancelled (losers of a hedged race).
     cancelled: Arc<Mutex<Vec<u32>>>,
+    /// Attempts of this call that reached the scripted downstream (each takes the next answer).
+    reached: Arc<AtomicU32>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -45,6 +47,7 @@ impl Trace {
             attempts: Arc::default(),
             ending: Arc::default(),
             cancelled: Arc::default(),
+            reached: Arc::default(),
         }
     }
 
@@ -65,6 +68,7 @@ impl Trace {
     pub fn start_call(&self, i: usize) {
         self.call.store(i, Ordering::SeqCst);
         self.attempts.store(0, Ordering::SeqCst);
+        self.reached.store(0, Ordering::SeqCst);
         *self.ending.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.cancelled
             .lock()
@@ -86,6 +90,40 @@ impl Trace {
         let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
         self.push("attempt", &format!(",\"n\":{n}"));
         n
+    }
+
+    /// An attempt reached the scripted downstream: the index of its answer in the call's script
+    /// (from 0). Without chaos it is the attempt's number less one.
+    pub fn reach(&self) -> usize {
+        self.reached.fetch_add(1, Ordering::SeqCst) as usize
+    }
+
+    /// An attempt sent was answered by the chaos layer with Polly's `event` (`draw`: the
+    /// attempt's number through the chaos layer, from 0): the chaos line; its number.
+    pub fn injected(&self, event: &str, draw: u64) -> u32 {
+        let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        self.push(
+            "chaos",
+            &format!(",\"n\":{n},\"event\":\"{event}\",\"draw\":{draw}"),
+        );
+        n
+    }
+
+    /// The chaos layer delays attempt `n` (not sent yet: its `attempt` line comes when the delay
+    /// is over) by `delay_ms`: the chaos line.
+    pub fn delayed(&self, draw: u64, delay_ms: u64) {
+        let n = self.attempts.load(Ordering::SeqCst) + 1;
+        self.push(
+            "chaos",
+            &format!(
+                ",\"n\":{n},\"event\":\"Chaos.OnLatency\",\"draw\":{draw},\"delay_ms\":{delay_ms}"
+            ),
+        );
+    }
+
+    /// The call in progress.
+    pub fn call(&self) -> usize {
+        self.call.load(Ordering::SeqCst)
     }
 
     /// Attempts sent in this call.

@@ -20,7 +20,7 @@
 // the engine face takes them). The runner writes what `onEvent` reports and decides nothing.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { reliable } from "../dist/esm/entry.esm.js";
+import { Chaos, reliable } from "../dist/esm/entry.esm.js";
 
 const ms = (n) => `${n}ms`;
 // The stock nesting, outermost first (conformance/src/lib.rs, `STOCK_ORDER`).
@@ -171,6 +171,29 @@ function virtualTime() {
   return { clock: () => now, set: (t) => (now = Math.max(now, t)), at, sleep, run, purge: () => (timers.length = 0) };
 }
 
+/** The policy block's `chaos` (the suite's README) as a `Chaos`: each strategy's rate, seed and
+ * switch, its status with `retry_after_ms` and `should_retry`, or a transport failure. */
+export function chaosOf(block) {
+  if (block == null) return undefined;
+  const opts = {};
+  for (const [strategy, b] of Object.entries(block)) {
+    if (strategy === "latency") {
+      opts.latency = { rate: b.rate, seed: b.seed, enabled: b.enabled ?? true, delay: b.delay_ms };
+      continue;
+    }
+    if (strategy !== "fault" && strategy !== "outcome") throw new Error(`chaos.${strategy}: not in format 1`);
+    const o = { rate: b.rate, seed: b.seed, enabled: b.enabled ?? true };
+    if (b.status != null) {
+      o.status = b.status;
+      if (b.retry_after_ms != null) o.retryAfter = b.retry_after_ms;
+      if (b.should_retry != null) o.shouldRetry = b.should_retry;
+    } else if (b.transport === "reset") o.reset = true;
+    else o.hang = true;
+    opts[strategy] = o;
+  }
+  return new Chaos(opts);
+}
+
 const REFUSER = { breaker: "breaker", throttle: "throttle", ledger: "ledger", limit: "limiter", "rate-limit": "limiter" };
 
 /** The trace of one sequence, as lines of JSON. */
@@ -183,14 +206,17 @@ export async function trace(sequence) {
   const emit = (ev, rest = {}) => lines.push(JSON.stringify({ t: time.clock(), call: index, ev, ...rest }));
   const draws = [...(p.throttle?.draws ?? [])];
   let sent = 0;
+  // Attempts that reached the downstream (the chaos layer answers some): each takes the next answer.
+  let reached = 0;
   let script = [];
   let gaveUp;
+  const chaos = chaosOf(p.chaos);
   const wrapped = reliable.withContext(
     (ctx) => {
       sent++;
       if (ctx.attempt !== sent) throw new Error(`${sequence.name}: call ${index}: copy ${ctx.attempt} sent as ${sent}`);
       emit("attempt", { n: ctx.attempt });
-      const answer = script[ctx.attempt - 1];
+      const answer = script[reached++];
       if (answer === undefined) throw new Error(`${sequence.name}: call ${index}: script exhausted`);
       // Never answers: only its timer (or the call's end) stops it.
       if (answer.transport === "timeout") return new Promise(() => {});
@@ -212,8 +238,17 @@ export async function trace(sequence) {
       // The throttle's draws, in the order the core asks for them (then never rejected).
       throttleRng: () => (draws.length > 0 ? draws.shift() : 1),
       onOpen: (error) => error,
+      chaos,
       onEvent: (e) => {
         switch (e.kind) {
+          case "chaos":
+            // Delayed: its attempt line comes when it reaches the downstream.
+            if (e.event === "Chaos.OnLatency") return emit("chaos", { n: e.copy, event: e.event, draw: e.attempt, delay_ms: Math.round(e.delay) });
+            // The chaos layer answered this copy: it counts as sent, never reaches the script.
+            if (e.event !== "Chaos.OnFault" && e.event !== "Chaos.OnOutcome") return;
+            sent++;
+            if (e.copy !== sent) throw new Error(`${sequence.name}: call ${index}: copy ${e.copy} injected as ${sent}`);
+            return emit("chaos", { n: sent, event: e.event, draw: e.attempt });
           case "answer":
             return emit("answer", { n: e.attempt, class: e.class, accepted: e.accepted });
           case "retry":
@@ -241,8 +276,13 @@ export async function trace(sequence) {
       index = i;
       time.set(call.start_ms);
       sent = 0;
+      reached = 0;
       gaveUp = undefined;
       script = call.answers;
+      for (const [strategy, on] of Object.entries(call.chaos ?? {})) {
+        if (chaos === undefined) throw new Error(`${sequence.name}: call ${i}: chaos switches without a chaos block`);
+        chaos.setEnabled(strategy, on);
+      }
       let result;
       let error;
       const done = wrapped().then(
@@ -259,6 +299,7 @@ export async function trace(sequence) {
     }
   } finally {
     wrapped.dispose();
+    chaos?.dispose();
   }
   return lines;
 }

@@ -15,3 +15,18 @@ void pending.catch(() => {});
 // @ts-expect-error: the wrapped function takes the original's arguments
 void getUser("not a number").catch(() => {});
 console.log(state);
+
+// Chaos: a fault injected into one copy in ten (a 503 with Retry-After), switched at run time.
+import { Chaos, ChaosTimeline, type ReliableEvent } from "reliablekit";
+const chaos = new Chaos({ fault: { rate: 0.1, seed: 7n, status: 503, retryAfter: 1500 }, latency: { rate: 0.2, min: 5, max: 20 } });
+chaos.setEnabled("latency", false);
+const timeline = new ChaosTimeline([{ kind: "Outage", from: 1000, until: 2000, hang: true }], { seed: 1 });
+const chaotic = reliable(async () => "ok", { chaos, onEvent: (e: ReliableEvent) => void (e.kind === "chaos" && e.event) });
+const replayed = reliable(async () => "ok", { chaos: timeline });
+void chaotic().catch(() => {});
+void replayed().catch(() => {});
+function typo(): void {
+  // @ts-expect-error: a strategy the package does not have
+  chaos.setEnabled("lag", true);
+}
+void typo;

@@ -53,6 +53,19 @@ export interface Abi {
   rk_gave_up_len(): number;
   rk_exp_backoff(attempt: number, baseMs: number, factor: number, jitter: number, unit: number): number;
   rk_answer(status: number, serverDelayMs: number, shouldRetry: number, overloaded: number): number;
+  rk_chaos_new(): number;
+  rk_chaos_free(chaos: number): void;
+  rk_chaos_set(chaos: number, stream: number, on: number): number;
+  rk_chaos_attempts(chaos: number): number;
+  rk_chaos_decide(chaos: number): number;
+  rk_chaos_out_ptr(): number;
+  rk_timeline_begin(seedHi: number, seedLo: number): number;
+  rk_timeline_fault(kind: number, fromMs: number, untilMs: number, a: number, b: number): number;
+  rk_timeline_finish(): number;
+  rk_timeline_free(timeline: number): void;
+  rk_timeline_send(timeline: number, tMs: number, n: number): number;
+  rk_timeline_answer(timeline: number, tMs: number, n: number, success: number): number;
+  rk_timeline_out_ptr(): number;
 }
 
 /** The names above, for the drift test. */
@@ -86,6 +99,19 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_gave_up_len",
   "rk_exp_backoff",
   "rk_answer",
+  "rk_chaos_new",
+  "rk_chaos_free",
+  "rk_chaos_set",
+  "rk_chaos_attempts",
+  "rk_chaos_decide",
+  "rk_chaos_out_ptr",
+  "rk_timeline_begin",
+  "rk_timeline_fault",
+  "rk_timeline_finish",
+  "rk_timeline_free",
+  "rk_timeline_send",
+  "rk_timeline_answer",
+  "rk_timeline_out_ptr",
 ];
 
 /** Decodes the module's base64 text (`atob`: Node >= 16 and every browser). */

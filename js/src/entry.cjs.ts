@@ -5,12 +5,21 @@ import { wasmBase64 } from "./wasm-bytes.js";
 
 bind(new WebAssembly.Instance(new WebAssembly.Module(decodeBase64(wasmBase64))));
 
-export { CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
+export { Chaos, ChaosResponse, ChaosTimeline, CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
 export type {
   AnswerClass,
   AttemptContext,
   BackoffOptions,
   BreakerState,
+  ChaosAnswer,
+  ChaosBehavior,
+  ChaosEvent,
+  ChaosFault,
+  ChaosLatency,
+  ChaosOptions,
+  ChaosOutcome,
+  ChaosRate,
+  ChaosStrategy,
   CircuitBreakerOptions,
   Clock,
   GiveUpReason,
@@ -22,4 +31,5 @@ export type {
   ReliableOptions,
   Rng,
   Sleep,
+  TimelineFault,
 } from "./lib.js";

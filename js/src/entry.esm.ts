@@ -6,12 +6,21 @@ import { wasmBase64 } from "./wasm-bytes.js";
 
 bind(await WebAssembly.instantiate(await WebAssembly.compile(decodeBase64(wasmBase64))));
 
-export { CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
+export { Chaos, ChaosResponse, ChaosTimeline, CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
 export type {
   AnswerClass,
   AttemptContext,
   BackoffOptions,
   BreakerState,
+  ChaosAnswer,
+  ChaosBehavior,
+  ChaosEvent,
+  ChaosFault,
+  ChaosLatency,
+  ChaosOptions,
+  ChaosOutcome,
+  ChaosRate,
+  ChaosStrategy,
   CircuitBreakerOptions,
   Clock,
   GiveUpReason,
@@ -23,4 +32,5 @@ export type {
   ReliableOptions,
   Rng,
   Sleep,
+  TimelineFault,
 } from "./lib.js";

@@ -111,6 +111,8 @@ function refusal(prefix?: string): Error {
   if (kind === 11) return new RangeError("too many live CircuitBreakers (256): dispose() the ones no longer used");
   if (kind === 12) return new RangeError("too many live reliable() wrappers (256): dispose() the ones no longer used");
   if (kind === 13) return new RangeError("too many calls in flight at once (2048)");
+  if (kind === 14) return new RangeError("too many live Chaos layers (256): dispose() the ones no longer used");
+  if (kind === 15) return new RangeError("too many live ChaosTimelines (64): dispose() the ones no longer used");
   const bytes = new Uint8Array(abi.memory.buffer, abi.rk_error_ptr(), abi.rk_error_len());
   const text = new TextDecoder().decode(bytes);
   // A policy's config the core's reader refused: where in it, and why.
@@ -310,6 +312,12 @@ export interface ReliableOptions<A extends unknown[], R> {
   onOpen?: (error: CircuitOpenError, ...args: A) => R | Promise<R>;
   /** Told every decision as it is taken (see {@link ReliableEvent}): for metrics and traces. */
   onEvent?: (event: ReliableEvent) => void;
+  /**
+   * Chaos injected into every copy sent, below every layer, where a real answer comes from: an
+   * injected status is a Response-like value classed by the core's answer table as a real one,
+   * a reset a thrown error, a hang never answers (only the copy's timeout ends it).
+   */
+  chaos?: Chaos | ChaosTimeline;
 }
 
 /** How an attempt ended, as the core classes it. */
@@ -350,7 +358,10 @@ export type ReliableEvent =
   /** The concurrency limit moved. */
   | { kind: "limit"; from: number; to: number }
   | BreakerTransition
-  | { kind: "give-up"; attempt: number; reason: GiveUpReason };
+  | { kind: "give-up"; attempt: number; reason: GiveUpReason }
+  /** The chaos layer injected into copy `copy`: `event` as Polly names it, `attempt` the copy's
+   * number through the chaos layer (from 0, across calls), `delay` the injected latency (ms). */
+  | { kind: "chaos"; event: ChaosEvent; attempt: number; copy: number; delay?: number };
 
 const CLASS_NAMES: readonly AnswerClass[] = ["transient", "timeout", "throttled", "fatal", "dont-retry"];
 const REFUSERS: readonly Refuser[] = ["breaker", "throttle", "ledger", "limit", "rate-limit"];
@@ -367,6 +378,378 @@ export interface Reliable<A extends unknown[], R> {
   withSignal(signal: AbortSignal | undefined, ...args: A): Promise<R>;
   /** Frees its slot in the module now rather than at garbage collection. */
   dispose(): void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chaos: the four strategies of Polly v8, decided by reliable-core's chaos module in the
+// WebAssembly module (js/wasm/src/chaos.rs): whether copy `n` through a layer is hit depends only
+// on the strategy's rate and seed and `n`, so the Rust layers, the Python package and this one
+// inject the same answers at the same attempts for the same seed.
+
+/** A chaos strategy. */
+export type ChaosStrategy = "fault" | "latency" | "outcome" | "behavior";
+/** The event an injection reports, as Polly names it. */
+export type ChaosEvent = "Chaos.OnFault" | "Chaos.OnLatency" | "Chaos.OnOutcome" | "Chaos.OnBehavior";
+const CHAOS_STRATEGIES: readonly ChaosStrategy[] = ["fault", "latency", "outcome", "behavior"];
+const CHAOS_EVENTS: readonly ChaosEvent[] = ["Chaos.OnFault", "Chaos.OnLatency", "Chaos.OnOutcome", "Chaos.OnBehavior"];
+
+/** What every strategy has: the share of attempts hit, the seed of its decisions, whether it starts switched on. */
+export interface ChaosRate {
+  /** Share of attempts hit, in [0, 1]. */
+  rate: number;
+  /** The seed of its decisions: a whole number in [0, 2^53), or a bigint in [0, 2^64). Default 0. */
+  seed?: number | bigint;
+  /** Switched on at the start. Default true. */
+  enabled?: boolean;
+}
+/** An injected answer: a status (with its `Retry-After` in ms and `x-should-retry`), a reset connection, or a hang. */
+export interface ChaosAnswer {
+  status?: number;
+  retryAfter?: number;
+  shouldRetry?: boolean;
+  reset?: boolean;
+  hang?: boolean;
+}
+/** The fault strategy: a failure instead of the real answer (or `error`, thrown). */
+export interface ChaosFault extends ChaosRate, ChaosAnswer {
+  error?: unknown;
+}
+/** The outcome strategy: a chosen answer instead of the real one (or `value`, returned). */
+export interface ChaosOutcome extends ChaosRate, ChaosAnswer {
+  value?: unknown;
+}
+/** The latency strategy: a delay before the copy is sent, `delay` ms, or uniform in [`min`, `max`] ms. */
+export interface ChaosLatency extends ChaosRate {
+  delay?: number;
+  min?: number;
+  max?: number;
+}
+/** The behaviour strategy: `callback` runs before the copy. */
+export interface ChaosBehavior extends ChaosRate {
+  callback: () => void;
+}
+/** Options of {@link Chaos}: each strategy left out is off for good. */
+export interface ChaosOptions {
+  fault?: ChaosFault;
+  latency?: ChaosLatency;
+  outcome?: ChaosOutcome;
+  behavior?: ChaosBehavior;
+}
+
+let chaosKilled = false;
+/** The module's record of the latest chaos decision, read in place. */
+let chaosOut: Float64Array | undefined;
+const freeChaos = new FinalizationRegistry<number>((h) => abi.rk_chaos_free(h));
+// js/wasm/src/chaos.rs: numbers per strategy, and in a config.
+const PER_STRATEGY = 9;
+const CHAOS_CONFIG = 4 * PER_STRATEGY;
+
+function chaosSeed(name: string, value: unknown): [number, number] {
+  if (value === undefined) return [0, 0];
+  if (typeof value === "bigint") {
+    if (value < 0n || value >= 1n << 64n) throw new RangeError(`${name} must be in [0, 2^64), got ${value}`);
+    return [Number(value >> 32n), Number(value & 0xffff_ffffn)];
+  }
+  if (typeof value !== "number") throw new TypeError(`${name} must be a number or a bigint, got ${describe(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(`${name} must be a whole number in [0, 2^53) (a bigint for larger seeds), got ${value}`);
+  }
+  return [Math.floor(value / 4_294_967_296), value % 4_294_967_296];
+}
+
+function flag(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new TypeError(`${name} must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+/** A strategy's own numbers: [kind, a, b, c] (js/wasm/src/chaos.rs, `config_of`). */
+function chaosAnswer(name: string, o: Record<string, unknown>, user: "error" | "value"): [number, number, number, number] {
+  const given = ["status", "reset", "hang", user].filter((k) => o[k] !== undefined && o[k] !== false);
+  if (given.length !== 1) throw new TypeError(`${name}: give exactly one of status, reset: true, hang: true, ${user}`);
+  if (given[0] !== "status" && (o.retryAfter !== undefined || o.shouldRetry !== undefined)) {
+    throw new TypeError(`${name}.retryAfter: only a status answer carries headers`);
+  }
+  switch (given[0]) {
+    case "status": {
+      const retryAfter = o.retryAfter === undefined ? -1 : duration(`${name}.retryAfter`, o.retryAfter, -1);
+      const should = o.shouldRetry === undefined ? -1 : flag(`${name}.shouldRetry`, o.shouldRetry, false) ? 1 : 0;
+      return [0, number(`${name}.status`, o.status, 0), retryAfter, should];
+    }
+    case "reset":
+      flag(`${name}.reset`, o.reset, false);
+      return [1, 0, 0, 0];
+    case "hang":
+      flag(`${name}.hang`, o.hang, false);
+      return [2, 0, 0, 0];
+    default:
+      // The core decides with a stand-in (a reset for an error, a 200 for a value); the copy
+      // throws the error or returns the value instead.
+      return user === "error" ? [1, 0, 0, 0] : [0, 200, -1, -1];
+  }
+}
+
+const STRATEGY_KEYS: Record<ChaosStrategy, readonly string[]> = {
+  fault: ["rate", "seed", "enabled", "status", "retryAfter", "shouldRetry", "reset", "hang", "error"],
+  latency: ["rate", "seed", "enabled", "delay", "min", "max"],
+  outcome: ["rate", "seed", "enabled", "status", "retryAfter", "shouldRetry", "reset", "hang", "value"],
+  behavior: ["rate", "seed", "enabled", "callback"],
+};
+
+/** An injected status, as a `fetch` Response carries it: `Retry-After` in whole seconds (rounded
+ * up), `retry-after-ms` too when not whole seconds, `x-should-retry` (the Rust layers' headers). */
+export class ChaosResponse {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  constructor(status: number, retryAfterMs: number, shouldRetry: number) {
+    this.status = status;
+    const h: Record<string, string> = {};
+    if (retryAfterMs >= 0) {
+      const ms = Math.floor(retryAfterMs);
+      h["retry-after"] = String(Math.ceil(ms / 1000));
+      if (ms % 1000 !== 0) h["retry-after-ms"] = String(ms);
+    }
+    if (shouldRetry >= 0) h["x-should-retry"] = shouldRetry === 1 ? "true" : "false";
+    this.headers = { get: (name: string) => h[name.toLowerCase()] ?? null };
+  }
+}
+
+/**
+ * Chaos injection for {@link reliable}'s `chaos` option: the fault, latency, outcome and
+ * behaviour strategies, each with its `rate`, `seed` and `enabled` switch (flip it with
+ * {@link Chaos.setEnabled}); {@link Chaos.killAll} stops every chaos layer of the program.
+ * Nothing is injected unless configured, and a layer with every strategy off costs a copy one
+ * comparison.
+ */
+export class Chaos {
+  /** @internal the module's handle */
+  readonly handle: number;
+  /** @internal the strategies on now, one bit each (the module's, kept here for the fast path) */
+  on: number;
+  /** @internal */ readonly error: unknown;
+  /** @internal */ readonly hasError: boolean;
+  /** @internal */ readonly value: unknown;
+  /** @internal */ readonly hasValue: boolean;
+  /** @internal */ readonly callback: (() => void) | undefined;
+
+  constructor(opts: ChaosOptions) {
+    const o = options("Chaos options", opts);
+    for (const k of Object.keys(o)) {
+      if (!(CHAOS_STRATEGIES as readonly string[]).includes(k)) {
+        throw new TypeError(`chaos.${k}: unknown strategy, expected one of ${CHAOS_STRATEGIES.join(", ")}`);
+      }
+    }
+    const numbers = new Array<number>(CHAOS_CONFIG).fill(0);
+    const parts: Record<string, Record<string, unknown>> = {};
+    CHAOS_STRATEGIES.forEach((strategy, i) => {
+      if (o[strategy] === undefined) return;
+      const name = `chaos.${strategy}`;
+      const b = options(name, o[strategy]);
+      for (const k of Object.keys(b)) {
+        if (!STRATEGY_KEYS[strategy].includes(k)) throw new TypeError(`${name}.${k}: unknown field, expected one of ${STRATEGY_KEYS[strategy].join(", ")}`);
+      }
+      parts[strategy] = b;
+      if (b.rate === undefined) throw new TypeError(`${name}.rate: required (a fraction in [0, 1])`);
+      const [hi, lo] = chaosSeed(`${name}.seed`, b.seed);
+      let own: [number, number, number, number];
+      if (strategy === "latency") {
+        if (b.delay !== undefined && b.min === undefined && b.max === undefined) {
+          own = [0, duration(`${name}.delay`, b.delay, 0), 0, 0];
+        } else if (b.delay === undefined && b.min !== undefined && b.max !== undefined) {
+          own = [1, duration(`${name}.min`, b.min, 0), duration(`${name}.max`, b.max, 0), 0];
+        } else {
+          throw new TypeError(`${name}: give delay (ms), or min and max (ms) for a uniform delay`);
+        }
+        if (own[1] < 0 || own[2] < 0) throw new RangeError(`${name}: a delay must be finite`);
+      } else if (strategy === "behavior") {
+        func(`${name}.callback`, b.callback, undefined);
+        if (b.callback === undefined) throw new TypeError(`${name}.callback: required (a function run before each copy it hits)`);
+        own = [0, 0, 0, 0];
+      } else {
+        own = chaosAnswer(name, b, strategy === "fault" ? "error" : "value");
+      }
+      const at = i * PER_STRATEGY;
+      numbers.splice(at, PER_STRATEGY, 1, number(`${name}.rate`, b.rate, 0), flag(`${name}.enabled`, b.enabled, true) ? 1 : 0, hi, lo, ...own);
+    });
+    inputCap ||= abi.rk_input_cap();
+    const view = new DataView(abi.memory.buffer, abi.rk_input_ptr(), inputCap);
+    numbers.forEach((n, i) => view.setFloat64(i * 8, n, true));
+    const h = abi.rk_chaos_new();
+    if (h < 0) {
+      const e = refusal("chaos");
+      // The core's field names, as the options that set them.
+      throw Object.assign(e, { message: e.message.replace(/\.answer(\.status)?(?=[ :])/, ".status").replace("latency.delay.max", "latency.max") });
+    }
+    this.handle = h;
+    this.on = CHAOS_STRATEGIES.reduce((bits, s, i) => bits | (parts[s] !== undefined && parts[s].enabled !== false ? 1 << i : 0), 0);
+    this.hasError = parts.fault?.error !== undefined;
+    this.error = parts.fault?.error;
+    this.hasValue = parts.outcome?.value !== undefined;
+    this.value = parts.outcome?.value;
+    this.callback = parts.behavior?.callback as (() => void) | undefined;
+    freeChaos.register(this, h, this);
+  }
+
+  /** Switches `strategy` on or off for the next copies; a strategy not configured stays off. */
+  setEnabled(strategy: ChaosStrategy, on: boolean): void {
+    const i = CHAOS_STRATEGIES.indexOf(strategy);
+    if (i < 0) throw new TypeError(`strategy must be one of ${CHAOS_STRATEGIES.join(", ")}, got ${describe(strategy)}`);
+    const bits = abi.rk_chaos_set(this.handle, i, flag("on", on, false) ? 1 : 0);
+    if (bits < 0) throw refusal();
+    this.on = bits;
+  }
+
+  /** The strategies switched on now. */
+  get enabled(): ChaosStrategy[] {
+    return CHAOS_STRATEGIES.filter((_, i) => (this.on & (1 << i)) !== 0);
+  }
+
+  /** Copies counted so far (only while some strategy was on and chaos not killed). */
+  get attempts(): number {
+    const n = abi.rk_chaos_attempts(this.handle);
+    if (Number.isNaN(n)) throw refusal();
+    return n;
+  }
+
+  /** Stops (`true`) or allows again (`false`) every chaos injection of the program. */
+  static killAll(killed = true): void {
+    chaosKilled = flag("killed", killed, true);
+  }
+
+  /** Whether {@link Chaos.killAll} stopped every injection. */
+  static get killed(): boolean {
+    return chaosKilled;
+  }
+
+  /**
+   * What the next copy gets, as the core decides it (`undefined`: nothing): for tests and
+   * tools; a wrapped function asks this itself.
+   */
+  decide(): { attempt: number; behavior: boolean; delay?: number; answer?: "fault" | "outcome"; kind?: "status" | "reset" | "hang"; status?: number } | undefined {
+    if (this.on === 0 || chaosKilled) return undefined;
+    const code = abi.rk_chaos_decide(this.handle);
+    if (code < 0) throw refusal();
+    if (code === 0) return undefined;
+    const out = chaosRecord();
+    const d: ReturnType<Chaos["decide"]> & object = { attempt: out[0], behavior: out[1] === 1 };
+    if (out[2] >= 0) d.delay = out[2];
+    if (out[3] >= 0) {
+      d.answer = out[3] === 0 ? "fault" : "outcome";
+      d.kind = (["status", "reset", "hang"] as const)[out[4]];
+      if (out[4] === 0) d.status = out[5];
+    }
+    return d;
+  }
+
+  /** Frees its slot in the module now rather than at garbage collection. */
+  dispose(): void {
+    freeChaos.unregister(this);
+    abi.rk_chaos_free(this.handle);
+  }
+}
+
+/** A scenario's client-visible fault, times in ms since the replay starts, as the simulator's
+ * scenario files name them (`ErrorRate`'s `rate`, `LatencyInflation`'s `factor`, `Throttle`'s
+ * `share` and `retryAfter` ms, `Outage`'s `hang`). */
+export type TimelineFault =
+  | { kind: "Outage"; from: number; until: number; hang?: boolean }
+  | { kind: "Partition"; from: number; until: number }
+  | { kind: "ErrorRate"; from: number; until: number; rate: number }
+  | { kind: "LatencyInflation"; from: number; until: number; factor: number }
+  | { kind: "Throttle"; from: number; until: number; share?: number; retryAfter: number };
+
+/** Why a client cannot play the faults only a server or the workload makes: the reasons of
+ * reliable_core::fault's `Fault::client_side` (a test holds them to that file). */
+const SERVER_SIDE: Record<string, string> = {
+  CapacityLoss:
+    "a capacity loss removes the server's workers, and only the server has them: a client cannot make the server slower for everyone; play it in the service (fewer workers)",
+  LoadSpike: "a load spike multiplies the workload's arrival rate: the load generator plays it, not a layer on one client's calls",
+};
+const TIMELINE_KINDS: Record<string, [number, readonly string[]]> = {
+  Outage: [0, ["hang"]],
+  Partition: [1, []],
+  ErrorRate: [2, ["rate"]],
+  LatencyInflation: [3, ["factor"]],
+  Throttle: [4, ["share", "retryAfter"]],
+};
+const freeTimeline = new FinalizationRegistry<number>((h) => abi.rk_timeline_free(h));
+let timelineOut: Float64Array | undefined;
+function timelineRecord(): Float64Array {
+  if (timelineOut === undefined || timelineOut.length === 0) timelineOut = new Float64Array(abi.memory.buffer, abi.rk_timeline_out_ptr(), 3);
+  return timelineOut;
+}
+
+/**
+ * A scenario's client-visible faults (outage, partition, error rate, latency inflation,
+ * throttle), played by the clock from the moment it is made (or {@link ChaosTimeline.restart}ed)
+ * with the simulator's meaning, decided by the core's `chaos::Timeline` in the module; give it as
+ * {@link reliable}'s `chaos` option. A `CapacityLoss` or a `LoadSpike` is refused with the reason,
+ * as the Rust loader refuses it. {@link Chaos.killAll} stops it too.
+ */
+export class ChaosTimeline {
+  /** @internal */ readonly handle: number;
+  /** The clock it plays by, ms. */
+  readonly clock: Clock;
+  /** @internal */ start: number;
+
+  constructor(faults: readonly TimelineFault[], opts?: { seed?: number | bigint; clock?: Clock }) {
+    const o = options("ChaosTimeline options", opts);
+    if (!Array.isArray(faults)) throw new TypeError(`faults must be an array, got ${describe(faults)}`);
+    this.clock = func<Clock>("clock", o.clock, defaultClock);
+    const [hi, lo] = chaosSeed("seed", o.seed);
+    if (abi.rk_timeline_begin(hi, lo) < 0) throw refusal();
+    faults.forEach((f, i) => {
+      const name = `faults[${i}]`;
+      const b = options(name, f);
+      const kind = String(b.kind);
+      if (SERVER_SIDE[kind] !== undefined) throw new TypeError(`${name}: ${kind} refused: ${SERVER_SIDE[kind]}`);
+      const known = TIMELINE_KINDS[kind];
+      if (known === undefined) throw new TypeError(`${name}.kind: expected one of ${Object.keys(TIMELINE_KINDS).join(", ")}, got ${describe(b.kind)}`);
+      for (const k of Object.keys(b)) {
+        if (k !== "kind" && k !== "from" && k !== "until" && !known[1].includes(k)) throw new TypeError(`${name}.${k}: unknown field of a ${kind}`);
+      }
+      const from = duration(`${name}.from`, b.from, NaN);
+      const until = duration(`${name}.until`, b.until, NaN);
+      if (from < 0 || until < 0) throw new RangeError(`${name}: from and until must be finite`);
+      let a = 0;
+      let c = 0;
+      if (kind === "Outage") a = flag(`${name}.hang`, b.hang, false) ? 1 : 0;
+      if (kind === "ErrorRate") a = number(`${name}.rate`, b.rate, NaN);
+      if (kind === "LatencyInflation") a = number(`${name}.factor`, b.factor, NaN);
+      if (kind === "Throttle") {
+        a = number(`${name}.share`, b.share, 1);
+        c = duration(`${name}.retryAfter`, b.retryAfter, NaN);
+        if (c < 0) throw new RangeError(`${name}.retryAfter must be finite`);
+      }
+      if (abi.rk_timeline_fault(known[0], from, until, a, c) < 0) throw refusal(name);
+    });
+    const h = abi.rk_timeline_finish();
+    if (h < 0) throw refusal();
+    this.handle = h;
+    this.start = this.clock();
+    freeTimeline.register(this, h, this);
+  }
+
+  /** Plays the faults again from now. */
+  restart(): void {
+    this.start = this.clock();
+  }
+
+  /** @internal ms since the replay started. */
+  now(): number {
+    return Math.max(0, this.clock() - this.start);
+  }
+
+  /** Frees its slot in the module now rather than at garbage collection. */
+  dispose(): void {
+    freeTimeline.unregister(this);
+    abi.rk_timeline_free(this.handle);
+  }
+}
+
+function chaosRecord(): Float64Array {
+  if (chaosOut === undefined || chaosOut.length === 0) chaosOut = new Float64Array(abi.memory.buffer, abi.rk_chaos_out_ptr(), 8);
+  return chaosOut;
 }
 
 // What `rk_answer` answers (js/wasm/src/lib.rs, `answer_meaning`): the class's code in the low
@@ -780,6 +1163,10 @@ class Shared<A extends unknown[], R> {
   // core asks for them.
   backoffSample: number | undefined = undefined;
   throttleSample: number | undefined = undefined;
+  /** The chaos layer every copy meets first, if any. */
+  chaos: Chaos | undefined = undefined;
+  /** The fault timeline every copy meets first, if any. */
+  timeline: ChaosTimeline | undefined = undefined;
   constructor(
     readonly fn: Wrapped<A, R> | Plain<A, R>,
     readonly plain: boolean,
@@ -1084,10 +1471,11 @@ class Run<A extends unknown[], R> {
     this.sent[n] = copy;
     this.live++;
     let pending: Promise<R>;
+    const chaos = s.chaos;
     try {
-      pending = Promise.resolve(
-        s.plain ? (s.fn as Plain<A, R>)(...this.args) : (s.fn as Wrapped<A, R>)(copy.ctx as Attempt, ...this.args),
-      );
+      if (chaos !== undefined && chaos.on !== 0 && !chaosKilled) pending = this.chaotic(chaos, copy);
+      else if (s.timeline !== undefined && !chaosKilled) pending = this.replayed(s.timeline, copy);
+      else pending = this.call(copy);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -1095,6 +1483,110 @@ class Run<A extends unknown[], R> {
       (value) => this.answered(copy, true, value),
       (error) => this.answered(copy, false, error),
     );
+  }
+
+  /** Sends copy `copy` to the wrapped function. */
+  call(copy: Copy): Promise<R> {
+    const s = this.s;
+    return Promise.resolve(
+      s.plain ? (s.fn as Plain<A, R>)(...this.args) : (s.fn as Wrapped<A, R>)(copy.ctx as Attempt, ...this.args),
+    );
+  }
+
+  /** Copy `copy` through the chaos layer: what the core decides is told to onEvent (behaviour,
+   * latency, then the answer, as the Rust layers report them), then carried out. */
+  chaotic(chaos: Chaos, copy: Copy): Promise<R> {
+    const code = abi.rk_chaos_decide(chaos.handle);
+    if (code < 0) throw refusal();
+    if (code === 0) return this.call(copy);
+    const [k, behavior, delay, strategy, kind, status, after, retry] = chaosRecord();
+    const tell = (event: ChaosEvent, ms?: number) => {
+      if (this.s.onEvent !== undefined) {
+        this.emit(ms === undefined ? { kind: "chaos", event, attempt: k, copy: copy.n } : { kind: "chaos", event, attempt: k, copy: copy.n, delay: ms });
+      }
+    };
+    if (behavior === 1) {
+      tell("Chaos.OnBehavior");
+      chaos.callback?.();
+    }
+    if (delay >= 0) tell("Chaos.OnLatency", delay);
+    if (strategy >= 0) tell(CHAOS_EVENTS[strategy]);
+    const answer = (): Promise<R> => {
+      if (strategy < 0) return this.call(copy);
+      // A hang never answers: the copy's timer (or the caller) ends it.
+      if (kind === 2) return new Promise<R>(() => {});
+      if (strategy === 0 && chaos.hasError) return Promise.reject(chaos.error);
+      if (strategy === 2 && chaos.hasValue) return Promise.resolve(chaos.value as R);
+      if (kind === 1) return Promise.reject(Object.assign(new Error("chaos: connection reset injected"), { code: "ECONNRESET" }));
+      return Promise.resolve(new ChaosResponse(status, after, retry) as R);
+    };
+    return delay >= 0 ? this.s.sleep(delay, copy.ctx?.signal).then(answer) : answer();
+  }
+
+  /** Copy `copy` through a fault timeline, as the Rust `TimelineLayer` plays it: held by a
+   * partition, answered by an outage (a 503, or a hang) or a throttle (a 429 with its
+   * Retry-After), stretched by a latency inflation, a success failed (a 500) by an error rate.
+   * Told to onEvent as the Rust layer reports it: an answer as `Chaos.OnFault`, a hold or a
+   * stretch as `Chaos.OnLatency`. */
+  async replayed(tl: ChaosTimeline, copy: Copy): Promise<R> {
+    const s = this.s;
+    const out = timelineRecord();
+    const tell = (event: ChaosEvent, n: number, ms?: number) => {
+      if (s.onEvent !== undefined) this.emit(ms === undefined ? { kind: "chaos", event, attempt: n, copy: copy.n } : { kind: "chaos", event, attempt: n, copy: copy.n, delay: ms });
+    };
+    const send = (n: number) => {
+      const code = abi.rk_timeline_send(tl.handle, tl.now(), n);
+      if (code < 0) throw refusal();
+      return [code, out[0], out[1], out[2]];
+    };
+    let [code, a, b, n] = send(-1);
+    while (code === 1) {
+      const wait = Math.max(0, a - tl.now());
+      tell("Chaos.OnLatency", n, wait);
+      await s.sleep(wait, copy.ctx?.signal);
+      [code, a, b] = send(n);
+    }
+    if (code === 2) {
+      tell("Chaos.OnFault", n);
+      return new ChaosResponse(a, b, -1) as R;
+    }
+    if (code === 3) {
+      tell("Chaos.OnFault", n);
+      return new Promise<R>(() => {});
+    }
+    const factor = a;
+    const sent = tl.now();
+    let ok = true;
+    let value: unknown;
+    try {
+      value = await this.call(copy);
+    } catch (e) {
+      ok = false;
+      value = e;
+    }
+    if (factor > 1) {
+      const extra = (tl.now() - sent) * (factor - 1);
+      tell("Chaos.OnLatency", n, extra);
+      await s.sleep(extra, copy.ctx?.signal);
+    }
+    // A success by the core's answer table.
+    const [status, serverDelay, shouldRetry] = answerOf(ok, value);
+    const success = ok && (typeof value !== "object" || value === null || (abi.rk_answer(status, serverDelay, shouldRetry, 0) & CLASS_BITS) === OK);
+    for (;;) {
+      const at = abi.rk_timeline_answer(tl.handle, tl.now(), n, success ? 1 : 0);
+      if (at < 0) throw refusal();
+      if (at === 0) break;
+      if (at === 1) {
+        const wait = Math.max(0, out[0] - tl.now());
+        tell("Chaos.OnLatency", n, wait);
+        await s.sleep(wait, copy.ctx?.signal);
+        continue;
+      }
+      tell("Chaos.OnFault", n);
+      return new ChaosResponse(out[0], -1, -1) as R;
+    }
+    if (ok) return value as R;
+    throw value;
   }
 
   /** A copy no longer counts. */
@@ -1306,6 +1798,11 @@ function wrap<A extends unknown[], R>(
   );
 
   const shared = new Shared<A, R>(fn, plain, policy, clock, rng, throttleRng, sleep, timer, timeout, uninterruptible, onOpen, onEvent);
+  if (o.chaos instanceof ChaosTimeline) shared.timeline = o.chaos;
+  else if (o.chaos !== undefined) {
+    if (!(o.chaos instanceof Chaos)) throw new TypeError(`chaos must be a Chaos or a ChaosTimeline, got ${describe(o.chaos)}`);
+    shared.chaos = o.chaos;
+  }
 
   /** One whole call, decided by the module's engine; this only runs what it asks for. */
   function call(caller: AbortSignal | undefined, args: A): Promise<R> {

@@ -57,3 +57,32 @@ test("the suite's generated nestings give their expected traces, byte for byte",
   assert.ok(files.length > 0);
   assert.deepEqual({ ran, same, different, pending }, { ran: files.length, same: files.length, different: 0, pending: 0 });
 });
+
+// The chaos sequences (conformance/chaos): scripts whose answers the package's chaos layer
+// injects, decided by the core in the module; a negative control with other seeds must fail.
+const chaosDir = fileURLToPath(new URL("../../conformance/chaos", import.meta.url));
+test("the suite's chaos sequences give their expected traces, and not with another seed", { skip: !existsSync(chaosDir) && "no conformance/chaos beside this package" }, async () => {
+  const run = spawnSync(process.execPath, [runner, chaosDir, chaosDir], { encoding: "utf8" });
+  process.stdout.write(run.stdout + run.stderr);
+  assert.equal(run.status, 0, "the runner failed: see its output above");
+  const files = readdirSync(chaosDir).filter((f) => f.endsWith(".json"));
+  assert.ok(files.length >= 4);
+  assert.match(run.stdout, new RegExp(`${files.length} sequences run, ${files.length} same, 0 different`));
+  let seeded = 0;
+  for (const f of files) {
+    const seq = JSON.parse(readFileSync(`${chaosDir}/${f}`, "utf8"));
+    const want = readFileSync(`${chaosDir}/${f.replace(/\.json$/, ".jsonl")}`, "utf8");
+    const blocks = Object.values(seq.policy.chaos);
+    if (!blocks.some((b) => b.rate > 0 && b.rate < 1)) continue;
+    seeded++;
+    for (const b of blocks) b.seed += 1;
+    let got;
+    try {
+      got = (await trace(seq)).map((l) => l + "\n").join("");
+    } catch {
+      got = undefined; // ran out of script: a difference too
+    }
+    assert.notEqual(got, want, `${seq.name} passes with another seed`);
+  }
+  assert.ok(seeded >= 1);
+});

@@ -221,6 +221,42 @@ def policy_json(p: dict[str, Any]) -> str:
     return json.dumps({"name": "conformance", "stack": layer})
 
 
+def chaos_of(block: dict[str, Any] | None) -> Any:
+    """The policy block's ``chaos`` (the suite's README) as a ``reliable.Chaos``: each strategy's
+    rate, seed and switch, its status with ``retry_after_ms`` and ``should_retry``, or a
+    transport failure (``reset``; ``timeout``: a hang)."""
+    if block is None:
+        return None
+    args: dict[str, Any] = {}
+    for strategy in ("fault", "outcome"):
+        b = block.get(strategy)
+        if b is None:
+            continue
+        unknown = set(b) - {"rate", "seed", "enabled", "status", "retry_after_ms", "should_retry", "transport"}
+        if unknown:
+            raise RunnerError(f"chaos.{strategy}: unknown fields {sorted(unknown)}")
+        spec: dict[str, Any] = {"rate": b["rate"], "seed": b["seed"], "enabled": b.get("enabled", True)}
+        if b.get("status") is not None:
+            spec["status"] = b["status"]
+            if b.get("retry_after_ms") is not None:
+                spec["retry_after"] = b["retry_after_ms"] / 1000
+            if b.get("should_retry") is not None:
+                spec["should_retry"] = b["should_retry"]
+        elif b.get("transport") == "reset":
+            spec["reset"] = True
+        else:
+            spec["hang"] = True
+        args[strategy] = spec
+    if block.get("latency") is not None:
+        lat = block["latency"]
+        args["latency"] = {"rate": lat["rate"], "seed": lat["seed"], "enabled": lat.get("enabled", True),
+                           "delay": lat["delay_ms"] / 1000}
+    unknown = set(block) - {"fault", "outcome", "latency"}
+    if unknown:
+        raise RunnerError(f"chaos: unknown strategies {sorted(unknown)}")
+    return reliable.Chaos(**args, name="conformance")
+
+
 # --- the face -------------------------------------------------------------------------------
 
 
@@ -247,6 +283,7 @@ class Face:
         self.cyclic = cyclic
         self.taken = 0
         self.exhausted = False
+        self.chaos = chaos_of(self.policy.get("chaos"))
         if load is not None:
             self.function = reliable.reliable(
                 self._downstream, policy=load(self.loop.time, self._draw),
@@ -260,7 +297,8 @@ class Face:
                 clock=self.loop.time, rng=self._draw,
             )
             self.function = reliable.reliable(
-                self._downstream, policy=policy, on_event=self._event, on_call=self._end
+                self._downstream, policy=policy, on_event=self._event, on_call=self._end,
+                chaos=self.chaos,
             )
 
     def _seed_api(self) -> Any:
@@ -327,6 +365,14 @@ class Face:
             self.emit("limit", **{"from": fields["from"], "to": fields["to"]})
         elif name == "retry":
             self.emit("retry", delay_ms=fields["delay_ms"])
+        elif name == "chaos" and fields["event"] in ("Chaos.OnFault", "Chaos.OnOutcome"):
+            # The chaos layer answered this attempt: it counts as sent, never reaches the script.
+            self.sent += 1
+            self.emit("chaos", n=self.sent, event=fields["event"], draw=fields["attempt"])
+        elif name == "chaos" and fields["event"] == "Chaos.OnLatency":
+            # Delayed: its attempt line comes when it reaches the downstream.
+            self.emit("chaos", n=self.sent + 1, event=fields["event"], draw=fields["attempt"],
+                      delay_ms=round(fields["delay"] * 1000))
 
     def _draw(self) -> float:
         if self.cyclic and self.draws:
@@ -378,6 +424,10 @@ class Face:
                 await asyncio.sleep((start - self.loop.ms) / 1000)
             self.answers = list(call["answers"])
             self.sent = 0
+            for strategy, on in (call.get("chaos") or {}).items():
+                if self.chaos is None:
+                    raise RunnerError(f"call {i}: chaos switches without a chaos block")
+                self.chaos.set_enabled(strategy, on)
             try:
                 await self.function()
             except RunnerError:

@@ -19,13 +19,17 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from ._core import CircuitBreaker, Policy, RetryBudget, SpendBudget, exp_backoff
+from ._core import Chaos, ChaosTimeline, CircuitBreaker, Policy, RetryBudget, SpendBudget, exp_backoff
 from ._core import classify_http as _classify_http
 from ._core import seed_policy as _seed_policy
 from ._core import server_delay as _server_delay
 
 __all__ = [
     "CallRecord",
+    "Chaos",
+    "ChaosError",
+    "ChaosResponse",
+    "ChaosTimeline",
     "CircuitBreaker",
     "CircuitOpenError",
     "Policy",
@@ -168,6 +172,205 @@ def classify(exc: BaseException) -> tuple[str, float | None]:
             if answer is not None:
                 return answer
     return ("transient", None)
+
+
+# --- Chaos ---------------------------------------------------------------------------------
+
+
+class ChaosResponse:
+    """An injected answer's response: ``status_code`` and ``headers`` (lower-case names), the
+    headers a Rust chaos layer sends with the same answer (``retry-after`` in whole seconds,
+    ``retry-after-ms`` when not whole, ``x-should-retry``)."""
+
+    __slots__ = ("status_code", "headers")
+
+    def __init__(self, status_code: int, headers: dict[str, str]) -> None:
+        self.status_code = status_code
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return f"ChaosResponse({self.status_code}, {self.headers!r})"
+
+
+class ChaosError(Exception):
+    """An injected failed HTTP answer, shaped like an httpx/requests error (``.response``), so
+    ``classify`` reads it through the core's answer table exactly as it reads a real one."""
+
+    def __init__(self, response: ChaosResponse) -> None:
+        super().__init__(f"chaos: injected HTTP {response.status_code}")
+        self.response = response
+
+
+def _injected(answer: tuple[Any, ...]) -> Any:
+    """What an injected answer is in Python: a ``ChaosResponse`` returned (a success by the core's
+    table), a ``ChaosError`` raised (a failure), a reset connection, or the user's exception or
+    value."""
+    kind = answer[0]
+    if kind == "status":
+        _, status, headers = answer
+        response = ChaosResponse(status, dict(headers))
+        if _classify_http(status, headers) is None:
+            return response
+        raise ChaosError(response)
+    if kind == "reset":
+        raise ConnectionResetError("chaos: connection reset injected")
+    if kind == "raise":
+        raise answer[1]
+    return answer[1]
+
+
+def _tell(on_event: Any, events: Any) -> None:
+    """The injections, to ``on_event`` as ``("chaos", {"event", "attempt", "delay"})``: the event
+    named as Polly names it (``Chaos.OnFault``, ...), the attempt's number through the chaos
+    layer (from 0), the injected delay in seconds (latency) or ``None``."""
+    if on_event is not None:
+        for event, attempt, delay in events:
+            on_event("chaos", {"event": event, "attempt": attempt, "delay": delay})
+
+
+def _chaotic(fn: Any, chaos: Any, sleep: Any, is_async: bool, on_event: Any) -> Any:
+    """``fn`` with each attempt first through ``chaos`` (a ``Chaos`` or a ``ChaosTimeline``): an
+    injected answer replaces the call, an injected delay is slept before it (with the
+    decorator's ``sleep``), a hang never answers (only the attempt's timeout ends it)."""
+    if isinstance(chaos, ChaosTimeline):
+        return _replayed(fn, chaos, sleep, is_async, on_event)
+    decide = chaos._decide
+
+    if is_async:
+
+        async def pause(delay: float) -> None:
+            waited = (asyncio.sleep if sleep is None else sleep)(delay)
+            if inspect.isawaitable(waited):
+                await waited
+
+        @functools.wraps(fn)
+        async def attempt_async(*args, **kwargs):  # type: ignore[no-untyped-def]
+            d = decide()
+            if d is None:
+                return await fn(*args, **kwargs)
+            events, behavior, delay, answer = d
+            _tell(on_event, events)
+            if behavior is not None:
+                behavior()
+            if delay is not None:
+                await pause(delay)
+            if answer is None:
+                return await fn(*args, **kwargs)
+            if answer[0] == "hang":
+                await asyncio.get_running_loop().create_future()  # never answers
+            return _injected(answer)
+
+        return attempt_async
+
+    pause_sync = time.sleep if sleep is None else sleep
+
+    @functools.wraps(fn)
+    def attempt(*args, **kwargs):  # type: ignore[no-untyped-def]
+        d = decide()
+        if d is None:
+            return fn(*args, **kwargs)
+        events, behavior, delay, answer = d
+        _tell(on_event, events)
+        if behavior is not None:
+            behavior()
+        if delay is not None:
+            pause_sync(delay)
+        if answer is None:
+            return fn(*args, **kwargs)
+        if answer[0] == "hang":
+            threading.Event().wait()  # never answers: a timer above abandons this thread
+        return _injected(answer)
+
+    return attempt
+
+
+def _replayed(fn: Any, tl: Any, sleep: Any, is_async: bool, on_event: Any) -> Any:
+    """``fn`` with each attempt meeting the timeline's faults: held by a partition, answered by an
+    outage (a 503, or a hang) or a throttle (a 429 with its Retry-After), stretched by a latency
+    inflation, a success failed (a 500) by an error rate. Each is told to ``on_event`` as the
+    Rust ``TimelineLayer`` reports it: an answer as ``Chaos.OnFault``, a hold or a stretch as
+    ``Chaos.OnLatency``."""
+
+    def tell(event: str, n: int, delay: float | None) -> None:
+        if on_event is not None:
+            on_event("chaos", {"event": event, "attempt": n, "delay": delay})
+
+    if is_async:
+
+        async def pause(delay: float) -> None:
+            waited = (asyncio.sleep if sleep is None else sleep)(delay)
+            if inspect.isawaitable(waited):
+                await waited
+
+        @functools.wraps(fn)
+        async def attempt_async(*args, **kwargs):  # type: ignore[no-untyped-def]
+            n, action = tl._send()
+            while action[0] == "hold":
+                tell("Chaos.OnLatency", n, action[1])
+                await pause(action[1])
+                n, action = tl._send(n)
+            if action[0] != "send":
+                tell("Chaos.OnFault", n, None)
+                if action[0] == "hang":
+                    await asyncio.get_running_loop().create_future()  # never answers
+                return _injected(action)
+            sent = tl._elapsed()
+            outcome = await _attempt(fn, args, kwargs)
+            if action[1] > 1.0:
+                extra = (tl._elapsed() - sent) * (action[1] - 1.0)
+                tell("Chaos.OnLatency", n, extra)
+                await pause(extra)
+            while True:
+                at = tl._answer(n, outcome[0])
+                if at[0] == "deliver":
+                    break
+                if at[0] == "hold":
+                    tell("Chaos.OnLatency", n, at[1])
+                    await pause(at[1])
+                    continue
+                tell("Chaos.OnFault", n, None)
+                return _injected(at)
+            if outcome[0]:
+                return outcome[1]
+            raise outcome[1]
+
+        return attempt_async
+
+    pause_sync = time.sleep if sleep is None else sleep
+
+    @functools.wraps(fn)
+    def attempt(*args, **kwargs):  # type: ignore[no-untyped-def]
+        n, action = tl._send()
+        while action[0] == "hold":
+            tell("Chaos.OnLatency", n, action[1])
+            pause_sync(action[1])
+            n, action = tl._send(n)
+        if action[0] != "send":
+            tell("Chaos.OnFault", n, None)
+            if action[0] == "hang":
+                threading.Event().wait()  # never answers: a timer above abandons this thread
+            return _injected(action)
+        sent = tl._elapsed()
+        outcome = _call(fn, args, kwargs)
+        if action[1] > 1.0:
+            extra = (tl._elapsed() - sent) * (action[1] - 1.0)
+            tell("Chaos.OnLatency", n, extra)
+            pause_sync(extra)
+        while True:
+            at = tl._answer(n, outcome[0])
+            if at[0] == "deliver":
+                break
+            if at[0] == "hold":
+                tell("Chaos.OnLatency", n, at[1])
+                pause_sync(at[1])
+                continue
+            tell("Chaos.OnFault", n, None)
+            return _injected(at)
+        if outcome[0]:
+            return outcome[1]
+        raise outcome[1]
+
+    return attempt
 
 
 # --- Helpers ---------------------------------------------------------------------------------
@@ -489,6 +692,7 @@ def reliable(
     policy: Policy | None = None,
     on_event: Any = None,
     clock: Any = None,
+    chaos: Chaos | ChaosTimeline | None = None,
 ) -> Any:
     """Wraps ``fn`` (sync or ``async def``) in timeout + jittered exponential backoff + breaker.
 
@@ -513,6 +717,13 @@ def reliable(
     estimate when ``usage`` is None); a failed or cancelled attempt is charged its whole
     estimate. A call that does not fit is answered like an open breaker (``on_open``, or
     ``SpendLimitError``) and not retried.
+
+    With ``chaos`` (a ``Chaos``, or a ``ChaosTimeline`` from a scenario file), every attempt
+    first meets the chaos layer, below the retry and the breaker, where a real answer comes
+    from: an injected status is raised as a ``ChaosError`` (``classify`` reads it through the
+    core's answer table like a real one), a reset as ``ConnectionResetError``, a hang never
+    answers; each injection is told to ``on_event`` as ``("chaos", {"event": "Chaos.OnFault",
+    ...})``.
     """
     _check_callable("sleep", sleep)
     _check_callable("on_open", on_open)
@@ -521,6 +732,8 @@ def reliable(
     _check_callable("estimate", estimate)
     _check_callable("usage", usage)
     _check_callable("on_event", on_event)
+    if chaos is not None and not isinstance(chaos, (Chaos, ChaosTimeline)):
+        raise TypeError(f"chaos: must be a Chaos, a ChaosTimeline or None, got {type(chaos).__name__}")
     if spend is not None:
         if not isinstance(spend, SpendBudget):
             raise TypeError(f"spend: must be a SpendBudget or None, got {type(spend).__name__}")
@@ -564,6 +777,8 @@ def reliable(
         is_async = _is_async(f)
         make = _async_wrapper if is_async else _sync_wrapper
         attempt = f if spend is None else _spending(f, spend, estimate, usage, is_async)
+        if chaos is not None:
+            attempt = _chaotic(attempt, chaos, sleep, is_async, on_event)
         wrapper = make(attempt, engine, sleep, on_open, classify, on_call, on_event, _name(f))
         wrapper = functools.wraps(f)(wrapper)
         # The layers this wrapper adds, innermost first: the breaker guards each attempt.

@@ -7,6 +7,8 @@ if sys.version_info >= (3, 10):
 else:  # typing_extensions is only needed by type checkers on 3.9
     from typing_extensions import ParamSpec
 
+from ._core import Chaos as Chaos
+from ._core import ChaosTimeline as ChaosTimeline
 from ._core import CircuitBreaker as CircuitBreaker
 from ._core import Policy as Policy
 from ._core import _Rng
@@ -30,6 +32,15 @@ class RefusedError(CircuitOpenError):
 class SpendLimitError(CircuitOpenError):
     reason: str
     def __init__(self, reason: str, retry_after: Optional[float]) -> None: ...
+
+class ChaosResponse:
+    status_code: int
+    headers: dict[str, str]
+    def __init__(self, status_code: int, headers: dict[str, str]) -> None: ...
+
+class ChaosError(Exception):
+    response: ChaosResponse
+    def __init__(self, response: ChaosResponse) -> None: ...
 
 class CallRecord(NamedTuple):
     function: str
@@ -70,6 +81,7 @@ def reliable(
     policy: Optional[Policy] = None,
     on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
     clock: Optional[Callable[[], float]] = None,
+    chaos: Union[Chaos, ChaosTimeline, None] = None,
 ) -> Callable[_P, _R]: ...
 @overload
 def reliable(
@@ -95,6 +107,7 @@ def reliable(
     policy: Optional[Policy] = None,
     on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
     clock: Optional[Callable[[], float]] = None,
+    chaos: Union[Chaos, ChaosTimeline, None] = None,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 @overload
 def fallback(*layers: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[Served]]: ...

@@ -24,6 +24,7 @@
     clippy::indexing_slicing
 )]
 
+mod chaos;
 mod engine;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -1156,5 +1157,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exp_backoff, m)?)?;
     m.add_function(wrap_pyfunction!(classify_http, m)?)?;
     m.add_function(wrap_pyfunction!(server_delay, m)?)?;
+    chaos::register(m)?;
     Ok(())
 }

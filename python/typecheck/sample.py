@@ -96,3 +96,14 @@ policy = reliable_mod.Policy.from_json(
 through_policy = reliable_mod.reliable(lambda: 1, policy=policy, on_event=lambda name, fields: None)
 one: int = through_policy()
 refused: reliable_mod.CircuitOpenError = reliable_mod.RefusedError("limiter", None)
+
+# Chaos: the strategies as dicts, switched at run time; a scenario's fault timeline.
+chaos = reliable_mod.Chaos(fault={"rate": 0.1, "seed": 7, "status": 503, "retry_after": 1.5})
+chaos.set_enabled("fault", False)
+on: list[str] = chaos.enabled
+reliable_mod.Chaos.kill_all(False)
+chaotic = reliable_mod.reliable(lambda: 1, chaos=chaos, max_attempts=2)
+two: int = chaotic()
+timeline = reliable_mod.ChaosTimeline.from_scenario("Scenario(faults: [])", "api", seed=1)
+kinds: list[tuple[str, float, float]] = timeline.faults
+injected: reliable_mod.ChaosResponse = reliable_mod.ChaosError(reliable_mod.ChaosResponse(503, {})).response

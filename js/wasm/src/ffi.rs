@@ -499,6 +499,113 @@ pub extern "C" fn rk_exp_backoff(
     )
 }
 
+/// A chaos layer from the [`crate::chaos::CONFIG`] numbers JavaScript wrote into the input
+/// buffer ([`crate::chaos::config_of`]): a handle or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_new() -> i32 {
+    let (w, e) = state();
+    // SAFETY: one thread, no re-entry: JavaScript wrote the input before this export and does
+    // not touch it during it; this is the only reference for its duration.
+    let input = unsafe { &*GLOBAL.input.get() };
+    let mut numbers = [f64::NAN; crate::chaos::CONFIG];
+    for (i, n) in numbers.iter_mut().enumerate() {
+        if let Some(bytes) = input.get(i * 8..i * 8 + 8)
+            && let Ok(b) = <[u8; 8]>::try_from(bytes)
+        {
+            *n = f64::from_le_bytes(b);
+        }
+    }
+    handle(w.chaos.add(&numbers), e)
+}
+
+/// Frees a chaos layer.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_free(chaos: u32) {
+    state().0.chaos.free(chaos)
+}
+
+/// Switches a strategy (its stream: 0 fault, 1 latency, 2 outcome, 3 behaviour) on (1) or off:
+/// the strategies on now as bits, or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_set(chaos: u32, stream: u32, on: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.set(chaos, stream, on != 0), e)
+}
+
+/// The attempts a chaos layer counted, or NaN.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_attempts(chaos: u32) -> f64 {
+    let (w, e) = state();
+    number(w.chaos.attempts(chaos), e)
+}
+
+/// What the next attempt through a chaos layer gets: 1 something (see [`rk_chaos_out_ptr`]), 0
+/// nothing, -1 a bad handle.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_decide(chaos: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.decide(chaos), e)
+}
+
+/// Where the latest chaos decision's numbers live ([`crate::chaos::OUT`] of them).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_chaos_out_ptr() -> u32 {
+    state().0.chaos.out_ptr() as u32
+}
+
+/// [`crate::chaos::Timelines::begin`]: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_begin(seed_hi: f64, seed_lo: f64) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.begin(seed_hi, seed_lo).map(|()| 0), e)
+}
+
+/// [`crate::chaos::Timelines::fault`]: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_fault(kind: u32, from_ms: f64, until_ms: f64, a: f64, b: f64) -> i32 {
+    let (w, e) = state();
+    handle(
+        w.chaos
+            .timelines
+            .fault(kind, from_ms, until_ms, a, b)
+            .map(|()| 0),
+        e,
+    )
+}
+
+/// [`crate::chaos::Timelines::finish`]: a handle or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_finish() -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.finish(), e)
+}
+
+/// Frees a timeline.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_free(timeline: u32) {
+    state().0.chaos.timelines.free(timeline)
+}
+
+/// [`crate::chaos::Timelines::send`]: the code or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_send(timeline: u32, t_ms: f64, n: f64) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.send(timeline, t_ms, n), e)
+}
+
+/// [`crate::chaos::Timelines::answer`]: the code or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_answer(timeline: u32, t_ms: f64, n: f64, success: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.chaos.timelines.answer(timeline, t_ms, n, success != 0), e)
+}
+
+/// Where the latest timeline answer's numbers live (three of them).
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_timeline_out_ptr() -> u32 {
+    state().0.chaos.timelines.out_ptr() as u32
+}
+
 #[cfg(not(test))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {

@@ -29,6 +29,7 @@ pub(crate) unsafe fn world(w: *mut World) {
         (&raw mut (*w).events).write(Events::default());
         (&raw mut (*w).record).write(Cell::new([0.0; crate::RECORD]));
         (&raw mut (*w).gave_up).write(Cell::new(""));
+        (&raw mut (*w).chaos).write(crate::chaos::Table::new());
     }
 }
 

@@ -31,6 +31,7 @@
 )]
 
 pub use reliable_wasm_de as de;
+pub mod chaos;
 #[cfg(target_arch = "wasm32")]
 pub mod ffi;
 #[cfg(target_arch = "wasm32")]
@@ -116,6 +117,10 @@ pub enum Table {
     Policies = 2,
     /// [`MAX_CALLS`].
     Calls = 3,
+    /// [`chaos::MAX_CHAOS`].
+    Chaos = 4,
+    /// [`chaos::MAX_TIMELINES`].
+    Timelines = 5,
 }
 
 /// Which of a fixed number of slots are taken, with a stack of free indices: O(1) both ways.
@@ -325,6 +330,8 @@ pub struct World {
     record: Cell<[f64; RECORD]>,
     /// The core's name of the latest give-up reason (`max-attempts`, `fatal`, ...).
     gave_up: Cell<&'static str>,
+    /// The chaos layers.
+    pub chaos: chaos::Table,
 }
 
 impl World {
@@ -346,6 +353,7 @@ impl World {
             events: Events::default(),
             record: Cell::new([0.0; RECORD]),
             gave_up: Cell::new(""),
+            chaos: chaos::Table::new(),
         }
     }
 }

@@ -133,22 +133,14 @@ impl Reliable {
         let (mut run, mut now, mut last) = Driven::<4>::begin::<E>(&plan, &layers, None);
         let f = Arc::new(f);
         let (tx, rx) = mpsc::channel();
-        // The copies in flight and their tokens; the attempt's first copy and whether a hedge of
-        // it was sent.
+        // The copies in flight and their tokens.
         let mut flying: Vec<(u32, CancelToken<'static>)> = Vec::new();
-        let (mut primary, mut raced) = (0, false);
         let mut value = None;
         loop {
             while let Some(action) = run.call.poll() {
                 match action {
                     Action::Send { n, deadline, hedge } => {
-                        if !hedge {
-                            (primary, raced) = (n, false);
-                            for o in inner.observers.iter() {
-                                o.on_attempt(&inner.name, n);
-                            }
-                        }
-                        raced |= hedge;
+                        run.sending(n, hedge);
                         let token = CancelToken::detached(inner.clock.clone(), deadline);
                         flying.push((n, token.clone()));
                         spawn_copy(&f, n, token, tx.clone());
@@ -160,7 +152,7 @@ impl Reliable {
                         }
                     }
                     Action::Done(end) => {
-                        run.race_won(end, primary, raced);
+                        run.race_won(end);
                         abandon_all(&mut flying);
                         return run.end(end, now, value.take(), last.take());
                     }

@@ -215,6 +215,9 @@ pub(crate) struct Driven<'a, 'r, const C: usize> {
     layers: &'a Layers<'r>,
     started: Instant,
     over: bool,
+    /// The current attempt's first copy, and whether a hedge of it was sent.
+    primary: u32,
+    raced: bool,
 }
 
 impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
@@ -224,6 +227,8 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
             layers,
             started,
             over: false,
+            primary: 0,
+            raced: false,
         }
     }
 
@@ -293,28 +298,20 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
     {
         let inner = self.layers.inner;
         let mut value = None;
-        // The copies in flight (boxed, so that copies can come and go), the attempt's first copy
-        // and whether a hedge of it was sent.
+        // The copies in flight (boxed, so that copies can come and go).
         let mut flying: Vec<(u32, Option<Instant>, Pin<Box<Fut>>)> = Vec::new();
-        let (mut primary, mut raced) = (0, false);
         let mut timer: Option<(Instant, SleepFuture)> = None;
         std::future::poll_fn(|cx| {
             loop {
                 while let Some(action) = self.call.poll() {
                     match action {
                         Action::Send { n, deadline, hedge } => {
-                            if !hedge {
-                                (primary, raced) = (n, false);
-                                for o in inner.observers.iter() {
-                                    o.on_attempt(&inner.name, n);
-                                }
-                            }
-                            raced |= hedge;
+                            self.sending(n, hedge);
                             flying.push((n, deadline, Box::pin(send(n, deadline))));
                         }
                         Action::Cancel { n, .. } => flying.retain(|(m, ..)| *m != n),
                         Action::Done(end) => {
-                            self.race_won(end, primary, raced);
+                            self.race_won(end);
                             flying.clear();
                             let result = self.end(end, now, value.take(), last.take());
                             return Poll::Ready((end, result));
@@ -376,10 +373,24 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
         .await
     }
 
-    /// A call that ended `end` after a race of copies (`raced`: a hedge of the attempt whose
-    /// first copy is `primary` was sent): the winner reported, and counted if it was a hedge.
-    pub fn race_won(&self, end: End, primary: u32, raced: bool) {
+    /// Copy `n` (a `hedge` of the current attempt, or its first copy) is being sent: an
+    /// attempt's first copy is reported to the observers.
+    pub fn sending(&mut self, n: u32, hedge: bool) {
+        if !hedge {
+            (self.primary, self.raced) = (n, false);
+            let inner = self.layers.inner;
+            for o in inner.observers.iter() {
+                o.on_attempt(&inner.name, n);
+            }
+        }
+        self.raced |= hedge;
+    }
+
+    /// The call ended `end`: if the last attempt raced a hedge, the winner is reported, and
+    /// counted if it was a hedge.
+    pub fn race_won(&self, end: End) {
         let inner = self.layers.inner;
+        let (primary, raced) = (self.primary, self.raced);
         if let Ended::Ok { n } = end.result
             && raced
         {

@@ -228,6 +228,13 @@ def _tell(on_event: Any, events: Any) -> None:
             on_event("chaos", {"event": event, "attempt": attempt, "delay": delay})
 
 
+async def _pause(sleep: Any, delay: float) -> None:
+    """An injected delay of an async attempt: the caller's `sleep` if given, else asyncio's."""
+    waited = (asyncio.sleep if sleep is None else sleep)(delay)
+    if inspect.isawaitable(waited):
+        await waited
+
+
 def _chaotic(fn: Any, chaos: Any, sleep: Any, is_async: bool, on_event: Any) -> Any:
     """``fn`` with each attempt first through ``chaos`` (a ``Chaos`` or a ``ChaosTimeline``): an
     injected answer replaces the call, an injected delay is slept before it (with the
@@ -237,11 +244,6 @@ def _chaotic(fn: Any, chaos: Any, sleep: Any, is_async: bool, on_event: Any) -> 
     decide = chaos._decide
 
     if is_async:
-
-        async def pause(delay: float) -> None:
-            waited = (asyncio.sleep if sleep is None else sleep)(delay)
-            if inspect.isawaitable(waited):
-                await waited
 
         @functools.wraps(fn)
         async def attempt_async(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -253,7 +255,7 @@ def _chaotic(fn: Any, chaos: Any, sleep: Any, is_async: bool, on_event: Any) -> 
             if behavior is not None:
                 behavior()
             if delay is not None:
-                await pause(delay)
+                await _pause(sleep, delay)
             if answer is None:
                 return await fn(*args, **kwargs)
             if answer[0] == "hang":
@@ -297,17 +299,12 @@ def _replayed(fn: Any, tl: Any, sleep: Any, is_async: bool, on_event: Any) -> An
 
     if is_async:
 
-        async def pause(delay: float) -> None:
-            waited = (asyncio.sleep if sleep is None else sleep)(delay)
-            if inspect.isawaitable(waited):
-                await waited
-
         @functools.wraps(fn)
         async def attempt_async(*args, **kwargs):  # type: ignore[no-untyped-def]
             n, action = tl._send()
             while action[0] == "hold":
                 tell("Chaos.OnLatency", n, action[1])
-                await pause(action[1])
+                await _pause(sleep, action[1])
                 n, action = tl._send(n)
             if action[0] != "send":
                 tell("Chaos.OnFault", n, None)
@@ -319,14 +316,14 @@ def _replayed(fn: Any, tl: Any, sleep: Any, is_async: bool, on_event: Any) -> An
             if action[1] > 1.0:
                 extra = (tl._elapsed() - sent) * (action[1] - 1.0)
                 tell("Chaos.OnLatency", n, extra)
-                await pause(extra)
+                await _pause(sleep, extra)
             while True:
                 at = tl._answer(n, outcome[0])
                 if at[0] == "deliver":
                     break
                 if at[0] == "hold":
                     tell("Chaos.OnLatency", n, at[1])
-                    await pause(at[1])
+                    await _pause(sleep, at[1])
                     continue
                 tell("Chaos.OnFault", n, None)
                 return _injected(at)
@@ -613,7 +610,7 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
                     if action[1] > 0:
                         delay = action[1]
                     else:
-                        await pause(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+                        await _pause(sleep, 0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
                 elif kind == "cancel":
                     task = tasks.pop(action[1], None)
                     if task is not None:
@@ -646,7 +643,7 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
             elif wait is not None:
                 # The retry's wait, slept by ``sleep`` (the decided delay, not what is left of
                 # it); the engine then moves on as if that much time passed.
-                await pause(wait if delay is None else delay)
+                await _pause(sleep, wait if delay is None else delay)
                 delay = None
                 run.woke()
             else:  # the engine always has a copy out, a timer, or an end

@@ -3,7 +3,7 @@
 //! The simulator predicts that one policy collapses and another recovers in 5 s; this crate checks
 //! the prediction on a real stack. It starts an HTTP/2 server on 127.0.0.1 implementing the
 //! scenario's `Server` model ([`server`]), sends the scenario's open-loop arrivals at their
-//! scheduled instants through each policy built from reliable's tower layers with the scenario's
+//! scheduled instants through each policy as `reliable::policy` loads it, with the scenario's
 //! own core configs ([`client`]) over a real HTTP client with real timeouts ([`run`]), measures
 //! with the simulator's own recorder and definitions ([`meter`]), writes the same report as
 //! `sim run`, and sets the simulated and emulated figures side by side ([`compare`]).

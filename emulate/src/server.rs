@@ -152,7 +152,7 @@ impl Downstreams {
         }))
     }
 
-    /// Builds every service's handler stacks from the scenario (reliable's tower layers, one
+    /// Builds every service's handler stacks from the scenario (`reliable::policy`'s layers, one
     /// instance per service), calling the other downstreams through `env` (whose `edge` must be
     /// false: the services' calls are not the edge's attempts).
     pub fn build_services(&self, c: &Compiled, env: &Env) -> Result<(), String> {

@@ -262,7 +262,10 @@ fn hedges_are_sent_won_and_charged_to_the_ledger_as_simulated() {
     let sim = simulate(&c, 1).unwrap();
     assert_eq!(sim[2].output.summary.extra.as_ref().unwrap().hedges_sent, 0);
     let e = run_policy(&c, 2, 1, 1.0).map(|_| ()).unwrap_err();
-    assert!(e.contains("stack.idempotent") && e.contains("never hedges"), "{e}");
+    assert!(
+        e.contains("stack.idempotent") && e.contains("never hedges"),
+        "{e}"
+    );
 }
 
 const LIMIT: &str = r#"Scenario(

@@ -1,36 +1,36 @@
-//! The clients: each policy's layer tree built from reliable's tower layers (with the scenario's
-//! own core configs) over a real HTTP/2 client, one stack per client of the workload.
+//! The clients: each policy loaded by `reliable::policy` (the loader a user's program runs) into
+//! reliable's `ReliableLayer`, one per route, over a real HTTP/2 client; one stack per client of
+//! the workload. The emulator does not read the policy format itself: what it keeps is its I/O.
 //!
-//! - Every layer reads answers with the stock [`HttpPolicy`], as a user's service would: the
-//!   core's one table decides what a 500, 503 or 429 means and what the adaptive throttle counts
-//!   as accepted. The emulator has no classification of its own.
-//! - [`HttpCall`] is a `Call` layer: one HTTP request to the downstream, failed with
-//!   [`TimedOut`] at its own timeout or at the deadline an enclosing retry layer set, whichever is
-//!   sooner, so a breaker between them counts the timeout as a failure, as in `sim`. Dropping it
-//!   resets the HTTP/2 stream (the server sees the client give up). The server's delay
-//!   (`retry-after-ms`, wall time) is rewritten into scenario time, the time base every layer
-//!   runs on, as the transport's only translation.
-//! - In a call graph every attempt carries its deadline (its own timeout or the enclosing one,
-//!   whichever is sooner) as a `grpc-timeout` header; one whose deadline has already passed is not
-//!   sent. A call to a replicated downstream goes to the replica its group's balancer picks
-//!   ([`crate::balance`]). A service's calls ([`build_stack`]) are not counted among the edge's
-//!   attempts, only in their downstream's per-hop figures, as in `sim`.
-//! - [`build`] turns a policy's layer tree into services: shared-scope layers get one state for
-//!   every client, per-client ones a state per client, seeded per client (the hedger, the ledger
-//!   and the limiters draw no random numbers: they need no seed).
-//! - `Hedge` is reliable's [`HedgeLayer`] (copies only for a scenario that says `idempotent`),
-//!   `Limit` its [`ConcurrencyLimitLayer`], `RateLimit` its [`RateLimitLayer`], and `Ledger` one [`SharedLedger`] per client or
-//!   shared, handed to every hedge and to every retry without a budget of its own inside it. In
-//!   `sim` a ledger deposits each request once as it enters; reliable's [`RetryLayer`] deposits
-//!   each request entering it, so a ledger is fed by its retry when that retry is its direct
-//!   inner layer, and otherwise by a feeder (a retry layer of one attempt: it deposits and never
-//!   draws) when nothing inside retries. Other shapes are refused with the reason. A breaker
-//!   inside a ledger draws its half-open probes from it ([`BreakerLayer::ledger`]), as in `sim`.
+//! - A policy's stack becomes a [`Plan`] ([`Plan::new`]): one [`Route`] per fallback branch, each
+//!   built by [`Route::layer`], which runs every nesting as the core's call engine (and so the
+//!   simulator) runs it; several routes are tried in order through reliable's `FallbackLayer`.
+//!   What the loader refuses (a `Fallback` inside a layer, two retries on one route, a route
+//!   mixing `Shared` and `PerClient` layers, a hedge of a call not marked idempotent, ...) is
+//!   refused here with its message. `Route::layer` shares one instance for every client when
+//!   the route's layers are `Shared` ([`ReliableLayer::is_shared`]), else each client gets its
+//!   own, seeded per client ([`ReliableLayer::seed_each`]).
+//! - Every instance reads answers with the stock [`HttpPolicy`], as a user's service would: the
+//!   core's one table decides what a 500, 503 or 429 means.
+//! - [`HttpCall`] is what each attempt (each hedged copy) reaches: it counts the attempt per
+//!   bucket as `sim` counts it, picks the replica of a replicated downstream
+//!   ([`crate::balance`]), sends the attempt's deadline as a `grpc-timeout` header (an attempt
+//!   whose deadline has already passed is not sent), and fails with [`TimedOut`] at the
+//!   deadline the engine put on the request ([`Deadline`]) or at the call's own timeout drawn
+//!   per request (`timeout_dist`, the one field the loader leaves to the simulator: the
+//!   emulator draws it here as `sim` keys it), so the layers above count the timeout as a
+//!   failure, as in `sim`. Dropping it resets the HTTP/2 stream (the server sees the client give
+//!   up). A service's calls ([`build_stack`]) are not counted among the edge's attempts, only in
+//!   their downstream's per-hop figures, as in `sim`.
+//! - Below it, per downstream (per replica), the faults a client sees (outage, partition, error
+//!   rate, throttle) are played by reliable's chaos [`TimelineLayer`] from the scenario's
+//!   `faults` ([`Chaos`]); under it the transport sends the request and rewrites the server's
+//!   delay (`retry-after-ms`, wall time) into scenario time, the time base every layer runs on.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -38,20 +38,21 @@ use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use reliable::chaos::tower::{HttpAnswers, TimelineLayer};
+use reliable::chaos::{ChaosEvent, ChaosSwitch, ClientFault, ScenarioFaults};
 use reliable::observer::{NotSent, Observer};
+use reliable::policy::{Plan, Route};
 use reliable::tower::{
-    BoxError, BreakerLayer, ClassifyResponse, ConcurrencyLimitLayer, Deadline, FallbackLayer,
-    GaveUp, HedgeLayer, HttpPolicy, Policy, RateLimitLayer, RetryLayer, SharedLedger,
-    ThrottleLayer, TimedOut,
+    BoxError, ClassifyResponse, Deadline, FallbackLayer, HttpPolicy, ReliableLayer, TimedOut,
 };
-use reliable_core::Instant;
-use reliable_core::outcome::ErrorClass;
-use tower::util::BoxCloneService;
+use reliable_core::answer::Answer;
+use reliable_core::chaos::{ChaosConfig, Strategy};
+use tower::util::{BoxCloneService, BoxCloneSyncService};
 use tower::{Layer as _, Service, ServiceExt as _};
 
 use crate::balance::{Balancers, Group, Tried};
 use crate::meter::Meter;
-use crate::simface::{Compiled, Layer, Sampler, Scope, Stream, StreamId};
+use crate::simface::{Compiled, Dist, Layer, Sampler, Stream, StreamId};
 use crate::timebase::Timebase;
 
 /// A request through the stacks.
@@ -60,6 +61,8 @@ pub type Req = http::Request<Empty<Bytes>>;
 pub type Res = http::Response<()>;
 /// A built stack.
 pub type Svc = BoxCloneService<Req, Res, BoxError>;
+/// What sends an attempt to one downstream (shared by every client's stacks).
+type Sender = BoxCloneSyncService<Req, Res, BoxError>;
 
 /// The logical request an attempt belongs to (in the request's extensions, kept by copies).
 #[derive(Clone, Debug)]
@@ -83,7 +86,7 @@ impl Logical {
     }
 }
 
-/// Every layer's classification and request copies: the stock HTTP policy (GETs are
+/// Every instance's classification and request copies: the stock HTTP policy (GETs are
 /// idempotent).
 fn policy() -> HttpPolicy {
     HttpPolicy::new()
@@ -98,27 +101,171 @@ pub fn http_client() -> Client<HttpConnector, Empty<Bytes>> {
         .build(connector)
 }
 
-/// One call to a downstream (see the [module docs](self)).
+/// The transport: sends a request to one listener and rewrites the server's delay into
+/// scenario time.
 #[derive(Clone)]
-pub struct HttpCall {
+struct Transport {
     client: Client<HttpConnector, Empty<Bytes>>,
     uri: http::Uri,
-    timeout: Option<u64>,
-    timeout_dist: Option<Arc<Sampler>>,
-    node: u16,
+    tb: Timebase,
+}
+
+impl Service<Req> for Transport {
+    type Response = Res;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Res, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: Req) -> Self::Future {
+        *req.uri_mut() = self.uri.clone();
+        let fut = self.client.request(req);
+        let tb = self.tb;
+        Box::pin(async move {
+            let (mut parts, _body) = fut.await.map_err(|e| Box::new(e) as BoxError)?.into_parts();
+            to_scenario_time(&mut parts.headers, tb);
+            Ok(http::Response::from_parts(parts, ()))
+        })
+    }
+}
+
+/// The client-visible faults of a run, per downstream (per replica): a chaos [`TimelineLayer`]
+/// each downstream's calls pass, on the run's time base from its start.
+///
+/// Played here, as a client sees them, with the simulator's meaning (`reliable_core::chaos`):
+/// `Outage` (a 503 at once, or no answer), `Partition` (held until it heals), `ErrorRate` (a
+/// success turned into a 500) and `Throttle` (a share refused with 429 and the hint). Played by
+/// the server instead ([`crate::server`]), because only the server can make them:
+/// `CapacityLoss` (fewer workers), `LatencyInflation` (in `sim` it stretches each job's service
+/// time, so workers stay busy longer and the queue grows: a client-side stretch of each answer
+/// would leave the server's capacity as it was, which changes every verdict that turns on the
+/// server's backlog), and `LoadSpike` (the arrivals themselves). The emulator's README lists
+/// them with the reasons.
+#[derive(Clone, Default)]
+pub struct Chaos(Arc<Vec<Option<TimelineLayer<HttpAnswers>>>>);
+
+impl std::fmt::Debug for Chaos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Chaos")
+            .field(&self.0.iter().filter(|t| t.is_some()).count())
+            .finish()
+    }
+}
+
+impl Chaos {
+    /// The client-visible faults of `c` (split by `reliable::chaos`), one timeline per
+    /// downstream that has any, its draws seeded from `seed`, counted in `meter` as `sim`
+    /// counts them (an outage's or a throttle's answer is an arrival the server refused).
+    pub fn new(c: &Compiled, seed: u64, meter: &Arc<Meter>) -> Result<Chaos, String> {
+        let tb = *meter.timebase();
+        let mut out = Vec::new();
+        for (i, d) in c.scenario.downstreams.iter().enumerate() {
+            let mut faults = ScenarioFaults::from_faults(&c.scenario.faults, &d.name)?;
+            // The server stretches service times itself (see the type's docs).
+            faults
+                .client
+                .retain(|w| !matches!(w.fault, ClientFault::LatencyInflation { .. }));
+            if faults.client.is_empty() {
+                out.push(None);
+                continue;
+            }
+            let counts = ChaosSwitch::builder(&d.name, ChaosConfig::OFF)
+                .observer(Refusals {
+                    meter: meter.clone(),
+                    ds: i as u16,
+                })
+                .build()
+                .map_err(|e| e.to_string())?;
+            let seed = reliable_core::sample::splitmix64(seed ^ (0xC4A0_5000 + i as u64));
+            let layer = TimelineLayer::new(
+                faults.client,
+                seed,
+                reliable_core::Instant::from_nanos(0),
+                tb,
+                tb,
+                HttpAnswers,
+            )
+            .map_err(|e| format!("downstream \"{}\": {e}", d.name))?
+            .report_to(counts);
+            out.push(Some(layer));
+        }
+        Ok(Chaos(Arc::new(out)))
+    }
+
+    /// The service that sends to downstream `ds` at `uri`: through its timeline, if it has one.
+    fn sender(&self, ds: usize, transport: Transport) -> Sender {
+        match self.0.get(ds).and_then(Option::as_ref) {
+            Some(timeline) => BoxCloneSyncService::new(timeline.layer(transport)),
+            None => BoxCloneSyncService::new(transport),
+        }
+    }
+}
+
+/// Counts what a chaos timeline did in the server's and the network's place as `sim` counts it:
+/// an arrival refused (an outage's 503, a throttle's 429) or swallowed (a hanging outage), and
+/// a call or an answer held by a partition (the only delay the timeline plays here: latency
+/// inflation is the server's).
+#[derive(Debug)]
+struct Refusals {
+    meter: Arc<Meter>,
+    ds: u16,
+}
+
+impl Observer for Refusals {
+    fn on_chaos(&self, _: &str, event: &ChaosEvent) {
+        let ds = self.ds;
+        if event.strategy == Strategy::Latency {
+            self.meter.at(|r, _| {
+                if let Some(d) = r.ds.get_mut(usize::from(ds)) {
+                    d.held += 1;
+                }
+            });
+            return;
+        }
+        if event.strategy != Strategy::Fault {
+            return;
+        }
+        match event.answer {
+            Some(Answer::Status {
+                status: 503 | 429, ..
+            }) => self.meter.at(|r, t| {
+                r.server_arrival(t, ds);
+                r.answered(t, ds, false, true);
+            }),
+            Some(Answer::Timeout) => self.meter.at(|r, t| {
+                r.server_arrival(t, ds);
+                if let Some(d) = r.ds.get_mut(usize::from(ds)) {
+                    d.hung += 1;
+                }
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// What each attempt of a route reaches (see the [module docs](self)).
+#[derive(Clone)]
+pub struct HttpCall {
+    /// The call's timeout drawn per request (`timeout_dist`) and the `Call`'s node number, its
+    /// draws' key as `sim` keys them.
+    timeout_dist: Option<(Arc<Sampler>, u16)>,
     seed: u64,
     meter: Arc<Meter>,
-    /// The downstream it calls.
-    ds: usize,
-    /// For a replicated downstream: its balancer and each replica's URI.
-    group: Option<(Arc<Group>, Arc<Vec<http::Uri>>)>,
+    /// Per replica (one for a downstream without replicas): its downstream index and sender.
+    targets: Arc<Vec<(usize, Sender)>>,
+    /// A replicated downstream's balancer.
+    group: Option<Arc<Group>>,
     /// An edge attempt (counted among the run's attempts), not a service's call.
     edge: bool,
 }
 
 impl std::fmt::Debug for HttpCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpCall").field("uri", &self.uri).finish()
+        f.debug_struct("HttpCall")
+            .field("targets", &self.targets.len())
+            .finish()
     }
 }
 
@@ -174,14 +321,14 @@ impl Service<Req> for HttpCall {
         let tb = *meter.timebase();
         let now = tb.now_ns();
         let logical = req.extensions().get::<Logical>().cloned();
+        // The same draw for every attempt of a request, as `sim` keys it.
         let own = match (&self.timeout_dist, &logical) {
-            // The same draw for every attempt of a request, as `sim` keys it.
-            (Some(d), Some(l)) => Some(d.sample(&mut Stream::keyed(
+            (Some((d, node)), Some(l)) => Some(d.sample(&mut Stream::keyed(
                 self.seed,
                 StreamId::Timeouts,
-                (l.id << 16) ^ u64::from(self.node),
+                (l.id << 16) ^ u64::from(*node),
             ))),
-            _ => self.timeout,
+            _ => None,
         };
         let mut deadline = own.map_or(u64::MAX, |t| now.saturating_add(t));
         if let Some(Deadline(d)) = req.extensions().get::<Deadline>() {
@@ -200,23 +347,21 @@ impl Service<Req> for HttpCall {
             meter.at(|r, t| r.sent(t, first));
         }
         // A replicated downstream: the balancer picks the replica.
-        let (ds, uri, replica) = match &self.group {
-            None => (self.ds, self.uri.clone(), None),
-            Some((g, uris)) => {
-                let mut local = Tried::default();
-                let k = match &logical {
-                    Some(l) => g.pick(
-                        &mut l.tried.lock().unwrap_or_else(|e| e.into_inner()),
-                        first,
-                    ),
-                    None => g.pick(&mut local, first),
-                };
-                let uri = uris.get(k).cloned().unwrap_or_else(|| self.uri.clone());
-                (g.members[k], uri, Some((g.clone(), k)))
-            }
+        let k = match &self.group {
+            None => 0,
+            Some(g) => match &logical {
+                Some(l) => g.pick(
+                    &mut l.tried.lock().unwrap_or_else(|e| e.into_inner()),
+                    first,
+                ),
+                None => g.pick(&mut Tried::default(), first),
+            },
         };
+        let Some((ds, sender)) = self.targets.get(k).or(self.targets.first()).cloned() else {
+            return Box::pin(async { Err("no downstream to call".into()) });
+        };
+        let replica = self.group.as_ref().map(|g| (g.clone(), k));
         let mut out = http::Request::new(Empty::new());
-        *out.uri_mut() = uri;
         if deadline != u64::MAX {
             // The remaining time travels with the call, in wall time, as gRPC sends it.
             let left = crate::graph::grpc_timeout(tb.to_wall(deadline - now));
@@ -224,7 +369,7 @@ impl Service<Req> for HttpCall {
                 out.headers_mut().insert("grpc-timeout", v);
             }
         }
-        let fut = self.client.request(out);
+        let fut = sender.oneshot(out);
         let edge = self.edge;
         Box::pin(async move {
             let mut pending = Pending {
@@ -242,15 +387,9 @@ impl Service<Req> for HttpCall {
                 tokio::time::timeout_at(tb.wall(deadline), fut).await.ok()
             };
             match answer {
-                Some(Ok(res)) => {
+                Some(answer) => {
                     pending.done = true;
-                    let (mut parts, _body) = res.into_parts();
-                    to_scenario_time(&mut parts.headers, tb);
-                    Ok(http::Response::from_parts(parts, ()))
-                }
-                Some(Err(e)) => {
-                    pending.done = true;
-                    Err(Box::new(e) as BoxError)
+                    answer
                 }
                 // `pending` counts the timeout as it drops.
                 None => Err(Box::new(TimedOut) as BoxError),
@@ -273,33 +412,8 @@ fn to_scenario_time(headers: &mut http::HeaderMap, tb: Timebase) {
     }
 }
 
-/// The HTTP policy of a hedge layer: copies a request only if the scenario calls it
-/// idempotent (`sim` hedges only those), and reads answers as every other layer does.
-#[derive(Clone, Copy, Debug)]
-struct Copies {
-    idempotent: bool,
-}
-
-impl ClassifyResponse<Res> for Copies {
-    fn response(&self, res: &Res) -> Option<ErrorClass> {
-        policy().response(res)
-    }
-}
-
-impl Policy<Req, Res> for Copies {
-    fn clone_request(&self, req: &Req) -> Option<Req> {
-        self.idempotent
-            .then(|| Policy::<Req, Res>::clone_request(&policy(), req))
-            .flatten()
-    }
-
-    fn set_deadline(&self, req: &mut Req, at: Instant) {
-        Policy::<Req, Res>::set_deadline(&policy(), req, at);
-    }
-}
-
-/// The service just inside a limiter: counts the calls it admitted while they are in flight
-/// (`sim`'s admitted concurrency).
+/// The service just inside an instance with a concurrency limit: counts the attempts it
+/// admitted while they are in flight (`sim`'s admitted concurrency).
 #[derive(Clone)]
 struct Admitted {
     inner: Svc,
@@ -335,161 +449,6 @@ impl Service<Req> for Admitted {
     }
 }
 
-/// A policy's layer tree with its layers configured (shared-scope state already made).
-#[derive(Clone)]
-enum Node {
-    Call {
-        ds: usize,
-        /// A replicated downstream's balancer.
-        group: Option<Arc<Group>>,
-        timeout: Option<u64>,
-        timeout_dist: Option<Arc<Sampler>>,
-        node: u16,
-    },
-    /// A layer around `inner`: builds the service from the inner one, the client's seed for
-    /// per-client state, and the enclosing ledger; `bool`: the state is shared by every client.
-    Wrap(Wrap, bool, Box<Node>),
-    Fallback(Vec<Node>),
-    /// A ledger of extra attempts: one for every client (`shared`) or one per client made from
-    /// `config`; `feed`: a feeder deposits each request entering it (no retry inside does).
-    Ledger {
-        shared: Option<SharedLedger>,
-        config: reliable_core::budget::RatioConfig,
-        feed: bool,
-        inner: Box<Node>,
-    },
-}
-
-/// Wraps a service in a configured layer, reseeded for one client when given a seed, drawing
-/// from the enclosing ledger's instance for that client, if any.
-type Wrap = Arc<dyn Fn(Svc, Option<u64>, Option<&SharedLedger>) -> Svc + Send + Sync>;
-
-/// A layer with state (breaker, budget, throttle): per client or shared by all.
-trait Stateful: tower::Layer<Svc> + Clone + Send + Sync + 'static {
-    fn seeded(self, seed: u64) -> Self;
-    fn one_for_all(self) -> Self;
-}
-
-impl Stateful for BreakerLayer<HttpPolicy> {
-    fn seeded(self, seed: u64) -> Self {
-        self.seed(seed)
-    }
-    fn one_for_all(self) -> Self {
-        self.shared()
-    }
-}
-
-impl Stateful for RetryLayer<HttpPolicy> {
-    fn seeded(self, seed: u64) -> Self {
-        self.seed(seed)
-    }
-    fn one_for_all(self) -> Self {
-        self.shared()
-    }
-}
-
-impl Stateful for ThrottleLayer<HttpPolicy> {
-    fn seeded(self, seed: u64) -> Self {
-        self.seed(seed)
-    }
-    fn one_for_all(self) -> Self {
-        self.shared()
-    }
-}
-
-/// `layer` around `inner`: its state made once now (seeded with `seed`) for a shared scope, or
-/// per client (seeded per client) when the stacks are built; `draw` gives it the enclosing
-/// ledger's instance.
-fn stateful<L>(
-    layer: L,
-    scope: Scope,
-    inner: Node,
-    seed: u64,
-    draw: impl Fn(L, &SharedLedger) -> L + Send + Sync + 'static,
-) -> Node
-where
-    L: Stateful,
-    L::Service: Service<Req, Response = Res, Error = BoxError> + Clone + Send + 'static,
-    <L::Service as Service<Req>>::Future: Send + 'static,
-{
-    let shared = scope == Scope::Shared;
-    let layer = if shared {
-        layer.seeded(seed).one_for_all()
-    } else {
-        layer
-    };
-    let f: Wrap = Arc::new(move |svc, seed, ledger| {
-        let mut l = match seed {
-            Some(s) => layer.clone().seeded(s),
-            None => layer.clone(),
-        };
-        if let Some(ledger) = ledger {
-            l = draw(l, ledger);
-        }
-        BoxCloneService::new(l.layer(svc))
-    });
-    Node::Wrap(f, shared, Box::new(inner))
-}
-
-/// A layer whose state is one for all when `shared`, else made anew per client by `make`:
-/// the layers whose clones share their state (the hedger, the limiter).
-fn one_or_each<L>(shared: bool, make: impl Fn() -> L) -> impl Fn() -> L
-where
-    L: Clone,
-{
-    let one = shared.then(&make);
-    move || one.clone().unwrap_or_else(&make)
-}
-
-/// Budgetless retry layers drawing from ledger `l` (the innermost ledger enclosing them) in
-/// `l`'s subtree, not counting nested ledgers' own.
-fn ledger_retries(l: &Layer) -> usize {
-    match l {
-        Layer::Retry { budget, inner, .. } => usize::from(budget.is_none()) + ledger_retries(inner),
-        Layer::Breaker { inner, .. }
-        | Layer::Throttle { inner, .. }
-        | Layer::Hedge { inner, .. }
-        | Layer::Limit { inner, .. }
-        | Layer::RateLimit { inner, .. }
-        | Layer::Llm { inner, .. } => ledger_retries(inner),
-        Layer::Fallback(children) => children.iter().map(ledger_retries).sum(),
-        Layer::Ledger { .. } | Layer::Call { .. } => 0,
-    }
-}
-
-/// Whether a ledger over `inner` is fed by a feeder (`true`) or by its retry (`false`), or why
-/// it cannot be emulated.
-fn ledger_feed(inner: &Layer) -> Result<bool, String> {
-    let direct = matches!(inner, Layer::Retry { budget: None, .. });
-    match (direct, ledger_retries(inner)) {
-        (_, 0) => Ok(true),
-        (true, 1) => Ok(false),
-        _ => Err("this Ledger cannot be emulated: `sim` deposits each request once as it enters a ledger, and reliable's RetryLayer deposits each request entering it, so a Retry without a budget inside a Ledger must be its direct inner layer and the only one".into()),
-    }
-}
-
-/// The feeder of a ledger nothing inside deposits to: a retry layer of one attempt without
-/// timeouts, which deposits each request entering it into `ledger` and never draws; an error
-/// leaves it as it came (not wrapped as given up), so the layers above read it as `sim` does.
-fn feeder(inner: Svc, ledger: &SharedLedger, tb: Timebase) -> Svc {
-    let mut config = reliable_core::retry::RetryConfig::reliablekit();
-    config.max_attempts = Some(1);
-    config.attempt_timeout = None;
-    config.deadline = None;
-    let Ok(layer) = RetryLayer::new(config, policy()) else {
-        unreachable!("one attempt without timeouts is a valid retry config")
-    };
-    let layer = layer.with_time(tb, tb).ledger(ledger.clone());
-    BoxCloneService::new(
-        layer
-            .layer(inner)
-            .map_err(|e: BoxError| match e.downcast::<GaveUp>() {
-                Ok(gave_up) => gave_up.last,
-                Err(e) => e,
-            }),
-    )
-}
-
 /// What every stack of one run shares.
 #[derive(Clone)]
 pub struct Env {
@@ -506,6 +465,8 @@ pub struct Env {
     pub edge: bool,
     /// The run's balancers over replicated downstreams.
     pub balancers: Arc<Balancers>,
+    /// The run's client-visible faults.
+    pub chaos: Chaos,
 }
 
 impl std::fmt::Debug for Env {
@@ -517,188 +478,7 @@ impl std::fmt::Debug for Env {
     }
 }
 
-fn compile(l: &Layer, c: &Compiled, env: &Env, next: &mut u16) -> Result<Node, String> {
-    let node = *next;
-    *next += 1;
-    let tb = *env.meter.timebase();
-    let policy = policy();
-    let err = |e: reliable_core::ConfigError| e.to_string();
-    // The seed of state shared by every client.
-    let seed = env.seed ^ u64::from(node);
-    Ok(match l {
-        Layer::Llm { .. } => {
-            return Err(
-                "the Llm layer cannot be emulated: the emulator's server implements the Server model only, not an LLM provider".into(),
-            );
-        }
-        Layer::Hedge {
-            config,
-            idempotent,
-            scope,
-            inner,
-        } => {
-            let copies = Copies {
-                idempotent: *idempotent,
-            };
-            let (config, meter) = (*config, env.meter.clone());
-            let make = move || {
-                let Ok(l) = HedgeLayer::new(config, copies) else {
-                    unreachable!("validated when the scenario was compiled")
-                };
-                l.with_time(tb, tb).observer(Counts(meter.clone()))
-            };
-            HedgeLayer::new(config, copies).map_err(err)?;
-            let shared = *scope == Scope::Shared;
-            let layer = one_or_each(shared, make);
-            let f: Wrap = Arc::new(move |svc, _, ledger| {
-                let l = match ledger {
-                    Some(ledger) => layer().ledger(ledger.clone()),
-                    None => layer(),
-                };
-                BoxCloneService::new(l.layer(svc))
-            });
-            Node::Wrap(f, shared, Box::new(compile(inner, c, env, next)?))
-        }
-        Layer::Ledger {
-            config,
-            scope,
-            inner,
-        } => {
-            let ledger = SharedLedger::new(*config).map_err(err)?;
-            let shared = (*scope == Scope::Shared).then(|| {
-                env.meter.add_ledger(ledger.clone());
-                ledger
-            });
-            Node::Ledger {
-                shared,
-                config: *config,
-                feed: ledger_feed(inner)?,
-                inner: Box::new(compile(inner, c, env, next)?),
-            }
-        }
-        Layer::Limit {
-            config,
-            scope,
-            inner,
-        } => {
-            let (config, meter) = (*config, env.meter.clone());
-            let make = move || {
-                let Ok(l) = ConcurrencyLimitLayer::new(config, policy) else {
-                    unreachable!("validated when the scenario was compiled")
-                };
-                let l = l.with_time(tb, tb).observer(Counts(meter.clone()));
-                meter.add_limiter(l.clone());
-                l
-            };
-            ConcurrencyLimitLayer::new(config, policy).map_err(err)?;
-            let shared = *scope == Scope::Shared;
-            let layer = one_or_each(shared, make);
-            let meter = env.meter.clone();
-            let f: Wrap = Arc::new(move |svc, _, _| {
-                let admitted = Admitted {
-                    inner: svc,
-                    meter: meter.clone(),
-                };
-                BoxCloneService::new(layer().layer(BoxCloneService::new(admitted)))
-            });
-            Node::Wrap(f, shared, Box::new(compile(inner, c, env, next)?))
-        }
-        Layer::RateLimit {
-            config,
-            scope,
-            inner,
-        } => {
-            let (config, meter) = (*config, env.meter.clone());
-            let make = move || {
-                let Ok(l) = RateLimitLayer::new(config) else {
-                    unreachable!("validated when the scenario was compiled")
-                };
-                l.with_time(tb, tb).observer(Counts(meter.clone()))
-            };
-            RateLimitLayer::new(config).map_err(err)?;
-            let shared = *scope == Scope::Shared;
-            let layer = one_or_each(shared, make);
-            let f: Wrap = Arc::new(move |svc, _, _| BoxCloneService::new(layer().layer(svc)));
-            Node::Wrap(f, shared, Box::new(compile(inner, c, env, next)?))
-        }
-        Layer::Call {
-            downstream,
-            timeout,
-            timeout_dist,
-        } => Node::Call {
-            ds: match env.balancers.get(downstream) {
-                Some(g) => g.members[0],
-                None => crate::simface::downstreams(c)
-                    .iter()
-                    .position(|n| n == downstream)
-                    .ok_or_else(|| format!("unknown downstream \"{downstream}\""))?,
-            },
-            group: env.balancers.get(downstream).cloned(),
-            timeout: timeout.map(|t| t.as_nanos()),
-            timeout_dist: timeout_dist.as_ref().map(|d| Arc::new(Sampler::new(d))),
-            node,
-        },
-        Layer::Breaker {
-            config,
-            scope,
-            inner,
-        } => {
-            let layer = BreakerLayer::new(*config, policy)
-                .map_err(err)?
-                .with_time(tb, tb)
-                .observer(Counts(env.meter.clone()));
-            // Its half-open probes draw from the enclosing ledger.
-            let draw =
-                |l: BreakerLayer<HttpPolicy>, ledger: &SharedLedger| l.ledger(ledger.clone());
-            stateful(layer, *scope, compile(inner, c, env, next)?, seed, draw)
-        }
-        Layer::Retry {
-            policy: config,
-            budget,
-            budget_scope,
-            inner,
-        } => {
-            let mut layer = RetryLayer::new(*config, policy)
-                .map_err(err)?
-                .with_time(tb, tb)
-                .observer(Counts(env.meter.clone()));
-            let own = budget.is_some();
-            if let Some(b) = budget {
-                layer = layer.budget(*b).map_err(err)?;
-            }
-            // Without a budget of its own, it draws from the enclosing ledger.
-            let draw = move |l: RetryLayer<HttpPolicy>, ledger: &SharedLedger| {
-                if own { l } else { l.ledger(ledger.clone()) }
-            };
-            stateful(
-                layer,
-                *budget_scope,
-                compile(inner, c, env, next)?,
-                seed,
-                draw,
-            )
-        }
-        Layer::Throttle {
-            config,
-            scope,
-            inner,
-        } => {
-            let layer = ThrottleLayer::new(*config, policy)
-                .map_err(err)?
-                .with_time(tb, tb)
-                .observer(Counts(env.meter.clone()));
-            stateful(layer, *scope, compile(inner, c, env, next)?, seed, |l, _| l)
-        }
-        Layer::Fallback(children) => Node::Fallback(
-            children
-                .iter()
-                .map(|ch| compile(ch, c, env, next))
-                .collect::<Result<_, _>>()?,
-        ),
-    })
-}
-
-/// Counts what the layers report, as `sim` counts it: breaker transitions and open breakers,
+/// Counts what the instances report, as `sim` counts it: breaker transitions and open breakers,
 /// local refusals (a limiter's also as a limit refusal), give-ups by reason, and hedges sent,
 /// won, refused by the ledger and cancelled.
 #[derive(Debug)]
@@ -756,93 +536,171 @@ impl Observer for Counts {
     }
 }
 
-/// A seed for `(client, node)`.
-fn seed_for(env: &Env, client: u32, node: usize) -> u64 {
-    reliable_core::sample::splitmix64(env.seed ^ (u64::from(client) << 20) ^ node as u64)
+/// One route of a policy, ready to build a client's service.
+struct RouteStack {
+    layer: ReliableLayer<HttpPolicy>,
+    call: HttpCall,
+    /// The route has a concurrency limit (its admitted attempts are counted).
+    limited: bool,
+    /// The route has a ledger (its draws are reported).
+    ledger: bool,
+    /// Its one shared instance was handed to the meter.
+    registered: AtomicBool,
 }
 
-/// Client `client`'s service for node `n`, `depth` deep, inside ledger instance `ledger`.
-fn instantiate(
-    n: &Node,
-    env: &Env,
-    client: u32,
-    depth: usize,
-    ledger: Option<&SharedLedger>,
-) -> Svc {
-    match n {
-        Node::Call {
-            ds,
-            group,
-            timeout,
-            timeout_dist,
-            node,
-        } => BoxCloneService::new(HttpCall {
-            client: env.client.clone(),
-            uri: format!(
-                "{}/{ds}",
-                env.bases
-                    .get(*ds)
-                    .map_or("http://127.0.0.1:9", String::as_str)
-            )
-            .parse()
-            .unwrap_or_else(|_| http::Uri::from_static("http://127.0.0.1/")),
-            timeout: *timeout,
-            timeout_dist: timeout_dist.clone(),
-            node: *node,
-            seed: env.seed,
-            meter: env.meter.clone(),
-            ds: *ds,
-            group: group.as_ref().map(|g| {
-                let uris = g.members.iter().map(|&m| uri_of(env, m)).collect();
-                (g.clone(), Arc::new(uris))
-            }),
-            edge: env.edge,
-        }),
-        Node::Wrap(wrap, shared, inner) => {
-            let inner = instantiate(inner, env, client, depth + 1, ledger);
-            wrap(
-                inner,
-                (!shared).then(|| seed_for(env, client, depth)),
-                ledger,
-            )
+/// A policy's stack, loaded by `reliable::policy`: its routes in the order a fallback tries
+/// them.
+struct Stack(Vec<RouteStack>);
+
+/// A stack as the loader reads it, and what only the emulator reads of it: each `Call`'s
+/// `timeout_dist` (simulator only for a real client: a timeout drawn per request models a crowd
+/// of callers; the emulator's transport draws it) with its node number, in route order.
+fn strip(
+    l: &mut Layer,
+    next: &mut u16,
+    calls: &mut Vec<(Option<Dist>, u16)>,
+) -> Result<(), String> {
+    let node = *next;
+    *next = next.saturating_add(1);
+    match l {
+        Layer::Llm { .. } => {
+            return Err(
+                "the Llm layer cannot be emulated: the emulator's server implements the Server model only, not an LLM provider".into(),
+            );
         }
-        Node::Ledger {
-            shared,
-            config,
-            feed,
-            inner,
-        } => {
-            let own = match shared {
-                Some(l) => l.clone(),
-                None => {
-                    let Ok(l) = SharedLedger::new(*config) else {
-                        unreachable!("validated when the stack was compiled")
-                    };
-                    env.meter.add_ledger(l.clone());
-                    l
-                }
-            };
-            let svc = instantiate(inner, env, client, depth + 1, Some(&own));
-            if *feed {
-                feeder(svc, &own, *env.meter.timebase())
-            } else {
-                svc
-            }
-        }
-        Node::Fallback(children) => {
-            let mut it = children.iter().rev();
-            let Some(last) = it.next() else {
-                unreachable!("validation refuses an empty fallback")
-            };
-            let mut backup = instantiate(last, env, client, depth + 1, ledger);
-            let policy = policy();
-            for ch in it {
-                let primary = instantiate(ch, env, client, depth + 1, ledger);
-                backup = BoxCloneService::new(FallbackLayer::new(backup, policy).layer(primary));
-            }
-            backup
-        }
+        Layer::Call { timeout_dist, .. } => calls.push((timeout_dist.take(), node)),
+        _ => {}
     }
+    for inner in l.inner_mut() {
+        strip(inner, next, calls)?;
+    }
+    Ok(())
+}
+
+impl Stack {
+    fn new(c: &Compiled, name: &str, stack: &Layer, env: &Env) -> Result<Stack, String> {
+        let mut stripped = stack.clone();
+        let mut calls = Vec::new();
+        strip(&mut stripped, &mut 0, &mut calls)?;
+        let entry = reliable_core::policy::Policy {
+            name: name.to_string(),
+            stack: stripped,
+        };
+        let plan = Plan::new(&entry, &c.scenario.name).map_err(|e| e.to_string())?;
+        if plan.routes.len() != calls.len() {
+            return Err(format!(
+                "{} calls for {} routes: expected one call per route",
+                calls.len(),
+                plan.routes.len()
+            ));
+        }
+        let tb = *env.meter.timebase();
+        let routes = plan
+            .routes
+            .iter()
+            .zip(calls)
+            .enumerate()
+            .map(|(i, (route, (dist, node)))| {
+                let layer = route
+                    .layer(policy())
+                    .map_err(|e| e.to_string())?
+                    .with_time(tb, tb)
+                    .observer(Counts(env.meter.clone()))
+                    .seed_each(reliable_core::sample::splitmix64(
+                        env.seed ^ ((i as u64) << 24),
+                    ));
+                Ok(RouteStack {
+                    layer,
+                    call: http_call(c, route, dist, node, env)?,
+                    limited: route.limit.is_some(),
+                    ledger: route.ledger.is_some(),
+                    registered: AtomicBool::new(false),
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Stack(routes))
+    }
+
+    /// One client's service (the shared routes' one instance, or a new one per route).
+    fn instance(&self, env: &Env) -> Svc {
+        let mut services: Vec<Svc> = self
+            .0
+            .iter()
+            .map(|r| {
+                let call = BoxCloneService::new(r.call.clone());
+                let inner = if r.limited {
+                    BoxCloneService::new(Admitted {
+                        inner: call,
+                        meter: env.meter.clone(),
+                    })
+                } else {
+                    call
+                };
+                let svc = r.layer.layer(inner);
+                let first = !r.registered.swap(true, Ordering::Relaxed);
+                if first || !r.layer.is_shared() {
+                    if r.ledger {
+                        env.meter.add_ledger(svc.reliable().clone());
+                    }
+                    if r.limited {
+                        env.meter.add_limiter(svc.reliable().clone());
+                    }
+                }
+                BoxCloneService::new(svc)
+            })
+            .collect();
+        // Routes tried in order: each later one is the backup of those before it.
+        let mut backup = services.pop().unwrap_or_else(|| {
+            BoxCloneService::new(tower::service_fn(|_: Req| async {
+                Err::<Res, BoxError>("a policy without a route".into())
+            }))
+        });
+        while let Some(primary) = services.pop() {
+            backup = BoxCloneService::new(FallbackLayer::new(backup, policy()).layer(primary));
+        }
+        backup
+    }
+}
+
+/// The [`HttpCall`] of `route`: its downstream (or the replicas behind its balancer), each
+/// through its chaos timeline.
+fn http_call(
+    c: &Compiled,
+    route: &Route,
+    dist: Option<Dist>,
+    node: u16,
+    env: &Env,
+) -> Result<HttpCall, String> {
+    let name = &route.downstream;
+    let group = env.balancers.get(name).cloned();
+    let members = match &group {
+        Some(g) => g.members.clone(),
+        None => vec![
+            crate::simface::downstreams(c)
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| format!("unknown downstream \"{name}\""))?,
+        ],
+    };
+    let targets = members
+        .into_iter()
+        .map(|ds| {
+            let transport = Transport {
+                client: env.client.clone(),
+                uri: uri_of(env, ds),
+                tb: *env.meter.timebase(),
+            };
+            (ds, env.chaos.sender(ds, transport))
+        })
+        .collect();
+    Ok(HttpCall {
+        timeout_dist: dist.map(|d| (Arc::new(Sampler::new(&d)), node)),
+        seed: env.seed,
+        meter: env.meter.clone(),
+        targets: Arc::new(targets),
+        group,
+        edge: env.edge,
+    })
 }
 
 /// Where calls to downstream `ds` go: `/{ds}` on its listener.
@@ -859,17 +717,15 @@ fn uri_of(env: &Env, ds: usize) -> http::Uri {
 
 /// One instance of `stack` (a service's call in a call graph: one state for the service).
 pub fn build_stack(c: &Compiled, stack: &Layer, env: &Env) -> Result<Svc, String> {
-    let mut next = 0;
-    let tree = compile(stack, c, env, &mut next)?;
-    Ok(instantiate(&tree, env, 0, 0, None))
+    Ok(Stack::new(c, "call", stack, env)?.instance(env))
 }
 
 /// One stack per client for policy `p`.
 pub fn build(c: &Compiled, p: usize, env: &Env) -> Result<Vec<Svc>, String> {
-    let mut next = 0;
-    let tree = compile(&c.scenario.policies[p].stack, c, env, &mut next)?;
+    let policy = &c.scenario.policies[p];
+    let stack = Stack::new(c, &policy.name, &policy.stack, env)?;
     Ok((0..crate::simface::clients(c).max(1))
-        .map(|client| instantiate(&tree, env, client, 0, None))
+        .map(|_| stack.instance(env))
         .collect())
 }
 

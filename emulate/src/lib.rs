@@ -3,20 +3,20 @@
 //! The simulator predicts that one policy collapses and another recovers in 5 s; this crate checks
 //! the prediction on a real stack. It starts an HTTP/2 server on 127.0.0.1 implementing the
 //! scenario's `Server` model ([`server`]), sends the scenario's open-loop arrivals at their
-//! scheduled instants through each policy built from reliable's tower layers with the scenario's
+//! scheduled instants through each policy as `reliable::policy` loads it, with the scenario's
 //! own core configs ([`client`]) over a real HTTP client with real timeouts ([`run`]), measures
 //! with the simulator's own recorder and definitions ([`meter`]), writes the same report as
 //! `sim run`, and sets the simulated and emulated figures side by side ([`compare`]).
 //!
-//! Every layer of the policy format is built from reliable's own tower layers but `Llm` (the
-//! server implements the `Server` model only): breaker, retry, throttle, fallback, hedge
-//! (`HedgeLayer`), ledger (one `SharedLedger` per client or shared) and limit
-//! (`ConcurrencyLimitLayer`), with hedges sent, won, refused and cancelled, extra attempts by
-//! kind, the ledgers' draws, limit refusals and admitted concurrency counted as `sim` counts
-//! them. Where reliable's layers decide differently from the simulator's (a hedge waits for a
-//! success; a ledger is fed by a retry layer; a breaker's probes do not draw), [`client`] says
-//! how the emulator builds them, and the shapes it cannot build as `sim` runs them are refused
-//! with the reason.
+//! Each policy is loaded by `reliable::policy`, the loader a user's program runs: its routes
+//! become reliable's `ReliableLayer`s (fallback branches through `FallbackLayer`), which run
+//! every nesting as the core's call engine does; the emulator keeps only its I/O ([`client`]):
+//! the HTTP client, time scaling of the headers, and counting attempts, hedges, ledger draws,
+//! limit refusals and admitted concurrency as `sim` counts them. What the loader refuses is
+//! refused with its message, and so is `Llm` (the server implements the `Server` model only).
+//! The faults a client sees (outage, partition, error rate, throttle) are played on the
+//! client's side by reliable's chaos `TimelineLayer`; those only a server can make (capacity
+//! loss, latency inflation of its service times, load spikes) by the server and the arrivals.
 //!
 //! A scenario with services (a call graph) runs as real services: one listener per downstream
 //! (so per replica), each service's calls through its own stacks of the same layers, the

@@ -6,15 +6,15 @@
 //! arrival was sent compared with its schedule (the emulator's own fidelity).
 //!
 //! For stacks with hedging, a ledger or limits, the recorder keeps `sim`'s extra counters: the
-//! meter holds the run's ledgers (their draws by kind are read at the end) and limiters (their
-//! limits summed at each bucket's end), and counts the calls in flight through the limiters.
+//! meter holds the run's instances with a ledger (their draws by kind are read at the end from
+//! each instance's snapshot) and with a limit (their limits summed at each bucket's end), and
+//! counts the calls in flight through the limiters.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use hdrhistogram::Histogram;
-use reliable::tower::{ConcurrencyLimitLayer, HttpPolicy, SharedLedger};
-use reliable_core::ledger::Extra;
+use reliable::Reliable;
 
 use crate::simface::{ByKind, LedgerCounts, Recorder};
 use crate::timebase::Timebase;
@@ -29,10 +29,10 @@ pub struct Meter {
     peak_in_flight: AtomicU64,
     /// Send lag of arrivals (wall microseconds after their scheduled instant).
     lag_us: Mutex<Histogram<u64>>,
-    /// Every ledger of the run (one per client, or one shared).
-    ledgers: Mutex<Vec<SharedLedger>>,
-    /// Every limiter of the run.
-    limiters: Mutex<Vec<ConcurrencyLimitLayer<HttpPolicy>>>,
+    /// Every instance of the run with a ledger (one per client, or one shared).
+    ledgers: Mutex<Vec<Reliable>>,
+    /// Every instance of the run with a concurrency limit.
+    limiters: Mutex<Vec<Reliable>>,
 }
 
 impl Meter {
@@ -53,25 +53,31 @@ impl Meter {
         }
     }
 
-    /// A ledger of the run, whose draws the summary reports.
-    pub fn add_ledger(&self, ledger: SharedLedger) {
-        relock(&self.ledgers).push(ledger);
+    /// An instance of the run with a ledger, whose draws the summary reports.
+    pub fn add_ledger(&self, instance: Reliable) {
+        relock(&self.ledgers).push(instance);
     }
 
-    /// A limiter of the run, whose limit the gauges sum.
-    pub fn add_limiter(&self, limiter: ConcurrencyLimitLayer<HttpPolicy>) {
-        relock(&self.limiters).push(limiter);
+    /// An instance of the run with a concurrency limit, whose limit the gauges sum.
+    pub fn add_limiter(&self, instance: Reliable) {
+        relock(&self.limiters).push(instance);
     }
 
-    /// The ledgers' draws granted and refused by kind, summed (`None`: the run has none).
+    /// The ledgers' draws granted and refused by kind (retry, hedge, probe: the order of
+    /// `reliable_core::ledger::Extra::ALL`), summed (`None`: the run has none).
     pub fn ledger_counts(&self) -> Option<LedgerCounts> {
         let ledgers = relock(&self.ledgers);
-        let sum = |f: fn(&SharedLedger, Extra) -> u64| {
-            ByKind::from_array(Extra::ALL.map(|k| ledgers.iter().map(|l| f(l, k)).sum()))
-        };
+        let (mut drawn, mut denied) = ([0u64; 3], [0u64; 3]);
+        for l in ledgers.iter() {
+            let s = l.snapshot();
+            for k in 0..3 {
+                drawn[k] += s.ledger_drawn[k];
+                denied[k] += s.ledger_denied[k];
+            }
+        }
         (!ledgers.is_empty()).then(|| LedgerCounts {
-            drawn: sum(SharedLedger::drawn),
-            denied: sum(SharedLedger::denied),
+            drawn: ByKind::from_array(drawn),
+            denied: ByKind::from_array(denied),
         })
     }
 
@@ -128,7 +134,7 @@ impl Meter {
         }
         let limit = relock(&self.limiters)
             .iter()
-            .map(|l| u64::from(l.limit()))
+            .map(|l| u64::from(l.snapshot().limit.unwrap_or(0)))
             .sum();
         let mut r = self.lock();
         r.sample(t, queue_len, busy, in_flight);

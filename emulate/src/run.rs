@@ -9,7 +9,7 @@ use std::time::{Duration, Instant as WallClock};
 
 use tower::ServiceExt;
 
-use crate::client::{Env, Logical, Req, build, http_client, succeeded};
+use crate::client::{Chaos, Env, Logical, Req, build, http_client, succeeded};
 use crate::meter::Meter;
 use crate::server::Downstreams;
 use crate::simface::{self, Compiled, RunOutput, arrivals, finish};
@@ -98,6 +98,7 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
         seed,
         edge: true,
         balancers: Arc::new(crate::balance::Balancers::new(c, seed)),
+        chaos: Chaos::new(c, seed, &meter)?,
     };
     // Open each listener's HTTP/2 connection before the first arrival (a 404: not a call).
     for (base, addr) in env.bases.iter().zip(&addrs) {

@@ -2,15 +2,17 @@
 //! `Server` model with `sim`'s own queueing state machine, in real time.
 //!
 //! A request to `/{i}` is a call to downstream `i`. After the request's network delay it
-//! *arrives*: an outage fails it at once (503) or swallows it (no answer, ever: only the client's
-//! timeout ends it); a throttle rejects a share of arrivals with 429 and `retry-after-ms`; a full
-//! queue rejects with 503. Otherwise it is served by one of the workers (workers lost to a
-//! capacity fault start nothing new) from a bounded FIFO queue, for a service time drawn from the
-//! scenario's distribution (times any latency inflation) and slept for real. Work goes on when
-//! the client has given up (its HTTP/2 stream was reset): that job's service time counts as
-//! wasted, exactly as `sim` counts it. A finished job fails with the healthy error rate combined
-//! with any injected one (500), else succeeds (200), and the answer goes back after the response's
-//! network delay.
+//! *arrives*: a full queue rejects it with 503. Otherwise it is served by one of the workers
+//! (workers lost to a capacity fault start nothing new) from a bounded FIFO queue, for a service
+//! time drawn from the scenario's distribution (times any latency inflation) and slept for real.
+//! Work goes on when the client has given up (its HTTP/2 stream was reset): that job's service
+//! time counts as wasted, exactly as `sim` counts it. A finished job fails with the healthy error
+//! rate (500), else succeeds (200), and the answer goes back after the response's network delay.
+//!
+//! The server plays only the faults a server makes: `CapacityLoss` and `LatencyInflation` (a
+//! slower server keeps its workers busy longer, so its queue grows). What a client sees of a
+//! downstream (an outage, a partition, an injected error rate, a throttle) is played on the
+//! client's side by reliable's chaos `TimelineLayer` ([`crate::client::Chaos`]).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -29,7 +31,7 @@ use tower::ServiceExt as _;
 use crate::client::{Env, Logical, Req, Svc, succeeded};
 use crate::graph::Plan;
 use crate::meter::Meter;
-use crate::simface::{Admission, Compiled, Handle, Job, OutageMode, Sampler, Server, Started};
+use crate::simface::{Admission, Compiled, Handle, Job, Sampler, Server, Started};
 use crate::simface::{Stream, StreamId, Timeline};
 
 /// What a call gets back.
@@ -41,8 +43,6 @@ pub enum Reply {
     Error,
     /// 503: refused without serving (full queue, fail-fast outage).
     Unavailable,
-    /// 429 with this Retry-After, in virtual nanoseconds.
-    Throttled(u64),
     /// 503 with `x-should-retry: false`: a service that gave up on a required call.
     DoNotRetry,
 }
@@ -77,15 +77,12 @@ struct Ds {
     state: Mutex<DsState>,
     net: (Sampler, Sampler),
     net_rng: Mutex<Stream>,
-    fault_rng: Mutex<Stream>,
 }
 
 /// Every downstream of a scenario, each behind its own listener.
 pub struct Downstreams {
     ds: Vec<Ds>,
     timeline: Timeline,
-    /// Throttle hints by fault index, virtual ns.
-    hints: Vec<u64>,
     meter: Arc<Meter>,
     /// The call graph's shape, for a scenario with services.
     plan: Option<Plan>,
@@ -143,16 +140,11 @@ impl Downstreams {
                     Sampler::new(&d.network.response),
                 ),
                 net_rng: Mutex::new(Stream::new(seed, StreamId::Network(i as u16))),
-                fault_rng: Mutex::new(Stream::new(seed, StreamId::Faults(i as u16))),
             });
         }
         Ok(Arc::new(Downstreams {
             ds,
             timeline: crate::simface::timeline(c).clone(),
-            hints: crate::simface::hints(c)
-                .iter()
-                .map(|h| h.as_nanos())
-                .collect(),
             meter,
             plan,
             services: OnceLock::new(),
@@ -160,7 +152,7 @@ impl Downstreams {
         }))
     }
 
-    /// Builds every service's handler stacks from the scenario (reliable's tower layers, one
+    /// Builds every service's handler stacks from the scenario (`reliable::policy`'s layers, one
     /// instance per service), calling the other downstreams through `env` (whose `edge` must be
     /// false: the services' calls are not the edge's attempts).
     pub fn build_services(&self, c: &Compiled, env: &Env) -> Result<(), String> {
@@ -239,45 +231,19 @@ impl Downstreams {
         }
     }
 
-    /// A call reaches downstream `i`: its answer now, a receiver for a later one, or `None` for a
-    /// call swallowed by a hanging outage.
-    fn arrive(
-        self: &Arc<Self>,
-        i: usize,
-        fire: u64,
-    ) -> Option<Result<Reply, oneshot::Receiver<Reply>>> {
+    /// A call reaches downstream `i`: its answer now, or a receiver for a later one.
+    fn arrive(self: &Arc<Self>, i: usize, fire: u64) -> Result<Reply, oneshot::Receiver<Reply>> {
         let now = self.meter.now_ns();
         let ds = i as u16;
         self.meter.at(|r, t| r.server_arrival(t, ds));
-        let tl = &self.timeline;
-        let cond = tl.has_faults(i).then(|| tl.on_arrival(i, now));
-        if let Some(c) = &cond {
-            match c.outage {
-                Some(OutageMode::FailFast) => {
-                    self.meter.at(|r, t| r.answered(t, ds, false, true));
-                    return Some(Ok(Reply::Unavailable));
-                }
-                Some(OutageMode::Hang) => {
-                    self.meter.at(|r, _| r.ds[i].hung += 1);
-                    return None;
-                }
-                None => {}
-            }
-        }
         if self.past(i, fire, now) {
             // Deadline propagation: the caller's deadline has passed.
             self.meter.at(|r, t| r.answered(t, ds, false, true));
             self.past_deadline(i, 1);
-            return Some(Ok(Reply::Unavailable));
+            return Ok(Reply::Unavailable);
         }
-        let (lost, factor) = if let Some(c) = cond {
-            if let Some((share, fault)) = c.throttle
-                && lock(&self.ds[i].fault_rng).chance(share)
-            {
-                self.meter.at(|r, t| r.answered(t, ds, false, true));
-                let hint = self.hints.get(usize::from(fault)).copied().unwrap_or(0);
-                return Some(Ok(Reply::Throttled(hint)));
-            }
+        let tl = &self.timeline;
+        let (lost, factor) = if tl.has_faults(i) {
             (tl.capacity_lost(i, now), tl.latency_factor(i, now))
         } else {
             (0.0, 1.0)
@@ -304,10 +270,10 @@ impl Downstreams {
             Admission::Rejected => {
                 drop(st);
                 self.meter.at(|r, t| r.answered(t, ds, false, true));
-                return Some(Ok(Reply::Unavailable));
+                return Ok(Reply::Unavailable);
             }
         }
-        Some(Err(rx))
+        Err(rx)
     }
 
     /// Serves a started job for its service time, for real.
@@ -322,8 +288,6 @@ impl Downstreams {
 
     fn done(self: &Arc<Self>, i: usize, id: u32, work_ns: u64) {
         let ds = i as u16;
-        let now = self.meter.now_ns();
-        let fault_rate = self.timeline.error_rate(i, now);
         let mut st = lock(&self.ds[i].state);
         let caller = st.waiting.remove(&id);
         let live = caller.as_ref().is_some_and(|c| !c.tx.is_closed());
@@ -338,7 +302,7 @@ impl Downstreams {
         }
         let tx = caller.map(|c| c.tx);
         st.server.finish();
-        let p = 1.0 - (1.0 - st.server.error_rate) * (1.0 - fault_rate);
+        let p = st.server.error_rate;
         let failed = st.server.rng.chance(p);
         drop(st);
         self.meter.at(|r, t| {
@@ -478,11 +442,9 @@ impl Downstreams {
         no_retry: bool,
     ) {
         let ds = i as u16;
-        let now = self.meter.now_ns();
-        let fault_rate = self.timeline.error_rate(i, now);
         let mut st = lock(&self.ds[i].state);
         st.server.finish();
-        let p = 1.0 - (1.0 - st.server.error_rate) * (1.0 - fault_rate);
+        let p = st.server.error_rate;
         let failed = calls_failed || (p > 0.0 && st.server.rng.chance(p));
         drop(st);
         self.meter.at(|r, t| r.answered(t, ds, !failed, false));
@@ -520,7 +482,7 @@ impl Downstreams {
         req: &http::Request<hyper::body::Incoming>,
     ) -> http::Response<Empty<Bytes>> {
         if req.uri().path().trim_start_matches('/').parse::<usize>() != Ok(me) {
-            return status(404, None);
+            return status(404);
         }
         let i = me;
         let tb = *self.meter.timebase();
@@ -538,25 +500,22 @@ impl Downstreams {
             tokio::time::sleep(tb.to_wall(d)).await;
         }
         let reply = match self.arrive(i, fire) {
-            Some(Ok(r)) => r,
-            Some(Err(rx)) => match rx.await {
+            Ok(r) => r,
+            Err(rx) => match rx.await {
                 Ok(r) => r,
                 Err(_) => std::future::pending().await,
             },
-            None => std::future::pending().await,
         };
         let d = self.hop(i, false);
         if d > 0 {
             tokio::time::sleep(tb.to_wall(d)).await;
         }
         match reply {
-            Reply::Ok => status(200, None),
-            Reply::Error => status(500, None),
-            Reply::Unavailable => status(503, None),
-            // The hint travels in wall time, as a real server's would.
-            Reply::Throttled(h) => status(429, Some(tb.to_wall(h))),
+            Reply::Ok => status(200),
+            Reply::Error => status(500),
+            Reply::Unavailable => status(503),
             Reply::DoNotRetry => {
-                let mut res = status(503, None);
+                let mut res = status(503);
                 res.headers_mut()
                     .insert("x-should-retry", http::HeaderValue::from_static("false"));
                 res
@@ -602,13 +561,9 @@ impl Downstreams {
 /// Concurrent streams the server allows per connection: more than any run the size check admits.
 pub const MAX_STREAMS: u32 = 100_000;
 
-fn status(code: u16, retry_after: Option<std::time::Duration>) -> http::Response<Empty<Bytes>> {
-    let mut b = http::Response::builder().status(code);
-    if let Some(d) = retry_after {
-        b = b
-            .header("retry-after-ms", format!("{:.3}", d.as_secs_f64() * 1e3))
-            .header("retry-after", d.as_secs_f64().ceil().to_string());
-    }
-    b.body(Empty::new())
+fn status(code: u16) -> http::Response<Empty<Bytes>> {
+    http::Response::builder()
+        .status(code)
+        .body(Empty::new())
         .unwrap_or_else(|_| http::Response::new(Empty::new()))
 }

@@ -43,6 +43,43 @@ pub struct ScenarioFaults {
 }
 
 impl ScenarioFaults {
+    /// The faults of `downstream` among `faults`, already read (a scenario a program holds, a
+    /// simulator's compiled one): split as [`scenario_faults`] splits a file's. Errors name the
+    /// fault and its field (`faults[2].rate: ...`).
+    pub fn from_faults(faults: &[Fault], downstream: &str) -> Result<ScenarioFaults, String> {
+        let mut out = ScenarioFaults {
+            client: Vec::new(),
+            refused: Vec::new(),
+        };
+        let mut indices = Vec::new();
+        for (index, f) in faults.iter().enumerate() {
+            match f.client_side() {
+                Ok((ds, window)) if ds == downstream => {
+                    indices.push(index);
+                    out.client.push(window);
+                }
+                Ok(_) => {}
+                // A capacity loss is refused only for the downstream it hits; a load spike hits the
+                // workload, so every downstream's replay is told.
+                Err(server) if f.downstream().is_none_or(|ds| ds == downstream) => {
+                    out.refused.push(UnplayableFault {
+                        index,
+                        kind: server.kind,
+                        reason: server.reason,
+                    });
+                }
+                Err(_) => {}
+            }
+        }
+        if let Err((i, e)) = Timeline::new(&out.client, 0) {
+            return Err(format!(
+                "faults[{}].{e}",
+                indices.get(i).copied().unwrap_or(i)
+            ));
+        }
+        Ok(out)
+    }
+
     /// The client-side faults, or the first refusal as an error.
     pub fn client_only(self) -> Result<Vec<FaultWindow>, String> {
         match self.refused.first() {
@@ -66,35 +103,5 @@ pub fn scenario_faults(text: &str, downstream: &str) -> Result<ScenarioFaults, S
             Err(_) => return Err(e.to_string()),
         },
     };
-    let mut out = ScenarioFaults {
-        client: Vec::new(),
-        refused: Vec::new(),
-    };
-    let mut indices = Vec::new();
-    for (index, f) in file.faults.iter().enumerate() {
-        match f.client_side() {
-            Ok((ds, window)) if ds == downstream => {
-                indices.push(index);
-                out.client.push(window);
-            }
-            Ok(_) => {}
-            // A capacity loss is refused only for the downstream it hits; a load spike hits the
-            // workload, so every downstream's replay is told.
-            Err(server) if f.downstream().is_none_or(|ds| ds == downstream) => {
-                out.refused.push(UnplayableFault {
-                    index,
-                    kind: server.kind,
-                    reason: server.reason,
-                });
-            }
-            Err(_) => {}
-        }
-    }
-    if let Err((i, e)) = Timeline::new(&out.client, 0) {
-        return Err(format!(
-            "faults[{}].{e}",
-            indices.get(i).copied().unwrap_or(i)
-        ));
-    }
-    Ok(out)
+    ScenarioFaults::from_faults(&file.faults, downstream)
 }

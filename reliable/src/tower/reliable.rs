@@ -15,6 +15,8 @@ use reliable_core::hedge::HedgeConfig;
 use reliable_core::limit::{LimiterConfig, RateConfig};
 use reliable_core::retry::RetryConfig;
 use reliable_core::throttle::ThrottleConfig;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tower_layer::Layer;
 
 use super::engine::{Ending, Engine, EngineFuture};
@@ -94,6 +96,9 @@ pub struct ReliableLayer<P> {
     builder: Builder,
     policy: P,
     sharing: Sharing<Reliable>,
+    /// [`seed_each`](ReliableLayer::seed_each): the seed the wrapped services' seeds are drawn
+    /// from, and how many services were wrapped since (shared by clones).
+    seed_each: Option<(u64, Arc<AtomicU64>)>,
 }
 
 impl<P: Clone> ReliableLayer<P> {
@@ -121,6 +126,7 @@ impl<P: Clone> ReliableLayer<P> {
             builder,
             policy,
             sharing: Sharing::per_service(),
+            seed_each: None,
         };
         layer.check()
     }
@@ -186,9 +192,33 @@ impl<P: Clone> ReliableLayer<P> {
         self.try_set(|b| b.rate_limit(config))
     }
 
-    /// Seeds the backoff's jitter (and the throttle's draws, unless given).
-    pub fn seed(self, seed: u64) -> Self {
+    /// Seeds the backoff's jitter (and the throttle's draws, unless given). Every service this
+    /// layer wraps gets the same seed (see [`seed_each`](Self::seed_each)).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed_each = None;
         self.set(|b| b.seed(seed))
+    }
+
+    /// Seeds each service this layer wraps (and each clone of the layer wraps) with a seed of
+    /// its own, drawn from `seed` and the order it was wrapped in: the `n`-th (from 0) gets
+    /// `splitmix64(seed ^ n)`. Per-client instances given one [`seed`](Self::seed) draw the same
+    /// numbers, so their backoffs (and throttles) move in step, a herd no real fleet of clients
+    /// is; with `seed_each` they are independent and a run is still repeatable when the services
+    /// are wrapped in the same order. A [`shared`](Self::shared) layer's one instance gets the
+    /// first seed.
+    pub fn seed_each(mut self, seed: u64) -> Self {
+        self = self.set(|b| b);
+        self.seed_each = Some((seed, Arc::new(AtomicU64::new(0))));
+        self
+    }
+
+    /// Whether every service this layer wraps shares one instance ([`shared`](Self::shared)),
+    /// rather than getting one of its own: what a caller that builds one service per client
+    /// reads to know whether the clients share state (one breaker, budget, ledger, limiter) or
+    /// each has its own, as `policy::Route::layer` (feature `policy`) decides from the
+    /// policy's scopes.
+    pub fn is_shared(&self) -> bool {
+        self.sharing.is_shared()
     }
 
     /// The throttle's rejection draws come from `draws` (see [`ThrottleLayer::draws`](super::ThrottleLayer::draws)).
@@ -204,7 +234,16 @@ impl<P: Clone> ReliableLayer<P> {
     }
 
     fn make(&self) -> Reliable {
-        match self.builder.clone().build() {
+        let builder = match &self.seed_each {
+            Some((seed, wrapped)) => {
+                let n = wrapped.fetch_add(1, Ordering::Relaxed);
+                self.builder
+                    .clone()
+                    .seed(reliable_core::sample::splitmix64(seed ^ n))
+            }
+            None => self.builder.clone(),
+        };
+        match builder.build() {
             Ok(r) => r,
             Err(_) => unreachable!("the builder was validated when it was set"),
         }
@@ -222,5 +261,48 @@ impl<S, P: Clone> Layer<S> for ReliableLayer<P> {
             self.policy.clone(),
             Ending::Wrapped,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tower::HttpPolicy;
+
+    /// The first uniform draws of the instance `layer` gives the next service it wraps.
+    fn draws(layer: &ReliableLayer<HttpPolicy>) -> [u64; 3] {
+        let svc = layer.layer(());
+        let inner = &svc.reliable().inner;
+        [(); 3].map(|_| inner.throttle_sample())
+    }
+
+    fn layer() -> ReliableLayer<HttpPolicy> {
+        ReliableLayer::from_builder(Reliable::builder("api").no_breaker(), HttpPolicy::new())
+            .unwrap()
+    }
+
+    #[test]
+    fn seed_each_gives_each_wrapped_service_its_own_repeatable_seed() {
+        // One seed: every per-client instance draws the same numbers (clients in step).
+        let one = layer().seed(7);
+        assert_eq!(draws(&one), draws(&one));
+        // seed_each: each wrapped service its own, the same again for a layer built the same.
+        let each = layer().seed_each(7);
+        let (a, b) = (draws(&each), draws(&each.clone()));
+        assert_ne!(a, b);
+        let again = layer().seed_each(7);
+        assert_eq!((draws(&again), draws(&again)), (a, b));
+        // The n-th wrapped service's seed is splitmix64(seed ^ n).
+        let first = layer().seed(reliable_core::sample::splitmix64(7));
+        assert_eq!(draws(&first), a);
+        // A later `seed` gives every service one seed again.
+        let reset = layer().seed_each(7).seed(3);
+        assert_eq!(draws(&reset), draws(&reset));
+        // Shared: one instance, seeded with the first.
+        let shared = layer().seed_each(7).shared();
+        assert!(shared.is_shared() && !each.is_shared());
+        let (s1, s2) = (shared.layer(()), shared.layer(()));
+        assert_eq!(s1.reliable().inner.throttle_sample(), a[0]);
+        assert_eq!(s2.reliable().inner.throttle_sample(), a[1]);
     }
 }

@@ -309,10 +309,14 @@ impl Replay {
 /// | `LatencyInflation` | sent in the window: its real latency stretched by the combined factor (a wait of `(factor − 1) ×` the time it took) |
 /// | `Throttle` | sent in the window: a `share` of them get a 429 with the `Retry-After`, the service not called |
 ///
-/// Two differences with the simulator, both because a client cannot act for the server: a held
+/// Three differences with the simulator, all because a client cannot act for the server: a held
 /// attempt whose caller gives up (a timeout above) is dropped, while the simulator still
-/// delivers it to the server when the partition heals; and an outage's or a throttle's answer
-/// costs the real server nothing, where the simulator counts the arrival. Each injection is
+/// delivers it to the server when the partition heals; an outage's or a throttle's answer
+/// costs the real server nothing, where the simulator counts the arrival; and a latency
+/// inflation stretches each answer here, while the simulator stretches each job's service
+/// time, so the server's queue grows with it (a client-side stretch sends no extra load: where
+/// the queue is what the scenario is about, play the inflation on the server, as `emulate`
+/// does). Each injection is
 /// reported as a chaos event through the switch given to [`TimelineLayer::report_to`]: an
 /// outage, throttle or error-rate answer as `Chaos.OnFault`, a hold or a stretch as
 /// `Chaos.OnLatency`. [`kill_all`](super::kill_all) stops it too.

@@ -388,6 +388,11 @@ fn spawn_copy<T: Send + 'static, E: Send + 'static>(
 }
 
 /// The call is over: every copy still in flight is told to stop, and no longer waited for.
+// `inline` keeps it out of this crate's object code unless a caller is: compiled here on its
+// own, it made the token's drop a function of this crate, and the blocking fast path (which
+// makes a token it never uses) stopped optimizing the token away: 112 → 137 instructions a
+// call (`call_profile reliable_blocking`, callgrind).
+#[inline]
 fn abandon_all(flying: &mut Vec<(u32, CancelToken<'static>)>) {
     for (_, token) in flying.drain(..) {
         token.abandon();

@@ -70,6 +70,7 @@ mod fleet_breaker;
 mod fleet_budget;
 mod fleet_bulkhead;
 mod fleet_rate;
+mod gates;
 mod guard;
 mod memory;
 #[cfg(feature = "fleet-redis")]
@@ -80,6 +81,7 @@ pub use fleet_breaker::{Decider, FleetBreaker, FleetPermit, FleetReason, FleetRe
 pub use fleet_budget::{BudgetDenied, DEPOSIT_AFTER, DEPOSIT_EVERY, FleetBudget};
 pub use fleet_bulkhead::{BulkheadFull, FleetBulkhead, FleetSlot};
 pub use fleet_rate::{FleetRateLimiter, RateRefused};
+pub(crate) use gates::FleetGates;
 pub use guard::{EventSink, FleetConfig, FleetEvent, FleetStats, Mode, OnStoreFailure};
 pub use memory::MemoryStore;
 #[cfg(feature = "fleet-redis")]

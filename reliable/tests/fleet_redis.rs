@@ -1315,3 +1315,106 @@ fn fleet_of_processes() {
         "the non-atomic gate was not caught: {neg_most}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fleet breakers and budgets inside `Reliable`.
+// ---------------------------------------------------------------------------------------------
+
+/// Two `Reliable` instances, each on its own connection to one real Redis, share the breaker
+/// `payments`: three failures through each (six in a row fleet-wide, five trip it) open it for
+/// both, though neither instance's own breaker saw five. Then the store is paused: no call
+/// through either instance waits for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reliables_share_one_breaker_in_redis() {
+    use reliable::{Error, Reliable};
+    use reliable_core::breaker::State;
+    use reliable_core::outcome::ErrorClass;
+    let server = RedisServer::start();
+    let refresh = std::time::Duration::from_millis(5);
+    let instance = |name: &str| {
+        let store = Arc::new(RedisStore::open(&server.url(), "faces").unwrap());
+        let (b, _) = breaker(&store, "payments", config(Mode::Cached { refresh }));
+        let rel = Reliable::builder(name)
+            .fleet_breaker(b.clone())
+            .attempts(1)
+            .build()
+            .unwrap();
+        (rel, b, store)
+    };
+    let (a, fa, sa) = instance("a");
+    let (b, fb, sb) = instance("b");
+    sa.warm_up().await.unwrap();
+    sb.warm_up().await.unwrap();
+    let ok = |r: &Reliable| {
+        let r = r.clone();
+        async move { r.call(|| async { Ok::<(), ErrorClass>(()) }).await }
+    };
+    let fail = |r: &Reliable| {
+        let r = r.clone();
+        async move {
+            r.call(|| async { Err::<(), _>(ErrorClass::Transient) })
+                .await
+        }
+    };
+    // A call whose end says nothing of the downstream (a fatal error: ignored by the breaker),
+    // to ask the breaker without adding a result between the failures.
+    let ignored = |r: &Reliable| {
+        let r = r.clone();
+        async move { r.call(|| async { Err::<(), _>(ErrorClass::Fatal) }).await }
+    };
+    // Views first (a process with none decides on its own breaker).
+    for _ in 0..5 {
+        let _ = (ok(&a).await, ok(&b).await);
+        tokio::time::sleep(refresh * 2).await;
+    }
+    for _ in 0..3 {
+        assert!(matches!(fail(&a).await, Err(Error::GaveUp { .. })));
+        assert!(matches!(fail(&b).await, Err(Error::GaveUp { .. })));
+    }
+    assert_eq!(fa.local_state(), State::Closed);
+    assert_eq!(fb.local_state(), State::Closed);
+    let started = StdInstant::now();
+    let mut open = (false, false);
+    while open != (true, true) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the fleet did not trip: {open:?}"
+        );
+        tokio::time::sleep(refresh).await;
+        open.0 |= matches!(ignored(&a).await, Err(Error::Open { .. }));
+        open.1 |= matches!(ignored(&b).await, Err(Error::Open { .. }));
+    }
+    let mut conn = server.conn();
+    let state: Option<i64> = redis::cmd("HGET")
+        .arg(&sa.breaker_keys("payments")[0])
+        .arg("state")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(state, Some(1), "open in the store");
+    eprintln!(
+        "two Reliable instances: both refuse {:?} after their sixth failure",
+        started.elapsed()
+    );
+
+    // The store paused: every call still ends at once (open: refused on the view, then on
+    // each process's own breaker once the view is stale).
+    server.signal("STOP");
+    let paused = StdInstant::now();
+    let mut longest = std::time::Duration::ZERO;
+    let mut calls = 0;
+    while paused.elapsed() < std::time::Duration::from_secs(2) {
+        for r in [&a, &b] {
+            let t = StdInstant::now();
+            let _ = ok(r).await;
+            longest = longest.max(t.elapsed());
+            calls += 1;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    server.signal("CONT");
+    eprintln!("store paused 2 s: {calls} calls through Reliable, longest {longest:?}");
+    assert!(
+        longest < SLACK,
+        "a call waited {longest:?} for a paused store"
+    );
+}

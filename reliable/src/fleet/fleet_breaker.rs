@@ -364,6 +364,13 @@ impl FleetBreaker {
         }
     }
 
+    /// Sends the results waiting for the next refresh and reads the fleet's state now, waiting
+    /// for the store at most `wait`: for a process whose calls are rare (a tool server), so that
+    /// its results reach the store and its view is the store's before it reports or decides.
+    pub async fn sync(&self) {
+        self.inner.refresh().await;
+    }
+
     /// The fleet's state as this process last saw it (`None` before its first view).
     pub fn fleet_state(&self) -> Option<State> {
         lock(&self.inner.view).state

@@ -75,13 +75,19 @@ async fn succeed(rel: &Reliable) -> Result<(), Error<ErrorClass>> {
 }
 
 /// Lets every process's view catch up (a refresh is started by a decision once the view is
-/// `REFRESH` old).
+/// `REFRESH` old), and its results reach the store: the last round's calls are ignored ones,
+/// whose refreshes send the successes before, so that no success of a settling call lands
+/// between the failures a test makes next (cached results reach the store in batches).
 async fn settle(rels: &[&Reliable]) {
-    for _ in 0..3 {
+    for round in 0..4 {
         tokio::time::sleep(REFRESH * 2).await;
         for r in rels {
             // A call refused or admitted: either way it starts a refresh.
-            let _ = succeed(r).await;
+            let _ = if round < 3 {
+                succeed(r).await
+            } else {
+                ignored(r).await
+            };
         }
     }
     tokio::time::sleep(REFRESH * 2).await;
@@ -272,10 +278,14 @@ fn blocking_calls_share_the_fleet_breaker() {
     let (a, b) = (instance("a", fa), instance("b", fb));
     let fail = |r: &Reliable| r.call_blocking(|| Err::<(), _>(ErrorClass::Transient));
     let ok = |r: &Reliable| r.call_blocking(|| Ok::<(), ErrorClass>(()));
+    let ignored = |r: &Reliable| r.call_blocking(|| Err::<(), _>(ErrorClass::Fatal));
     for _ in 0..3 {
         std::thread::sleep(REFRESH * 2);
         let _ = (ok(&a), ok(&b));
     }
+    // As `settle`: the successes reach the store before the failures are made.
+    std::thread::sleep(REFRESH * 2);
+    let _ = (ignored(&a), ignored(&b));
     std::thread::sleep(REFRESH * 2);
     for _ in 0..2 {
         let _ = (fail(&a), fail(&b));

@@ -16,6 +16,9 @@ use super::store::{
 
 /// Local results kept while the store is down, to send when it is back (the oldest are dropped).
 const OUTAGE_KEPT: usize = 4096;
+/// The generation of a call decided before the first view: its result counts in the generation
+/// the first refresh reads (while the fleet's breaker is closed, as every batched result).
+const BEFORE_VIEW: u64 = u64::MAX;
 /// Cached results sent early when this many wait for the next refresh.
 const PENDING_FLUSH: usize = 256;
 
@@ -318,11 +321,13 @@ impl FleetBreaker {
                 }
                 if lock(&i.view).state.is_none() {
                     // No view yet: this process's own breaker decides until the first refresh
-                    // lands.
+                    // lands; the result goes to the store with it, in the generation it reads.
                     i.start_refresh();
                     return match lock(&i.local).try_acquire(i.now()) {
                         Ok(p) => Ok(FleetPermit {
-                            kind: Kind::Local,
+                            kind: Kind::Cached {
+                                generation: BEFORE_VIEW,
+                            },
                             local: Some(p),
                         }),
                         Err(r) => Err(FleetRejection {
@@ -613,6 +618,20 @@ impl Inner {
 
     /// Sends the cached results of the current generation and reads the fleet's state.
     async fn refresh(self: &Arc<Self>) {
+        if lock(&self.view).fetched.is_none() {
+            // The first refresh reads the generation that results decided before it belong to.
+            match self
+                .guard
+                .run(
+                    self.store
+                        .breaker(&self.name, &self.spec, 0, BreakerOp::View),
+                )
+                .await
+            {
+                Ok(reply) => self.answered(&reply),
+                Err(_) => return,
+            }
+        }
         let (generation, outcomes) = {
             let mut v = lock(&self.view);
             let g = v.generation;
@@ -620,7 +639,7 @@ impl Inner {
             // Results of an older generation are stale for the store too.
             let outcomes: Vec<Outcome> = pending
                 .into_iter()
-                .filter(|(pg, _)| *pg == g)
+                .filter(|(pg, _)| *pg == g || *pg == BEFORE_VIEW)
                 .map(|(_, o)| o)
                 .collect();
             (g, outcomes)

@@ -134,3 +134,58 @@ impl Budget for EngineBudget {
     fn on_attempt_end(&mut self, _: AttemptOutcome, _: Option<Grant>, _: Instant) {}
     fn on_request_end(&mut self, _: Instant) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use reliable_core::breaker::{BreakerConfig, BreakerPolicy, HalfOpenConfig};
+
+    use super::*;
+    use crate::fleet::{BreakerSpec, FleetConfig, MemoryStore, Mode};
+
+    /// Every permit the engine takes comes back to the table, and its place is used again: the
+    /// table holds no more places than permits held at once.
+    #[tokio::test(flavor = "current_thread")]
+    async fn permits_come_back_and_places_are_reused() {
+        let policy = BreakerPolicy::new(BreakerConfig {
+            consecutive_failures: Some(3),
+            half_open: HalfOpenConfig {
+                max_in_flight: Some(1),
+                probe_timeout: reliable_core::Duration::from_secs(1),
+                ..BreakerConfig::new().half_open
+            },
+            ..BreakerConfig::new()
+        })
+        .unwrap();
+        let breaker = FleetBreaker::new(
+            Arc::new(MemoryStore::new("t")),
+            "b",
+            BreakerSpec::new(&policy).unwrap(),
+            FleetConfig {
+                mode: Mode::Cached {
+                    refresh: std::time::Duration::from_millis(5),
+                },
+                ..FleetConfig::default()
+            },
+        )
+        .unwrap();
+        let gates = FleetGates::new(Some(breaker), None);
+        let now = Instant::from_nanos(0);
+        let held: Vec<Permit> = (0..3)
+            .map(|_| gates.acquire(now).unwrap().unwrap())
+            .collect();
+        assert_eq!(gates.held(), 3);
+        let tokens: Vec<u32> = held.iter().map(Permit::generation).collect();
+        assert_eq!(tokens, [0, 1, 2]);
+        for p in held {
+            gates.record(p, Outcome::Success);
+        }
+        assert_eq!(gates.held(), 0);
+        let again = gates.acquire(now).unwrap().unwrap();
+        assert!(again.generation() < 3, "a free place is used again");
+        gates.record(again, Outcome::Ignored);
+        assert_eq!(gates.held(), 0);
+        assert_eq!(lock(&gates.permits).0.len(), 3);
+    }
+}

@@ -30,6 +30,14 @@
 //! - [`Mode::Cached`]: decisions on a view refreshed in the background at least every `refresh`;
 //!   see [`FleetBreaker`] and [`FleetBudget`] for the staleness bound each documents.
 //!
+//! # Inside a `Reliable`
+//!
+//! [`Builder::fleet_breaker`](crate::Builder::fleet_breaker) and
+//! [`Builder::fleet_budget`](crate::Builder::fleet_budget) put a fleet breaker and budget in place
+//! of an instance's own: async calls, blocking calls and the tower layer ask them through the core's
+//! call engine, which decides at once ([`FleetBreaker::decide`], [`FleetBudget::try_retry_now`]),
+//! on the cached view; probes stay the store's.
+//!
 //! # The store is never the outage
 //!
 //! A decision waits for the store at most [`FleetConfig::wait`] (default 5 ms). When the store is

@@ -90,14 +90,6 @@ impl Layers<'_> {
     }
 }
 
-/// The fleet's budget handed to the engine's closure: out of line, so that the closure stays
-/// inlined where a local budget (or none) is handed to it, as it was before fleets.
-#[cold]
-#[inline(never)]
-fn with_fleet_budget<B: Budget, R>(b: &Mutex<B>, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
-    f(&mut *lock(b))
-}
-
 #[cfg(not(feature = "fleet"))]
 /// Without the feature: no fleet gates (the calls on it are never made).
 enum FleetGates {}
@@ -153,7 +145,7 @@ impl Shared for Layers<'_> {
             (Some(l), _) if i.ledger_retries => f(&mut *lock(l)),
             (_, Some(b)) => f(&mut *lock(b)),
             (_, None) => match self.fleet().and_then(|g| g.budget()) {
-                Some(b) => with_fleet_budget(b, f),
+                Some(b) => f(&mut *lock(b)),
                 None => f(&mut Unlimited),
             },
         }

@@ -48,10 +48,6 @@ impl FleetGates {
     }
 
     /// The breaker's decision, as the engine takes it; `None`: no fleet breaker.
-    // Out of line: an instance with a local breaker never comes here, and its calls' code
-    // stays as it was.
-    #[cold]
-    #[inline(never)]
     pub fn acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
         let b = self.breaker.as_ref()?;
         Some(match b.decide() {
@@ -85,10 +81,6 @@ impl FleetGates {
     }
 
     /// A permit the engine hands back, with its call's end.
-    // Out of line: an instance with a local breaker never comes here, and its calls' code
-    // stays as it was.
-    #[cold]
-    #[inline(never)]
     pub fn record(&self, permit: Permit, outcome: Outcome) {
         let Some(b) = self.breaker.as_ref() else {
             return;
@@ -108,10 +100,6 @@ impl FleetGates {
     }
 
     /// While the fleet's breaker is open (as this process last saw it): the time left.
-    // Out of line: an instance with a local breaker never comes here, and its calls' code
-    // stays as it was.
-    #[cold]
-    #[inline(never)]
     pub fn refuses(&self) -> Option<reliable_core::Duration> {
         self.breaker.as_ref()?.open_for()
     }

@@ -118,7 +118,8 @@ INVOCATIONS = [
     # npm run build: the module for wasm32-wasip1 in release (playground/package.json).
     ("playground", "playground/wasm", "playground/wasm/target", ["build", "--release", "--target", "wasm32-wasip1"], "", {}),
     ("playground", "drop", "playground/wasm/target", [], "", {}),
-    ("fleet_redis", ".", T, ["test", "-p", "reliablekit", "--all-features", "--test", "fleet_store", "--test", "fleet_redis", "--test", "fleet_redis_tls", "--no-run"], "", {}),
+    ("fleet_redis", ".", T, ["test", "-p", "reliablekit", "--all-features", "--test", "fleet_store", "--test", "fleet_reliable", "--test", "fleet_redis", "--test", "fleet_redis_tls", "--no-run"], "", {}),
+    ("fleet_redis", ".", T, ["test", "-p", "reliable-mcp", "--test", "store", "--no-run"], "", {}),
     ("sim_graphs", ".", T, ["test", "-p", "sim", "--release", "--test", "graphs", "--no-run"], "", {}),
 ]
 

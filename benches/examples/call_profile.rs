@@ -57,6 +57,18 @@ fn ours(consecutive: bool, timeout: bool) -> Reliable {
     b.build().expect("valid")
 }
 
+/// Ours with the default breaker and a 10% ratio retry budget: every call through the engine.
+fn engine() -> Reliable {
+    Reliable::builder("profile")
+        .clock(SystemClock::new())
+        .no_timeout()
+        .budget(reliable_core::budget::BudgetConfig::Ratio(
+            reliable_core::budget::RatioConfig::percent(0.1),
+        ))
+        .build()
+        .expect("valid")
+}
+
 /// A timer that never fires and costs nothing to make (a boxed zero-sized future does not
 /// allocate): what the async wrapping costs with a timeout, without any runtime's timer.
 #[derive(Debug)]
@@ -216,6 +228,10 @@ fn kinds() -> Vec<Kind> {
         ),
         ("reliable_blocking", blocking(ours(false, false))),
         ("reliable_blocking_consecutive", blocking(ours(true, false))),
+        // With a retry budget a success needs the time: every call runs through the engine
+        // (the breaker and the budget asked through its shared state), not the fast path.
+        ("reliable_blocking_engine", blocking(engine())),
+        ("reliable_async_engine", asynchronous(engine())),
         ("reliable_blocking_timeout", blocking(ours(false, true))),
         (
             "reliable_blocking_two_threads",

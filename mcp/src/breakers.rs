@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration as StdDuration, Instant as WallInstant};
 
+use reliable::fleet::{BreakerSpec, FleetBreaker, FleetConfig, Mode, SpecError, Store};
 use reliable::observer::{NotSent, Observer};
 use reliable::{Registry, Reliable};
 use reliable_core::breaker::{
@@ -343,11 +344,28 @@ impl Observer for Recorder {
     }
 }
 
+/// How a breaker kept in the store (`--store`) uses it: decisions on a view refreshed every
+/// 100 ms while calls come, and synced before every report and after every call (see
+/// [`NamedBreaker::sync`]); the store waited for at most 50 ms, then each server decides on its
+/// own (fail-open), resting the store for a second.
+pub fn store_config() -> FleetConfig {
+    FleetConfig {
+        mode: Mode::Cached {
+            refresh: StdDuration::from_millis(100),
+        },
+        wait: StdDuration::from_millis(50),
+        rest: StdDuration::from_secs(1),
+        ..FleetConfig::default()
+    }
+}
+
 /// One named downstream: its instance and what the server keeps beside it.
 #[derive(Debug, Clone)]
 pub struct NamedBreaker {
     /// The instance calls go through.
     pub reliable: Reliable,
+    /// Its breaker when the server keeps breakers in a store (`--store`).
+    fleet: Option<FleetBreaker>,
     config: BreakerConfig,
     retry: RetryConfig,
     log: Arc<Mutex<Log>>,
@@ -355,6 +373,14 @@ pub struct NamedBreaker {
 }
 
 impl NamedBreaker {
+    /// With a store: sends this server's results to it and reads the breaker's state there
+    /// (waiting at most [`store_config`]'s bound; a store that fails leaves the last view).
+    pub async fn sync(&self) {
+        if let Some(f) = &self.fleet {
+            f.sync().await;
+        }
+    }
+
     /// The state now, as a word.
     pub fn state_name(&self) -> &'static str {
         self.reliable.state().map_or("none", State::name)
@@ -363,13 +389,16 @@ impl NamedBreaker {
     /// While open: the time until it lets a probe through, as the breaker itself tells a call it
     /// refuses.
     pub fn retry_after(&self) -> Option<StdDuration> {
-        self.reliable.snapshot().retry_after
+        match &self.fleet {
+            Some(f) => f.open_for().map(Into::into),
+            None => self.reliable.snapshot().retry_after,
+        }
     }
 
     /// Its state, counts, totals and recent transitions.
     pub fn snapshot(&self) -> BreakerState {
         let s = self.reliable.snapshot();
-        let retry_after_ms = s.retry_after.map(|d| d.as_secs_f64() * 1e3);
+        let retry_after_ms = self.retry_after().map(|d| d.as_secs_f64() * 1e3);
         let log = lock(&self.log);
         BreakerState {
             name: s.name,
@@ -422,6 +451,8 @@ pub struct Breakers {
     extra: Mutex<BTreeMap<String, NamedBreaker>>,
     instrument: crate::instrument::Instrument,
     hub: Option<Arc<Hub>>,
+    /// Where breakers live when the server shares them (`--store`).
+    store: Option<Arc<dyn Store>>,
 }
 
 impl Breakers {
@@ -434,7 +465,16 @@ impl Breakers {
             extra: Mutex::new(BTreeMap::new()),
             instrument: Default::default(),
             hub: None,
+            store: None,
         }
+    }
+
+    /// The same, keeping every breaker it creates in `store` (by name, in the store's
+    /// namespace): servers on one store share their breakers, and a restarted server finds its
+    /// breakers' states again when it creates them.
+    pub fn with_store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// The same, telling `hub`'s clients of creations, transitions and refused calls.
@@ -469,18 +509,39 @@ impl Breakers {
                 breaker: b.snapshot(),
             });
         }
+        let fleet = match &self.store {
+            Some(store) => {
+                // A probe's lease in the store: no call through the breaker outlives the
+                // server's longest call time, so a server that dies mid-probe frees its slot
+                // then at the latest.
+                let mut leased = config;
+                if leased.half_open.probe_timeout == reliable_core::Duration::MAX {
+                    leased.half_open.probe_timeout = self.limits.max_call_time.into();
+                }
+                let policy = BreakerPolicy::new(leased).map_err(|e| e.to_string())?;
+                let spec = BreakerSpec::new(&policy)
+                    .map_err(|e| format!("{} (a breaker kept in the store)", store_field(&e)))?;
+                Some(
+                    FleetBreaker::new(store.clone(), &args.name, spec, store_config())
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+            None => None,
+        };
         let log = Arc::new(Mutex::new(Log::default()));
         let recorder = Recorder {
             log: log.clone(),
             clock: self.clock,
             hub: self.hub.clone(),
         };
-        let builder = self.instrument.apply(
-            Reliable::builder(&args.name)
-                .breaker(config)
-                .retry(retry)
-                .observer(recorder),
-        );
+        let mut builder = Reliable::builder(&args.name)
+            .breaker(config)
+            .retry(retry)
+            .observer(recorder);
+        if let Some(f) = &fleet {
+            builder = builder.fleet_breaker(f.clone());
+        }
+        let builder = self.instrument.apply(builder);
         let replaced = self.registry.remove(&args.name).is_some();
         let reliable = match self.registry.create(builder) {
             Ok(r) => r,
@@ -491,6 +552,7 @@ impl Breakers {
         };
         let named = NamedBreaker {
             reliable,
+            fleet,
             config,
             retry,
             log,
@@ -521,12 +583,40 @@ impl Breakers {
         self.registry.names()
     }
 
+    /// The breaker `name`'s snapshot after syncing it with the store (if there is one).
+    pub async fn synced_snapshot(&self, name: &str) -> Result<BreakerState, String> {
+        match self.get(name) {
+            Some(b) => {
+                b.sync().await;
+                Ok(b.snapshot())
+            }
+            None => Err(unknown(name, &self.names())),
+        }
+    }
+
     /// The breaker `name`'s snapshot, or an error listing the names there are.
     pub fn snapshot(&self, name: &str) -> Result<BreakerState, String> {
         match self.get(name) {
             Some(b) => Ok(b.snapshot()),
             None => Err(unknown(name, &self.names())),
         }
+    }
+}
+
+/// A setting a breaker kept in the store cannot have, named as `create_breaker` names it.
+fn store_field(e: &SpecError) -> String {
+    match e {
+        SpecError::Unsupported { field, why } => {
+            let field = match *field {
+                "half_open.max_in_flight" => "max_probes_in_flight",
+                "half_open.rule" => "probes",
+                "open.jitter" => "preset (its open time has jitter)",
+                "window" | "window.calls" => "window",
+                f => f,
+            };
+            format!("{field}: {why}")
+        }
+        SpecError::Config(c) => c.to_string(),
     }
 }
 

@@ -534,6 +534,15 @@ pub async fn call_from(
 ) -> Result<HttpCallResult, String> {
     let p = prepare(args, caller)?;
     let (rel, named) = instance(args, &p, caller, client)?;
+    // A breaker kept in a store: decide on the store's state now (bounded by the store's wait).
+    let shared = args
+        .breaker
+        .as_ref()
+        .filter(|_| named)
+        .and_then(|n| caller.breakers.get(n));
+    if let Some(b) = &shared {
+        b.sync().await;
+    }
     let started = WallInstant::now();
     let timed: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
     let result = rel
@@ -652,6 +661,10 @@ pub async fn call_from(
         }
     } else if let Some(last) = out.attempts.last() {
         out.status = last.status;
+    }
+    // ... and send this call's results to it, so that other servers see them.
+    if let Some(b) = &shared {
+        b.sync().await;
     }
     Ok(if named {
         with_breaker(out, args, caller)

@@ -4,9 +4,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use reliable::fleet::{RedisStore, Store, redact_url};
 use reliable_mcp::ssrf::{AllowList, Guard, Limits};
 use reliable_mcp::storm::StormLimits;
 use reliable_mcp::transport::{self, HttpLimits, LOOPBACK_ORIGINS};
@@ -72,7 +74,37 @@ struct Args {
     /// Offer the scenario files of this folder instead of the shipped ones.
     #[arg(long, value_name = "DIR")]
     scenarios: Option<PathBuf>,
+    /// Keep the named breakers (create_breaker) in this Redis, e.g. redis://127.0.0.1:6379 or
+    /// redis://user:password@host:6379/0 (rediss:// with the feature store-tls): every server on
+    /// the same store shares them, and a restarted server finds their states again. A store that
+    /// fails or is slow never fails a tool call: each server then decides on its own.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
 }
+
+/// The breakers' store, from `--store`: the URL is shown only without its credentials.
+fn store(a: &Args) -> Result<Option<Arc<dyn Store>>, String> {
+    let Some(url) = &a.store else {
+        return Ok(None);
+    };
+    let shown = redact_url(url);
+    let tls = url.starts_with("rediss://");
+    if tls && !cfg!(feature = "store-tls") {
+        return Err(format!(
+            "--store {shown}: rediss:// needs a server built with the feature store-tls"
+        ));
+    }
+    if !tls && !url.starts_with("redis://") {
+        return Err(format!("--store {shown}: a redis:// or rediss:// URL"));
+    }
+    // Errors from the store name it by `shown` and have its credentials scrubbed.
+    let store = RedisStore::open(url, STORE_NAMESPACE).map_err(|e| format!("--store: {e}"))?;
+    eprintln!("reliable-mcp: named breakers kept in {shown}");
+    Ok(Some(Arc::new(store)))
+}
+
+/// The namespace of the server's keys in its store.
+const STORE_NAMESPACE: &str = "reliable-mcp";
 
 fn secs(name: &str, s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s)
@@ -124,7 +156,7 @@ fn settings(a: &Args) -> Result<Settings, String> {
 }
 
 async fn serve(a: Args) -> Result<(), String> {
-    let server = ReliableServer::new(settings(&a)?)?;
+    let server = ReliableServer::with_store(settings(&a)?, store(&a)?)?;
     let limits = http_limits(&a)?;
     let Some(addr) = a.http else {
         eprintln!("reliable-mcp: serving MCP on stdio");

@@ -153,8 +153,21 @@ pub struct ScenarioList {
 impl ReliableServer {
     /// A server with `settings`, its breakers empty.
     pub fn new(settings: Settings) -> Result<Self, String> {
+        Self::with_store(settings, None)
+    }
+
+    /// A server with `settings` whose breakers live in `store` (`--store`): shared with every
+    /// server on the same store, and kept across restarts.
+    pub fn with_store(
+        settings: Settings,
+        store: Option<Arc<dyn reliable::fleet::Store>>,
+    ) -> Result<Self, String> {
         let hub = Arc::new(Hub::default());
-        let breakers = Arc::new(Breakers::new(settings.limits.clone()).with_hub(hub.clone()));
+        let mut breakers = Breakers::new(settings.limits.clone()).with_hub(hub.clone());
+        if let Some(store) = store {
+            breakers = breakers.with_store(store);
+        }
+        let breakers = Arc::new(breakers);
         Ok(ReliableServer {
             session: 0,
             shared: Arc::new(Shared {
@@ -222,7 +235,8 @@ impl ReliableServer {
     ) -> Result<Json<BreakerState>, String> {
         self.shared
             .breakers
-            .snapshot(&args.name)
+            .synced_snapshot(&args.name)
+            .await
             .map(Json)
             .map_err(|e| clip(&e))
     }
@@ -374,7 +388,8 @@ impl ReliableServer {
         let state = self
             .shared
             .breakers
-            .snapshot(&args.name)
+            .synced_snapshot(&args.name)
+            .await
             .map_err(|e| ErrorData::invalid_params(clip(&e), None))?;
         let json = serde_json::to_string_pretty(&state)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
@@ -612,7 +627,8 @@ impl ServerHandler for ReliableServer {
         let state = self
             .shared
             .breakers
-            .snapshot(name)
+            .synced_snapshot(name)
+            .await
             .map_err(|e| ErrorData::resource_not_found(clip(&e), None))?;
         let json = serde_json::to_string_pretty(&state)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

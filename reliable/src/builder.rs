@@ -117,6 +117,10 @@ pub struct Builder {
     observers: Vec<Arc<dyn Observer>>,
     #[cfg(feature = "metrics")]
     metrics: bool,
+    #[cfg(feature = "fleet")]
+    fleet_breaker: Option<crate::fleet::FleetBreaker>,
+    #[cfg(feature = "fleet")]
+    fleet_budget: Option<crate::fleet::FleetBudget>,
 }
 
 impl Builder {
@@ -144,6 +148,10 @@ impl Builder {
             observers: Vec::new(),
             #[cfg(feature = "metrics")]
             metrics: false,
+            #[cfg(feature = "fleet")]
+            fleet_breaker: None,
+            #[cfg(feature = "fleet")]
+            fleet_budget: None,
         }
     }
 
@@ -402,6 +410,30 @@ impl Builder {
             false => Scope::PerAttempt,
         };
         self.nesting = Some(nesting);
+        self
+    }
+
+    /// A circuit breaker shared by a fleet of processes through a store, in place of this
+    /// instance's own (feature `fleet`; see [`crate::fleet`]): every call (blocking, async, the
+    /// tower layer built from this builder) asks it where the breaker sits, per attempt or per
+    /// call, as it would ask its own. The engine decides at once, on the fleet breaker's view
+    /// ([`FleetBreaker::decide`](crate::fleet::FleetBreaker::decide)): build the fleet breaker
+    /// in [`Mode::Cached`](crate::fleet::Mode::Cached), inside the tokio runtime its refreshes
+    /// are to run on. The breaker settings of this builder are then unused.
+    #[cfg(feature = "fleet")]
+    pub fn fleet_breaker(mut self, breaker: crate::fleet::FleetBreaker) -> Self {
+        self.fleet_breaker = Some(breaker);
+        self
+    }
+
+    /// A retry budget shared by a fleet of processes through a store, in place of
+    /// [`budget`](Self::budget) (feature `fleet`): each call's first try deposits in it and each
+    /// retry asks it, at once ([`FleetBudget::try_retry_now`](crate::fleet::FleetBudget::try_retry_now)):
+    /// build it in [`Mode::Cached`](crate::fleet::Mode::Cached). Not with a ledger that is the
+    /// retry budget.
+    #[cfg(feature = "fleet")]
+    pub fn fleet_budget(mut self, budget: crate::fleet::FleetBudget) -> Self {
+        self.fleet_budget = Some(budget);
         self
     }
 
@@ -673,6 +705,21 @@ impl Builder {
             ))),
             None => None,
         };
+        #[cfg(feature = "fleet")]
+        let fleet = fleet_gates(
+            self.fleet_breaker,
+            self.fleet_budget,
+            budget.is_some() || (ledger.is_some() && self.ledger_retries),
+        )?;
+        #[cfg(not(feature = "fleet"))]
+        let fleet: Option<()> = None;
+        // A fleet breaker replaces the local one.
+        let breaker_config = self.breaker.filter(|_| {
+            #[cfg(feature = "fleet")]
+            return fleet.as_ref().is_none_or(|f| f.breaker.is_none());
+            #[cfg(not(feature = "fleet"))]
+            true
+        });
         let name: Arc<str> = Arc::from(self.name.as_str());
         #[allow(unused_mut)]
         let mut observers = self.observers;
@@ -680,11 +727,11 @@ impl Builder {
         if self.metrics {
             observers.push(Arc::new(crate::metrics::Metrics::new(
                 &name,
-                self.breaker.map(|c| c.shadow),
+                breaker_config.map(|c| c.shadow),
             )));
         }
         let observers: Arc<[Arc<dyn Observer>]> = observers.into();
-        let breaker = match self.breaker {
+        let breaker = match breaker_config {
             Some(config) => {
                 let policy =
                     BreakerPolicy::new(config).map_err(|e| BuildError::new("breaker", e))?;
@@ -707,15 +754,20 @@ impl Builder {
         let extra_load =
             hedger.is_some() || ledger.is_some() || limiter.is_some() || rate.is_some();
         let success_needs_time = breaker_needs_time
+            || fleet.is_some()
             || budget.is_some()
             || throttle.is_some()
             || extra_load
             || !observers.is_empty();
         let eager_clock =
             success_needs_time || config.attempt_timeout.is_some() || config.deadline.is_some();
+        #[cfg(feature = "fleet")]
+        let fleet_breaker = fleet.as_ref().is_some_and(|f| f.breaker.is_some());
+        #[cfg(not(feature = "fleet"))]
+        let fleet_breaker = false;
         let label = label(
             &self.name,
-            breaker.is_some(),
+            breaker.is_some() || fleet_breaker,
             config.max_attempts != Some(1),
             self.scope,
         );
@@ -747,7 +799,59 @@ impl Builder {
                 && self.scope == Scope::PerAttempt
                 && self.nesting.is_none_or(|n| n.outside().is_empty()),
             stats: Stats::default(),
+            #[cfg(feature = "fleet")]
+            fleet: fleet.map(Box::new),
         }))
+    }
+}
+
+/// The fleet breaker and budget, checked: each decides at once in the engine, so each is built
+/// in cached mode; a fleet budget is not set with another retry budget (`budget`).
+#[cfg(feature = "fleet")]
+fn fleet_gates(
+    fleet_breaker: Option<crate::fleet::FleetBreaker>,
+    fleet_budget: Option<crate::fleet::FleetBudget>,
+    budget: bool,
+) -> Result<Option<crate::fleet::FleetGates>, BuildError> {
+    {
+        use crate::fleet::Mode;
+        let exact = Problem::Inconsistent(
+            "the call engine decides at once, on a view of the store: build it in Mode::Cached",
+        );
+        if let Some(b) = &fleet_breaker
+            && b.config().mode == Mode::Exact
+        {
+            return Err(BuildError::new(
+                "fleet_breaker",
+                reliable_core::ConfigError::new("mode", exact),
+            ));
+        }
+        if let Some(b) = &fleet_budget {
+            if b.config().mode == Mode::Exact {
+                return Err(BuildError::new(
+                    "fleet_budget",
+                    reliable_core::ConfigError::new("mode", exact),
+                ));
+            }
+            if budget {
+                return Err(BuildError::new(
+                    "",
+                    reliable_core::ConfigError::new(
+                        "fleet_budget",
+                        Problem::Inconsistent(
+                            "one retry budget: the fleet's, the budget or the ledger",
+                        ),
+                    ),
+                ));
+            }
+        }
+        if fleet_breaker.is_none() && fleet_budget.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(crate::fleet::FleetGates::new(
+            fleet_breaker,
+            fleet_budget,
+        )))
     }
 }
 

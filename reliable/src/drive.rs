@@ -7,6 +7,8 @@
 
 use crate::attempt::Failure;
 use crate::error::{Error, ShedReason};
+#[cfg(feature = "fleet")]
+use crate::fleet::FleetGates;
 use crate::observer::{CallEnd, CallOutcome, NotSent};
 use crate::reliable::{Inner, Scope};
 use crate::sleep::SleepFuture;
@@ -76,17 +78,59 @@ impl<'r> Layers<'r> {
     }
 }
 
+impl Layers<'_> {
+    /// The fleet's breaker and budget, when the instance has them instead of local ones (a
+    /// local one is asked first: its path does not look here).
+    #[inline]
+    fn fleet(&self) -> Option<&FleetGates> {
+        #[cfg(feature = "fleet")]
+        return self.inner.fleet.as_deref();
+        #[cfg(not(feature = "fleet"))]
+        None
+    }
+}
+
+#[cfg(not(feature = "fleet"))]
+/// Without the feature: no fleet gates (the calls on it are never made).
+enum FleetGates {}
+
+#[cfg(not(feature = "fleet"))]
+impl FleetGates {
+    fn acquire(&self, _: Instant) -> Option<Result<Permit, Rejection>> {
+        match *self {}
+    }
+    fn record(&self, _: Permit, _: Outcome) {
+        match *self {}
+    }
+    fn refuses(&self) -> Option<reliable_core::Duration> {
+        match *self {}
+    }
+    fn budget(&self) -> Option<&Mutex<Unlimited>> {
+        match *self {}
+    }
+}
+
 impl Shared for Layers<'_> {
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
-        self.inner.breaker.as_ref().map(|b| b.acquire(now))
+        match &self.inner.breaker {
+            Some(b) => Some(b.acquire(now)),
+            None => self.fleet()?.acquire(now),
+        }
     }
     fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
-        if let Some(b) = &self.inner.breaker {
-            b.record(permit, outcome, now);
+        match &self.inner.breaker {
+            Some(b) => b.record(permit, outcome, now),
+            None => {
+                if let Some(f) = self.fleet() {
+                    f.record(permit, outcome);
+                }
+            }
         }
     }
     fn breaker_refuses(&self, now: Instant) -> Option<reliable_core::Duration> {
-        let b = self.inner.breaker.as_ref()?;
+        let Some(b) = self.inner.breaker.as_ref() else {
+            return self.fleet()?.refuses();
+        };
         match b.retry_after(now) {
             Some(after) => Some(after.into()),
             None if b.state(now) == reliable_core::breaker::State::ForcedOpen => {
@@ -100,7 +144,10 @@ impl Shared for Layers<'_> {
         match (&i.ledger, &i.budget) {
             (Some(l), _) if i.ledger_retries => f(&mut *lock(l)),
             (_, Some(b)) => f(&mut *lock(b)),
-            (_, None) => f(&mut Unlimited),
+            (_, None) => match self.fleet().and_then(|g| g.budget()) {
+                Some(b) => f(&mut *lock(b)),
+                None => f(&mut Unlimited),
+            },
         }
     }
     fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {

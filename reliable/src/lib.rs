@@ -130,7 +130,7 @@
 //! source and holds it to this line): the plain pieces, the answers' meaning, what observers
 //! hear, one instance's state, the engine's drivers, the builder, the faces.
 //!
-//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → reliable → attempt → drive → builder → call → blocking → fallback → registry → middleware → llm → fleet → tower → chaos → policy
+//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → fleet → reliable → attempt → drive → builder → call → blocking → fallback → registry → middleware → llm → tower → chaos → policy
 //!
 //! One edge runs back, by name only: the observer trait's `on_chaos` (and its two implementors,
 //! `metrics` and `traces`) names `chaos::ChaosEvent`, the event a chaos layer above reports.

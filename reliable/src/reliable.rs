@@ -77,6 +77,9 @@ pub(crate) struct Inner {
     /// failure continues as a full run.
     pub fast_first: bool,
     pub stats: Stats,
+    /// A fleet breaker and budget in place of the local ones (`Builder::fleet_breaker`).
+    #[cfg(feature = "fleet")]
+    pub fleet: Option<Box<crate::fleet::FleetGates>>,
 }
 
 /// Calls to one downstream made reliable: a circuit breaker, a retry policy with backoff and
@@ -174,7 +177,23 @@ impl Reliable {
     /// The breaker's state now, `None` without a breaker.
     pub fn state(&self) -> Option<State> {
         let now = self.inner.clock.now();
-        self.inner.breaker.as_ref().map(|b| b.state(now))
+        let local = self.inner.breaker.as_ref().map(|b| b.state(now));
+        #[cfg(feature = "fleet")]
+        let local = local.or_else(|| self.fleet_state());
+        local
+    }
+
+    /// The fleet breaker's state as this process last saw it.
+    #[cfg(feature = "fleet")]
+    fn fleet_state(&self) -> Option<State> {
+        self.inner.fleet.as_ref()?.breaker.as_ref()?.fleet_state()
+    }
+
+    fn fleet_snapshot_state(&self) -> Option<State> {
+        #[cfg(feature = "fleet")]
+        return self.fleet_state();
+        #[cfg(not(feature = "fleet"))]
+        None
     }
 
     /// The state and totals now.
@@ -185,7 +204,9 @@ impl Reliable {
         Snapshot {
             name: i.name.to_string(),
             label: i.label.clone(),
-            state: breaker.map(|b| b.state),
+            state: breaker
+                .map(|b| b.state)
+                .or_else(|| self.fleet_snapshot_state()),
             retry_after: i.breaker.as_ref().and_then(|b| b.retry_after(now)),
             window: breaker.map(|b| b.counts).unwrap_or_default(),
             consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),

@@ -826,6 +826,24 @@ fn shared_policy() -> BreakerPolicy {
 
 const RATIO: f64 = 0.1;
 
+/// Cached mode's refresh in the processes of `cached-trip` and `cached-probes`, and the wait.
+const REFRESH: std::time::Duration = std::time::Duration::from_millis(10);
+const CACHED_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `shared_policy` open for 10 s: one trip in a run, to time.
+fn trip_policy() -> BreakerPolicy {
+    let mut c = *shared_policy().config();
+    c.open.duration = Duration::from_secs(10);
+    BreakerPolicy::new(c).unwrap()
+}
+
+fn epoch_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
 /// The rate limit the processes share: 200 calls a second, bursts of 10.
 const RATE: reliable_core::limit::RateConfig = reliable_core::limit::RateConfig {
     rate: 200,
@@ -903,10 +921,37 @@ fn fleet_child() {
             refresh: std::time::Duration::from_millis(10),
         };
         let mut tasks = Vec::new();
+        // Lines for the parent (times in µs since the epoch, as the store's clock).
+        let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+        // One fleet breaker per process, shared by its threads (as one `Reliable` shares it),
+        // decided at once (`decide`, `record_now`: what the call engine asks).
+        let cached_breaker = match role.as_str() {
+            "cached-trip" | "cached-probes" => Some(
+                FleetBreaker::new(
+                    store.clone(),
+                    &role,
+                    BreakerSpec::new(&if role == "cached-trip" {
+                        trip_policy()
+                    } else {
+                        shared_policy()
+                    })
+                    .unwrap(),
+                    FleetConfig {
+                        mode: Mode::Cached { refresh: REFRESH },
+                        wait: CACHED_WAIT,
+                        ..FleetConfig::default()
+                    },
+                )
+                .unwrap(),
+            ),
+            _ => None,
+        };
         for t in 0..THREADS as u64 {
             let store = store.clone();
             let client = client.clone();
             let role = role.clone();
+            let lines = lines.clone();
+            let cached_breaker = cached_breaker.clone();
             tasks.push(tokio::spawn(async move {
                 let mut rng = Rng(seed * 100 + t);
                 let mut conn = client.get_multiplexed_async_connection().await.unwrap();
@@ -983,6 +1028,50 @@ fn fleet_child() {
                             tokio::time::sleep(std::time::Duration::from_micros(300)).await;
                         }
                         tally[3] = FleetStats::get(&b.stats().fallbacks);
+                    }
+                    "cached-trip" | "cached-probes" => {
+                        let b = cached_breaker.unwrap();
+                        let end = StdInstant::now() + std::time::Duration::from_millis(1_000);
+                        let mut mine = Vec::new();
+                        while StdInstant::now() < end {
+                            match b.decide() {
+                                Ok(p) => {
+                                    tally[0] += 1;
+                                    let probe = p.is_probe();
+                                    if probe {
+                                        tally[1] += 1;
+                                        count(&counter, &mut conn, 1).await;
+                                    }
+                                    if p.decided_by() != Decider::Store {
+                                        mine.push(format!("A {}", epoch_us()));
+                                    }
+                                    let wait = rng.below(2_000);
+                                    tokio::time::sleep(std::time::Duration::from_micros(wait))
+                                        .await;
+                                    let failed = rng.below(10) < 6;
+                                    if probe {
+                                        count(&counter, &mut conn, -1).await;
+                                    }
+                                    mine.push(format!(
+                                        "R {} {}",
+                                        epoch_us(),
+                                        if failed { 'F' } else { 'S' }
+                                    ));
+                                    let outcome = if failed {
+                                        Outcome::Failure
+                                    } else {
+                                        Outcome::Success
+                                    };
+                                    b.record_now(p, outcome);
+                                }
+                                Err(_) => {
+                                    tally[2] += 1;
+                                    tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+                                }
+                            }
+                        }
+                        tally[3] = FleetStats::get(&b.stats().fallbacks);
+                        lines.lock().unwrap().extend(mine);
                     }
                     "rate" => {
                         let l = reliable::fleet::FleetRateLimiter::new(
@@ -1069,12 +1158,24 @@ fn fleet_child() {
                 *a += b;
             }
         }
+        // The last results reach the store before the process ends.
+        if let Some(b) = &cached_breaker {
+            b.sync().await;
+        }
+        for l in lines.lock().unwrap().iter() {
+            println!("{l}");
+        }
         println!("RESULT {} {} {} {}", total[0], total[1], total[2], total[3]);
     });
 }
 
 /// Runs `PROCESSES` copies of this test binary in `role`; the sums of their RESULT lines.
 fn run_fleet(url: &str, role: &str) -> [u64; 4] {
+    run_fleet_lines(url, role).0
+}
+
+/// [`run_fleet`], with every other line the processes printed.
+fn run_fleet_lines(url: &str, role: &str) -> ([u64; 4], Vec<String>) {
     let exe = std::env::current_exe().unwrap();
     let children: Vec<_> = (0..PROCESSES)
         .map(|i| {
@@ -1091,9 +1192,16 @@ fn run_fleet(url: &str, role: &str) -> [u64; 4] {
         .map(ChildGuard)
         .collect();
     let mut total = [0u64; 4];
+    let mut lines = Vec::new();
     for mut child in children {
         let out = child.0.wait_with_output_ref();
         assert!(out.0.success(), "a {role} process failed: {}", out.2);
+        lines.extend(
+            out.1
+                .lines()
+                .filter(|l| l.starts_with("A ") || l.starts_with("R "))
+                .map(str::to_owned),
+        );
         let line = out
             .1
             .lines()
@@ -1104,7 +1212,7 @@ fn run_fleet(url: &str, role: &str) -> [u64; 4] {
             *t += v.parse::<u64>().unwrap();
         }
     }
-    total
+    (total, lines)
 }
 
 /// A child process, killed if the test panics before it ends.
@@ -1314,4 +1422,218 @@ fn fleet_of_processes() {
         neg_most > 2,
         "the non-atomic gate was not caught: {neg_most}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fleet breakers and budgets inside `Reliable`.
+// ---------------------------------------------------------------------------------------------
+
+/// Two `Reliable` instances, each on its own connection to one real Redis, share the breaker
+/// `payments`: three failures through each (six in a row fleet-wide, five trip it) open it for
+/// both, though neither instance's own breaker saw five. Then the store is paused: no call
+/// through either instance waits for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reliables_share_one_breaker_in_redis() {
+    use reliable::{Error, Reliable};
+    use reliable_core::breaker::State;
+    use reliable_core::outcome::ErrorClass;
+    let server = RedisServer::start();
+    let refresh = std::time::Duration::from_millis(5);
+    let instance = |name: &str| {
+        let store = Arc::new(RedisStore::open(&server.url(), "faces").unwrap());
+        let (b, _) = breaker(&store, "payments", config(Mode::Cached { refresh }));
+        let rel = Reliable::builder(name)
+            .fleet_breaker(b.clone())
+            .attempts(1)
+            .build()
+            .unwrap();
+        (rel, b, store)
+    };
+    let (a, fa, sa) = instance("a");
+    let (b, fb, sb) = instance("b");
+    sa.warm_up().await.unwrap();
+    sb.warm_up().await.unwrap();
+    let ok = |r: &Reliable| {
+        let r = r.clone();
+        async move { r.call(|| async { Ok::<(), ErrorClass>(()) }).await }
+    };
+    let fail = |r: &Reliable| {
+        let r = r.clone();
+        async move {
+            r.call(|| async { Err::<(), _>(ErrorClass::Transient) })
+                .await
+        }
+    };
+    // A call whose end says nothing of the downstream (a fatal error: ignored by the breaker),
+    // to ask the breaker without adding a result between the failures.
+    let ignored = |r: &Reliable| {
+        let r = r.clone();
+        async move { r.call(|| async { Err::<(), _>(ErrorClass::Fatal) }).await }
+    };
+    // Views first (a process with none decides on its own breaker).
+    for _ in 0..5 {
+        let _ = (ok(&a).await, ok(&b).await);
+        tokio::time::sleep(refresh * 2).await;
+    }
+    // The successes reach the store (with the refreshes these calls start) before the failures
+    // are made: cached results go to the store in batches, and a late success would break the
+    // failures in a row.
+    let _ = (ignored(&a).await, ignored(&b).await);
+    tokio::time::sleep(refresh * 2).await;
+    for _ in 0..3 {
+        assert!(matches!(fail(&a).await, Err(Error::GaveUp { .. })));
+        assert!(matches!(fail(&b).await, Err(Error::GaveUp { .. })));
+    }
+    assert_eq!(fa.local_state(), State::Closed);
+    assert_eq!(fb.local_state(), State::Closed);
+    let started = StdInstant::now();
+    let mut open = (false, false);
+    while open != (true, true) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the fleet did not trip: {open:?}"
+        );
+        tokio::time::sleep(refresh).await;
+        open.0 |= matches!(ignored(&a).await, Err(Error::Open { .. }));
+        open.1 |= matches!(ignored(&b).await, Err(Error::Open { .. }));
+    }
+    let mut conn = server.conn();
+    let state: Option<i64> = redis::cmd("HGET")
+        .arg(&sa.breaker_keys("payments")[0])
+        .arg("state")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(state, Some(1), "open in the store");
+    eprintln!(
+        "two Reliable instances: both refuse {:?} after their sixth failure",
+        started.elapsed()
+    );
+
+    // The store paused: every call still ends at once (open: refused on the view, then on
+    // each process's own breaker once the view is stale).
+    server.signal("STOP");
+    let paused = StdInstant::now();
+    let mut longest = std::time::Duration::ZERO;
+    let mut calls = 0;
+    while paused.elapsed() < std::time::Duration::from_secs(2) {
+        for r in [&a, &b] {
+            let t = StdInstant::now();
+            let _ = ok(r).await;
+            longest = longest.max(t.elapsed());
+            calls += 1;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    server.signal("CONT");
+    eprintln!("store paused 2 s: {calls} calls through Reliable, longest {longest:?}");
+    assert!(
+        longest < SLACK,
+        "a call waited {longest:?} for a paused store"
+    );
+}
+
+/// 4 processes × 4 threads, each process with one fleet breaker in cached mode decided at once
+/// (what `Reliable`'s call engine asks), against one real Redis:
+///
+/// - it opens within the staleness bound (`refresh + wait`) of when one breaker fed every result
+///   of the fleet as it happened would have opened: the store's trip (its last result of the
+///   first generation) against the results' own times replayed through one core breaker;
+/// - no process admits a call on its view more than `refresh + wait` after the store tripped;
+/// - half-open rounds let at most `max_in_flight` (2) probes out fleet-wide, counted by the
+///   callers in Redis.
+#[test]
+fn cached_fleet_of_processes() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.conn();
+    let log_store = RedisStore::open(&url, "fleet").unwrap();
+
+    let ([admitted, _, refused, fallbacks], lines) = run_fleet_lines(&url, "cached-trip");
+    let log: Vec<String> = redis::cmd("LRANGE")
+        .arg(&log_store.breaker_keys("cached-trip")[3])
+        .arg(0)
+        .arg(-1)
+        .query(&mut conn)
+        .unwrap();
+    // The store's trip: its last result counted in the first generation (every later one was of
+    // an older view, and dropped).
+    let t_open = log
+        .iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0] == "record" && f[2] == "0").then(|| f[1].parse::<u64>().unwrap())
+        })
+        .max()
+        .expect("results reached the store");
+    let counted = log
+        .iter()
+        .filter(|l| l.starts_with("record ") && l.split(' ').nth(2) == Some("0"))
+        .count();
+    // One breaker fed every result at the time it happened.
+    let mut results: Vec<(u64, bool)> = lines
+        .iter()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0] == "R").then(|| (f[1].parse().unwrap(), f[2] == "F"))
+        })
+        .collect();
+    results.sort();
+    let mut one: CircuitBreaker<BreakerPolicy, CountWindow<64>, 16> =
+        CircuitBreaker::with_storage(trip_policy()).unwrap();
+    let at = |us: u64| reliable_core::Instant::from_nanos(us * 1_000);
+    let mut single = None;
+    for (n, &(t, failed)) in results.iter().enumerate() {
+        if let Ok(p) = one.try_acquire(at(t)) {
+            let o = if failed {
+                Outcome::Failure
+            } else {
+                Outcome::Success
+            };
+            one.record(p, o, at(t));
+        }
+        if one.generation() != 0 {
+            single = Some((t, n + 1));
+            break;
+        }
+    }
+    let (t_single, n_single) = single.expect("one breaker would have opened");
+    let last_admit = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("A ").map(|t| t.parse::<u64>().unwrap()))
+        .max()
+        .unwrap();
+    let bound = (REFRESH + CACHED_WAIT).as_micros() as i64;
+    let lag_open = t_open as i64 - t_single as i64;
+    let lag_admit = last_admit as i64 - t_open as i64;
+    eprintln!(
+        "cached trip: {admitted} admitted, {refused} refused, {fallbacks} local; one breaker fed \
+         the fleet's results as they happened opens at result {n_single}; the store counted \
+         {counted} results and tripped {:.1} ms after it; the last call admitted on a view came \
+         {:.1} ms after the trip (bound refresh + wait = {} ms)",
+        lag_open as f64 / 1e3,
+        lag_admit as f64 / 1e3,
+        bound / 1_000
+    );
+    assert_eq!(fallbacks, 0, "the store was slow");
+    // The machine may add a scheduling delay to each (2 cores shared by parallel tests).
+    let slack = 100_000;
+    assert!(lag_open <= bound + slack, "tripped {lag_open} µs late");
+    assert!(
+        lag_admit <= bound + slack,
+        "admitted {lag_admit} µs after the trip"
+    );
+
+    let ([admitted, probes, refused, fallbacks], _) = run_fleet_lines(&url, "cached-probes");
+    let most: i64 = redis::cmd("GET")
+        .arg("probes-max")
+        .query::<Option<i64>>(&mut conn)
+        .unwrap()
+        .unwrap_or(0);
+    eprintln!(
+        "cached probes: {admitted} admitted ({probes} probes), {refused} refused, {fallbacks} \
+         local; most probes in flight fleet-wide, counted by the callers: {most} (limit 2)"
+    );
+    assert_eq!(fallbacks, 0, "the store was slow");
+    assert!(probes > 5, "too few half-open rounds: {probes}");
+    assert!((1..=2).contains(&most), "{most} probes at once");
 }

@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "breaker",    // the instance's breaker storage and its transitions outlet
     "metrics",    // observers: the `metrics` facade
     "traces",     // observers: `tracing` spans and events
+    "fleet",      // fleet-wide state through a store (an instance's breaker and budget may be)
     "reliable",   // one instance's state, shared by its clones
     "attempt",    // the fast path's first attempt
     "drive",      // the engine's shared state and the driver every face uses
@@ -30,7 +31,6 @@ const LAYERS: &[&str] = &[
     "registry",   // named instances
     "middleware", // the reqwest-middleware face
     "llm",        // LLM provider signals
-    "fleet",      // fleet-wide state through a store
     "tower",      // the tower faces
     "chaos",      // chaos layers
     "policy",     // policy files into builders and layers

@@ -717,6 +717,22 @@ impl Permit {
             started,
         }
     }
+    /// A permit of a breaker outside this crate that a face asks through the call engine's
+    /// [`Shared`](crate::engine::Shared) seam (a breaker whose state a fleet shares in a store):
+    /// the engine only carries it back to
+    /// [`Shared::breaker_record`](crate::engine::Shared::breaker_record), and reads
+    /// [`is_probe`](Self::is_probe) (a probe draws from the ledger). `token` is the outside
+    /// breaker's own, read back as [`generation`](Self::generation).
+    ///
+    /// Handed to one of this crate's breakers, it is taken as a permit of generation `token`:
+    /// give it back only to the breaker that made it.
+    pub const fn foreign(token: u32, probe: bool, started: Instant) -> Permit {
+        Permit::new(
+            token,
+            if probe { UNLEASED_PROBE } else { NOT_A_PROBE },
+            started,
+        )
+    }
     /// When the call was admitted; the breaker measures latency from here.
     pub fn started(&self) -> Instant {
         self.started

@@ -16,6 +16,9 @@ use super::store::{
 
 /// Local results kept while the store is down, to send when it is back (the oldest are dropped).
 const OUTAGE_KEPT: usize = 4096;
+/// The generation of a call decided before the first view: its result counts in the generation
+/// the first refresh reads (while the fleet's breaker is closed, as every batched result).
+const BEFORE_VIEW: u64 = u64::MAX;
 /// Cached results sent early when this many wait for the next refresh.
 const PENDING_FLUSH: usize = 256;
 
@@ -145,6 +148,14 @@ struct Inner {
     refreshing: AtomicBool,
     reconciling: AtomicBool,
     outage: Mutex<Vec<Outcome>>,
+    /// The runtime it was made in: a decision taken outside any (a blocking call) still
+    /// refreshes its view there.
+    runtime: Option<tokio::runtime::Handle>,
+    /// A call decided at once ([`FleetBreaker::decide`]) met a half-open view: the next refresh
+    /// asks the store for a probe.
+    wants_probe: AtomicBool,
+    /// A permit the store gave a refresh for the next call decided at once, and when.
+    reserved: Mutex<Option<(FleetPermit, tokio::time::Instant)>>,
 }
 
 impl fmt::Debug for FleetBreaker {
@@ -195,8 +206,16 @@ impl FleetBreaker {
                 refreshing: AtomicBool::new(false),
                 reconciling: AtomicBool::new(false),
                 outage: Mutex::new(Vec::new()),
+                runtime: tokio::runtime::Handle::try_current().ok(),
+                wants_probe: AtomicBool::new(false),
+                reserved: Mutex::new(None),
             }),
         })
+    }
+
+    /// How it uses its store.
+    pub fn config(&self) -> &FleetConfig {
+        &self.inner.config
     }
 
     /// Counts of this process's dealings with the store.
@@ -262,31 +281,159 @@ impl FleetBreaker {
         match permit.kind {
             Kind::Store {
                 generation, lease, ..
-            } => {
-                let op = BreakerOp::Record {
-                    generation,
-                    lease,
-                    outcome,
-                };
-                match i.guard.run(i.store.breaker(&i.name, &i.spec, 0, op)).await {
-                    Ok(reply) => i.answered(&reply),
-                    Err(e) if unsent(&e) => i.keep(outcome),
-                    // The store may have counted it (a timeout): not sent again, so that a
-                    // result counts at most once.
-                    Err(_) => {}
-                }
-            }
-            Kind::Cached { generation } => {
-                let flush = {
-                    let mut v = lock(&i.view);
-                    v.pending.push((generation, outcome));
-                    v.pending.len() >= PENDING_FLUSH
-                };
-                if flush {
-                    i.start_refresh();
-                }
-            }
+            } => i.send_record(generation, lease, outcome).await,
+            Kind::Cached { generation } => i.pend(generation, outcome),
             Kind::Local => i.keep(outcome),
+        }
+    }
+
+    /// Decides at once, without waiting for the store: what the call engine asks when this
+    /// breaker sits in a [`Reliable`](crate::Reliable) (the engine is sans-IO: it cannot wait
+    /// for a round trip in the middle of a decision).
+    ///
+    /// The decision is cached mode's, on the view refreshed in the background (with
+    /// [`Mode::Exact`], a view refreshed every `wait`): closed admits, open refuses for the time
+    /// left. Half-open probes stay the store's, at most `max_in_flight` fleet-wide: a call that
+    /// meets a half-open view is refused ([`RejectReason::HalfOpenFull`]) and the refresh it
+    /// starts asks the store for a probe, which the next call decided at once takes; a probe
+    /// nobody takes within `refresh` is given back to the store as ignored, so that an idle
+    /// process does not hold a fleet's probe slot. Before its first view, the process's own
+    /// breaker decides. A view older than `2 × refresh + wait` because no call came is still
+    /// decided on (the fleet's last word, whose open or half-open gate this process's own
+    /// breaker knows nothing of) while a refresh runs; once the store has failed, the process
+    /// decides alone (as [`OnStoreFailure`] says).
+    ///
+    /// Refreshes run on the tokio runtime this breaker was made in (or the caller's): made
+    /// outside any runtime and called outside any, it never refreshes and decides alone.
+    pub fn decide(&self) -> Result<FleetPermit, FleetRejection> {
+        let i = &self.inner;
+        let refresh = match i.config.mode {
+            Mode::Cached { refresh } => refresh,
+            Mode::Exact => i.config.wait,
+        };
+        match i.idle(refresh) {
+            Some(Some(decision)) => return decision,
+            // An idle view whose open time is up: a probe is the store's (below).
+            Some(None) => {}
+            None => {
+                if let Some(decision) = i.cached(refresh) {
+                    return decision;
+                }
+                if lock(&i.view).state.is_none() {
+                    // No view yet: this process's own breaker decides until the first refresh
+                    // lands; the result goes to the store with it, in the generation it reads.
+                    i.start_refresh();
+                    return match lock(&i.local).try_acquire(i.now()) {
+                        Ok(p) => Ok(FleetPermit {
+                            kind: Kind::Cached {
+                                generation: BEFORE_VIEW,
+                            },
+                            local: Some(p),
+                        }),
+                        Err(r) => Err(FleetRejection {
+                            reason: FleetReason::Breaker(r.reason),
+                            decided_by: Decider::Local,
+                        }),
+                    };
+                }
+            }
+        }
+        if let Some((mut permit, _)) = lock(&i.reserved).take() {
+            permit.local = i.local_permit();
+            return Ok(permit);
+        }
+        i.wants_probe.store(true, Ordering::Release);
+        i.start_refresh();
+        Err(FleetRejection {
+            reason: FleetReason::Breaker(RejectReason::HalfOpenFull),
+            decided_by: Decider::Cache,
+        })
+    }
+
+    /// [`record`](Self::record) without waiting: a result for the store is sent in the
+    /// background (on the runtime, as [`decide`](Self::decide) says).
+    pub fn record_now(&self, permit: FleetPermit, outcome: Outcome) {
+        let i = &self.inner;
+        if let Some(p) = permit.local {
+            lock(&i.local).record(p, outcome, i.now());
+        }
+        match permit.kind {
+            Kind::Store {
+                generation, lease, ..
+            } => {
+                let me = Arc::clone(i);
+                i.spawn(async move { me.send_record(generation, lease, outcome).await });
+            }
+            Kind::Cached { generation } => i.pend(generation, outcome),
+            Kind::Local => i.keep(outcome),
+        }
+    }
+
+    /// Sends the results waiting for the next refresh and reads the fleet's state now, waiting
+    /// for the store at most `wait`: for a process whose calls are rare (a tool server), so that
+    /// its results reach the store and its view is the store's before it reports or decides.
+    pub async fn sync(&self) {
+        self.inner.refresh().await;
+    }
+
+    /// The fleet's state as this process last saw it (`None` before its first view).
+    pub fn fleet_state(&self) -> Option<State> {
+        lock(&self.inner.view).state
+    }
+
+    /// While the view says the fleet's breaker is open: the time left.
+    pub fn open_for(&self) -> Option<Duration> {
+        let now = tokio::time::Instant::now();
+        let v = lock(&self.inner.view);
+        match (v.state, v.until) {
+            (Some(State::Open), Some(until)) if until > now => Some(Duration::from(until - now)),
+            _ => None,
+        }
+    }
+}
+
+impl Inner {
+    /// Runs `fut` on the caller's runtime, else on the one this breaker was made in, else not
+    /// at all (the view then ages and decisions fall back to this process).
+    fn spawn(&self, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => drop(h.spawn(fut)),
+            Err(_) => {
+                if let Some(h) = &self.runtime {
+                    drop(h.spawn(fut));
+                }
+            }
+        }
+    }
+
+    async fn send_record(self: &Arc<Self>, generation: u64, lease: u64, outcome: Outcome) {
+        let op = BreakerOp::Record {
+            generation,
+            lease,
+            outcome,
+        };
+        match self
+            .guard
+            .run(self.store.breaker(&self.name, &self.spec, 0, op))
+            .await
+        {
+            Ok(reply) => self.answered(&reply),
+            Err(e) if unsent(&e) => self.keep(outcome),
+            // The store may have counted it (a timeout): not sent again, so that a
+            // result counts at most once.
+            Err(_) => {}
+        }
+    }
+
+    /// A result of a call admitted on the view, for the next refresh.
+    fn pend(self: &Arc<Self>, generation: u64, outcome: Outcome) {
+        let flush = {
+            let mut v = lock(&self.view);
+            v.pending.push((generation, outcome));
+            v.pending.len() >= PENDING_FLUSH
+        };
+        if flush {
+            self.start_refresh();
         }
     }
 }
@@ -348,7 +495,7 @@ impl Inner {
         self.see(reply);
         if self.guard.is_down() && !self.reconciling.swap(true, Ordering::AcqRel) {
             let me = Arc::clone(self);
-            tokio::spawn(async move {
+            self.spawn(async move {
                 me.reconcile().await;
                 me.reconciling.store(false, Ordering::Release);
             });
@@ -463,7 +610,7 @@ impl Inner {
             return;
         }
         let me = Arc::clone(self);
-        tokio::spawn(async move {
+        self.spawn(async move {
             me.refresh().await;
             me.refreshing.store(false, Ordering::Release);
         });
@@ -471,6 +618,20 @@ impl Inner {
 
     /// Sends the cached results of the current generation and reads the fleet's state.
     async fn refresh(self: &Arc<Self>) {
+        if lock(&self.view).fetched.is_none() {
+            // The first refresh reads the generation that results decided before it belong to.
+            match self
+                .guard
+                .run(
+                    self.store
+                        .breaker(&self.name, &self.spec, 0, BreakerOp::View),
+                )
+                .await
+            {
+                Ok(reply) => self.answered(&reply),
+                Err(_) => return,
+            }
+        }
         let (generation, outcomes) = {
             let mut v = lock(&self.view);
             let g = v.generation;
@@ -478,12 +639,19 @@ impl Inner {
             // Results of an older generation are stale for the store too.
             let outcomes: Vec<Outcome> = pending
                 .into_iter()
-                .filter(|(pg, _)| *pg == g)
+                .filter(|(pg, _)| *pg == g || *pg == BEFORE_VIEW)
                 .map(|(_, o)| o)
                 .collect();
             (g, outcomes)
         };
-        let op = if outcomes.is_empty() {
+        // A call decided at once met a half-open view: ask the store for a probe for the next
+        // one (the view after the opening has no results of its own to send).
+        let probe = outcomes.is_empty()
+            && self.wants_probe.swap(false, Ordering::AcqRel)
+            && lock(&self.reserved).is_none();
+        let op = if probe {
+            BreakerOp::Acquire
+        } else if outcomes.is_empty() {
             BreakerOp::View
         } else {
             BreakerOp::Batch {
@@ -496,13 +664,106 @@ impl Inner {
             .run(self.store.breaker(&self.name, &self.spec, 0, op))
             .await
         {
-            Ok(reply) => self.answered(&reply),
+            Ok(reply) => {
+                self.answered(&reply);
+                if probe {
+                    self.reserve(&reply);
+                }
+            }
             Err(e) if unsent(&e) => {
                 for o in outcomes {
                     self.keep(o);
                 }
             }
             Err(_) => {}
+        }
+    }
+
+    /// A refresh's acquire answered: keep the permit for the next call decided at once, and
+    /// give it back as ignored if no call takes it within `refresh` (an idle process must not
+    /// hold one of the fleet's probe slots until its lease ends).
+    fn reserve(self: &Arc<Self>, reply: &BreakerReply) {
+        let (lease, probe) = match reply.answer {
+            BreakerAnswer::Probe { lease } => (lease, true),
+            BreakerAnswer::Admitted { lease } => (lease, false),
+            _ => return,
+        };
+        let generation = reply.generation;
+        let permit = FleetPermit {
+            kind: Kind::Store {
+                generation,
+                lease,
+                probe,
+            },
+            local: None,
+        };
+        let unused = lock(&self.reserved).replace((permit, tokio::time::Instant::now()));
+        if let Some((old, _)) = unused {
+            self.give_back(old);
+        }
+        let hold = match self.config.mode {
+            Mode::Cached { refresh } => refresh,
+            Mode::Exact => self.config.wait,
+        };
+        let me = Arc::clone(self);
+        self.spawn(async move {
+            tokio::time::sleep(hold).await;
+            let mut r = lock(&me.reserved);
+            let mine = matches!(r.as_ref(), Some((FleetPermit { kind: Kind::Store { lease: l, generation: g, .. }, .. }, _)) if *l == lease && *g == generation);
+            if mine && let Some((old, _)) = r.take() {
+                drop(r);
+                me.give_back(old);
+            }
+        });
+    }
+
+    /// A decision at once on a view that aged because no call came (the store has not failed
+    /// since): the view is still the fleet's last word, and deciding on it keeps an open or
+    /// half-open fleet breaker's gate, which this process's own breaker knows nothing of. A
+    /// refresh is started. `None` for a fresh view, or while the store fails (then `cached`
+    /// falls back); `Some(None)`: the view says a probe is due.
+    #[allow(clippy::option_option)]
+    fn idle(
+        self: &Arc<Self>,
+        refresh: std::time::Duration,
+    ) -> Option<Option<Result<FleetPermit, FleetRejection>>> {
+        let now = tokio::time::Instant::now();
+        let (state, generation, until) = {
+            let v = lock(&self.view);
+            let age = now.saturating_duration_since(v.fetched?);
+            if age <= refresh * 2 + self.config.wait || self.guard.is_down() {
+                return None;
+            }
+            (v.state?, v.generation, v.until)
+        };
+        self.start_refresh();
+        Some(match state {
+            State::Closed => Some(Ok(FleetPermit {
+                kind: Kind::Cached { generation },
+                local: self.local_permit(),
+            })),
+            State::Open => match until {
+                Some(until) if until > now => Some(Err(FleetRejection {
+                    reason: FleetReason::Breaker(RejectReason::Open {
+                        retry_after: Duration::from(until - now),
+                    }),
+                    decided_by: Decider::Cache,
+                })),
+                // Its time is up: a probe is the store's.
+                _ => None,
+            },
+            _ => None,
+        })
+    }
+
+    /// A reserved permit no call took: freed in the store as ignored.
+    fn give_back(self: &Arc<Self>, permit: FleetPermit) {
+        if let Kind::Store {
+            generation, lease, ..
+        } = permit.kind
+        {
+            let me = Arc::clone(self);
+            self.spawn(async move { me.send_record(generation, lease, Outcome::Ignored).await });
         }
     }
 }

@@ -72,6 +72,8 @@ struct Inner {
     /// Cached mode: grants taken from the fleet, and when.
     allowance: Mutex<(u32, Option<tokio::time::Instant>)>,
     refreshing: AtomicBool,
+    /// The runtime it was made in, for the background work of a call made outside any.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl fmt::Debug for FleetBudget {
@@ -121,8 +123,14 @@ impl FleetBudget {
                 sending: AtomicBool::new(false),
                 allowance: Mutex::new((0, None)),
                 refreshing: AtomicBool::new(false),
+                runtime: tokio::runtime::Handle::try_current().ok(),
             }),
         })
+    }
+
+    /// How it uses its store.
+    pub fn config(&self) -> &FleetConfig {
+        &self.inner.config
     }
 
     /// Counts of this process's dealings with the store.
@@ -145,7 +153,7 @@ impl FleetBudget {
         let due = pending >= DEPOSIT_EVERY || lock(&i.sent_at).elapsed() >= DEPOSIT_AFTER;
         if due && !i.sending.swap(true, Ordering::AcqRel) {
             let me = Arc::clone(&self.inner);
-            tokio::spawn(async move {
+            i.spawn(async move {
                 let first_tries = std::mem::take(&mut *lock(&me.pending));
                 *lock(&me.sent_at) = tokio::time::Instant::now();
                 let op = BudgetOp {
@@ -196,7 +204,40 @@ impl FleetBudget {
     }
 }
 
+impl FleetBudget {
+    /// Asks for one retry and answers at once, without waiting for the store: what the call
+    /// engine asks when this budget is a [`Reliable`](crate::Reliable)'s (the engine is
+    /// sans-IO: it cannot wait for a round trip in the middle of a decision).
+    ///
+    /// The decision is cached mode's (with [`Mode::Exact`], with `wait` as the refresh): a grant
+    /// from the allowance taken from the fleet at the last refresh, else a refusal that starts a
+    /// refresh. The fleet never grants more than its ratio; a process whose allowance is spent
+    /// or older than `refresh` refuses that retry (so a process that retries rarely is refused
+    /// more than the fleet's balance says: size `chunk` and `refresh` for the retry rate).
+    pub fn try_retry_now(&self) -> Result<(), BudgetDenied> {
+        let i = &self.inner;
+        let refresh = match i.config.mode {
+            Mode::Cached { refresh } => refresh,
+            Mode::Exact => i.config.wait,
+        };
+        i.cached(refresh)
+    }
+}
+
 impl Inner {
+    /// Runs `fut` on the caller's runtime, else on the one this budget was made in, else not at
+    /// all (the allowance then ages, and retries are decided locally once the store is down).
+    fn spawn(&self, fut: impl std::future::Future<Output = ()> + Send + 'static) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => drop(h.spawn(fut)),
+            Err(_) => {
+                if let Some(h) = &self.runtime {
+                    drop(h.spawn(fut));
+                }
+            }
+        }
+    }
+
     fn now(&self) -> Instant {
         Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
     }
@@ -249,7 +290,7 @@ impl Inner {
             return;
         }
         let me = Arc::clone(self);
-        tokio::spawn(async move {
+        self.spawn(async move {
             let first_tries = std::mem::take(&mut *lock(&me.pending));
             let op = BudgetOp {
                 first_tries,

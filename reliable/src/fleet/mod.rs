@@ -30,6 +30,14 @@
 //! - [`Mode::Cached`]: decisions on a view refreshed in the background at least every `refresh`;
 //!   see [`FleetBreaker`] and [`FleetBudget`] for the staleness bound each documents.
 //!
+//! # Inside a `Reliable`
+//!
+//! [`Builder::fleet_breaker`](crate::Builder::fleet_breaker) and
+//! [`Builder::fleet_budget`](crate::Builder::fleet_budget) put a fleet breaker and budget in place
+//! of an instance's own: async calls, blocking calls and the tower layer ask them through the core's
+//! call engine, which decides at once ([`FleetBreaker::decide`], [`FleetBudget::try_retry_now`]),
+//! on the cached view; probes stay the store's.
+//!
 //! # The store is never the outage
 //!
 //! A decision waits for the store at most [`FleetConfig::wait`] (default 5 ms). When the store is
@@ -70,6 +78,7 @@ mod fleet_breaker;
 mod fleet_budget;
 mod fleet_bulkhead;
 mod fleet_rate;
+mod gates;
 mod guard;
 mod memory;
 #[cfg(feature = "fleet-redis")]
@@ -80,6 +89,7 @@ pub use fleet_breaker::{Decider, FleetBreaker, FleetPermit, FleetReason, FleetRe
 pub use fleet_budget::{BudgetDenied, DEPOSIT_AFTER, DEPOSIT_EVERY, FleetBudget};
 pub use fleet_bulkhead::{BulkheadFull, FleetBulkhead, FleetSlot};
 pub use fleet_rate::{FleetRateLimiter, RateRefused};
+pub(crate) use gates::FleetGates;
 pub use guard::{EventSink, FleetConfig, FleetEvent, FleetStats, Mode, OnStoreFailure};
 pub use memory::MemoryStore;
 #[cfg(feature = "fleet-redis")]

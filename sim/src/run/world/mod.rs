@@ -40,6 +40,7 @@ use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
 mod balance;
 mod downstreams;
+mod fleet;
 mod graph;
 pub(crate) use graph::shape as graph_shape;
 mod hedging;
@@ -102,6 +103,14 @@ enum Frame {
     },
     /// A limiter's permit for the call in progress.
     Limit(reliable_core::limit::LimitPermit),
+    /// A fleet breaker's permits for the call in progress.
+    Fleet(crate::client::fleet::Held),
+    /// A fleet breaker's decision, waiting for the store's answer to arrive, and the deadline
+    /// its inner layer inherits.
+    FleetWait {
+        result: Result<crate::client::fleet::Held, crate::client::fleet::Refusal>,
+        deadline: u64,
+    },
 }
 
 /// One copy of a hedged call: its attempt, its number among the request's attempts, when it was
@@ -312,6 +321,13 @@ pub struct World<'c> {
     tried: Vec<balance::Tried>,
     /// Scratch for a per-host breaker's pick: which replicas' breakers refuse calls.
     host_blocked: Vec<bool>,
+    /// The scenario's stores, as this run sees them.
+    stores: Vec<crate::client::fleet::StoreSim>,
+    /// Per breaker slot: for a `Fleet` scope, each client's dealings with the store; empty
+    /// otherwise.
+    fleet: Vec<Vec<crate::client::fleet::FleetClient>>,
+    /// `(client, from, until)` (ns): windows when a client's own network is down.
+    client_down: Vec<(u32, u64, u64)>,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -366,6 +382,7 @@ impl<'c> World<'c> {
             net_rng.push(Stream::new(seed, StreamId::Network(i)));
         }
         let clients = c.clients();
+        let mut fleet = Vec::with_capacity(stack.breakers.len());
         let mut breakers = Vec::with_capacity(stack.breakers.len());
         for &node in &stack.breakers {
             let NodeKind::Breaker {
@@ -378,12 +395,19 @@ impl<'c> World<'c> {
             else {
                 continue;
             };
-            // Per host: client c's breaker for host k is instance c × hosts + k.
+            // Per host: client c's breaker for host k is instance c × hosts + k. A fleet's: 0 is
+            // the store's, 1 + c client c's own.
             let n = match scope {
                 Scope::Shared => 1,
                 Scope::PerClient => clients,
                 Scope::PerHost => clients.saturating_mul(*hosts),
+                Scope::Fleet(_) => clients.saturating_add(1),
             };
+            fleet.push(if scope.fleet().is_some() {
+                vec![crate::client::fleet::FleetClient::default(); clients as usize]
+            } else {
+                Vec::new()
+            });
             breakers.push(breaker.instances((0..n).map(|client| {
                 let key = (u64::from(*slot) << 32) | u64::from(client);
                 crate::engine::rng::derive(seed, StreamId::Client, key)
@@ -549,6 +573,24 @@ impl<'c> World<'c> {
             outstanding: vec![0; s.downstreams.len()],
             tried: Vec::new(),
             host_blocked: Vec::new(),
+            stores: s
+                .stores
+                .iter()
+                .enumerate()
+                .map(|(i, st)| crate::client::fleet::StoreSim::new(st, i as u16, seed))
+                .collect(),
+            fleet,
+            client_down: s
+                .client_faults
+                .iter()
+                .map(|f| match f {
+                    crate::scenario::ClientFault::NetworkDown {
+                        client,
+                        from,
+                        until,
+                    } => (*client, from.as_nanos(), until.as_nanos()),
+                })
+                .collect(),
         }
     }
 
@@ -920,6 +962,7 @@ impl<'c> World<'c> {
                 }
             }
             EventKind::Wake { request, node } => self.wake(request, node),
+            EventKind::StoreAnswer { request, node } => self.store_answer(request, node),
             EventKind::HedgeDue {
                 request,
                 node,

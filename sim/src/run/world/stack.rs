@@ -290,6 +290,11 @@ impl World<'_> {
                     self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
                     return;
                 }
+                if self.request_network_down(request) {
+                    // The client's own network is down: the call fails at once, unsent.
+                    self.answer(request, node, Answer::new(AnswerKind::Unavailable, node));
+                    return;
+                }
                 self.send_attempt(
                     request,
                     node,
@@ -299,6 +304,9 @@ impl World<'_> {
                     deadline,
                 );
             }
+            NodeKind::Breaker { store, .. } if *store != NONE => {
+                self.invoke_fleet(request, node, deadline)
+            }
             NodeKind::Breaker {
                 slot,
                 inner,
@@ -306,6 +314,7 @@ impl World<'_> {
                 ledger,
                 scope,
                 hosts,
+                ..
             } => {
                 let now = Instant::from_nanos(self.now);
                 let acquired = if *scope == Scope::PerHost {
@@ -569,6 +578,10 @@ impl World<'_> {
                         Frame::HostPermit { permit, host } => {
                             let i = self.host_base(*slot, request, *hosts) + usize::from(host);
                             Some((permit, (*slot as usize, i)))
+                        }
+                        Frame::Fleet(held) => {
+                            self.record_fleet(request, parent, held, ans.breaker_outcome());
+                            None
                         }
                         _ => None,
                     };

@@ -8,6 +8,15 @@ use super::*;
 use crate::client::fleet::{Ctx, Decision as FleetDecision, Held, Refusal};
 
 impl World<'_> {
+    /// Fleet breaker `slot`'s state for `request`.
+    pub(super) fn fleet_frame(&mut self, request: Handle, slot: u16) -> Option<&mut FleetFrame> {
+        if self.fleet_stride == 0 {
+            return None;
+        }
+        let i = request.index as usize * self.fleet_stride + usize::from(slot);
+        self.fleet_frames.get_mut(i)
+    }
+
     /// Whether `client`'s own network is down now.
     pub(super) fn network_down(&self, client: u32) -> bool {
         self.client_down
@@ -99,8 +108,8 @@ impl World<'_> {
             self.fleet_decided(request, node, result, deadline);
             return;
         }
-        if let Some(f) = self.frame_mut(request, node) {
-            *f = Frame::FleetWait { result, deadline };
+        if let Some(f) = self.fleet_frame(request, slot) {
+            *f = FleetFrame::Waiting { result, deadline };
         }
         let at = self.now.saturating_add(delay);
         self.q.push(at, EventKind::StoreAnswer { request, node });
@@ -111,8 +120,13 @@ impl World<'_> {
         if !self.requests.contains(request) {
             return;
         }
-        let Some(Frame::FleetWait { result, deadline }) =
-            self.frame_mut(request, node).map(std::mem::take)
+        let Some(NodeKind::Breaker { slot, .. }) =
+            self.stack.nodes.get(usize::from(node)).map(|n| &n.kind)
+        else {
+            return;
+        };
+        let Some(FleetFrame::Waiting { result, deadline }) =
+            self.fleet_frame(request, *slot).map(std::mem::take)
         else {
             return;
         };
@@ -126,16 +140,16 @@ impl World<'_> {
         result: Result<Held, Refusal>,
         deadline: u64,
     ) {
-        let Some(NodeKind::Breaker { inner, .. }) =
+        let Some(NodeKind::Breaker { inner, slot, .. }) =
             self.stack.nodes.get(usize::from(node)).map(|n| &n.kind)
         else {
             return;
         };
-        let inner = *inner;
+        let (inner, slot) = (*inner, *slot);
         match result {
             Ok(held) => {
-                if let Some(f) = self.frame_mut(request, node) {
-                    *f = Frame::Fleet(held);
+                if let Some(f) = self.fleet_frame(request, slot) {
+                    *f = FleetFrame::Held(held);
                 }
                 self.invoke(request, inner, deadline);
             }

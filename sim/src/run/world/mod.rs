@@ -103,14 +103,22 @@ enum Frame {
     },
     /// A limiter's permit for the call in progress.
     Limit(reliable_core::limit::LimitPermit),
-    /// A fleet breaker's permits for the call in progress.
-    Fleet(crate::client::fleet::Held),
-    /// A fleet breaker's decision, waiting for the store's answer to arrive, and the deadline
-    /// its inner layer inherits.
-    FleetWait {
+}
+
+/// Per-request state of one fleet breaker (kept beside the frames, only for stacks with one, so
+/// that a fleet's two permits do not grow every stack's frames).
+#[derive(Debug, Default)]
+enum FleetFrame {
+    #[default]
+    Idle,
+    /// The decision, waiting for the store's answer to arrive, and the deadline its inner layer
+    /// inherits.
+    Waiting {
         result: Result<crate::client::fleet::Held, crate::client::fleet::Refusal>,
         deadline: u64,
     },
+    /// The permits of the call in progress.
+    Held(crate::client::fleet::Held),
 }
 
 /// One copy of a hedged call: its attempt, its number among the request's attempts, when it was
@@ -257,6 +265,12 @@ pub fn bytes_per_request(frames: usize) -> usize {
         + 2 * std::mem::size_of::<crate::engine::Event>()
 }
 
+/// Bytes a logical request in flight costs on top of [`bytes_per_request`] for a stack with
+/// `breakers` breaker slots, one of which is a fleet's (0 without one).
+pub fn fleet_bytes_per_request(breakers: usize) -> usize {
+    breakers * std::mem::size_of::<FleetFrame>()
+}
+
 /// One run of one policy under one seed.
 pub struct World<'c> {
     c: &'c Compiled,
@@ -328,6 +342,10 @@ pub struct World<'c> {
     fleet: Vec<Vec<crate::client::fleet::FleetClient>>,
     /// `(client, from, until)` (ns): windows when a client's own network is down.
     client_down: Vec<(u32, u64, u64)>,
+    /// Per request, one [`FleetFrame`] per breaker slot, when the stack has a fleet breaker.
+    fleet_frames: Vec<FleetFrame>,
+    /// Breaker slots when the stack has a fleet breaker, else 0 (no fleet frames).
+    fleet_stride: usize,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -579,7 +597,13 @@ impl<'c> World<'c> {
                 .enumerate()
                 .map(|(i, st)| crate::client::fleet::StoreSim::new(st, i as u16, seed))
                 .collect(),
+            fleet_stride: if fleet.iter().any(|f| !f.is_empty()) {
+                stack.breakers.len()
+            } else {
+                0
+            },
             fleet,
+            fleet_frames: Vec::new(),
             client_down: s
                 .client_faults
                 .iter()

@@ -50,6 +50,10 @@ impl World<'_> {
         if self.frames.len() < need {
             self.frames.resize_with(need, Frame::default);
         }
+        let need = (h.index as usize + 1) * self.fleet_stride;
+        if self.fleet_frames.len() < need {
+            self.fleet_frames.resize_with(need, FleetFrame::default);
+        }
         let need = (h.index as usize + 1) * self.stack.copies;
         if self.copies.len() < need {
             self.copies.resize_with(need, HedgeCopy::default);
@@ -579,12 +583,13 @@ impl World<'_> {
                             let i = self.host_base(*slot, request, *hosts) + usize::from(host);
                             Some((permit, (*slot as usize, i)))
                         }
-                        Frame::Fleet(held) => {
-                            self.record_fleet(request, parent, held, ans.breaker_outcome());
-                            None
-                        }
                         _ => None,
                     };
+                    if let Some(FleetFrame::Held(held)) =
+                        self.fleet_frame(request, *slot).map(std::mem::take)
+                    {
+                        self.record_fleet(request, parent, held, ans.breaker_outcome());
+                    }
                     if let Some((permit, (s, i))) = held {
                         let outcome = ans.breaker_outcome();
                         let now = Instant::from_nanos(self.now);

@@ -211,7 +211,7 @@ fn a_fleet_scope_names_its_store_and_is_refused_where_no_fleet_can_share() {
     let e = refused(r#"Throttle(scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#);
     assert_eq!((e.path.as_str(), e.message.as_str()), ("stack.scope", FLEET_LAYERS));
     let e = refused(
-        r#"Retry(policy: (max_attempts: 2), budget: TokenBucket(max_tokens: 10.0), budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+        r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), budget: Unlimited, budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
     );
     assert_eq!((e.path.as_str(), e.message.as_str()), ("stack.budget_scope", FLEET_BUDGET));
     let e = refused(
@@ -230,7 +230,7 @@ fn a_fleet_scope_names_its_store_and_is_refused_where_no_fleet_can_share() {
     assert_eq!(e.path, "stack.scope.mode.refresh");
     // The layers a fleet can share take it.
     for ok in [
-        r#"Retry(policy: (max_attempts: 2), budget: Ratio(ratio: 0.1, min_per_sec: 0), budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+        r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), budget: Ratio(ratio: 0.1, min_per_sec: 0), budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
         r#"Limit(config: (rule: Fixed, initial: 10, min: 1, max: 10), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
         r#"RateLimit(config: (rate: 100, period: "1s", burst: 10), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
     ] {

@@ -190,7 +190,10 @@ fn a_fleet_scope_names_its_store_and_is_refused_where_no_fleet_can_share() {
     // A face without a store finds the field to refuse.
     assert_eq!(p.stack.fleet("stack").as_deref(), Some("stack.scope"));
     let e = reliable_core::engine::Stack::from_layer(&p.stack).unwrap_err();
-    assert_eq!((e.path.as_str(), e.message.as_str()), ("stack.scope", FLEET_NO_STORE));
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.scope", FLEET_NO_STORE)
+    );
 
     // A URL (with its credential) is not a store's name, and the refusal does not repeat it.
     let url = r#"(name: "f", stack: Breaker(config: (), scope: Fleet(store: "redis://u:hunter2@h:6379"), inner: Call(downstream: "api")))"#;
@@ -209,20 +212,31 @@ fn a_fleet_scope_names_its_store_and_is_refused_where_no_fleet_can_share() {
         p.stack.check_nesting("stack").unwrap_err()
     };
     let e = refused(r#"Throttle(scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#);
-    assert_eq!((e.path.as_str(), e.message.as_str()), ("stack.scope", FLEET_LAYERS));
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.scope", FLEET_LAYERS)
+    );
     let e = refused(
         r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), budget: Unlimited, budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
     );
-    assert_eq!((e.path.as_str(), e.message.as_str()), ("stack.budget_scope", FLEET_BUDGET));
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.budget_scope", FLEET_BUDGET)
+    );
     let e = refused(
         r#"Limit(config: (rule: Aimd(backoff: 0.9, increase: 1), initial: 10, min: 1, max: 100), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
     );
-    assert_eq!((e.path.as_str(), e.message.as_str()), ("stack.scope", FLEET_BULKHEAD));
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.scope", FLEET_BULKHEAD)
+    );
     let e = refused(
         r#"Breaker(config: (), inner: Breaker(config: (), scope: Fleet(store: "s", wait: "0s"), inner: Call(downstream: "api")))"#,
     );
     assert_eq!(e.path, "stack.inner.scope.wait");
-    let e = refused(r#"Breaker(config: (), scope: Fleet(store: "s", wait: "2s"), inner: Call(downstream: "api"))"#);
+    let e = refused(
+        r#"Breaker(config: (), scope: Fleet(store: "s", wait: "2s"), inner: Call(downstream: "api"))"#,
+    );
     assert_eq!(e.path, "stack.scope.wait");
     let e = refused(
         r#"Breaker(config: (), scope: Fleet(store: "s", mode: Cached(refresh: "0s")), inner: Call(downstream: "api"))"#,

@@ -105,7 +105,10 @@ fn fleet_breaker_scenario_verdicts() {
         // 20 calls in 10 s per instance, never the 50 its breaker needs: not one refused while
         // the API takes the load and its retries (about 3x).
         assert_eq!(refused(r, STORM.0, 110), 0.0, "per-instance, storm");
-        assert!(server(r, STORM.0, 110) > 2.5 * OFFERED, "per-instance drowns the API");
+        assert!(
+            server(r, STORM.0, 110) > 2.5 * OFFERED,
+            "per-instance drowns the API"
+        );
         // One instance's network is its own affair.
         assert!(refused(r, SHARED_FATE.0, SHARED_FATE.1) < 0.01 * OFFERED);
     }
@@ -126,17 +129,29 @@ fn fleet_breaker_scenario_verdicts() {
     for r in of(&all, "fleet, exact, fail open") {
         // The store hangs: each instance decides alone, its own breaker never opens, and the API
         // takes the whole load again.
-        assert!(server(r, STORE_DOWN.0, STORE_DOWN.1) > 2.5 * OFFERED, "fail open");
-        assert!(refused(r, STORE_DOWN.0, STORE_DOWN.1) < 0.01 * OFFERED, "fail open");
+        assert!(
+            server(r, STORE_DOWN.0, STORE_DOWN.1) > 2.5 * OFFERED,
+            "fail open"
+        );
+        assert!(
+            refused(r, STORE_DOWN.0, STORE_DOWN.1) < 0.01 * OFFERED,
+            "fail open"
+        );
         // Client 7 replays 150 or more failures in a row into the fleet's breaker: it opens for
         // all 200 instances while the API is healthy.
-        assert!(refused(r, SHARED_FATE.0, SHARED_FATE.1) > 0.25 * OFFERED, "shared fate");
+        assert!(
+            refused(r, SHARED_FATE.0, SHARED_FATE.1) > 0.25 * OFFERED,
+            "shared fate"
+        );
         assert!(r.summary.fleet.as_ref().unwrap().reconciled >= 150);
     }
     for r in of(&all, "fleet, exact, fail closed") {
         // The store hangs: nothing reaches the API, every call is refused.
         assert_eq!(server(r, STORE_DOWN.0, STORE_DOWN.1), 0.0, "fail closed");
-        assert!(refused(r, STORE_DOWN.0, STORE_DOWN.1) > 0.95 * OFFERED, "fail closed");
+        assert!(
+            refused(r, STORE_DOWN.0, STORE_DOWN.1) > 0.95 * OFFERED,
+            "fail closed"
+        );
         // Client 7 refused its own calls while its network was down: nothing to replay.
         assert!(refused(r, SHARED_FATE.0, SHARED_FATE.1) < 0.01 * OFFERED);
     }
@@ -145,9 +160,15 @@ fn fleet_breaker_scenario_verdicts() {
         let f = r.summary.fleet.as_ref().unwrap();
         assert!(f.by_cache > 10 * f.by_store, "cached 1s");
         let opened = f.first_fleet_open_s.unwrap();
-        assert!((60.0..65.0).contains(&opened), "cached 1s: opened at {opened}");
+        assert!(
+            (60.0..65.0).contains(&opened),
+            "cached 1s: opened at {opened}"
+        );
         assert!(server(r, 100, 110) < 0.75 * OFFERED, "cached 1s sheds load");
-        assert!(refused(r, SHARED_FATE.0, SHARED_FATE.1) > 0.25 * OFFERED, "shared fate");
+        assert!(
+            refused(r, SHARED_FATE.0, SHARED_FATE.1) > 0.25 * OFFERED,
+            "shared fate"
+        );
     }
     for r in of(&all, "fleet, cached 50ms") {
         // An instance calling every 0.5 s never has a view younger than 2 x 50 ms + 5 ms: most

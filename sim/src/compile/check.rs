@@ -445,7 +445,10 @@ const MAX_STORE_FAULTS: usize = 256;
 fn check_stores(c: &Checker<'_>, s: &Scenario, root: &Path, clients: u32) -> Check {
     let st = root.field("stores");
     if s.stores.len() > MAX_STORES {
-        return Err(c.fail(&st, format!("{} stores: expected at most {MAX_STORES}", s.stores.len())));
+        return Err(c.fail(
+            &st,
+            format!("{} stores: expected at most {MAX_STORES}", s.stores.len()),
+        ));
     }
     let mut seen = HashMap::new();
     for (i, store) in s.stores.iter().enumerate() {
@@ -479,7 +482,10 @@ fn check_stores(c: &Checker<'_>, s: &Scenario, root: &Path, clients: u32) -> Che
         if *client >= clients {
             return Err(c.fail(
                 &p.field("client"),
-                format!("client {client}: expected one of the workload's clients, 0 to {}", clients.saturating_sub(1)),
+                format!(
+                    "client {client}: expected one of the workload's clients, 0 to {}",
+                    clients.saturating_sub(1)
+                ),
             ));
         }
     }

@@ -17,8 +17,7 @@
 use super::llm::LlmSummary;
 use super::{
     Amplification, DownstreamSummary, FleetSummary, GiveUps, Latency, PolicySummary, ShadowSummary,
-    Verdict,
-    Verdicts,
+    Verdict, Verdicts,
 };
 use crate::stats;
 

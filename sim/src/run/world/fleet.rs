@@ -42,16 +42,16 @@ impl World<'_> {
         scope: reliable_core::policy::FleetScope,
         shadow: bool,
         request: Handle,
-        f: impl FnOnce(&mut crate::client::fleet::FleetClient, &mut Ctx<'_>, crate::client::fleet::Note<'_>) -> T,
+        f: impl FnOnce(
+            &mut crate::client::fleet::FleetClient,
+            &mut Ctx<'_>,
+            crate::client::fleet::Note<'_>,
+        ) -> T,
     ) -> Option<T> {
         let client = self.requests.get(request)?.client;
         let network_down = self.network_down(client);
         let s = usize::from(slot);
-        let mut counters = self
-            .m
-            .fleet
-            .take()
-            .unwrap_or_default();
+        let mut counters = self.m.fleet.take().unwrap_or_default();
         let mut transitions: Vec<(usize, Transition)> = Vec::new();
         let out = {
             let fc = self.fleet.get_mut(s)?.get_mut(client as usize)?;
@@ -166,7 +166,13 @@ impl World<'_> {
     }
 
     /// A call fleet breaker `node` permitted for `request` ended with `outcome`.
-    pub(super) fn record_fleet(&mut self, request: Handle, node: u16, held: Held, outcome: Outcome) {
+    pub(super) fn record_fleet(
+        &mut self,
+        request: Handle,
+        node: u16,
+        held: Held,
+        outcome: Outcome,
+    ) {
         let Some(NodeKind::Breaker {
             slot,
             store,

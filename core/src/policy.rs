@@ -576,7 +576,9 @@ impl StoreName {
             return None;
         }
         let mut bytes = [0; MAX_STORE_NAME];
-        bytes[..b.len()].copy_from_slice(b);
+        for (to, from) in bytes.iter_mut().zip(b) {
+            *to = *from;
+        }
         Some(StoreName {
             len: b.len() as u8,
             bytes,

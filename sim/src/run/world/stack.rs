@@ -66,10 +66,19 @@ impl World<'_> {
             && trace.len() < TRACE_ROWS
         {
             let now = Instant::from_nanos(self.now);
+            // A fleet's breaker: the fleet's state (the store's, number 0).
             let states = self
                 .breakers
                 .iter()
-                .map(|v| v.get(client as usize % v.len().max(1)).state(now).name())
+                .zip(&self.fleet)
+                .map(|(v, fleet)| {
+                    let i = if fleet.is_empty() {
+                        client as usize % v.len().max(1)
+                    } else {
+                        0
+                    };
+                    v.get(i).state(now).name()
+                })
                 .collect();
             trace.push(TraceRow {
                 request: id,

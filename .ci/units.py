@@ -56,6 +56,7 @@ INVOCATIONS = [
     ("sim_scenarios", ".", T, ["build", "-p", "sim", "--release"], "", {}),
     ("sim_scenarios", ".", T, ["test", "-p", "sim", "--release", "--test", "partition_heal", "--no-run"], "", {}),
     ("sim_scenarios", ".", T, ["test", "-p", "sim", "--release", "--test", "shadow", "--no-run"], "", {}),
+    ("sim_scenarios", ".", T, ["test", "-p", "sim", "--release", "--test", "fleet", "--no-run"], "", {}),
     ("default_report", ".", T, ["build", "-p", "sim", "--release"], "", {}),
     # cargo fuzz run -s none: release with debug assertions, sancov RUSTFLAGS, --target host.
     ("fuzz", "fuzz", "fuzz/target", ["build", "--release", "--bins", "--target", "x86_64-unknown-linux-gnu"], "fuzz", {"CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS": "true"}),

@@ -314,11 +314,52 @@ impl<D> Layer<D> {
         }
     }
 
+    /// The path of the first scope field below this layer (whose path is `path`) that says
+    /// `Fleet`, if any: a face without a fleet store refuses the stack there with
+    /// [`FLEET_NO_STORE`].
+    pub fn fleet(&self, path: &str) -> Option<String> {
+        if let Some((field, _)) = self.scope_fields().find(|(_, s)| s.fleet().is_some()) {
+            return Some(alloc::format!("{path}.{field}"));
+        }
+        match self {
+            Layer::Fallback(layers) => layers
+                .iter()
+                .enumerate()
+                .find_map(|(i, l)| l.fleet(&alloc::format!("{path}[{i}]"))),
+            _ => self
+                .inner()
+                .first()
+                .and_then(|l| l.fleet(&alloc::format!("{path}.inner"))),
+        }
+    }
+
+    /// Whether this layer may keep its state in a fleet store, and if not, why
+    /// ([`FLEET_LAYERS`], or what its config lacks): a `Breaker`; a `Retry` with a ratio budget
+    /// (the fleet's budget is a ratio of first tries); a `Limit` with a `Fixed` rule (a bulkhead
+    /// counts calls in flight fleet-wide; an adaptive limit moves on one process's latencies);
+    /// a `RateLimit`.
+    pub fn fleet_refusal(&self) -> Option<&'static str> {
+        match self {
+            Layer::Breaker { .. } | Layer::RateLimit { .. } => None,
+            Layer::Retry { budget, .. } => match budget {
+                Some(crate::budget::BudgetConfig::Ratio(_)) => None,
+                _ => Some(FLEET_BUDGET),
+            },
+            Layer::Limit { config, .. } => match config.rule {
+                crate::limit::LimitRule::Fixed => None,
+                _ => Some(FLEET_BULKHEAD),
+            },
+            _ => Some(FLEET_LAYERS),
+        }
+    }
+
     /// Refuses a nesting no stack can mean, wherever it is below this layer (whose path is
     /// `path`, `stack` for a policy's): a `Ledger` inside a `Retry` ([`LEDGER_IN_RETRY`]), a
     /// `Hedge` around anything but a `Call` ([`HEDGE_OF_CALL`]), an empty `Fallback`
     /// ([`EMPTY_FALLBACK`]), a `PerHost` scope anywhere but on a `Breaker` around a `Call`
-    /// ([`PER_HOST_BREAKER`]). Every other nesting means something: each stateful layer outside a
+    /// ([`PER_HOST_BREAKER`]), a `Fleet` scope on a layer a fleet cannot share
+    /// ([`FLEET_LAYERS`], [`FLEET_BUDGET`], [`FLEET_BULKHEAD`]) or with a `wait` or `refresh`
+    /// out of bounds (at `scope.wait`, `scope.mode.refresh`). Every other nesting means something: each stateful layer outside a
     /// `Retry` judges the call once, inside it every attempt, and layers on one side of it
     /// nest in the order written.
     pub fn check_nesting(&self, path: &str) -> Result<(), NestingError> {
@@ -337,6 +378,14 @@ impl<D> Layer<D> {
                 if matches!(**inner, Layer::Call { .. }));
             if !around_call {
                 return fail(alloc::format!("{path}.{}", field.0), PER_HOST_BREAKER);
+            }
+        }
+        if let Some((field, scope)) = self.scope_fields().find(|(_, s)| s.fleet().is_some()) {
+            if let Some(why) = self.fleet_refusal() {
+                return fail(alloc::format!("{path}.{field}"), why);
+            }
+            if let Some(Err((sub, why))) = scope.fleet().map(|f| f.check()) {
+                return fail(alloc::format!("{path}.{field}.{sub}"), why);
             }
         }
         match self {
@@ -380,6 +429,12 @@ pub enum Scope {
     /// a face that calls one host per downstream (no balancer over replicas) refuses it
     /// ([`PER_HOST_ONE_HOST`], [`Layer::per_host`]) rather than keep one breaker for all.
     PerHost,
+    /// One state for every process of a service (a fleet), kept in a store the service names:
+    /// `Fleet(store: "orders", mode: Cached(refresh: "50ms"), wait: "5ms", on_store_failure:
+    /// Local)`. Only on a `Breaker`, a `Retry`'s `budget_scope`, a `Limit` (a static bulkhead)
+    /// and a `RateLimit` ([`FLEET_LAYERS`]); a face without a store refuses it
+    /// ([`FLEET_NO_STORE`], [`Layer::fleet`]) rather than keep one per process.
+    Fleet(FleetScope),
 }
 
 impl Scope {
@@ -389,9 +444,211 @@ impl Scope {
             Scope::PerClient => "PerClient",
             Scope::Shared => "Shared",
             Scope::PerHost => "PerHost",
+            Scope::Fleet(_) => "Fleet",
+        }
+    }
+
+    /// The fleet's settings, for a `Fleet` scope.
+    pub fn fleet(self) -> Option<FleetScope> {
+        match self {
+            Scope::Fleet(f) => Some(f),
+            _ => None,
         }
     }
 }
+
+/// How a `Fleet` scope shares its state: which store, how decisions use it, how long one waits
+/// for it, and what a process does when it does not answer in time. The policy names the store;
+/// the service maps the name to a store (a Redis URL and its credentials live in the service's
+/// configuration, never in a policy, which is shipped, logged and shown to agents).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetScope {
+    /// The store's name, as the service registers it (`"orders"`).
+    pub store: StoreName,
+    /// One round trip per decision, or decisions on a view refreshed every `refresh`. Default
+    /// `Exact`.
+    #[serde(default)]
+    pub mode: FleetMode,
+    /// The longest a decision waits for the store, in `(0, 1s]`. Default 5 ms.
+    #[serde(default = "FleetScope::default_wait")]
+    pub wait: Duration,
+    /// What a process does when the store does not answer in time. Default `Local`.
+    #[serde(default)]
+    pub on_store_failure: OnStoreFailure,
+}
+
+/// The longest [`FleetScope::wait`] may be: a decision waiting on a store longer than this is the
+/// outage it was meant to prevent.
+pub const MAX_FLEET_WAIT: Duration = Duration::from_secs(1);
+
+/// The longest [`FleetMode::Cached`] `refresh` may be: a view older than this is no longer the
+/// fleet's state.
+pub const MAX_FLEET_REFRESH: Duration = Duration::from_secs(60);
+
+impl FleetScope {
+    /// A fleet scope on `store` with the defaults: exact, 5 ms wait, local on store failure.
+    pub const fn new(store: StoreName) -> Self {
+        FleetScope {
+            store,
+            mode: FleetMode::Exact,
+            wait: Duration::from_millis(5),
+            on_store_failure: OnStoreFailure::Local,
+        }
+    }
+
+    fn default_wait() -> Duration {
+        Duration::from_millis(5)
+    }
+
+    /// Checks the durations: `wait` in `(0, 1s]`, a cached `refresh` in `(0, 60s]`. The error
+    /// names the field (`wait`, `mode.refresh`) and what is expected.
+    pub fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        if self.wait.is_zero() || self.wait > MAX_FLEET_WAIT {
+            return Err((
+                "wait",
+                "the longest a decision waits for the store: expected more than 0 and at most 1s",
+            ));
+        }
+        if let FleetMode::Cached { refresh } = self.mode
+            && (refresh.is_zero() || refresh > MAX_FLEET_REFRESH)
+        {
+            return Err((
+                "mode.refresh",
+                "how often the view of the fleet's state is refreshed: expected more than 0 and \
+                 at most 60s",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How decisions of a `Fleet` scope use the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum FleetMode {
+    /// One round trip per decision: the store decides, the call waits for it (at most `wait`).
+    #[default]
+    Exact,
+    /// Decisions on a view of the fleet's state refreshed at least every `refresh` while calls
+    /// come; results reach the store with the next refresh. Half-open probes are still the
+    /// store's decision.
+    Cached {
+        /// How often the view is refreshed.
+        refresh: Duration,
+    },
+}
+
+/// What a process does when its store does not answer in time (or rests after failing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OnStoreFailure {
+    /// Decide on the process's own state, as if there were no fleet (fail open), and send the
+    /// store the results decided meanwhile when it answers again.
+    #[default]
+    Local,
+    /// Refuse the call (a breaker, a limit) or the retry (a budget): fail closed.
+    Refuse,
+}
+
+/// Most bytes of a [`StoreName`].
+pub const MAX_STORE_NAME: usize = 32;
+
+/// A store's name in a policy: 1 to 32 ASCII letters, digits, `-`, `_` or `.`. Kept inline (a
+/// `Scope` is `Copy`); a URL or anything with a credential in it is refused, and the refusal
+/// never repeats the text.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StoreName {
+    len: u8,
+    bytes: [u8; MAX_STORE_NAME],
+}
+
+/// Why a text is not a store's name (the text itself is not repeated: it may hold a credential).
+pub const STORE_NAME_RULE: &str = "a store's name is 1 to 32 ASCII letters, digits, '-', '_' or \
+                                   '.' (the service maps it to its store: a URL or a credential \
+                                   never goes in a policy)";
+
+impl StoreName {
+    /// The name, if `name` is one.
+    pub fn new(name: &str) -> Option<Self> {
+        let b = name.as_bytes();
+        let ok = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
+        if b.is_empty() || b.len() > MAX_STORE_NAME || !b.iter().all(ok) {
+            return None;
+        }
+        let mut bytes = [0; MAX_STORE_NAME];
+        for (to, from) in bytes.iter_mut().zip(b) {
+            *to = *from;
+        }
+        Some(StoreName {
+            len: b.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        let b = self.bytes.get(..usize::from(self.len)).unwrap_or(&[]);
+        // Only ASCII was ever stored.
+        core::str::from_utf8(b).unwrap_or("")
+    }
+}
+
+impl core::fmt::Debug for StoreName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl core::fmt::Display for StoreName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for StoreName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StoreName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = StoreName;
+            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(STORE_NAME_RULE)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StoreName, E> {
+                StoreName::new(v).ok_or_else(|| E::custom(STORE_NAME_RULE))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// Why a `Fleet` scope may only be on a `Breaker`, a `Retry`'s budget, a `Limit` or a
+/// `RateLimit`.
+pub const FLEET_LAYERS: &str = "scope Fleet shares a breaker, a retry budget, a static bulkhead \
+                                or a rate limit through a store: expected it only on a Breaker, \
+                                a Retry's budget_scope, a Limit or a RateLimit (a throttle, a \
+                                hedger's latencies, a ledger or a spend breaker is kept per \
+                                process: PerClient or Shared)";
+
+/// Why a fleet budget must be a ratio budget.
+pub const FLEET_BUDGET: &str = "budget_scope Fleet shares one ratio budget of retries per first \
+                                tries through a store: expected `budget: Ratio(...)`";
+
+/// Why a fleet limit must be a static bulkhead.
+pub const FLEET_BULKHEAD: &str = "scope Fleet on a Limit counts the fleet's calls in flight \
+                                  against one fixed limit: expected `rule: Fixed` (an adaptive \
+                                  limit moves on one process's latencies: PerClient or Shared)";
+
+/// Why a face without a fleet store refuses a `Fleet` scope.
+pub const FLEET_NO_STORE: &str = "scope Fleet shares state through a store this face does not \
+                                  have: expected PerClient or Shared here (reliable::policy \
+                                  maps Fleet to reliable::fleet with the service's stores; the \
+                                  simulator models it with the scenario's `stores`)";
 
 /// Why a `PerHost` scope may only be a `Breaker`'s around a `Call`.
 pub const PER_HOST_BREAKER: &str = "scope PerHost keeps one breaker per host a Call's balancer \

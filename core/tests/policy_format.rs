@@ -137,3 +137,120 @@ fn a_rate_limit_parses_to_the_core_config_and_round_trips() {
     let zero = RateConfig { rate: 0, ..*config };
     assert_eq!(RatePolicy::new(zero).unwrap_err().field, "rate");
 }
+
+/// A `Fleet` scope names a store and how decisions use it; it round-trips through RON and JSON,
+/// keeps `Scope` a `Copy` value, and is refused where a fleet cannot share the state, with the
+/// field's path.
+#[test]
+fn a_fleet_scope_names_its_store_and_is_refused_where_no_fleet_can_share() {
+    use reliable_core::policy::{
+        FLEET_BUDGET, FLEET_BULKHEAD, FLEET_LAYERS, FLEET_NO_STORE, FleetMode, FleetScope,
+        OnStoreFailure, STORE_NAME_RULE, StoreName,
+    };
+    let text = r#"(name: "fleet", stack: Breaker(
+        config: (consecutive_failures: 2),
+        scope: Fleet(store: "orders", mode: Cached(refresh: "50ms"), wait: "5ms", on_store_failure: Refuse),
+        inner: Call(downstream: "api")))"#;
+    let p: P = options().from_str(text).unwrap();
+    let Layer::Breaker { scope, .. } = &p.stack else {
+        panic!("{:?}", p.stack)
+    };
+    let want = FleetScope {
+        store: StoreName::new("orders").unwrap(),
+        mode: FleetMode::Cached {
+            refresh: Duration::from_millis(50),
+        },
+        wait: Duration::from_millis(5),
+        on_store_failure: OnStoreFailure::Refuse,
+    };
+    assert_eq!(*scope, Scope::Fleet(want));
+    assert_eq!(scope.name(), "Fleet");
+    assert_eq!(p.stack.check_nesting("stack"), Ok(()));
+    // Defaults: exact, 5 ms, decide locally.
+    let p: P = options()
+        .from_str(r#"(name: "f", stack: Breaker(config: (), scope: Fleet(store: "orders"), inner: Call(downstream: "api")))"#)
+        .unwrap();
+    let Layer::Breaker { scope, .. } = &p.stack else {
+        panic!()
+    };
+    assert_eq!(
+        scope.fleet(),
+        Some(FleetScope::new(StoreName::new("orders").unwrap()))
+    );
+    for written in [
+        options().to_string(&p).unwrap(),
+        serde_json::to_string(&p).unwrap(),
+    ] {
+        let back: P = options()
+            .from_str(&written)
+            .or_else(|_| serde_json::from_str(&written))
+            .unwrap();
+        assert_eq!(back, p, "{written}");
+    }
+    // A face without a store finds the field to refuse.
+    assert_eq!(p.stack.fleet("stack").as_deref(), Some("stack.scope"));
+    let e = reliable_core::engine::Stack::from_layer(&p.stack).unwrap_err();
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.scope", FLEET_NO_STORE)
+    );
+
+    // A URL (with its credential) is not a store's name, and the refusal does not repeat it.
+    let url = r#"(name: "f", stack: Breaker(config: (), scope: Fleet(store: "redis://u:hunter2@h:6379"), inner: Call(downstream: "api")))"#;
+    let e = options().from_str::<P>(url).unwrap_err().to_string();
+    assert!(e.contains(STORE_NAME_RULE) && !e.contains("hunter2"), "{e}");
+    for bad in ["", "a b", &"x".repeat(33), "orders/1"] {
+        assert_eq!(StoreName::new(bad), None, "{bad:?}");
+    }
+    assert_eq!(StoreName::new(&"x".repeat(32)).unwrap().as_str().len(), 32);
+
+    // Where it is refused, and why, at the field.
+    let refused = |stack: &str| {
+        let p: P = options()
+            .from_str(&format!(r#"(name: "f", stack: {stack})"#))
+            .unwrap();
+        p.stack.check_nesting("stack").unwrap_err()
+    };
+    let e = refused(r#"Throttle(scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#);
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.scope", FLEET_LAYERS)
+    );
+    let e = refused(
+        r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), budget: Unlimited, budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+    );
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.budget_scope", FLEET_BUDGET)
+    );
+    let e = refused(
+        r#"Limit(config: (rule: Aimd(backoff: 0.9, increase: 1), initial: 10, min: 1, max: 100), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+    );
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        ("stack.scope", FLEET_BULKHEAD)
+    );
+    let e = refused(
+        r#"Breaker(config: (), inner: Breaker(config: (), scope: Fleet(store: "s", wait: "0s"), inner: Call(downstream: "api")))"#,
+    );
+    assert_eq!(e.path, "stack.inner.scope.wait");
+    let e = refused(
+        r#"Breaker(config: (), scope: Fleet(store: "s", wait: "2s"), inner: Call(downstream: "api"))"#,
+    );
+    assert_eq!(e.path, "stack.scope.wait");
+    let e = refused(
+        r#"Breaker(config: (), scope: Fleet(store: "s", mode: Cached(refresh: "0s")), inner: Call(downstream: "api"))"#,
+    );
+    assert_eq!(e.path, "stack.scope.mode.refresh");
+    // The layers a fleet can share take it.
+    for ok in [
+        r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), budget: Ratio(ratio: 0.1, min_per_sec: 0), budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+        r#"Limit(config: (rule: Fixed, initial: 10, min: 1, max: 10), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+        r#"RateLimit(config: (rate: 100, period: "1s", burst: 10), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+    ] {
+        let p: P = options()
+            .from_str(&format!(r#"(name: "f", stack: {ok})"#))
+            .unwrap();
+        assert_eq!(p.stack.check_nesting("stack"), Ok(()), "{ok}");
+    }
+}

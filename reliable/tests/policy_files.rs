@@ -56,6 +56,8 @@ fn reliable_refusal(e: &PolicyError) -> &'static str {
         "spend"
     } else if m == reliable_core::policy::PER_HOST_ONE_HOST {
         "PerHost"
+    } else if m == reliable_core::policy::FLEET_NO_STORE {
+        "Fleet"
     } else {
         panic!("unexpected refusal: {e}")
     }
@@ -114,12 +116,16 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
     );
     assert!(policies >= 40, "{policies}");
     // Only what a service cannot run as the simulator does is refused: the timeouts drawn per
-    // request of one scenario, the spend breaker, and breakers per host (one host per
-    // downstream here). The hedging, ledger and limit policies
+    // request of one scenario, the spend breaker, breakers per host (one host per
+    // downstream here) and fleet breakers (no store given to the loader yet). The hedging, ledger and limit policies
     // load into both.
     assert_eq!(
         refused,
         [
+            "fleet-breaker fleet, exact, fail open: Fleet",
+            "fleet-breaker fleet, exact, fail closed: Fleet",
+            "fleet-breaker fleet, cached 1s: Fleet",
+            "fleet-breaker fleet, cached 50ms: Fleet",
             "llm-provider-storm spend breaker + proactive: spend",
             "outage-recovery-mixed-timeouts no retries: timeout_dist",
             "outage-recovery-mixed-timeouts retry-2x: timeout_dist",

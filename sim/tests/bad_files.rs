@@ -583,3 +583,73 @@ fn a_scripted_status_outside_the_http_range_is_refused_at_its_position() {
     let ok = "(name: \"api\", model: Scripted(script: [Reset, Status(status: 503, retry_after: Some(\"2s\"))], latencies: [\"5ms\"]))";
     sim::load(&scenario(OPEN, ok, "", CALL), "ok.ron").unwrap();
 }
+
+/// The template with `extra` fields before its closing parenthesis (stores, client faults).
+fn with(policies: &str, extra: &str) -> String {
+    let s = scenario(OPEN, SERVER, "", policies);
+    format!("{}{extra}\n)\n", s.trim_end().trim_end_matches(')'))
+}
+
+const STORE: &str = "stores: [(name: \"redis\", round_trip: Constant(\"1ms\"))],";
+
+fn fleet_breaker(scope: &str) -> String {
+    format!(
+        "(name: \"fleet\", stack: Breaker(config: (consecutive_failures: 5), scope: {scope}, inner: Call(downstream: \"api\", timeout: \"1s\")))"
+    )
+}
+
+#[test]
+fn fleet_scopes_stores_and_client_faults_are_checked_at_their_fields() {
+    // The template with a store and a fleet breaker loads.
+    let ok = with(&fleet_breaker("Fleet(store: \"redis\")"), STORE);
+    sim::load(&ok, "ok.ron").unwrap();
+    // A store no scenario declares.
+    let e = error(&with(&fleet_breaker("Fleet(store: \"orders\")"), STORE));
+    assert!(
+        e.contains("scope.store")
+            && e.contains("no store named \"orders\"")
+            && e.contains("\"redis\""),
+        "{e}"
+    );
+    // A wait or refresh out of bounds, at the field.
+    let e = error(&with(
+        &fleet_breaker("Fleet(store: \"redis\", wait: \"0s\")"),
+        STORE,
+    ));
+    assert!(e.contains("scope.wait") && e.contains("at most 1s"), "{e}");
+    let e = error(&with(
+        &fleet_breaker("Fleet(store: \"redis\", mode: Cached(refresh: \"0s\"))"),
+        STORE,
+    ));
+    assert!(e.contains("scope.mode.refresh"), "{e}");
+    // Where a fleet cannot share the state, and where the simulator does not model it yet.
+    let throttle = "(name: \"t\", stack: Throttle(scope: Fleet(store: \"redis\"), inner: Call(downstream: \"api\")))";
+    let e = error(&with(throttle, STORE));
+    assert!(
+        e.contains("scope") && e.contains(reliable_core::policy::FLEET_LAYERS),
+        "{e}"
+    );
+    let rate = "(name: \"r\", stack: RateLimit(config: (rate: 10, period: \"1s\", burst: 1), scope: Fleet(store: \"redis\"), inner: Call(downstream: \"api\")))";
+    let e = error(&with(rate, STORE));
+    assert!(
+        e.contains("models a Fleet scope on a Breaker so far"),
+        "{e}"
+    );
+    // A URL is not a store's name, and is not repeated.
+    let url = "stores: [(name: \"redis://u:hunter2@h\", round_trip: Constant(\"1ms\"))],";
+    let e = error(&with(CALL, url));
+    assert!(
+        e.contains("stores[0].name") && !e.contains("hunter2"),
+        "{e}"
+    );
+    // Store faults inside the horizon; client faults on a client of the workload.
+    let late = "stores: [(name: \"redis\", round_trip: Constant(\"1ms\"), faults: [Outage(from: \"10s\", until: \"90s\")])],";
+    let e = error(&with(CALL, late));
+    assert!(e.contains("stores[0].faults[0]"), "{e}");
+    let client = "client_faults: [NetworkDown(client: 10, from: \"1s\", until: \"2s\")],";
+    let e = error(&with(CALL, client));
+    assert!(
+        e.contains("client_faults[0].client") && e.contains("0 to 9"),
+        "{e}"
+    );
+}

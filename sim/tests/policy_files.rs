@@ -48,6 +48,8 @@ fn eligible(layer: &Layer) -> bool {
             scope: reliable_core::policy::Scope::PerHost,
             ..
         } => false,
+        // No fleet store in `reliable::policy` yet: it refuses a fleet's scope.
+        Layer::Breaker { scope, .. } if scope.fleet().is_some() => false,
         Layer::Retry { inner, .. }
         | Layer::Breaker { inner, .. }
         | Layer::Hedge { inner, .. }
@@ -85,6 +87,7 @@ fn simulated(mut s: Scenario, policy: usize, downstream: &str, latency: u64) -> 
         retry_host: None,
     }];
     s.faults = vec![];
+    s.client_faults = vec![];
     s.policies = vec![s.policies[policy].clone()];
     s.sweep = None;
     s.map = None;

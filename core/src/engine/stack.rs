@@ -96,6 +96,13 @@ impl Stack {
                 message: String::from(crate::policy::PER_HOST_ONE_HOST),
             });
         }
+        // No store here: a fleet's state kept per process would be a per-client scope in disguise.
+        if let Some(path) = stack.fleet("stack") {
+            return Err(StackError {
+                path,
+                message: String::from(crate::policy::FLEET_NO_STORE),
+            });
+        }
         let mut out = Stack {
             plan: Plan::new(
                 RetryPolicy::new(RetryConfig {

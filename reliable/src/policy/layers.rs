@@ -54,8 +54,8 @@ impl<T: Clone> Scoped<T> {
     fn get(&self, fresh: impl FnOnce(&T) -> T) -> T {
         match self.scope {
             Scope::Shared => self.value.clone(),
-            // `Plan::new` refuses `PerHost` (one host per downstream here).
-            Scope::PerClient | Scope::PerHost => fresh(&self.value),
+            // `Plan::new` refuses `PerHost` (one host per downstream here) and `Fleet` (no store).
+            Scope::PerClient | Scope::PerHost | Scope::Fleet(_) => fresh(&self.value),
         }
     }
 }
@@ -78,8 +78,8 @@ enum Order<P> {
 fn scoped<L>(layer: L, scope: Scope, shared: impl FnOnce(L) -> L) -> L {
     match scope {
         Scope::Shared => shared(layer),
-        // `Plan::new` refuses `PerHost` (one host per downstream here).
-        Scope::PerClient | Scope::PerHost => layer,
+        // `Plan::new` refuses `PerHost` (one host per downstream here) and `Fleet` (no store).
+        Scope::PerClient | Scope::PerHost | Scope::Fleet(_) => layer,
     }
 }
 

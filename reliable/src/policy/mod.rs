@@ -411,6 +411,11 @@ impl Plan {
         if let Some(path) = policy.stack.per_host("stack") {
             return Err(fail(path, reliable_core::policy::PER_HOST_ONE_HOST));
         }
+        // A fleet's state lives in a store the service names; this loader is given none (yet):
+        // one breaker per process would be a per-client scope in disguise.
+        if let Some(path) = policy.stack.fleet("stack") {
+            return Err(fail(path, reliable_core::policy::FLEET_NO_STORE));
+        }
         let mut branches = Vec::new();
         flatten(&policy.stack, "stack".to_string(), &mut branches);
         if branches.len() > MAX_ROUTES {

@@ -47,6 +47,9 @@ pub trait Breakers: Debug {
     ) -> Option<Transition>;
     /// Breaker `i`, to read.
     fn get(&self, i: usize) -> &dyn Breaker;
+    /// Breaker `i`'s generation (it moves on every state change; a fleet's batch of results
+    /// counts only in the generation it was sent for).
+    fn generation(&self, i: usize) -> u32;
     /// How many there are.
     fn len(&self) -> usize;
 }
@@ -77,6 +80,9 @@ impl<W: Window + Debug, const P: usize> Breakers for Vec<Core<W, P>> {
     }
     fn get(&self, i: usize) -> &dyn Breaker {
         &self[i]
+    }
+    fn generation(&self, i: usize) -> u32 {
+        self[i].generation()
     }
     fn len(&self) -> usize {
         Vec::len(self)

@@ -7,6 +7,7 @@
 pub mod answer;
 pub mod breakers;
 pub mod budgets;
+pub mod fleet;
 pub mod ledgers;
 pub mod llm;
 pub mod stack;

@@ -58,6 +58,11 @@ impl Cx<'_, '_> {
     }
 }
 
+/// Why the simulator refuses a `Fleet` scope elsewhere than on a `Breaker`.
+pub const FLEET_BREAKER_ONLY: &str = "the simulator models a Fleet scope on a Breaker so far (a \
+                                      fleet's retry budget, bulkhead and rate limit are not \
+                                      modelled yet): expected PerClient or Shared here";
+
 /// "No node".
 pub const NONE: u16 = u16::MAX;
 
@@ -105,6 +110,8 @@ pub enum NodeKind {
         slot: u16,
         /// The enclosing ledger's slot, which probes of the half-open breaker draw from.
         ledger: Option<u16>,
+        /// With `Fleet` scope, the index of its store among the scenario's; [`NONE`] otherwise.
+        store: u16,
     },
     /// A retry policy, with a budget.
     Retry {
@@ -367,6 +374,24 @@ impl CompiledStack {
                 .c
                 .fail(&at.field(field), reliable_core::policy::PER_HOST_BREAKER));
         }
+        // A fleet's state is kept in a store the scenario declares, on a layer a fleet can share;
+        // the simulator models a fleet's breaker (its budgets and limits not yet).
+        let mut store = NONE;
+        if let Some((field, scope)) = layer.scope_fields().find(|(_, s)| s.fleet().is_some()) {
+            let sp = at.field(field);
+            if let Some(why) = layer.fleet_refusal() {
+                return Err(cx.c.fail(&sp, why));
+            }
+            if !matches!(layer, Layer::Breaker { .. }) {
+                return Err(cx.c.fail(&sp, FLEET_BREAKER_ONLY));
+            }
+            if let Some(fleet) = scope.fleet() {
+                if let Err((sub, why)) = fleet.check() {
+                    return Err(cx.c.fail(&sp.field(sub), why));
+                }
+                store = cx.c.store(fleet.store.as_str(), &sp.field("store"))?;
+            }
+        }
         let kind = match layer {
             Layer::Call {
                 downstream,
@@ -407,6 +432,9 @@ impl CompiledStack {
                 let policy = BreakerPolicy::new(*config).map_err(|e| cx.c.config_error(&cp, e))?;
                 let breaker = BreakerProto::new(policy).map_err(|e| cx.c.config_error(&cp, e))?;
                 self.per_client(*scope, breaker.bytes());
+                if store != NONE {
+                    self.per_client(*scope, crate::client::fleet::FleetClient::BYTES);
+                }
                 self.nodes[id as usize].frame = self.next_frame();
                 let slot = self.breakers.len() as u16;
                 self.breakers.push(id);
@@ -418,6 +446,7 @@ impl CompiledStack {
                     inner,
                     slot,
                     ledger: within.ledger,
+                    store,
                 }
             }
             Layer::Retry {

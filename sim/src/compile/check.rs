@@ -110,6 +110,7 @@ pub(crate) fn check(
             .or_else(|| groups.iter().find(|g| g.name == name).map(|g| g.members[0]))
     };
     check_faults(&c, s, &root, &ds_index)?;
+    check_stores(&c, s, &root, clients)?;
     super::graph::check_graph(&c, s, limits, &root, &ds_index)?;
     // The hosts a call to a downstream picks from: its replicas (a call names replica 0).
     let hosts = |ds: u16| {
@@ -432,6 +433,62 @@ fn check_faults(
         }
     }
 
+    Ok(())
+}
+
+/// Most stores a scenario declares, and most faults of each and of the clients.
+const MAX_STORES: usize = 16;
+const MAX_STORE_FAULTS: usize = 256;
+
+/// The stores (unique names a policy can write, round trips, fault windows inside the horizon)
+/// and the client faults (a client of the workload, a window inside the horizon).
+fn check_stores(c: &Checker<'_>, s: &Scenario, root: &Path, clients: u32) -> Check {
+    let st = root.field("stores");
+    if s.stores.len() > MAX_STORES {
+        return Err(c.fail(
+            &st,
+            format!("{} stores: expected at most {MAX_STORES}", s.stores.len()),
+        ));
+    }
+    let mut seen = HashMap::new();
+    for (i, store) in s.stores.iter().enumerate() {
+        let p = st.index(i);
+        c.unique_name(&p, i, &store.name, &mut seen, "stores")?;
+        if reliable_core::policy::StoreName::new(&store.name).is_none() {
+            return Err(c.fail(&p.field("name"), reliable_core::policy::STORE_NAME_RULE));
+        }
+        c.dist(&p.field("round_trip"), &store.round_trip, 0)?;
+        let f = p.field("faults");
+        if store.faults.len() > MAX_STORE_FAULTS {
+            return Err(c.fail(&f, format!("expected at most {MAX_STORE_FAULTS} faults")));
+        }
+        for (k, fault) in store.faults.iter().enumerate() {
+            let (from, until) = fault.window();
+            c.window(&f.index(k), from, until, s.horizon)?;
+        }
+    }
+    let cf = root.field("client_faults");
+    if s.client_faults.len() > MAX_STORE_FAULTS {
+        return Err(c.fail(&cf, format!("expected at most {MAX_STORE_FAULTS} faults")));
+    }
+    for (k, fault) in s.client_faults.iter().enumerate() {
+        let p = cf.index(k);
+        let crate::scenario::ClientFault::NetworkDown {
+            client,
+            from,
+            until,
+        } = fault;
+        c.window(&p, *from, *until, s.horizon)?;
+        if *client >= clients {
+            return Err(c.fail(
+                &p.field("client"),
+                format!(
+                    "client {client}: expected one of the workload's clients, 0 to {}",
+                    clients.saturating_sub(1)
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 

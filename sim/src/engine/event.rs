@@ -93,6 +93,13 @@ pub enum EventKind {
         /// The stack node that waits.
         node: u16,
     },
+    /// A fleet breaker's store answered: the call goes on, or is refused.
+    StoreAnswer {
+        /// The logical request.
+        request: Handle,
+        /// The `Breaker` node that waits.
+        node: u16,
+    },
     /// A hedge of a call may be due.
     HedgeDue {
         /// The logical request.

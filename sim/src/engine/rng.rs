@@ -32,6 +32,8 @@ pub enum StreamId {
     Timeouts,
     /// A replicated downstream's balancer (its group's index).
     Balancer(u16),
+    /// A store's round trips (its index among the scenario's stores).
+    Store(u16),
     #[cfg(test)]
     /// Tests.
     Test,
@@ -47,6 +49,7 @@ impl StreamId {
             StreamId::Faults(i) => 0x4_0000 | u64::from(i),
             StreamId::Timeouts => 5,
             StreamId::Balancer(i) => 0x6_0000 | u64::from(i),
+            StreamId::Store(i) => 0x7_0000 | u64::from(i),
             #[cfg(test)]
             StreamId::Test => 0xFFFF_FFFF,
         }

@@ -16,8 +16,8 @@
 
 use super::llm::LlmSummary;
 use super::{
-    Amplification, DownstreamSummary, GiveUps, Latency, PolicySummary, ShadowSummary, Verdict,
-    Verdicts,
+    Amplification, DownstreamSummary, FleetSummary, GiveUps, Latency, PolicySummary, ShadowSummary,
+    Verdict, Verdicts,
 };
 use crate::stats;
 
@@ -97,6 +97,25 @@ impl Mean for Option<ShadowSummary> {
             opens: of(&present, |s| &s.opens),
             first_open_s: of(&present, |s| &s.first_open_s),
             first_reject_s: of(&present, |s| &s.first_reject_s),
+        })
+    }
+}
+
+impl Mean for Option<FleetSummary> {
+    fn mean(runs: &[&Self]) -> Self {
+        let present: Vec<&FleetSummary> = runs.iter().filter_map(|x| x.as_ref()).collect();
+        (!present.is_empty()).then(|| FleetSummary {
+            store_ops: of(&present, |s| &s.store_ops),
+            store_failures: of(&present, |s| &s.store_failures),
+            by_store: of(&present, |s| &s.by_store),
+            by_cache: of(&present, |s| &s.by_cache),
+            by_local: of(&present, |s| &s.by_local),
+            store_refusals: of(&present, |s| &s.store_refusals),
+            reconciled: of(&present, |s| &s.reconciled),
+            mean_wait_ms: of(&present, |s| &s.mean_wait_ms),
+            longest_wait_ms: of(&present, |s| &s.longest_wait_ms),
+            fleet_opens: of(&present, |s| &s.fleet_opens),
+            first_fleet_open_s: of(&present, |s| &s.first_fleet_open_s),
         })
     }
 }
@@ -209,6 +228,7 @@ impl Mean for PolicySummary {
             downstreams: of(runs, |s| &s.downstreams),
             llm: of(runs, |s| &s.llm),
             shadow: of(runs, |s| &s.shadow),
+            fleet: of(runs, |s| &s.fleet),
             extra: of(runs, |s| &s.extra),
             hops: of(runs, |s| &s.hops),
         }
@@ -306,6 +326,7 @@ impl PolicySummary {
             downstreams: Vec::new(),
             llm: None,
             shadow: None,
+            fleet: None,
             extra: None,
             hops: None,
         }

@@ -94,5 +94,7 @@ pub use give_up::GiveUps;
 pub use mean::Mean;
 pub use recorder::Bucket;
 pub(crate) use recorder::Recorder;
-pub use summary::{Amplification, DownstreamSummary, Latency, PolicySummary, ShadowSummary};
+pub use summary::{
+    Amplification, DownstreamSummary, FleetSummary, Latency, PolicySummary, ShadowSummary,
+};
 pub use verdict::{Verdict, Verdicts};

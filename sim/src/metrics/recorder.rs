@@ -117,6 +117,8 @@ pub struct Recorder {
     pub breakers_open: u64,
     /// What breakers in shadow mode would have done, for a policy with one.
     pub shadow: Option<ShadowCounters>,
+    /// A fleet breaker's dealings with its store, for a policy with one (`Fleet` scope).
+    pub fleet: Option<crate::client::fleet::FleetCounters>,
     /// Most logical requests in flight at once.
     pub peak_in_flight: u64,
     /// Retry layers that gave up, by the core's reason.
@@ -150,6 +152,7 @@ impl Recorder {
             breaker_transitions: 0,
             breakers_open: 0,
             shadow: None,
+            fleet: None,
             peak_in_flight: 0,
             give_ups: super::GiveUps::default(),
             llm: None,

@@ -148,6 +148,9 @@ pub struct PolicySummary {
     /// What the policy's breakers in shadow mode would have done, for a policy with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shadow: Option<ShadowSummary>,
+    /// How a fleet breaker (`Fleet` scope) decided and what its store did, for a policy with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetSummary>,
     /// Hedges, extra attempts by kind and limits, for stacks with a `Hedge`, `Ledger` or `Limit`
     /// layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,6 +177,58 @@ pub struct ShadowSummary {
     /// When one first would have rejected a call, seconds from the start; `null` if none would
     /// have.
     pub first_reject_s: Option<f64>,
+}
+
+/// How a policy's fleet breakers decided and what their store did in one run (see
+/// `client::fleet` for the rules): counts of calls by who decided them, the waits for the store,
+/// the results replayed after it failed, and the fleet breaker's openings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FleetSummary {
+    /// Operations sent to the store.
+    pub store_ops: u64,
+    /// Of which failed (timed out, refused, the client's network down).
+    pub store_failures: u64,
+    /// Calls decided by the store.
+    pub by_store: u64,
+    /// Calls decided on a cached view of the store's state.
+    pub by_cache: u64,
+    /// Calls decided by the client's own breaker (the store failed, rested, or the view was too
+    /// old).
+    pub by_local: u64,
+    /// Calls refused because the store failed and the scope fails closed.
+    pub store_refusals: u64,
+    /// Results replayed into the fleet's breaker when the store answered again.
+    pub reconciled: u64,
+    /// Mean wait for the store of a decision that waited, ms.
+    pub mean_wait_ms: f64,
+    /// Longest wait for the store, ms.
+    pub longest_wait_ms: f64,
+    /// Times the fleet's breaker opened.
+    pub fleet_opens: u64,
+    /// When it first opened, seconds from the start; `null` if it never did.
+    pub first_fleet_open_s: Option<f64>,
+}
+
+impl FleetSummary {
+    fn new(c: &crate::client::fleet::FleetCounters) -> Self {
+        FleetSummary {
+            store_ops: c.store_ops,
+            store_failures: c.store_failures,
+            by_store: c.by_store,
+            by_cache: c.by_cache,
+            by_local: c.by_local,
+            store_refusals: c.store_refusals,
+            reconciled: c.reconciled,
+            mean_wait_ms: if c.waits == 0 {
+                0.0
+            } else {
+                c.wait_ns as f64 / c.waits as f64 / 1e6
+            },
+            longest_wait_ms: c.longest_wait_ns as f64 / 1e6,
+            fleet_opens: c.fleet_opens,
+            first_fleet_open_s: c.first_fleet_open_ns.map(|n| n as f64 / 1e9),
+        }
+    }
 }
 
 impl ShadowSummary {
@@ -549,6 +604,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
             .as_ref()
             .map(|c| super::llm::LlmSummary::new(c, total.successes)),
         shadow: r.shadow.as_ref().map(ShadowSummary::new),
+        fleet: r.fleet.as_ref().map(FleetSummary::new),
         extra: r.extra.as_ref().map(|c| {
             let w = cx.bucket_ns.max(1);
             let fault_buckets = cx.fault.map(|(a, b)| {

@@ -96,6 +96,10 @@ pub fn summary_md(
         let _ = writeln!(out, "\n### Breakers in shadow mode\n");
         let _ = writeln!(out, "{shadow}");
     }
+    if let Some(fleet) = super::fleet::markdown(policies) {
+        let _ = writeln!(out, "\n### Fleet breakers and their store\n");
+        let _ = writeln!(out, "{fleet}");
+    }
 
     if let Some(hops) = super::hops::markdown(policies) {
         let _ = writeln!(out, "\n### Per hop of the call graph\n");

@@ -28,6 +28,7 @@ pub(crate) mod conclusion;
 pub(crate) mod csv;
 pub(crate) mod extra_load;
 pub(crate) mod figures;
+pub(crate) mod fleet;
 pub(crate) mod graph_svg;
 pub mod grid;
 pub(crate) mod hops;

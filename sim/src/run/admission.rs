@@ -402,7 +402,16 @@ impl Compiled {
                 Workload::OpenLoop { .. } => peak_rate * c.life_s.min(h),
                 _ => clients,
             };
-            let mut per_request = super::world::bytes_per_request(stack.frames) as f64 + 16.0;
+            let fleet = stack.nodes.iter().any(|n| {
+                matches!(n.kind, crate::client::NodeKind::Breaker { store, .. } if store != crate::client::stack::NONE)
+            });
+            let fleet_bytes = if fleet {
+                super::world::fleet_bytes_per_request(stack.breakers.len())
+            } else {
+                0
+            };
+            let mut per_request =
+                (super::world::bytes_per_request(stack.frames) + fleet_bytes) as f64 + 16.0;
             if !stack.handlers.is_empty() {
                 // Each attempt down a call graph may be a service's call in flight too.
                 per_request *= c.attempts;

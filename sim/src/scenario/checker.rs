@@ -17,6 +17,8 @@ pub(crate) struct Checker<'a> {
     file: &'a str,
     /// The downstreams' names, quoted and joined, for "expected one of" messages.
     names: String,
+    /// The stores' names, in order (a `Fleet` scope names one).
+    stores: Vec<String>,
 }
 
 pub(crate) type Check = Result<(), ScenarioError>;
@@ -30,7 +32,13 @@ impl<'a> Checker<'a> {
             .map(|d| format!("\"{}\"", super::escape(&d.name)))
             .collect::<Vec<_>>()
             .join(", ");
-        Checker { text, file, names }
+        let stores = s.stores.iter().map(|st| st.name.clone()).collect();
+        Checker {
+            text,
+            file,
+            names,
+            stores,
+        }
     }
 }
 
@@ -68,6 +76,34 @@ impl Checker<'_> {
             text: "",
             file: "test.ron",
             names: String::new(),
+            stores: Vec::new(),
+        }
+    }
+
+    /// The index of the store named `name`, or why there is none (at `at`).
+    pub(crate) fn store(&self, name: &str, at: &Path) -> Result<u16, ScenarioError> {
+        match self.stores.iter().position(|s| s == name) {
+            Some(i) => Ok(i as u16),
+            None => {
+                let known: Vec<String> = self
+                    .stores
+                    .iter()
+                    .take(20)
+                    .map(|s| format!("\"{}\"", super::escape(s)))
+                    .collect();
+                Err(self.fail(
+                    at,
+                    format!(
+                        "no store named \"{}\": expected one of the scenario's `stores` ({})",
+                        super::escape(name),
+                        if known.is_empty() {
+                            "none declared".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ))
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 25] = [
+pub const SHIPPED: [(&str, &str); 26] = [
     (
         "adaptive-limits.ron",
         include_str!("../../../scenarios/adaptive-limits.ron"),
@@ -54,6 +54,10 @@ pub const SHIPPED: [(&str, &str); 25] = [
     (
         "failure-rate-sweep.ron",
         include_str!("../../../scenarios/failure-rate-sweep.ron"),
+    ),
+    (
+        "fleet-breaker.ron",
+        include_str!("../../../scenarios/fleet-breaker.ron"),
     ),
     (
         "hedging-storm.ron",

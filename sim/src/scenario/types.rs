@@ -34,6 +34,13 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     /// The client policies to compare; each runs on the same arrivals.
     pub policies: Vec<Policy>,
+    /// The stores a `Fleet` scope keeps its state in, by name: the round trip to each and what
+    /// goes wrong with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stores: Vec<Store>,
+    /// What goes wrong with one client instance's own network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_faults: Vec<ClientFault>,
     /// How recovery after the faults is judged.
     #[serde(default)]
     pub recovery: Recovery,
@@ -532,6 +539,80 @@ pub enum Dist {
     },
 }
 
+/// A store that client instances share a `Fleet` scope's state through (Redis, in a service): one
+/// state per layer for every client, each decision a round trip to it (`Exact`) or made on a view
+/// refreshed every `refresh` (`Cached`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Store {
+    /// The name policies give (`Fleet(store: "orders")`).
+    pub name: String,
+    /// The round trip from a client to the store and back (one operation).
+    pub round_trip: Dist,
+    /// What goes wrong with the store, and when.
+    #[serde(default)]
+    pub faults: Vec<StoreFault>,
+}
+
+/// Something that goes wrong with a store during `[from, until)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum StoreFault {
+    /// The store is down: each operation fails at once (`FailFast`: a refused connection) or
+    /// never answers (`Hang`: each decision waits its `wait` out). Default `Hang`.
+    Outage {
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// How it fails.
+        #[serde(default = "hang")]
+        mode: OutageMode,
+    },
+    /// Each round trip takes `extra` longer (a store swapping, a saturated link).
+    Slow {
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+        /// Added to every round trip.
+        extra: Duration,
+    },
+}
+
+fn hang() -> OutageMode {
+    OutageMode::Hang
+}
+
+impl StoreFault {
+    /// The window `[from, until)`.
+    pub fn window(&self) -> (Duration, Duration) {
+        match self {
+            StoreFault::Outage { from, until, .. } | StoreFault::Slow { from, until, .. } => {
+                (*from, *until)
+            }
+        }
+    }
+}
+
+/// Something that goes wrong with one client instance during `[from, until)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum ClientFault {
+    /// The instance's own network is down (a broken interface, its host's link): its calls fail
+    /// at once as unavailable without reaching any downstream, and its store operations fail at
+    /// once too (so a `Fleet` scope decides locally, and sends the store what it saw when its
+    /// network is back).
+    NetworkDown {
+        /// The client instance, from 0 (`clients` of the workload).
+        client: u32,
+        /// Start.
+        from: Duration,
+        /// End (exclusive).
+        until: Duration,
+    },
+}
+
 /// A scenario's faults: one definition in the core ([`reliable_core::fault`]), which the
 /// chaos layers read too, so a storm tried here is replayed from the same file.
 pub use reliable_core::fault::{Fault, OutageMode};
@@ -546,7 +627,7 @@ pub type Policy = reliable_core::policy::Policy<Dist>;
 /// `Retry(inner: Breaker(inner: Call(..)))` lets the breaker see every attempt.
 pub type Layer = reliable_core::policy::Layer<Dist>;
 
-pub use reliable_core::policy::Scope;
+pub use reliable_core::policy::{FleetMode, FleetScope, OnStoreFailure, Scope};
 
 /// How recovery after the faults is judged (see the metrics docs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -40,6 +40,7 @@ use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
 mod balance;
 mod downstreams;
+mod fleet;
 mod graph;
 pub(crate) use graph::shape as graph_shape;
 mod hedging;
@@ -102,6 +103,22 @@ enum Frame {
     },
     /// A limiter's permit for the call in progress.
     Limit(reliable_core::limit::LimitPermit),
+}
+
+/// Per-request state of one fleet breaker (kept beside the frames, only for stacks with one, so
+/// that a fleet's two permits do not grow every stack's frames).
+#[derive(Debug, Default)]
+enum FleetFrame {
+    #[default]
+    Idle,
+    /// The decision, waiting for the store's answer to arrive, and the deadline its inner layer
+    /// inherits.
+    Waiting {
+        result: Result<crate::client::fleet::Held, crate::client::fleet::Refusal>,
+        deadline: u64,
+    },
+    /// The permits of the call in progress.
+    Held(crate::client::fleet::Held),
 }
 
 /// One copy of a hedged call: its attempt, its number among the request's attempts, when it was
@@ -248,6 +265,12 @@ pub fn bytes_per_request(frames: usize) -> usize {
         + 2 * std::mem::size_of::<crate::engine::Event>()
 }
 
+/// Bytes a logical request in flight costs on top of [`bytes_per_request`] for a stack with
+/// `breakers` breaker slots, one of which is a fleet's (0 without one).
+pub fn fleet_bytes_per_request(breakers: usize) -> usize {
+    breakers * std::mem::size_of::<FleetFrame>()
+}
+
 /// One run of one policy under one seed.
 pub struct World<'c> {
     c: &'c Compiled,
@@ -312,6 +335,17 @@ pub struct World<'c> {
     tried: Vec<balance::Tried>,
     /// Scratch for a per-host breaker's pick: which replicas' breakers refuse calls.
     host_blocked: Vec<bool>,
+    /// The scenario's stores, as this run sees them.
+    stores: Vec<crate::client::fleet::StoreSim>,
+    /// Per breaker slot: for a `Fleet` scope, each client's dealings with the store; empty
+    /// otherwise.
+    fleet: Vec<Vec<crate::client::fleet::FleetClient>>,
+    /// `(client, from, until)` (ns): windows when a client's own network is down.
+    client_down: Vec<(u32, u64, u64)>,
+    /// Per request, one [`FleetFrame`] per breaker slot, when the stack has a fleet breaker.
+    fleet_frames: Vec<FleetFrame>,
+    /// Breaker slots when the stack has a fleet breaker, else 0 (no fleet frames).
+    fleet_stride: usize,
 }
 
 impl std::fmt::Debug for World<'_> {
@@ -366,6 +400,7 @@ impl<'c> World<'c> {
             net_rng.push(Stream::new(seed, StreamId::Network(i)));
         }
         let clients = c.clients();
+        let mut fleet = Vec::with_capacity(stack.breakers.len());
         let mut breakers = Vec::with_capacity(stack.breakers.len());
         for &node in &stack.breakers {
             let NodeKind::Breaker {
@@ -378,12 +413,19 @@ impl<'c> World<'c> {
             else {
                 continue;
             };
-            // Per host: client c's breaker for host k is instance c × hosts + k.
+            // Per host: client c's breaker for host k is instance c × hosts + k. A fleet's: 0 is
+            // the store's, 1 + c client c's own.
             let n = match scope {
                 Scope::Shared => 1,
                 Scope::PerClient => clients,
                 Scope::PerHost => clients.saturating_mul(*hosts),
+                Scope::Fleet(_) => clients.saturating_add(1),
             };
+            fleet.push(if scope.fleet().is_some() {
+                vec![crate::client::fleet::FleetClient::default(); clients as usize]
+            } else {
+                Vec::new()
+            });
             breakers.push(breaker.instances((0..n).map(|client| {
                 let key = (u64::from(*slot) << 32) | u64::from(client);
                 crate::engine::rng::derive(seed, StreamId::Client, key)
@@ -549,6 +591,30 @@ impl<'c> World<'c> {
             outstanding: vec![0; s.downstreams.len()],
             tried: Vec::new(),
             host_blocked: Vec::new(),
+            stores: s
+                .stores
+                .iter()
+                .enumerate()
+                .map(|(i, st)| crate::client::fleet::StoreSim::new(st, i as u16, seed))
+                .collect(),
+            fleet_stride: if fleet.iter().any(|f| !f.is_empty()) {
+                stack.breakers.len()
+            } else {
+                0
+            },
+            fleet,
+            fleet_frames: Vec::new(),
+            client_down: s
+                .client_faults
+                .iter()
+                .map(|f| match f {
+                    crate::scenario::ClientFault::NetworkDown {
+                        client,
+                        from,
+                        until,
+                    } => (*client, from.as_nanos(), until.as_nanos()),
+                })
+                .collect(),
         }
     }
 
@@ -920,6 +986,7 @@ impl<'c> World<'c> {
                 }
             }
             EventKind::Wake { request, node } => self.wake(request, node),
+            EventKind::StoreAnswer { request, node } => self.store_answer(request, node),
             EventKind::HedgeDue {
                 request,
                 node,

@@ -50,6 +50,10 @@ impl World<'_> {
         if self.frames.len() < need {
             self.frames.resize_with(need, Frame::default);
         }
+        let need = (h.index as usize + 1) * self.fleet_stride;
+        if self.fleet_frames.len() < need {
+            self.fleet_frames.resize_with(need, FleetFrame::default);
+        }
         let need = (h.index as usize + 1) * self.stack.copies;
         if self.copies.len() < need {
             self.copies.resize_with(need, HedgeCopy::default);
@@ -62,10 +66,19 @@ impl World<'_> {
             && trace.len() < TRACE_ROWS
         {
             let now = Instant::from_nanos(self.now);
+            // A fleet's breaker: the fleet's state (the store's, number 0).
             let states = self
                 .breakers
                 .iter()
-                .map(|v| v.get(client as usize % v.len().max(1)).state(now).name())
+                .zip(&self.fleet)
+                .map(|(v, fleet)| {
+                    let i = if fleet.is_empty() {
+                        client as usize % v.len().max(1)
+                    } else {
+                        0
+                    };
+                    v.get(i).state(now).name()
+                })
                 .collect();
             trace.push(TraceRow {
                 request: id,
@@ -290,6 +303,11 @@ impl World<'_> {
                     self.answer(request, node, Answer::new(AnswerKind::Timeout, node));
                     return;
                 }
+                if self.request_network_down(request) {
+                    // The client's own network is down: the call fails at once, unsent.
+                    self.answer(request, node, Answer::new(AnswerKind::Unavailable, node));
+                    return;
+                }
                 self.send_attempt(
                     request,
                     node,
@@ -299,6 +317,9 @@ impl World<'_> {
                     deadline,
                 );
             }
+            NodeKind::Breaker { store, .. } if *store != NONE => {
+                self.invoke_fleet(request, node, deadline)
+            }
             NodeKind::Breaker {
                 slot,
                 inner,
@@ -306,6 +327,7 @@ impl World<'_> {
                 ledger,
                 scope,
                 hosts,
+                ..
             } => {
                 let now = Instant::from_nanos(self.now);
                 let acquired = if *scope == Scope::PerHost {
@@ -572,6 +594,11 @@ impl World<'_> {
                         }
                         _ => None,
                     };
+                    if let Some(FleetFrame::Held(held)) =
+                        self.fleet_frame(request, *slot).map(std::mem::take)
+                    {
+                        self.record_fleet(request, parent, held, ans.breaker_outcome());
+                    }
                     if let Some((permit, (s, i))) = held {
                         let outcome = ans.breaker_outcome();
                         let now = Instant::from_nanos(self.now);

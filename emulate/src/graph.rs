@@ -35,9 +35,22 @@ pub fn is_graph(c: &Compiled) -> bool {
     c.scenario.downstreams.iter().any(|d| d.handler.is_some())
 }
 
-/// Refuses what the emulator cannot run as `sim` does: outlier detection over replicas, and
-/// breakers per host (`scope: PerHost`).
+/// Refuses what the emulator cannot run as `sim` does, before anything runs: outlier detection
+/// over replicas, breakers per host (`scope: PerHost`), state shared by a fleet through a store
+/// (`scope: Fleet`, the scenario's `stores`) and a client's own faults (`client_faults`).
 pub fn check(c: &Compiled) -> Result<(), String> {
+    if !c.scenario.stores.is_empty() {
+        return Err(
+            "stores: a fleet's store is not emulated yet, only simulated (remove `stores` and the Fleet scopes to emulate this scenario)"
+                .to_string(),
+        );
+    }
+    if !c.scenario.client_faults.is_empty() {
+        return Err(
+            "client_faults: a client instance's own faults are not emulated yet, only simulated (remove `client_faults` to emulate this scenario)"
+                .to_string(),
+        );
+    }
     let edge = c
         .scenario
         .policies
@@ -55,6 +68,12 @@ pub fn check(c: &Compiled) -> Result<(), String> {
         })
     });
     for (path, stack) in edge.chain(hops) {
+        if let Some(field) = stack.fleet(&path) {
+            return Err(format!(
+                "{field}: {}",
+                reliable_core::policy::FLEET_NO_STORE
+            ));
+        }
         if let Some(field) = stack.per_host(&path) {
             return Err(format!(
                 "{field}: breakers per host (scope PerHost) are not emulated yet, only simulated (write PerClient or Shared to emulate this policy)"

@@ -219,6 +219,50 @@ fn breakers_per_host_are_refused_at_their_field_not_run_as_one() {
 }
 
 #[test]
+fn a_fleet_s_store_and_a_client_s_own_faults_are_refused_before_anything_runs() {
+    let fleet = r#"Scenario(
+    name: "fleet",
+    horizon: "3s",
+    workload: OpenLoop(rate: 60.0, clients: 4),
+    downstreams: [(name: "leaf", model: Server(workers: 8, service: Constant("10ms")))],
+    STORES
+    policies: [
+        (name: "call", stack: Call(downstream: "leaf", timeout: "1s")),
+        (name: "fleet breaker", stack: Breaker(config: (failure_rate: 0.5, minimum_calls: 10,
+            window: Count(calls: 20), open: (duration: "1s")),
+            scope: Fleet(store: "redis", mode: Exact, wait: "5ms", on_store_failure: Local),
+            inner: Call(downstream: "leaf", timeout: "1s"))),
+    ],
+)"#;
+    let stores = r#"stores: [(name: "redis", round_trip: Constant("1ms"))],"#;
+    let c = compile(&fleet.replace("STORES", stores));
+    let e = size::measure(&c, 1.0, 1).unwrap_err();
+    assert!(
+        e.starts_with("stores: ") && e.contains("not emulated yet"),
+        "{e}"
+    );
+    // The run refuses it too, whichever policy it runs, before anything listens.
+    let e = run_policy(&c, 0, 1, 1.0).unwrap_err();
+    assert!(e.starts_with("stores: "), "{e}");
+    // A client's own faults, without a store or a fleet.
+    let c = compile(
+        r#"Scenario(
+    name: "one client down",
+    horizon: "3s",
+    workload: OpenLoop(rate: 60.0, clients: 4),
+    downstreams: [(name: "leaf", model: Server(workers: 8, service: Constant("10ms")))],
+    client_faults: [NetworkDown(client: 1, from: "1s", until: "2s")],
+    policies: [(name: "call", stack: Call(downstream: "leaf", timeout: "1s"))],
+)"#,
+    );
+    let e = size::measure(&c, 1.0, 1).unwrap_err();
+    assert!(
+        e.starts_with("client_faults: ") && e.contains("not emulated yet"),
+        "{e}"
+    );
+}
+
+#[test]
 fn the_size_check_counts_every_tier_s_attempts() {
     // 40/s at the edge × (3 api attempts × (1 + 3 db attempts)) = 480 attempts/s.
     let c = compile(&DEADLINE.replace(r#""300ms""#, r#""1s""#));

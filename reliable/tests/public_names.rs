@@ -16,6 +16,12 @@ use std::path::{Path, PathBuf};
 /// does not import (the std crate wraps or replaces it).
 const SAME_NAME_AS_CORE: &[(&str, &str)] = &[
     (
+        "OnStoreFailure",
+        "the core's policy::OnStoreFailure is how a policy file writes it (feature `policy`, \
+         serde); this one (fleet) is the fleet runtime's, built without the policy format: the \
+         same two choices, Local and Refuse, one for one",
+    ),
+    (
         "Plan",
         "the core's engine::Plan is what a policy says about one call as a whole, as the engine \
          reads it; this one (policy) is a loaded policy file, its routes in fallback order",

@@ -21,7 +21,7 @@ use reliable_core::breaker::{
 };
 use reliable_core::budget::{AnyBudget, Budget, Unlimited};
 use reliable_core::engine::{
-    Action, Call, Cancelled, Ended, Input, Note, Plan, Refusal, SampleFor, Shared, Stack,
+    Action, CallState, Cancelled, Ended, Input, Note, Plan, Refusal, SampleFor, Shared, Stack,
 };
 use reliable_core::hedge::{HedgePolicy, Hedger};
 use reliable_core::ledger::ExtraLedger;
@@ -479,8 +479,10 @@ impl Policy {
             events: Mutex::new(Vec::new()),
             error: Mutex::new(None),
         };
+        let call = CallState::start(&layers.plan, &layers, now);
         let mut run = Run {
-            cell: Running::new(layers, |l| Call::start(&l.plan, l, now)),
+            layers,
+            call,
             over: false,
             pending: Vec::new(),
             listen,
@@ -589,25 +591,16 @@ impl Shared for Layers {
     }
 }
 
-type EngineCall<'a> = Call<'a, Layers, 4>;
-
-self_cell::self_cell!(
-    /// A call and the policy view it borrows, in one value.
-    struct Running {
-        owner: Layers,
-        #[covariant]
-        dependent: EngineCall,
-    }
-    impl {Debug}
-);
-
 /// One call in progress (from `Policy.start()`): hand it what happens with `answer`, `timeout`,
 /// `dropped`, `tick` and `cancel`, then do what `poll()` says, and wake it after `wait()`
 /// seconds. Dropped unfinished, it is cancelled: what its copies hold goes back.
 #[pyclass(module = "reliable._core")]
 #[derive(Debug)]
 pub(crate) struct Run {
-    cell: Running,
+    /// The policy view the call draws from.
+    layers: Layers,
+    /// The call, stepped with `layers` (the engine's borrow-free form).
+    call: CallState<4>,
     over: bool,
     /// Events taken from the call, waiting for `events()` (kept only when listened to).
     pending: Vec<Event>,
@@ -679,19 +672,19 @@ fn error_class(kind: &str, retry_after: Option<f64>) -> PyResult<ErrorClass> {
 
 impl Run {
     fn now(&self, py: Python<'_>) -> PyResult<Instant> {
-        self.cell.borrow_owner().p().clock.now(py)
+        self.layers.p().clock.now(py)
     }
 
     fn handle(&mut self, py: Python<'_>, input: Input) -> PyResult<()> {
         let now = self.now(py)?;
-        self.cell
-            .with_dependent_mut(|_, call| call.handle(now, input));
+        self.call
+            .handle(&self.layers.plan, &self.layers, now, input);
         self.after(py)
     }
 
     /// After a step: the breaker's transitions to its hook, an rng error raised.
     fn after(&mut self, py: Python<'_>) -> PyResult<()> {
-        let owner = self.cell.borrow_owner();
+        let owner = &self.layers;
         let new = std::mem::take(&mut *lock(&owner.events));
         if let Some(b) = &owner.p().breaker {
             let b = b.get();
@@ -756,10 +749,10 @@ impl Run {
     /// passes to the wake-up, even if the clock says less.
     fn woke(&mut self, py: Python<'_>) -> PyResult<()> {
         let now = self.now(py)?;
-        let at = self.cell.borrow_dependent().poll_timeout();
+        let at = self.call.poll_timeout(&self.layers);
         let now = at.map_or(now, |at| at.max(now));
-        self.cell
-            .with_dependent_mut(|_, call| call.handle(now, Input::Tick));
+        self.call
+            .handle(&self.layers.plan, &self.layers, now, Input::Tick);
         self.after(py)
     }
 
@@ -781,7 +774,7 @@ impl Run {
         for wait in std::mem::take(&mut self.waits) {
             out.append((intern!(py, "retry"), wait))?;
         }
-        while let Some(action) = self.cell.with_dependent_mut(|_, call| call.poll()) {
+        while let Some(action) = self.call.poll() {
             let item: Bound<'py, PyTuple> = match action {
                 Action::Send { n, deadline, hedge } => {
                     let left = match deadline {
@@ -854,7 +847,7 @@ impl Run {
 
     /// Seconds until the call must be woken with `tick()`, or `None`.
     fn wait(&self, py: Python<'_>) -> PyResult<Option<f64>> {
-        let at = self.cell.borrow_dependent().poll_timeout();
+        let at = self.call.poll_timeout(&self.layers);
         match at {
             None => Ok(None),
             Some(at) => {
@@ -928,20 +921,23 @@ impl Run {
     /// Copies sent so far.
     #[getter]
     fn attempts(&self) -> u32 {
-        self.cell.borrow_dependent().attempts()
+        self.call.attempts()
     }
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
-        if self.over || self.cell.borrow_dependent().is_done() {
+        if self.over || self.call.is_done() {
             return;
         }
         // `Instant::ZERO` reads as the latest time each layer has seen.
-        self.cell.with_dependent_mut(|_, call| {
-            call.handle(Instant::ZERO, Input::Cancel);
-            while call.poll().is_some() {}
-        });
+        self.call.handle(
+            &self.layers.plan,
+            &self.layers,
+            Instant::ZERO,
+            Input::Cancel,
+        );
+        while self.call.poll().is_some() {}
     }
 }
 

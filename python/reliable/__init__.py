@@ -610,7 +610,7 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
                     if action[1] > 0:
                         delay = action[1]
                     else:
-                        await _pause(sleep, 0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
+                        await pause(0.0)  # a retry at once: ``sleep`` still hears of it, as in 0.1
                 elif kind == "cancel":
                     task = tasks.pop(action[1], None)
                     if task is not None:
@@ -643,7 +643,7 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
             elif wait is not None:
                 # The retry's wait, slept by ``sleep`` (the decided delay, not what is left of
                 # it); the engine then moves on as if that much time passed.
-                await _pause(sleep, wait if delay is None else delay)
+                await pause(wait if delay is None else delay)
                 delay = None
                 run.woke()
             else:  # the engine always has a copy out, a timer, or an end
@@ -784,7 +784,7 @@ def reliable(
             served_by = f"breaker({served_by})"
         if max_attempts > 1:
             served_by = f"retry({served_by})"
-        wrapper.__served_by__ = served_by
+        setattr(wrapper, "__served_by__", served_by)  # an attribute functools.wraps does not type
         return wrapper
 
     if fn is None:
@@ -827,13 +827,7 @@ def _sync_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name)
 
 
 def _async_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name):  # type: ignore[no-untyped-def]
-    async def pause(delay: float) -> None:
-        if sleep is None:
-            await asyncio.sleep(delay)
-        else:
-            waited = sleep(delay)
-            if inspect.isawaitable(waited):
-                await waited
+    pause = functools.partial(_pause, sleep)
 
     async def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter() if on_call is not None else 0.0

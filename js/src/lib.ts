@@ -941,6 +941,8 @@ const LEDGER_IN_RETRY = "a Ledger inside a Retry counts every retry as a first t
 const HEDGE_OF_CALL = "a Hedge sends copies of one call: expected `inner: Call(...)`";
 // reliable_core::policy::PER_HOST_ONE_HOST: one host per downstream here, so no breaker per host.
 const PER_HOST_ONE_HOST = "scope PerHost needs a balancer over a downstream's replicas, and this face calls one host per downstream (the simulator's `replicas` have one): expected PerClient or Shared";
+// reliable_core::policy::FLEET_NO_STORE: no store here, so no state shared by a fleet.
+const FLEET_NO_STORE = "scope Fleet shares state through a store this face does not have: expected PerClient or Shared here (the simulator models it with the scenario's `stores`; a Rust service shares a breaker or a budget through reliable::fleet, given to its builder, not yet from a policy file)";
 /** Each layer's fields (besides `inner`), as the policy format names them. */
 const FIELDS: Record<string, readonly string[]> = {
   Call: ["downstream", "timeout", "timeout_dist"],
@@ -1024,6 +1026,9 @@ function layer(kind: number, flag: number, value: unknown, path: string): void {
 function scope(body: Record<string, unknown>, field: string, path: string): void {
   const v = body[field];
   if (v === "PerHost") throw new TypeError(`${path}.${field}: ${PER_HOST_ONE_HOST}`);
+  if (typeof v === "object" && v !== null && !Array.isArray(v) && "Fleet" in v) {
+    throw new TypeError(`${path}.${field}: ${FLEET_NO_STORE}`);
+  }
   if (v !== undefined && v !== "PerClient" && v !== "Shared") {
     throw new TypeError(`${path}.${field}: expected "PerClient" or "Shared", got ${describe(v)}`);
   }

@@ -130,8 +130,8 @@ test("every scenario's client policies load as JSON files, or are refused with t
       // Refused: a layer the engine does not run (a Fallback, an Llm) or out of its order, named.
       assert.ok(e instanceof TypeError || e instanceof RangeError, `${file} ${name}: ${e}`);
       // Only what the engine itself does not run (as reliable_core::engine::Stack refuses it):
-      // a Fallback, an Llm, a breaker per host (one host per downstream here).
-      assert.match(e.message, /^stack(\.inner)*(: the engine does not run a (Fallback|Llm) yet|\.scope: scope PerHost needs a balancer)/, `${file} ${name}: ${e.message}`);
+      // a Fallback, an Llm, a breaker per host (one host per downstream here), a fleet's store.
+      assert.match(e.message, /^stack(\.inner)*(: the engine does not run a (Fallback|Llm) yet|\.scope: scope PerHost needs a balancer|\.(scope|budget_scope): scope Fleet shares state through a store this face does not have)/, `${file} ${name}: ${e.message}`);
       refused.push(`${file} ${name}: ${e.message}`);
       continue;
     }
@@ -163,6 +163,45 @@ test("a scenario's policy decides its calls: retries, its breaker opens and refu
   const before = calls;
   await assert.rejects(f(), { name: "CircuitOpenError" });
   assert.equal(calls, before);
+  f.dispose();
+});
+
+/** A `pub const NAME: &str = "..."` of core/src/policy.rs, its line continuations joined. */
+function coreMessage(name) {
+  const text = readFileSync(fileURLToPath(new URL("../../core/src/policy.rs", import.meta.url)), "utf8");
+  const m = text.match(new RegExp(`pub const ${name}: &str = "((?:[^"\\\\]|\\\\[^])*)";`));
+  assert.ok(m, `${name} not found in core/src/policy.rs`);
+  return m[1].replace(/\\\n\s*/g, "");
+}
+
+test("a Fleet scope is refused with the core's reason, word for word: no store here", { skip: !existsSync(scenarios) && "no scenarios/ beside this package" }, () => {
+  const fleet = { Fleet: { store: "orders" } };
+  const call = { Call: { downstream: "api" } };
+  for (const [stack, path] of [
+    [{ Breaker: { config: { consecutive_failures: 3 }, scope: fleet, inner: call } }, "stack.scope"],
+    [{ Retry: { policy: { backoff: { shape: { Constant: { delay: "0s" } } } }, budget: { Ratio: { ratio: 0.1, min_per_sec: 1, ttl: "10s", slots: 10 } }, budget_scope: fleet, inner: call } }, "stack.budget_scope"],
+  ]) {
+    assert.throws(() => reliable(async () => 1, { policy: { stack } }), (e) => e instanceof TypeError && e.message === `${path}: ${coreMessage("FLEET_NO_STORE")}`);
+  }
+});
+
+test("a breaker with a time window opens on the failures of its span, as the simulator's do", async () => {
+  let now = 0;
+  let calls = 0;
+  const breaker = { failure_rate: 0.5, minimum_calls: 3, window: { Time: { span: "10s", buckets: 10 } } };
+  const f = reliable(
+    async () => {
+      calls++;
+      return { status: 503, headers: { get: () => null } };
+    },
+    { policy: { stack: { Breaker: { config: breaker, inner: { Call: { downstream: "api" } } } } }, clock: () => now, sleep: async () => {} },
+  );
+  for (let i = 0; i < 2; i++) await f().catch(() => {});
+  now = 11_000; // both failures leave the span: the third is alone, the breaker stays closed
+  for (let i = 0; i < 3; i++) await f().catch(() => {});
+  assert.equal(calls, 5);
+  await assert.rejects(f(), { name: "CircuitOpenError" });
+  assert.equal(calls, 5);
   f.dispose();
 });
 

@@ -36,7 +36,7 @@ use pyo3::types::{PyBool, PyDict, PyInt};
 
 use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter, Shape};
 use reliable_core::breaker::{
-    AtomicCountWindow, BreakerConfig, BreakerPolicy, HalfOpenConfig, Observer, OpenConfig, Outcome,
+    AtomicAnyWindow, BreakerConfig, BreakerPolicy, HalfOpenConfig, Observer, OpenConfig, Outcome,
     Permit, ProbeRule, RejectReason, SharedBreaker, State, Transition, WindowConfig,
 };
 use reliable_core::budget::{
@@ -53,13 +53,20 @@ use reliable_core::{ConfigError, Duration, Instant};
 /// The largest `window` a breaker accepts, in calls (16 words of 64 bits per outcome kind).
 const MAX_WINDOW: usize = 1024;
 const WINDOW_WORDS: usize = MAX_WINDOW / 64;
+/// The most buckets a time window (from a policy file) may have: as in the Rust crate and the
+/// simulator, so that a policy file loads in every face.
+const MAX_BUCKETS: usize = 64;
 /// The largest `probe_limit` (half-open probes in flight) a breaker accepts.
 const PROBE_SLOTS: usize = 16;
 /// The longest duration any parameter accepts: about 31 years, far from `u64` nanoseconds' end.
 const MAX_SECONDS: f64 = 1e9;
 
-type Storage =
-    SharedBreaker<BreakerPolicy, AtomicCountWindow<MAX_WINDOW, WINDOW_WORDS>, PROBE_SLOTS, Queue>;
+type Storage = SharedBreaker<
+    BreakerPolicy,
+    AtomicAnyWindow<MAX_WINDOW, MAX_BUCKETS, WINDOW_WORDS>,
+    PROBE_SLOTS,
+    Queue,
+>;
 
 // ---------------------------------------------------------------------------------------------
 // Arguments: checked once, refused by the Python parameter's name.

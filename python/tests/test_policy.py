@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import threading
 import time
 from pathlib import Path
@@ -40,6 +41,55 @@ def hedged(delay: str = "20ms") -> str:
 def test_a_scenario_file_policy_loads_by_name() -> None:
     p = Policy.from_file(ROOT / "scenarios" / "hedging-storm.ron", "hedge at p95, ledger")
     assert p.hedges and p.name == "api"
+
+
+def test_a_breaker_with_a_time_window_opens_on_the_failures_of_its_span(clock: Any) -> None:
+    """A policy file's breaker may count by time (``window: Time``), as the simulator's do: the
+    failures of the last span open it; failures older than the span no longer count."""
+    config = {"failure_rate": 0.5, "minimum_calls": 3,
+              "window": {"Time": {"span": "10s", "buckets": 10}}}
+    text = json.dumps({"name": "t", "stack": {"Breaker": {"config": config, "inner": call()}}})
+    policy = Policy.from_json(text, clock=clock)
+
+    def fail() -> str:
+        raise ConnectionError("down")
+
+    f = reliable(fail, policy=policy)
+    for _ in range(2):
+        with pytest.raises(ConnectionError):
+            f()
+    clock.now = 11.0  # both failures leave the span: the third is alone, the breaker stays closed
+    with pytest.raises(ConnectionError):
+        f()
+    for _ in range(2):
+        with pytest.raises(ConnectionError):
+            f()
+    with pytest.raises(CircuitOpenError):
+        f()
+    Policy.from_file(ROOT / "scenarios" / "fleet-breaker.ron", "per-instance breaker")
+
+
+def test_every_scenario_policy_loads_or_is_refused_for_what_this_face_lacks() -> None:
+    """Every client policy of every scenario file loads, except what the engine does not run
+    here (a Fallback, an Llm, a breaker per host, a fleet's store) or what only a simulated caller
+has (a drawn timeout), refused naming where."""
+    lacks = ("the engine does not run a", "scope PerHost needs a balancer",
+             "scope Fleet shares state through a store this face does not have",
+             "a timeout_dist draws a timeout per simulated caller")
+    loaded = refused = 0
+    for path in sorted((ROOT / "scenarios").glob("*.ron")):
+        for body in path.read_text(encoding="utf-8").split("Scenario(")[1:]:
+            scenario = re.search(r'name: "([^"]+)"', body)
+            assert scenario is not None, path.name
+            for name in re.findall(r'\(name: "([^"]+)", stack:', body):
+                try:
+                    Policy.from_file(path, name, scenario=scenario.group(1))
+                    loaded += 1
+                except ValueError as e:
+                    assert any(why in str(e) for why in lacks), f"{path.name} {name}: {e}"
+                    assert ": stack" in str(e), f"{path.name} {name}: {e}"
+                    refused += 1
+    assert loaded >= 2 * refused and loaded >= 20, (loaded, refused)
 
 
 def test_a_json_policy_file_loads(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@
 //! of some order of the calls while the calls being written fit in the window, and find the lap
 //! race in a window of 2 with 3 threads.
 
+use core::num::NonZeroU64;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use super::count_window::CountWindow;
@@ -332,8 +333,9 @@ pub struct AtomicTimeWindow<const BUCKETS: usize> {
     failures: [AtomicU64; BUCKETS],
     slow: [AtomicU64; BUCKETS],
     slow_failures: [AtomicU64; BUCKETS],
-    width: u64,
-    n: u64,
+    // Non-zero in the type: the divisions below then have no panic path to optimize away.
+    width: NonZeroU64,
+    n: NonZeroU64,
 }
 
 impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
@@ -348,7 +350,7 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
         if epoch <= seen {
             return seen;
         }
-        if epoch - seen >= self.n {
+        if epoch - seen >= self.n.get() {
             // A jump past the whole window: every bucket is stale. Zero them before publishing
             // the new epoch, so no tag can be mistaken for a live one (tags are 32 bits).
             self.clear();
@@ -390,7 +392,7 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
     /// The epoch that `slot` stands for while `newest` is the newest.
     #[inline]
     fn live_epoch(&self, slot: usize, newest: u64) -> u64 {
-        let back = (newest % self.n + self.n - slot as u64) % self.n;
+        let back = (newest % self.n + self.n.get() - slot as u64) % self.n;
         newest - back.min(newest)
     }
 
@@ -420,7 +422,7 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
     /// The counts of the window whose newest epoch is `newest`: failures only if `failures`, slow
     /// calls only if `slow`, slow failures only if `split`.
     fn counts_at(&self, newest: u64, failures: bool, slow: bool, split: bool) -> Counts {
-        let first = newest.saturating_sub(self.n - 1);
+        let first = newest.saturating_sub(self.n.get() - 1);
         let mut c = Counts::default();
         let mut slot = self.slot(first);
         for e in first..=newest {
@@ -446,7 +448,7 @@ impl<const BUCKETS: usize> AtomicTimeWindow<BUCKETS> {
                 c.slow_failures += read(&self.slow_failures);
             }
             slot += 1;
-            if slot as u64 == self.n {
+            if slot as u64 == self.n.get() {
                 slot = 0;
             }
         }
@@ -465,9 +467,9 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
                 "the policy asks for a count window; this breaker has an AtomicTimeWindow",
             ));
         };
-        if buckets == 0 {
+        let Some(n) = NonZeroU64::new(u64::from(buckets)) else {
             return Err(ConfigError::new("window.buckets", Problem::Zero));
-        }
+        };
         if buckets as usize > BUCKETS {
             return Err(ConfigError::new(
                 "window.buckets",
@@ -477,17 +479,17 @@ impl<const BUCKETS: usize> AtomicWindow for AtomicTimeWindow<BUCKETS> {
                 },
             ));
         }
-        if width.is_zero() {
+        let Some(width) = NonZeroU64::new(width.as_nanos()) else {
             return Err(ConfigError::new("window.span", Problem::Zero));
-        }
+        };
         Ok(AtomicTimeWindow {
             newest: AtomicU64::new(0),
             calls: zeroed(),
             failures: zeroed(),
             slow: zeroed(),
             slow_failures: zeroed(),
-            width: width.as_nanos(),
-            n: u64::from(buckets),
+            width,
+            n,
         })
     }
 

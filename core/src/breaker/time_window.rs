@@ -22,6 +22,7 @@
 use super::window::{Counts, Window, WindowSpec, wrong_kind};
 use crate::error::{ConfigError, Problem};
 use crate::time::Instant;
+use core::num::{NonZeroU32, NonZeroU64};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Bucket {
@@ -36,8 +37,9 @@ struct Bucket {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TimeWindow<const BUCKETS: usize> {
     buckets: [Bucket; BUCKETS],
-    width: u64,
-    n: u32,
+    // Non-zero in the type: the divisions below then have no panic path to optimize away.
+    width: NonZeroU64,
+    n: NonZeroU32,
     /// Index (time / width) of the newest bucket.
     epoch: u64,
     totals: Counts,
@@ -45,13 +47,13 @@ pub struct TimeWindow<const BUCKETS: usize> {
 
 impl<const BUCKETS: usize> TimeWindow<BUCKETS> {
     fn slot(&self, epoch: u64) -> usize {
-        (epoch % u64::from(self.n)) as usize
+        (epoch % NonZeroU64::from(self.n)) as usize
     }
 
     /// Counts of the buckets that are still inside the window at `epoch` (> self.epoch).
     fn expired_between(&self, new_epoch: u64) -> Counts {
         let steps = new_epoch - self.epoch;
-        if steps >= u64::from(self.n) {
+        if steps >= u64::from(self.n.get()) {
             return self.totals;
         }
         let mut gone = Counts::default();
@@ -71,7 +73,7 @@ impl<const BUCKETS: usize> TimeWindow<BUCKETS> {
         if epoch <= self.epoch {
             return;
         }
-        if epoch - self.epoch >= u64::from(self.n) {
+        if epoch - self.epoch >= u64::from(self.n.get()) {
             self.clear();
         } else {
             for e in self.epoch + 1..=epoch {
@@ -96,9 +98,9 @@ impl<const BUCKETS: usize> Window for TimeWindow<BUCKETS> {
                 "the policy asks for a count window; this breaker has a TimeWindow",
             ));
         };
-        if buckets == 0 {
+        let Some(n) = NonZeroU32::new(buckets) else {
             return Err(ConfigError::new("window.buckets", Problem::Zero));
-        }
+        };
         if buckets as usize > BUCKETS {
             return Err(ConfigError::new(
                 "window.buckets",
@@ -108,13 +110,13 @@ impl<const BUCKETS: usize> Window for TimeWindow<BUCKETS> {
                 },
             ));
         }
-        if width.is_zero() {
+        let Some(width) = NonZeroU64::new(width.as_nanos()) else {
             return Err(ConfigError::new("window.span", Problem::Zero));
-        }
+        };
         Ok(TimeWindow {
             buckets: [Bucket::default(); BUCKETS],
-            width: width.as_nanos(),
-            n: buckets,
+            width,
+            n,
             epoch: 0,
             totals: Counts::default(),
         })

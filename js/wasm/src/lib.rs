@@ -45,8 +45,8 @@ use heapless::Deque;
 use reliable_core::answer::{Answer, Signals};
 use reliable_core::backoff::{BackoffConfig, BackoffPolicy, Jitter};
 use reliable_core::breaker::{
-    BreakerConfig, BreakerPolicy, CircuitBreaker, CountWindow, HalfOpenConfig, Observer,
-    OpenConfig, Outcome, Permit, ProbeRule, Rejection, State, Transition, WindowConfig,
+    AnyWindow, BreakerConfig, BreakerPolicy, CircuitBreaker, HalfOpenConfig, Observer, OpenConfig,
+    Outcome, Permit, ProbeRule, Rejection, State, Transition, WindowConfig,
 };
 use reliable_core::budget::{AnyBudget, Budget, Unlimited};
 use reliable_core::engine::{Action, Ended, Input, Note, Plan, Refusal, SampleFor, Shared};
@@ -83,9 +83,16 @@ pub const COPIES: usize = 4;
 /// Decisions and breaker transitions one input may report before they are read.
 pub const EVENTS: usize = 64;
 
-/// A breaker: a count window of up to [`MAX_WINDOW`] calls; its transitions are reported as
+/// The most buckets a breaker's time window may have (as in the Rust crate and the simulator, so
+/// that a policy file with a time window loads in every face).
+pub const MAX_BUCKETS: usize = 64;
+
+/// A breaker: a count window of up to [`MAX_WINDOW`] calls or a time window of up to
+/// [`MAX_BUCKETS`] buckets, as its config says; its transitions are reported as
 /// [`Event::Breaker`].
-pub type Breaker = CircuitBreaker<BreakerPolicy, CountWindow<MAX_WINDOW, 4>, 1, Transitions>;
+pub type Breaker = CircuitBreaker<BreakerPolicy, BreakerWindow, 1, Transitions>;
+/// A breaker's window: the kind its config asks for.
+pub type BreakerWindow = AnyWindow<MAX_WINDOW, MAX_BUCKETS, 4>;
 
 pub use slot::EngineCall;
 
@@ -652,7 +659,7 @@ impl World {
     /// A breaker with `config`; its transitions are reported as events.
     pub fn breaker_new(&'static self, config: BreakerConfig) -> Result<u32, Failure> {
         let policy = BreakerPolicy::new(config)?;
-        let breaker = CircuitBreaker::<_, CountWindow<MAX_WINDOW, 4>, 1>::with_storage(policy)?
+        let breaker = CircuitBreaker::<_, BreakerWindow, 1>::with_storage(policy)?
             .observe(Transitions(&self.events));
         let h = self
             .breaker_slots

@@ -203,6 +203,15 @@ test("a breaker with a time window opens on the failures of its span, as the sim
   await assert.rejects(f(), { name: "CircuitOpenError" });
   assert.equal(calls, 5);
   f.dispose();
+  // A time window the breaker cannot hold, or with no span or no bucket: a RangeError naming it.
+  for (const [window, says] of [
+    [{ Time: { span: "10s", buckets: 65 } }, /window\.buckets must be at most 64, got 65/],
+    [{ Time: { span: "0s", buckets: 10 } }, /window\.span/],
+    [{ Time: { span: "10s", buckets: 0 } }, /window\.buckets must not be zero/],
+  ]) {
+    const stack = { Breaker: { config: { ...breaker, window }, inner: { Call: { downstream: "api" } } } };
+    assert.throws(() => reliable(async () => 1, { policy: { stack } }), (e) => e instanceof RangeError && says.test(e.message));
+  }
 });
 
 test("every nesting the core's stack reader accepts loads: gates on either side of the retry, in any order", () => {

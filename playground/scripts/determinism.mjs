@@ -1,10 +1,12 @@
 // The page's simulator against `sim run`: every shipped scenario the page accepts runs in the
 // built module (dist/sim.wasm, in Node: the same bytes the browser loads) and in the native `sim`
 // binary, and the two `summary.json` must be byte-identical. Scenarios the page refuses (over its
-// limits, sweeps, maps, files of several) are listed with the reason.
+// limits, sweeps, maps, files of several) are listed with the reason. Then the page's own limits:
+// a scenario over them is refused naming the limit, though `sim check` accepts it.
+// (browser-test.mjs checks the default storm's table and plots, and a bad value's position.)
 //   node scripts/determinism.mjs [SIM_BINARY]   (default: ../target/release/sim)
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -53,8 +55,34 @@ try {
       console.log(`${file}: summary.json DIFFERS from sim run's at byte ${at}: ${JSON.stringify(page.slice(at, at + 60))} vs ${JSON.stringify(native.slice(at, at + 60))}`);
     }
   }
+
+  // The page's limits, on the default scenario made too long, and given too many seeds.
+  const base = readFileSync(join(repo, "scenarios", "default.ron"), "utf8");
+  const edits = [
+    ['horizon: "120s"', 'horizon: "4000s"', "playground's limit"],
+    ["seed: 1,", "seed: 1,\n    seeds: 21,", "the playground accepts (20)"],
+  ];
+  for (const [from, to, named] of edits) {
+    if (!base.includes(from)) throw new Error(`scenarios/default.ron no longer holds ${from}`);
+    const text = base.replace(from, to);
+    const info = engine.check(text);
+    const file = join(tmp, "over-the-limit.ron");
+    writeFileSync(file, text);
+    let native = "accepted";
+    try {
+      execFileSync(simBin, ["check", file], { stdio: ["ignore", "ignore", "pipe"] });
+    } catch (e) {
+      native = `refused: ${String(e.stderr).split("\n")[0]}`;
+    }
+    if (!info.ok && info.message.includes(named) && native === "accepted") {
+      console.log(`${to.replace("\n    ", " ")}: refused by the page naming "${named}"; sim check accepts it`);
+    } else {
+      failed++;
+      console.log(`${to.replace("\n    ", " ")}: expected the page to refuse it naming "${named}" and sim check to accept it; page: ${info.ok ? "accepted" : info.message}; sim check: ${native}`);
+    }
+  }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
-console.log(`${compared} scenarios compared, ${failed} different`);
+console.log(`${compared} scenarios compared, ${failed} checks failed`);
 process.exit(failed === 0 && compared > 0 ? 0 : 1);

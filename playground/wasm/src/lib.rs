@@ -5,7 +5,8 @@
 //! `WebAssembly.instantiate` and calls the `pg_*` exports of [`ffi`]: text goes in and JSON comes
 //! out through linear memory, no generated glue.
 //!
-//! This file is the safe part, usable (and tested) on the host too: [`check`] loads a scenario
+//! This file is the safe part, usable on the host too (the module's behaviour is tested through
+//! its real bytes: `playground/scripts/determinism.mjs` in Node, `browser-test.mjs` in Chromium): [`check`] loads a scenario
 //! the way `sim run` does, under the page's [`limits`]; a [`Session`] runs its (seed, policy)
 //! pairs one call at a time, so the page shows progress between them; [`Session::report`] renders
 //! what `sim run` writes: `summary.json` byte for byte, `summary.md`, its verdict table and the
@@ -245,58 +246,4 @@ pub fn verdict_table(summary_md: &str) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_scenario_runs_to_the_committed_table() {
-        let mut s = check(sim::DEFAULT_SCENARIO, None).unwrap();
-        s.run_rest().unwrap();
-        let report = s.report().unwrap();
-        let committed = include_str!("../../../reports/default/summary.md");
-        assert_eq!(
-            report["table_md"].as_str().unwrap(),
-            verdict_table(committed)
-        );
-        assert!(
-            report["table_md"]
-                .as_str()
-                .unwrap()
-                .contains("| naive retries |")
-        );
-        for stem in sim::report::FIGURES {
-            assert!(report["svg"][stem].as_str().unwrap().starts_with("<svg"));
-        }
-    }
-
-    #[test]
-    fn bad_text_is_refused_at_its_position() {
-        let text = sim::DEFAULT_SCENARIO.replace("workers: 100,", "workers: \"many\",");
-        let e = check(&text, None).unwrap_err();
-        let line = text
-            .lines()
-            .position(|l| l.contains("workers: \"many\""))
-            .unwrap()
-            + 1;
-        assert_eq!(e.position.map(|p| p.0), Some(line), "{}", e.message);
-    }
-
-    #[test]
-    fn a_scenario_over_the_page_limits_is_refused_naming_the_limit() {
-        let text = sim::DEFAULT_SCENARIO.replace("horizon: \"120s\"", "horizon: \"4000s\"");
-        let e = check(&text, None).unwrap_err();
-        assert!(e.message.contains("playground's limit"), "{}", e.message);
-        // The same text is within `sim run`'s own limits.
-        assert!(sim::load::load(&text, FILE).is_ok());
-        let many = sim::DEFAULT_SCENARIO.replace("seed: 1,", "seed: 1,\n    seeds: 21,");
-        let e = check(&many, None).unwrap_err();
-        assert!(
-            e.message.contains("the playground accepts (20)"),
-            "{}",
-            e.message
-        );
-    }
 }

@@ -432,12 +432,10 @@ impl Builder {
     /// build it in [`Mode::Cached`](crate::fleet::Mode::Cached). Not with a ledger that is the
     /// retry budget.
     ///
-    /// It never grants more than the fleet's ratio, but today it grants far fewer retries than
-    /// the ratio allows when asked this way: an allowance older than `refresh` is dropped, and a
-    /// refusal only starts the next refresh, so a process whose retries come in bursts finds its
-    /// allowance stale (600 calls at a ratio of 0.1 got 1 to 5 retries of the 60 allowed, in
-    /// `tests/fleet_reliable.rs`). Until that is fixed, prefer a local
-    /// [`budget`](Self::budget) where retries must not be starved.
+    /// It never grants more than the fleet's ratio. A process's first retry after its allowance
+    /// ran out or lapsed (a grant lasts a slot of the budget's window) is refused while the next
+    /// refresh is under way: two instances making 600 calls at a ratio of 0.1, in bursts, got 58
+    /// or 59 of the 60 retries allowed (`tests/fleet_reliable.rs`).
     #[cfg(feature = "fleet")]
     pub fn fleet_budget(mut self, budget: crate::fleet::FleetBudget) -> Self {
         self.fleet_budget = Some(budget);

@@ -207,7 +207,9 @@ async fn half_open_lets_one_probe_out_fleet_wide() {
 }
 
 /// A fleet budget of 10% across two instances: every call fails once and would retry; retries
-/// fleet-wide stay within 10% of first tries, and some are granted.
+/// fleet-wide stay within 10% of first tries, and nearly all of those 10% are granted, though
+/// the calls come in bursts with pauses longer than the refresh between them (a grant lasts a
+/// slot of the window: 58 or 59 of the 60 in 8 runs; when grants lapsed after `refresh`, 1 to 14).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_budget_bounds_retries_of_two_instances() {
     let store = Arc::new(MemoryStore::new("t"));
@@ -256,7 +258,11 @@ async fn fleet_budget_bounds_retries_of_two_instances() {
         calls / 10
     );
     assert!(retries <= calls / 10, "{retries} retries for {calls} calls");
-    assert!(retries > 0, "the budget grants retries");
+    assert!(
+        retries >= calls / 10 * 3 / 4,
+        "{retries} retries granted of the {} the ratio allows",
+        calls / 10
+    );
 }
 
 /// A blocking call made on a thread outside any runtime: the fleet breaker refreshes on the

@@ -43,11 +43,12 @@ impl std::error::Error for BudgetDenied {}
 /// tries fleet-wide (+ the reserve), over the window.
 ///
 /// Exact mode asks the store for each retry, sending the first tries counted since (one round
-/// trip). Cached mode takes up to `chunk` grants at each refresh and spends them locally until
-/// the next one (grants older than `refresh` are dropped): the fleet still never grants more
-/// than its ratio, since every grant was withdrawn from the fleet's window first; what cached mode
-/// costs is up to `chunk` grants per process left unused per refresh, and first tries reaching
-/// the store up to `refresh + wait` late (so retries are refused a little more than exactly).
+/// trip). Cached mode takes up to `chunk` grants at a refresh (when a retry finds none, and when
+/// it spends the last) and spends them locally; a grant lasts one slot of the window (`ttl /
+/// slots`), or `refresh` if longer. The fleet still never grants more than its ratio, since every
+/// grant was withdrawn from the fleet's window first; what cached mode costs is up to `chunk`
+/// grants per process that lapse unused, and first tries reaching the store up to `refresh +
+/// wait` late (so retries are refused a little more than exactly).
 ///
 /// While the store fails, each process decides on its own core budget (fed with its own first
 /// tries throughout), or refuses ([`OnStoreFailure::Refuse`]).
@@ -211,9 +212,9 @@ impl FleetBudget {
     ///
     /// The decision is cached mode's (with [`Mode::Exact`], with `wait` as the refresh): a grant
     /// from the allowance taken from the fleet at the last refresh, else a refusal that starts a
-    /// refresh. The fleet never grants more than its ratio; a process whose allowance is spent
-    /// or older than `refresh` refuses that retry (so a process that retries rarely is refused
-    /// more than the fleet's balance says: size `chunk` and `refresh` for the retry rate).
+    /// refresh. The fleet never grants more than its ratio; a process's first retry after its
+    /// allowance ran out or lapsed is refused (size `chunk` for the retry rate: a process holds
+    /// at most `chunk` grants that others cannot use).
     pub fn try_retry_now(&self) -> Result<(), BudgetDenied> {
         let i = &self.inner;
         let refresh = match i.config.mode {
@@ -257,22 +258,38 @@ impl Inner {
         }
     }
 
+    /// A decision on the allowance. Its grants last one slot of the budget's window (`ttl /
+    /// slots`), or `refresh` if longer: the fleet's window counts each grant from when it was
+    /// taken, and no finer than a slot, so a grant spent within a slot is spent as the window
+    /// accounts it. Spending the last grant starts the next refresh at once, so a process that
+    /// keeps retrying finds its allowance filled. With no grant, a store not heard from for
+    /// `2 × refresh + wait` that is down sends the decision to [`Self::fallback`].
     fn cached(self: &Arc<Self>, refresh: std::time::Duration) -> Result<(), BudgetDenied> {
+        let lifetime = refresh.max(std::time::Duration::from_micros(self.spec.width_us));
         let now = tokio::time::Instant::now();
-        let taken_at = {
+        // Some(grants left) when one was granted; else when the allowance was taken.
+        let (left, taken_at) = {
             let mut a = lock(&self.allowance);
             match a.1 {
-                Some(t) if now.saturating_duration_since(t) < refresh => {
-                    if a.0 > 0 {
-                        a.0 -= 1;
-                        self.guard.stats.cached.fetch_add(1, Ordering::Relaxed);
-                        return Ok(());
-                    }
+                Some(t) if now.saturating_duration_since(t) < lifetime && a.0 > 0 => {
+                    a.0 -= 1;
+                    (Some(a.0), a.1)
                 }
-                _ => a.0 = 0,
+                Some(t) if now.saturating_duration_since(t) < lifetime => (None, a.1),
+                _ => {
+                    a.0 = 0;
+                    (None, a.1)
+                }
             }
-            a.1
         };
+        if let Some(left) = left {
+            self.guard.stats.cached.fetch_add(1, Ordering::Relaxed);
+            if left == 0 {
+                // The last grant: the next retry then finds grants, not a refusal and a refresh.
+                self.start_refresh();
+            }
+            return Ok(());
+        }
         self.start_refresh();
         let stale = taken_at
             .is_none_or(|t| now.saturating_duration_since(t) > refresh * 2 + self.config.wait);

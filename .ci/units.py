@@ -84,8 +84,7 @@ INVOCATIONS = [
     ("mcp_wheel", ".", T, ["test", "-p", "reliable-mcp", "--test", "abuse", "--no-run"], "", {}),
     ("tower_emulate", ".", T, ["test", "-p", "reliablekit", "--features", "tower", "--test", "tower_layers", "--test", "tower_http", "--lib", "--no-run"], "", {}),
     ("tower_emulate", ".", T, ["test", "-p", "reliablekit", "--features", "tower,reqwest,policy,metrics", "--test", "chaos", "--test", "chaos_kill", "--test", "chaos_reqwest", "--no-run"], "", {}),
-    ("tower_emulate", ".", T, ["build", "-p", "emulate", "--release"], "", {}),
-    ("tower_emulate", ".", T, ["build", "-p", "emulate", "--release", "--example", "staging_replay"], "", {}),
+    ("tower_emulate", ".", T, ["build", "-p", "emulate", "--release", "--bins", "--example", "staging_replay"], "", {}),
     # cargo publish --dry-run: the two packages built from their packaged sources, in a
     # temporary target dir.
     ("publish_dry_run", ".", "publish-tmp", ["build", "-p", "reliable-core", "-p", "reliablekit"], "packaged", {}),

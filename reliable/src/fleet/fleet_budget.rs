@@ -270,17 +270,16 @@ impl Inner {
         // Some(grants left) when one was granted; else when the allowance was taken.
         let (left, taken_at) = {
             let mut a = lock(&self.allowance);
-            match a.1 {
-                Some(t) if now.saturating_duration_since(t) < lifetime && a.0 > 0 => {
-                    a.0 -= 1;
-                    (Some(a.0), a.1)
-                }
-                Some(t) if now.saturating_duration_since(t) < lifetime => (None, a.1),
-                _ => {
-                    a.0 = 0;
-                    (None, a.1)
-                }
+            if a.1
+                .is_none_or(|t| now.saturating_duration_since(t) >= lifetime)
+            {
+                a.0 = 0;
             }
+            let left = (a.0 > 0).then(|| {
+                a.0 -= 1;
+                a.0
+            });
+            (left, a.1)
         };
         if let Some(left) = left {
             self.guard.stats.cached.fetch_add(1, Ordering::Relaxed);

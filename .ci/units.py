@@ -43,7 +43,8 @@ INVOCATIONS = [
     ("clippy", ".", T, ["check", "-p", "reliable-core", "--all-targets", "--features", "serde,policy"], "clippy", {}),
     ("tests", ".", T, ["test", "--workspace", "--no-run"], "", {}),
     ("doc", ".", T, ["doc", "--no-deps", "--all-features", "-p", "reliable-core", "-p", "reliablekit", "-p", "sim", "-p", "reliable-mcp"], "rustdoc", {}),
-    ("proptest_long", ".", T, ["test", "-p", "reliable-core", "--release", "--test", "*state_machine*", "--no-run"], "", {}),
+    ("proptest_long", ".", "target/proptest", ["test", "-p", "reliable-core", "--release", "--test", "*state_machine*", "--no-run"], "", {}),
+    ("proptest_long", "drop", "target/proptest", [], "", {}),
     ("loom", ".", "target/loom", ["test", "-p", "reliable-core", "--release", "--lib", "--no-run"], "loom", {}),
     ("loom", "drop", "target/loom", [], "", {}),
     ("nostd_check", "nostd-check", "nostd-check/target", ["build", "--release"], "", {}),
@@ -65,26 +66,26 @@ INVOCATIONS = [
     ("sim_hostile", ".", T, ["build", "-p", "sim", "--release"], "", {}),
     ("sim_map", ".", T, ["build", "-p", "sim", "--release"], "", {}),
     ("reliable_crate", ".", T, ["test", "-p", "reliablekit", "--no-default-features", "--no-run"], "", {}),
-    ("reliable_crate", ".", T, ["test", "-p", "reliablekit", "--all-features", "--no-run"], "", {}),
     ("reliable_crate", ".", T, ["check", "-p", "reliablekit", "--all-targets", "--no-default-features"], "clippy", {}),
-    ("reliable_crate", ".", T, ["check", "-p", "reliablekit", "--all-targets", "--all-features"], "clippy", {}),
     ("reliable_crate", ".", T, ["check", "-p", "reliablekit", "--no-default-features", "--features", "metrics"], "", {}),
     ("reliable_crate", ".", T, ["check", "-p", "reliablekit", "--no-default-features", "--features", "tower"], "", {}),
     ("reliable_crate", ".", T, ["build", "-p", "reliablekit", "--example", "llm_client"], "", {}),
     ("reliable_crate", ".", T, ["build", "-p", "reliablekit", "--example", "layered"], "", {}),
     ("reliable_crate", ".", T, ["doc", "--no-deps", "--all-features", "-p", "reliable-core", "-p", "reliablekit", "-p", "sim", "-p", "reliable-mcp"], "rustdoc", {}),
     ("llm_report", ".", T, ["build", "-p", "sim", "--release"], "", {}),
-    ("mcp_python", ".", T, ["test", "-p", "reliable-mcp", "--no-run", "--test", "binary"], "", {}),
+    ("mcp_python", ".", T, ["test", "--workspace", "--no-run", "--test", "binary"], "", {}),
     # maturin build --release -m mcp/Cargo.toml (bin bindings): cargo rustc on the workspace.
     ("mcp_wheel", ".", T, ["build", "-p", "reliable-mcp", "--release"], "", {}),
     # maturin build -m python/Cargo.toml --release (the build python_wheel reuses)
     ("mcp_wheel", "python", "python/target", ["build", "--lib", "--release"], "", {}),
     # cargo install --locked --path mcp --target-dir target
     ("mcp_wheel", ".", T, ["build", "-p", "reliable-mcp", "--release", "--locked"], "", {}),
-    ("mcp_wheel", ".", T, ["test", "-p", "reliable-mcp", "--test", "abuse", "--no-run"], "", {}),
-    ("tower_emulate", ".", T, ["test", "-p", "reliablekit", "--features", "tower", "--test", "tower_layers", "--test", "tower_http", "--lib", "--no-run"], "", {}),
-    ("tower_emulate", ".", T, ["test", "-p", "reliablekit", "--features", "tower,reqwest,policy,metrics", "--test", "chaos", "--test", "chaos_kill", "--test", "chaos_reqwest", "--no-run"], "", {}),
+    ("mcp_wheel", ".", T, ["test", "--workspace", "--test", "abuse", "--no-run"], "", {}),
+    ("tower_emulate", ".", T, ["test", "--workspace", "--test", "tower_layers", "--test", "tower_http", "--test", "chaos", "--test", "chaos_kill", "--test", "chaos_reqwest", "--no-run"], "", {}),
     ("tower_emulate", ".", T, ["build", "-p", "emulate", "--release", "--bins", "--example", "staging_replay"], "", {}),
+    ("shared_build", ".", T, ["build", "-p", "sim", "--release"], "", {}),
+    ("shared_build", ".", T, ["build", "-p", "emulate", "--release", "--bins", "--example", "staging_replay"], "", {}),
+    ("shared_build", ".", T, ["build", "-p", "reliable-mcp", "--release"], "", {}),
     # cargo publish --dry-run: the two packages built from their packaged sources, in a
     # temporary target dir.
     ("publish_dry_run", ".", "publish-tmp", ["build", "-p", "reliable-core", "-p", "reliablekit"], "packaged", {}),
@@ -117,8 +118,8 @@ INVOCATIONS = [
     # npm run build: the module for wasm32-wasip1 in release (playground/package.json).
     ("playground", "playground/wasm", "playground/wasm/target", ["build", "--release", "--target", "wasm32-wasip1"], "", {}),
     ("playground", "drop", "playground/wasm/target", [], "", {}),
-    ("fleet_redis", ".", T, ["test", "-p", "reliablekit", "--all-features", "--test", "fleet_store", "--test", "fleet_reliable", "--test", "fleet_redis", "--test", "fleet_redis_tls", "--no-run"], "", {}),
-    ("fleet_redis", ".", T, ["test", "-p", "reliable-mcp", "--test", "store", "--no-run"], "", {}),
+    ("fleet_redis", ".", T, ["test", "--workspace", "--test", "fleet_store", "--test", "fleet_reliable", "--test", "fleet_redis", "--test", "fleet_redis_tls", "--no-run"], "", {}),
+    ("fleet_redis", ".", T, ["test", "--workspace", "--test", "store", "--no-run"], "", {}),
     ("sim_graphs", ".", T, ["test", "-p", "sim", "--release", "--test", "graphs", "--no-run"], "", {}),
 ]
 

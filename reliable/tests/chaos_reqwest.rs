@@ -15,6 +15,14 @@ use reliable_core::chaos::{ChaosConfig, FaultConfig, Injected, Strategy};
 use reqwest_middleware::ClientBuilder;
 use support::{Reply, server};
 
+/// A reqwest client, ring installed as rustls's crypto provider first: the workspace builds
+/// reqwest with `rustls-no-provider` (the MCP server's choice), whose clients need one, as an
+/// application with that feature installs one (a second install is a no-op).
+fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
 fn ok(_: u32) -> Reply {
     Reply {
         status: 200,
@@ -50,7 +58,7 @@ async fn an_injected_503_is_retried_by_the_reliable_middleware_like_a_real_one()
         .timeout(Duration::from_secs(5))
         .build()
         .unwrap();
-    let client = ClientBuilder::new(reqwest::Client::builder().no_proxy().build().unwrap())
+    let client = ClientBuilder::new(http_client())
         .with(ReliableMiddleware::new(rel))
         .with(ChaosMiddleware::new(switch.clone()))
         .build();
@@ -93,7 +101,7 @@ async fn an_injected_reset_is_a_transport_error_retried_until_the_server_answers
         .timeout(Duration::from_secs(5))
         .build()
         .unwrap();
-    let client = ClientBuilder::new(reqwest::Client::builder().no_proxy().build().unwrap())
+    let client = ClientBuilder::new(http_client())
         .with(ReliableMiddleware::new(rel))
         .with(ChaosMiddleware::new(
             ChaosSwitch::new("api", config).unwrap(),

@@ -11,8 +11,16 @@ use reliable::middleware::{Refused, ReliableMiddleware};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 use support::{Reply, server};
 
+/// A reqwest client, ring installed as rustls's crypto provider first: the workspace builds
+/// reqwest with `rustls-no-provider` (the MCP server's choice), whose clients need one, as an
+/// application with that feature installs one (a second install is a no-op).
+fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
 fn client(rel: Reliable) -> ClientWithMiddleware {
-    let inner = reqwest::Client::builder().no_proxy().build().unwrap();
+    let inner = http_client();
     ClientBuilder::new(inner)
         .with(ReliableMiddleware::new(rel))
         .build()
@@ -165,13 +173,13 @@ async fn reqwest_errors_classify_through_the_core_table() {
     use reliable::Classify;
     use reliable_core::outcome::ErrorClass;
     // A request that cannot be built is no answer: fatal.
-    let built = reqwest::Client::new().get("not a url").build().unwrap_err();
+    let built = http_client().get("not a url").build().unwrap_err();
     assert_eq!(built.classify(), ErrorClass::Fatal);
     // A refused connection (a port just freed on loopback): transient, as the core says.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = http_client();
     let refused = client
         .get(format!("http://{addr}/"))
         .send()

@@ -647,9 +647,9 @@ pub const FLEET_BULKHEAD: &str = "scope Fleet on a Limit counts the fleet's call
 /// Why a face without a fleet store refuses a `Fleet` scope.
 pub const FLEET_NO_STORE: &str = "scope Fleet shares state through a store this face does not \
                                   have: expected PerClient or Shared here (the simulator models \
-                                  it with the scenario's `stores`; a Rust service shares a \
-                                  breaker or a budget through reliable::fleet, given to its \
-                                  builder, not yet from a policy file)";
+                                  it with the scenario's `stores`; a Rust service gives the \
+                                  stores its policies name to reliable::policy's \
+                                  Route::fleet_builder)";
 
 /// Why a `PerHost` scope may only be a `Breaker`'s around a `Call`.
 pub const PER_HOST_BREAKER: &str = "scope PerHost keeps one breaker per host a Call's balancer \

@@ -942,7 +942,7 @@ const HEDGE_OF_CALL = "a Hedge sends copies of one call: expected `inner: Call(.
 // reliable_core::policy::PER_HOST_ONE_HOST: one host per downstream here, so no breaker per host.
 const PER_HOST_ONE_HOST = "scope PerHost needs a balancer over a downstream's replicas, and this face calls one host per downstream (the simulator's `replicas` have one): expected PerClient or Shared";
 // reliable_core::policy::FLEET_NO_STORE: no store here, so no state shared by a fleet.
-const FLEET_NO_STORE = "scope Fleet shares state through a store this face does not have: expected PerClient or Shared here (the simulator models it with the scenario's `stores`; a Rust service shares a breaker or a budget through reliable::fleet, given to its builder, not yet from a policy file)";
+const FLEET_NO_STORE = "scope Fleet shares state through a store this face does not have: expected PerClient or Shared here (the simulator models it with the scenario's `stores`; a Rust service gives the stores its policies name to reliable::policy's Route::fleet_builder)";
 /** Each layer's fields (besides `inner`), as the policy format names them. */
 const FIELDS: Record<string, readonly string[]> = {
   Call: ["downstream", "timeout", "timeout_dist"],

@@ -48,7 +48,9 @@ fn eligible(layer: &Layer) -> bool {
             scope: reliable_core::policy::Scope::PerHost,
             ..
         } => false,
-        // No fleet store in `reliable::policy` yet: it refuses a fleet's scope.
+        // A fleet's breaker: `reliable::policy` builds it only given stores (Route::fleet_builder),
+        // deciding on a view refreshed in the background, as the simulator's cached mode does
+        // with its store's round trips: alike in verdicts, not call by call (scenarios/README.md).
         Layer::Breaker { scope, .. } if scope.fleet().is_some() => false,
         Layer::Retry { inner, .. }
         | Layer::Breaker { inner, .. }

@@ -61,6 +61,7 @@
 //! | `RateLimit(config)` | [`Builder::rate_limit`], where the nesting puts it: inside the `Retry` every copy is counted, outside it the call once; a refusal gives back what the gates outside it hold, and inside a `Retry` ends the call unless the retry policy waits on refusals and the wait fits the deadline | `RateLimitLayer`, inside the `ConcurrencyLimitLayer` (around the `Hedge`: one count for all its copies, so refused with a `Hedge` when inside the `Retry`) |
 //! | `Llm(signals: true)` | [`Route::llm_signals`]: classify errors with `reliable::llm` (the error type's [`Classify`](crate::Classify), not a builder setting) | the same, in the tower policy |
 //! | `scope`, `budget_scope` | the instance is the state: share one `Reliable` for `Shared` (`ReliableLayer::shared`), build one per client for `PerClient` (so a route's stateful layers must have one scope) | `Shared`: one state for every service the layers wrap (`shared()`; one hedger, limiter, ledger); `PerClient`: one per wrapped service |
+//! | `scope: Fleet(store, ..)` on a `Breaker`, `budget_scope: Fleet(..)` on a `Retry`'s ratio budget | the fleet's state, in the store the service gives under that name (feature `fleet`): `Route::fleet_builder` and `Route::fleet_layer` with `Stores` put a `FleetBreaker` or `FleetBudget` there (in `mode: Cached` only: a `Reliable` never waits for a round trip), each instance keeping its own fallback; `builder` and `layer` refuse it (one per process would be a per-client scope in disguise), and `fleet_builder` a `Fleet` scope on a `Limit` or `RateLimit` | refused |
 //!
 //! What a target cannot run as the core's engine and the simulator do is refused with the
 //! layer's path and why, never dropped. By every target: a `timeout_dist` (simulator only: a
@@ -102,8 +103,12 @@ pub use reliable_core::policy::Scope;
 
 #[cfg(feature = "tower")]
 mod layers;
+#[cfg(feature = "fleet")]
+mod stores;
 #[cfg(feature = "tower")]
 pub use layers::{RouteFuture, RouteInnermost, RouteLayer, RouteRated, RouteService};
+#[cfg(feature = "fleet")]
+pub use stores::{DEFAULT_BUDGET_CHUNK, FLEET_EXACT, Stores};
 
 /// A policy entry as a real client reads it: the core's format, with `timeout_dist` refused.
 pub type PolicyEntry = reliable_core::policy::Policy<SimulatorOnly>;
@@ -289,6 +294,9 @@ pub struct Route {
     /// The first layer the tower layers of [`route_layer`](Self::route_layer) cannot stack where
     /// the policy puts it, and why (a `Reliable` and `ReliableLayer` run every nesting).
     route_layer_refusal: Option<Refused>,
+    /// The scope fields that say `Fleet`, outermost first: the layer's kind and the field's path.
+    /// Only [`fleet_builder`](Self::fleet_builder), given the stores they name, builds them.
+    fleet: Vec<(&'static str, String)>,
     /// The file, for messages.
     file: String,
 }
@@ -411,11 +419,6 @@ impl Plan {
         if let Some(path) = policy.stack.per_host("stack") {
             return Err(fail(path, reliable_core::policy::PER_HOST_ONE_HOST));
         }
-        // A fleet's state lives in a store the service names; this loader is given none (yet):
-        // one breaker per process would be a per-client scope in disguise.
-        if let Some(path) = policy.stack.fleet("stack") {
-            return Err(fail(path, reliable_core::policy::FLEET_NO_STORE));
-        }
         let mut branches = Vec::new();
         flatten(&policy.stack, "stack".to_string(), &mut branches);
         if branches.len() > MAX_ROUTES {
@@ -521,6 +524,7 @@ fn route<D>(
     let mut limit = None;
     let mut rate_limit = None;
     let mut llm_signals = false;
+    let mut fleet = Vec::new();
     // The first Limit or RateLimit inside the Retry (its path and kind): the engine has each
     // copy of a hedged attempt pass it, the tower layers the hedged attempt once.
     let mut per_copy: Option<(String, &str)> = None;
@@ -536,6 +540,10 @@ fn route<D>(
                 | Layer::Limit { .. }
         );
         let kind = layer.kind_name();
+        // A fleet's state lives in a store the service names (Route::fleet_builder).
+        for (field, _) in layer.scope_fields().filter(|(_, s)| s.fleet().is_some()) {
+            fleet.push((kind, at(&path, field)));
+        }
         if route_layer_refusal.is_none() && rate_limit.is_some() && outer {
             route_layer_refusal = Some((
                 path.clone(),
@@ -590,6 +598,7 @@ fn route<D>(
                     file: file.to_string(),
                     nesting,
                     route_layer_refusal,
+                    fleet,
                     downstream: downstream.clone(),
                     retry,
                     retries,
@@ -837,18 +846,23 @@ impl Route {
             .chain(self.rate_limit.map(|r| r.scope))
     }
 
-    /// Some of its stateful layers are `Shared` and some `PerClient`.
+    /// Some of its stateful layers are `Shared` and some `PerClient` (a `Fleet` layer's state is
+    /// its store's, whichever the others are).
     fn mixes_scopes(&self) -> bool {
-        let mut scopes = self.scopes();
+        let mut scopes = self.scopes().filter(|s| s.fleet().is_none());
         let first = scopes.next();
         scopes.any(|s| Some(s) != first)
     }
 
     fn refuse(&self, message: &str) -> PolicyError {
+        self.refuse_at(&self.path, message)
+    }
+
+    fn refuse_at(&self, field: &str, message: &str) -> PolicyError {
         PolicyError {
             file: self.file.clone(),
             position: None,
-            field: Some(self.path.clone()),
+            field: Some(field.to_string()),
             message: message.to_string(),
         }
     }
@@ -863,7 +877,37 @@ impl Route {
     /// The instance hedges in [`Reliable::call`] only: [`Reliable::call_blocking`] never hedges.
     /// For blocking calls, build from [`blocking_builder`](Self::blocking_builder), which refuses
     /// a route with a `Hedge` instead of dropping it.
+    ///
+    /// A route with a `Fleet` scope is refused here ([`FLEET_NO_STORE`](reliable_core::policy::FLEET_NO_STORE)):
+    /// one breaker or budget per process would be a per-client scope in disguise;
+    /// `fleet_builder` (feature `fleet`) builds it with the stores the policy names.
     pub fn builder(&self) -> Result<Builder, PolicyError> {
+        self.refuse_fleet()?;
+        self.local_builder()
+    }
+
+    /// Whether some layer of the route says `Fleet`: only `fleet_builder` (feature `fleet`),
+    /// given the stores the policy names, builds it.
+    pub fn is_fleet(&self) -> bool {
+        !self.fleet.is_empty()
+    }
+
+    /// Refuses a route with a `Fleet` scope, at its first such field.
+    fn refuse_fleet(&self) -> Result<(), PolicyError> {
+        match self.fleet.first() {
+            Some((_, field)) => Err(PolicyError {
+                file: self.file.clone(),
+                position: None,
+                field: Some(field.clone()),
+                message: reliable_core::policy::FLEET_NO_STORE.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// [`builder`](Self::builder) without the `Fleet` refusal: every layer with the instance's
+    /// own state (what `fleet_builder` then gives the fleet's).
+    fn local_builder(&self) -> Result<Builder, PolicyError> {
         if self.mixes_scopes() {
             return Err(self.refuse(
                 "some layers Shared and some PerClient: a Reliable is one state for all its layers (share one instance for Shared, build one per client for PerClient), so either way some layer would run with the other scope, unlike the simulator; expected one scope, or the tower layers (Plan::route_layer), which keep each layer's own",
@@ -876,7 +920,10 @@ impl Route {
         if let Some(br) = self.breaker {
             b = b.breaker(br.config);
         }
-        if let Some((budget, _)) = self.budget {
+        // A fleet's budget is `fleet_builder`'s (`builder` refused it).
+        if let Some((budget, scope)) = self.budget
+            && scope.fleet().is_none()
+        {
             b = b.budget(budget);
         }
         if let Some(throttle) = self.throttle {
@@ -942,6 +989,7 @@ impl Route {
     /// the [module docs](self)): [`layer`](Self::layer) runs every nesting.
     #[cfg(feature = "tower")]
     pub fn route_layer<P: Clone>(&self, policy: P) -> Result<RouteLayer<P>, PolicyError> {
+        self.refuse_fleet()?;
         if let Some((field, message)) = &self.route_layer_refusal {
             return Err(PolicyError {
                 file: self.file.clone(),
@@ -958,6 +1006,7 @@ impl Route {
     /// attempt passes, nothing else. [`layer`](Self::layer) builds any route.
     #[cfg(feature = "tower")]
     pub fn reliable_config(&self) -> Result<crate::tower::ReliableConfig, PolicyError> {
+        self.refuse_fleet()?;
         if self.hedge.is_some()
             || self.ledger.is_some()
             || self.limit.is_some()

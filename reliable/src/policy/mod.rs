@@ -895,12 +895,7 @@ impl Route {
     /// Refuses a route with a `Fleet` scope, at its first such field.
     fn refuse_fleet(&self) -> Result<(), PolicyError> {
         match self.fleet.first() {
-            Some((_, field)) => Err(PolicyError {
-                file: self.file.clone(),
-                position: None,
-                field: Some(field.clone()),
-                message: reliable_core::policy::FLEET_NO_STORE.to_string(),
-            }),
+            Some((_, field)) => Err(self.refuse_at(field, reliable_core::policy::FLEET_NO_STORE)),
             None => Ok(()),
         }
     }

@@ -359,7 +359,9 @@ impl<D> Layer<D> {
     /// ([`EMPTY_FALLBACK`]), a `PerHost` scope anywhere but on a `Breaker` around a `Call`
     /// ([`PER_HOST_BREAKER`]), a `Fleet` scope on a layer a fleet cannot share
     /// ([`FLEET_LAYERS`], [`FLEET_BUDGET`], [`FLEET_BULKHEAD`]) or with a `wait` or `refresh`
-    /// out of bounds (at `scope.wait`, `scope.mode.refresh`). Every other nesting means something: each stateful layer outside a
+    /// out of bounds (at `scope.wait`, `scope.mode.refresh`), a `Fleet` breaker whose config a
+    /// fleet cannot share (at the field: [`BreakerConfig::fleet_refusal`]). Every other nesting
+    /// means something: each stateful layer outside a
     /// `Retry` judges the call once, inside it every attempt, and layers on one side of it
     /// nest in the order written.
     pub fn check_nesting(&self, path: &str) -> Result<(), NestingError> {
@@ -386,6 +388,11 @@ impl<D> Layer<D> {
             }
             if let Some(Err((sub, why))) = scope.fleet().map(|f| f.check()) {
                 return fail(alloc::format!("{path}.{field}.{sub}"), why);
+            }
+            if let Layer::Breaker { config, .. } = self
+                && let Some(r) = config.fleet_refusal()
+            {
+                return fail(alloc::format!("{path}.config.{}", r.field), r.why);
             }
         }
         match self {

@@ -242,8 +242,47 @@ fn a_fleet_scope_names_its_store_and_is_refused_where_no_fleet_can_share() {
         r#"Breaker(config: (), scope: Fleet(store: "s", mode: Cached(refresh: "0s")), inner: Call(downstream: "api"))"#,
     );
     assert_eq!(e.path, "stack.scope.mode.refresh");
+    // A breaker a fleet shares: what it cannot hold is refused at the config's field (the
+    // simulator and `reliable::fleet` hold a config to the same rule).
+    for (config, path) in [
+        (r#"slow_calls: (threshold: "1s", rate: 0.5)"#, "slow_calls"),
+        (r#"slow_start: (ramp: "10s")"#, "slow_start"),
+        ("shadow: true", "shadow"),
+        ("initial_state: disabled", "initial_state"),
+        (r#"open: (duration: "5s", jitter: 0.2)"#, "open.jitter"),
+        (
+            r#"open: (duration: "5s", strictly_after: true)"#,
+            "open.strictly_after",
+        ),
+        (r#"window: Time(span: "10s", buckets: 10)"#, "window"),
+        ("window: Count(calls: 65)", "window.calls"),
+        ("half_open: (max_in_flight: 17)", "half_open.max_in_flight"),
+        (
+            "half_open: (max_in_flight: None)",
+            "half_open.max_in_flight",
+        ),
+        ("half_open: (rule: Rate(calls: 4))", "half_open.rule"),
+        (r#"half_open: (max_wait: "10s")"#, "half_open.max_wait"),
+        (
+            r#"half_open: (probe_timeout: "18446744073709551615ns")"#,
+            "half_open.probe_timeout",
+        ),
+    ] {
+        let p: Result<P, _> = options().from_str(&format!(
+            r#"(name: "f", stack: Breaker(config: (failure_rate: 0.5, {config}), scope: Fleet(store: "s"), inner: Call(downstream: "api")))"#
+        ));
+        let p = p.unwrap_or_else(|e| panic!("{config}: {e}"));
+        let e = p.stack.check_nesting("stack").unwrap_err();
+        assert_eq!(e.path, format!("stack.config.{path}"), "{config}");
+        let Layer::Breaker { config, .. } = &p.stack else {
+            unreachable!()
+        };
+        assert_eq!(config.fleet_refusal().unwrap().why, e.message, "{config:?}");
+    }
     // The layers a fleet can share take it.
     for ok in [
+        r#"Breaker(config: (failure_rate: 0.5, window: Count(calls: 64), half_open: (max_in_flight: 16)), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
+        r#"Breaker(config: (consecutive_failures: 5, window: Time(span: "10s", buckets: 10)), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
         r#"Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), budget: Ratio(ratio: 0.1, min_per_sec: 0), budget_scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
         r#"Limit(config: (rule: Fixed, initial: 10, min: 1, max: 10), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,
         r#"RateLimit(config: (rate: 100, period: "1s", burst: 10), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,

@@ -121,20 +121,52 @@ async fn what_a_fleet_builder_cannot_build_is_refused_at_its_field() {
     );
     assert!(e.message.contains("FleetBulkhead"), "{e}");
 
-    let slow = Plan::from_ron(
-        r#"(name: "slow", stack: Breaker(
-            config: (failure_rate: 0.5, minimum_calls: 10,
-                     slow_calls: (threshold: "1s", rate: 0.5)),
-            scope: Fleet(store: "redis", mode: Cached(refresh: "1s")), inner: Call(downstream: "api")))"#,
-        "slow.ron",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let e = slow.fleet_builder(&stores).unwrap_err();
-    assert_eq!(e.field.as_deref(), Some("stack.scope"));
-    assert!(
-        e.message.starts_with("a fleet breaker cannot hold it"),
-        "{e}"
+    // What a breaker shared by a fleet cannot hold is refused at load, at its field, by the
+    // core's rule (the simulator refuses the same file the same way).
+    for (config, field, why) in [
+        (
+            r#"slow_calls: (threshold: "1s", rate: 0.5)"#,
+            "stack.config.slow_calls",
+            "a fleet breaker trips on failures only",
+        ),
+        (
+            r#"open: (duration: "5s", jitter: 0.2)"#,
+            "stack.config.open.jitter",
+            "one breaker for the fleet",
+        ),
+        (
+            r#"window: Time(span: "10s", buckets: 10)"#,
+            "stack.config.window",
+            "a fleet breaker's failure rate is over a count window",
+        ),
+        (
+            "window: Count(calls: 65)",
+            "stack.config.window.calls",
+            "at most 64 calls",
+        ),
+    ] {
+        let e = Plan::from_ron(
+            &format!(
+                r#"(name: "fleet", stack: Breaker(
+                config: (failure_rate: 0.5, minimum_calls: 10, {config}),
+                scope: Fleet(store: "redis", mode: Cached(refresh: "1s")),
+                inner: Call(downstream: "api")))"#
+            ),
+            "fleet.ron",
+        )
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some(field), "{e}");
+        assert!(e.message.starts_with(why), "{e}");
+    }
+    // The same configs per client are a process's own breaker: they load.
+    let own = Plan::from_ron(
+        r#"(name: "own", stack: Breaker(
+            config: (failure_rate: 0.5, minimum_calls: 10, window: Count(calls: 65),
+                     open: (duration: "5s", jitter: 0.2)),
+            inner: Call(downstream: "api")))"#,
+        "own.ron",
     );
+    assert!(own.is_ok(), "{own:?}");
 }
 
 /// A retry budget scoped `Fleet` becomes a fleet budget beside the instance's local breaker (the

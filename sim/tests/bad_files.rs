@@ -622,6 +622,20 @@ fn fleet_scopes_stores_and_client_faults_are_checked_at_their_fields() {
         STORE,
     ));
     assert!(e.contains("scope.mode.refresh"), "{e}");
+    // A breaker config a fleet cannot share, at its field in the file, with the core's reason
+    // (the policy format and `reliable::fleet` refuse the same).
+    let jitter = "(name: \"j\", stack: Breaker(config: (consecutive_failures: 5, open: (duration: \"5s\", jitter: 0.2)), scope: Fleet(store: \"redis\"), inner: Call(downstream: \"api\")))";
+    let e = error(&with(jitter, STORE));
+    assert!(
+        e.contains("stack.config.open.jitter") && e.contains("one breaker for the fleet"),
+        "{e}"
+    );
+    let window = "(name: \"w\", stack: Breaker(config: (failure_rate: 0.5, window: Count(calls: 100)), scope: Fleet(store: \"redis\"), inner: Call(downstream: \"api\")))";
+    let e = error(&with(window, STORE));
+    assert!(
+        e.contains("stack.config.window.calls") && e.contains("at most 64 calls"),
+        "{e}"
+    );
     // Where a fleet cannot share the state, and where the simulator does not model it yet.
     let throttle = "(name: \"t\", stack: Throttle(scope: Fleet(store: \"redis\"), inner: Call(downstream: \"api\")))";
     let e = error(&with(throttle, STORE));

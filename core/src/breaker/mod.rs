@@ -84,6 +84,7 @@ mod atomic_window;
 mod circuit;
 mod config;
 mod count_window;
+mod fleet;
 mod observer;
 #[cfg(target_has_atomic = "64")]
 mod shared;
@@ -101,6 +102,7 @@ pub use config::{
     SlowStartConfig, WindowConfig,
 };
 pub use count_window::{CountWindow, words_for};
+pub use fleet::{FLEET_MAX_PROBES, FLEET_MAX_WINDOW, FleetRefusal};
 #[cfg(target_has_atomic = "64")]
 pub use observer::Rejections;
 pub use observer::{LastTransition, Observer};

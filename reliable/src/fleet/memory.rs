@@ -16,13 +16,16 @@ use reliable_core::{Duration, Instant};
 
 use super::store::{
     BreakerAnswer, BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec,
-    BulkheadOp, BulkheadReply, BulkheadSpec, MAX_PROBES, RateReply, RateSpec, Store, StoreError,
-    StoreErrorKind, StoreFuture,
+    BulkheadOp, BulkheadReply, BulkheadSpec, MAX_PROBES, MAX_WINDOW, RateReply, RateSpec, Store,
+    StoreError, StoreErrorKind, StoreFuture,
 };
 
 /// The core breaker a fleet breaker runs on in memory (and in each process's fallback).
-pub(crate) type CoreBreaker =
-    CircuitBreaker<reliable_core::breaker::BreakerPolicy, CountWindow<64>, { MAX_PROBES as usize }>;
+pub(crate) type CoreBreaker = CircuitBreaker<
+    reliable_core::breaker::BreakerPolicy,
+    CountWindow<{ MAX_WINDOW as usize }>,
+    { MAX_PROBES as usize },
+>;
 /// The core budget a fleet budget runs on in memory (and in each process's fallback).
 pub(crate) type CoreBudget = RatioBudget<64>;
 

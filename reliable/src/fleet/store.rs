@@ -315,10 +315,11 @@ fn unsupported(field: &'static str, why: &'static str) -> SpecError {
     SpecError::Unsupported { field, why }
 }
 
-/// The most probes a fleet breaker lets out at once (the in-memory store's slots).
-pub const MAX_PROBES: u32 = 16;
-/// The longest count window of a fleet breaker.
-pub const MAX_WINDOW: u32 = 4096;
+/// The most probes a fleet breaker lets out at once (the core's rule for a fleet breaker).
+pub const MAX_PROBES: u32 = reliable_core::breaker::FLEET_MAX_PROBES;
+/// The longest count window of a fleet breaker (the core's rule: each process's fallback breaker
+/// keeps that many calls).
+pub const MAX_WINDOW: u32 = reliable_core::breaker::FLEET_MAX_WINDOW;
 /// The most slots of a fleet budget's window.
 pub const MAX_SLOTS: u32 = 64;
 
@@ -333,7 +334,10 @@ fn micros_up(d: Duration) -> u64 {
 /// A fleet breaker takes the rules a fleet can share: failures in a row and a failure rate over a
 /// count window, open times that grow per re-open, and a half-open round of at most
 /// `max_in_flight` leased probes closed by `successes` in a row. [`BreakerSpec::new`] refuses the
-/// rest by field.
+/// rest by field, as the core's [`fleet_refusal`] says (the policy format and the simulator
+/// refuse the same).
+///
+/// [`fleet_refusal`]: reliable_core::breaker::BreakerConfig::fleet_refusal
 #[derive(Clone, Debug)]
 pub struct BreakerSpec {
     pub(crate) policy: BreakerPolicy,
@@ -352,91 +356,20 @@ impl BreakerSpec {
     /// The fleet form of `policy`, or the field it cannot share.
     pub fn new(policy: &BreakerPolicy) -> Result<Self, SpecError> {
         let c = policy.config();
-        if c.slow_calls.is_some() {
-            return Err(unsupported(
-                "slow_calls",
-                "a fleet breaker trips on failures only",
-            ));
+        if let Some(r) = c.fleet_refusal() {
+            return Err(unsupported(r.field, r.why));
         }
-        if c.slow_start.is_some() {
-            return Err(unsupported(
-                "slow_start",
-                "no slow start in a fleet breaker",
-            ));
-        }
-        if c.shadow {
-            return Err(unsupported("shadow", "no shadow mode in a fleet breaker"));
-        }
-        if c.initial_state != State::Closed {
-            return Err(unsupported(
-                "initial_state",
-                "a fleet breaker starts closed",
-            ));
-        }
-        if c.open.jitter != 0.0 {
-            return Err(unsupported(
-                "open.jitter",
-                "one breaker for the fleet: its probes are gated, not spread",
-            ));
-        }
-        if c.open.strictly_after {
-            return Err(unsupported(
-                "open.strictly_after",
-                "the store's clock counts microseconds",
-            ));
-        }
+        // What the core's check leaves: a count window of at most `MAX_WINDOW` calls (or none,
+        // for failures in a row only); at most `MAX_PROBES` probes, by successes in a row.
         let window_calls = match c.window {
-            WindowConfig::Count { calls } if calls <= MAX_WINDOW => calls,
-            WindowConfig::Count { .. } => {
-                return Err(unsupported(
-                    "window.calls",
-                    "at most 4096 calls in a fleet breaker's window",
-                ));
-            }
-            WindowConfig::Time { .. } if c.failure_rate.is_none() => 1,
-            WindowConfig::Time { .. } => {
-                return Err(unsupported(
-                    "window",
-                    "a fleet breaker's failure rate is over a count window",
-                ));
-            }
+            WindowConfig::Count { calls } => calls,
+            WindowConfig::Time { .. } => 1,
         };
-        let probes = match c.half_open.max_in_flight {
-            Some(n) if n <= MAX_PROBES => n,
-            Some(_) => {
-                return Err(unsupported(
-                    "half_open.max_in_flight",
-                    "at most 16 probes in flight",
-                ));
-            }
-            None => {
-                return Err(unsupported(
-                    "half_open.max_in_flight",
-                    "a fleet breaker gates its probes fleet-wide: set a number",
-                ));
-            }
-        };
+        let probes = c.half_open.max_in_flight.unwrap_or(1);
         let successes = match c.half_open.rule {
             ProbeRule::Consecutive { successes } => successes,
-            ProbeRule::Rate { .. } => {
-                return Err(unsupported(
-                    "half_open.rule",
-                    "a fleet breaker closes on successes in a row",
-                ));
-            }
+            ProbeRule::Rate { .. } => 1,
         };
-        if c.half_open.max_wait.is_some() {
-            return Err(unsupported(
-                "half_open.max_wait",
-                "a fleet breaker's round ends by its leases",
-            ));
-        }
-        if c.half_open.probe_timeout == Duration::MAX {
-            return Err(unsupported(
-                "half_open.probe_timeout",
-                "a process that dies mid-probe must not wedge the fleet: set a lease",
-            ));
-        }
         // The open times by re-opens, from the core, until they reach the cap.
         let mut open_us = Vec::new();
         for reopens in 0..64 {

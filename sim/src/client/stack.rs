@@ -389,6 +389,15 @@ impl CompiledStack {
                 if let Err((sub, why)) = fleet.check() {
                     return Err(cx.c.fail(&sp.field(sub), why));
                 }
+                if let Layer::Breaker { config, .. } = layer
+                    && let Some(r) = config.fleet_refusal()
+                {
+                    let config_path = r
+                        .field
+                        .split('.')
+                        .fold(at.field("config"), |p, f| p.field(f));
+                    return Err(cx.c.fail(&config_path, r.why));
+                }
                 store = cx.c.store(fleet.store.as_str(), &sp.field("store"))?;
             }
         }

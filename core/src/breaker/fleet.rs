@@ -31,7 +31,12 @@ pub struct FleetRefusal {
 
 impl BreakerConfig {
     /// The first field a breaker kept by a fleet cannot have, or `None` if the whole config can
-    /// be shared (see the [module docs](self)).
+    /// be shared. A fleet breaker trips on failures in a row, or on a failure rate over a count
+    /// window of at most [`FLEET_MAX_WINDOW`] calls (each process keeps a breaker of the same
+    /// config to fall back on while the store fails); its open times grow per re-open without
+    /// jitter (its probes are gated by the store, not spread by chance); its half-open round lets
+    /// at most [`FLEET_MAX_PROBES`] leased probes through, closed by successes in a row. Slow
+    /// calls, slow start, shadow mode and an initial state but closed are refused.
     pub fn fleet_refusal(&self) -> Option<FleetRefusal> {
         let refuse = |field, why| Some(FleetRefusal { field, why });
         if self.slow_calls.is_some() {

@@ -85,6 +85,18 @@ fn invalid(path: &str, e: ConfigError) -> StackError {
 impl Stack {
     /// Reads `stack` (the layers, outermost first).
     pub fn from_layer<D>(stack: &Layer<D>) -> Result<Self, StackError> {
+        Self::read(stack, false)
+    }
+
+    /// Reads `stack` for a face that keeps a `Fleet` scope's state in a store it was given: as
+    /// [`from_layer`](Self::from_layer), but a `Fleet` scope is read (the layer's scope says
+    /// `Fleet`, for the face to build that layer's state from its store) instead of refused with
+    /// [`FLEET_NO_STORE`](crate::policy::FLEET_NO_STORE).
+    pub fn from_layer_with_store<D>(stack: &Layer<D>) -> Result<Self, StackError> {
+        Self::read(stack, true)
+    }
+
+    fn read<D>(stack: &Layer<D>, store: bool) -> Result<Self, StackError> {
         stack.check_nesting("stack").map_err(|e| StackError {
             path: e.path,
             message: e.message,
@@ -97,7 +109,7 @@ impl Stack {
             });
         }
         // No store here: a fleet's state kept per process would be a per-client scope in disguise.
-        if let Some(path) = stack.fleet("stack") {
+        if let Some(path) = stack.fleet("stack").filter(|_| !store) {
             return Err(StackError {
                 path,
                 message: String::from(crate::policy::FLEET_NO_STORE),

@@ -1,7 +1,9 @@
 //! A fleet breaker and a fleet budget as the call engine's breaker and retry budget: what a
 //! [`Reliable`](crate::Reliable) (and so its blocking calls and its tower layer) asks when it
 //! was built with [`Builder::fleet_breaker`](crate::Builder::fleet_breaker) or
-//! [`Builder::fleet_budget`](crate::Builder::fleet_budget).
+//! [`Builder::fleet_budget`](crate::Builder::fleet_budget), and what another face that drives
+//! the core's engine itself (the Python package) asks from its `engine::Shared`
+//! ([`Route::fleet_gates`](crate::policy::Route::fleet_gates) builds them from a policy).
 //!
 //! The engine takes each decision at once ([`FleetBreaker::decide`],
 //! [`FleetBudget::try_retry_now`]) and carries a core [`Permit`] between the breaker's admit and
@@ -22,10 +24,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The fleet's gates of one instance.
+/// The fleet's gates of one instance: its [`FleetBreaker`] and [`FleetBudget`] as the core's
+/// call engine asks a breaker and a budget (`engine::Shared`'s `breaker_acquire`,
+/// `breaker_record`, `breaker_refuses` and `budget`).
 #[derive(Debug)]
-pub(crate) struct FleetGates {
-    pub breaker: Option<FleetBreaker>,
+pub struct FleetGates {
+    pub(crate) breaker: Option<FleetBreaker>,
     budget: Option<Mutex<EngineBudget>>,
     /// Fleet permits the engine holds, by the token its core permit carries; free places.
     permits: Mutex<(Vec<Option<FleetPermit>>, Vec<u32>)>,
@@ -34,6 +38,8 @@ pub(crate) struct FleetGates {
 }
 
 impl FleetGates {
+    /// The gates of `breaker` and `budget` (either may be absent). Build both in
+    /// [`Mode::Cached`](super::Mode::Cached): the engine decides at once, on their views.
     pub fn new(breaker: Option<FleetBreaker>, budget: Option<FleetBudget>) -> Self {
         let rest = breaker
             .as_ref()
@@ -109,6 +115,11 @@ impl FleetGates {
         self.budget.as_ref()
     }
 
+    /// The fleet's breaker.
+    pub fn breaker(&self) -> Option<&FleetBreaker> {
+        self.breaker.as_ref()
+    }
+
     /// Fleet permits the engine holds now (for tests: every permit comes back).
     #[cfg(test)]
     pub fn held(&self) -> usize {
@@ -116,9 +127,10 @@ impl FleetGates {
     }
 }
 
-/// A fleet budget as the core's [`Budget`]: first tries deposit, retries are granted at once.
+/// A fleet budget as the core's [`Budget`]: first tries deposit, retries are granted at once
+/// (on the fleet's view).
 #[derive(Debug)]
-pub(crate) struct EngineBudget(FleetBudget);
+pub struct EngineBudget(FleetBudget);
 
 impl Budget for EngineBudget {
     fn on_first_try(&mut self, _: Instant) {

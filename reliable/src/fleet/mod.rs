@@ -89,7 +89,7 @@ pub use fleet_breaker::{Decider, FleetBreaker, FleetPermit, FleetReason, FleetRe
 pub use fleet_budget::{BudgetDenied, DEPOSIT_AFTER, DEPOSIT_EVERY, FleetBudget};
 pub use fleet_bulkhead::{BulkheadFull, FleetBulkhead, FleetSlot};
 pub use fleet_rate::{FleetRateLimiter, RateRefused};
-pub(crate) use gates::FleetGates;
+pub use gates::{EngineBudget, FleetGates};
 pub use guard::{EventSink, FleetConfig, FleetEvent, FleetStats, Mode, OnStoreFailure};
 pub use memory::MemoryStore;
 #[cfg(feature = "fleet-redis")]

@@ -11,7 +11,7 @@ use reliable_core::policy::{FleetMode, FleetScope, Scope};
 use super::{Plan, PolicyError, Route};
 use crate::builder::Builder;
 use crate::fleet::{
-    BreakerSpec, BudgetSpec, EventSink, FleetBreaker, FleetBudget, FleetConfig, Mode,
+    BreakerSpec, BudgetSpec, EventSink, FleetBreaker, FleetBudget, FleetConfig, FleetGates, Mode,
     OnStoreFailure, Store,
 };
 
@@ -163,6 +163,31 @@ impl Route {
     /// store cannot hold (a breaker's `slow_calls`, say), a downstream name a store cannot key.
     pub fn fleet_builder(&self, stores: &Stores) -> Result<Builder, PolicyError> {
         let mut b = self.local_builder()?;
+        let (breaker, budget) = self.fleet_state(stores)?;
+        if let Some(fleet) = breaker {
+            b = b.fleet_breaker(fleet);
+        }
+        if let Some(fleet) = budget {
+            b = b.fleet_budget(fleet);
+        }
+        Ok(b)
+    }
+
+    /// The route's fleet breaker and budget as the core's call engine asks them, for a face
+    /// that drives the engine itself (the Python package), refused as
+    /// [`fleet_builder`](Self::fleet_builder) refuses; the route's other layers are the face's
+    /// to build. Call it inside the tokio runtime the refreshes are to run on.
+    pub fn fleet_gates(&self, stores: &Stores) -> Result<FleetGates, PolicyError> {
+        let (breaker, budget) = self.fleet_state(stores)?;
+        Ok(FleetGates::new(breaker, budget))
+    }
+
+    /// The fleet breaker and budget the route's `Fleet` scopes name, from `stores`.
+    fn fleet_state(
+        &self,
+        stores: &Stores,
+    ) -> Result<(Option<FleetBreaker>, Option<FleetBudget>), PolicyError> {
+        let (mut fleet_breaker, mut fleet_budget) = (None, None);
         for (kind, field) in &self.fleet {
             match *kind {
                 "Breaker" | "Retry" => {}
@@ -205,7 +230,7 @@ impl Route {
                 stores.events.clone(),
             )
             .map_err(|e| self.refuse_at(&field, &format!("the fleet breaker {name:?}: {e}")))?;
-            b = b.fleet_breaker(fleet);
+            fleet_breaker = Some(fleet);
         }
         if let Some((budget, Scope::Fleet(scope))) = self.budget {
             let field = field_of("Retry");
@@ -227,9 +252,9 @@ impl Route {
                 stores.events.clone(),
             )
             .map_err(|e| self.refuse_at(&field, &format!("the fleet budget {name:?}: {e}")))?;
-            b = b.fleet_budget(fleet);
+            fleet_budget = Some(fleet);
         }
-        Ok(b)
+        Ok((fleet_breaker, fleet_budget))
     }
 
     /// The route as one tower `ReliableLayer`, built from [`fleet_builder`](Self::fleet_builder)

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from ._core import Chaos, ChaosTimeline, CircuitBreaker, Policy, RetryBudget, SpendBudget, exp_backoff
+from ._core import Chaos, ChaosTimeline, CircuitBreaker, Policy, RetryBudget, SpendBudget, Store, exp_backoff
 from ._core import classify_http as _classify_http
 from ._core import seed_policy as _seed_policy
 from ._core import server_delay as _server_delay
@@ -38,6 +38,7 @@ __all__ = [
     "Served",
     "SpendBudget",
     "SpendLimitError",
+    "Store",
     "classify",
     "exp_backoff",
     "fallback",

@@ -11,6 +11,7 @@ from ._core import Chaos as Chaos
 from ._core import ChaosTimeline as ChaosTimeline
 from ._core import CircuitBreaker as CircuitBreaker
 from ._core import Policy as Policy
+from ._core import Store as Store
 from ._core import _Rng
 from ._core import RetryBudget as RetryBudget
 from ._core import SpendBudget as SpendBudget

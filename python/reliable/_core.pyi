@@ -1,7 +1,7 @@
 # The Rust extension: the core's decisions. The public names are re-exported by `reliable`.
 import os
 import random
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 # ``rng``: a callable returning a float in [0, 1) (the seed's), or a ``random.Random``.
 _Rng = Union[Callable[[], float], random.Random]
@@ -88,6 +88,12 @@ class Run:
     def wait(self) -> Optional[float]: ...
     def events(self) -> list[tuple[str, dict[str, Any]]]: ...
 
+class Store:
+    @staticmethod
+    def redis(url: str, namespace: str = "reliable") -> Store: ...
+    @staticmethod
+    def memory(namespace: str = "reliable") -> Store: ...
+
 class Policy:
     @staticmethod
     def from_json(
@@ -96,6 +102,7 @@ class Policy:
         file: str = "<json>",
         clock: Optional[Callable[[], float]] = None,
         rng: Optional[_Rng] = None,
+        stores: Optional[Mapping[str, Store]] = None,
     ) -> Policy: ...
     @staticmethod
     def from_ron(
@@ -106,6 +113,7 @@ class Policy:
         file: str = "<ron>",
         clock: Optional[Callable[[], float]] = None,
         rng: Optional[_Rng] = None,
+        stores: Optional[Mapping[str, Store]] = None,
     ) -> Policy: ...
     @staticmethod
     def from_file(
@@ -115,9 +123,12 @@ class Policy:
         scenario: Optional[str] = None,
         clock: Optional[Callable[[], float]] = None,
         rng: Optional[_Rng] = None,
+        stores: Optional[Mapping[str, Store]] = None,
     ) -> Policy: ...
     @property
     def breaker(self) -> Optional[CircuitBreaker]: ...
+    @property
+    def fleet_state(self) -> Optional[str]: ...
     @property
     def name(self) -> str: ...
     @property

@@ -8,6 +8,7 @@
 //! loaded from a policy file: the policy format the simulator runs, as JSON or RON, a policy entry
 //! or a scenario file's policy, read by the engine's own reader ([`Stack::from_layer`]).
 
+use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -16,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use reliable::fleet::FleetGates;
 use reliable_core::breaker::{
     BreakerConfig, BreakerPolicy, Outcome, Permit, RejectReason, Rejection, State, Transition,
 };
@@ -27,11 +29,12 @@ use reliable_core::hedge::{HedgePolicy, Hedger};
 use reliable_core::ledger::ExtraLedger;
 use reliable_core::limit::{Limiter, LimiterPolicy, RateLimiter, RatePolicy};
 use reliable_core::outcome::ErrorClass;
-use reliable_core::policy::Layer;
+use reliable_core::policy::{Layer, Scope};
 use reliable_core::retry::RetryPolicy;
 use reliable_core::throttle::{AdaptiveThrottle, ThrottlePolicy};
 use reliable_core::{Duration, Instant};
 
+use super::fleet::Store;
 use super::{CircuitBreaker, Clock, Queue, Random, RetryBudget, Storage, bad_value};
 
 /// The longest policy text read (a policy is a few KiB; a scenario file a few tens).
@@ -59,6 +62,9 @@ pub(crate) struct Policy {
     hedger: Option<Mutex<Hedger>>,
     limiter: Option<Mutex<Limiter>>,
     rate: Option<Mutex<RateLimiter>>,
+    /// The fleet's breaker and budget, where the policy's scope says `Fleet` (and `stores` named
+    /// the store): they stand in for `breaker` and `budget`.
+    fleet: Option<FleetGates>,
     clock: Clock,
     rng: Random,
     /// Whether a backoff draws jitter (else no sample is asked of `rng` for it).
@@ -92,27 +98,41 @@ impl Policy {
             hedger: None,
             limiter: None,
             rate: None,
+            fleet: None,
             clock,
             rng,
             name: String::new(),
         }
     }
 
-    /// A policy format stack, read by the engine's reader; its state built from its configs.
-    fn from_layer<D>(
+    /// A policy format stack, read by the engine's reader; its state built from its configs, and
+    /// a `Fleet` scope's from the store `stores` names.
+    fn from_layer<D: Clone>(
         py: Python<'_>,
-        stack: &Layer<D>,
+        entry: (&str, &Layer<D>),
         file: &str,
-        clock: Clock,
-        rng: Random,
+        (clock, rng): (Clock, Random),
+        stores: Option<&HashMap<String, Py<Store>>>,
     ) -> PyResult<Policy> {
+        let (name, stack) = entry;
         refuse_timeout_dist(stack, "stack", file)?;
-        let s =
-            Stack::from_layer(stack).map_err(|e| PyValueError::new_err(format!("{file}: {e}")))?;
+        let s = match stores {
+            Some(_) => Stack::from_layer_with_store(stack),
+            None => Stack::from_layer(stack),
+        }
+        .map_err(|e| PyValueError::new_err(format!("{file}: {e}")))?;
+        let fleet = match stores {
+            Some(stores) if stack.fleet("stack").is_some() => {
+                Some(super::fleet::gates(name, stack, file, stores)?)
+            }
+            _ => None,
+        };
         let at = |what: &str, e: reliable_core::ConfigError| {
             PyValueError::new_err(format!("{file}: the {what}: {e}"))
         };
         let breaker = match s.breaker {
+            // Kept in the fleet's store: `fleet` decides.
+            Some((_, Scope::Fleet(_))) => None,
             // With a jittered open time, seeded from `rng` (its first draw).
             Some((config, _)) => {
                 let seed = if config.open.jitter > 0.0 {
@@ -125,6 +145,7 @@ impl Policy {
             None => None,
         };
         let budget = match s.budget {
+            Some((_, Scope::Fleet(_))) => None,
             Some((config, _)) => Some(Py::new(
                 py,
                 RetryBudget {
@@ -174,6 +195,7 @@ impl Policy {
             hedger,
             limiter,
             rate,
+            fleet,
             clock,
             rng,
             name: s.downstream,
@@ -363,14 +385,18 @@ fn pick(text: &str, file: &str, name: Option<&str>, scenario: Option<&str>) -> P
 impl Policy {
     /// A policy entry written in JSON (serde's shape of the policy format:
     /// `{"name": .., "stack": {"Retry": {"policy": .., "inner": {"Call": {"downstream": "api"}}}}}`).
+    ///
+    /// `stores` (`{"redis": Store.redis(url)}`) holds the stores a `Fleet` scope names; without
+    /// it, a `Fleet` scope is refused.
     #[staticmethod]
-    #[pyo3(signature = (text, *, file = "<json>", clock = None, rng = None))]
+    #[pyo3(signature = (text, *, file = "<json>", clock = None, rng = None, stores = None))]
     fn from_json(
         py: Python<'_>,
         text: &str,
         file: &str,
         clock: Option<Bound<'_, PyAny>>,
         rng: Option<Bound<'_, PyAny>>,
+        stores: Option<HashMap<String, Py<Store>>>,
     ) -> PyResult<Policy> {
         bounded(text, file)?;
         let entry: Entry = serde_json::from_str(text).map_err(|e| json_error(e, file))?;
@@ -378,14 +404,20 @@ impl Policy {
             Clock(super::callable("clock", clock)?),
             Random::new(py, rng)?,
         );
-        Policy::from_layer(py, &entry.stack, file, clock, rng)
+        Policy::from_layer(
+            py,
+            (&entry.name, &entry.stack),
+            file,
+            (clock, rng),
+            stores.as_ref(),
+        )
     }
 
     /// A policy entry `(name: .., stack: ..)` written in RON, or the policy called `name` in a
     /// scenario file (`Scenario(..)` or a list of them: `scenario` picks one), as the simulator
     /// reads them.
     #[staticmethod]
-    #[pyo3(signature = (text, name = None, *, scenario = None, file = "<ron>", clock = None, rng = None))]
+    #[pyo3(signature = (text, name = None, *, scenario = None, file = "<ron>", clock = None, rng = None, stores = None))]
     #[allow(clippy::too_many_arguments)]
     fn from_ron(
         py: Python<'_>,
@@ -395,6 +427,7 @@ impl Policy {
         file: &str,
         clock: Option<Bound<'_, PyAny>>,
         rng: Option<Bound<'_, PyAny>>,
+        stores: Option<HashMap<String, Py<Store>>>,
     ) -> PyResult<Policy> {
         bounded(text, file)?;
         // A scenario file names its policies; a policy entry is one.
@@ -416,13 +449,20 @@ impl Policy {
             Clock(super::callable("clock", clock)?),
             Random::new(py, rng)?,
         );
-        Policy::from_layer(py, &entry.stack, file, clock, rng)
+        Policy::from_layer(
+            py,
+            (&entry.name, &entry.stack),
+            file,
+            (clock, rng),
+            stores.as_ref(),
+        )
     }
 
     /// Reads a policy file: JSON (`.json`) or RON (anything else), a policy entry or a scenario
     /// file (then `name` picks the policy, and `scenario` the scenario in a list of them).
     #[staticmethod]
-    #[pyo3(signature = (path, name = None, *, scenario = None, clock = None, rng = None))]
+    #[pyo3(signature = (path, name = None, *, scenario = None, clock = None, rng = None, stores = None))]
+    #[allow(clippy::too_many_arguments)]
     fn from_file(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -430,6 +470,7 @@ impl Policy {
         scenario: Option<&str>,
         clock: Option<Bound<'_, PyAny>>,
         rng: Option<Bound<'_, PyAny>>,
+        stores: Option<HashMap<String, Py<Store>>>,
     ) -> PyResult<Policy> {
         let file = path.display().to_string();
         let size = std::fs::metadata(&path)
@@ -443,9 +484,9 @@ impl Policy {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| PyValueError::new_err(format!("{file}: {e}")))?;
         if path.extension().is_some_and(|e| e == "json") {
-            Policy::from_json(py, &text, &file, clock, rng)
+            Policy::from_json(py, &text, &file, clock, rng, stores)
         } else {
-            Policy::from_ron(py, &text, name, scenario, &file, clock, rng)
+            Policy::from_ron(py, &text, name, scenario, &file, clock, rng, stores)
         }
     }
 
@@ -453,6 +494,14 @@ impl Policy {
     #[getter]
     fn breaker(&self, py: Python<'_>) -> Option<Py<CircuitBreaker>> {
         self.breaker.as_ref().map(|b| b.clone_ref(py))
+    }
+
+    /// The fleet's breaker state as this process last saw it in the store ("closed", "open",
+    /// "half_open"), or None: no `Fleet` breaker, or no answer from the store yet.
+    #[getter]
+    fn fleet_state(&self) -> Option<&'static str> {
+        let state = self.fleet.as_ref()?.breaker()?.fleet_state()?;
+        Some(super::state_name(state))
     }
 
     /// The downstream the policy's `Call` names (empty for the seed's arguments).
@@ -529,20 +578,30 @@ impl Layers {
 
 impl Shared for Layers {
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
-        let b = self.p().breaker.as_ref()?.get();
+        let Some(b) = self.p().breaker.as_ref() else {
+            return self.p().fleet.as_ref()?.acquire(now);
+        };
+        let b = b.get();
         let r = b.inner.try_acquire(now);
         self.transitions(b);
         Some(r)
     }
     fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
-        if let Some(b) = &self.p().breaker {
-            let b = b.get();
-            b.inner.record(permit, outcome, now);
-            self.transitions(b);
+        match (&self.p().breaker, &self.p().fleet) {
+            (Some(b), _) => {
+                let b = b.get();
+                b.inner.record(permit, outcome, now);
+                self.transitions(b);
+            }
+            (None, Some(f)) => f.record(permit, outcome),
+            (None, None) => {}
         }
     }
     fn breaker_refuses(&self, now: Instant) -> Option<Duration> {
-        let b = self.p().breaker.as_ref()?.get();
+        let Some(b) = self.p().breaker.as_ref() else {
+            return self.p().fleet.as_ref()?.refuses();
+        };
+        let b = b.get();
         match b.inner.retry_after(now) {
             Some(after) => Some(after),
             None if b.inner.state(now) == State::ForcedOpen => Some(Duration::MAX),
@@ -554,7 +613,10 @@ impl Shared for Layers {
         match (&p.ledger, &p.budget) {
             (Some(l), _) => f(&mut *lock(l)),
             (None, Some(b)) => f(&mut *lock(&b.get().inner)),
-            (None, None) => f(&mut Unlimited),
+            (None, None) => match p.fleet.as_ref().and_then(FleetGates::budget) {
+                Some(b) => f(&mut *lock(b)),
+                None => f(&mut Unlimited),
+            },
         }
     }
     fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {

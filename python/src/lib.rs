@@ -26,6 +26,7 @@
 
 mod chaos;
 mod engine;
+mod fleet;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -1158,6 +1159,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SpendBudget>()?;
     m.add_class::<SpendTicket>()?;
     m.add_class::<engine::Policy>()?;
+    m.add_class::<fleet::Store>()?;
     m.add_class::<engine::Run>()?;
     m.add_function(wrap_pyfunction!(seed_policy, m)?)?;
     m.add_class::<Ticket>()?;

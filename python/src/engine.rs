@@ -105,6 +105,21 @@ impl Policy {
         }
     }
 
+    /// A policy entry read from a file, with the caller's `clock`, `rng` and `stores`.
+    fn from_entry(
+        py: Python<'_>,
+        entry: &Entry,
+        file: &str,
+        (clock, rng): (Option<Bound<'_, PyAny>>, Option<Bound<'_, PyAny>>),
+        stores: Option<&HashMap<String, Py<Store>>>,
+    ) -> PyResult<Policy> {
+        let timing = (
+            Clock(super::callable("clock", clock)?),
+            Random::new(py, rng)?,
+        );
+        Policy::from_layer(py, (&entry.name, &entry.stack), file, timing, stores)
+    }
+
     /// A policy format stack, read by the engine's reader; its state built from its configs, and
     /// a `Fleet` scope's from the store `stores` names.
     fn from_layer<D: Clone>(
@@ -400,17 +415,7 @@ impl Policy {
     ) -> PyResult<Policy> {
         bounded(text, file)?;
         let entry: Entry = serde_json::from_str(text).map_err(|e| json_error(e, file))?;
-        let (clock, rng) = (
-            Clock(super::callable("clock", clock)?),
-            Random::new(py, rng)?,
-        );
-        Policy::from_layer(
-            py,
-            (&entry.name, &entry.stack),
-            file,
-            (clock, rng),
-            stores.as_ref(),
-        )
+        Policy::from_entry(py, &entry, file, (clock, rng), stores.as_ref())
     }
 
     /// A policy entry `(name: .., stack: ..)` written in RON, or the policy called `name` in a
@@ -445,17 +450,7 @@ impl Policy {
             }
             entry
         };
-        let (clock, rng) = (
-            Clock(super::callable("clock", clock)?),
-            Random::new(py, rng)?,
-        );
-        Policy::from_layer(
-            py,
-            (&entry.name, &entry.stack),
-            file,
-            (clock, rng),
-            stores.as_ref(),
-        )
+        Policy::from_entry(py, &entry, file, (clock, rng), stores.as_ref())
     }
 
     /// Reads a policy file: JSON (`.json`) or RON (anything else), a policy entry or a scenario

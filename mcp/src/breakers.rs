@@ -477,6 +477,12 @@ impl Breakers {
         self
     }
 
+    /// The store the breakers live in (`--store`), if any: a `policy` argument's `Fleet` scope
+    /// keeps its state there too.
+    pub fn store(&self) -> Option<&Arc<dyn Store>> {
+        self.store.as_ref()
+    }
+
     /// The same, telling `hub`'s clients of creations, transitions and refused calls.
     pub fn with_hub(mut self, hub: Arc<Hub>) -> Self {
         self.hub = Some(hub);

@@ -119,8 +119,10 @@ pub struct HttpCallArgs {
     /// layers' `scope` says: `PerClient` (default), this call's own; `Shared`, kept by the server
     /// for this policy across calls (of every client), at most 64 such policies: when full, one
     /// unused for 10 minutes or one of the client keeping the most makes room, else the call is
-    /// refused saying when to come back. Not together with breaker, attempts, timeout or
-    /// backoff (refused: the policy says them).
+    /// refused saying when to come back; `Fleet` (a Breaker's, or a Retry's ratio budget, with
+    /// `store: "redis"` and `mode: Cached(refresh)`), kept in the server's --store, shared with
+    /// every server on it, and kept like `Shared`. Not together with breaker, attempts, timeout
+    /// or backoff (refused: the policy says them).
     #[serde(default)]
     pub policy: Option<serde_json::Value>,
 }
@@ -482,6 +484,7 @@ fn instance(
             &p.secrets,
             &caller.kept,
             client,
+            caller.breakers.store(),
         )?;
         return Ok((rel, false));
     }
@@ -542,6 +545,10 @@ pub async fn call_from(
         .and_then(|n| caller.breakers.get(n));
     if let Some(b) = &shared {
         b.sync().await;
+    }
+    // A policy's breaker kept in the store (`Fleet`): the same, before and after the call.
+    if !named {
+        rel.fleet_sync().await;
     }
     let started = WallInstant::now();
     let timed: Mutex<Vec<Timed>> = Mutex::new(Vec::new());
@@ -665,6 +672,9 @@ pub async fn call_from(
     // ... and send this call's results to it, so that other servers see them.
     if let Some(b) = &shared {
         b.sync().await;
+    }
+    if !named {
+        rel.fleet_sync().await;
     }
     Ok(if named {
         with_breaker(out, args, caller)

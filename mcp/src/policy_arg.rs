@@ -24,14 +24,19 @@
 //! breaker, so a breaker opened by one call refuses the next. Kept policies are bounded
 //! ([`Kept`]): at most [`MAX_KEPT`]; when the store is full, one unused for [`KEPT_IDLE`] makes
 //! room, else one of the client keeping the most (if it keeps more than the caller), else the
-//! call is refused saying when a slot frees up: one client cannot lock others out.
+//! call is refused saying when a slot frees up: one client cannot lock others out. `Fleet` (a
+//! breaker or a retry budget kept in the server's `--store`, which a policy names
+//! [`FLEET_STORE_NAME`]), the state is the store's, shared with every server on it; the
+//! instance that reads it is kept as a `Shared` one is (a fresh one per call would have no view
+//! of the store and decide alone). Without a store, or in `mode: Exact`, it is refused.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use reliable::Reliable;
-use reliable::policy::{Plan, PolicyEntry, PolicyLayer, Route, Scope};
+use reliable::fleet::Store;
+use reliable::policy::{Plan, PolicyEntry, PolicyLayer, Route, Scope, Stores};
 use reliable_core::Duration;
 use reliable_core::hedge::HedgeDelay;
 use reliable_core::policy::Layer;
@@ -340,7 +345,7 @@ pub fn instance(
     instrument: &Instrument,
     secrets: &Secrets,
 ) -> Result<Reliable, String> {
-    load(policy, idempotent, limits, instrument)
+    load(policy, idempotent, limits, instrument, None)
         .and_then(Loaded::build)
         .map_err(|e| secrets.scrub(&e))
 }
@@ -348,6 +353,7 @@ pub fn instance(
 /// The instance a call from `client` goes through: as [`instance`], but a policy whose state is
 /// `Shared` gets the instance `kept` keeps for it (made and kept on its first call, room
 /// permitting).
+#[allow(clippy::too_many_arguments)]
 pub fn kept_instance(
     policy: &Value,
     idempotent: bool,
@@ -356,9 +362,10 @@ pub fn kept_instance(
     secrets: &Secrets,
     kept: &Kept,
     client: Client,
+    store: Option<&Arc<dyn Store>>,
 ) -> Result<Reliable, String> {
     let scrub = |e: String| secrets.scrub(&e);
-    let loaded = load(policy, idempotent, limits, instrument).map_err(scrub)?;
+    let loaded = load(policy, idempotent, limits, instrument, store).map_err(scrub)?;
     if !loaded.shared {
         return loaded.build().map_err(scrub);
     }
@@ -367,10 +374,19 @@ pub fn kept_instance(
         .map_err(scrub)
 }
 
+/// The name a `policy` argument's `Fleet` scope gives the server's `--store`: the name the
+/// simulator's scenarios give their store (`scenarios/fleet-breaker.ron`), so their policies run
+/// here unchanged. Another name is refused, naming this one.
+pub const FLEET_STORE_NAME: &str = "redis";
+
+/// Why a `Fleet` scope is refused by a server without a store.
+const NO_STORE: &str = "scope Fleet keeps its state in the server's store, and this server has none: expected PerClient or Shared (or a server started with --store redis://HOST:PORT, which a policy names \"redis\")";
+
 /// A policy read, checked and ready to build.
 struct Loaded {
     builder: reliable::Builder,
-    /// Its stateful layers are `Shared`.
+    /// Its stateful layers are `Shared`, or kept in the server's store (`Fleet`: an instance
+    /// built per call would have no view of the store yet, and decide alone).
     shared: bool,
     /// Its layers as read, written back as compact JSON (the same policy, however written).
     key: String,
@@ -387,6 +403,7 @@ fn load(
     idempotent: bool,
     limits: &Limits,
     instrument: &Instrument,
+    store: Option<&Arc<dyn Store>>,
 ) -> Result<Loaded, String> {
     let mut counter = Counter {
         n: 0,
@@ -413,8 +430,18 @@ fn load(
     })?;
     bounded(&stack, limits)?;
     // The engine's reading first: it validates every layer's config where it is written.
-    reliable_core::engine::Stack::from_layer(&stack)
-        .map_err(|e| format!("{}: {}", argument_path(&e.path), e.message))?;
+    let read = match store {
+        Some(_) => reliable_core::engine::Stack::from_layer_with_store(&stack),
+        None => reliable_core::engine::Stack::from_layer(&stack),
+    };
+    read.map_err(|e| {
+        let why = if e.message == reliable_core::policy::FLEET_NO_STORE {
+            NO_STORE
+        } else {
+            &e.message
+        };
+        format!("{}: {why}", argument_path(&e.path))
+    })?;
     let key = serde_json::to_string(&stack).map_err(|e| format!("policy: {e}"))?;
     let entry = PolicyEntry {
         name: "policy".into(),
@@ -450,8 +477,15 @@ fn load(
     );
     retry.deadline = Some(retry.deadline.map_or(call_max, |d| d.min(call_max)));
     retry.retry_timeouts &= idempotent;
-    let shared = shared(&route);
-    let builder = route.builder().map_err(refused)?;
+    let fleet = route.is_fleet();
+    let shared = shared(&route) || fleet;
+    let builder = match store.filter(|_| fleet) {
+        Some(store) => {
+            let stores = Stores::new().add(FLEET_STORE_NAME, store.clone());
+            route.fleet_builder(&stores).map_err(refused)?
+        }
+        None => route.builder().map_err(refused)?,
+    };
     Ok(Loaded {
         builder: instrument.apply(builder),
         shared,
@@ -465,7 +499,7 @@ mod tests {
     use serde_json::json;
 
     fn load_default(v: Value) -> Result<Reliable, String> {
-        load(&v, true, &Limits::default(), &Instrument::default()).and_then(Loaded::build)
+        load(&v, true, &Limits::default(), &Instrument::default(), None).and_then(Loaded::build)
     }
 
     fn dummy() -> Result<Reliable, String> {
@@ -516,6 +550,7 @@ mod tests {
                 &Secrets::default(),
                 &kept,
                 client,
+                None,
             )
         };
         get(&shared("PerClient"), 1).unwrap();
@@ -523,6 +558,59 @@ mod tests {
         get(&shared("Shared"), 1).unwrap();
         get(&shared("Shared"), 2).unwrap();
         assert_eq!(kept.len(), 1, "one instance for one policy, whoever calls");
+    }
+
+    /// A `Fleet` scope: refused without a store, saying how to start one; with one, its instance
+    /// is kept (every call reads one view of the store), and another store name or exact mode is
+    /// refused at the field.
+    #[test]
+    fn a_fleet_policy_is_refused_without_a_store_and_kept_with_one() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let _inside = rt.enter();
+        let fleet = |store: &str, mode: Value| {
+            json!({"Breaker": {
+                "config": {"consecutive_failures": 3},
+                "scope": {"Fleet": {"store": store, "mode": mode}},
+                "inner": {"Call": {"downstream": "orders", "timeout": "1s"}}
+            }})
+        };
+        let cached = json!({"Cached": {"refresh": "100ms"}});
+        let e = load_default(fleet("redis", cached.clone())).unwrap_err();
+        assert!(
+            e.starts_with("policy.scope: scope Fleet keeps its state in the server's store")
+                && e.contains("--store redis://"),
+            "{e}"
+        );
+        let store: Arc<dyn Store> = Arc::new(reliable::fleet::MemoryStore::new("mcp-test"));
+        let kept = Kept::default();
+        let get = |v: &Value, client| {
+            kept_instance(
+                v,
+                true,
+                &Limits::default(),
+                &Instrument::default(),
+                &Secrets::default(),
+                &kept,
+                client,
+                Some(&store),
+            )
+        };
+        get(&fleet("redis", cached.clone()), 1).unwrap();
+        get(&fleet("redis", cached.clone()), 2).unwrap();
+        assert_eq!(kept.len(), 1, "one instance reads the store for every call");
+        let e = get(&fleet("orders", cached), 1).unwrap_err();
+        assert!(
+            e.starts_with("policy.scope.store: ")
+                && e.contains(r#"no store named "orders""#)
+                && e.contains(r#"["redis"]"#),
+            "{e}"
+        );
+        let e = get(&fleet("redis", json!("Exact")), 1).unwrap_err();
+        assert!(e.starts_with("policy.scope.mode: mode Exact"), "{e}");
+        assert_eq!(kept.len(), 1);
     }
 
     /// The store as an attack: one client keeping as many policies as it can never locks another

@@ -252,3 +252,67 @@ async fn breakers_in_redis_are_shared_kept_and_never_the_outage() {
         "the store's password was shown: {outputs}"
     );
 }
+
+/// A `policy` argument whose breaker is scoped `Fleet`: kept in the server's store, so two
+/// server processes share it. Two 503s through one server open it; the other server, which has
+/// sent one successful call of its own, refuses the next without sending it. The same policy
+/// scoped `Shared` (one breaker per server) is the negative control: the second server sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_scoped_fleet_shares_its_breaker_between_servers() {
+    let redis = RedisServer::start_on(fleet_support::free_port(), &[]);
+    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let target = support::serve("127.0.0.1").await;
+    let policy = |scope: Value| {
+        json!({"Breaker": {
+            "config": {"consecutive_failures": 2, "open": {"duration": "60s"},
+                       "half_open": {"max_in_flight": 1, "probe_timeout": "5s"}},
+            "scope": scope,
+            "inner": {"Call": {"downstream": "orders", "timeout": "2s"}}
+        }})
+    };
+    let fleet = policy(json!({"Fleet": {"store": "redis", "mode": {"Cached": {"refresh": "1s"}}}}));
+    let shared = policy(json!("Shared"));
+    for (policy, shared_by_the_fleet) in [(fleet, true), (shared, false)] {
+        let mut one = Server::start(&url, &[]).await;
+        let mut two = Server::start(&url, &[]).await;
+        let (r, _) = two
+            .tool(
+                "reliable_http_call",
+                json!({"url": target.url("/ok"), "policy": policy}),
+            )
+            .await;
+        assert_eq!(r["status"], 200, "{r}");
+        for _ in 0..2 {
+            let (r, _) = one
+                .tool(
+                    "reliable_http_call",
+                    json!({"url": target.url("/status?code=503"), "policy": policy}),
+                )
+                .await;
+            assert_eq!(r["status"], 503, "{r}");
+        }
+        let sent = target.requests();
+        let (r, _) = two
+            .tool(
+                "reliable_http_call",
+                json!({"url": target.url("/ok"), "policy": policy}),
+            )
+            .await;
+        if shared_by_the_fleet {
+            assert!(
+                r.get("status").is_none_or(Value::is_null),
+                "refused, not sent: {r}"
+            );
+            assert_eq!(
+                target.requests(),
+                sent,
+                "an open fleet breaker sends nothing"
+            );
+        } else {
+            assert_eq!(r["status"], 200, "one breaker per server: {r}");
+        }
+        for s in [one, two] {
+            s.stop().await;
+        }
+    }
+}

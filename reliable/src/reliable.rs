@@ -183,6 +183,17 @@ impl Reliable {
         local
     }
 
+    /// Sends the results the fleet breaker kept since its last refresh and reads the fleet's
+    /// state now, waiting for the store at most its `wait` (nothing without a fleet breaker):
+    /// for a service whose calls are rare (a tool server), so that each call decides on the
+    /// store's state and its result reaches the store before the next one, wherever it runs.
+    #[cfg(feature = "fleet")]
+    pub async fn fleet_sync(&self) {
+        if let Some(b) = self.inner.fleet.as_ref().and_then(|g| g.breaker()) {
+            b.sync().await;
+        }
+    }
+
     /// The fleet breaker's state as this process last saw it.
     #[cfg(feature = "fleet")]
     fn fleet_state(&self) -> Option<State> {

@@ -506,6 +506,26 @@ mod tests {
         Reliable::builder("kept").build().map_err(|e| e.to_string())
     }
 
+    /// `policy` for an idempotent call of `client`, kept in `kept` if its scope says so, with the
+    /// server's defaults and `store`.
+    fn keep_policy(
+        kept: &Kept,
+        policy: &Value,
+        client: Client,
+        store: Option<&Arc<dyn Store>>,
+    ) -> Result<Reliable, String> {
+        kept_instance(
+            policy,
+            true,
+            &Limits::default(),
+            &Instrument::default(),
+            &Secrets::default(),
+            kept,
+            client,
+            store,
+        )
+    }
+
     fn key(i: usize) -> (String, bool) {
         (format!("policy {i}"), true)
     }
@@ -542,16 +562,7 @@ mod tests {
                 .build()
                 .unwrap()
                 .enter();
-            kept_instance(
-                v,
-                true,
-                &Limits::default(),
-                &Instrument::default(),
-                &Secrets::default(),
-                &kept,
-                client,
-                None,
-            )
+            keep_policy(&kept, v, client, None)
         };
         get(&shared("PerClient"), 1).unwrap();
         assert!(kept.is_empty(), "a PerClient policy is each call's own");
@@ -586,18 +597,7 @@ mod tests {
         );
         let store: Arc<dyn Store> = Arc::new(reliable::fleet::MemoryStore::new("mcp-test"));
         let kept = Kept::default();
-        let get = |v: &Value, client| {
-            kept_instance(
-                v,
-                true,
-                &Limits::default(),
-                &Instrument::default(),
-                &Secrets::default(),
-                &kept,
-                client,
-                Some(&store),
-            )
-        };
+        let get = |v: &Value, client| keep_policy(&kept, v, client, Some(&store));
         get(&fleet("redis", cached.clone()), 1).unwrap();
         get(&fleet("redis", cached.clone()), 2).unwrap();
         assert_eq!(kept.len(), 1, "one instance reads the store for every call");

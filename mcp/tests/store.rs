@@ -125,7 +125,7 @@ fn breaker_args() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn breakers_in_redis_are_shared_kept_and_never_the_outage() {
-    let mut redis = RedisServer::start_on(fleet_support::free_port(), &["--requirepass", SECRET]);
+    let mut redis = RedisServer::start_with(&["--requirepass", SECRET]);
     let url = format!("redis://:{SECRET}@127.0.0.1:{}", redis.port);
     let down = support::serve("127.0.0.1").await;
     let failing = down.url("/status?code=503");
@@ -259,7 +259,7 @@ async fn breakers_in_redis_are_shared_kept_and_never_the_outage() {
 /// scoped `Shared` (one breaker per server) is the negative control: the second server sends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_scoped_fleet_shares_its_breaker_between_servers() {
-    let redis = RedisServer::start_on(fleet_support::free_port(), &[]);
+    let redis = RedisServer::start();
     let url = format!("redis://127.0.0.1:{}", redis.port);
     let target = support::serve("127.0.0.1").await;
     let policy = |scope: Value| {

@@ -150,33 +150,83 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def listener_pid(port: int) -> int | None:
+    """The pid of the Redis answering on the port (``INFO server``'s ``process_id``), if any."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2.0) as conn:
+            conn.sendall(b"INFO server\r\n")
+            reply = b""
+            while len(reply) < 1 << 16:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return None
+                reply += chunk
+                _, found, rest = reply.partition(b"process_id:")
+                if found and b"\r\n" in rest:
+                    return int(rest.split(b"\r\n")[0])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def start_redis(exe: str, work: str,
+                ports: Iterator[int] | None = None) -> tuple[int, subprocess.Popen[bytes]]:
+    """A redis-server on a fresh port, and that port. Another process may take the port between
+    its choosing and the server's binding: the listener must be this child (its ``INFO`` names
+    its pid), never another's server taken for ours, and a taken port tries a fresh one."""
+    refused = []
+    for _ in range(5):
+        port = next(ports) if ports is not None else free_port()
+        server = subprocess.Popen(
+            [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", work],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10.0
+        while True:
+            owner = listener_pid(port)
+            if owner == server.pid:
+                return port, server
+            if owner is not None or server.poll() is not None or time.monotonic() > deadline:
+                refused.append(f"port {port}: served by {owner}, exit {server.poll()}")
+                server.kill()
+                server.wait(timeout=10)
+                break
+            time.sleep(0.02)
+    raise AssertionError(f"redis-server did not start on 5 ports: {refused}")
+
+
 @pytest.fixture
 def redis() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A redis-server of its own on 127.0.0.1, ended on every path (the tests need it, as the
     README says: a missing one fails here, it is not skipped)."""
     exe = shutil.which("redis-server")
     assert exe is not None, "redis-server is not installed (the README's test requirements)"
-    port = free_port()
     with tempfile.TemporaryDirectory() as work:
-        server = subprocess.Popen(
-            [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", work],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port, server = start_redis(exe, work)
         try:
-            deadline = time.monotonic() + 10.0
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    assert server.poll() is None, "redis-server exited"
-                    assert time.monotonic() < deadline, "redis-server did not listen in 10 s"
-                    time.sleep(0.02)
             yield f"redis://127.0.0.1:{port}", server
         finally:
             server.send_signal(signal.SIGCONT)  # a paused server ends too
             server.kill()
             server.wait(timeout=10)
+
+
+def test_a_taken_port_is_refused_not_shared(redis: tuple[str, subprocess.Popen[bytes]]) -> None:
+    """The fixture's guard: a server whose port another Redis holds is not taken for a new one
+    (the test would lose it when the holder ends); the next port is tried."""
+    url, first = redis
+    taken = int(url.rsplit(":", 1)[1])
+    assert listener_pid(taken) == first.pid
+    exe = shutil.which("redis-server")
+    assert exe is not None
+    fresh = free_port()
+    with tempfile.TemporaryDirectory() as work:
+        port, second = start_redis(exe, work, iter([taken, fresh]))
+        try:
+            assert (port, listener_pid(port)) == (fresh, second.pid) and second.pid != first.pid
+        finally:
+            second.kill()
+            second.wait(timeout=10)
 
 
 def test_instances_sharing_a_redis_trip_one_breaker(

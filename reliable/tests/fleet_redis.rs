@@ -20,6 +20,22 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The test's own server guard: a port another server holds is refused (that server's `INFO`
+/// names another pid), never taken for a new server, which a test would then lose when the
+/// holder ends; and `start_with` goes on to a fresh port.
+#[test]
+fn a_server_on_a_taken_port_is_refused_not_shared() {
+    let first = RedisServer::start();
+    let err = match RedisServer::try_start_on(first.port, &[]) {
+        Ok(_) => panic!("a second server on {} was taken for a new one", first.port),
+        Err(e) => e,
+    };
+    assert!(err.contains(&first.port.to_string()), "{err}");
+    let second = RedisServer::start_with(&[]);
+    assert_ne!(second.port, first.port);
+    assert_ne!(second.pid(), first.pid());
+}
+
 /// Policies over the rules a fleet breaker takes.
 fn policies() -> Vec<BreakerPolicy> {
     let open = |d: u64, growth: f64, max: Option<u64>| OpenConfig {
@@ -306,7 +322,7 @@ async fn bulkhead_lua_matches_the_core() {
 #[tokio::test(flavor = "current_thread")]
 async fn credentials_are_never_shown() {
     let secret = "s3cret-Pa55word";
-    let server = RedisServer::start_on(fleet_support::free_port(), &["--requirepass", secret]);
+    let server = RedisServer::start_with(&["--requirepass", secret]);
     let url = format!("redis://:{secret}@127.0.0.1:{}", server.port);
     let store = RedisStore::open(&url, "creds").unwrap();
     let spec = BreakerSpec::new(&policies()[0]).unwrap();

@@ -69,22 +69,27 @@ async fn a_store_over_tls() {
         "-out",
         &p("server.pem"),
     ]);
-    let tls_port = free_port().to_string();
-    let server = RedisServer::start_on(
-        free_port(),
-        &[
-            "--tls-port",
-            &tls_port,
-            "--tls-cert-file",
-            &p("server.pem"),
-            "--tls-key-file",
-            &p("server.key"),
-            "--tls-ca-cert-file",
-            &p("ca.pem"),
-            "--tls-auth-clients",
-            "no",
-        ],
-    );
+    // Two ports: another process may take either before the server binds it, so a refusal
+    // tries two fresh ones.
+    let (server, tls_port) = (0..5)
+        .find_map(|_| {
+            let tls_port = free_port().to_string();
+            let args = [
+                "--tls-port",
+                &tls_port,
+                "--tls-cert-file",
+                &p("server.pem"),
+                "--tls-key-file",
+                &p("server.key"),
+                "--tls-ca-cert-file",
+                &p("ca.pem"),
+                "--tls-auth-clients",
+                "no",
+            ];
+            let server = RedisServer::try_start_on(free_port(), &args).ok()?;
+            Some((server, tls_port))
+        })
+        .expect("redis-server with TLS did not start on 5 pairs of ports");
     let ca = std::fs::read(p("ca.pem")).unwrap();
     let url = format!("rediss://127.0.0.1:{tls_port}");
     let store = RedisStore::open_tls(&url, "tls", &ca).unwrap();

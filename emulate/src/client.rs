@@ -51,6 +51,7 @@ use tower::util::{BoxCloneService, BoxCloneSyncService};
 use tower::{Layer as _, Service, ServiceExt as _};
 
 use crate::balance::{Balancers, Group, Tried};
+use crate::fleet::FleetRun;
 use crate::meter::Meter;
 use crate::simface::{Compiled, Dist, Layer, Sampler, Stream, StreamId};
 use crate::timebase::Timebase;
@@ -259,6 +260,8 @@ pub struct HttpCall {
     group: Option<Arc<Group>>,
     /// An edge attempt (counted among the run's attempts), not a service's call.
     edge: bool,
+    /// The client instance this copy sends for, with the run's fleet (its own faults), if any.
+    client: Option<(u32, Arc<FleetRun>)>,
 }
 
 impl std::fmt::Debug for HttpCall {
@@ -338,6 +341,12 @@ impl Service<Req> for HttpCall {
             // An enclosing deadline has already passed: the call is not sent (as in `sim`).
             meter.at(|r, t| r.at(t).timeouts += 1);
             return Box::pin(async { Err(Box::new(TimedOut) as BoxError) });
+        }
+        if let Some((client, fleet)) = &self.client
+            && fleet.network_down(*client, now)
+        {
+            // The client's own network is down: the call fails at once, unsent (as in `sim`).
+            return Box::pin(async { Err("the client's own network is down".into()) });
         }
         let first = logical
             .as_ref()
@@ -467,6 +476,8 @@ pub struct Env {
     pub balancers: Arc<Balancers>,
     /// The run's client-visible faults.
     pub chaos: Chaos,
+    /// The run's stores and client instances' own faults, if the scenario has any.
+    pub fleet: Option<Arc<FleetRun>>,
 }
 
 impl std::fmt::Debug for Env {
@@ -539,6 +550,9 @@ impl Observer for Counts {
 /// One route of a policy, ready to build a client's service.
 struct RouteStack {
     layer: ReliableLayer<HttpPolicy>,
+    /// A route with a `Fleet` scope, with its seed: each client instance gets its own layer
+    /// from it, its own fleet state over its own handle on the stores, as a process of the fleet.
+    fleet: Option<(Route, u64)>,
     call: HttpCall,
     /// The route has a concurrency limit (its admitted attempts are counted).
     limited: bool,
@@ -601,16 +615,26 @@ impl Stack {
             .zip(calls)
             .enumerate()
             .map(|(i, (route, (dist, node)))| {
-                let layer = route
-                    .layer(policy())
-                    .map_err(|e| e.to_string())?
-                    .with_time(tb, tb)
-                    .observer(Counts(env.meter.clone()))
-                    .seed_each(reliable_core::sample::splitmix64(
-                        env.seed ^ ((i as u64) << 24),
-                    ));
+                let seed = reliable_core::sample::splitmix64(env.seed ^ ((i as u64) << 24));
+                let (layer, fleet) = match &env.fleet {
+                    Some(run) if route.is_fleet() => {
+                        // Built here once to refuse what the loader refuses before the run.
+                        let layer = fleet_layer(route, &run.stores_for(0), env, seed)?;
+                        (layer, Some((route.clone(), seed)))
+                    }
+                    _ => (
+                        route
+                            .layer(policy())
+                            .map_err(|e| e.to_string())?
+                            .with_time(tb, tb)
+                            .observer(Counts(env.meter.clone()))
+                            .seed_each(seed),
+                        None,
+                    ),
+                };
                 Ok(RouteStack {
                     layer,
+                    fleet,
                     call: http_call(c, route, dist, node, env)?,
                     limited: route.limit.is_some(),
                     ledger: route.ledger.is_some(),
@@ -621,13 +645,16 @@ impl Stack {
         Ok(Stack(routes))
     }
 
-    /// One client's service (the shared routes' one instance, or a new one per route).
-    fn instance(&self, env: &Env) -> Svc {
+    /// Client `client`'s service (the shared routes' one instance, or a new one per route; a
+    /// fleet route's own, over the client's own handle on the stores).
+    fn instance(&self, env: &Env, client: Option<u32>) -> Result<Svc, String> {
         let mut services: Vec<Svc> = self
             .0
             .iter()
             .map(|r| {
-                let call = BoxCloneService::new(r.call.clone());
+                let mut call = r.call.clone();
+                call.client = client.zip(env.fleet.clone());
+                let call = BoxCloneService::new(call);
                 let inner = if r.limited {
                     BoxCloneService::new(Admitted {
                         inner: call,
@@ -636,9 +663,19 @@ impl Stack {
                 } else {
                     call
                 };
-                let svc = r.layer.layer(inner);
+                let own = match (&r.fleet, &env.fleet) {
+                    (Some((route, seed)), Some(run)) => {
+                        let stores = run.stores_for(client.unwrap_or(0));
+                        let seed = reliable_core::sample::splitmix64(
+                            seed ^ u64::from(client.unwrap_or(0)),
+                        );
+                        Some(fleet_layer(route, &stores, env, seed)?)
+                    }
+                    _ => None,
+                };
+                let svc = own.as_ref().unwrap_or(&r.layer).layer(inner);
                 let first = !r.registered.swap(true, Ordering::Relaxed);
-                if first || !r.layer.is_shared() {
+                if first || own.is_some() || !r.layer.is_shared() {
                     if r.ledger {
                         env.meter.add_ledger(svc.reliable().clone());
                     }
@@ -646,9 +683,9 @@ impl Stack {
                         env.meter.add_limiter(svc.reliable().clone());
                     }
                 }
-                BoxCloneService::new(svc)
+                Ok(BoxCloneService::new(svc))
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         // Routes tried in order: each later one is the backup of those before it.
         let mut backup = services.pop().unwrap_or_else(|| {
             BoxCloneService::new(tower::service_fn(|_: Req| async {
@@ -658,8 +695,25 @@ impl Stack {
         while let Some(primary) = services.pop() {
             backup = BoxCloneService::new(FallbackLayer::new(backup, policy()).layer(primary));
         }
-        backup
+        Ok(backup)
     }
+}
+
+/// A fleet route's layer over `stores`, as the loader builds it for a service
+/// (`Route::fleet_layer`), on the run's time base, seeded with `seed`.
+fn fleet_layer(
+    route: &Route,
+    stores: &reliable::policy::Stores,
+    env: &Env,
+    seed: u64,
+) -> Result<ReliableLayer<HttpPolicy>, String> {
+    let tb = *env.meter.timebase();
+    Ok(route
+        .fleet_layer(policy(), stores)
+        .map_err(|e| e.to_string())?
+        .with_time(tb, tb)
+        .observer(Counts(env.meter.clone()))
+        .seed_each(seed))
 }
 
 /// The [`HttpCall`] of `route`: its downstream (or the replicas behind its balancer), each
@@ -700,6 +754,7 @@ fn http_call(
         targets: Arc::new(targets),
         group,
         edge: env.edge,
+        client: None,
     })
 }
 
@@ -717,16 +772,16 @@ fn uri_of(env: &Env, ds: usize) -> http::Uri {
 
 /// One instance of `stack` (a service's call in a call graph: one state for the service).
 pub fn build_stack(c: &Compiled, stack: &Layer, env: &Env) -> Result<Svc, String> {
-    Ok(Stack::new(c, "call", stack, env)?.instance(env))
+    Stack::new(c, "call", stack, env)?.instance(env, None)
 }
 
 /// One stack per client for policy `p`.
 pub fn build(c: &Compiled, p: usize, env: &Env) -> Result<Vec<Svc>, String> {
     let policy = &c.scenario.policies[p];
     let stack = Stack::new(c, &policy.name, &policy.stack, env)?;
-    Ok((0..crate::simface::clients(c).max(1))
-        .map(|_| stack.instance(env))
-        .collect())
+    (0..crate::simface::clients(c).max(1))
+        .map(|client| stack.instance(env, Some(client)))
+        .collect()
 }
 
 /// Whether a final answer is a success.

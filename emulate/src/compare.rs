@@ -207,3 +207,69 @@ pub fn tier_markdown(rows: &[TierRow]) -> String {
     }
     s
 }
+
+/// A policy with a `Fleet` scope: what the simulated and the emulated instances did with the
+/// store. Shown, not judged: the simulator's cached view and the service's refresh need not
+/// send the same number of operations for the same verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct FleetRow {
+    /// Policy name.
+    pub policy: String,
+    /// Operations sent to the store: simulated, emulated.
+    pub ops: (u64, u64),
+    /// Of which failed.
+    pub failed: (u64, u64),
+    /// The emulated failures by kind: at once, with the store's error, given up at the wait
+    /// bound.
+    pub emulated_failures: (u64, u64, u64),
+    /// Results decided alone and replayed into the store when it answered again.
+    pub reconciled: (u64, u64),
+    /// Times the fleet's breaker opened.
+    pub opens: (u64, u64),
+    /// When it first opened, seconds from the start.
+    pub first_open_s: (Option<f64>, Option<f64>),
+}
+
+impl FleetRow {
+    /// The row of a policy whose simulation has fleet figures, if the emulation has its store's.
+    pub fn new(sim: &PolicySummary, emu: Option<&crate::fleet::StoreFigures>) -> Option<Self> {
+        let (s, e) = (sim.fleet.as_ref()?, emu?);
+        Some(FleetRow {
+            policy: sim.name.clone(),
+            ops: (s.store_ops, e.ops),
+            failed: (s.store_failures, e.failed),
+            emulated_failures: (e.failed_at_once, e.errors, e.given_up),
+            reconciled: (s.reconciled, e.reconciled),
+            opens: (s.fleet_opens, e.opens),
+            first_open_s: (s.first_fleet_open_s, e.first_open_s),
+        })
+    }
+}
+
+/// The fleet table in Markdown (simulated / emulated in each cell).
+pub fn fleet_markdown(rows: &[FleetRow]) -> String {
+    let at = |x: Option<f64>| x.map_or("-".into(), |s| format!("{s:.2} s"));
+    let mut s = String::from(
+        "| policy | store operations (sim / emu) | of which failed | emulated: at once, error, given up | results replayed | fleet breaker opened | first opened |\n|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} / {} | {} / {} | {}, {}, {} | {} / {} | {} / {} | {} / {} |\n",
+            r.policy,
+            r.ops.0,
+            r.ops.1,
+            r.failed.0,
+            r.failed.1,
+            r.emulated_failures.0,
+            r.emulated_failures.1,
+            r.emulated_failures.2,
+            r.reconciled.0,
+            r.reconciled.1,
+            r.opens.0,
+            r.opens.1,
+            at(r.first_open_s.0),
+            at(r.first_open_s.1)
+        ));
+    }
+    s
+}

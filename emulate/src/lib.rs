@@ -23,6 +23,11 @@
 //! remaining deadline as a `grpc-timeout` header, replicas picked by one balancer per group
 //! ([`graph`], [`balance`], [`server`]); the comparison adds a table per tier ([`compare`]).
 //!
+//! A scenario with `stores` runs as a fleet ([`fleet`]): each client instance its own fleet
+//! state (as the loader builds it for a service) over a real `redis-server` the emulator starts
+//! on 127.0.0.1, stops for the store's hangs and kills when the run ends; a client's own network
+//! down fails its calls and its store operations at once.
+//!
 //! Everything the emulator takes from `sim` goes through [`simface`]. Time can be stretched
 //! ([`timebase`]); scenarios too large for the machine are refused with the numbers ([`size`]).
 //! Traffic goes only to 127.0.0.1, every loop ends at the horizon, and each run stops by itself.
@@ -33,6 +38,7 @@ pub mod balance;
 pub mod calibrate;
 pub mod client;
 pub mod compare;
+pub mod fleet;
 pub mod graph;
 pub mod meter;
 pub mod run;

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use emulate::compare::{Row, TIER_TOLERANCE, TOLERANCE, TierRow, markdown, tier_markdown};
+use emulate::compare::{
+    FleetRow, Row, TIER_TOLERANCE, TOLERANCE, TierRow, fleet_markdown, markdown, tier_markdown,
+};
 use emulate::run::run_policy;
 use emulate::simface::{self, Compiled, RunResult};
 use emulate::{calibrate, size};
@@ -133,6 +135,7 @@ fn sized(c: &Compiled, sizing: &Sizing) -> Result<size::Size, String> {
             sizing.time_scale
         ));
     }
+    emulate::fleet::check_scale(c, sizing.time_scale)?;
     let s = size::measure(c, sizing.time_scale, c.scenario.policies.len())?;
     eprintln!(
         "size: up to {:.0} attempts/s, mean service {:.1} ms, shortest timeout {}, up to {} jobs per server, {:.0} s of wall time",
@@ -275,8 +278,22 @@ fn run_one(
         .zip(&simulated)
         .flat_map(|(e, s)| TierRow::rows(&s.output.summary, &e.output.summary))
         .collect();
+    let fleet: Vec<FleetRow> = simulated
+        .iter()
+        .zip(&fidelity)
+        .filter_map(|(s, (_, f))| FleetRow::new(&s.output.summary, f.store.as_ref()))
+        .collect();
     let table = markdown(&rows);
     println!("{table}");
+    let fleet_md = if fleet.is_empty() {
+        String::new()
+    } else {
+        let t = fleet_markdown(&fleet);
+        println!("{t}");
+        format!(
+            "\n## The fleet's store\n\nWhat the instances did with the store: the simulator's, and the emulator's as its instances saw it over a real Redis (an operation given up at the wait bound counts as failed; an opening is a breaker generation an instance saw open). Shown, not judged.\n\n{t}"
+        )
+    };
     let tier_md = if tiers.is_empty() {
         String::new()
     } else {
@@ -297,7 +314,7 @@ fn run_one(
         })
         .collect();
     let md = format!(
-        "# {}: simulated vs emulated\n\nSeed {seed}, time scale {}. Emulated on a real HTTP/2 stack on 127.0.0.1 (`emulate run`); simulated by `sim` with the same scenario and seed. Agreement: same verdict, and amplification during and after the fault within {:.0}%.\n\n{table}{tier_md}\n## Emulator fidelity\n\n| policy | arrivals | send lag p50 (ms) | p99 (ms) | max (ms) | wall (s) |\n|---|---|---|---|---|---|\n{fid_md}",
+        "# {}: simulated vs emulated\n\nSeed {seed}, time scale {}. Emulated on a real HTTP/2 stack on 127.0.0.1 (`emulate run`); simulated by `sim` with the same scenario and seed. Agreement: same verdict, and amplification during and after the fault within {:.0}%.\n\n{table}{tier_md}{fleet_md}\n## Emulator fidelity\n\n| policy | arrivals | send lag p50 (ms) | p99 (ms) | max (ms) | wall (s) |\n|---|---|---|---|---|---|\n{fid_md}",
         name,
         sizing.time_scale,
         TOLERANCE * 100.0
@@ -313,6 +330,7 @@ fn run_one(
         "size": size,
         "rows": rows,
         "tiers": tiers,
+        "fleet": fleet,
         "fidelity": fidelity.iter().map(|(n, f)| serde_json::json!({"policy": n, "fidelity": f})).collect::<Vec<_>>(),
     });
     std::fs::write(

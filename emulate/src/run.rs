@@ -10,12 +10,13 @@ use std::time::{Duration, Instant as WallClock};
 use tower::ServiceExt;
 
 use crate::client::{Chaos, Env, Logical, Req, build, http_client, succeeded};
+use crate::fleet::{FleetRun, StoreFigures};
 use crate::meter::Meter;
 use crate::server::Downstreams;
 use crate::simface::{self, Compiled, RunOutput, arrivals, finish};
 use crate::timebase::Timebase;
 
-/// How faithfully the run kept to its schedule.
+/// How faithfully the run kept to its schedule, and what its fleet did with its stores.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Fidelity {
     /// Arrivals sent.
@@ -28,6 +29,8 @@ pub struct Fidelity {
     pub lag_max_ms: f64,
     /// Wall time of the run, seconds.
     pub wall_s: f64,
+    /// A scenario with stores: what the instances did with them.
+    pub store: Option<StoreFigures>,
 }
 
 /// Runs policy `p` of `c` for real under `seed`, `scale` wall seconds per scenario second.
@@ -46,7 +49,7 @@ pub fn run_policy(
     let result = rt.block_on(drive(c, p, seed, scale));
     // Cancels the server, the jobs and every request still in flight.
     rt.shutdown_timeout(Duration::from_secs(2));
-    let (meter, sent) = result?;
+    let (meter, sent, store) = result?;
     let (p50, p99, max) = meter.lag_ms();
     let fidelity = Fidelity {
         arrivals: sent,
@@ -54,6 +57,7 @@ pub fn run_policy(
         lag_p99_ms: p99,
         lag_max_ms: max,
         wall_s: started.elapsed().as_secs_f64(),
+        store,
     };
     let peak = meter.peak_in_flight();
     let unfinished = meter.in_flight();
@@ -73,7 +77,12 @@ fn depth_arrivals(rec: &simface::Recorder) -> Vec<Vec<(u64, u64)>> {
         .map_or_else(Vec::new, |h| h.arrivals_by_depth(&rec.buckets))
 }
 
-async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Meter>, u64), String> {
+async fn drive(
+    c: &Compiled,
+    p: usize,
+    seed: u64,
+    scale: f64,
+) -> Result<(Arc<Meter>, u64, Option<StoreFigures>), String> {
     let tb = Timebase::new(scale);
     let (horizon_ns, bucket_ns, buckets) = simface::buckets(c);
     let plan = crate::graph::plan(c, p);
@@ -82,6 +91,12 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
         rec.hops = Some(simface::HopCounters::new(plan.depth.clone(), buckets));
     }
     let meter = Arc::new(Meter::new(tb, horizon_ns, rec));
+    crate::fleet::check_scale(c, scale)?;
+    // The stores' processes end with this function, on every path (their guards).
+    let (fleet, _stores) = match FleetRun::start(c, seed, tb)? {
+        Some((run, processes)) => (Some(run), processes),
+        None => (None, Vec::new()),
+    };
     let server = Downstreams::new(c, seed, meter.clone(), plan)?;
     let addrs = server
         .serve()
@@ -99,6 +114,7 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
         edge: true,
         balancers: Arc::new(crate::balance::Balancers::new(c, seed)),
         chaos: Chaos::new(c, seed, &meter)?,
+        fleet: fleet.clone(),
     };
     // Open each listener's HTTP/2 connection before the first arrival (a 404: not a call).
     for (base, addr) in env.bases.iter().zip(&addrs) {
@@ -154,5 +170,6 @@ async fn drive(c: &Compiled, p: usize, seed: u64, scale: f64) -> Result<(Arc<Met
     // The gauge task writes the last bucket at the horizon: wait for it (a yield alone lost that
     // sample now and then on a loaded machine, leaving the last bucket's gauges at 0).
     let _ = tokio::time::timeout(Duration::from_secs(1), gauges).await;
-    Ok((meter, sent))
+    // Stores are the scenario's: a policy without a Fleet scope leaves them untouched (0 ops).
+    Ok((meter, sent, fleet.map(|f| f.figures())))
 }

@@ -14,8 +14,8 @@ pub use sim::metrics::PolicySummary;
 pub use sim::metrics::hops::{HopCounters, HopSummary};
 pub use sim::run::{BatchOptions, RunOutput, RunResult, Runs};
 pub use sim::scenario::{
-    Balancer, Dist, Downstream, DownstreamModel, Fault, Handler, Layer, OutageMode, RetryHost,
-    Scenario, Scope, Workload,
+    Balancer, ClientFault, Dist, Downstream, DownstreamModel, Fault, Handler, Layer, OutageMode,
+    RetryHost, Scenario, Scope, StoreFault, Workload,
 };
 
 /// Reads a scenario file and compiles it as `sim run` does: its only scenario, or the one called

@@ -377,6 +377,7 @@ fn build_error(text: &str) -> String {
             emulate::simface::recorder(&c),
         )),
         seed: 1,
+        fleet: None,
     };
     match build(&c, 0, &env) {
         Ok(_) => String::new(),

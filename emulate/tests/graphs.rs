@@ -219,45 +219,57 @@ fn breakers_per_host_are_refused_at_their_field_not_run_as_one() {
 }
 
 #[test]
-fn a_fleet_s_store_and_a_client_s_own_faults_are_refused_before_anything_runs() {
+fn what_a_fleet_cannot_run_for_real_is_refused_with_the_reason() {
     let fleet = r#"Scenario(
     name: "fleet",
     horizon: "3s",
     workload: OpenLoop(rate: 60.0, clients: 4),
     downstreams: [(name: "leaf", model: Server(workers: 8, service: Constant("10ms")))],
-    STORES
+    stores: [(name: "redis", round_trip: Constant("1ms"))],
     policies: [
-        (name: "call", stack: Call(downstream: "leaf", timeout: "1s")),
         (name: "fleet breaker", stack: Breaker(config: (failure_rate: 0.5, minimum_calls: 10,
             window: Count(calls: 20), open: (duration: "1s")),
-            scope: Fleet(store: "redis", mode: Exact, wait: "5ms", on_store_failure: Local),
+            scope: Fleet(store: "redis", mode: MODE, wait: "5ms", on_store_failure: Local),
             inner: Call(downstream: "leaf", timeout: "1s"))),
     ],
 )"#;
-    let stores = r#"stores: [(name: "redis", round_trip: Constant("1ms"))],"#;
-    let c = compile(&fleet.replace("STORES", stores));
-    let e = size::measure(&c, 1.0, 1).unwrap_err();
+    // A service decides on a view refreshed in the background, never on a round trip per
+    // decision: the loader's own refusal, at the field.
+    let c = compile(&fleet.replace("MODE", "Exact"));
+    let e = run_policy(&c, 0, 1, 1.0).unwrap_err();
     assert!(
-        e.starts_with("stores: ") && e.contains("not emulated yet"),
+        e.contains("policies[0].stack.scope.mode") && e.contains(reliable::policy::FLEET_EXACT),
         "{e}"
     );
-    // The run refuses it too, whichever policy it runs, before anything listens.
-    let e = run_policy(&c, 0, 1, 1.0).unwrap_err();
-    assert!(e.starts_with("stores: "), "{e}");
-    // A client's own faults, without a store or a fleet.
+    // The store and each process keep wall time: no other time scale.
+    let c = compile(&fleet.replace("MODE", r#"Cached(refresh: "100ms")"#));
+    let e = run_policy(&c, 0, 1, 2.0).unwrap_err();
+    assert!(
+        e.starts_with("--time-scale 2") && e.contains("time scale 1 only"),
+        "{e}"
+    );
+    // A service's own Fleet scope (in a call graph) is the simulator's alone so far.
     let c = compile(
         r#"Scenario(
-    name: "one client down",
+    name: "fleet service",
     horizon: "3s",
     workload: OpenLoop(rate: 60.0, clients: 4),
-    downstreams: [(name: "leaf", model: Server(workers: 8, service: Constant("10ms")))],
-    client_faults: [NetworkDown(client: 1, from: "1s", until: "2s")],
-    policies: [(name: "call", stack: Call(downstream: "leaf", timeout: "1s"))],
+    downstreams: [
+        (name: "api", model: Server(workers: 8, service: Constant("5ms")), handler: (calls: [
+            (stack: Breaker(config: (failure_rate: 0.5, minimum_calls: 10,
+                window: Count(calls: 20), open: (duration: "1s")),
+                scope: Fleet(store: "redis", mode: Cached(refresh: "100ms"), wait: "5ms"),
+                inner: Call(downstream: "db", timeout: "1s"))),
+        ])),
+        (name: "db", model: Server(workers: 8, service: Constant("5ms"))),
+    ],
+    stores: [(name: "redis", round_trip: Constant("1ms"))],
+    policies: [(name: "call", stack: Call(downstream: "api", timeout: "1s"))],
 )"#,
     );
     let e = size::measure(&c, 1.0, 1).unwrap_err();
     assert!(
-        e.starts_with("client_faults: ") && e.contains("not emulated yet"),
+        e.contains("handler.calls[0].stack") && e.contains("not emulated yet"),
         "{e}"
     );
 }

@@ -2,7 +2,7 @@
 //! test harness) can load one by name without a checkout ([`crate::load::shipped`]).
 
 /// Every shipped scenario file: (file name, text).
-pub const SHIPPED: [(&str, &str); 26] = [
+pub const SHIPPED: [(&str, &str); 27] = [
     (
         "adaptive-limits.ron",
         include_str!("../../../scenarios/adaptive-limits.ron"),
@@ -34,6 +34,10 @@ pub const SHIPPED: [(&str, &str); 26] = [
     (
         "default.ron",
         include_str!("../../../scenarios/default.ron"),
+    ),
+    (
+        "emulated-fleet.ron",
+        include_str!("../../../scenarios/emulated-fleet.ron"),
     ),
     (
         "emulated-graph.ron",

@@ -462,3 +462,33 @@ async fn a_healthy_process_deposits_without_retrying() {
     };
     assert_eq!(granted, 10);
 }
+
+/// An operation runs when its future is polled, as a round trip to Redis does: one made and
+/// dropped unpolled (what a caller resting after a store failure does with it) changes nothing.
+/// (Run at once, a resting process's first tries reached the memory store and were put back
+/// to send again: counted twice.)
+#[tokio::test(start_paused = true)]
+async fn a_memory_store_operation_dropped_unpolled_changes_nothing() {
+    let store = MemoryStore::new("lazy");
+    let spec = BudgetSpec::new(RatioConfig {
+        ratio: 0.5,
+        min_per_sec: 0,
+        ttl: Duration::from_secs(10),
+        slots: 10,
+    })
+    .unwrap();
+    let deposit = BudgetOp {
+        first_tries: 10,
+        retries: 0,
+    };
+    drop(store.budget("b", &spec, 0, deposit));
+    let read = BudgetOp {
+        first_tries: 0,
+        retries: 0,
+    };
+    let r = store.budget("b", &spec, 0, read).await.unwrap();
+    assert_eq!(r.balance_micros, 0);
+    store.budget("b", &spec, 0, deposit).await.unwrap();
+    let r = store.budget("b", &spec, 0, read).await.unwrap();
+    assert_eq!(r.balance_micros, 5_000_000);
+}

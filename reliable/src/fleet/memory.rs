@@ -298,6 +298,8 @@ impl MemoryStore {
     }
 }
 
+// Each operation runs when its future is first polled, as a round trip to a real store does: a
+// future made and dropped unpolled (a caller resting after failures refuses it) changes nothing.
 impl Store for MemoryStore {
     fn bulkhead<'a>(
         &'a self,
@@ -306,8 +308,7 @@ impl Store for MemoryStore {
         now_us: u64,
         op: BulkheadOp,
     ) -> StoreFuture<'a, BulkheadReply> {
-        let reply = self.bulkhead_now(name, spec, self.now(now_us), op);
-        Box::pin(async move { reply })
+        Box::pin(async move { self.bulkhead_now(name, spec, self.now(now_us), op) })
     }
 
     fn rate<'a>(
@@ -316,8 +317,7 @@ impl Store for MemoryStore {
         spec: &'a RateSpec,
         now_us: u64,
     ) -> StoreFuture<'a, RateReply> {
-        let reply = self.rate_now(name, spec, self.now(now_us));
-        Box::pin(async move { Ok(reply) })
+        Box::pin(async move { Ok(self.rate_now(name, spec, self.now(now_us))) })
     }
 
     fn breaker<'a>(
@@ -327,8 +327,7 @@ impl Store for MemoryStore {
         now_us: u64,
         op: BreakerOp,
     ) -> StoreFuture<'a, BreakerReply> {
-        let reply = self.breaker_now(name, spec, self.now(now_us), op);
-        Box::pin(async move { reply })
+        Box::pin(async move { self.breaker_now(name, spec, self.now(now_us), op) })
     }
 
     fn budget<'a>(
@@ -338,8 +337,7 @@ impl Store for MemoryStore {
         now_us: u64,
         op: BudgetOp,
     ) -> StoreFuture<'a, BudgetReply> {
-        let reply = self.budget_now(name, spec, self.now(now_us), op);
-        Box::pin(async move { reply })
+        Box::pin(async move { self.budget_now(name, spec, self.now(now_us), op) })
     }
 
     fn describe(&self) -> String {

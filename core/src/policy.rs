@@ -359,8 +359,9 @@ impl<D> Layer<D> {
     /// ([`EMPTY_FALLBACK`]), a `PerHost` scope anywhere but on a `Breaker` around a `Call`
     /// ([`PER_HOST_BREAKER`]), a `Fleet` scope on a layer a fleet cannot share
     /// ([`FLEET_LAYERS`], [`FLEET_BUDGET`], [`FLEET_BULKHEAD`]) or with a `wait` or `refresh`
-    /// out of bounds (at `scope.wait`, `scope.mode.refresh`), a `Fleet` breaker whose config a
-    /// fleet cannot share (at the field: [`BreakerConfig::fleet_refusal`]). Every other nesting
+    /// out of bounds (at `scope.wait`, `scope.mode.refresh`), a `Fleet` breaker or ratio budget
+    /// whose config a fleet cannot share (at the field: [`BreakerConfig::fleet_refusal`],
+    /// [`RatioConfig::fleet_refusal`](crate::budget::RatioConfig::fleet_refusal)). Every other nesting
     /// means something: each stateful layer outside a
     /// `Retry` judges the call once, inside it every attempt, and layers on one side of it
     /// nest in the order written.
@@ -393,6 +394,14 @@ impl<D> Layer<D> {
                 && let Some(r) = config.fleet_refusal()
             {
                 return fail(alloc::format!("{path}.config.{}", r.field), r.why);
+            }
+            if let Layer::Retry {
+                budget: Some(crate::budget::BudgetConfig::Ratio(ratio)),
+                ..
+            } = self
+                && let Some(r) = ratio.fleet_refusal()
+            {
+                return fail(alloc::format!("{path}.budget.{}", r.field), r.why);
             }
         }
         match self {

@@ -279,6 +279,15 @@ fn a_fleet_scope_names_its_store_and_is_refused_where_no_fleet_can_share() {
         };
         assert_eq!(config.fleet_refusal().unwrap().why, e.message, "{config:?}");
     }
+    // A ratio budget a fleet cannot share: at its field, with the core's reason.
+    let p: P = options()
+        .from_str(
+            r#"(name: "f", stack: Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: "0s"))), budget: Ratio(ratio: 0.1, min_per_sec: 0, slots: 65), budget_scope: Fleet(store: "s"), inner: Call(downstream: "api")))"#,
+        )
+        .unwrap();
+    let e = p.stack.check_nesting("stack").unwrap_err();
+    assert_eq!(e.path, "stack.budget.slots");
+    assert!(e.message.contains("at most 64 slots"), "{}", e.message);
     // The layers a fleet can share take it.
     for ok in [
         r#"Breaker(config: (failure_rate: 0.5, window: Count(calls: 64), half_open: (max_in_flight: 16)), scope: Fleet(store: "s"), inner: Call(downstream: "api"))"#,

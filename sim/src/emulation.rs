@@ -27,6 +27,15 @@ pub use crate::model::faults::Timeline;
 pub use crate::model::server::{Admission, Job, Server, Started};
 pub use crate::workload::OpenLoop;
 
+/// The simulator's model of a fleet's retry budget, for a check against `reliable::fleet`'s
+/// `FleetBudget` driven by the same calls (the conformance suite's): a client's state, the budgets
+/// it draws from, the store it reaches.
+pub mod fleet_budget {
+    pub use crate::client::budgets::BudgetSlot;
+    pub use crate::client::fleet::StoreSim;
+    pub use crate::client::fleet_budget::{FleetBudgetClient, FleetBudgetCounters, FleetRetries};
+}
+
 use crate::compile::Compiled;
 pub use crate::metrics::extra::{ByKind, ExtraCounters, LedgerCounts};
 use crate::metrics::summary::{Context, percentile_curve, summarize};

@@ -646,7 +646,14 @@ fn fleet_scopes_stores_and_client_faults_are_checked_at_their_fields() {
     let rate = "(name: \"r\", stack: RateLimit(config: (rate: 10, period: \"1s\", burst: 1), scope: Fleet(store: \"redis\"), inner: Call(downstream: \"api\")))";
     let e = error(&with(rate, STORE));
     assert!(
-        e.contains("models a Fleet scope on a Breaker so far"),
+        e.contains("models a Fleet scope on a Breaker and on a Retry's ratio budget so far"),
+        "{e}"
+    );
+    // A ratio budget a fleet cannot share, at its field, with the core's reason.
+    let slots = "(name: \"s\", stack: Retry(policy: (max_attempts: 2, backoff: (shape: Constant(delay: \"0s\"))), budget: Ratio(ratio: 0.1, min_per_sec: 0, slots: 65), budget_scope: Fleet(store: \"redis\"), inner: Call(downstream: \"api\")))";
+    let e = error(&with(slots, STORE));
+    assert!(
+        e.contains("stack.budget.slots") && e.contains("at most 64 slots"),
         "{e}"
     );
     // A URL is not a store's name, and is not repeated.

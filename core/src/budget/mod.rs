@@ -83,12 +83,14 @@
 //! ```
 
 mod concurrency;
+mod fleet;
 mod quota;
 mod ratio;
 mod retry_breaker;
 mod token_bucket;
 
 pub use concurrency::{ConcurrencyBudget, ConcurrencyConfig, ConcurrencyPolicy};
+pub use fleet::FLEET_MAX_SLOTS;
 pub use quota::{Quota, QuotaConfig, QuotaPolicy};
 pub use ratio::{RatioBudget, RatioConfig, RatioPolicy};
 pub use retry_breaker::{Calls, RateWindow, RetryBreaker, RetryBreakerConfig, RetryBreakerPolicy};

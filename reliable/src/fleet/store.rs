@@ -320,8 +320,9 @@ pub const MAX_PROBES: u32 = reliable_core::breaker::FLEET_MAX_PROBES;
 /// The longest count window of a fleet breaker (the core's rule: each process's fallback breaker
 /// keeps that many calls).
 pub const MAX_WINDOW: u32 = reliable_core::breaker::FLEET_MAX_WINDOW;
-/// The most slots of a fleet budget's window.
-pub const MAX_SLOTS: u32 = 64;
+/// The most slots of a fleet budget's window (the core's rule: each process's fallback budget
+/// keeps that many).
+pub const MAX_SLOTS: u32 = reliable_core::budget::FLEET_MAX_SLOTS;
 
 /// Microseconds, rounded up: the store's clock counts microseconds.
 fn micros_up(d: Duration) -> u64 {
@@ -424,16 +425,12 @@ impl BudgetSpec {
     /// The fleet form of `config`, or the field it cannot share.
     pub fn new(config: RatioConfig) -> Result<Self, SpecError> {
         let policy = RatioPolicy::new(config)?;
-        if config.slots > MAX_SLOTS {
-            return Err(unsupported("slots", "at most 64 slots in a fleet budget"));
+        // The core's rule for a fleet budget, which the policy format and the simulator hold
+        // files to as well.
+        if let Some(r) = config.fleet_refusal() {
+            return Err(unsupported(r.field, r.why));
         }
         let width = config.ttl.as_nanos() / u64::from(config.slots);
-        if !width.is_multiple_of(1_000) {
-            return Err(unsupported(
-                "ttl",
-                "ttl / slots must be whole microseconds (the store's clock)",
-            ));
-        }
         Ok(BudgetSpec {
             config,
             policy,

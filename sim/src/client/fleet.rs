@@ -179,7 +179,7 @@ pub struct Decision {
 
 /// How an operation the client sent ended, when it failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fate {
+pub(crate) enum Fate {
     /// It surely did not reach the store's state (resting, refused, the network down).
     Unsent,
     /// It timed out on a store that hangs: it did not run.
@@ -198,13 +198,66 @@ struct View {
     until: u64,
 }
 
+/// What a client knows of its store's health: `reliable::fleet`'s guard. After a failure the
+/// store is left alone for [`REST_NS`]; it is down from a failure until the owner says it
+/// answered again ([`StoreGuard::up`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StoreGuard {
+    /// The store is left alone until then (ns), after a failure.
+    rest_until: u64,
+    /// The store failed since it last answered.
+    pub(crate) down: bool,
+}
+
+/// One operation's counts: sent, and of which failed.
+pub(crate) struct OpCounts<'a> {
+    pub(crate) ops: &'a mut u64,
+    pub(crate) failures: &'a mut u64,
+}
+
+impl StoreGuard {
+    /// One operation to `store` at `now`, waiting at most `wait`: its round trip, or how long
+    /// the caller waited and what became of the operation.
+    pub(crate) fn ask(
+        &mut self,
+        store: &mut StoreSim,
+        network_down: bool,
+        now: u64,
+        wait: u64,
+        counts: OpCounts<'_>,
+    ) -> Result<u64, (u64, Fate)> {
+        if now < self.rest_until {
+            return Err((0, Fate::Unsent));
+        }
+        *counts.ops += 1;
+        let reach = if network_down {
+            Reach::Refused
+        } else {
+            store.op(now)
+        };
+        let failed = match reach {
+            Reach::Answer(rtt) if rtt <= wait => return Ok(rtt),
+            Reach::Answer(_) => (wait, Fate::Applied),
+            Reach::Hang => (wait, Fate::Lost),
+            Reach::Refused => (0, Fate::Unsent),
+        };
+        *counts.failures += 1;
+        self.rest_until = now.saturating_add(failed.0).saturating_add(REST_NS);
+        self.down = true;
+        Err(failed)
+    }
+
+    /// The store answered again.
+    pub(crate) fn up(&mut self) {
+        self.down = false;
+    }
+}
+
 /// One client's dealings with the store of one fleet breaker.
 #[derive(Clone, Debug, Default)]
 pub struct FleetClient {
-    /// The store is left alone until then (ns), after a failure.
-    rest_until: u64,
-    /// The store failed since it last answered: replay `kept` when it does.
-    down: bool,
+    /// Its store's health; down: replay `kept` when it answers.
+    guard: StoreGuard,
     /// Results decided without the store, to replay.
     kept: Vec<Outcome>,
     view: Option<View>,
@@ -301,26 +354,13 @@ impl FleetClient {
     /// One operation to the store at `cx.now`: its round trip, or how long the caller waited and
     /// what became of the operation.
     fn ask(&mut self, cx: &mut Ctx<'_>) -> Result<u64, (u64, Fate)> {
-        if cx.now < self.rest_until {
-            return Err((0, Fate::Unsent));
-        }
-        cx.counters.store_ops += 1;
-        let reach = if cx.network_down {
-            Reach::Refused
-        } else {
-            cx.store.op(cx.now)
-        };
         let wait = cx.wait();
-        let failed = match reach {
-            Reach::Answer(rtt) if rtt <= wait => return Ok(rtt),
-            Reach::Answer(_) => (wait, Fate::Applied),
-            Reach::Hang => (wait, Fate::Lost),
-            Reach::Refused => (0, Fate::Unsent),
+        let counts = OpCounts {
+            ops: &mut cx.counters.store_ops,
+            failures: &mut cx.counters.store_failures,
         };
-        cx.counters.store_failures += 1;
-        self.rest_until = cx.now.saturating_add(failed.0).saturating_add(REST_NS);
-        self.down = true;
-        Err(failed)
+        self.guard
+            .ask(cx.store, cx.network_down, cx.now, wait, counts)
     }
 
     fn waited(cx: &mut Ctx<'_>, ns: u64) {
@@ -409,10 +449,10 @@ impl FleetClient {
     /// The store answered: if it had failed, replay what was decided without it, on the
     /// fleet's current generation, while the fleet's breaker is closed.
     fn reconcile(&mut self, cx: &mut Ctx<'_>, note: Note<'_>) {
-        if !self.down {
+        if !self.guard.down {
             return;
         }
-        self.down = false;
+        self.guard.up();
         let kept = std::mem::take(&mut self.kept);
         self.apply(cx, cx.breakers.generation(0), kept.into_iter(), note, true);
     }

@@ -111,6 +111,8 @@ pub enum RetryBudget<'a> {
     Own(&'a mut crate::client::budgets::BudgetSlot),
     /// The enclosing ledger.
     Ledger(LedgerRetries<'a>),
+    /// A fleet's budget, in a store.
+    Fleet(crate::client::fleet_budget::FleetRetries<'a>),
 }
 
 impl RetryBudget<'_> {
@@ -118,6 +120,7 @@ impl RetryBudget<'_> {
         match self {
             RetryBudget::Own(b) => *b,
             RetryBudget::Ledger(l) => l,
+            RetryBudget::Fleet(f) => f,
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod answer;
 pub mod breakers;
 pub mod budgets;
 pub mod fleet;
+pub mod fleet_budget;
 pub mod ledgers;
 pub mod llm;
 pub mod stack;

@@ -58,10 +58,12 @@ impl Cx<'_, '_> {
     }
 }
 
-/// Why the simulator refuses a `Fleet` scope elsewhere than on a `Breaker`.
-pub const FLEET_BREAKER_ONLY: &str = "the simulator models a Fleet scope on a Breaker so far (a \
-                                      fleet's retry budget, bulkhead and rate limit are not \
-                                      modelled yet): expected PerClient or Shared here";
+/// Why the simulator refuses a `Fleet` scope elsewhere than on a `Breaker` or a `Retry`'s
+/// budget.
+pub const FLEET_BREAKER_ONLY: &str = "the simulator models a Fleet scope on a Breaker and on a \
+                                      Retry's ratio budget so far (a fleet's bulkhead and rate \
+                                      limit are not modelled yet): expected PerClient or Shared \
+                                      here";
 
 /// "No node".
 pub const NONE: u16 = u16::MAX;
@@ -129,6 +131,11 @@ pub enum NodeKind {
         /// The enclosing ledger's slot, which retries draw from when the layer has no budget of
         /// its own.
         ledger: Option<u16>,
+        /// A `Fleet` budget scope: its store (index among the scenario's), and one slot of the
+        /// budget's window (ns); [`NONE`] and 0 otherwise.
+        store: u16,
+        /// One slot of a fleet budget's window, ns.
+        width_ns: u64,
     },
     /// Adaptive throttling.
     Throttle {
@@ -382,7 +389,7 @@ impl CompiledStack {
             if let Some(why) = layer.fleet_refusal() {
                 return Err(cx.c.fail(&sp, why));
             }
-            if !matches!(layer, Layer::Breaker { .. }) {
+            if !matches!(layer, Layer::Breaker { .. } | Layer::Retry { .. }) {
                 return Err(cx.c.fail(&sp, FLEET_BREAKER_ONLY));
             }
             if let Some(fleet) = scope.fleet() {
@@ -397,6 +404,14 @@ impl CompiledStack {
                         .split('.')
                         .fold(at.field("config"), |p, f| p.field(f));
                     return Err(cx.c.fail(&config_path, r.why));
+                }
+                if let Layer::Retry {
+                    budget: Some(reliable_core::budget::BudgetConfig::Ratio(ratio)),
+                    ..
+                } = layer
+                    && let Some(r) = ratio.fleet_refusal()
+                {
+                    return Err(cx.c.fail(&at.field("budget").field(r.field), r.why));
                 }
                 store = cx.c.store(fleet.store.as_str(), &sp.field("store"))?;
             }
@@ -470,6 +485,12 @@ impl CompiledStack {
                 let policy = RetryPolicy::new(*policy)
                     .map_err(|e| cx.c.config_error(&at.field("policy"), e))?;
                 let ledger = within.ledger.filter(|_| budget.is_none());
+                let width_ns = match budget {
+                    Some(reliable_core::budget::BudgetConfig::Ratio(r)) if store != NONE => {
+                        r.ttl.as_nanos() / u64::from(r.slots.max(1))
+                    }
+                    _ => 0,
+                };
                 let budget = match budget {
                     Some(b) => {
                         let bp = at.field("budget");
@@ -478,6 +499,12 @@ impl CompiledStack {
                         let slot =
                             BudgetSlot::new(&budget).map_err(|e| cx.c.config_error(&bp, e))?;
                         self.per_client(*budget_scope, slot.bytes());
+                        if store != NONE {
+                            self.per_client(
+                                *budget_scope,
+                                crate::client::fleet_budget::FleetBudgetClient::BYTES,
+                            );
+                        }
                         slot
                     }
                     None => BudgetSlot::unlimited(),
@@ -497,6 +524,8 @@ impl CompiledStack {
                     inner,
                     slot,
                     ledger,
+                    store,
+                    width_ns,
                 }
             }
             Layer::Throttle {

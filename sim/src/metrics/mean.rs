@@ -16,8 +16,8 @@
 
 use super::llm::LlmSummary;
 use super::{
-    Amplification, DownstreamSummary, FleetSummary, GiveUps, Latency, PolicySummary, ShadowSummary,
-    Verdict, Verdicts,
+    Amplification, DownstreamSummary, FleetBudgetSummary, FleetSummary, GiveUps, Latency,
+    PolicySummary, ShadowSummary, Verdict, Verdicts,
 };
 use crate::stats;
 
@@ -116,6 +116,21 @@ impl Mean for Option<FleetSummary> {
             longest_wait_ms: of(&present, |s| &s.longest_wait_ms),
             fleet_opens: of(&present, |s| &s.fleet_opens),
             first_fleet_open_s: of(&present, |s| &s.first_fleet_open_s),
+        })
+    }
+}
+
+impl Mean for Option<FleetBudgetSummary> {
+    fn mean(runs: &[&Self]) -> Self {
+        let present: Vec<&FleetBudgetSummary> = runs.iter().filter_map(|x| x.as_ref()).collect();
+        (!present.is_empty()).then(|| FleetBudgetSummary {
+            store_ops: of(&present, |s| &s.store_ops),
+            store_failures: of(&present, |s| &s.store_failures),
+            granted: of(&present, |s| &s.granted),
+            refused: of(&present, |s| &s.refused),
+            by_local: of(&present, |s| &s.by_local),
+            store_refusals: of(&present, |s| &s.store_refusals),
+            grants_taken: of(&present, |s| &s.grants_taken),
         })
     }
 }
@@ -229,6 +244,7 @@ impl Mean for PolicySummary {
             llm: of(runs, |s| &s.llm),
             shadow: of(runs, |s| &s.shadow),
             fleet: of(runs, |s| &s.fleet),
+            fleet_budget: of(runs, |s| &s.fleet_budget),
             extra: of(runs, |s| &s.extra),
             hops: of(runs, |s| &s.hops),
         }
@@ -327,6 +343,7 @@ impl PolicySummary {
             llm: None,
             shadow: None,
             fleet: None,
+            fleet_budget: None,
             extra: None,
             hops: None,
         }

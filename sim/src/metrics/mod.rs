@@ -95,6 +95,7 @@ pub use mean::Mean;
 pub use recorder::Bucket;
 pub(crate) use recorder::Recorder;
 pub use summary::{
-    Amplification, DownstreamSummary, FleetSummary, Latency, PolicySummary, ShadowSummary,
+    Amplification, DownstreamSummary, FleetBudgetSummary, FleetSummary, Latency, PolicySummary,
+    ShadowSummary,
 };
 pub use verdict::{Verdict, Verdicts};

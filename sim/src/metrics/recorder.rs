@@ -119,6 +119,8 @@ pub struct Recorder {
     pub shadow: Option<ShadowCounters>,
     /// A fleet breaker's dealings with its store, for a policy with one (`Fleet` scope).
     pub fleet: Option<crate::client::fleet::FleetCounters>,
+    /// A fleet retry budget's decisions and store, for a policy with one (`budget_scope: Fleet`).
+    pub fleet_budget: Option<crate::client::fleet_budget::FleetBudgetCounters>,
     /// Most logical requests in flight at once.
     pub peak_in_flight: u64,
     /// Retry layers that gave up, by the core's reason.
@@ -153,6 +155,7 @@ impl Recorder {
             breakers_open: 0,
             shadow: None,
             fleet: None,
+            fleet_budget: None,
             peak_in_flight: 0,
             give_ups: super::GiveUps::default(),
             llm: None,

@@ -151,6 +151,10 @@ pub struct PolicySummary {
     /// How a fleet breaker (`Fleet` scope) decided and what its store did, for a policy with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetSummary>,
+    /// How a fleet retry budget (`budget_scope: Fleet`) decided and what its store did, for a
+    /// policy with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_budget: Option<FleetBudgetSummary>,
     /// Hedges, extra attempts by kind and limits, for stacks with a `Hedge`, `Ledger` or `Limit`
     /// layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,6 +231,40 @@ impl FleetSummary {
             longest_wait_ms: c.longest_wait_ns as f64 / 1e6,
             fleet_opens: c.fleet_opens,
             first_fleet_open_s: c.first_fleet_open_ns.map(|n| n as f64 / 1e9),
+        }
+    }
+}
+
+/// How a policy's fleet retry budgets decided and what their store did in one run (see
+/// `client::fleet_budget` for the rules).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FleetBudgetSummary {
+    /// Operations sent to the store.
+    pub store_ops: u64,
+    /// Of which failed (timed out, refused, the client's network down).
+    pub store_failures: u64,
+    /// Retries granted on the allowance taken from the fleet.
+    pub granted: u64,
+    /// Retries refused with no grant left (the fleet's ratio spent, or the allowance not back).
+    pub refused: u64,
+    /// Retries decided by the client's own budget while the store failed.
+    pub by_local: u64,
+    /// Retries refused because the store failed and the scope fails closed.
+    pub store_refusals: u64,
+    /// Grants the store gave (withdrawn from the fleet's window; some lapse unused).
+    pub grants_taken: u64,
+}
+
+impl FleetBudgetSummary {
+    fn new(c: &crate::client::fleet_budget::FleetBudgetCounters) -> Self {
+        FleetBudgetSummary {
+            store_ops: c.store_ops,
+            store_failures: c.store_failures,
+            granted: c.granted,
+            refused: c.refused,
+            by_local: c.by_local,
+            store_refusals: c.store_refusals,
+            grants_taken: c.grants_taken,
         }
     }
 }
@@ -605,6 +643,7 @@ pub fn summarize(r: &Recorder, cx: &Context<'_>) -> PolicySummary {
             .map(|c| super::llm::LlmSummary::new(c, total.successes)),
         shadow: r.shadow.as_ref().map(ShadowSummary::new),
         fleet: r.fleet.as_ref().map(FleetSummary::new),
+        fleet_budget: r.fleet_budget.as_ref().map(FleetBudgetSummary::new),
         extra: r.extra.as_ref().map(|c| {
             let w = cx.bucket_ns.max(1);
             let fault_buckets = cx.fault.map(|(a, b)| {

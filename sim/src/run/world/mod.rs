@@ -288,8 +288,11 @@ pub struct World<'c> {
     fault_rng: Stream,
     /// Per breaker slot of the stack: one breaker (shared) or one per client.
     breakers: Vec<Box<dyn Breakers>>,
-    /// Per retry node: one budget (shared) or one per client.
+    /// Per retry node: one budget (shared) or one per client; a fleet's: 0 is the store's, 1 + c
+    /// client c's own.
     budgets: Vec<Vec<BudgetSlot>>,
+    /// Per retry node: its fleet budget's clients and counts, if its budget is a fleet's.
+    fleet_budgets: Vec<Option<crate::client::fleet_budget::FleetBudgetNode>>,
     /// Per throttle node: one throttle (shared) or one per client.
     throttles: Vec<Vec<ThrottleSlot>>,
     /// Per LLM node: one spend breaker (shared) or one per client (empty without `spend`).
@@ -432,10 +435,31 @@ impl<'c> World<'c> {
             })));
         }
         let mut budgets = Vec::with_capacity(stack.retries.len());
+        let mut fleet_budgets = Vec::with_capacity(stack.retries.len());
         for &node in &stack.retries {
-            if let NodeKind::Retry { budget, scope, .. } = &stack.nodes[node as usize].kind {
-                let n = if *scope == Scope::Shared { 1 } else { clients };
+            if let NodeKind::Retry {
+                budget,
+                scope,
+                store,
+                width_ns,
+                ..
+            } = &stack.nodes[node as usize].kind
+            {
+                let n = match scope {
+                    Scope::Shared => 1,
+                    Scope::Fleet(_) => clients.saturating_add(1),
+                    _ => clients,
+                };
                 budgets.push(vec![budget.clone(); n as usize]);
+                fleet_budgets.push(scope.fleet().map(|f| {
+                    crate::client::fleet_budget::FleetBudgetNode {
+                        scope: f,
+                        store: *store,
+                        width_ns: *width_ns,
+                        clients: vec![Default::default(); clients as usize],
+                        counters: Default::default(),
+                    }
+                }));
             }
         }
         let mut throttles = Vec::with_capacity(stack.throttles.len());
@@ -565,6 +589,7 @@ impl<'c> World<'c> {
             fault_rng: Stream::new(seed, StreamId::Faults(0)),
             breakers,
             budgets,
+            fleet_budgets,
             throttles,
             spends,
             held: Vec::new(),
@@ -833,6 +858,17 @@ impl<'c> World<'c> {
             limited: !self.limiters.is_empty(),
         };
         let mut m = self.m;
+        for node in self.fleet_budgets.iter().flatten() {
+            let sum = m.fleet_budget.get_or_insert_with(Default::default);
+            let c = &node.counters;
+            sum.store_ops += c.store_ops;
+            sum.store_failures += c.store_failures;
+            sum.granted += c.granted;
+            sum.refused += c.refused;
+            sum.by_local += c.by_local;
+            sum.store_refusals += c.store_refusals;
+            sum.grants_taken += c.grants_taken;
+        }
         if self.ds.iter().any(|d| matches!(d, Ds::Llm(_))) {
             m.llm.get_or_insert_with(Default::default);
         }

@@ -8,20 +8,61 @@ use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
 
 use super::*;
+use crate::client::fleet_budget::{FleetBudgetNode, FleetRetries};
 use crate::client::ledgers::{LedgerRetries, RetryBudget};
 
-/// The budget retry node `(slot, instance)` draws from: the ledger `(slot, instance)` enclosing
-/// it when it has no budget of its own, else its own.
-fn retry_budget<'a>(
+/// Borrows what retry budgets draw from, field by field (the rest of the world stays free).
+macro_rules! draws {
+    ($w:expr) => {
+        Draws {
+            budgets: &mut $w.budgets,
+            ledgers: &mut $w.ledgers,
+            fleet: &mut $w.fleet_budgets,
+            stores: &mut $w.stores,
+        }
+    };
+}
+
+/// What a retry node's budget is drawn from, beside its own: the ledgers, and a fleet budget's
+/// state and stores.
+struct Draws<'a> {
     budgets: &'a mut [Vec<BudgetSlot>],
     ledgers: &'a mut [Vec<LedgerSlot>],
+    fleet: &'a mut [Option<FleetBudgetNode>],
+    stores: &'a mut [crate::client::fleet::StoreSim],
+}
+
+/// The budget retry node `(slot, instance)` draws from: the ledger `(slot, instance)` enclosing
+/// it when it has no budget of its own; a fleet's (client `who.0`, its network down or not) when
+/// its budget is one; else its own.
+fn retry_budget<'a>(
+    d: Draws<'a>,
     own: (usize, usize),
     ledger: Option<(usize, usize)>,
+    who: (u32, bool),
 ) -> RetryBudget<'a> {
-    match ledger {
-        Some((l, i)) => RetryBudget::Ledger(LedgerRetries(&mut ledgers[l][i])),
-        None => RetryBudget::Own(&mut budgets[own.0][own.1]),
+    if let Some((l, i)) = ledger {
+        return RetryBudget::Ledger(LedgerRetries(&mut d.ledgers[l][i]));
     }
+    let client = who.0 as usize;
+    if let Some(Some(node)) = d.fleet.get_mut(own.0)
+        && let Some(store) = d.stores.get_mut(usize::from(node.store))
+        && let Some(state) = node.clients.get_mut(client)
+        && d.budgets[own.0].len() > client + 1
+    {
+        let (fleet, rest) = d.budgets[own.0].split_at_mut(1);
+        return RetryBudget::Fleet(FleetRetries {
+            client: state,
+            fleet: &mut fleet[0],
+            local: &mut rest[client],
+            store,
+            scope: node.scope,
+            network_down: who.1,
+            width_ns: node.width_ns,
+            counters: &mut node.counters,
+        });
+    }
+    RetryBudget::Own(&mut d.budgets[own.0][own.1])
 }
 
 /// While breaker `b` refuses calls at `now` (open, or forced open: [`Duration::MAX`]), how long
@@ -124,6 +165,13 @@ impl World<'_> {
         (slot as usize, self.instance(n, request))
     }
 
+    /// The client of `request`, and whether its own network is down now (a fleet budget's
+    /// store operations fail then).
+    pub(super) fn who(&self, request: Handle) -> (u32, bool) {
+        let client = self.requests.get(request).map_or(0, |r| r.client);
+        (client, self.network_down(client))
+    }
+
     pub(super) fn throttle_instance(&self, slot: u16, request: Handle) -> (usize, usize) {
         let n = self.throttles.get(slot as usize).map_or(1, Vec::len);
         (slot as usize, self.instance(n, request))
@@ -176,7 +224,8 @@ impl World<'_> {
             if let Some(Frame::Retry { mut state, .. }) =
                 self.frame_mut(request, node).map(std::mem::take)
             {
-                let mut budget = retry_budget(&mut self.budgets, &mut self.ledgers, own, l);
+                let who = self.who(request);
+                let mut budget = retry_budget(draws!(self), own, l, who);
                 policy.abandon(&mut state, now, &mut budget);
             }
             self.m.at(self.now).timeouts += 1;
@@ -395,7 +444,8 @@ impl World<'_> {
                 let own = self.budget_instance(*slot, request);
                 let l = self.ledger_of(*ledger, request);
                 let now = Instant::from_nanos(self.now);
-                let mut budget = retry_budget(&mut self.budgets, &mut self.ledgers, own, l);
+                let who = self.who(request);
+                let mut budget = retry_budget(draws!(self), own, l, who);
                 let state = policy.start(now, &mut budget);
                 let inner_deadline = deadline.min(policy.attempt_deadline(&state, now).as_nanos());
                 if let Some(f) = self.frame_mut(request, node) {
@@ -629,7 +679,8 @@ impl World<'_> {
                         child = parent;
                         continue;
                     };
-                    let mut budget = retry_budget(&mut self.budgets, &mut self.ledgers, own, l);
+                    let who = self.who(request);
+                    let mut budget = retry_budget(draws!(self), own, l, who);
                     let opened = opened.take();
                     if let Some(class) = ans.error_class() {
                         match policy.on_failure(

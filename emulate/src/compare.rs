@@ -222,7 +222,9 @@ pub struct FleetRow {
     /// The emulated failures by kind: at once, with the store's error, given up at the wait
     /// bound.
     pub emulated_failures: (u64, u64, u64),
-    /// Results decided alone and replayed into the store when it answered again.
+    /// Results decided alone and replayed into the store when it answered again: those the
+    /// store counted (simulated), those sent (emulated: the store counts only those that land
+    /// while the fleet's breaker is closed, in its generation).
     pub reconciled: (u64, u64),
     /// Times the fleet's breaker opened.
     pub opens: (u64, u64),
@@ -250,7 +252,7 @@ impl FleetRow {
 pub fn fleet_markdown(rows: &[FleetRow]) -> String {
     let at = |x: Option<f64>| x.map_or("-".into(), |s| format!("{s:.2} s"));
     let mut s = String::from(
-        "| policy | store operations (sim / emu) | of which failed | emulated: at once, error, given up | results replayed | fleet breaker opened | first opened |\n|---|---|---|---|---|---|---|\n",
+        "| policy | store operations (sim / emu) | of which failed | emulated: at once, error, given up | results replayed (sim: counted; emu: sent) | fleet breaker opened | first opened |\n|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         s.push_str(&format!(

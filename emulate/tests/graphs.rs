@@ -238,7 +238,7 @@ fn what_a_fleet_cannot_run_for_real_is_refused_with_the_reason() {
     let c = compile(&fleet.replace("MODE", "Exact"));
     let e = run_policy(&c, 0, 1, 1.0).unwrap_err();
     assert!(
-        e.contains("policies[0].stack.scope.mode") && e.contains(reliable::policy::FLEET_EXACT),
+        e.contains("stack.scope.mode") && e.contains(reliable::policy::FLEET_EXACT),
         "{e}"
     );
     // The store and each process keep wall time: no other time scale.

@@ -12,11 +12,18 @@
 //!
 //! - **Exact**: a decision is a round trip to the store, and the attempt waits for it (its
 //!   round trip, at most `wait`). The result goes to the store in another round trip.
-//! - **Cached**: a decision is made on the client's view of the store's state. A view older than
-//!   `refresh` starts a refresh (one at a time, in the background: the decision does not wait)
-//!   that sends the results admitted on the view and reads the state; its answer is the view one
-//!   round trip later. A view older than `2 × refresh + wait` is not trusted: the decision is the
-//!   fallback's. No view yet, or a view that says half-open: the store decides (exact).
+//! - **Cached**, as a `Reliable` decides (`FleetBreaker::decide`: the call engine never waits for a
+//!   round trip, and a policy file's `Fleet` scope reaches a service through it): a decision is
+//!   made at once on the client's view of the store's state. A view older than `refresh` starts
+//!   a refresh (one at a time, in the background) that sends the results admitted on the view and
+//!   reads the state; its answer is the view one round trip later. A view that aged because no
+//!   call came is still the fleet's last word (its open gate is one the client's own breaker knows
+//!   nothing of); once the store has failed, a view older than `2 × refresh + wait` is not
+//!   trusted and the decision is the fallback's. No view yet: the client's own breaker decides,
+//!   and its results go to the store with the first refresh (which reads the generation first).
+//!   A view that says half-open (or open with its time up): probes are the store's, so the call is
+//!   refused and the refresh it starts asks the store for one, which the client's next call takes
+//!   once the answer is back; a probe no call takes within `refresh` is given back as ignored.
 //! - **The store fails** (an outage, a round trip longer than `wait`, the client's own network
 //!   down): the decision is the fallback's: the client's own breaker (`Local`, fail open) or a
 //!   refusal (`Refuse`, fail closed). The client leaves the store alone for [`REST_NS`], then asks
@@ -31,8 +38,10 @@
 //! the client asks (not half a round trip later); a result's round trip does not delay the
 //! answer going up (a service awaits it: at most `wait` more latency); the replay after an
 //! outage takes effect at once (a service spends two more round trips on it); while a client's
-//! first ask after a rest is out, its other calls ask too (a service lets one through). Each
-//! of these is below a round trip, against breaker windows of seconds.
+//! first ask after a rest is out, its other calls ask too (a service lets one through); a probe
+//! no call took is given back at the client's next decision after its hold, not on a timer. Each
+//! of these is below a round trip (the last, below the time between a client's calls), against
+//! breaker windows of seconds.
 
 use reliable_core::breaker::{Outcome, Permit, State, Transition};
 use reliable_core::policy::{FleetMode, FleetScope, OnStoreFailure};
@@ -253,8 +262,23 @@ impl StoreGuard {
     }
 }
 
+/// The generation of results decided before the client's first view (sent with the first
+/// refresh, in the generation it reads).
+const BEFORE_VIEW: u32 = u32::MAX;
+
+/// A probe (or, closed, a permit) a refresh took from the store for the client's next call.
+#[derive(Debug)]
+struct Reserved {
+    permit: Permit,
+    generation: u32,
+    /// The answer is back then (ns): the next call from then on takes it.
+    arrives: u64,
+    /// Given back (as ignored) if no call took it by then (ns).
+    until: u64,
+}
+
 /// One client's dealings with the store of one fleet breaker.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct FleetClient {
     /// Its store's health; down: replay `kept` when it answers.
     guard: StoreGuard,
@@ -267,6 +291,27 @@ pub struct FleetClient {
     refreshing_until: u64,
     /// Results admitted on the view, with its generation, for the next refresh.
     pending: Vec<(u32, Outcome)>,
+    /// A call met a half-open view: the next refresh asks the store for a probe.
+    wants_probe: bool,
+    /// The probe it took, for the next call.
+    reserved: Option<Reserved>,
+}
+
+impl Clone for FleetClient {
+    /// A fresh client's state (what a run starts each client with): a reserved permit is the
+    /// store's and is never copied.
+    fn clone(&self) -> Self {
+        FleetClient {
+            guard: self.guard,
+            kept: self.kept.clone(),
+            view: self.view,
+            incoming: self.incoming,
+            refreshing_until: self.refreshing_until,
+            pending: self.pending.clone(),
+            wants_probe: self.wants_probe,
+            reserved: None,
+        }
+    }
 }
 
 /// Where a decision sends transitions: the breaker (0 is the store's) and the transition.
@@ -308,12 +353,10 @@ impl FleetClient {
 
     /// Asks to make one call.
     pub fn acquire(&mut self, cx: &mut Ctx<'_>, note: Note<'_>) -> Decision {
-        if let FleetMode::Cached { refresh } = cx.scope.mode
-            && let Some(d) = self.cached(cx, refresh.as_nanos(), note)
-        {
-            return d;
+        match cx.scope.mode {
+            FleetMode::Cached { refresh } => self.cached(cx, refresh.as_nanos(), note),
+            FleetMode::Exact => self.exact(cx, note),
         }
-        self.exact(cx, note)
     }
 
     /// Reports how a call it permitted ended.
@@ -344,7 +387,11 @@ impl FleetClient {
             Decider::Cache => {
                 self.pending.push((held.generation, outcome));
                 if self.pending.len() >= PENDING_FLUSH {
-                    self.refresh(cx, note);
+                    let refresh = match cx.scope.mode {
+                        FleetMode::Cached { refresh } => refresh.as_nanos(),
+                        FleetMode::Exact => cx.wait(),
+                    };
+                    self.refresh(cx, refresh, note);
                 }
             }
             Decider::Local => self.keep(outcome),
@@ -501,22 +548,39 @@ impl FleetClient {
         });
     }
 
-    fn cached(&mut self, cx: &mut Ctx<'_>, refresh: u64, note: Note<'_>) -> Option<Decision> {
+    fn cached(&mut self, cx: &mut Ctx<'_>, refresh: u64, note: Note<'_>) -> Decision {
         if let Some(v) = self.incoming
             && v.fetched <= cx.now
         {
             self.view = Some(v);
             self.incoming = None;
         }
-        let view = self.view?;
+        self.give_back(cx, note);
+        let Some(view) = self.view else {
+            // No view yet: the client's own breaker decides until the first refresh lands.
+            self.refresh(cx, refresh, note);
+            cx.counters.by_local += 1;
+            let (d, t) = cx.breakers.try_acquire(cx.local(), cx.at());
+            note(cx.local(), t);
+            let result = match d {
+                Ok(p) => Ok(Held {
+                    store: None,
+                    local: Some(p),
+                    decider: Decider::Cache,
+                    generation: BEFORE_VIEW,
+                }),
+                Err(r) => Err(Refusal::Breaker(r.retry_after().unwrap_or(Duration::ZERO))),
+            };
+            return Decision { delay: 0, result };
+        };
         let age = cx.now.saturating_sub(view.fetched);
         if age >= refresh {
-            self.refresh(cx, note);
+            self.refresh(cx, refresh, note);
         }
-        if age > refresh.saturating_mul(2).saturating_add(cx.wait()) {
-            // No refresh got through: the store is not answering.
+        if self.guard.down && age > refresh.saturating_mul(2).saturating_add(cx.wait()) {
+            // No refresh got through since the store failed: it is not answering.
             let result = self.fallback(cx, note);
-            return Some(Decision { delay: 0, result });
+            return Decision { delay: 0, result };
         }
         let result = match view.state {
             State::Closed => {
@@ -532,35 +596,100 @@ impl FleetClient {
                 cx.counters.by_cache += 1;
                 Err(Refusal::Breaker(Duration::from_nanos(view.until - cx.now)))
             }
-            _ => return None,
+            // Half-open, or open with its time up: probes are the store's.
+            _ => self.probe(cx, refresh, note),
         };
-        Some(Decision { delay: 0, result })
+        Decision { delay: 0, result }
     }
 
-    /// Sends the results admitted on the view (of its generation) and reads the store's state;
-    /// the answer is the view one round trip later. The caller does not wait.
-    fn refresh(&mut self, cx: &mut Ctx<'_>, note: Note<'_>) {
+    /// A call meeting a half-open view: the probe a refresh took for it, else refused while the
+    /// refresh it starts asks the store for one.
+    fn probe(&mut self, cx: &mut Ctx<'_>, refresh: u64, note: Note<'_>) -> Result<Held, Refusal> {
+        if let Some(r) = self.reserved.take_if(|r| r.arrives <= cx.now) {
+            cx.counters.by_store += 1;
+            return Ok(Held {
+                store: Some(r.permit),
+                local: self.local_permit(cx, note),
+                decider: Decider::Store,
+                generation: r.generation,
+            });
+        }
+        self.wants_probe = true;
+        self.refresh(cx, refresh, note);
+        cx.counters.by_cache += 1;
+        Err(Refusal::Breaker(Duration::ZERO))
+    }
+
+    /// A reserved permit no call took within its hold: freed in the store as ignored.
+    fn give_back(&mut self, cx: &mut Ctx<'_>, note: Note<'_>) {
+        let Some(r) = self.reserved.take_if(|r| r.until <= cx.now) else {
+            return;
+        };
+        match self.ask(cx) {
+            Ok(_) | Err((_, Fate::Applied)) => {
+                let t = cx.breakers.record(0, r.permit, Outcome::Ignored, cx.at());
+                note(0, t);
+            }
+            // The store frees it when its lease ends.
+            Err(_) => {}
+        }
+    }
+
+    /// Sends the results admitted on the view (of its generation, and those decided before the
+    /// first view) and reads the store's state, or takes a probe a call asked for; the answer is
+    /// the view one round trip later. The caller does not wait.
+    fn refresh(&mut self, cx: &mut Ctx<'_>, refresh: u64, note: Note<'_>) {
         if cx.now < self.refreshing_until {
             return;
         }
-        let generation = self.view.map_or(0, |v| v.generation);
+        let mut waited = 0;
+        if self.view.is_none() && self.incoming.is_none() {
+            // The first refresh reads the generation the results decided before it belong to.
+            match self.ask(cx) {
+                Ok(rtt) => {
+                    waited = rtt;
+                    self.see(cx, cx.now.saturating_add(rtt));
+                }
+                Err((w, _)) => {
+                    self.refreshing_until = cx.now.saturating_add(w);
+                    return;
+                }
+            }
+        }
+        let generation = self.incoming.or(self.view).map_or(0, |v| v.generation);
         let pending = std::mem::take(&mut self.pending);
-        let outcomes = pending
-            .iter()
-            .filter(|(g, _)| *g == generation)
-            .map(|(_, o)| *o);
+        let outcomes: Vec<Outcome> = pending
+            .into_iter()
+            .filter(|(g, _)| *g == generation || *g == BEFORE_VIEW)
+            .map(|(_, o)| o)
+            .collect();
+        let probe =
+            outcomes.is_empty() && std::mem::take(&mut self.wants_probe) && self.reserved.is_none();
         match self.ask(cx) {
             Ok(rtt) => {
-                self.refreshing_until = cx.now.saturating_add(rtt);
-                self.apply(cx, generation, outcomes, note, false);
+                let back = cx.now.saturating_add(waited).saturating_add(rtt);
+                self.refreshing_until = back;
+                self.apply(cx, generation, outcomes.into_iter(), note, false);
                 self.reconcile(cx, note);
-                self.see(cx, cx.now.saturating_add(rtt));
+                if probe {
+                    let (d, t) = cx.breakers.try_acquire(0, cx.at());
+                    note(0, t);
+                    if let Ok(permit) = d {
+                        self.reserved = Some(Reserved {
+                            permit,
+                            generation: cx.breakers.generation(0),
+                            arrives: back,
+                            until: back.saturating_add(refresh),
+                        });
+                    }
+                }
+                self.see(cx, back);
             }
-            Err((waited, fate)) => {
-                self.refreshing_until = cx.now.saturating_add(waited);
+            Err((w, fate)) => {
+                self.refreshing_until = cx.now.saturating_add(waited).saturating_add(w);
                 match fate {
-                    Fate::Unsent => outcomes.for_each(|o| self.keep(o)),
-                    Fate::Applied => self.apply(cx, generation, outcomes, note, false),
+                    Fate::Unsent => outcomes.into_iter().for_each(|o| self.keep(o)),
+                    Fate::Applied => self.apply(cx, generation, outcomes.into_iter(), note, false),
                     Fate::Lost => {}
                 }
             }

@@ -100,7 +100,7 @@ pub struct FleetBudgetNode {
 }
 
 /// The budget a fleet retry node's client draws from: its own state, the store's budget and its
-/// own (see the [module docs](self)).
+/// own (the module docs of `sim/src/client/fleet_budget.rs` have the rules).
 #[derive(Debug)]
 pub struct FleetRetries<'a> {
     /// The client's dealings with the store.

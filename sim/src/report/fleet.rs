@@ -35,7 +35,7 @@ pub fn markdown(policies: &[(PolicySummary, Vec<PolicySummary>)]) -> Option<Stri
             at(f.first_fleet_open_s),
         );
     }
-    out.push_str("\nCalls by who decided them: the store (a round trip the call waited for), the instance on its cached view of the store's state, or the instance's own breaker (the store failed, rested, or the view was too old; with `on_store_failure: Refuse` those calls are refused instead). Results replayed: what instances decided alone while the store failed, sent to the fleet's breaker when it answered again. Waits are of the decisions that waited for the store.\n");
+    out.push_str("\nCalls by who decided them: the store (a round trip the call waited for), the instance on its cached view of the store's state (a view that aged because no call came included: it is the fleet's last word), or the instance's own breaker (before its first view, or once the store failed: exact decisions that could not reach it, cached views too old since; with `on_store_failure: Refuse` the latter are refused instead). Results replayed: what instances decided alone while the store failed, sent to the fleet's breaker when it answered again. Waits are of the decisions that waited for the store.\n");
     if let Some(b) = budgets {
         out.push('\n');
         out.push_str(&b);

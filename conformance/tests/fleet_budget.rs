@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use reliable::fleet::{
     BreakerOp, BreakerReply, BreakerSpec, BudgetOp, BudgetReply, BudgetSpec, BulkheadOp,
-    BulkheadReply, BulkheadSpec, FleetBudget, FleetConfig, MemoryStore, Mode, OnStoreFailure,
-    RateReply, RateSpec, Store, StoreError, StoreErrorKind, StoreFuture,
+    BulkheadReply, BulkheadSpec, FleetBudget, MemoryStore, RateReply, RateSpec, Store, StoreError,
+    StoreErrorKind, StoreFuture,
 };
 use reliable_core::Instant;
 use reliable_core::budget::{Budget, BudgetConfig, BudgetPolicy, RatioConfig};
@@ -113,20 +113,7 @@ async fn both(scope_ron: &str, ratio_ron: &str, seed: u64) -> (Vec<bool>, Vec<bo
         memory: MemoryStore::new("conformance"),
         refusing: AtomicBool::new(false),
     });
-    let config = FleetConfig {
-        mode: match scope.mode {
-            reliable_core::policy::FleetMode::Exact => Mode::Exact,
-            reliable_core::policy::FleetMode::Cached { refresh } => Mode::Cached {
-                refresh: refresh.into(),
-            },
-        },
-        wait: scope.wait.into(),
-        on_store_failure: match scope.on_store_failure {
-            reliable_core::policy::OnStoreFailure::Local => OnStoreFailure::Local,
-            reliable_core::policy::OnStoreFailure::Refuse => OnStoreFailure::Refuse,
-        },
-        ..FleetConfig::default()
-    };
+    let config = reliable::policy::fleet_config(&scope);
     let service: Vec<FleetBudget> = (0..CLIENTS)
         .map(|_| {
             FleetBudget::new(

@@ -108,7 +108,7 @@ mod stores;
 #[cfg(feature = "tower")]
 pub use layers::{RouteFuture, RouteInnermost, RouteLayer, RouteRated, RouteService};
 #[cfg(feature = "fleet")]
-pub use stores::{DEFAULT_BUDGET_CHUNK, FLEET_EXACT, Stores};
+pub use stores::{DEFAULT_BUDGET_CHUNK, FLEET_EXACT, Stores, fleet_config};
 
 /// A policy entry as a real client reads it: the core's format, with `timeout_dist` refused.
 pub type PolicyEntry = reliable_core::policy::Policy<SimulatorOnly>;

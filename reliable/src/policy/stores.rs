@@ -125,8 +125,10 @@ impl Stores {
     }
 }
 
-/// How a fleet breaker or budget uses its store, as the scope says.
-fn fleet_config(scope: &FleetScope) -> FleetConfig {
+/// How a fleet breaker or budget uses its store, as a policy's `Fleet` scope says (its mode, wait
+/// and behaviour on a store failure; the rest `FleetConfig`'s defaults): what
+/// [`Route::fleet_builder`] gives the fleet breakers and budgets it makes.
+pub fn fleet_config(scope: &FleetScope) -> FleetConfig {
     FleetConfig {
         mode: match scope.mode {
             FleetMode::Exact => Mode::Exact,

@@ -85,10 +85,11 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
     let (mut policies, mut into_reliable, mut into_layer) = (0, 0, 0);
     let (mut refused, mut mixed, mut fleet) = (Vec::new(), Vec::new(), Vec::new());
     // The simulator's stores, in a service: a store under each name the scenarios give theirs.
-    let stores = reliable::policy::Stores::new().add(
-        "redis",
-        Arc::new(reliable::fleet::MemoryStore::new("policy-files")),
-    );
+    let stores = ["redis", "hanging"]
+        .into_iter()
+        .fold(reliable::policy::Stores::new(), |s, name| {
+            s.add(name, Arc::new(reliable::fleet::MemoryStore::new(name)))
+        });
     for (file, text) in scenarios() {
         let names = policy_names(&text, &file).unwrap_or_else(|e| panic!("{e}"));
         assert!(!names.is_empty(), "{file}");
@@ -145,13 +146,15 @@ fn every_policy_of_every_shipped_scenario_loads_or_is_refused_with_its_reason() 
     // Only what a service cannot run as the simulator does is refused: the timeouts drawn per
     // request of one scenario, the spend breaker, breakers per host (one host per downstream
     // here) and a fleet's breaker in exact mode (a round trip per decision). The hedging, ledger
-    // and limit policies load into both, and fleet-breaker.ron's cached fleet breakers into a
-    // `Reliable` and a `ReliableLayer` with their store (tests/fleet_policy.rs runs them): the
+    // and limit policies load into both, and the cached fleet breakers (fleet-breaker.ron's,
+    // emulated-fleet.ron's) into a `Reliable` and a `ReliableLayer` with their store (tests/fleet_policy.rs runs them): the
     // core refuses what a fleet breaker cannot hold, for the simulator and the policy format
     // alike, so no shipped file can hold it.
     assert_eq!(
         fleet,
         [
+            "emulated-fleet fleet breaker",
+            "emulated-fleet fleet breaker, the store hangs",
             "fleet-breaker fleet, cached 1s",
             "fleet-breaker fleet, cached 50ms",
         ]

@@ -82,8 +82,12 @@ struct Args {
     store: Option<String>,
 }
 
-/// The breakers' store, from `--store`: the URL is shown only without its credentials.
-fn store(a: &Args) -> Result<Option<Arc<dyn Store>>, String> {
+/// The breakers' store, from `--store`: the URL is shown only without its credentials. Its
+/// connection is made and its scripts loaded before the server serves (for at most
+/// [`STORE_WARM_UP`]), so that the first tool call's store operations are round trips, not a
+/// connection's set-up running past their wait bound; a store not reached by then is not an
+/// error (the breakers decide locally until it answers).
+async fn store(a: &Args) -> Result<Option<Arc<dyn Store>>, String> {
     let Some(url) = &a.store else {
         return Ok(None);
     };
@@ -99,9 +103,22 @@ fn store(a: &Args) -> Result<Option<Arc<dyn Store>>, String> {
     }
     // Errors from the store name it by `shown` and have its credentials scrubbed.
     let store = RedisStore::open(url, STORE_NAMESPACE).map_err(|e| format!("--store: {e}"))?;
-    eprintln!("reliable-mcp: named breakers kept in {shown}");
+    match tokio::time::timeout(STORE_WARM_UP, store.warm_up()).await {
+        Ok(Ok(())) => {
+            eprintln!("reliable-mcp: named breakers kept in {shown} (connected, scripts loaded)")
+        }
+        Ok(Err(e)) => eprintln!(
+            "reliable-mcp: named breakers kept in {shown}, not reached yet ({e}): they decide locally until it answers"
+        ),
+        Err(_) => eprintln!(
+            "reliable-mcp: named breakers kept in {shown}, which did not answer in {STORE_WARM_UP:?}: they decide locally until it does"
+        ),
+    }
     Ok(Some(Arc::new(store)))
 }
+
+/// The longest the server waits for its store before it serves.
+const STORE_WARM_UP: Duration = Duration::from_secs(2);
 
 /// The namespace of the server's keys in its store.
 const STORE_NAMESPACE: &str = "reliable-mcp";
@@ -156,7 +173,7 @@ fn settings(a: &Args) -> Result<Settings, String> {
 }
 
 async fn serve(a: Args) -> Result<(), String> {
-    let server = ReliableServer::with_store(settings(&a)?, store(&a)?)?;
+    let server = ReliableServer::with_store(settings(&a)?, store(&a).await?)?;
     let limits = http_limits(&a)?;
     let Some(addr) = a.http else {
         eprintln!("reliable-mcp: serving MCP on stdio");

@@ -270,7 +270,11 @@ async fn a_policy_scoped_fleet_shares_its_breaker_between_servers() {
             "inner": {"Call": {"downstream": "orders", "timeout": "2s"}}
         }})
     };
-    let fleet = policy(json!({"Fleet": {"store": "redis", "mode": {"Cached": {"refresh": "1s"}}}}));
+    // A wait no loaded machine runs into: what is tried here is the sharing (a store operation
+    // given up at the default 5 ms would leave a result to a later replay).
+    let fleet = policy(
+        json!({"Fleet": {"store": "redis", "mode": {"Cached": {"refresh": "1s"}}, "wait": "1s"}}),
+    );
     let shared = policy(json!("Shared"));
     for (policy, shared_by_the_fleet) in [(fleet, true), (shared, false)] {
         let mut one = Server::start(&url, &[]).await;
@@ -311,8 +315,16 @@ async fn a_policy_scoped_fleet_shares_its_breaker_between_servers() {
         } else {
             assert_eq!(r["status"], 200, "one breaker per server: {r}");
         }
+        // Each server reached the store before it served (so no first call paid for the
+        // connection's set-up against its wait bound).
         for s in [one, two] {
-            s.stop().await;
+            let err = s.stop().await;
+            assert!(
+                err.contains(&format!(
+                    "named breakers kept in {url} (connected, scripts loaded)"
+                )),
+                "{err}"
+            );
         }
     }
 }

@@ -34,13 +34,15 @@ const FLEET: &str = r#"Scenario(
 
 const OUTAGE: &str = r#"Outage(downstream: "api", from: "1s", until: "2500ms", mode: FailFast)"#;
 
+fn fleet_text(faults: &str, store_faults: &str, client_faults: &str) -> String {
+    FLEET
+        .replace("STORE_FAULTS", store_faults)
+        .replace("CLIENT_FAULTS", client_faults)
+        .replace("FAULTS", faults)
+}
+
 fn fleet(faults: &str, store_faults: &str, client_faults: &str) -> Compiled {
-    compile(
-        &FLEET
-            .replace("STORE_FAULTS", store_faults)
-            .replace("CLIENT_FAULTS", client_faults)
-            .replace("FAULTS", faults),
-    )
+    compile(&fleet_text(faults, store_faults, client_faults))
 }
 
 #[test]
@@ -176,4 +178,31 @@ fn the_store_s_process_ends_on_every_path() {
     assert!(r.is_err());
     let pid = rx.recv().unwrap();
     assert!(!alive(pid), "{pid} outlived a panic");
+}
+
+/// Without `redis-server` on the machine, a scenario with stores is refused with how to install
+/// it (the emulator, run with an empty `PATH`), before anything is sent; never a panic.
+#[test]
+fn a_missing_redis_server_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("emulate-no-redis-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("fleet.ron");
+    // (Service times of 20 ms: the command's size check wants 10 ms at least.)
+    let text = fleet_text(OUTAGE, "", "").replace(r#"Constant("5ms")"#, r#"Constant("20ms")"#);
+    std::fs::write(&file, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_emulate"))
+        .args(["run", file.to_str().unwrap(), "--policy", "fleet", "--out"])
+        .arg(&dir)
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("redis-server cannot be started")
+            && err.contains("apt-get install redis-server"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }

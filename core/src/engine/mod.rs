@@ -588,6 +588,25 @@ struct Holdings {
 /// The actions one input may queue at most: a cancel per copy, a send and the end.
 const QUEUE: usize = 16;
 
+/// An [`Action`] waiting to be polled, in as few bytes as it can be: a call keeps
+/// [`QUEUE`] of them inline, and on a microcontroller that is most of a call's RAM (an
+/// `Action` is 56 bytes, as big as the [`End`] it may carry; this is 16). The end is kept once
+/// beside the queue, and a send's deadline is `Instant::MAX` when it has none (a deadline that
+/// far is none: no timer reaches it).
+#[derive(Clone, Copy, Debug)]
+enum Queued {
+    Send {
+        n: u32,
+        hedge: bool,
+        deadline: Instant,
+    },
+    Cancel {
+        n: u32,
+        why: Cancelled,
+    },
+    Done,
+}
+
 /// One call in progress, holding its plan and shared state. See the [module docs](self).
 ///
 /// It borrows both for its whole life. A face that must keep a call where a borrow cannot
@@ -620,7 +639,9 @@ pub struct CallState<const C: usize = 4> {
     call_held: Holdings,
     attempts: u32,
     last: Option<(u32, Option<ErrorClass>)>,
-    out: Deque<Action, QUEUE>,
+    out: Deque<Queued, QUEUE>,
+    /// How the call ended, once it has ([`Queued::Done`] stands for it in the queue).
+    end: Option<End>,
 }
 
 /// A call's state with its plan and shared state, for the length of one step: where every
@@ -706,6 +727,7 @@ impl<const C: usize> CallState<C> {
             attempts: 0,
             last: None,
             out: Deque::new(),
+            end: None,
         };
         Deciding {
             plan,
@@ -748,6 +770,7 @@ impl<const C: usize> CallState<C> {
             attempts: 1,
             last: None,
             out: Deque::new(),
+            end: None,
         }
     }
 
@@ -769,7 +792,15 @@ impl<const C: usize> CallState<C> {
 
     /// [`Call::poll`].
     pub fn poll(&mut self) -> Option<Action> {
-        self.out.pop_front()
+        Some(match self.out.pop_front()? {
+            Queued::Send { n, hedge, deadline } => Action::Send {
+                n,
+                deadline: (deadline != Instant::MAX).then_some(deadline),
+                hedge,
+            },
+            Queued::Cancel { n, why } => Action::Cancel { n, why },
+            Queued::Done => Action::Done(self.end?),
+        })
     }
 
     /// [`Call::queued`].
@@ -857,7 +888,7 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
         }
     }
 
-    fn push(&mut self, action: Action) {
+    fn push(&mut self, action: Queued) {
         // Never full: an input queues at most a cancel per copy (`C` ≤ 12, checked in `start`),
         // a send and the end.
         let _ = self.st.out.push_back(action);
@@ -1073,7 +1104,8 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
             self.settle(h, AttemptOutcome::Cancelled, now);
             return;
         }
-        self.push(Action::Send { n, deadline, hedge });
+        let deadline = deadline.unwrap_or(Instant::MAX);
+        self.push(Queued::Send { n, hedge, deadline });
     }
 
     /// An attempt was refused locally at `now` by a gate inside the retry: what it held goes
@@ -1137,7 +1169,8 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
             attempts: self.st.attempts,
             last: self.st.last,
         };
-        self.push(Action::Done(end));
+        self.st.end = Some(end);
+        self.push(Queued::Done);
     }
 
     /// Ends the call early: copies in flight cancelled, what the gates outside the retry hold
@@ -1149,7 +1182,7 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
             {
                 let n = c.n;
                 self.settle_copy(slot, AttemptOutcome::Cancelled, now);
-                self.push(Action::Cancel {
+                self.push(Queued::Cancel {
                     n,
                     why: Cancelled::CallOver,
                 });
@@ -1198,7 +1231,7 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
             {
                 let m = c.n;
                 self.settle_copy(other, AttemptOutcome::Cancelled, now);
-                self.push(Action::Cancel {
+                self.push(Queued::Cancel {
                     n: m,
                     why: Cancelled::TimedOut,
                 });
@@ -1217,7 +1250,7 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
                 let m = c.n;
                 self.note(Note::Lost { n: m });
                 self.settle_copy(other, AttemptOutcome::Cancelled, now);
-                self.push(Action::Cancel {
+                self.push(Queued::Cancel {
                     n: m,
                     why: Cancelled::Lost,
                 });
@@ -1317,7 +1350,7 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
                 .find(|c| c.live && c.deadline.is_some_and(|d| now >= d))
                 .map(|c| c.n);
             if let Some(n) = late {
-                self.push(Action::Cancel {
+                self.push(Queued::Cancel {
                     n,
                     why: Cancelled::TimedOut,
                 });

@@ -3,10 +3,11 @@
 //! The work runs on the caller's thread, so nothing is spawned and nothing allocated per call.
 //! A per-attempt timeout cannot interrupt it (no one can stop a blocking thread from outside);
 //! instead the attempt's deadline is handed to the work as a [`CancelToken`] (the `_cancellable`
-//! variants) to pass on to its own client's timeout. A **success** that comes after the deadline
-//! is the call's (the work was not interrupted: throwing it away to retry would only add load);
-//! a failure after the deadline, or any answer of work that was told its time was up
-//! ([`CancelToken::is_cancelled`]), is a timeout. The call engine
+//! variants) to pass on to its own client's timeout. An answer that comes after the deadline is
+//! taken as it comes, as every face hands the engine a late answer: a **success** is the call's
+//! (the work was not interrupted: throwing it away to retry would only add load), a failure is
+//! what its error says. Only an answer of work that was told its time was up
+//! ([`CancelToken::is_cancelled`]) is a timeout: it stopped because of the timer. The call engine
 //! ([`reliable_core::engine`]) decides every step; this face runs the attempts and sleeps the
 //! waits.
 //! [`call_blocking_detached`](Reliable::call_blocking_detached) keeps the seed's semantics
@@ -41,9 +42,9 @@ impl Reliable {
     /// Calls `f` on this thread until an attempt succeeds or the policy stops.
     ///
     /// **The per-attempt timeout does not bound how long an attempt takes.** Nothing can stop a
-    /// blocking function from outside: `f` runs to its end. A success after the attempt's
-    /// deadline is the call's (it is never thrown away and retried); a failure after it counts as
-    /// a timeout. To bound latency:
+    /// blocking function from outside: `f` runs to its end. Its answer is taken as it comes, even
+    /// after the attempt's deadline: a success is the call's (it is never thrown away and
+    /// retried), a failure is classified as any other. To bound latency:
     /// - [`call_blocking_cancellable`](Self::call_blocking_cancellable) hands `f` a
     ///   [`CancelToken`] with the attempt's deadline, to pass on to its own client's timeout
     ///   (`token.remaining()`), or to check while it works: bounded, no thread, no allocation;
@@ -264,7 +265,7 @@ impl Reliable {
     ) -> Result<T, Error<E>> {
         let now = self.inner.clock.now();
         let (started, permit) = first.hand_over(now);
-        let failure = failure(&classify, result, token, now);
+        let failure = failure(&classify, result, token);
         self.blocking_rest(classify, f, Some((started, permit, now, failure)))
     }
 
@@ -282,7 +283,7 @@ impl Reliable {
             let token = CancelToken::new(&*inner.clock, deadline);
             match f(&token) {
                 Ok(value) if !token.was_told() => Ok(value),
-                result => Err(failure(&classify, result, &token, inner.clock.now())),
+                result => Err(failure(&classify, result, &token)),
             }
         })
     }
@@ -340,19 +341,16 @@ impl Reliable {
     }
 }
 
-/// How an attempt that did not succeed ended, seen at `now`: an answer after the work was told
-/// its time was up, or a failure at or after its deadline, is a timeout (it was interrupted, or
-/// overran it); else the error's class.
+/// How an attempt that did not succeed ended: an answer of work that was told its time was up is
+/// a timeout (the timer stopped it); else the error's class, late or not (the engine takes a
+/// late answer as it comes, in every face).
 fn failure<T, E>(
     classify: &impl Fn(&E) -> ErrorClass,
     result: Result<T, E>,
     token: &CancelToken<'_>,
-    now: Instant,
 ) -> Failure<E> {
     match result {
-        Err(e) if !token.was_told() && token.deadline().is_none_or(|d| now < d) => {
-            (classify(&e), Some(e))
-        }
+        Err(e) if !token.was_told() => (classify(&e), Some(e)),
         _ => (ErrorClass::Timeout, None),
     }
 }

@@ -425,7 +425,7 @@ fn adaptive_throttling_rejects_locally_once_the_downstream_refuses_for_overload(
 }
 
 #[test]
-fn a_blocking_success_after_the_timeout_is_kept_and_a_late_failure_is_a_timeout() {
+fn a_blocking_answer_after_the_timeout_is_taken_as_it_comes() {
     let clock = ManualClock::new();
     let rel = Reliable::builder("api")
         .no_breaker()
@@ -443,7 +443,7 @@ fn a_blocking_success_after_the_timeout_is_kept_and_a_late_failure_is_a_timeout(
         Ok::<_, std::io::Error>(calls.get())
     });
     assert_eq!(answer.unwrap(), 1, "the late success was kept");
-    // A failure after the deadline is a timeout (the work overran it), and is retried.
+    // A late failure is what its error says: a transient one is retried...
     calls.set(0);
     let answer = rel.call_blocking(|| {
         calls.set(calls.get() + 1);
@@ -453,11 +453,19 @@ fn a_blocking_success_after_the_timeout_is_kept_and_a_late_failure_is_a_timeout(
         }
         Ok(calls.get())
     });
-    assert_eq!(
-        answer.unwrap(),
-        2,
-        "the late failure was a timeout; the retry answered"
+    assert_eq!(answer.unwrap(), 2, "the late transient failure was retried");
+    // ... and a fatal one is not, though the attempt overran its timer (a timeout would be).
+    calls.set(0);
+    let answer = rel.call_blocking(|| {
+        calls.set(calls.get() + 1);
+        clock.advance(Duration::from_secs(2));
+        Err::<u32, _>(std::io::Error::from(std::io::ErrorKind::NotFound))
+    });
+    assert!(
+        matches!(answer, Err(reliable::Error::GaveUp { attempts: 1, .. })),
+        "the late fatal failure ended the call: {answer:?}"
     );
+    assert_eq!(calls.get(), 1);
 }
 
 #[tokio::test(start_paused = true)]

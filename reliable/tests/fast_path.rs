@@ -92,10 +92,14 @@ fn blocking(observed: bool) -> Vec<String> {
             let (result, late) = next(&n, call);
             if late {
                 clock.advance(LATE);
-                // A late success is kept (nothing interrupted the work); a late failure is a
-                // timeout: every other call's late answer fails.
-                if call % 2 == 0 {
+                // A late answer is taken as it comes: a late success is kept (nothing
+                // interrupted the work); every other call's late answer is its own client's
+                // timeout, and every fourth a late server failure.
+                if call % 4 == 0 {
                     return Err(ErrorClass::Transient);
+                }
+                if call % 2 == 0 {
+                    return Err(ErrorClass::Timeout);
                 }
             }
             result

@@ -98,13 +98,6 @@ impl<'a> CancelToken<'a> {
         up
     }
 
-    /// When the attempt's time is up, if ever. (A success the work returns after it without
-    /// having been told is its own, and kept.)
-    #[inline]
-    pub(crate) fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-
     /// Whether the work was told its time is up: then it was interrupted, and whatever it
     /// answers is a timeout.
     #[inline]

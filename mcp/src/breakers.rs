@@ -88,7 +88,8 @@ pub struct CreateBreakerArgs {
     /// state, transitions and would_reject count) but lets every call through. Default false.
     #[serde(default)]
     pub shadow: Option<bool>,
-    /// Attempts per call made through this breaker (reliable_http_call), 1 to 5. Default 3.
+    /// Attempts per call made through this breaker (reliable_http_call), from 1 to the server's
+    /// ceiling (this field's maximum, set by the operator). Default 3, or the ceiling if lower.
     #[serde(default)]
     pub attempts: Option<u32>,
     /// Per-attempt timeout of calls through it, e.g. "10s". Default "10s".

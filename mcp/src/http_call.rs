@@ -88,7 +88,8 @@ pub struct HttpCallArgs {
     /// limit). Default "10s".
     #[serde(default)]
     pub timeout: Option<String>,
-    /// Without a breaker: attempts in all, 1 to 5. Default 3.
+    /// Without a breaker: attempts in all, from 1 to the server's ceiling (this field's maximum,
+    /// set by the operator). Default 3, or the ceiling if it is lower.
     #[serde(default)]
     pub attempts: Option<u32>,
     /// Without a breaker: backoff between attempts. Default: 200ms doubling up to 10s, full jitter.
@@ -112,10 +113,11 @@ pub struct HttpCallArgs {
     /// "minimum_calls": 10}, "inner": {"Call": {"downstream": "api", "timeout": "2s"}}}}}}`.
     /// Layers: Retry, Breaker, Throttle, Ledger, Limit, RateLimit, Hedge (idempotent requests
     /// only), Call. Loaded and validated as `reliable::policy` loads a policy file; a refusal names
-    /// the field (`policy.inner: failure_rate: ...`). Held to the server's ceilings (a value
-    /// over one is refused): at most 5 attempts, each at most the server's attempt timeout, a
-    /// deadline of at most its whole-call time (the default for an absent one), at most 1 hedge,
-    /// at most 16 KiB and 40 levels deep. Its state (breaker, budget, limits...) is as the
+    /// the field (`policy.inner: failure_rate: ...`). Held to the server's ceilings, which its
+    /// operator sets and the end of this description states (a value over one is refused,
+    /// naming it): at most its attempts per call, each at most its attempt timeout, a deadline
+    /// of at most its whole-call time (the default for an absent one), at most its hedges per
+    /// attempt, at most 16 KiB and 40 levels deep. Its state (breaker, budget, limits...) is as the
     /// layers' `scope` says: `PerClient` (default), this call's own; `Shared`, kept by the server
     /// for this policy across calls (of every client), at most 64 such policies: when full, one
     /// unused for 10 minutes or one of the client keeping the most makes room, else the call is
@@ -200,8 +202,10 @@ pub struct HttpCaller {
 }
 
 impl HttpCaller {
-    /// A caller reaching what `guard` allows, within `limits`, through `breakers`.
+    /// A caller reaching what `guard` allows, within `limits`, through `breakers`; or why
+    /// `limits` are not ones a server runs with ([`Limits::check`]).
     pub fn new(guard: Guard, limits: Limits, breakers: Arc<Breakers>) -> Result<Self, String> {
+        limits.check()?;
         let guard = Arc::new(guard);
         Ok(HttpCaller {
             client: crate::ssrf::build_client(guard.clone(), &limits)?,

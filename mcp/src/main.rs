@@ -62,6 +62,14 @@ struct Args {
     /// Longest time one reliable_http_call may take, retries included, in seconds.
     #[arg(long, default_value_t = 120.0)]
     max_call_time: f64,
+    /// Most attempts one reliable_http_call may make, the first included (its `attempts`, a
+    /// breaker's, a policy's `max_attempts`), 1 to 20. A call sends at most
+    /// attempts x (1 + --max-hedges) requests, all within --max-call-time.
+    #[arg(long, default_value_t = Limits::default().max_attempts)]
+    max_attempts: u32,
+    /// Most hedges per attempt a reliable_http_call policy may ask for, 0 (none) to 3.
+    #[arg(long, default_value_t = Limits::default().max_hedges)]
+    max_hedges: u32,
     /// Largest response body reliable_http_call reads, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body: usize,
@@ -154,16 +162,20 @@ fn http_limits(a: &Args) -> Result<HttpLimits, String> {
 }
 
 fn settings(a: &Args) -> Result<Settings, String> {
+    let limits = Limits {
+        connect_timeout: secs("connect-timeout", a.connect_timeout)?,
+        read_timeout: secs("read-timeout", a.read_timeout)?,
+        max_attempt_timeout: secs("max-attempt-timeout", a.max_attempt_timeout)?,
+        max_call_time: secs("max-call-time", a.max_call_time)?,
+        max_body_bytes: a.max_body,
+        max_attempts: a.max_attempts,
+        max_hedges: a.max_hedges,
+        ..Limits::default()
+    };
+    limits.check()?;
     Ok(Settings {
         guard: Guard::new(AllowList::parse(&a.allow_ip)?),
-        limits: Limits {
-            connect_timeout: secs("connect-timeout", a.connect_timeout)?,
-            read_timeout: secs("read-timeout", a.read_timeout)?,
-            max_attempt_timeout: secs("max-attempt-timeout", a.max_attempt_timeout)?,
-            max_call_time: secs("max-call-time", a.max_call_time)?,
-            max_body_bytes: a.max_body,
-            ..Limits::default()
-        },
+        limits,
         storm: StormLimits {
             max_events: a.max_events,
             dir: a.scenarios.clone(),

@@ -10,11 +10,12 @@
 //!   validates each layer's config where it is written) and loaded by `reliable::policy`, and
 //!   every refusal names its place in the argument (`policy.inner: failure_rate: ...`), scrubbed
 //!   of the call's credentials and clipped;
-//! - what it may ask for is held to the server's own ceilings, the same as the seed arguments':
-//!   at most [`MAX_ATTEMPTS`] attempts, each at most the operator's per-attempt timeout, a
-//!   deadline of at most the operator's whole-call time (waits and server delays included), and
-//!   at most [`MAX_HEDGES`] hedge per attempt. A value over a ceiling is refused, saying the
-//!   ceiling; an absent timeout or deadline is the ceiling.
+//! - what it may ask for is held to the server's own ceilings, the operator's settings
+//!   ([`Limits`]), the same as the seed arguments': at most `max_attempts` attempts
+//!   (`--max-attempts`), each at most the operator's per-attempt timeout, a deadline of at most
+//!   the operator's whole-call time (waits and server delays included), and at most `max_hedges`
+//!   hedges per attempt (`--max-hedges`). A value over a ceiling is refused, saying the ceiling
+//!   and the flag that sets it; an absent timeout or deadline is the ceiling.
 //!
 //! Its state (breaker, budget, ledger, throttle, limits, hedge estimate) is as its layers'
 //! `scope` says, as `reliable::policy` builds instances: `PerClient` (the default), each call is
@@ -44,15 +45,12 @@ use serde_json::Value;
 
 use crate::instrument::Instrument;
 use crate::redact::Secrets;
-use crate::retry::MAX_ATTEMPTS;
 use crate::ssrf::Limits;
 
 /// Largest `policy`, in bytes of compact JSON.
 pub const MAX_POLICY_BYTES: usize = 16 * 1024;
 /// Deepest `policy`, in JSON objects and arrays nested.
 pub const MAX_POLICY_DEPTH: usize = 40;
-/// Most hedges per attempt.
-pub const MAX_HEDGES: u32 = 1;
 /// Most policies with `Shared` state the server keeps at once.
 pub const MAX_KEPT: usize = 64;
 /// A kept policy unused this long may be dropped to make room for another.
@@ -233,13 +231,28 @@ fn deeper_than(v: &Value, limit: usize) -> bool {
     false
 }
 
-fn over(field: &str, given: Duration, ceiling: Duration, what: &str) -> Result<(), String> {
+/// The longest an attempt may take, and the flag that sets it.
+const ATTEMPT_TIME: (&str, &str) = ("the longest an attempt may take", "--max-attempt-timeout");
+/// The longest a call may take, and the flag that sets it.
+const CALL_TIME: (&str, &str) = ("the longest a call may take", "--max-call-time");
+
+fn over(
+    field: &str,
+    given: Duration,
+    ceiling: Duration,
+    (what, flag): (&str, &str),
+) -> Result<(), String> {
     if given > ceiling {
         return Err(format!(
-            "{field}: {given} is over the server's ceiling of {ceiling} ({what})"
+            "{field}: {given} is over the server's ceiling of {ceiling} ({what}, set by {flag})"
         ));
     }
     Ok(())
+}
+
+/// `n hedge` or `n hedges`.
+pub(crate) fn hedges(n: u32) -> String {
+    format!("{n} hedge{}", if n == 1 { "" } else { "s" })
 }
 
 fn duration(d: std::time::Duration) -> Duration {
@@ -255,25 +268,21 @@ fn bounded(stack: &PolicyLayer, limits: &Limits) -> Result<(), String> {
         match layer {
             Layer::Call { timeout, .. } => {
                 if let Some(t) = timeout {
-                    over(
-                        &format!("{path}.timeout"),
-                        *t,
-                        attempt_max,
-                        "the longest an attempt may take",
-                    )?;
+                    over(&format!("{path}.timeout"), *t, attempt_max, ATTEMPT_TIME)?;
                 }
             }
             Layer::Retry { policy, inner, .. } => {
                 let field = format!("{path}.policy.max_attempts");
+                let ceiling = limits.max_attempts;
                 match policy.max_attempts {
                     None => {
                         return Err(format!(
-                            "{field}: unbounded attempts: expected at most {MAX_ATTEMPTS} (the server's ceiling)"
+                            "{field}: unbounded attempts: expected at most {ceiling} (the server's ceiling, set by --max-attempts)"
                         ));
                     }
-                    Some(n) if n > MAX_ATTEMPTS => {
+                    Some(n) if n > ceiling => {
                         return Err(format!(
-                            "{field}: {n} is over the server's ceiling of {MAX_ATTEMPTS} attempts"
+                            "{field}: {n} is over the server's ceiling of {ceiling} attempts (set by --max-attempts)"
                         ));
                     }
                     Some(_) => {}
@@ -283,30 +292,26 @@ fn bounded(stack: &PolicyLayer, limits: &Limits) -> Result<(), String> {
                         &format!("{path}.policy.attempt_timeout"),
                         t,
                         attempt_max,
-                        "the longest an attempt may take",
+                        ATTEMPT_TIME,
                     )?;
                 }
                 if let Some(d) = policy.deadline {
-                    over(
-                        &format!("{path}.policy.deadline"),
-                        d,
-                        call_max,
-                        "the longest a call may take",
-                    )?;
+                    over(&format!("{path}.policy.deadline"), d, call_max, CALL_TIME)?;
                 }
                 over(
                     &format!("{path}.policy.max_server_delay"),
                     policy.max_server_delay,
                     call_max,
-                    "the longest a call may take",
+                    CALL_TIME,
                 )?;
                 todo.push((inner, format!("{path}.inner")));
             }
             Layer::Hedge { config, inner, .. } => {
-                if config.max_hedges > MAX_HEDGES {
+                if config.max_hedges > limits.max_hedges {
                     return Err(format!(
-                        "{path}.config.max_hedges: {} is over the server's ceiling of {MAX_HEDGES} hedge per attempt",
-                        config.max_hedges
+                        "{path}.config.max_hedges: {} is over the server's ceiling of {} per attempt (set by --max-hedges)",
+                        config.max_hedges,
+                        hedges(limits.max_hedges),
                     ));
                 }
                 todo.push((inner, format!("{path}.inner")));
@@ -685,12 +690,97 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e,
-            "policy.policy.max_attempts: 50 is over the server's ceiling of 5 attempts"
+            "policy.policy.max_attempts: 50 is over the server's ceiling of 5 attempts (set by --max-attempts)"
         );
         let e = load_default(json!({"Call": {"downstream": "api", "timeout": "10m"}})).unwrap_err();
         assert!(e.starts_with("policy.timeout: 600s"), "{e}");
         assert!(e.contains("ceiling of 30s"), "{e}");
+        assert!(e.contains("set by --max-attempt-timeout"), "{e}");
+        let e = load_default(json!({"Retry": {
+            "policy": {"max_attempts": 2, "deadline": "1h", "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+            "inner": {"Call": {"downstream": "api"}}
+        }}))
+        .unwrap_err();
+        assert!(
+            e.starts_with("policy.policy.deadline: 3600s is over the server's ceiling of 120s")
+                && e.contains("set by --max-call-time"),
+            "{e}"
+        );
         let e = load_default(json!({"Circuit": {}})).unwrap_err();
         assert!(e.starts_with("policy: unknown variant `Circuit`"), "{e}");
+    }
+
+    fn retry(attempts: u32, inner: Value) -> Value {
+        json!({"Retry": {
+            "policy": {"max_attempts": attempts, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+            "inner": inner,
+        }})
+    }
+
+    fn hedge(n: u32) -> Value {
+        json!({"Hedge": {
+            "config": {"delay": {"Fixed": "10ms"}, "max_hedges": n},
+            "idempotent": true,
+            "inner": {"Call": {"downstream": "api", "timeout": "1s"}},
+        }})
+    }
+
+    fn load_with(v: Value, max_attempts: u32, max_hedges: u32) -> Result<Reliable, String> {
+        let limits = Limits {
+            max_attempts,
+            max_hedges,
+            ..Limits::default()
+        };
+        load(&v, true, &limits, &Instrument::default(), None).and_then(Loaded::build)
+    }
+
+    /// The ceilings are the operator's settings: a policy up to them loads, one past them is
+    /// refused naming the ceiling as configured and its flag, wherever the layer sits.
+    #[test]
+    fn the_configured_ceilings_are_the_ones_held() {
+        // The defaults: 5 attempts, 1 hedge.
+        load_with(retry(5, hedge(1)), 5, 1).unwrap();
+        let e = load_with(retry(6, hedge(1)), 5, 1).unwrap_err();
+        assert_eq!(
+            e,
+            "policy.policy.max_attempts: 6 is over the server's ceiling of 5 attempts (set by --max-attempts)"
+        );
+        let e = load_with(retry(5, hedge(2)), 5, 1).unwrap_err();
+        assert_eq!(
+            e,
+            "policy.inner.config.max_hedges: 2 is over the server's ceiling of 1 hedge per attempt (set by --max-hedges)"
+        );
+        // Raised: what the defaults refused loads; one past the new ceiling is refused, saying it.
+        load_with(retry(6, hedge(2)), 6, 2).unwrap();
+        load_with(retry(20, hedge(3)), 20, 3).unwrap();
+        let e = load_with(retry(7, hedge(2)), 6, 2).unwrap_err();
+        assert!(
+            e.contains("7 is over the server's ceiling of 6 attempts"),
+            "{e}"
+        );
+        let e = load_with(retry(6, hedge(3)), 6, 2).unwrap_err();
+        assert!(
+            e.contains("3 is over the server's ceiling of 2 hedges"),
+            "{e}"
+        );
+        let e = load_with(
+            json!({"Retry": {"policy": {"max_attempts": null, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+                   "inner": {"Call": {"downstream": "api"}}}}),
+            9,
+            1,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("expected at most 9 (the server's ceiling, set by --max-attempts)"),
+            "{e}"
+        );
+        // Lowered: no hedging at all.
+        let e = load_with(hedge(1), 5, 0).unwrap_err();
+        assert!(
+            e.ends_with(
+                "1 is over the server's ceiling of 0 hedges per attempt (set by --max-hedges)"
+            ),
+            "{e}"
+        );
     }
 }

@@ -9,9 +9,7 @@ use crate::backoff::BackoffSpec;
 use crate::duration::parse_duration;
 use crate::ssrf::Limits;
 
-/// Most attempts per call.
-pub const MAX_ATTEMPTS: u32 = 5;
-/// Attempts by default.
+/// Attempts by default (or the operator's ceiling, `Limits::max_attempts`, if lower).
 pub const DEFAULT_ATTEMPTS: u32 = 3;
 /// Per-attempt timeout by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,10 +24,11 @@ pub fn config(
     retry_timeouts: bool,
     limits: &Limits,
 ) -> Result<RetryConfig, String> {
-    let attempts = attempts.unwrap_or(DEFAULT_ATTEMPTS);
-    if !(1..=MAX_ATTEMPTS).contains(&attempts) {
+    let ceiling = limits.max_attempts;
+    let attempts = attempts.unwrap_or(DEFAULT_ATTEMPTS.min(ceiling));
+    if !(1..=ceiling).contains(&attempts) {
         return Err(format!(
-            "attempts: {attempts} is outside 1..={MAX_ATTEMPTS}"
+            "attempts: {attempts} is outside 1..={ceiling} (the server's ceiling of {ceiling} attempts, set by --max-attempts)"
         ));
     }
     let timeout = parse_duration("timeout", timeout, DEFAULT_TIMEOUT)?;
@@ -37,7 +36,9 @@ pub fn config(
         u64::try_from(limits.max_attempt_timeout.as_nanos()).unwrap_or(u64::MAX),
     );
     if timeout.is_zero() || timeout > max {
-        return Err(format!("timeout: {timeout} is outside (0, {max}]"));
+        return Err(format!(
+            "timeout: {timeout} is outside (0, {max}] (the server's ceiling, set by --max-attempt-timeout)"
+        ));
     }
     let backoff = backoff.cloned().unwrap_or_default();
     let backoff_config = backoff.config()?;
@@ -52,4 +53,49 @@ pub fn config(
         retry_timeouts,
         ..RetryConfig::new(backoff_config)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max_attempts: u32) -> Limits {
+        Limits {
+            max_attempts,
+            ..Limits::default()
+        }
+    }
+
+    fn attempts(given: Option<u32>, ceiling: u32) -> Result<Option<u32>, String> {
+        config(given, None, None, true, &limits(ceiling)).map(|c| c.max_attempts)
+    }
+
+    /// The operator's ceiling, not a constant: up to it is taken, past it refused naming it and
+    /// its flag.
+    #[test]
+    fn attempts_are_held_to_the_configured_ceiling() {
+        assert_eq!(attempts(Some(5), 5), Ok(Some(5)));
+        let e = attempts(Some(6), 5).unwrap_err();
+        assert_eq!(
+            e,
+            "attempts: 6 is outside 1..=5 (the server's ceiling of 5 attempts, set by --max-attempts)"
+        );
+        assert_eq!(attempts(Some(6), 8), Ok(Some(6)));
+        assert_eq!(attempts(Some(8), 8), Ok(Some(8)));
+        let e = attempts(Some(9), 8).unwrap_err();
+        assert!(
+            e.contains("ceiling of 8 attempts") && e.contains("--max-attempts"),
+            "{e}"
+        );
+        assert!(attempts(Some(0), 8).is_err());
+    }
+
+    /// The default (3) never goes over a lower ceiling: a call that names no attempts is not
+    /// refused by a server started with `--max-attempts 2`.
+    #[test]
+    fn the_default_fits_a_lower_ceiling() {
+        assert_eq!(attempts(None, 5), Ok(Some(DEFAULT_ATTEMPTS)));
+        assert_eq!(attempts(None, 2), Ok(Some(2)));
+        assert_eq!(attempts(None, 1), Ok(Some(1)));
+    }
 }

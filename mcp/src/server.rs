@@ -168,6 +168,7 @@ impl ReliableServer {
             breakers = breakers.with_store(store);
         }
         let breakers = Arc::new(breakers);
+        let tool_router = with_ceilings(standard_schemas(Self::tool_router()), &settings.limits);
         Ok(ReliableServer {
             session: 0,
             shared: Arc::new(Shared {
@@ -178,7 +179,7 @@ impl ReliableServer {
                 simulations: Arc::new(tokio::sync::Semaphore::new(settings.storm.max_running)),
                 storm: settings.storm,
             }),
-            tool_router: standard_schemas(Self::tool_router()),
+            tool_router,
             prompt_router: Self::prompt_router(),
         })
     }
@@ -205,6 +206,47 @@ fn standard_schemas(mut router: ToolRouter<ReliableServer>) -> ToolRouter<Reliab
         }
     }
     router
+}
+
+/// `router` with the operator's ceilings in the schemas, where an agent reads them before it
+/// calls: every `attempts` has the configured ceiling as its `maximum` (`--max-attempts`), and
+/// `policy`'s description ends with the ceilings it is held to, as configured.
+fn with_ceilings(
+    mut router: ToolRouter<ReliableServer>,
+    limits: &Limits,
+) -> ToolRouter<ReliableServer> {
+    for route in router.map.values_mut() {
+        let tool = &mut route.attr;
+        let mut schema = (*tool.input_schema).clone();
+        let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") else {
+            continue;
+        };
+        if let Some(serde_json::Value::Object(attempts)) = properties.get_mut("attempts") {
+            attempts.insert("minimum".into(), 1.into());
+            attempts.insert("maximum".into(), limits.max_attempts.into());
+        }
+        if let Some(serde_json::Value::Object(policy)) = properties.get_mut("policy") {
+            let described = policy
+                .get("description")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default();
+            let text = format!("{described} {}", ceilings(limits));
+            policy.insert("description".into(), text.trim_start().into());
+        }
+        tool.input_schema = Arc::new(schema);
+    }
+    router
+}
+
+/// The ceilings of this server, in words.
+fn ceilings(limits: &Limits) -> String {
+    format!(
+        "This server's ceilings: {} attempts per call, {} per attempt, {:?} per attempt, {:?} per call.",
+        limits.max_attempts,
+        crate::policy_arg::hedges(limits.max_hedges),
+        limits.max_attempt_timeout,
+        limits.max_call_time,
+    )
 }
 
 #[tool_router]
@@ -254,12 +296,14 @@ impl ReliableServer {
 
     /// Make an HTTP request through a named breaker with bounded retries and jittered backoff,
     /// or through `policy`: a policy stack in the simulator's format (JSON), bounded by the
-    /// server's ceilings, to run exactly the policy tried in `simulate_storm`. Returns status, selected headers, a capped body, every attempt, time taken and what
-    /// served it. While the breaker is open nothing is sent and `fallback` is returned. Only
-    /// http/https to public addresses (private, loopback, link-local and metadata addresses are
-    /// refused, also after DNS and on every redirect; a redirect not followed comes back as a
-    /// refusal with its reason); Authorization and Cookie are never echoed, and a URL carrying
-    /// user:password@ is refused: pass credentials as headers.
+    /// server's ceilings (attempts per call, hedges per attempt, times; set by its operator), to
+    /// run exactly the policy tried in `simulate_storm`. Returns status, selected headers, a
+    /// capped body, every attempt, time taken and what served it. While the breaker is open
+    /// nothing is sent and `fallback` is returned. Only http/https to public addresses (private,
+    /// loopback, link-local and metadata addresses are refused, also after DNS and on every
+    /// redirect; a redirect not followed comes back as a refusal with its reason); Authorization
+    /// and Cookie are never echoed, and a URL carrying user:password@ is refused: pass
+    /// credentials as headers.
     #[tool(annotations(open_world_hint = true))]
     async fn reliable_http_call(
         &self,

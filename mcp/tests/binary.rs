@@ -64,6 +64,19 @@ async fn bad_flags_are_refused_with_a_message() {
         (&["--max-sessions=0"][..], "--max-sessions"),
         (&["--header-timeout=-1"][..], "--header-timeout"),
         (&["--max-simulations=0"][..], "--max-simulations"),
+        (
+            &["--max-attempts=0"][..],
+            "--max-attempts: 0 is outside 1..=20",
+        ),
+        (
+            &["--max-attempts=21"][..],
+            "--max-attempts: 21 is outside 1..=20",
+        ),
+        (
+            &["--max-hedges=4"][..],
+            "--max-hedges: 4 is outside 0..=3 (hedges per attempt: the call engine holds at most 4 copies",
+        ),
+        (&["--max-hedges=-1"][..], "--max-hedges"),
     ] {
         // Bounded, and killed when the future is dropped (a timeout, a panic).
         let out = tokio::time::timeout(

@@ -18,7 +18,11 @@
 //! What the tool cannot take is found by the server itself: the policy is loaded by the server's
 //! own loader (`policy_arg::instance`, with its ceilings), and a policy it refuses is listed with
 //! the server's refusal, never run half-way; so is an attempt that cannot be interrupted (an HTTP
-//! attempt is a future, dropped at its timer).
+//! attempt is a future, dropped at its timer). The ceilings are the operator's settings, and the
+//! face runs the server as an operator who raised them as far as they go would
+//! (`--max-attempts 20 --max-hedges 3`): the sequences that ask for more than the defaults (6
+//! attempts, 2 hedges) run, and the defaults still refuse them, naming the flag
+//! (`the_default_ceilings_refuse_what_the_raised_ones_run`).
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -35,7 +39,7 @@ use reliable_mcp::breakers::Breakers;
 use reliable_mcp::http_call::{self, HttpCallArgs, HttpCaller};
 use reliable_mcp::instrument::Instrument;
 use reliable_mcp::redact::Secrets;
-use reliable_mcp::ssrf::{AllowList, Guard, Limits};
+use reliable_mcp::ssrf::{AllowList, Guard, HARD_MAX_ATTEMPTS, HARD_MAX_HEDGES, Limits};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -252,9 +256,19 @@ fn policy(s: &Sequence) -> Result<Value, String> {
     Ok(v)
 }
 
-/// The operator's limits: a day for every time (no sequence comes near), everything else out
-/// of the way. The sequence's own deadline and timeouts are in its policy.
+/// The operator's limits: a day for every time (no sequence comes near), the attempts and
+/// hedges per call as high as an operator may set them (`--max-attempts 20 --max-hedges 3`),
+/// everything else out of the way. The sequence's own deadline and timeouts are in its policy.
 fn limits() -> Limits {
+    Limits {
+        max_attempts: HARD_MAX_ATTEMPTS,
+        max_hedges: HARD_MAX_HEDGES,
+        ..default_ceilings()
+    }
+}
+
+/// As [`limits`], with the server's default ceilings (5 attempts, 1 hedge).
+fn default_ceilings() -> Limits {
     Limits {
         connect_timeout: DAY,
         read_timeout: DAY,
@@ -267,6 +281,11 @@ fn limits() -> Limits {
 /// Why the tool cannot take the sequence, if it cannot: the server's own loader refuses its
 /// policy (saying why), or its attempts cannot be interrupted.
 fn inexpressible(s: &Sequence, policy: &Value) -> Option<String> {
+    refusal(s, policy, &limits())
+}
+
+/// [`inexpressible`], with `limits`.
+fn refusal(s: &Sequence, policy: &Value, limits: &Limits) -> Option<String> {
     if s.policy.uninterruptible {
         return Some(
             "uninterruptible: an HTTP attempt is a future, dropped at its timer; a late answer is never taken".into(),
@@ -276,7 +295,7 @@ fn inexpressible(s: &Sequence, policy: &Value) -> Option<String> {
     reliable_mcp::policy_arg::instance(
         policy,
         true,
-        &limits(),
+        limits,
         &Instrument::default(),
         &Secrets::default(),
     )
@@ -489,9 +508,43 @@ fn check(
 fn reliable_http_call_decides_like_every_face() {
     let sequences = conformance::sequences().unwrap();
     let ran = check("sequences", &sequences, conformance::expected);
-    // As many as ran when this was written (all but the 4 over the server's ceilings or
-    // uninterruptible): a sequence the tool stops taking fails here.
-    assert!(ran >= 61, "only {ran} sequences ran");
+    // As many as ran when this was written (all but `late-success-kept`, uninterruptible): a
+    // sequence the tool stops taking fails here.
+    assert!(ran >= 64, "only {ran} sequences ran");
+}
+
+/// The sequences that ask for more than the default ceilings (6 attempts; 2 hedges) run with
+/// the ceilings raised (above), and a server with the defaults still refuses each, naming the
+/// ceiling and the flag that raises it.
+#[test]
+fn the_default_ceilings_refuse_what_the_raised_ones_run() {
+    let sequences = conformance::sequences().unwrap();
+    let named = |name: &str| {
+        let s = sequences.iter().find(|s| s.name == name).unwrap();
+        (s, policy(s).unwrap())
+    };
+    for (name, refused) in [
+        (
+            "refusal-wait-past-deadline",
+            "policy.policy.max_attempts: 6 is over the server's ceiling of 5 attempts (set by --max-attempts)",
+        ),
+        (
+            "refusal-waited-out",
+            "policy.policy.max_attempts: 6 is over the server's ceiling of 5 attempts (set by --max-attempts)",
+        ),
+        (
+            "hedge-delay-counts-failed-copies",
+            "policy.inner.config.max_hedges: 2 is over the server's ceiling of 1 hedge per attempt (set by --max-hedges)",
+        ),
+    ] {
+        let (s, policy) = named(name);
+        assert_eq!(
+            refusal(s, &policy, &default_ceilings()),
+            Some(format!("the server refuses its policy: {refused}")),
+            "{name}"
+        );
+        assert_eq!(inexpressible(s, &policy), None, "{name}");
+    }
 }
 
 #[test]

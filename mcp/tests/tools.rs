@@ -744,7 +744,7 @@ async fn a_hostile_policy_is_refused_naming_the_field_and_nothing_is_sent() {
         (deep, "policy: nested deeper than 40 levels".to_string()),
         (
             retry_policy(50, call_layer()),
-            "policy.policy.max_attempts: 50 is over the server's ceiling of 5 attempts".to_string(),
+            "policy.policy.max_attempts: 50 is over the server's ceiling of 5 attempts (set by --max-attempts)".to_string(),
         ),
         (
             json!({"Retry": {"policy": {"max_attempts": null, "backoff": {"shape": {"Constant": {"delay": "10ms"}}}}, "inner": call_layer()}}),
@@ -756,7 +756,7 @@ async fn a_hostile_policy_is_refused_naming_the_field_and_nothing_is_sent() {
         ),
         (
             json!({"Hedge": {"config": {"delay": {"Fixed": "10ms"}, "max_hedges": 4}, "idempotent": true, "inner": call_layer()}}),
-            "policy.config.max_hedges: 4 is over the server's ceiling of 1".to_string(),
+            "policy.config.max_hedges: 4 is over the server's ceiling of 1 hedge per attempt (set by --max-hedges)".to_string(),
         ),
         (
             json!({"Circuit": {"inner": call_layer()}}),
@@ -848,5 +848,203 @@ async fn a_policy_without_timeouts_gets_the_servers_ceilings() {
     )
     .await;
     assert!(e.contains("ceiling of 300ms"), "{e}");
+    client.cancel().await.unwrap();
+}
+
+/// A server whose operator set `--max-attempts max_attempts --max-hedges max_hedges`.
+fn ceilings(max_attempts: u32, max_hedges: u32) -> Settings {
+    Settings {
+        limits: Limits {
+            max_attempts,
+            max_hedges,
+            ..Limits::default()
+        },
+        ..settings()
+    }
+}
+
+/// A policy of `attempts` attempts, each `hedges` hedges 20 ms apart, at most 100 ms an attempt
+/// (and a server's `Retry-After` waited at most 100 ms: the default, 30 s, is over a whole-call
+/// time shorter than that).
+fn hedged_policy(attempts: u32, hedges: u32) -> Value {
+    json!({"Retry": {
+        "policy": {"max_attempts": attempts, "attempt_timeout": "100ms", "max_server_delay": "100ms",
+                   "backoff": {"shape": {"Constant": {"delay": "10ms"}}}},
+        "inner": {"Hedge": {
+            "config": {"delay": {"Fixed": "20ms"}, "max_hedges": hedges},
+            "idempotent": true,
+            "inner": call_layer(),
+        }},
+    }})
+}
+
+/// The `maximum` of `attempts` in `tool`'s schema, and `policy`'s description if it has one.
+async fn stated(client: &RunningService<RoleClient, ()>, tool: &str) -> (Value, String) {
+    let tools = client.list_all_tools().await.unwrap();
+    let t = tools.iter().find(|t| t.name == tool).unwrap();
+    let schema = serde_json::to_value(&t.input_schema).unwrap();
+    let policy = schema["properties"]["policy"]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (schema["properties"]["attempts"]["maximum"].clone(), policy)
+}
+
+/// The ceilings are the operator's: the schemas state them as configured, and the seed
+/// arguments, a breaker's attempts and a policy are held to them, not to the defaults; a value
+/// over one is refused naming it and its flag, and nothing is sent.
+#[tokio::test]
+async fn the_operators_ceilings_are_stated_and_held() {
+    // Ceilings out of range are refused when the server is made, not at the first call.
+    let e = ReliableServer::new(ceilings(5, 4)).unwrap_err();
+    assert!(e.starts_with("--max-hedges: 4 is outside 0..=3"), "{e}");
+    let e = ReliableServer::new(ceilings(0, 1)).unwrap_err();
+    assert!(e.starts_with("--max-attempts: 0 is outside 1..=20"), "{e}");
+    let target = support::serve("127.0.0.1").await;
+    let defaults = connect(settings()).await;
+    let (max, policy) = stated(&defaults, "reliable_http_call").await;
+    assert_eq!(max, json!(5));
+    assert!(
+        policy.contains("This server's ceilings: 5 attempts per call, 1 hedge per attempt"),
+        "{policy}"
+    );
+    assert_eq!(stated(&defaults, "create_breaker").await.0, json!(5));
+    defaults.cancel().await.unwrap();
+
+    let client = connect(ceilings(7, 2)).await;
+    let (max, policy) = stated(&client, "reliable_http_call").await;
+    assert_eq!(max, json!(7));
+    assert!(
+        policy.contains("This server's ceilings: 7 attempts per call, 2 hedges per attempt"),
+        "{policy}"
+    );
+    assert_eq!(stated(&client, "create_breaker").await.0, json!(7));
+    let failing = target.url("/status?code=500");
+    let fast = json!({"base": "1ms", "cap": "5ms"});
+    // The seed arguments: 7 attempts are made, 8 are refused before anything is sent.
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": failing, "attempts": 7, "backoff": fast}),
+    )
+    .await;
+    assert_eq!(r["attempts"].as_array().map(Vec::len), Some(7), "{r}");
+    assert_eq!(target.requests(), 7);
+    let e = in_band_error(
+        &client,
+        "reliable_http_call",
+        json!({"url": failing, "attempts": 8, "backoff": fast}),
+    )
+    .await;
+    assert_eq!(
+        e,
+        "attempts: 8 is outside 1..=7 (the server's ceiling of 7 attempts, set by --max-attempts)"
+    );
+    let e = in_band_error(
+        &client,
+        "create_breaker",
+        json!({"name": "api", "attempts": 8}),
+    )
+    .await;
+    assert!(
+        e.contains("ceiling of 7 attempts") && e.contains("--max-attempts"),
+        "{e}"
+    );
+    ok(
+        &client,
+        "create_breaker",
+        json!({"name": "api", "attempts": 7}),
+    )
+    .await;
+    // The policy argument: 7 attempts of 2 hedges load (a GET to /ok: one request, and a hedge
+    // or two if it is slower than 20 ms), more do not.
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/ok"), "policy": hedged_policy(7, 2)}),
+    )
+    .await;
+    assert_eq!(r["status"], json!(200), "{r}");
+    let sent = target.requests();
+    assert!((8..=10).contains(&sent), "{sent}");
+    for (policy, refused) in [
+        (
+            hedged_policy(8, 2),
+            "policy.policy.max_attempts: 8 is over the server's ceiling of 7 attempts (set by --max-attempts)",
+        ),
+        (
+            hedged_policy(7, 3),
+            "policy.inner.config.max_hedges: 3 is over the server's ceiling of 2 hedges per attempt (set by --max-hedges)",
+        ),
+    ] {
+        let e = in_band_error(
+            &client,
+            "reliable_http_call",
+            json!({"url": target.url("/ok"), "policy": policy}),
+        )
+        .await;
+        assert_eq!(e, refused);
+    }
+    assert_eq!(target.requests(), sent, "a refused call sends nothing");
+    client.cancel().await.unwrap();
+}
+
+/// Raised ceilings as an attack on availability: a call still sends at most
+/// `max_attempts × (1 + max_hedges)` requests, and still ends within the whole-call time.
+#[tokio::test]
+async fn raised_ceilings_keep_a_call_within_its_requests_and_its_time() {
+    // Every copy hangs: each attempt sends its copy and every hedge, then times out at 100 ms.
+    // 3 hedges (the hard maximum) are all sent: the engine holds 4 copies of an attempt.
+    for (attempts, hedges) in [(6, 2), (2, 3)] {
+        let target = support::serve("127.0.0.1").await;
+        let raised = ceilings(attempts, hedges);
+        let most = raised.limits.max_requests_per_call();
+        assert_eq!(most, attempts * (1 + hedges));
+        let client = connect(raised).await;
+        let r = ok(
+            &client,
+            "reliable_http_call",
+            json!({"url": target.url("/hang"), "policy": hedged_policy(attempts, hedges)}),
+        )
+        .await;
+        assert_eq!(
+            r["attempts"].as_array().map(Vec::len),
+            Some(most as usize),
+            "{r}"
+        );
+        let waited = std::time::Instant::now();
+        while (target.requests() as u32) < most
+            && waited.elapsed() < std::time::Duration::from_secs(5)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(target.requests() as u32, most);
+        client.cancel().await.unwrap();
+    }
+
+    // The whole-call time holds whatever the attempts: 250 ms cut the same call short.
+    let target = support::serve("127.0.0.1").await;
+    let client = connect(Settings {
+        limits: Limits {
+            max_call_time: std::time::Duration::from_millis(250),
+            ..ceilings(6, 2).limits
+        },
+        ..settings()
+    })
+    .await;
+    let started = std::time::Instant::now();
+    let r = ok(
+        &client,
+        "reliable_http_call",
+        json!({"url": target.url("/hang"), "policy": hedged_policy(6, 2)}),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(250 + 2_000),
+        "{took:?}: {r}"
+    );
+    let sent = r["attempts"].as_array().map_or(0, Vec::len);
+    assert!((1..18).contains(&sent), "{sent} copies sent: {r}");
     client.cancel().await.unwrap();
 }

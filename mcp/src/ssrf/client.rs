@@ -28,6 +28,61 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Redirects followed at most.
     pub max_redirects: usize,
+    /// Most attempts one call may make (`--max-attempts`, 1 to [`HARD_MAX_ATTEMPTS`]): the
+    /// `attempts` of `reliable_http_call` and `create_breaker`, and every `max_attempts` of a
+    /// `policy` argument, are held to it.
+    pub max_attempts: u32,
+    /// Most hedges per attempt a `policy` argument may ask for (`--max-hedges`, 0 to
+    /// [`HARD_MAX_HEDGES`]; 0: no `Hedge` layer is taken).
+    pub max_hedges: u32,
+}
+
+/// Attempts per call by default (`--max-attempts`).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// The most `--max-attempts` may be. A call sends at most `max_attempts × (1 + max_hedges)`
+/// requests ([`Limits::max_requests_per_call`]), so this bounds what one tool call can cost a
+/// downstream whatever else is configured: 80 requests at 20 attempts of 4 copies. 20 is far above
+/// what a retry policy needs (this project's presets make 3 to 5 attempts; the conformance
+/// sequences at most 6): past a handful of attempts, retries add load on a failing downstream,
+/// the storm this project is against, not successes; a caller that needs more is polling.
+pub const HARD_MAX_ATTEMPTS: u32 = 20;
+/// Hedges per attempt by default (`--max-hedges`).
+pub const DEFAULT_MAX_HEDGES: u32 = 1;
+/// The most `--max-hedges` may be: the core's call engine holds at most 4 copies of an attempt
+/// (`reliable_core::engine::Call`'s const parameter `C`, 4 by default, which `reliable` uses: a
+/// first copy and three hedges) and does not send a hedge that would not fit, so a ceiling above
+/// 3 would promise hedges that are never sent.
+pub const HARD_MAX_HEDGES: u32 = 3;
+
+impl Limits {
+    /// Checks the limits an operator sets as numbers, naming the flag: attempts in
+    /// 1..=[`HARD_MAX_ATTEMPTS`], hedges in 0..=[`HARD_MAX_HEDGES`]. (Durations are checked where
+    /// the flags are read: a `Duration` is never negative.)
+    pub fn check(&self) -> Result<(), String> {
+        if !(1..=HARD_MAX_ATTEMPTS).contains(&self.max_attempts) {
+            return Err(format!(
+                "--max-attempts: {} is outside 1..={HARD_MAX_ATTEMPTS} (attempts per reliable_http_call, \
+                 the first included; each may send 1 + --max-hedges copies)",
+                self.max_attempts
+            ));
+        }
+        if self.max_hedges > HARD_MAX_HEDGES {
+            return Err(format!(
+                "--max-hedges: {} is outside 0..={HARD_MAX_HEDGES} (hedges per attempt: the call \
+                 engine holds at most {} copies of an attempt, a first copy and {HARD_MAX_HEDGES} hedges)",
+                self.max_hedges,
+                HARD_MAX_HEDGES + 1
+            ));
+        }
+        Ok(())
+    }
+
+    /// The most requests one call may send: `max_attempts × (1 + max_hedges)` (each copy may
+    /// then follow up to `max_redirects` redirects).
+    pub fn max_requests_per_call(&self) -> u32 {
+        self.max_attempts
+            .saturating_mul(self.max_hedges.saturating_add(1))
+    }
 }
 
 impl Default for Limits {
@@ -39,6 +94,8 @@ impl Default for Limits {
             max_call_time: Duration::from_secs(120),
             max_body_bytes: 1 << 20,
             max_redirects: MAX_REDIRECTS,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            max_hedges: DEFAULT_MAX_HEDGES,
         }
     }
 }
@@ -103,5 +160,63 @@ pub fn describe(e: &reqwest::Error) -> String {
     match innermost {
         Some(why) => format!("{kind}: {why}"),
         None => kind.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(max_attempts: u32, max_hedges: u32) -> Result<(), String> {
+        Limits {
+            max_attempts,
+            max_hedges,
+            ..Limits::default()
+        }
+        .check()
+    }
+
+    /// The defaults are today's ceilings; every value in range is taken, the edges included.
+    #[test]
+    fn ceilings_in_range_are_taken() {
+        let d = Limits::default();
+        assert_eq!((d.max_attempts, d.max_hedges), (5, 1));
+        assert_eq!(d.check(), Ok(()));
+        assert_eq!(d.max_requests_per_call(), 10);
+        for attempts in 1..=HARD_MAX_ATTEMPTS {
+            for hedges in 0..=HARD_MAX_HEDGES {
+                assert_eq!(check(attempts, hedges), Ok(()), "{attempts} {hedges}");
+            }
+        }
+        let most = Limits {
+            max_attempts: HARD_MAX_ATTEMPTS,
+            max_hedges: HARD_MAX_HEDGES,
+            ..Limits::default()
+        };
+        assert_eq!(most.max_requests_per_call(), 80);
+    }
+
+    /// Out of range is refused naming the flag, the range and why, never a panic.
+    #[test]
+    fn ceilings_out_of_range_are_refused_naming_the_flag() {
+        for (attempts, hedges, starts) in [
+            (0, 1, "--max-attempts: 0 is outside 1..=20 ("),
+            (21, 1, "--max-attempts: 21 is outside 1..=20 ("),
+            (
+                u32::MAX,
+                1,
+                "--max-attempts: 4294967295 is outside 1..=20 (",
+            ),
+            (5, 4, "--max-hedges: 4 is outside 0..=3 ("),
+            (5, u32::MAX, "--max-hedges: 4294967295 is outside 0..=3 ("),
+        ] {
+            let e = check(attempts, hedges).unwrap_err();
+            assert!(e.starts_with(starts), "{attempts} {hedges}: {e}");
+        }
+        assert!(
+            check(5, 4)
+                .unwrap_err()
+                .contains("at most 4 copies of an attempt, a first copy and 3 hedges")
+        );
     }
 }

@@ -559,7 +559,8 @@ def main() -> int:
     if waiting:
         print(f"  listed in pending.json: {', '.join(waiting)}")
     if args.traces is not None:
-        same = len(ran) - len(differ) - len(missing) - len(waiting)
+        # A sequence that failed before its trace was written is in ``differ``, not in ``ran``.
+        same = len([n for n in ran if n not in differ and n not in missing and n not in waiting])
         print(f"{same} passed, {len(differ)} failed")
     return 1 if differ else 0
 

@@ -712,7 +712,11 @@ def reliable(
     arguments (``breaker``, ``timeout``, ``max_attempts``, ``base_delay``, ``factor``,
     ``jitter``, ``rng``, ``budget``, ``max_delay``, ``retry_after_cap``: give them to the
     policy, not beside it) with a whole policy stack: deadline, throttle, ledger, hedging,
-    limits. Calls through one ``Policy`` share its state. ``on_event(name, fields)`` hears each
+    limits. Each function decorated with a ``Policy`` is one client of it, as a service a Rust
+    tower layer wraps or a function the npm package wraps with a ``Policy``: a layer whose
+    ``scope`` (a ``Retry``'s budget: ``budget_scope``) is ``Shared`` keeps one state for every
+    function decorated with that ``Policy``; a ``PerClient`` layer (the policy format's default)
+    keeps one per decorated function. ``on_event(name, fields)`` hears each
     decision as it is taken (``retry``, ``refused``, ``hedge``, ``answer``, ``breaker``, ...).
     ``clock()`` (seconds) times the retries and timers; by default the breaker's clock, else the
     monotonic clock.
@@ -779,9 +783,10 @@ def reliable(
                 "an uninterruptible attempt runs alone until it answers: use a policy without a "
                 "Hedge layer, or leave uninterruptible out"
             )
-        engine = policy
+        # Each function decorated is one client of the policy: its PerClient layers its own, its
+        # Shared layers the Policy's.
+        client = policy._client
         max_attempts = 2  # for served_by: a policy may retry
-        breaker = policy.breaker
     else:
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
             raise TypeError(f"max_attempts: must be an int, got {type(max_attempts).__name__}")
@@ -799,6 +804,11 @@ def reliable(
             clock=clock,
         )
 
+        # The seed's arguments: every function decorated with them runs through the breaker and
+        # budget given, whatever shares them.
+        def client() -> Policy:
+            return engine
+
     def decorate(f: Any) -> Any:
         if not callable(f):
             raise TypeError(f"fn: must be callable, got {type(f).__name__}")
@@ -807,13 +817,14 @@ def reliable(
         attempt = f if spend is None else _spending(f, spend, estimate, usage, is_async)
         if chaos is not None:
             attempt = _chaotic(attempt, chaos, sleep, is_async, on_event)
+        runs = client()
         wrapper = make(
-            attempt, engine, sleep, on_open, classify, on_call, on_event, _name(f), uninterruptible
+            attempt, runs, sleep, on_open, classify, on_call, on_event, _name(f), uninterruptible
         )
         wrapper = functools.wraps(f)(wrapper)
         # The layers this wrapper adds, innermost first: the breaker guards each attempt.
         served_by = _name(f)
-        if breaker is not None:
+        if runs.breaker is not None:
             served_by = f"breaker({served_by})"
         if max_attempts > 1:
             served_by = f"retry({served_by})"

@@ -1183,7 +1183,7 @@ const freeShared = new FinalizationRegistry<number>((h) => abi.rk_policy_free(h)
  * gives every wrapper made with it one state for each layer whose `scope` is `"Shared"` (a
  * breaker one wrapper opens refuses the others' calls; a retry budget by its `budget_scope`, a
  * throttle, a ledger, a hedge's latency estimate, a concurrency or rate limit: one for all), as
- * a Python `Policy` object's layers are shared by the functions decorated with it. A layer whose
+ * a Python `Policy`'s `Shared` layers are by the functions decorated with it. A layer whose
  * `scope` is `"PerClient"` (the policy format's default) is each wrapper's own: one wrapper is
  * one client. The same policy given as a plain stack, entry or JSON text is read for one wrapper
  * alone, every layer its own.

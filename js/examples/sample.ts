@@ -30,3 +30,13 @@ function typo(): void {
   chaos.setEnabled("lag", true);
 }
 void typo;
+
+// One policy for several wrappers: its Shared breaker is theirs together.
+import { Policy } from "reliablekit";
+const shared = new Policy({ name: "api", stack: { Breaker: { config: { consecutive_failures: 5 }, scope: "Shared", inner: { Call: { downstream: "api" } } } } });
+const fromText: Policy = Policy.fromJson(JSON.stringify({ stack: { Call: { downstream: "api" } } }));
+const listUsers = reliable(async () => "users", { policy: shared });
+const listOrders = reliable(async () => "orders", { policy: shared });
+void Promise.all([listUsers(), listOrders()]).catch(() => {});
+const name: string | undefined = shared.name;
+console.log(name, fromText.disposed);

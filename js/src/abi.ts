@@ -24,6 +24,7 @@ export interface Abi {
     breaker: number,
   ): number;
   rk_policy_free(policy: number): void;
+  rk_policy_share(policy: number, base: number, layers: number): number;
   rk_input_ptr(): number;
   rk_input_cap(): number;
   rk_stack_begin(): void;
@@ -80,6 +81,7 @@ export const ABI_FUNCTIONS: readonly (keyof Abi)[] = [
   "rk_breaker_state",
   "rk_policy_new",
   "rk_policy_free",
+  "rk_policy_share",
   "rk_input_ptr",
   "rk_input_cap",
   "rk_stack_begin",

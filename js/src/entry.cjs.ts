@@ -5,7 +5,7 @@ import { wasmBase64 } from "./wasm-bytes.js";
 
 bind(new WebAssembly.Instance(new WebAssembly.Module(decodeBase64(wasmBase64))));
 
-export { Chaos, ChaosResponse, ChaosTimeline, CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
+export { Chaos, ChaosResponse, ChaosTimeline, CircuitBreaker, CircuitOpenError, expBackoff, Policy, RefusedError, reliable, retryAfterMs } from "./lib.js";
 export type {
   AnswerClass,
   AttemptContext,

@@ -6,7 +6,7 @@ import { wasmBase64 } from "./wasm-bytes.js";
 
 bind(await WebAssembly.instantiate(await WebAssembly.compile(decodeBase64(wasmBase64))));
 
-export { Chaos, ChaosResponse, ChaosTimeline, CircuitBreaker, CircuitOpenError, expBackoff, RefusedError, reliable, retryAfterMs } from "./lib.js";
+export { Chaos, ChaosResponse, ChaosTimeline, CircuitBreaker, CircuitOpenError, expBackoff, Policy, RefusedError, reliable, retryAfterMs } from "./lib.js";
 export type {
   AnswerClass,
   AttemptContext,

@@ -297,12 +297,14 @@ export interface ReliableOptions<A extends unknown[], R> {
   clock?: Clock;
   /**
    * The whole policy, in the policy format a simulator scenario's client writes (a stack, a
-   * `{ name, stack }` entry, or either as JSON text): instead of the options above from
-   * `breaker` to `maxServerDelay`, which must then be left out. The wrapper keeps the state of
-   * its stateful layers (breaker, budget, throttle, ledger, hedger, limits) for its calls; a
-   * layer's `scope` is accepted and means the same (one wrapper is one client).
+   * `{ name, stack }` entry, or either as JSON text), or a {@link Policy} read from it: instead
+   * of the options above from `breaker` to `maxServerDelay`, which must then be left out. A
+   * {@link Policy} shares the state of its `scope: "Shared"` layers with every wrapper made with
+   * it; its `PerClient` layers (the default scope) are this wrapper's own. A plain stack, entry
+   * or text is read for this wrapper alone: the state of every layer (breaker, budget, throttle,
+   * ledger, hedger, limits) is this wrapper's own, whatever its `scope` says.
    */
-  policy?: PolicyStack | PolicyFile | string;
+  policy?: PolicyStack | PolicyFile | string | Policy;
   /**
    * The work cannot be interrupted (it ignores its signal): a copy past its timeout is waited
    * for and its answer taken as it comes (a late success is a success). Default false.
@@ -931,6 +933,15 @@ const RATE = 8;
 const CALL_TIMEOUT = 9;
 
 const NESTING = 10;
+/** The kind of each stateful layer, for the bits of the layers a {@link Policy} shares. */
+const LAYER_KINDS: Record<string, number> = {
+  Breaker: BREAKER,
+  Throttle: THROTTLE,
+  Ledger: LEDGER,
+  Hedge: HEDGE,
+  Limit: LIMIT,
+  RateLimit: RATE,
+};
 
 /** What the engine runs (reliable_core::engine::Stack::from_layer), as its errors say it. */
 const ORDER = "a chain of Ledger, Retry, Throttle, Breaker, Limit and RateLimit, each at most once, then a Hedge and the Call";
@@ -1023,7 +1034,8 @@ function layer(kind: number, flag: number, value: unknown, path: string): void {
   if (abi.rk_stack_layer(kind, flag, len) < 0) throw refusal(path);
 }
 
-function scope(body: Record<string, unknown>, field: string, path: string): void {
+/** Checks a layer's `scope` (or a Retry's `budget_scope`): whether it says `Shared`. */
+function scope(body: Record<string, unknown>, field: string, path: string): boolean {
   const v = body[field];
   if (v === "PerHost") throw new TypeError(`${path}.${field}: ${PER_HOST_ONE_HOST}`);
   if (typeof v === "object" && v !== null && !Array.isArray(v) && "Fleet" in v) {
@@ -1032,13 +1044,21 @@ function scope(body: Record<string, unknown>, field: string, path: string): void
   if (v !== undefined && v !== "PerClient" && v !== "Shared") {
     throw new TypeError(`${path}.${field}: expected "PerClient" or "Shared", got ${describe(v)}`);
   }
+  return v === "Shared";
+}
+
+/** A policy read into the module: its handle, and which of its layers say `scope: "Shared"`
+ * (`1 << kind` of each, the kinds of `rk_stack_layer`: js/wasm/src/policy.rs, `shared_bit`). */
+interface ReadPolicy {
+  handle: number;
+  shared: number;
 }
 
 /**
  * Reads a policy (a stack, a `{ name, stack }` entry, or either as JSON text) into the module:
  * the handle of its policy. Every error names the place in the policy (`stack.inner.config.failure_rate`).
  */
-function readPolicy(policy: unknown): number {
+function readPolicy(policy: unknown): ReadPolicy {
   let p = policy;
   if (typeof p === "string") {
     try {
@@ -1069,6 +1089,7 @@ function readPolicy(policy: unknown): number {
   let retry = false;
   let budget = false;
   let hedged = false;
+  let shared = 0;
   for (;;) {
     if (typeof node !== "object" || node === null || Array.isArray(node) || Object.keys(node).length !== 1) {
       throw new TypeError(`${path}: expected a layer, an object of one variant such as {"Retry": {...}}, got ${describe(node)}`);
@@ -1108,7 +1129,7 @@ function readPolicy(policy: unknown): number {
           layer(BUDGET, 0, body.budget, `${path}.budget`);
           budget = true;
         }
-        scope(body, "budget_scope", path);
+        if (scope(body, "budget_scope", path) && budget) shared |= 1 << BUDGET;
         retry = true;
         break;
       case "Throttle":
@@ -1136,7 +1157,7 @@ function readPolicy(policy: unknown): number {
         hedged = true;
       }
     }
-    scope(body, "scope", path);
+    if (scope(body, "scope", path)) shared |= 1 << LAYER_KINDS[kind];
     const gate = GATES[kind];
     if (gate !== undefined) (retry ? inside : outside).push(gate);
     node = need("inner");
@@ -1150,7 +1171,89 @@ function readPolicy(policy: unknown): number {
   const gates = [...outside, ...inside];
   const flag = gates.reduce((f, g, i) => f | (g << (3 * i)), 0) | (outside.length << 12) | ((ledgerAt < 0 ? outside.length : ledgerAt) << 15);
   if (abi.rk_stack_layer(NESTING, flag, 0) < 0) throw refusal("stack");
-  return checked2(abi.rk_stack_finish(), "stack");
+  return { handle: checked2(abi.rk_stack_finish(), "stack"), shared };
+}
+
+// Frees the module's slot of a Policy's shared state the program dropped without dispose() (the
+// module keeps it while a wrapper made with it lives).
+const freeShared = new FinalizationRegistry<number>((h) => abi.rk_policy_free(h));
+
+/**
+ * A policy read once, for several wrappers: `reliable(fn, { policy })` with the same `Policy`
+ * gives every wrapper made with it one state for each layer whose `scope` is `"Shared"` (a
+ * breaker one wrapper opens refuses the others' calls; a retry budget by its `budget_scope`, a
+ * throttle, a ledger, a hedge's latency estimate, a concurrency or rate limit: one for all), as
+ * a Python `Policy`'s `Shared` layers are by the functions decorated with it. A layer whose
+ * `scope` is `"PerClient"` (the policy format's default) is each wrapper's own: one wrapper is
+ * one client. The same policy given as a plain stack, entry or JSON text is read for one wrapper
+ * alone, every layer its own.
+ *
+ * It takes what the `policy` option takes, read (and refused, naming the place in the stack)
+ * when it is made.
+ */
+export class Policy {
+  /** @internal the module's handle of the state its `Shared` layers keep */
+  readonly handle: number;
+  /** @internal the policy as JSON text: each wrapper reads it for its own layers */
+  readonly text: string;
+  /** @internal which layers are shared (`1 << kind` of each) */
+  readonly shared: number;
+  /** The `name` of a `{ name, stack }` entry, if it has one. */
+  readonly name: string | undefined;
+  #disposed = false;
+
+  constructor(policy: PolicyStack | PolicyFile | string) {
+    let p: unknown = policy;
+    if (typeof p === "string") {
+      try {
+        p = JSON.parse(p);
+      } catch (e) {
+        throw new TypeError(`policy: not JSON: ${(e as Error).message}`);
+      }
+    }
+    const read = readPolicy(p);
+    // Read, so JSON: kept as text, safe from changes to the caller's object.
+    this.text = JSON.stringify(p);
+    this.handle = read.handle;
+    this.shared = read.shared;
+    const name = (p as Partial<PolicyFile>).stack !== undefined ? (p as PolicyFile).name : undefined;
+    this.name = typeof name === "string" ? name : undefined;
+    freeShared.register(this, read.handle, this);
+  }
+
+  /** A policy from JSON text (a stack or a `{ name, stack }` entry), as Python's `Policy.from_json`. */
+  static fromJson(text: string): Policy {
+    if (typeof text !== "string") throw new TypeError(`text must be a string of JSON, got ${describe(text)}`);
+    return new Policy(text);
+  }
+
+  /** Whether {@link dispose} was called. */
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  /**
+   * Frees its shared state's slot in the module now rather than at garbage collection: the
+   * wrappers made with it keep it until the last of them is disposed; no wrapper can be made with
+   * it afterwards.
+   */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    freeShared.unregister(this);
+    abi.rk_policy_free(this.handle);
+  }
+
+  /** @internal A wrapper's own policy in the module, its `Shared` layers drawing from this one's. */
+  wrapperPolicy(): number {
+    if (this.#disposed) throw new TypeError("policy: this Policy was disposed: make the wrapper with a live one");
+    const own = readPolicy(JSON.parse(this.text)).handle;
+    if (this.shared !== 0 && abi.rk_policy_share(own, this.handle, this.shared) < 0) {
+      abi.rk_policy_free(own);
+      throw refusal();
+    }
+    return own;
+  }
 }
 
 function checked2(handle: number, prefix: string): number {
@@ -1789,7 +1892,7 @@ function wrap<A extends unknown[], R>(
   const clock = func<Clock>("clock", o.clock, breaker?.clock ?? defaultClock);
   const onOpen = func<ReliableOptions<A, R>["onOpen"]>("onOpen", o.onOpen, undefined);
   const onEvent = func<ReliableOptions<A, R>["onEvent"]>("onEvent", o.onEvent, undefined);
-  const policy = o.policy !== undefined ? readPolicy(o.policy) : checked(
+  const policy = o.policy instanceof Policy ? o.policy.wrapperPolicy() : o.policy !== undefined ? readPolicy(o.policy).handle : checked(
     abi.rk_policy_new(
       maxAttempts,
       timeout,

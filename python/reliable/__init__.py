@@ -496,13 +496,18 @@ def _in_thread(n: int, fn: Any, args: Any, kwargs: Any,
 
 
 def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classify: Any,
-                on_event: Any, state: _State) -> Any:
+                on_event: Any, state: _State, uninterruptible: bool = False) -> Any:
     """One call, the engine deciding, in the caller's thread.
 
     A copy runs in the caller's thread, unless it has a timer (it then runs in a daemon thread
     the caller stops waiting for: Python cannot stop a thread, so a timed-out attempt keeps
     running in the background, as in reliablekit 0.1) or the policy hedges (every copy in a
     daemon thread, so a hedge can go out while the first is still running).
+
+    ``uninterruptible`` (never with a policy that hedges): every copy runs in the caller's
+    thread, timer or not, and its answer is handed to the engine when it comes; the engine takes
+    an answer after the copy's deadline as it is (it times a copy out only when woken past it,
+    and nothing wakes it while the copy runs).
     """
     run = policy.start(on_event is not None)
     hedges = policy.hedges
@@ -524,7 +529,7 @@ def _drive_sync(policy: Any, fn: Any, args: Any, kwargs: Any, sleep: Any, classi
                 if kind == "send":
                     n, timeout = action[1], action[2]
                     timeouts[n] = timeout
-                    if hedges or timeout is not None:
+                    if not uninterruptible and (hedges or timeout is not None):
                         if answers is None or in_flight is None:
                             answers, in_flight = queue.SimpleQueue(), set()
                         in_flight.add(n)
@@ -581,10 +586,11 @@ async def _attempt(fn: Any, args: Any, kwargs: Any) -> tuple[bool, Any]:
 
 
 async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any, classify: Any,
-                       on_event: Any, state: _State) -> Any:
+                       on_event: Any, state: _State, uninterruptible: bool = False) -> Any:
     """One call, the engine deciding. A copy with no timer of a policy that does not hedge is
     awaited in the caller's task; any other copy is an asyncio task (hedges race as tasks; a copy
-    that times out or loses is cancelled)."""
+    that times out or loses is cancelled). ``uninterruptible`` (never with a policy that hedges):
+    every copy is awaited in the caller's task, its answer taken when it comes."""
     run = policy.start(on_event is not None)
     hedges = policy.hedges
     tasks: dict[int, asyncio.Future[tuple[bool, Any]]] = {}
@@ -603,7 +609,7 @@ async def _drive_async(policy: Any, fn: Any, args: Any, kwargs: Any, pause: Any,
                 if kind == "send":
                     n, timeout = action[1], action[2]
                     timeouts[n] = timeout
-                    if hedges or timeout is not None:
+                    if not uninterruptible and (hedges or timeout is not None):
                         tasks[n] = asyncio.ensure_future(_attempt(fn, args, kwargs))
                     else:
                         inline = n
@@ -691,6 +697,7 @@ def reliable(
     on_event: Any = None,
     clock: Any = None,
     chaos: Chaos | ChaosTimeline | None = None,
+    uninterruptible: bool = False,
 ) -> Any:
     """Wraps ``fn`` (sync or ``async def``) in timeout + jittered exponential backoff + breaker.
 
@@ -705,7 +712,11 @@ def reliable(
     arguments (``breaker``, ``timeout``, ``max_attempts``, ``base_delay``, ``factor``,
     ``jitter``, ``rng``, ``budget``, ``max_delay``, ``retry_after_cap``: give them to the
     policy, not beside it) with a whole policy stack: deadline, throttle, ledger, hedging,
-    limits. Calls through one ``Policy`` share its state. ``on_event(name, fields)`` hears each
+    limits. Each function decorated with a ``Policy`` is one client of it, as a service a Rust
+    tower layer wraps or a function the npm package wraps with a ``Policy``: a layer whose
+    ``scope`` (a ``Retry``'s budget: ``budget_scope``) is ``Shared`` keeps one state for every
+    function decorated with that ``Policy``; a ``PerClient`` layer (the policy format's default)
+    keeps one per decorated function. ``on_event(name, fields)`` hears each
     decision as it is taken (``retry``, ``refused``, ``hedge``, ``answer``, ``breaker``, ...).
     ``clock()`` (seconds) times the retries and timers; by default the breaker's clock, else the
     monotonic clock.
@@ -722,6 +733,21 @@ def reliable(
     core's answer table like a real one), a reset as ``ConnectionResetError``, a hang never
     answers; each injection is told to ``on_event`` as ``("chaos", {"event": "Chaos.OnFault",
     ...})``.
+
+    ``uninterruptible=True`` says the work cannot be stopped at its timer (a blocking call with no
+    timeout of its own, an ``await`` of ``asyncio.to_thread`` or ``run_in_executor``): each
+    attempt then runs in the caller's thread (an ``async def`` function: awaited in the caller's
+    task), never in a thread or task left behind, and no timer stops it; its answer is taken when
+    it comes, as it is: a success after ``timeout`` is the call's success (never thrown away and
+    retried), a failure after it is read by ``classify`` like any other (an exception that
+    carries an HTTP answer, by the core's answer table). So a slow attempt is never running while
+    its retry loads the service too; the price is that ``timeout`` (and a policy's deadline) no
+    longer bounds how long an attempt takes: give the work its own timeout. Without it (the
+    default), a sync function with a timer runs in a daemon thread the caller stops waiting for
+    at the timer (the thread runs on: Python cannot stop it), and an ``async def`` attempt is a
+    task cancelled at its timer. A policy that hedges is refused with it (a hedge races the
+    attempt it copies; an uninterruptible attempt runs alone until it answers), and a chaos
+    ``hang`` then hangs the call, as a hung blocking call does.
     """
     _check_callable("sleep", sleep)
     _check_callable("on_open", on_open)
@@ -730,6 +756,8 @@ def reliable(
     _check_callable("estimate", estimate)
     _check_callable("usage", usage)
     _check_callable("on_event", on_event)
+    if not isinstance(uninterruptible, bool):
+        raise TypeError(f"uninterruptible: must be a bool, got {type(uninterruptible).__name__}")
     if chaos is not None and not isinstance(chaos, (Chaos, ChaosTimeline)):
         raise TypeError(f"chaos: must be a Chaos, a ChaosTimeline or None, got {type(chaos).__name__}")
     if spend is not None:
@@ -749,9 +777,16 @@ def reliable(
             default = _RETRY_DEFAULTS[name]
             if value is not default and value != default:
                 raise TypeError(f"{name}: the policy decides it; set it in the policy, not beside it")
-        engine = policy
+        if uninterruptible and policy.hedges:
+            raise TypeError(
+                "uninterruptible: the policy hedges, and a hedge must race the attempt it copies; "
+                "an uninterruptible attempt runs alone until it answers: use a policy without a "
+                "Hedge layer, or leave uninterruptible out"
+            )
+        # Each function decorated is one client of the policy: its PerClient layers its own, its
+        # Shared layers the Policy's.
+        client = policy._client
         max_attempts = 2  # for served_by: a policy may retry
-        breaker = policy.breaker
     else:
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
             raise TypeError(f"max_attempts: must be an int, got {type(max_attempts).__name__}")
@@ -769,6 +804,11 @@ def reliable(
             clock=clock,
         )
 
+        # The seed's arguments: every function decorated with them runs through the breaker and
+        # budget given, whatever shares them.
+        def client() -> Policy:
+            return engine
+
     def decorate(f: Any) -> Any:
         if not callable(f):
             raise TypeError(f"fn: must be callable, got {type(f).__name__}")
@@ -777,11 +817,14 @@ def reliable(
         attempt = f if spend is None else _spending(f, spend, estimate, usage, is_async)
         if chaos is not None:
             attempt = _chaotic(attempt, chaos, sleep, is_async, on_event)
-        wrapper = make(attempt, engine, sleep, on_open, classify, on_call, on_event, _name(f))
+        runs = client()
+        wrapper = make(
+            attempt, runs, sleep, on_open, classify, on_call, on_event, _name(f), uninterruptible
+        )
         wrapper = functools.wraps(f)(wrapper)
         # The layers this wrapper adds, innermost first: the breaker guards each attempt.
         served_by = _name(f)
-        if breaker is not None:
+        if runs.breaker is not None:
             served_by = f"breaker({served_by})"
         if max_attempts > 1:
             served_by = f"retry({served_by})"
@@ -793,14 +836,16 @@ def reliable(
     return decorate(fn)
 
 
-def _sync_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name):  # type: ignore[no-untyped-def]
+def _sync_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name, uninterruptible):  # type: ignore[no-untyped-def]
     sleep = sleep if sleep is not None else time.sleep
 
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter() if on_call is not None else 0.0
         state = _State() if on_call is not None else _UNREAD
         try:
-            result = _drive_sync(policy, fn, args, kwargs, sleep, classify, on_event, state)
+            result = _drive_sync(
+                policy, fn, args, kwargs, sleep, classify, on_event, state, uninterruptible
+            )
         except (_Refused, SpendLimitError) as refused:
             if isinstance(refused, SpendLimitError):
                 state.reason = "cancelled"
@@ -827,14 +872,16 @@ def _sync_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name)
     return wrapper
 
 
-def _async_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name):  # type: ignore[no-untyped-def]
+def _async_wrapper(fn, policy, sleep, on_open, classify, on_call, on_event, name, uninterruptible):  # type: ignore[no-untyped-def]
     pause = functools.partial(_pause, sleep)
 
     async def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter() if on_call is not None else 0.0
         state = _State() if on_call is not None else _UNREAD
         try:
-            result = await _drive_async(policy, fn, args, kwargs, pause, classify, on_event, state)
+            result = await _drive_async(
+                policy, fn, args, kwargs, pause, classify, on_event, state, uninterruptible
+            )
         except (_Refused, SpendLimitError) as refused:
             if isinstance(refused, SpendLimitError):
                 state.reason = "cancelled"

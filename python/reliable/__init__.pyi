@@ -83,6 +83,7 @@ def reliable(
     on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
     clock: Optional[Callable[[], float]] = None,
     chaos: Union[Chaos, ChaosTimeline, None] = None,
+    uninterruptible: bool = False,
 ) -> Callable[_P, _R]: ...
 @overload
 def reliable(
@@ -109,6 +110,7 @@ def reliable(
     on_event: Optional[Callable[[str, dict[str, Any]], object]] = None,
     clock: Optional[Callable[[], float]] = None,
     chaos: Union[Chaos, ChaosTimeline, None] = None,
+    uninterruptible: bool = False,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
 @overload
 def fallback(*layers: Callable[_P, Awaitable[_R]]) -> Callable[_P, Awaitable[Served]]: ...

@@ -94,6 +94,9 @@ class Store:
     @staticmethod
     def memory(namespace: str = "reliable") -> Store: ...
 
+# A policy read from a file (``from_json``, ``from_ron``, ``from_file``) holds the state of its
+# ``Shared`` layers; each function decorated with it (``reliable(fn, policy=...)``) is a client of
+# it, with its own state for the ``PerClient`` layers (the policy format's default scope).
 class Policy:
     @staticmethod
     def from_json(
@@ -126,13 +129,19 @@ class Policy:
         stores: Optional[Mapping[str, Store]] = None,
     ) -> Policy: ...
     @property
-    def breaker(self) -> Optional[CircuitBreaker]: ...
+    def breaker(self) -> Optional[CircuitBreaker]:
+        """The breaker of the policy's ``Shared`` scope, one for every function decorated with
+        it; ``None`` when the breaker is ``PerClient`` (each decorated function has its own),
+        the fleet's (``fleet_state``), or absent."""
     @property
     def fleet_state(self) -> Optional[str]: ...
     @property
     def name(self) -> str: ...
     @property
     def hedges(self) -> bool: ...
+    def _client(self) -> Policy:
+        """What one decorated function runs: the ``Shared`` layers this policy's state, the
+        ``PerClient`` ones its own (the decorator makes one per function)."""
     def start(self, listen: bool = False) -> Run: ...
 
 def seed_policy(

@@ -6,10 +6,12 @@
 //!
 //! A policy is built from the seed's arguments (`reliable(..., breaker=, budget=, ...)`) or
 //! loaded from a policy file: the policy format the simulator runs, as JSON or RON, a policy entry
-//! or a scenario file's policy, read by the engine's own reader ([`Stack::from_layer`]).
+//! or a scenario file's policy, read by the engine's own reader ([`Stack::from_layer`]). A policy
+//! file's layers are shared by every function decorated with it, or kept by each, as their
+//! `scope` says: each decorated function runs a client of the policy (`Policy::_client`).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
@@ -48,28 +50,69 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     Python::attach(|py| m.lock_py_attached(py).unwrap_or_else(|p| p.into_inner()))
 }
 
-/// A policy's calls: the plan and the state they share. Share one `Policy` (one decorated
-/// function, or several decorated with the same policy) to share its breaker, budget, ledger,
-/// throttle, hedger and limits, across threads too.
+/// A policy's calls: the plan and the state of its stateful layers (breaker, budget, ledger,
+/// throttle, hedger, limits), shared across threads.
+///
+/// A policy read from a file is the state its layers scoped `Shared` keep, and the fresh state of
+/// those scoped `PerClient` (`per_client`): each function decorated with it runs a *client* of it
+/// ([`client_of`](Policy::client_of)), which draws from the policy's state for the `Shared` layers and
+/// keeps its own for the `PerClient` ones, as a tower `ReliableLayer`'s services do (and a
+/// TypeScript `Policy`'s wrappers). A `Fleet` scope's state is the store's; the policy's view of it
+/// (and its fallback while the store fails) is every client's. The seed's policy (the decorator's
+/// own arguments) is one client: its breaker and budget are whatever objects it was given.
 #[pyclass(module = "reliable", name = "Policy", frozen)]
 #[derive(Debug)]
 pub(crate) struct Policy {
     plan: Plan,
     breaker: Option<Py<CircuitBreaker>>,
     budget: Option<Py<RetryBudget>>,
-    ledger: Option<Mutex<ExtraLedger>>,
-    throttle: Option<Mutex<AdaptiveThrottle>>,
-    hedger: Option<Mutex<Hedger>>,
-    limiter: Option<Mutex<Limiter>>,
-    rate: Option<Mutex<RateLimiter>>,
+    ledger: Option<Arc<Mutex<ExtraLedger>>>,
+    throttle: Option<Arc<Mutex<AdaptiveThrottle>>>,
+    hedger: Option<Arc<Mutex<Hedger>>>,
+    limiter: Option<Arc<Mutex<Limiter>>>,
+    rate: Option<Arc<Mutex<RateLimiter>>>,
     /// The fleet's breaker and budget, where the policy's scope says `Fleet` (and `stores` named
     /// the store): they stand in for `breaker` and `budget`.
-    fleet: Option<FleetGates>,
+    fleet: Option<Arc<FleetGates>>,
     clock: Clock,
-    rng: Random,
+    /// One stream for the policy and its clients: each draw is taken once, in the order asked.
+    rng: Arc<Random>,
     /// Whether a backoff draws jitter (else no sample is asked of `rng` for it).
     random_backoff: bool,
     name: String,
+    /// A policy read from a file: its `PerClient` layers, fresh, copied into each client. `None`
+    /// for a client and for the seed's policy, whose state is complete (they can be started).
+    per_client: Option<PerClient>,
+}
+
+/// The `PerClient` layers of a policy read from a file, as each client starts them: fresh state
+/// (the breaker as its config, built for each client with a seed of its own).
+#[derive(Debug)]
+struct PerClient {
+    breaker: Option<BreakerConfig>,
+    budget: Option<AnyBudget>,
+    ledger: Option<ExtraLedger>,
+    throttle: Option<AdaptiveThrottle>,
+    hedger: Option<Hedger>,
+    limiter: Option<Limiter>,
+    rate: Option<RateLimiter>,
+    /// The file's name, for a breaker's errors.
+    file: String,
+}
+
+/// Whether a layer's state is the policy's, for every client: `Shared`, and `Fleet` (the store's,
+/// through the policy's view of it); `PerClient` is each client's own.
+fn policy_wide(scope: &Scope) -> bool {
+    !matches!(scope, Scope::PerClient)
+}
+
+/// A layer's state, `Shared` into the policy and `PerClient` into the template each client copies.
+fn split<T>(layer: Option<(T, bool)>) -> (Option<Arc<Mutex<T>>>, Option<T>) {
+    match layer {
+        Some((t, true)) => (Some(Arc::new(Mutex::new(t))), None),
+        Some((t, false)) => (None, Some(t)),
+        None => (None, None),
+    }
 }
 
 impl Policy {
@@ -100,8 +143,9 @@ impl Policy {
             rate: None,
             fleet: None,
             clock,
-            rng,
+            rng: Arc::new(rng),
             name: String::new(),
+            per_client: None,
         }
     }
 
@@ -145,61 +189,81 @@ impl Policy {
         let at = |what: &str, e: reliable_core::ConfigError| {
             PyValueError::new_err(format!("{file}: the {what}: {e}"))
         };
-        let breaker = match s.breaker {
+        // Each layer's state: the policy's (`Shared`), or a template each client copies
+        // (`PerClient`); a `Fleet` scope's, the store's through `fleet`.
+        let (breaker, own_breaker) = match s.breaker {
             // Kept in the fleet's store: `fleet` decides.
-            Some((_, Scope::Fleet(_))) => None,
+            Some((_, Scope::Fleet(_))) => (None, None),
             // With a jittered open time, seeded from `rng` (its first draw).
-            Some((config, _)) => {
+            Some((config, scope)) if policy_wide(&scope) => {
                 let seed = if config.open.jitter > 0.0 {
                     rng.sample(py)?
                 } else {
                     0
                 };
-                Some(Py::new(py, policy_breaker(config, &clock, seed, file)?)?)
+                let b = Py::new(py, policy_breaker(config, &clock, seed, file)?)?;
+                (Some(b), None)
             }
-            None => None,
+            // Checked now (each client's is built, and seeded, when the client is made).
+            Some((config, _)) => {
+                policy_breaker(config, &clock, 0, file)?;
+                (None, Some(config))
+            }
+            None => (None, None),
         };
-        let budget = match s.budget {
-            Some((_, Scope::Fleet(_))) => None,
-            Some((config, _)) => Some(Py::new(
-                py,
-                RetryBudget {
-                    inner: Mutex::new(
-                        AnyBudget::from_config(config).map_err(|e| at("Retry's budget", e))?,
-                    ),
-                },
-            )?),
-            None => None,
+        let (budget, own_budget) = match s.budget {
+            Some((_, Scope::Fleet(_))) => (None, None),
+            Some((config, scope)) => {
+                let b = AnyBudget::from_config(config).map_err(|e| at("Retry's budget", e))?;
+                if policy_wide(&scope) {
+                    let inner = Mutex::new(b);
+                    (Some(Py::new(py, RetryBudget { inner })?), None)
+                } else {
+                    (None, Some(b))
+                }
+            }
+            None => (None, None),
         };
-        let ledger = s
-            .ledger
-            .map(|(c, _)| ExtraLedger::from_config(c).map(Mutex::new))
-            .transpose()
-            .map_err(|e| at("Ledger", e))?;
-        let throttle = s
-            .throttle
-            .map(|(c, _)| {
-                ThrottlePolicy::new(c)
-                    .and_then(AdaptiveThrottle::new)
-                    .map(Mutex::new)
-            })
-            .transpose()
-            .map_err(|e| at("Throttle", e))?;
-        let hedger = s
-            .hedge
-            .map(|(c, _)| HedgePolicy::new(c).map(|h| Mutex::new(Hedger::new(h))))
-            .transpose()
-            .map_err(|e| at("Hedge", e))?;
-        let limiter = s
-            .limit
-            .map(|(c, _)| LimiterPolicy::new(c).map(|l| Mutex::new(Limiter::new(l))))
-            .transpose()
-            .map_err(|e| at("Limit", e))?;
-        let rate = s
-            .rate
-            .map(|(c, _)| RatePolicy::new(c).map(|r| Mutex::new(RateLimiter::new(r))))
-            .transpose()
-            .map_err(|e| at("RateLimit", e))?;
+        let (ledger, own_ledger) = split(
+            s.ledger
+                .map(|(c, scope)| ExtraLedger::from_config(c).map(|l| (l, policy_wide(&scope))))
+                .transpose()
+                .map_err(|e| at("Ledger", e))?,
+        );
+        let (throttle, own_throttle) = split(
+            s.throttle
+                .map(|(c, scope)| {
+                    ThrottlePolicy::new(c)
+                        .and_then(AdaptiveThrottle::new)
+                        .map(|t| (t, policy_wide(&scope)))
+                })
+                .transpose()
+                .map_err(|e| at("Throttle", e))?,
+        );
+        let (hedger, own_hedger) = split(
+            s.hedge
+                .map(|(c, scope)| {
+                    HedgePolicy::new(c).map(|h| (Hedger::new(h), policy_wide(&scope)))
+                })
+                .transpose()
+                .map_err(|e| at("Hedge", e))?,
+        );
+        let (limiter, own_limiter) = split(
+            s.limit
+                .map(|(c, scope)| {
+                    LimiterPolicy::new(c).map(|l| (Limiter::new(l), policy_wide(&scope)))
+                })
+                .transpose()
+                .map_err(|e| at("Limit", e))?,
+        );
+        let (rate, own_rate) = split(
+            s.rate
+                .map(|(c, scope)| {
+                    RatePolicy::new(c).map(|r| (RateLimiter::new(r), policy_wide(&scope)))
+                })
+                .transpose()
+                .map_err(|e| at("RateLimit", e))?,
+        );
         Ok(Policy {
             random_backoff: random_backoff(s.plan.retry()),
             plan: s.plan,
@@ -210,11 +274,83 @@ impl Policy {
             hedger,
             limiter,
             rate,
-            fleet,
+            fleet: fleet.map(Arc::new),
             clock,
-            rng,
+            rng: Arc::new(rng),
             name: s.downstream,
+            per_client: Some(PerClient {
+                breaker: own_breaker,
+                budget: own_budget,
+                ledger: own_ledger,
+                throttle: own_throttle,
+                hedger: own_hedger,
+                limiter: own_limiter,
+                rate: own_rate,
+                file: file.to_owned(),
+            }),
         })
+    }
+
+    /// A client of this policy: what one function decorated with it runs. Its `Shared` (and
+    /// `Fleet`) layers are this policy's state; its `PerClient` layers are its own, fresh (a
+    /// jittered breaker seeded with the next draw of `rng`, as the policy's own was when read).
+    /// A client, or the seed's policy, is its own client: the same object.
+    fn client_of(slf: &Bound<'_, Self>) -> PyResult<Py<Policy>> {
+        let py = slf.py();
+        let p = slf.get();
+        let Some(own) = &p.per_client else {
+            return Ok(slf.clone().unbind());
+        };
+        let breaker = match (&p.breaker, own.breaker) {
+            (Some(b), _) => Some(b.clone_ref(py)),
+            (None, Some(config)) => {
+                let seed = if config.open.jitter > 0.0 {
+                    p.rng.sample(py)?
+                } else {
+                    0
+                };
+                Some(Py::new(
+                    py,
+                    policy_breaker(config, &p.clock, seed, &own.file)?,
+                )?)
+            }
+            (None, None) => None,
+        };
+        let budget = match (&p.budget, &own.budget) {
+            (Some(b), _) => Some(b.clone_ref(py)),
+            (None, Some(b)) => Some(Py::new(
+                py,
+                RetryBudget {
+                    inner: Mutex::new(b.clone()),
+                },
+            )?),
+            (None, None) => None,
+        };
+        fn either<T: Clone>(
+            shared: &Option<Arc<Mutex<T>>>,
+            own: &Option<T>,
+        ) -> Option<Arc<Mutex<T>>> {
+            shared
+                .clone()
+                .or_else(|| own.clone().map(|t| Arc::new(Mutex::new(t))))
+        }
+        let client = Policy {
+            plan: p.plan,
+            breaker,
+            budget,
+            ledger: either(&p.ledger, &own.ledger),
+            throttle: either(&p.throttle, &own.throttle),
+            hedger: either(&p.hedger, &own.hedger),
+            limiter: either(&p.limiter, &own.limiter),
+            rate: either(&p.rate, &own.rate),
+            fleet: p.fleet.clone(),
+            clock: p.clock.clone_ref(py),
+            rng: p.rng.clone(),
+            random_backoff: p.random_backoff,
+            name: p.name.clone(),
+            per_client: None,
+        };
+        Py::new(py, client)
     }
 }
 
@@ -485,7 +621,9 @@ impl Policy {
         }
     }
 
-    /// The breaker the calls pass, if any.
+    /// The breaker every call through the policy passes: a `Shared` breaker (or a client's own).
+    /// `None` when there is none, when it is `PerClient` (each function decorated with the policy
+    /// has its own) and when it is the fleet's (`fleet_state`).
     #[getter]
     fn breaker(&self, py: Python<'_>) -> Option<Py<CircuitBreaker>> {
         self.breaker.as_ref().map(|b| b.clone_ref(py))
@@ -510,12 +648,30 @@ impl Policy {
     #[getter]
     fn hedges(&self) -> bool {
         self.hedger.is_some()
+            || self
+                .per_client
+                .as_ref()
+                .is_some_and(|own| own.hedger.is_some())
     }
 
-    /// Starts one call now: poll the returned run for what to do.
+    /// A client of the policy: the policy one decorated function runs, its `Shared` layers this
+    /// policy's state and its `PerClient` layers its own. A client, or the seed's policy, is its
+    /// own client.
+    fn _client(slf: &Bound<'_, Self>) -> PyResult<Py<Policy>> {
+        Policy::client_of(slf)
+    }
+
+    /// Starts one call now: poll the returned run for what to do. A policy read from a file is
+    /// started through a client of it (`_client()`): it holds no `PerClient` state of its own.
     #[pyo3(signature = (listen = false))]
     fn start(slf: &Bound<'_, Self>, listen: bool) -> PyResult<Run> {
         let py = slf.py();
+        if slf.get().per_client.is_some() {
+            return Err(PyTypeError::new_err(
+                "a Policy read from a file runs through the functions decorated with it \
+                 (reliable(fn, policy=...)), each a client of it: start a call on policy._client()",
+            ));
+        }
         let now = slf.get().clock.now(py)?;
         let layers = Layers {
             policy: slf.clone().unbind(),
@@ -608,7 +764,7 @@ impl Shared for Layers {
         match (&p.ledger, &p.budget) {
             (Some(l), _) => f(&mut *lock(l)),
             (None, Some(b)) => f(&mut *lock(&b.get().inner)),
-            (None, None) => match p.fleet.as_ref().and_then(FleetGates::budget) {
+            (None, None) => match p.fleet.as_ref().and_then(|f| f.budget()) {
                 Some(b) => f(&mut *lock(b)),
                 None => f(&mut Unlimited),
             },

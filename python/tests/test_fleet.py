@@ -74,8 +74,9 @@ def test_instances_sharing_a_memory_store_trip_one_breaker() -> None:
 
 
 def test_the_same_failures_per_instance_trip_nothing() -> None:
-    """The negative control: the same breaker, one per instance, sees 7 failures of each."""
-    policies = [Policy.from_json(breaker("PerClient")) for _ in range(INSTANCES)]
+    """The negative control: the same breaker, one per instance (``Shared``: the instance's
+    ``Policy`` holds it, readable as ``policy.breaker``), sees 7 failures of each."""
+    policies = [Policy.from_json(breaker("Shared")) for _ in range(INSTANCES)]
     assert first_refusal(policies) is None
     for p in policies:
         assert p.fleet_state is None and p.breaker is not None and p.breaker.state == "closed"

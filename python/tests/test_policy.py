@@ -211,8 +211,9 @@ def test_sync_hedge_runs_copies_in_threads() -> None:
 # --- shared state ----------------------------------------------------------------------------
 
 
-def test_a_limit_is_shared_by_every_call_through_the_policy_across_threads() -> None:
-    inner = {"Limit": {"config": {"rule": "Fixed", "initial": 1, "min": 1, "max": 1}, "inner": call()}}
+def test_a_shared_limit_is_shared_by_every_call_through_the_policy_across_threads() -> None:
+    inner = {"Limit": {"config": {"rule": "Fixed", "initial": 1, "min": 1, "max": 1},
+                       "scope": "Shared", "inner": call()}}
     policy = Policy.from_json(stack(inner))
     inside = threading.Event()
     leave = threading.Event()

@@ -107,3 +107,7 @@ two: int = chaotic()
 timeline = reliable_mod.ChaosTimeline.from_scenario("Scenario(faults: [])", "api", seed=1)
 kinds: list[tuple[str, float, float]] = timeline.faults
 injected: reliable_mod.ChaosResponse = reliable_mod.ChaosError(reliable_mod.ChaosResponse(503, {})).response
+
+# Work no timer can stop: each attempt in the caller's thread, a late success kept.
+blocking = reliable_mod.reliable(lambda: "done", timeout=2.0, uninterruptible=True)
+late: str = blocking()

@@ -265,6 +265,13 @@ pub extern "C" fn rk_policy_free(policy: u32) {
     state().0.policy_free(policy)
 }
 
+/// [`World::policy_share`]: 0 or -1.
+#[unsafe(no_mangle)]
+pub extern "C" fn rk_policy_share(policy: u32, base: u32, layers: u32) -> i32 {
+    let (w, e) = state();
+    handle(w.policy_share(policy, base, layers).map(|()| 0), e)
+}
+
 /// Where JavaScript writes a layer's config tokens (see [`crate::de`]).
 #[unsafe(no_mangle)]
 pub extern "C" fn rk_input_ptr() -> u32 {

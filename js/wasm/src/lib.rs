@@ -261,6 +261,10 @@ impl Events {
 
 /// A policy: what each call of one wrapped function runs, and the stateful layers its calls
 /// share (a breaker is its own handle, as several wrappers may share one).
+///
+/// A wrapper made from a TypeScript `Policy` object has a policy of its own whose `Shared`
+/// layers are another's, the *base* the object holds ([`World::policy_share`]): its calls then
+/// draw from the base's state for those layers, and from their own for the rest (`PerClient`).
 #[derive(Debug)]
 pub struct Policy {
     plan: Plan,
@@ -273,6 +277,15 @@ pub struct Policy {
     hedger: Option<RefCell<Hedger>>,
     limiter: Option<RefCell<Limiter>>,
     rate: Option<RefCell<RateLimiter>>,
+    /// The policy whose state the layers in `borrowed` are, if any.
+    base: Option<u32>,
+    /// The layers drawn from `base` ([`policy::shared_bit`] of each); the breaker is shared by
+    /// handle instead.
+    borrowed: u32,
+    /// Policies drawing from this one: it is kept until the last of them is freed.
+    dependents: u32,
+    /// Freed by its owner while policies still draw from it: freed with the last of them.
+    released: bool,
 }
 
 impl Policy {
@@ -288,6 +301,10 @@ impl Policy {
             hedger: None,
             limiter: None,
             rate: None,
+            base: None,
+            borrowed: 0,
+            dependents: 0,
+            released: false,
         }
     }
 }
@@ -715,22 +732,119 @@ impl World {
         Ok(h as u32)
     }
 
-    /// Frees a policy; its calls still in flight go on with a policy of no stateful layer.
+    /// Frees a policy; its calls still in flight go on with a policy of no stateful layer. A
+    /// policy others draw from ([`policy_share`](Self::policy_share)) is kept until the last of
+    /// them is freed (its handle then names it no more for a new share).
     pub fn policy_free(&self, policy: u32) {
         if !self.policy_slots.is_used(policy) {
             return;
         }
-        if let Some(Ok(mut p)) = self
+        let Some(Ok(mut slot)) = self
             .policies
             .get(policy as usize)
             .map(RefCell::try_borrow_mut)
-            && let Some(p) = p.take()
-            && p.owns_breaker
+        else {
+            return;
+        };
+        if let Some(p) = slot.as_mut()
+            && p.dependents > 0
+        {
+            p.released = true;
+            return;
+        }
+        let taken = slot.take();
+        drop(slot);
+        self.policy_slots.give_back(policy);
+        let Some(p) = taken else {
+            return;
+        };
+        if p.owns_breaker
             && let Some(b) = p.breaker
         {
             self.breaker_free(b);
         }
-        self.policy_slots.give_back(policy);
+        // The last policy drawing from a base its owner freed: the base goes with it.
+        let Some(base) = p.base else {
+            return;
+        };
+        let last = self
+            .policies
+            .get(base as usize)
+            .and_then(|c| c.try_borrow_mut().ok())
+            .is_some_and(|mut b| match b.as_mut() {
+                Some(b) => {
+                    b.dependents = b.dependents.saturating_sub(1);
+                    b.dependents == 0 && b.released
+                }
+                None => false,
+            });
+        if last {
+            self.policy_free(base);
+        }
+    }
+
+    /// Makes `policy`'s layers in `layers` ([`policy::shared_bit`] of each) draw from `base`'s
+    /// state: a wrapper made from a TypeScript `Policy` object shares its `Shared` layers with
+    /// every other one made from it. Both read from the same stack: each has the layers the
+    /// other has. `policy`'s own breaker, when shared, is freed and `base`'s used instead.
+    pub fn policy_share(&self, policy: u32, base: u32, layers: u32) -> Result<(), Failure> {
+        if policy == base
+            || !self.policy_slots.is_used(policy)
+            || !self.policy_slots.is_used(base)
+            || layers & !policy::SHARED_LAYERS != 0
+        {
+            return Err(Failure::BadHandle);
+        }
+        let cell = |h: u32| {
+            self.policies
+                .get(h as usize)
+                .and_then(|c| c.try_borrow_mut().ok())
+                .ok_or(Failure::BadHandle)
+        };
+        let mut p = cell(policy)?;
+        let mut b = cell(base)?;
+        let (Some(p), Some(b)) = (p.as_mut(), b.as_mut()) else {
+            return Err(Failure::BadHandle);
+        };
+        // One level: a base is no one's dependent, a dependent no one's base, and each is bound
+        // once.
+        if b.released || b.base.is_some() || p.base.is_some() || p.dependents > 0 {
+            return Err(Failure::BadHandle);
+        }
+        if layers & policy::shared_bit(policy::Kind::Breaker) != 0 {
+            let Some(shared) = b.breaker else {
+                return Err(Failure::BadHandle);
+            };
+            if p.owns_breaker
+                && let Some(own) = p.breaker
+            {
+                self.breaker_free(own);
+            }
+            p.breaker = Some(shared);
+            p.owns_breaker = false;
+        }
+        p.base = Some(base);
+        p.borrowed = layers & !policy::shared_bit(policy::Kind::Breaker);
+        b.dependents += 1;
+        Ok(())
+    }
+
+    /// The policy whose state the current call's layer `kind` is: its own, or its base's.
+    fn holder(&self, kind: policy::Kind) -> u32 {
+        let current = self.current.get();
+        let base = self
+            .policies
+            .get(current as usize)
+            .and_then(|c| c.try_borrow().ok())
+            .and_then(|p| {
+                let p = p.as_ref()?;
+                if p.borrowed & policy::shared_bit(kind) != 0 {
+                    p.base
+                } else {
+                    None
+                }
+            });
+        base.unwrap_or(current)
     }
 
     fn with_policy<R>(&self, f: impl FnOnce(&Policy) -> Option<R>) -> Option<R> {
@@ -739,15 +853,18 @@ impl World {
         f(p.as_ref()?)
     }
 
+    /// Runs `f` on the current call's layer `kind` (`which` picks it out of a policy), in the
+    /// policy that holds its state.
     fn part<T, R>(
         &self,
+        kind: policy::Kind,
         which: impl FnOnce(&Policy) -> Option<&RefCell<T>>,
         f: impl FnOnce(&mut T) -> R,
     ) -> Option<R> {
-        self.with_policy(|p| {
-            let mut t = which(p)?.try_borrow_mut().ok()?;
-            Some(f(&mut t))
-        })
+        let cell = self.policies.get(self.holder(kind) as usize)?;
+        let p = cell.try_borrow().ok()?;
+        let mut t = which(p.as_ref()?)?.try_borrow_mut().ok()?;
+        Some(f(&mut t))
     }
 
     fn slot(&self, call: u32) -> Result<&CallSlot, Failure> {
@@ -950,43 +1067,44 @@ impl Shared for World {
         .flatten()
     }
     fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
-        // The ledger is the retry budget when there is one, else the budget, else none.
-        let Some(Ok(p)) = self
-            .policies
-            .get(self.current.get() as usize)
-            .map(RefCell::try_borrow)
-        else {
-            return f(&mut Unlimited);
+        use policy::Kind;
+        // The ledger is the retry budget when there is one, else the budget, else none; each in
+        // the policy that holds its state.
+        let holder = |kind: Kind| {
+            self.policies
+                .get(self.holder(kind) as usize)
+                .and_then(|c| c.try_borrow().ok())
         };
-        let Some(p) = p.as_ref() else {
-            return f(&mut Unlimited);
-        };
-        match (&p.ledger, &p.budget) {
-            (Some(l), _) => match l.try_borrow_mut() {
+        let ledger = holder(Kind::Ledger);
+        if let Some(l) = ledger.as_ref().and_then(|p| p.as_ref()?.ledger.as_ref()) {
+            return match l.try_borrow_mut() {
                 Ok(mut l) => f(&mut *l),
                 Err(_) => f(&mut Unlimited),
-            },
-            (None, Some(b)) => match b.try_borrow_mut() {
+            };
+        }
+        let budget = holder(Kind::Budget);
+        if let Some(b) = budget.as_ref().and_then(|p| p.as_ref()?.budget.as_ref()) {
+            return match b.try_borrow_mut() {
                 Ok(mut b) => f(&mut *b),
                 Err(_) => f(&mut Unlimited),
-            },
-            (None, None) => f(&mut Unlimited),
+            };
         }
+        f(&mut Unlimited)
     }
     fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        self.part(|p| p.throttle.as_ref(), f)
+        self.part(policy::Kind::Throttle, |p| p.throttle.as_ref(), f)
     }
     fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
-        self.part(|p| p.ledger.as_ref(), f)
+        self.part(policy::Kind::Ledger, |p| p.ledger.as_ref(), f)
     }
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
-        self.part(|p| p.hedger.as_ref(), f)
+        self.part(policy::Kind::Hedge, |p| p.hedger.as_ref(), f)
     }
     fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
-        self.part(|p| p.limiter.as_ref(), f)
+        self.part(policy::Kind::Limit, |p| p.limiter.as_ref(), f)
     }
     fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
-        self.part(|p| p.rate.as_ref(), f)
+        self.part(policy::Kind::Rate, |p| p.rate.as_ref(), f)
     }
     fn sample(&self, what: SampleFor) -> u64 {
         let (backoff, throttle) = self.samples.get();

@@ -48,6 +48,22 @@ pub enum Kind {
     Nesting = 10,
 }
 
+/// The bit of a stateful layer in [`World::policy_share`]'s `layers`: `1 << kind` (`Budget` is
+/// the `Retry`'s budget, its `budget_scope`).
+pub const fn shared_bit(kind: Kind) -> u32 {
+    1 << kind as u32
+}
+
+/// Every layer a policy may share: the breaker, the budget, the throttle, the ledger, the hedge
+/// (its latency estimate), the limit and the rate limit.
+pub const SHARED_LAYERS: u32 = shared_bit(Kind::Budget)
+    | shared_bit(Kind::Breaker)
+    | shared_bit(Kind::Throttle)
+    | shared_bit(Kind::Ledger)
+    | shared_bit(Kind::Hedge)
+    | shared_bit(Kind::Limit)
+    | shared_bit(Kind::Rate);
+
 /// The gate a number names (1 throttle, 2 breaker, 3 limit, 4 rate limit).
 fn gate_of(n: u32) -> Option<Gate> {
     Some(match n {

@@ -174,3 +174,89 @@ fn a_nesting_flag_reads_as_the_core_nests() {
         assert_eq!(nesting_of(bad), None, "{bad:#x}");
     }
 }
+
+/// A policy of one attempt through a bulkhead of one call and the seed's breaker (opened by one
+/// failure): the limit's and the breaker's state are its own until shared.
+fn limited(w: &'static World) -> u32 {
+    use reliable_core::limit::{Limiter, LimiterConfig, LimiterPolicy};
+    let retry = seed_retry(1, -1.0, 200.0, 2.0, 0.0, -1.0, 30_000.0).unwrap();
+    let mut p = Policy::new(Plan::new(retry));
+    p.limiter = Some(RefCell::new(Limiter::new(
+        LimiterPolicy::new(LimiterConfig::bulkhead(1)).unwrap(),
+    )));
+    p.owns_breaker = true;
+    let b = w.breaker_new(seed_breaker(1.0, 1, 1000.0, 1)).unwrap();
+    w.policy_new(p, Some(b)).unwrap()
+}
+
+/// The breaker a policy's calls pass.
+fn breaker_of(w: &World, policy: u32) -> u32 {
+    w.policies[policy as usize]
+        .borrow()
+        .as_ref()
+        .and_then(|p| p.breaker)
+        .unwrap()
+}
+
+/// The code of the first action of a call started under `policy`, and the call.
+fn first(w: &'static World, policy: u32, now: f64) -> (Polled, [f64; 6], u32) {
+    let c = w.call_start(policy, now, 0.5, 0.5).unwrap();
+    let (p, out) = actions(w, c).first().copied().unwrap();
+    (p, out, c)
+}
+
+#[test]
+fn policies_share_the_layers_they_are_told_to_and_only_those() {
+    use crate::policy::{Kind, shared_bit};
+    let w = world();
+    let base = limited(w);
+    let base_breaker = breaker_of(w, base);
+    let (one, two, own) = (limited(w), limited(w), limited(w));
+    let own_breaker = breaker_of(w, one);
+    let both = shared_bit(Kind::Breaker) | shared_bit(Kind::Limit);
+    w.policy_share(one, base, both).unwrap();
+    w.policy_share(two, base, both).unwrap();
+    // Its own breaker is freed: the base's is used.
+    assert_eq!(w.breaker_state(own_breaker, 0.0), Err(Failure::BadHandle));
+    assert_eq!(breaker_of(w, one), base_breaker);
+    // `own` shares the breaker only: its limit is its own.
+    w.policy_share(own, base, shared_bit(Kind::Breaker))
+        .unwrap();
+    // One call in flight through `one` takes the shared bulkhead's one slot: `two` is refused
+    // (by the limiter, 3), `own` is not.
+    let (sent, _, c1) = first(w, one, 0.0);
+    assert_eq!(sent, Polled::Send);
+    let (refused, out, _) = first(w, two, 0.0);
+    assert_eq!((refused, out[0], out[4]), (Polled::Done, 2.0, 3.0));
+    let (sent, _, c3) = first(w, own, 0.0);
+    assert_eq!(sent, Polled::Send);
+    // `own`'s failure opens the shared breaker: `two` is refused by it (0), though it never
+    // failed.
+    let fail = Input::Answer {
+        n: 1,
+        answer: answer_of(503, -1.0, -1, 0),
+    };
+    w.call_input(c3, fail, 10.0, 0.5, 0.5).unwrap();
+    actions(w, c3);
+    w.call_input(c1, fail, 10.0, 0.5, 0.5).unwrap();
+    actions(w, c1);
+    let (refused, out, _) = first(w, two, 20.0);
+    assert_eq!((refused, out[0], out[4]), (Polled::Done, 2.0, 0.0));
+    // Bad shares: itself, twice, a dependent as a base, an unknown layer.
+    assert_eq!(w.policy_share(base, base, both), Err(Failure::BadHandle));
+    assert_eq!(w.policy_share(one, base, both), Err(Failure::BadHandle));
+    assert_eq!(w.policy_share(base, one, both), Err(Failure::BadHandle));
+    w.policy_free(own);
+    let late = limited(w);
+    assert_eq!(w.policy_share(late, base, 1 << 20), Err(Failure::BadHandle));
+    // The base freed while `one` and `two` draw from it is kept for them (a new share is
+    // refused), and freed with the last of them, its breaker with it.
+    w.policy_free(base);
+    assert_eq!(w.policy_share(late, base, both), Err(Failure::BadHandle));
+    assert_eq!(w.breaker_state(base_breaker, 20.0), Ok(1));
+    w.policy_free(one);
+    assert_eq!(w.breaker_state(base_breaker, 20.0), Ok(1));
+    w.policy_free(two);
+    assert_eq!(w.breaker_state(base_breaker, 20.0), Err(Failure::BadHandle));
+    assert_eq!(w.call_start(base, 0.0, 0.5, 0.5), Err(Failure::BadHandle));
+}

@@ -28,7 +28,7 @@ use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
-use crate::reliable::Reliable;
+use crate::instance::Reliable;
 use reliable_core::Instant;
 use reliable_core::breaker::Permit;
 use reliable_core::engine::{Action, Input};

@@ -25,8 +25,8 @@
 use crate::breaker::{Owned, Transitions};
 use crate::clock::{Clock, ManualClock};
 use crate::error::BuildError;
+use crate::instance::{Inner, Reliable, Scope};
 use crate::observer::Observer;
-use crate::reliable::{Inner, Reliable, Scope};
 use crate::rng::Rng;
 use crate::sleep::{ManualSleep, Sleep};
 use crate::stats::Stats;

@@ -130,7 +130,7 @@
 //! source and holds it to this line): the plain pieces, the answers' meaning, what observers
 //! hear, one instance's state, the engine's drivers, the builder, the faces.
 //!
-//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → fleet → reliable → attempt → drive → builder → call → blocking → fallback → registry → middleware → llm → tower → chaos → policy
+//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → fleet → instance → attempt → drive → builder → call → blocking → fallback → registry → middleware → llm → tower → chaos → policy
 //!
 //! One edge runs back, by name only: the observer trait's `on_chaos` (and its two implementors,
 //! `metrics` and `traces`) names `chaos::ChaosEvent`, the event a chaos layer above reports.
@@ -156,6 +156,7 @@ pub mod fallback;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod http;
+mod instance;
 #[cfg(feature = "llm")]
 pub mod llm;
 #[cfg(feature = "metrics")]
@@ -166,7 +167,6 @@ pub mod observer;
 #[cfg(feature = "policy")]
 pub mod policy;
 pub mod registry;
-mod reliable;
 mod rng;
 pub mod sleep;
 mod stats;
@@ -191,8 +191,8 @@ pub use builder::Builder;
 pub use classify::Classify;
 pub use error::{BuildError, Error, OrOpen, ShedReason};
 pub use fallback::{AllFailed, Fallback, Served};
+pub use instance::{Reliable, Snapshot};
 pub use registry::{Registry, RegistryError};
-pub use reliable::{Reliable, Snapshot};
 pub use reliable_core;
 // The core's types this crate's API takes and returns, one import away and documented here.
 pub use reliable_core::backoff::BackoffConfig;

@@ -21,7 +21,7 @@ const LAYERS: &[&str] = &[
     "metrics",    // observers: the `metrics` facade
     "traces",     // observers: `tracing` spans and events
     "fleet",      // fleet-wide state through a store (an instance's breaker and budget may be)
-    "reliable",   // one instance's state, shared by its clones
+    "instance",   // one instance's state, shared by its clones
     "attempt",    // the fast path's first attempt
     "drive",      // the engine's shared state and the driver every face uses
     "builder",    // the builder and presets

@@ -1,4 +1,11 @@
-//! [`Reliable`]: one downstream's breaker, retry policy, budget and timers, shared by every clone.
+//! One instance's state, shared by every clone of its [`Reliable`]: the downstream's breaker,
+//! retry policy, budget and timers (`Inner`), the handle's struct itself, and the [`Snapshot`]
+//! that reads them.
+//!
+//! The state comes early in the crate's layering, so that the fast path (`attempt`), the
+//! engine's driver (`drive`), the builder and the faces (`call`, `blocking`) can all work on it.
+//! The handle's methods come after them all: every one of them, public or not, is in
+//! `reliable.rs`, the one `impl Reliable`.
 
 use crate::breaker::Owned;
 use crate::clock::Clock;
@@ -25,16 +32,7 @@ pub(crate) enum Scope {
     PerCall,
 }
 
-impl Inner {
-    /// A uniform sample for the adaptive throttle: the given draws, else the seeded stream.
-    pub fn throttle_sample(&self) -> u64 {
-        match &self.throttle_draws {
-            Some(draws) => (draws.0)(),
-            None => self.rng.next_u64(),
-        }
-    }
-}
-
+/// One instance's state, behind the `Arc` every clone of its [`Reliable`] shares.
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub name: Arc<str>,
@@ -82,6 +80,8 @@ pub(crate) struct Inner {
     pub fleet: Option<Box<crate::fleet::FleetGates>>,
 }
 
+// The handle: only what its clones share. Its methods, every one, are in `reliable.rs` (the one
+// `impl Reliable`), after the builder and the faces they delegate to.
 /// Calls to one downstream made reliable: a circuit breaker, a retry policy with backoff and
 /// jitter, per-attempt timeouts, an overall deadline, an optional retry budget and adaptive
 /// throttle, an injectable clock, timer and seed, and observers.
@@ -156,40 +156,30 @@ pub struct Snapshot {
     pub limit: Option<u32>,
 }
 
-impl Reliable {
-    pub(crate) fn from_inner(inner: Inner) -> Self {
-        Reliable {
-            inner: Arc::new(inner),
+impl Inner {
+    /// A uniform sample for the adaptive throttle: the given draws, else the seeded stream.
+    pub fn throttle_sample(&self) -> u64 {
+        match &self.throttle_draws {
+            Some(draws) => (draws.0)(),
+            None => self.rng.next_u64(),
         }
     }
 
-    /// The instance's name (a metrics label: keep it low-cardinality, a downstream, not a URL).
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-
-    /// The layers a call goes through, outermost first: `breaker(retry(primary))`,
-    /// `retry(breaker(llm))`, `retry(backup)`. A [`Fallback`](crate::Fallback) stamps answers with it.
-    pub fn label(&self) -> &str {
-        &self.inner.label
-    }
-
-    /// The breaker's state now, `None` without a breaker.
+    /// The breaker's state now, `None` without a breaker (local, else the fleet's as this
+    /// process last saw it).
     pub fn state(&self) -> Option<State> {
-        let now = self.inner.clock.now();
-        let local = self.inner.breaker.as_ref().map(|b| b.state(now));
+        let now = self.clock.now();
+        let local = self.breaker.as_ref().map(|b| b.state(now));
         #[cfg(feature = "fleet")]
         let local = local.or_else(|| self.fleet_state());
         local
     }
 
     /// Sends the results the fleet breaker kept since its last refresh and reads the fleet's
-    /// state now, waiting for the store at most its `wait` (nothing without a fleet breaker):
-    /// for a service whose calls are rare (a tool server), so that each call decides on the
-    /// store's state and its result reaches the store before the next one, wherever it runs.
+    /// state now (nothing without a fleet breaker).
     #[cfg(feature = "fleet")]
     pub async fn fleet_sync(&self) {
-        if let Some(b) = self.inner.fleet.as_ref().and_then(|g| g.breaker()) {
+        if let Some(b) = self.fleet.as_ref().and_then(|g| g.breaker()) {
             b.sync().await;
         }
     }
@@ -197,7 +187,7 @@ impl Reliable {
     /// The fleet breaker's state as this process last saw it.
     #[cfg(feature = "fleet")]
     fn fleet_state(&self) -> Option<State> {
-        self.inner.fleet.as_ref()?.breaker.as_ref()?.fleet_state()
+        self.fleet.as_ref()?.breaker.as_ref()?.fleet_state()
     }
 
     fn fleet_snapshot_state(&self) -> Option<State> {
@@ -209,30 +199,29 @@ impl Reliable {
 
     /// The state and totals now.
     pub fn snapshot(&self) -> Snapshot {
-        let i = &self.inner;
-        let now = i.clock.now();
-        let breaker = i.breaker.as_ref().map(|b| b.snapshot(now));
+        let now = self.clock.now();
+        let breaker = self.breaker.as_ref().map(|b| b.snapshot(now));
         Snapshot {
-            name: i.name.to_string(),
-            label: i.label.clone(),
+            name: self.name.to_string(),
+            label: self.label.clone(),
             state: breaker
                 .map(|b| b.state)
                 .or_else(|| self.fleet_snapshot_state()),
-            retry_after: i.breaker.as_ref().and_then(|b| b.retry_after(now)),
+            retry_after: self.breaker.as_ref().and_then(|b| b.retry_after(now)),
             window: breaker.map(|b| b.counts).unwrap_or_default(),
             consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
-            shadow: i.breaker.as_ref().is_some_and(|b| b.policy().shadow()),
-            would_reject: i.breaker.as_ref().map_or(0, |b| b.would_reject()),
-            succeeded: i.stats.total(Total::Succeeded),
-            failed: i.stats.total(Total::Failed),
-            refused: i.stats.total(Total::Refused),
-            cancelled: i.stats.total(Total::Cancelled),
-            retries: i.stats.total(Total::Retries),
-            hedges: i.stats.total(Total::Hedges),
-            hedges_won: i.stats.total(Total::HedgesWon),
-            ledger_drawn: ledger_counts(i, ExtraLedger::drawn),
-            ledger_denied: ledger_counts(i, ExtraLedger::denied),
-            limit: i
+            shadow: self.breaker.as_ref().is_some_and(|b| b.policy().shadow()),
+            would_reject: self.breaker.as_ref().map_or(0, |b| b.would_reject()),
+            succeeded: self.stats.total(Total::Succeeded),
+            failed: self.stats.total(Total::Failed),
+            refused: self.stats.total(Total::Refused),
+            cancelled: self.stats.total(Total::Cancelled),
+            retries: self.stats.total(Total::Retries),
+            hedges: self.stats.total(Total::Hedges),
+            hedges_won: self.stats.total(Total::HedgesWon),
+            ledger_drawn: ledger_counts(self, ExtraLedger::drawn),
+            ledger_denied: ledger_counts(self, ExtraLedger::denied),
+            limit: self
                 .limiter
                 .as_ref()
                 .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).limit()),
@@ -248,20 +237,5 @@ fn ledger_counts(i: &Inner, count: fn(&ExtraLedger, Extra) -> u64) -> [u64; 3] {
             Extra::ALL.map(|k| count(&l, k))
         }
         None => [0; 3],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_is_shareable_across_threads_and_tasks() {
-        fn shareable<T: Clone + Send + Sync + 'static>() {}
-        fn send<T: Send>(_: &T) {}
-        shareable::<Reliable>();
-        let rel = Reliable::builder("x").build().unwrap();
-        // A call's future is Send when the work's future is: it can be spawned.
-        send(&rel.call(|| async { Ok::<_, std::io::Error>(1) }));
     }
 }

@@ -128,12 +128,20 @@
 //!
 //! Each module imports only itself and the modules before it (`tests/layering.rs` reads the
 //! source and holds it to this line): the plain pieces, the answers' meaning, what observers
-//! hear, one instance's state, the engine's drivers, the builder, the faces.
+//! hear, one instance's state (`instance`: what every clone of a [`Reliable`] shares), the
+//! engine's drivers, the builder, the async and blocking faces, then the handle's methods
+//! (`reliable`: every method of [`Reliable`], in one `impl` after the modules it delegates to),
+//! and the faces built on the handle.
 //!
-//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → fleet → instance → attempt → drive → builder → call → blocking → fallback → registry → middleware → llm → tower → chaos → policy
+//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → fleet → instance → attempt → drive → builder → call → blocking → reliable → fallback → registry → middleware → llm → tower → chaos → policy
 //!
 //! One edge runs back, by name only: the observer trait's `on_chaos` (and its two implementors,
 //! `metrics` and `traces`) names `chaos::ChaosEvent`, the event a chaos layer above reports.
+//!
+//! Each type's inherent methods are in one file. A trait impl is in the later of the trait's
+//! module and the type's, the only one that can name both: beside the type, or beside the trait
+//! when the trait comes later (a trait of this crate for a type from elsewhere, as `Classify`
+//! for `std::io::Error`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -167,6 +175,7 @@ pub mod observer;
 #[cfg(feature = "policy")]
 pub mod policy;
 pub mod registry;
+mod reliable;
 mod rng;
 pub mod sleep;
 mod stats;

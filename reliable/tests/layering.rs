@@ -21,12 +21,13 @@ const LAYERS: &[&str] = &[
     "metrics",    // observers: the `metrics` facade
     "traces",     // observers: `tracing` spans and events
     "fleet",      // fleet-wide state through a store (an instance's breaker and budget may be)
-    "instance",   // one instance's state, shared by its clones
+    "instance",   // one instance's state, shared by its clones: `Inner`, the `Reliable` struct
     "attempt",    // the fast path's first attempt
     "drive",      // the engine's shared state and the driver every face uses
-    "builder",    // the builder and presets
-    "call",       // the async face
-    "blocking",   // the blocking face
+    "builder",    // the builder and its presets
+    "call",       // the async face: what `Reliable::call` runs
+    "blocking",   // the blocking face: what `Reliable::call_blocking` and its variants run
+    "reliable",   // the handle's methods: the one `impl Reliable`, delegating to the modules above
     "fallback",   // providers in order
     "registry",   // named instances
     "middleware", // the reqwest-middleware face

@@ -138,7 +138,8 @@
 //! One edge runs back, by name only: the observer trait's `on_chaos` (and its two implementors,
 //! `metrics` and `traces`) names `chaos::ChaosEvent`, the event a chaos layer above reports.
 //!
-//! Each type's inherent methods are in one file. A trait impl is in the later of the trait's
+//! Each type's inherent methods are in one file (`tests/layering.rs` holds that too: every
+//! method of [`Reliable`] is in `reliable.rs`). A trait impl is in the later of the trait's
 //! module and the type's, the only one that can name both: beside the type, or beside the trait
 //! when the trait comes later (a trait of this crate for a type from elsewhere, as `Classify`
 //! for `std::io::Error`).

@@ -10,7 +10,8 @@
 //!
 //! This module comes after those in the crate's layering (`tests/layering.rs`), which is why the
 //! struct is not here: the builder makes one and the faces run calls on its state before this
-//! module, so `instance.rs` holds it. No method of `Reliable` is anywhere else.
+//! module, so `instance.rs` holds it. No method of `Reliable` is anywhere else: an
+//! `impl Reliable` in another file fails `tests/layering.rs` with its file and line.
 //!
 //! Every method is `#[inline]`: a delegation adds no call to the path of a call. The async and
 //! blocking fast paths are the faces' (`call::call_with`, `blocking::blocking`), reached in as

@@ -4,7 +4,7 @@
 //! `drive::Driven`), from the attempt's start and its permit, exactly where the engine would
 //! be had it sent the attempt itself.
 
-use crate::reliable::Inner;
+use crate::instance::Inner;
 use crate::stats::Total;
 use reliable_core::Instant;
 use reliable_core::breaker::{Outcome, Permit};

@@ -24,12 +24,14 @@
 //! call does, each copy on a thread of its own, the losers told to stop (their token
 //! cancelled) and no longer waited for.
 
+// The methods are `reliable.rs`'s (the handle's one `impl`); here are the functions they run.
+
 use crate::attempt::{Failure, FirstAttempt};
 use crate::cancel::CancelToken;
 use crate::classify::Classify;
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
-use crate::reliable::Reliable;
+use crate::instance::Reliable;
 use reliable_core::Instant;
 use reliable_core::breaker::Permit;
 use reliable_core::engine::{Action, Input};
@@ -38,305 +40,224 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 
-impl Reliable {
-    /// Calls `f` on this thread until an attempt succeeds or the policy stops.
-    ///
-    /// **The per-attempt timeout does not bound how long an attempt takes.** Nothing can stop a
-    /// blocking function from outside: `f` runs to its end. Its answer is taken as it comes, even
-    /// after the attempt's deadline: a success is the call's (it is never thrown away and
-    /// retried), a failure is classified as any other. To bound latency:
-    /// - [`call_blocking_cancellable`](Self::call_blocking_cancellable) hands `f` a
-    ///   [`CancelToken`] with the attempt's deadline, to pass on to its own client's timeout
-    ///   (`token.remaining()`), or to check while it works: bounded, no thread, no allocation;
-    /// - [`call_blocking_detached`](Self::call_blocking_detached) runs each attempt on a thread of
-    ///   its own and stops waiting at the deadline (the seed's semantics): bounded for the caller,
-    ///   at a thread per attempt, while the abandoned work runs on.
-    ///
-    /// This one stays the default because it is the only one that adds nothing per call and never
-    /// leaves work running behind the caller's back; use it when `f` has its own timeout.
-    ///
-    /// ```
-    /// use reliable::Reliable;
-    ///
-    /// let rel = Reliable::builder("disk").no_breaker().attempts(1).build()?;
-    /// let err = rel
-    ///     .call_blocking(|| std::fs::read_to_string("/no/such/file"))
-    ///     .unwrap_err();
-    /// assert!(matches!(err, reliable::Error::GaveUp { attempts: 1, .. })); // NotFound is fatal
-    /// # Ok::<(), reliable::BuildError>(())
-    /// ```
-    pub fn call_blocking<T, E: Classify>(
-        &self,
-        mut f: impl FnMut() -> Result<T, E>,
-    ) -> Result<T, Error<E>> {
-        self.blocking(|e: &E| e.classify(), |_| f())
-    }
-
-    /// [`call_blocking`](Self::call_blocking) with a classifier of your own.
-    pub fn call_blocking_with<T, E>(
-        &self,
-        classify: impl Fn(&E) -> ErrorClass,
-        mut f: impl FnMut() -> Result<T, E>,
-    ) -> Result<T, Error<E>> {
-        self.blocking(classify, |_| f())
-    }
-
-    /// [`call_blocking`](Self::call_blocking), handing each attempt a [`CancelToken`] with its
-    /// deadline.
-    pub fn call_blocking_cancellable<T, E: Classify>(
-        &self,
-        f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-    ) -> Result<T, Error<E>> {
-        self.blocking(|e: &E| e.classify(), f)
-    }
-
-    /// The seed's "stop waiting": each attempt runs on a new thread, and the caller returns to
-    /// its retry loop at the attempt's deadline while the thread runs on, its token cancelled.
-    /// With [`Builder::hedge`](crate::Builder::hedge), a hedge of a slow attempt runs on a
-    /// thread of its own too; the first success wins and the other copies' tokens are
-    /// cancelled. A panic in `f` comes out of this call unchanged. If a thread cannot be
-    /// spawned, the copy runs on the caller's thread.
-    ///
-    /// ```
-    /// use reliable::{Error, Reliable};
-    /// use std::time::{Duration, Instant};
-    ///
-    /// let rel = Reliable::builder("legacy")
-    ///     .clock(reliable::clock::SystemClock::new())
-    ///     .attempts(1)
-    ///     .timeout(Duration::from_millis(50))
-    ///     .build()?;
-    /// let t0 = Instant::now();
-    /// let err = rel
-    ///     .call_blocking_detached(|token| {
-    ///         // Stuck in a call that ignores timeouts, checking the token now and then.
-    ///         while !token.is_cancelled() {
-    ///             std::thread::sleep(Duration::from_millis(5));
-    ///         }
-    ///         Ok::<_, std::io::Error>(())
-    ///     })
-    ///     .unwrap_err();
-    /// assert!(matches!(err, Error::Timeout { attempts: 1 }));
-    /// assert!(t0.elapsed() < Duration::from_secs(5));
-    /// # Ok::<(), reliable::BuildError>(())
-    /// ```
-    pub fn call_blocking_detached<T, E, F>(&self, f: F) -> Result<T, Error<E>>
-    where
-        T: Send + 'static,
-        E: Classify + Send + 'static,
-        F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
-    {
-        #[cfg(feature = "tracing")]
-        let _span = crate::traces::call_span(self.name()).entered();
-        let inner = &*self.inner;
-        let layers = Layers::new(inner, true);
-        let plan = layers.plan();
-        let (mut run, mut now, mut last) = Driven::<4>::begin::<E>(&plan, &layers, None);
-        let f = Arc::new(f);
-        let (tx, rx) = mpsc::channel();
-        // The copies in flight and their tokens.
-        let mut flying: Vec<(u32, CancelToken<'static>)> = Vec::new();
-        let mut value = None;
-        loop {
-            while let Some(action) = run.call.poll() {
-                match action {
-                    Action::Send { n, deadline, hedge } => {
-                        run.sending(n, hedge);
-                        let token = CancelToken::detached(inner.clock.clone(), deadline);
-                        flying.push((n, token.clone()));
-                        spawn_copy(&f, n, token, tx.clone());
+/// [`Reliable::call_blocking_detached`]: each copy on a thread of its own, the caller waiting
+/// for the first answer, a deadline or a hedge's delay.
+pub(crate) fn detached<T, E, F>(rel: &Reliable, f: F) -> Result<T, Error<E>>
+where
+    T: Send + 'static,
+    E: Classify + Send + 'static,
+    F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
+{
+    #[cfg(feature = "tracing")]
+    let _span = crate::traces::call_span(&rel.inner.name).entered();
+    let inner = &*rel.inner;
+    let layers = Layers::new(inner, true);
+    let plan = layers.plan();
+    let (mut run, mut now, mut last) = Driven::<4>::begin::<E>(&plan, &layers, None);
+    let f = Arc::new(f);
+    let (tx, rx) = mpsc::channel();
+    // The copies in flight and their tokens.
+    let mut flying: Vec<(u32, CancelToken<'static>)> = Vec::new();
+    let mut value = None;
+    loop {
+        while let Some(action) = run.call.poll() {
+            match action {
+                Action::Send { n, deadline, hedge } => {
+                    run.sending(n, hedge);
+                    let token = CancelToken::detached(inner.clock.clone(), deadline);
+                    flying.push((n, token.clone()));
+                    spawn_copy(&f, n, token, tx.clone());
+                }
+                // It lost, or timed out: the caller stops waiting for it, and tells it.
+                Action::Cancel { n, .. } => {
+                    if let Some(i) = flying.iter().position(|(m, _)| *m == n) {
+                        flying.swap_remove(i).1.abandon();
                     }
-                    // It lost, or timed out: the caller stops waiting for it, and tells it.
-                    Action::Cancel { n, .. } => {
-                        if let Some(i) = flying.iter().position(|(m, _)| *m == n) {
-                            flying.swap_remove(i).1.abandon();
-                        }
-                    }
-                    Action::Done(end) => {
-                        run.race_won(end);
-                        abandon_all(&mut flying);
-                        return run.end(end, now, value.take(), last.take());
-                    }
+                }
+                Action::Done(end) => {
+                    run.race_won(end);
+                    abandon_all(&mut flying);
+                    return run.end(end, now, value.take(), last.take());
                 }
             }
-            let wake = run.call.poll_timeout();
-            if flying.is_empty()
-                && let Some(at) = wake
-            {
-                // A wait between attempts, slept as every blocking wait is.
-                if at > now {
-                    inner.sleep.sleep_blocking((at - now).into());
+        }
+        let wake = run.call.poll_timeout();
+        if flying.is_empty()
+            && let Some(at) = wake
+        {
+            // A wait between attempts, slept as every blocking wait is.
+            if at > now {
+                inner.sleep.sleep_blocking((at - now).into());
+            }
+            now = inner.clock.now().max(at);
+            run.call.handle(now, Input::Tick);
+            continue;
+        }
+        let got = match wake {
+            Some(at) => rx.recv_timeout(at.saturating_duration_since(now).into()),
+            None if !flying.is_empty() => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            // Nothing in flight and nothing to wait for: never so, but never stuck either.
+            None => {
+                run.call.handle(now, Input::Cancel);
+                continue;
+            }
+        };
+        now = inner.clock.now();
+        let (n, answer) = match got {
+            Ok(got) => got,
+            // The timer: the engine times copies out and sends hedges as they are due.
+            Err(_) => {
+                if let Some(at) = wake {
+                    now = now.max(at);
                 }
-                now = inner.clock.now().max(at);
                 run.call.handle(now, Input::Tick);
                 continue;
             }
-            let got = match wake {
-                Some(at) => rx.recv_timeout(at.saturating_duration_since(now).into()),
-                None if !flying.is_empty() => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                // Nothing in flight and nothing to wait for: never so, but never stuck either.
-                None => {
-                    run.call.handle(now, Input::Cancel);
-                    continue;
-                }
-            };
-            now = inner.clock.now();
-            let (n, answer) = match got {
-                Ok(got) => got,
-                // The timer: the engine times copies out and sends hedges as they are due.
-                Err(_) => {
-                    if let Some(at) = wake {
-                        now = now.max(at);
-                    }
-                    run.call.handle(now, Input::Tick);
-                    continue;
-                }
-            };
-            // A copy already cancelled answered late: dropped.
-            let Some(i) = flying.iter().position(|(m, _)| *m == n) else {
-                continue;
-            };
-            let (_, token) = flying.swap_remove(i);
-            let class = match answer {
-                // A panic in `f` comes out of this call unchanged, the other copies told to
-                // stop (dropping `run` cancels the call: what its copies hold goes back).
-                Err(payload) => {
-                    abandon_all(&mut flying);
-                    std::panic::resume_unwind(payload);
-                }
-                // At or after its deadline the caller had stopped waiting: a timeout.
-                Ok(_) if token.is_cancelled() => {
-                    token.abandon();
-                    Some(ErrorClass::Timeout)
-                }
-                Ok(Ok(v)) => {
-                    value = Some(v);
-                    None
-                }
-                Ok(Err(e)) => {
-                    let class = e.classify();
-                    last = Some(e);
-                    Some(class)
-                }
-            };
-            run.call.handle(now, Input::Classified { n, class });
-        }
-    }
-
-    /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
-    /// for a timeout (to know when the attempt is up) or a failure, with nothing else on the
-    /// stack. A failure, or an instance the fast path does not fit (see `Inner::fast_first`), goes
-    /// on in the engine, out of line, so that this stays a handful of instructions around `f`.
-    #[inline]
-    fn blocking<T, E>(
-        &self,
-        classify: impl Fn(&E) -> ErrorClass,
-        mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-    ) -> Result<T, Error<E>> {
-        #[cfg(feature = "tracing")]
-        let _span = crate::traces::call_span(self.name()).entered();
-        let inner = &*self.inner;
-        let Some(mut first) = FirstAttempt::start(inner) else {
-            return self.blocking_rest(classify, f, None);
         };
-        let deadline = first.deadline();
-        // A success is the call's, even after the deadline, unless the work was told its time
-        // was up (then it was interrupted: a timeout).
+        // A copy already cancelled answered late: dropped.
+        let Some(i) = flying.iter().position(|(m, _)| *m == n) else {
+            continue;
+        };
+        let (_, token) = flying.swap_remove(i);
+        let class = match answer {
+            // A panic in `f` comes out of this call unchanged, the other copies told to
+            // stop (dropping `run` cancels the call: what its copies hold goes back).
+            Err(payload) => {
+                abandon_all(&mut flying);
+                std::panic::resume_unwind(payload);
+            }
+            // At or after its deadline the caller had stopped waiting: a timeout.
+            Ok(_) if token.is_cancelled() => {
+                token.abandon();
+                Some(ErrorClass::Timeout)
+            }
+            Ok(Ok(v)) => {
+                value = Some(v);
+                None
+            }
+            Ok(Err(e)) => {
+                let class = e.classify();
+                last = Some(e);
+                Some(class)
+            }
+        };
+        run.call.handle(now, Input::Classified { n, class });
+    }
+}
+
+/// The fast path: a first attempt through a plainly closed breaker, reading the clock only
+/// for a timeout (to know when the attempt is up) or a failure, with nothing else on the
+/// stack. A failure, or an instance the fast path does not fit (see `Inner::fast_first`), goes
+/// on in the engine, out of line, so that this stays a handful of instructions around `f`.
+#[inline]
+pub(crate) fn blocking<T, E>(
+    rel: &Reliable,
+    classify: impl Fn(&E) -> ErrorClass,
+    mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+) -> Result<T, Error<E>> {
+    #[cfg(feature = "tracing")]
+    let _span = crate::traces::call_span(&rel.inner.name).entered();
+    let inner = &*rel.inner;
+    let Some(mut first) = FirstAttempt::start(inner) else {
+        return blocking_rest(rel, classify, f, None);
+    };
+    let deadline = first.deadline();
+    // A success is the call's, even after the deadline, unless the work was told its time
+    // was up (then it was interrupted: a timeout).
+    let token = CancelToken::new(&*inner.clock, deadline);
+    match f(&token) {
+        // Without a deadline the work is never told its time is up.
+        Ok(value) if deadline.is_none() || !token.was_told() => {
+            first.succeeded();
+            Ok(value)
+        }
+        result => blocking_failed(rel, classify, f, first, result, &token),
+    }
+}
+
+/// The fast path's first attempt did not succeed: the call goes on in the engine from it.
+#[inline(never)]
+fn blocking_failed<T, E>(
+    rel: &Reliable,
+    classify: impl Fn(&E) -> ErrorClass,
+    f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+    mut first: FirstAttempt<'_>,
+    result: Result<T, E>,
+    token: &CancelToken<'_>,
+) -> Result<T, Error<E>> {
+    let now = rel.inner.clock.now();
+    let (started, permit) = first.hand_over(now);
+    let failure = failure(&classify, result, token);
+    blocking_rest(rel, classify, f, Some((started, permit, now, failure)))
+}
+
+/// Everything after the fast path: the engine drives the call, going on from the fast
+/// path's failed first attempt if there was one.
+#[inline(never)]
+fn blocking_rest<T, E>(
+    rel: &Reliable,
+    classify: impl Fn(&E) -> ErrorClass,
+    mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+    first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+) -> Result<T, Error<E>> {
+    let inner = &*rel.inner;
+    drive_blocking(rel, first, |deadline| {
         let token = CancelToken::new(&*inner.clock, deadline);
         match f(&token) {
-            // Without a deadline the work is never told its time is up.
-            Ok(value) if deadline.is_none() || !token.was_told() => {
-                first.succeeded();
-                Ok(value)
-            }
-            result => self.blocking_failed(classify, f, first, result, &token),
+            Ok(value) if !token.was_told() => Ok(value),
+            result => Err(failure(&classify, result, &token)),
         }
-    }
+    })
+}
 
-    /// The fast path's first attempt did not succeed: the call goes on in the engine from it.
-    #[inline(never)]
-    fn blocking_failed<T, E>(
-        &self,
-        classify: impl Fn(&E) -> ErrorClass,
-        f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-        mut first: FirstAttempt<'_>,
-        result: Result<T, E>,
-        token: &CancelToken<'_>,
-    ) -> Result<T, Error<E>> {
-        let now = self.inner.clock.now();
-        let (started, permit) = first.hand_over(now);
-        let failure = failure(&classify, result, token);
-        self.blocking_rest(classify, f, Some((started, permit, now, failure)))
-    }
-
-    /// Everything after the fast path: the engine drives the call, going on from the fast
-    /// path's failed first attempt if there was one.
-    #[inline(never)]
-    fn blocking_rest<T, E>(
-        &self,
-        classify: impl Fn(&E) -> ErrorClass,
-        mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
-    ) -> Result<T, Error<E>> {
-        let inner = &*self.inner;
-        self.drive_blocking(first, |deadline| {
-            let token = CancelToken::new(&*inner.clock, deadline);
-            match f(&token) {
-                Ok(value) if !token.was_told() => Ok(value),
-                result => Err(failure(&classify, result, &token)),
-            }
-        })
-    }
-
-    /// Drives the engine for a blocking call: `attempt(deadline)` runs one attempt on this
-    /// thread; the waits sleep it. `first`: the fast path's first attempt (its start, its
-    /// breaker permit, when it failed and how).
-    fn drive_blocking<T, E>(
-        &self,
-        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
-        mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failure<E>>,
-    ) -> Result<T, Error<E>> {
-        let inner = &*self.inner;
-        let layers = Layers::new(inner, false);
-        let plan = layers.plan();
-        let (mut run, mut now, mut last) = Driven::<1>::begin(&plan, &layers, first);
-        let mut value = None;
-        loop {
-            while let Some(action) = run.call.poll() {
-                match action {
-                    Action::Send { n, deadline, .. } => {
-                        for o in inner.observers.iter() {
-                            o.on_attempt(&inner.name, n);
+/// Drives the engine for a blocking call: `attempt(deadline)` runs one attempt on this
+/// thread; the waits sleep it. `first`: the fast path's first attempt (its start, its
+/// breaker permit, when it failed and how).
+fn drive_blocking<T, E>(
+    rel: &Reliable,
+    first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+    mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failure<E>>,
+) -> Result<T, Error<E>> {
+    let inner = &*rel.inner;
+    let layers = Layers::new(inner, false);
+    let plan = layers.plan();
+    let (mut run, mut now, mut last) = Driven::<1>::begin(&plan, &layers, first);
+    let mut value = None;
+    loop {
+        while let Some(action) = run.call.poll() {
+            match action {
+                Action::Send { n, deadline, .. } => {
+                    for o in inner.observers.iter() {
+                        o.on_attempt(&inner.name, n);
+                    }
+                    let class = match attempt(deadline) {
+                        Ok(v) => {
+                            value = Some(v);
+                            None
                         }
-                        let class = match attempt(deadline) {
-                            Ok(v) => {
-                                value = Some(v);
-                                None
-                            }
-                            Err((class, error)) => {
-                                last = error;
-                                Some(class)
-                            }
-                        };
-                        now = inner.clock.now();
-                        run.call.handle(now, Input::Classified { n, class });
-                    }
-                    // A blocking attempt has answered before the engine hears of it.
-                    Action::Cancel { .. } => {}
-                    Action::Done(end) => return run.end(end, now, value.take(), last.take()),
-                }
-            }
-            match run.call.poll_timeout() {
-                Some(at) => {
-                    if at > now {
-                        inner.sleep.sleep_blocking((at - now).into());
-                    }
+                        Err((class, error)) => {
+                            last = error;
+                            Some(class)
+                        }
+                    };
                     now = inner.clock.now();
-                    run.call.handle(now, Input::Tick);
+                    run.call.handle(now, Input::Classified { n, class });
                 }
-                // Nothing in flight and nothing to wait for: never so, but never stuck either.
-                None => run.call.handle(now, Input::Cancel),
+                // A blocking attempt has answered before the engine hears of it.
+                Action::Cancel { .. } => {}
+                Action::Done(end) => return run.end(end, now, value.take(), last.take()),
             }
+        }
+        match run.call.poll_timeout() {
+            Some(at) => {
+                if at > now {
+                    inner.sleep.sleep_blocking((at - now).into());
+                }
+                now = inner.clock.now();
+                run.call.handle(now, Input::Tick);
+            }
+            // Nothing in flight and nothing to wait for: never so, but never stuck either.
+            None => run.call.handle(now, Input::Cancel),
         }
     }
 }

@@ -25,8 +25,8 @@
 use crate::breaker::{Owned, Transitions};
 use crate::clock::{Clock, ManualClock};
 use crate::error::BuildError;
+use crate::instance::{Inner, Reliable, Scope};
 use crate::observer::Observer;
-use crate::reliable::{Inner, Reliable, Scope};
 use crate::rng::Rng;
 use crate::sleep::{ManualSleep, Sleep};
 use crate::stats::Stats;
@@ -44,50 +44,6 @@ use reliable_core::retry::{RetryConfig, RetryPolicy};
 use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use reliable_core::{Duration, Problem};
 use std::sync::{Arc, Mutex};
-
-/// The ways to make a [`Reliable`]: a builder, or a preset. They live here, beside the builder,
-/// so that the crate's layering runs one way (`reliable` knows nothing of `builder`).
-impl Reliable {
-    /// A builder with the defaults: the seed library's numbers, except that half-open admits
-    /// **one probe at a time** (leased for 10 s) rather than every call, and open times are
-    /// spread by ±10%. Each builder method changes only its own setting:
-    ///
-    /// | setting | method | default |
-    /// |---|---|---|
-    /// | failure rate that trips the breaker | [`failure_rate`](Builder::failure_rate) | 0.5 (inclusive) |
-    /// | window | [`window`](Builder::window), [`time_window`](Builder::time_window) | the last 20 calls |
-    /// | calls before a rate decides | [`minimum_calls`](Builder::minimum_calls) | 20 |
-    /// | failures in a row that trip it | [`consecutive_failures`](Builder::consecutive_failures) | off |
-    /// | slow calls that trip it | [`slow_call`](Builder::slow_call) | off |
-    /// | open time | [`cooldown`](Builder::cooldown), [`open_jitter`](Builder::open_jitter) | 30 s, ±10% |
-    /// | probe successes in a row that close it | [`probe`](Builder::probe) | 3 |
-    /// | probes in flight while half-open | [`probes_in_flight`](Builder::probes_in_flight) | 1, each leased for 10 s |
-    /// | attempts, the first included | [`attempts`](Builder::attempts) | 5 |
-    /// | per-attempt timeout | [`timeout`](Builder::timeout) | 8 s |
-    /// | backoff before retry `k` | [`base_delay`](Builder::base_delay), [`factor`](Builder::factor), [`jitter`](Builder::jitter), [`backoff`](Builder::backoff) (with a cap) | `0.2 s·2^(k−1)`, no cap, ±10% |
-    /// | longest `Retry-After` honoured | [`max_server_delay`](Builder::max_server_delay) | 30 s |
-    /// | deadline of a whole call | [`deadline`](Builder::deadline) | none |
-    /// | retry budget, adaptive throttle | [`budget`](Builder::budget), [`throttle`](Builder::throttle) | none |
-    /// | breaker verdicts | [`breaker_per_call`](Builder::breaker_per_call) | one per attempt |
-    /// | hedging of idempotent calls | [`hedge`](Builder::hedge), [`idempotent`](Builder::idempotent) | none; calls not idempotent |
-    /// | one ledger for retries, hedges and probes | [`ledger`](Builder::ledger) | none |
-    /// | concurrency limit, rate limit | [`limit`](Builder::limit), [`bulkhead`](Builder::bulkhead), [`rate_limit`](Builder::rate_limit) | none |
-    pub fn builder(name: &str) -> Builder {
-        Builder::new(name)
-    }
-
-    /// The seed library's semantics exactly (`reliablekit` 0.1), including its ungated half-open.
-    pub fn reliablekit(name: &str) -> Builder {
-        Builder::reliablekit(name)
-    }
-
-    /// The layered-stack exercise's primary: `breaker(retry(name))`, 2 attempts with no wait, a
-    /// breaker that opens after 2 failed calls in a row for 20 s and then lets one trial through.
-    /// For the exercise's backup, add [`no_breaker`](Builder::no_breaker).
-    pub fn layered_exercise(name: &str) -> Builder {
-        Builder::layered_exercise(name)
-    }
-}
 
 /// Builds a [`Reliable`]. Made by [`Reliable::builder`] and the presets.
 #[derive(Debug, Clone)]
@@ -776,37 +732,39 @@ impl Builder {
             config.max_attempts != Some(1),
             self.scope,
         );
-        Ok(Reliable::from_inner(Inner {
-            name,
-            label,
-            breaker,
-            scope: self.scope,
-            nesting: self.nesting,
-            retry,
-            budget,
-            throttle,
-            hedger,
-            copy_timeout,
-            idempotency: self.idempotency,
-            ledger,
-            ledger_retries: self.ledger_retries,
-            limiter,
-            rate,
-            clock: self.clock.unwrap_or_else(default_clock),
-            sleep: self.sleep.unwrap_or_else(default_sleep),
-            rng,
-            throttle_draws: self.throttle_draws,
-            observers,
-            eager_clock,
-            // Only the breaker can be there on the fast path: it fits when no gate is outside
-            // the retry (the order inside does not matter then).
-            fast_first: !success_needs_time
-                && self.scope == Scope::PerAttempt
-                && self.nesting.is_none_or(|n| n.outside().is_empty()),
-            stats: Stats::default(),
-            #[cfg(feature = "fleet")]
-            fleet: fleet.map(Box::new),
-        }))
+        Ok(Reliable {
+            inner: Arc::new(Inner {
+                name,
+                label,
+                breaker,
+                scope: self.scope,
+                nesting: self.nesting,
+                retry,
+                budget,
+                throttle,
+                hedger,
+                copy_timeout,
+                idempotency: self.idempotency,
+                ledger,
+                ledger_retries: self.ledger_retries,
+                limiter,
+                rate,
+                clock: self.clock.unwrap_or_else(default_clock),
+                sleep: self.sleep.unwrap_or_else(default_sleep),
+                rng,
+                throttle_draws: self.throttle_draws,
+                observers,
+                eager_clock,
+                // Only the breaker can be there on the fast path: it fits when no gate is outside
+                // the retry (the order inside does not matter then).
+                fast_first: !success_needs_time
+                    && self.scope == Scope::PerAttempt
+                    && self.nesting.is_none_or(|n| n.outside().is_empty()),
+                stats: Stats::default(),
+                #[cfg(feature = "fleet")]
+                fleet: fleet.map(Box::new),
+            }),
+        })
     }
 }
 

@@ -1,4 +1,5 @@
-//! Async calls: [`Reliable::call`] and [`Reliable::call_with`].
+//! The async face: what [`Reliable::call`] and [`Reliable::call_with`] run (the methods
+//! themselves are in `reliable.rs`, the handle's one `impl`).
 //!
 //! Each attempt is a future made by the caller's closure. A timed-out attempt's future is
 //! **dropped**, which is how Rust cancels: whatever it owned (a socket, a request body, a stream)
@@ -8,11 +9,9 @@
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
 use crate::attempt::{Failure, FirstAttempt};
-use crate::classify::Classify;
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
-use crate::reliable::Inner;
-use crate::reliable::Reliable;
+use crate::instance::{Inner, Reliable};
 use crate::sleep::SleepFuture;
 use reliable_core::Instant;
 use reliable_core::breaker::Permit;
@@ -20,113 +19,80 @@ use reliable_core::outcome::ErrorClass;
 use std::future::Future;
 use std::task::Poll;
 
-impl Reliable {
-    /// Calls `f` (an async closure: `|| async { … }`) until an attempt succeeds or the policy
-    /// stops, with the error type's [`Classify`] deciding what each failure means.
-    ///
-    /// ```
-    /// use reliable::Reliable;
-    /// use std::sync::atomic::{AtomicU32, Ordering};
-    ///
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let rel = Reliable::builder("inventory").build()?;
-    /// let tries = AtomicU32::new(0);
-    /// let stock = rel
-    ///     .call(|| async {
-    ///         match tries.fetch_add(1, Ordering::Relaxed) {
-    ///             0 => Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
-    ///             _ => Ok(17),
-    ///         }
-    ///     })
-    ///     .await?;
-    /// assert_eq!((stock, tries.load(Ordering::Relaxed)), (17, 2));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn call<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, Error<E>>>
-    where
-        E: Classify,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        self.call_with(|e: &E| e.classify(), f)
-    }
+/// A call of `f` on `rel` until an attempt succeeds or the policy stops, `classify` deciding what
+/// each failure means: [`Reliable::call_with`], and [`Reliable::call`] with the error type's
+/// [`Classify`](crate::Classify). With the `tracing` feature the call runs in a `reliable.call`
+/// span.
+pub(crate) fn call_with<T, E, C, F, Fut>(
+    rel: &Reliable,
+    classify: C,
+    f: F,
+) -> impl Future<Output = Result<T, Error<E>>>
+where
+    C: Fn(&E) -> ErrorClass,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let call = attempts(rel, classify, f);
+    #[cfg(feature = "tracing")]
+    let call = tracing::Instrument::instrument(call, crate::traces::call_span(&rel.inner.name));
+    call
+}
 
-    /// [`call`](Self::call) with a classifier of your own, for error types that do not implement
-    /// [`Classify`] (`anyhow::Error`, a client library's error). With the `tracing` feature the
-    /// call runs in a `reliable.call` span (see the `traces` module, feature `tracing`).
-    pub fn call_with<T, E, C, F, Fut>(
-        &self,
-        classify: C,
-        f: F,
-    ) -> impl Future<Output = Result<T, Error<E>>>
-    where
-        C: Fn(&E) -> ErrorClass,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let call = self.attempts(classify, f);
-        #[cfg(feature = "tracing")]
-        let call = tracing::Instrument::instrument(call, crate::traces::call_span(self.name()));
-        call
-    }
+async fn attempts<T, E, C, F, Fut>(rel: &Reliable, classify: C, mut f: F) -> Result<T, Error<E>>
+where
+    C: Fn(&E) -> ErrorClass,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    // The fast path: a first attempt through a plainly closed breaker, reading the clock only
+    // for a timeout. The guard hands the permit back if this future is dropped during the
+    // attempt. The rest of the call is boxed, so the future of a call that succeeds at once
+    // stays small.
+    let mut first = FirstAttempt::start(&rel.inner);
+    let failed = match &mut first {
+        Some(first) => {
+            let result = match first.deadline() {
+                None => Some(f().await),
+                Some(deadline) => within(deadline, f(), &rel.inner).await,
+            };
+            let failure = match result {
+                Some(Ok(value)) => {
+                    first.succeeded();
+                    return Ok(value);
+                }
+                Some(Err(e)) => (classify(&e), Some(e)),
+                None => (ErrorClass::Timeout, None),
+            };
+            let now = rel.inner.clock.now();
+            let (started, permit) = first.hand_over(now);
+            Some((started, permit, now, failure))
+        }
+        None => None,
+    };
+    Box::pin(rest(rel, classify, f, failed)).await
+}
 
-    async fn attempts<T, E, C, F, Fut>(&self, classify: C, mut f: F) -> Result<T, Error<E>>
-    where
-        C: Fn(&E) -> ErrorClass,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        // The fast path: a first attempt through a plainly closed breaker, reading the clock only
-        // for a timeout. The guard hands the permit back if this future is dropped during the
-        // attempt. The rest of the call is boxed, so the future of a call that succeeds at once
-        // stays small.
-        let mut first = FirstAttempt::start(&self.inner);
-        let failed = match &mut first {
-            Some(first) => {
-                let result = match first.deadline() {
-                    None => Some(f().await),
-                    Some(deadline) => within(deadline, f(), &self.inner).await,
-                };
-                let failure = match result {
-                    Some(Ok(value)) => {
-                        first.succeeded();
-                        return Ok(value);
-                    }
-                    Some(Err(e)) => (classify(&e), Some(e)),
-                    None => (ErrorClass::Timeout, None),
-                };
-                let now = self.inner.clock.now();
-                let (started, permit) = first.hand_over(now);
-                Some((started, permit, now, failure))
-            }
-            None => None,
-        };
-        Box::pin(self.rest(classify, f, failed)).await
-    }
-
-    /// Everything after the fast path: the engine drives the call, going on from the fast
-    /// path's failed first attempt if there was one (its start, its breaker permit, when it
-    /// failed and how). Each copy the engine sends is a future of `f`, raced against the others
-    /// of its attempt; a copy it cancels (it lost, or timed out) is dropped, which cancels it.
-    async fn rest<T, E, C, F, Fut>(
-        &self,
-        classify: C,
-        mut f: F,
-        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
-    ) -> Result<T, Error<E>>
-    where
-        C: Fn(&E) -> ErrorClass,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-    {
-        let inner = &*self.inner;
-        let layers = Layers::new(inner, true);
-        let plan = layers.plan();
-        let (mut run, now, last) = Driven::<4>::begin(&plan, &layers, first);
-        run.race(now, last, |_, _| f(), classify).await.1
-    }
+/// Everything after the fast path: the engine drives the call, going on from the fast
+/// path's failed first attempt if there was one (its start, its breaker permit, when it
+/// failed and how). Each copy the engine sends is a future of `f`, raced against the others
+/// of its attempt; a copy it cancels (it lost, or timed out) is dropped, which cancels it.
+async fn rest<T, E, C, F, Fut>(
+    rel: &Reliable,
+    classify: C,
+    mut f: F,
+    first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+) -> Result<T, Error<E>>
+where
+    C: Fn(&E) -> ErrorClass,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let inner = &*rel.inner;
+    let layers = Layers::new(inner, true);
+    let plan = layers.plan();
+    let (mut run, now, last) = Driven::<4>::begin(&plan, &layers, first);
+    run.race(now, last, |_, _| f(), classify).await.1
 }
 
 /// Runs `fut` until `deadline` on the instance's clock: its output, or `None` once the timer

@@ -9,8 +9,8 @@ use crate::attempt::Failure;
 use crate::error::{Error, ShedReason};
 #[cfg(feature = "fleet")]
 use crate::fleet::FleetGates;
+use crate::instance::{Inner, Scope};
 use crate::observer::{CallEnd, CallOutcome, NotSent};
-use crate::reliable::{Inner, Scope};
 use crate::sleep::SleepFuture;
 use crate::stats::Total;
 use reliable_core::Instant;

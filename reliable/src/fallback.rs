@@ -22,9 +22,9 @@
 //! # }
 //! ```
 
+use crate::Reliable;
 use crate::classify::Classify;
 use crate::error::Error;
-use crate::reliable::Reliable;
 use reliable_core::retry::GiveUpReason;
 use std::fmt;
 use std::future::Future;

@@ -128,12 +128,21 @@
 //!
 //! Each module imports only itself and the modules before it (`tests/layering.rs` reads the
 //! source and holds it to this line): the plain pieces, the answers' meaning, what observers
-//! hear, one instance's state, the engine's drivers, the builder, the faces.
+//! hear, one instance's state (`instance`: what every clone of a [`Reliable`] shares), the
+//! engine's drivers, the builder, the async and blocking faces, then the handle's methods
+//! (`reliable`: every method of [`Reliable`], in one `impl` after the modules it delegates to),
+//! and the faces built on the handle.
 //!
-//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → fleet → reliable → attempt → drive → builder → call → blocking → fallback → registry → middleware → llm → tower → chaos → policy
+//! clock → rng → stats → error → sleep → cancel → http → classify → observer → breaker → metrics → traces → fleet → instance → attempt → drive → builder → call → blocking → reliable → fallback → registry → middleware → llm → tower → chaos → policy
 //!
 //! One edge runs back, by name only: the observer trait's `on_chaos` (and its two implementors,
 //! `metrics` and `traces`) names `chaos::ChaosEvent`, the event a chaos layer above reports.
+//!
+//! Each type's inherent methods are in one file (`tests/layering.rs` holds that too: every
+//! method of [`Reliable`] is in `reliable.rs`). A trait impl is in the later of the trait's
+//! module and the type's, the only one that can name both: beside the type, or beside the trait
+//! when the trait comes later (a trait of this crate for a type from elsewhere, as `Classify`
+//! for `std::io::Error`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -156,6 +165,7 @@ pub mod fallback;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod http;
+mod instance;
 #[cfg(feature = "llm")]
 pub mod llm;
 #[cfg(feature = "metrics")]
@@ -191,8 +201,8 @@ pub use builder::Builder;
 pub use classify::Classify;
 pub use error::{BuildError, Error, OrOpen, ShedReason};
 pub use fallback::{AllFailed, Fallback, Served};
+pub use instance::{Reliable, Snapshot};
 pub use registry::{Registry, RegistryError};
-pub use reliable::{Reliable, Snapshot};
 pub use reliable_core;
 // The core's types this crate's API takes and returns, one import away and documented here.
 pub use reliable_core::backoff::BackoffConfig;

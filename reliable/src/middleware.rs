@@ -33,10 +33,10 @@
 //! # }
 //! ```
 
+use crate::Reliable;
 use crate::classify::Classify;
 use crate::error::{Error, ShedReason};
 use crate::http::HttpError;
-use crate::reliable::Reliable;
 use http::Extensions;
 use reliable_core::outcome::ErrorClass;
 use reqwest::{Request, Response};

@@ -20,7 +20,7 @@
 
 use crate::builder::Builder;
 use crate::error::BuildError;
-use crate::reliable::{Reliable, Snapshot};
+use crate::{Reliable, Snapshot};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -1,186 +1,98 @@
-//! [`Reliable`]: one downstream's breaker, retry policy, budget and timers, shared by every clone.
+//! What a [`Reliable`] can do: its one `impl`, every method of the handle, each with its full
+//! documentation and a short delegation to the module that does the work:
+//!
+//! | methods | the work |
+//! |---|---|
+//! | [`builder`](Reliable::builder), [`reliablekit`](Reliable::reliablekit), [`layered_exercise`](Reliable::layered_exercise) | `builder.rs`: the builder and its presets |
+//! | [`name`](Reliable::name), [`label`](Reliable::label), [`state`](Reliable::state), `fleet_sync` (feature `fleet`), [`snapshot`](Reliable::snapshot) | `instance.rs`: the state every clone shares |
+//! | [`call`](Reliable::call), [`call_with`](Reliable::call_with) | `call.rs`: the async face |
+//! | [`call_blocking`](Reliable::call_blocking), [`call_blocking_with`](Reliable::call_blocking_with), [`call_blocking_cancellable`](Reliable::call_blocking_cancellable), [`call_blocking_detached`](Reliable::call_blocking_detached) | `blocking.rs`: the blocking face |
+//!
+//! This module comes after those in the crate's layering (`tests/layering.rs`), which is why the
+//! struct is not here: the builder makes one and the faces run calls on its state before this
+//! module, so `instance.rs` holds it. No method of `Reliable` is anywhere else: an
+//! `impl Reliable` in another file fails `tests/layering.rs` with its file and line.
+//!
+//! Every method is `#[inline]`: a delegation adds no call to the path of a call. The async and
+//! blocking fast paths are the faces' (`call::call_with`, `blocking::blocking`), reached in as
+//! many steps as when these methods held them.
 
-use crate::breaker::Owned;
-use crate::clock::Clock;
-use crate::observer::Observer;
-use crate::rng::Rng;
-use crate::sleep::Sleep;
-use crate::stats::{Stats, Total};
-use reliable_core::breaker::{Counts, State};
-use reliable_core::budget::AnyBudget;
-use reliable_core::hedge::{Hedger, Idempotency};
-use reliable_core::ledger::{Extra, ExtraLedger};
-use reliable_core::limit::{Limiter, RateLimiter};
-use reliable_core::retry::RetryPolicy;
-use reliable_core::throttle::AdaptiveThrottle;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-/// Where the breaker sits relative to the retries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// `retry(breaker(call))`: every attempt asks the breaker and reports to it.
-    PerAttempt,
-    /// `breaker(retry(call))`: the breaker sees one outcome per call.
-    PerCall,
-}
-
-impl Inner {
-    /// A uniform sample for the adaptive throttle: the given draws, else the seeded stream.
-    pub fn throttle_sample(&self) -> u64 {
-        match &self.throttle_draws {
-            Some(draws) => (draws.0)(),
-            None => self.rng.next_u64(),
-        }
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub name: Arc<str>,
-    pub label: String,
-    pub breaker: Option<Owned>,
-    pub scope: Scope,
-    /// Where each gate sits around the retry, when the builder was told (else `scope` says).
-    pub nesting: Option<reliable_core::engine::Nesting>,
-    pub retry: RetryPolicy,
-    pub budget: Option<Mutex<AnyBudget>>,
-    pub throttle: Option<Mutex<AdaptiveThrottle>>,
-    /// Hedges for the attempts of idempotent calls.
-    pub hedger: Option<Mutex<Hedger>>,
-    /// Each copy's own timeout in a hedged attempt, from its own send.
-    pub copy_timeout: Option<reliable_core::Duration>,
-    /// Whether calls may be sent twice (only then are they hedged).
-    pub idempotency: Idempotency,
-    /// The one budget of extra attempts: retries (as the retry budget), hedges and probes.
-    pub ledger: Option<Arc<Mutex<ExtraLedger>>>,
-    /// Retries draw from the ledger (it is the retry budget, and each call deposits in it);
-    /// else only hedges and probes draw from it.
-    pub ledger_retries: bool,
-    /// The concurrency limit of attempts in flight (hedges included).
-    pub limiter: Option<Mutex<Limiter>>,
-    /// The client-side rate limit of attempts sent.
-    pub rate: Option<Mutex<RateLimiter>>,
-    pub clock: Arc<dyn Clock>,
-    pub sleep: Arc<dyn Sleep>,
-    pub rng: Rng,
-    /// The throttle's samples, when given instead of drawn from `rng`.
-    pub throttle_draws: Option<crate::rng::Given>,
-    pub observers: Arc<[Arc<dyn Observer>]>,
-    /// Read the clock on every call (a decision or an observer needs the time); otherwise only
-    /// when a call fails or the breaker is not plainly closed.
-    pub eager_clock: bool,
-    /// A first attempt may skip the engine's bookkeeping (`attempt::FirstAttempt`): nothing
-    /// reads the time of a success (so no budget, throttle, observer or timed breaker rule; a
-    /// timeout or a deadline is fine) and the breaker, if any, is asked per attempt. A success is
-    /// then one breaker permit, one counter and, with a timeout, the readings that bound it; a
-    /// failure continues as a full run.
-    pub fast_first: bool,
-    pub stats: Stats,
-    /// A fleet breaker and budget in place of the local ones (`Builder::fleet_breaker`).
-    #[cfg(feature = "fleet")]
-    pub fleet: Option<Box<crate::fleet::FleetGates>>,
-}
-
-/// Calls to one downstream made reliable: a circuit breaker, a retry policy with backoff and
-/// jitter, per-attempt timeouts, an overall deadline, an optional retry budget and adaptive
-/// throttle, an injectable clock, timer and seed, and observers.
-///
-/// Cheap to clone (an `Arc`); every clone shares the breaker, the budget and the counts, which is
-/// what they are for: one breaker per downstream, one budget per client process. Build it with
-/// [`Reliable::builder`] or a preset, then [`call`](Reliable::call) (async) or
-/// [`call_blocking`](Reliable::call_blocking).
-///
-/// ```
-/// use reliable::Reliable;
-///
-/// let rel = Reliable::builder("inventory").build()?;
-/// let n: Result<u32, _> = rel.call_blocking(|| Ok::<_, std::io::Error>(42));
-/// assert_eq!(n.unwrap(), 42);
-/// # Ok::<(), reliable::BuildError>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct Reliable {
-    pub(crate) inner: Arc<Inner>,
-}
-
-// A panic in the user's closure leaves the instance consistent: the unwinding call's guard hands
-// its permits and budget grant back, and poisoned locks are recovered (every update is one step).
-impl std::panic::UnwindSafe for Reliable {}
-impl std::panic::RefUnwindSafe for Reliable {}
-
-/// An instance's state and totals as plain data: for dashboards, health endpoints and the
-/// registry's [`snapshot`](crate::Registry::snapshot).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The instance's name.
-    pub name: String,
-    /// Its layers, e.g. `retry(breaker(llm))`.
-    pub label: String,
-    /// The breaker's state, `None` without a breaker.
-    pub state: Option<State>,
-    /// While the breaker is open: how long until it admits a probe (the `retry_after` a call
-    /// refused now would get). `None` when it is not open, and when it is forced open (no probe
-    /// until it is reset).
-    pub retry_after: Option<Duration>,
-    /// Outcomes in the breaker's window (zero for a breaker that only counts failures in a row);
-    /// its slow calls split into [`slow_failures`](Counts::slow_failures) and
-    /// [`slow_successes`](Counts::slow_successes).
-    pub window: Counts,
-    /// Failures in a row while closed.
-    pub consecutive_failures: u32,
-    /// Whether the breaker runs in shadow mode: it lets every call through, and its state and
-    /// transitions are what it would do live.
-    pub shadow: bool,
-    /// Calls shadow mode let through that the breaker would have rejected.
-    pub would_reject: u64,
-    /// Calls that succeeded.
-    pub succeeded: u64,
-    /// Calls that failed after their attempts (gave up or timed out).
-    pub failed: u64,
-    /// Calls refused before or between attempts (breaker open, probes full, throttled, budget).
-    pub refused: u64,
-    /// Calls dropped before they finished.
-    pub cancelled: u64,
-    /// Retries sent.
-    pub retries: u64,
-    /// Hedges sent.
-    pub hedges: u64,
-    /// Calls won by a hedge.
-    pub hedges_won: u64,
-    /// The ledger's extra attempts granted, by kind (retry, hedge, probe); zero without one.
-    pub ledger_drawn: [u64; 3],
-    /// The ledger's extra attempts refused, by kind (retry, hedge, probe).
-    pub ledger_denied: [u64; 3],
-    /// The concurrency limit now, `None` without one.
-    pub limit: Option<u32>,
-}
+use crate::blocking;
+use crate::builder::Builder;
+use crate::call;
+use crate::cancel::CancelToken;
+use crate::classify::Classify;
+use crate::error::Error;
+use crate::instance::{Reliable, Snapshot};
+use reliable_core::breaker::State;
+use reliable_core::outcome::ErrorClass;
+use std::future::Future;
 
 impl Reliable {
-    pub(crate) fn from_inner(inner: Inner) -> Self {
-        Reliable {
-            inner: Arc::new(inner),
-        }
+    // Making one: the builder and the presets (`builder.rs`).
+
+    /// A builder with the defaults: the seed library's numbers, except that half-open admits
+    /// **one probe at a time** (leased for 10 s) rather than every call, and open times are
+    /// spread by ±10%. Each builder method changes only its own setting:
+    ///
+    /// | setting | method | default |
+    /// |---|---|---|
+    /// | failure rate that trips the breaker | [`failure_rate`](Builder::failure_rate) | 0.5 (inclusive) |
+    /// | window | [`window`](Builder::window), [`time_window`](Builder::time_window) | the last 20 calls |
+    /// | calls before a rate decides | [`minimum_calls`](Builder::minimum_calls) | 20 |
+    /// | failures in a row that trip it | [`consecutive_failures`](Builder::consecutive_failures) | off |
+    /// | slow calls that trip it | [`slow_call`](Builder::slow_call) | off |
+    /// | open time | [`cooldown`](Builder::cooldown), [`open_jitter`](Builder::open_jitter) | 30 s, ±10% |
+    /// | probe successes in a row that close it | [`probe`](Builder::probe) | 3 |
+    /// | probes in flight while half-open | [`probes_in_flight`](Builder::probes_in_flight) | 1, each leased for 10 s |
+    /// | attempts, the first included | [`attempts`](Builder::attempts) | 5 |
+    /// | per-attempt timeout | [`timeout`](Builder::timeout) | 8 s |
+    /// | backoff before retry `k` | [`base_delay`](Builder::base_delay), [`factor`](Builder::factor), [`jitter`](Builder::jitter), [`backoff`](Builder::backoff) (with a cap) | `0.2 s·2^(k−1)`, no cap, ±10% |
+    /// | longest `Retry-After` honoured | [`max_server_delay`](Builder::max_server_delay) | 30 s |
+    /// | deadline of a whole call | [`deadline`](Builder::deadline) | none |
+    /// | retry budget, adaptive throttle | [`budget`](Builder::budget), [`throttle`](Builder::throttle) | none |
+    /// | breaker verdicts | [`breaker_per_call`](Builder::breaker_per_call) | one per attempt |
+    /// | hedging of idempotent calls | [`hedge`](Builder::hedge), [`idempotent`](Builder::idempotent) | none; calls not idempotent |
+    /// | one ledger for retries, hedges and probes | [`ledger`](Builder::ledger) | none |
+    /// | concurrency limit, rate limit | [`limit`](Builder::limit), [`bulkhead`](Builder::bulkhead), [`rate_limit`](Builder::rate_limit) | none |
+    #[inline]
+    pub fn builder(name: &str) -> Builder {
+        Builder::new(name)
     }
 
+    /// The seed library's semantics exactly (`reliablekit` 0.1), including its ungated half-open.
+    #[inline]
+    pub fn reliablekit(name: &str) -> Builder {
+        Builder::reliablekit(name)
+    }
+
+    /// The layered-stack exercise's primary: `breaker(retry(name))`, 2 attempts with no wait, a
+    /// breaker that opens after 2 failed calls in a row for 20 s and then lets one trial through.
+    /// For the exercise's backup, add [`no_breaker`](Builder::no_breaker).
+    #[inline]
+    pub fn layered_exercise(name: &str) -> Builder {
+        Builder::layered_exercise(name)
+    }
+
+    // What it is and how it stands (`instance.rs`: the state every clone shares).
+
     /// The instance's name (a metrics label: keep it low-cardinality, a downstream, not a URL).
+    #[inline]
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// The layers a call goes through, outermost first: `breaker(retry(primary))`,
     /// `retry(breaker(llm))`, `retry(backup)`. A [`Fallback`](crate::Fallback) stamps answers with it.
+    #[inline]
     pub fn label(&self) -> &str {
         &self.inner.label
     }
 
     /// The breaker's state now, `None` without a breaker.
+    #[inline]
     pub fn state(&self) -> Option<State> {
-        let now = self.inner.clock.now();
-        let local = self.inner.breaker.as_ref().map(|b| b.state(now));
-        #[cfg(feature = "fleet")]
-        let local = local.or_else(|| self.fleet_state());
-        local
+        self.inner.state()
     }
 
     /// Sends the results the fleet breaker kept since its last refresh and reads the fleet's
@@ -188,66 +100,163 @@ impl Reliable {
     /// for a service whose calls are rare (a tool server), so that each call decides on the
     /// store's state and its result reaches the store before the next one, wherever it runs.
     #[cfg(feature = "fleet")]
+    #[inline]
     pub async fn fleet_sync(&self) {
-        if let Some(b) = self.inner.fleet.as_ref().and_then(|g| g.breaker()) {
-            b.sync().await;
-        }
-    }
-
-    /// The fleet breaker's state as this process last saw it.
-    #[cfg(feature = "fleet")]
-    fn fleet_state(&self) -> Option<State> {
-        self.inner.fleet.as_ref()?.breaker.as_ref()?.fleet_state()
-    }
-
-    fn fleet_snapshot_state(&self) -> Option<State> {
-        #[cfg(feature = "fleet")]
-        return self.fleet_state();
-        #[cfg(not(feature = "fleet"))]
-        None
+        self.inner.fleet_sync().await
     }
 
     /// The state and totals now.
+    #[inline]
     pub fn snapshot(&self) -> Snapshot {
-        let i = &self.inner;
-        let now = i.clock.now();
-        let breaker = i.breaker.as_ref().map(|b| b.snapshot(now));
-        Snapshot {
-            name: i.name.to_string(),
-            label: i.label.clone(),
-            state: breaker
-                .map(|b| b.state)
-                .or_else(|| self.fleet_snapshot_state()),
-            retry_after: i.breaker.as_ref().and_then(|b| b.retry_after(now)),
-            window: breaker.map(|b| b.counts).unwrap_or_default(),
-            consecutive_failures: breaker.map_or(0, |b| b.consecutive_failures),
-            shadow: i.breaker.as_ref().is_some_and(|b| b.policy().shadow()),
-            would_reject: i.breaker.as_ref().map_or(0, |b| b.would_reject()),
-            succeeded: i.stats.total(Total::Succeeded),
-            failed: i.stats.total(Total::Failed),
-            refused: i.stats.total(Total::Refused),
-            cancelled: i.stats.total(Total::Cancelled),
-            retries: i.stats.total(Total::Retries),
-            hedges: i.stats.total(Total::Hedges),
-            hedges_won: i.stats.total(Total::HedgesWon),
-            ledger_drawn: ledger_counts(i, ExtraLedger::drawn),
-            ledger_denied: ledger_counts(i, ExtraLedger::denied),
-            limit: i
-                .limiter
-                .as_ref()
-                .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).limit()),
-        }
+        self.inner.snapshot()
     }
-}
 
-/// A ledger's counters by kind, zero without a ledger.
-fn ledger_counts(i: &Inner, count: fn(&ExtraLedger, Extra) -> u64) -> [u64; 3] {
-    match &i.ledger {
-        Some(l) => {
-            let l = l.lock().unwrap_or_else(|p| p.into_inner());
-            Extra::ALL.map(|k| count(&l, k))
-        }
-        None => [0; 3],
+    // Async calls (`call.rs`: the async face).
+
+    /// Calls `f` (an async closure: `|| async { … }`) until an attempt succeeds or the policy
+    /// stops, with the error type's [`Classify`] deciding what each failure means.
+    ///
+    /// ```
+    /// use reliable::Reliable;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rel = Reliable::builder("inventory").build()?;
+    /// let tries = AtomicU32::new(0);
+    /// let stock = rel
+    ///     .call(|| async {
+    ///         match tries.fetch_add(1, Ordering::Relaxed) {
+    ///             0 => Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset)),
+    ///             _ => Ok(17),
+    ///         }
+    ///     })
+    ///     .await?;
+    /// assert_eq!((stock, tries.load(Ordering::Relaxed)), (17, 2));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn call<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, Error<E>>>
+    where
+        E: Classify,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        call::call_with(self, |e: &E| e.classify(), f)
+    }
+
+    /// [`call`](Self::call) with a classifier of your own, for error types that do not implement
+    /// [`Classify`] (`anyhow::Error`, a client library's error). With the `tracing` feature the
+    /// call runs in a `reliable.call` span (see the `traces` module, feature `tracing`).
+    #[inline]
+    pub fn call_with<T, E, C, F, Fut>(
+        &self,
+        classify: C,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>>
+    where
+        C: Fn(&E) -> ErrorClass,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        call::call_with(self, classify, f)
+    }
+
+    // Blocking calls (`blocking.rs`: the blocking face).
+
+    /// Calls `f` on this thread until an attempt succeeds or the policy stops.
+    ///
+    /// **The per-attempt timeout does not bound how long an attempt takes.** Nothing can stop a
+    /// blocking function from outside: `f` runs to its end. Its answer is taken as it comes, even
+    /// after the attempt's deadline: a success is the call's (it is never thrown away and
+    /// retried), a failure is classified as any other. To bound latency:
+    /// - [`call_blocking_cancellable`](Self::call_blocking_cancellable) hands `f` a
+    ///   [`CancelToken`] with the attempt's deadline, to pass on to its own client's timeout
+    ///   (`token.remaining()`), or to check while it works: bounded, no thread, no allocation;
+    /// - [`call_blocking_detached`](Self::call_blocking_detached) runs each attempt on a thread of
+    ///   its own and stops waiting at the deadline (the seed's semantics): bounded for the caller,
+    ///   at a thread per attempt, while the abandoned work runs on.
+    ///
+    /// This one stays the default because it is the only one that adds nothing per call and never
+    /// leaves work running behind the caller's back; use it when `f` has its own timeout.
+    ///
+    /// ```
+    /// use reliable::Reliable;
+    ///
+    /// let rel = Reliable::builder("disk").no_breaker().attempts(1).build()?;
+    /// let err = rel
+    ///     .call_blocking(|| std::fs::read_to_string("/no/such/file"))
+    ///     .unwrap_err();
+    /// assert!(matches!(err, reliable::Error::GaveUp { attempts: 1, .. })); // NotFound is fatal
+    /// # Ok::<(), reliable::BuildError>(())
+    /// ```
+    #[inline]
+    pub fn call_blocking<T, E: Classify>(
+        &self,
+        mut f: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, Error<E>> {
+        blocking::blocking(self, |e: &E| e.classify(), |_| f())
+    }
+
+    /// [`call_blocking`](Self::call_blocking) with a classifier of your own.
+    #[inline]
+    pub fn call_blocking_with<T, E>(
+        &self,
+        classify: impl Fn(&E) -> ErrorClass,
+        mut f: impl FnMut() -> Result<T, E>,
+    ) -> Result<T, Error<E>> {
+        blocking::blocking(self, classify, |_| f())
+    }
+
+    /// [`call_blocking`](Self::call_blocking), handing each attempt a [`CancelToken`] with its
+    /// deadline.
+    #[inline]
+    pub fn call_blocking_cancellable<T, E: Classify>(
+        &self,
+        f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+    ) -> Result<T, Error<E>> {
+        blocking::blocking(self, |e: &E| e.classify(), f)
+    }
+
+    /// The seed's "stop waiting": each attempt runs on a new thread, and the caller returns to
+    /// its retry loop at the attempt's deadline while the thread runs on, its token cancelled.
+    /// With [`Builder::hedge`](crate::Builder::hedge), a hedge of a slow attempt runs on a
+    /// thread of its own too; the first success wins and the other copies' tokens are
+    /// cancelled. A panic in `f` comes out of this call unchanged. If a thread cannot be
+    /// spawned, the copy runs on the caller's thread.
+    ///
+    /// ```
+    /// use reliable::{Error, Reliable};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let rel = Reliable::builder("legacy")
+    ///     .clock(reliable::clock::SystemClock::new())
+    ///     .attempts(1)
+    ///     .timeout(Duration::from_millis(50))
+    ///     .build()?;
+    /// let t0 = Instant::now();
+    /// let err = rel
+    ///     .call_blocking_detached(|token| {
+    ///         // Stuck in a call that ignores timeouts, checking the token now and then.
+    ///         while !token.is_cancelled() {
+    ///             std::thread::sleep(Duration::from_millis(5));
+    ///         }
+    ///         Ok::<_, std::io::Error>(())
+    ///     })
+    ///     .unwrap_err();
+    /// assert!(matches!(err, Error::Timeout { attempts: 1 }));
+    /// assert!(t0.elapsed() < Duration::from_secs(5));
+    /// # Ok::<(), reliable::BuildError>(())
+    /// ```
+    #[inline]
+    pub fn call_blocking_detached<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        T: Send + 'static,
+        E: Classify + Send + 'static,
+        F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
+    {
+        blocking::detached(self, f)
     }
 }
 

@@ -110,6 +110,9 @@ pub use layers::{RouteFuture, RouteInnermost, RouteLayer, RouteRated, RouteServi
 #[cfg(feature = "fleet")]
 pub use stores::{DEFAULT_BUDGET_CHUNK, FLEET_EXACT, Stores, fleet_config};
 
+#[cfg(feature = "fleet")]
+use crate::fleet::FleetGates;
+
 /// A policy entry as a real client reads it: the core's format, with `timeout_dist` refused.
 pub type PolicyEntry = reliable_core::policy::Policy<SimulatorOnly>;
 
@@ -480,6 +483,24 @@ impl Plan {
     #[cfg(feature = "tower")]
     pub fn route_layer<P: Clone>(&self, policy: P) -> Result<RouteLayer<P>, PolicyError> {
         self.route()?.route_layer(policy)
+    }
+
+    /// A [`Builder`] for the single route, with the fleet's state from `stores` (see
+    /// [`Route::fleet_builder`]).
+    #[cfg(feature = "fleet")]
+    pub fn fleet_builder(&self, stores: &Stores) -> Result<Builder, PolicyError> {
+        self.route()?.fleet_builder(stores)
+    }
+
+    /// A tower `ReliableLayer` for the single route, with the fleet's state from `stores` (see
+    /// [`Route::fleet_layer`]).
+    #[cfg(all(feature = "fleet", feature = "tower"))]
+    pub fn fleet_layer<P: Clone>(
+        &self,
+        policy: P,
+        stores: &Stores,
+    ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
+        self.route()?.fleet_layer(policy, stores)
     }
 }
 
@@ -1044,6 +1065,65 @@ impl Route {
             breaker: breaker.config,
             throttle: self.throttle.map(|t| t.config),
         })
+    }
+
+    /// [`builder`](Self::builder), with the fleet's state where the policy says `Fleet`: a
+    /// [`FleetBreaker`](crate::fleet::FleetBreaker) ([`Builder::fleet_breaker`]) for a
+    /// `Breaker`, a [`FleetBudget`](crate::fleet::FleetBudget) ([`Builder::fleet_budget`]) for a
+    /// `Retry`'s ratio budget, in the store `stores` holds under the scope's name (see
+    /// [`Stores`] for what they are named). The other layers are the instance's own, as
+    /// [`builder`](Self::builder) makes them (all `Shared` or all `PerClient`); each instance
+    /// built from it keeps its own fallback for when the store fails.
+    ///
+    /// A `Reliable`'s call engine decides at once, on the fleet's view refreshed every
+    /// `refresh` ([`FleetBreaker::decide`](crate::fleet::FleetBreaker::decide)):
+    /// `mode: Cached(refresh: ..)` only. Call it inside the tokio runtime the refreshes are to
+    /// run on.
+    ///
+    /// Refused: `mode: Exact` ([`FLEET_EXACT`]: the simulator's exact mode is a round trip per
+    /// decision, which a `Reliable` never waits for), a `Fleet` scope on a `Limit` or a `RateLimit` (a `Reliable` does not share a
+    /// bulkhead or a rate limit through a store: drive [`crate::fleet::FleetBulkhead`] or
+    /// [`crate::fleet::FleetRateLimiter`] around the call), a store `stores` lacks, a config the
+    /// store cannot hold (a breaker's `slow_calls`, say), a downstream name a store cannot key.
+    #[cfg(feature = "fleet")]
+    pub fn fleet_builder(&self, stores: &Stores) -> Result<Builder, PolicyError> {
+        let mut b = self.local_builder()?;
+        let (breaker, budget) = stores::fleet_state(self, stores)?;
+        if let Some(fleet) = breaker {
+            b = b.fleet_breaker(fleet);
+        }
+        if let Some(fleet) = budget {
+            b = b.fleet_budget(fleet);
+        }
+        Ok(b)
+    }
+
+    /// The route's fleet breaker and budget as the core's call engine asks them, for a face
+    /// that drives the engine itself (the Python package), refused as
+    /// [`fleet_builder`](Self::fleet_builder) refuses; the route's other layers are the face's
+    /// to build. Call it inside the tokio runtime the refreshes are to run on.
+    #[cfg(feature = "fleet")]
+    pub fn fleet_gates(&self, stores: &Stores) -> Result<FleetGates, PolicyError> {
+        let (breaker, budget) = stores::fleet_state(self, stores)?;
+        Ok(FleetGates::new(breaker, budget))
+    }
+
+    /// The route as one tower `ReliableLayer`, built from [`fleet_builder`](Self::fleet_builder)
+    /// (as [`layer`](Self::layer) is from [`builder`](Self::builder)): shared by every service it
+    /// wraps when the route's other stateful layers are all `Shared` (or it has none).
+    #[cfg(all(feature = "fleet", feature = "tower"))]
+    pub fn fleet_layer<P: Clone>(
+        &self,
+        policy: P,
+        stores: &Stores,
+    ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
+        let shared = self
+            .scopes()
+            .filter(|s| s.fleet().is_none())
+            .all(|s| s == Scope::Shared);
+        let layer = crate::tower::ReliableLayer::from_builder(self.fleet_builder(stores)?, policy)
+            .map_err(|e| self.refuse(&format!("{e}: expected a config the core accepts")))?;
+        Ok(if shared { layer.shared() } else { layer })
     }
 }
 

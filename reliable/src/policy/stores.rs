@@ -8,10 +8,9 @@ use reliable_core::breaker::BreakerPolicy;
 use reliable_core::budget::BudgetConfig;
 use reliable_core::policy::{FleetMode, FleetScope, Scope};
 
-use super::{Plan, PolicyError, Route};
-use crate::builder::Builder;
+use super::{PolicyError, Route};
 use crate::fleet::{
-    BreakerSpec, BudgetSpec, EventSink, FleetBreaker, FleetBudget, FleetConfig, FleetGates, Mode,
+    BreakerSpec, BudgetSpec, EventSink, FleetBreaker, FleetBudget, FleetConfig, Mode,
     OnStoreFailure, Store,
 };
 
@@ -145,154 +144,78 @@ pub fn fleet_config(scope: &FleetScope) -> FleetConfig {
     }
 }
 
-impl Route {
-    /// [`builder`](Self::builder), with the fleet's state where the policy says `Fleet`: a
-    /// [`FleetBreaker`] ([`Builder::fleet_breaker`]) for a `Breaker`, a [`FleetBudget`]
-    /// ([`Builder::fleet_budget`]) for a `Retry`'s ratio budget, in the store `stores` holds
-    /// under the scope's name (see [`Stores`] for what they are named). The other layers are
-    /// the instance's own, as [`builder`](Self::builder) makes them (all `Shared` or all
-    /// `PerClient`); each instance built from it keeps its own fallback for when the store
-    /// fails.
-    ///
-    /// A `Reliable`'s call engine decides at once, on the fleet's view refreshed every
-    /// `refresh` ([`FleetBreaker::decide`]): `mode: Cached(refresh: ..)` only. Call it inside the
-    /// tokio runtime the refreshes are to run on.
-    ///
-    /// Refused: `mode: Exact` ([`FLEET_EXACT`]: the simulator's exact mode is a round trip per
-    /// decision, which a `Reliable` never waits for), a `Fleet` scope on a `Limit` or a `RateLimit` (a `Reliable` does not share a
-    /// bulkhead or a rate limit through a store: drive [`crate::fleet::FleetBulkhead`] or
-    /// [`crate::fleet::FleetRateLimiter`] around the call), a store `stores` lacks, a config the
-    /// store cannot hold (a breaker's `slow_calls`, say), a downstream name a store cannot key.
-    pub fn fleet_builder(&self, stores: &Stores) -> Result<Builder, PolicyError> {
-        let mut b = self.local_builder()?;
-        let (breaker, budget) = self.fleet_state(stores)?;
-        if let Some(fleet) = breaker {
-            b = b.fleet_breaker(fleet);
-        }
-        if let Some(fleet) = budget {
-            b = b.fleet_budget(fleet);
-        }
-        Ok(b)
-    }
-
-    /// The route's fleet breaker and budget as the core's call engine asks them, for a face
-    /// that drives the engine itself (the Python package), refused as
-    /// [`fleet_builder`](Self::fleet_builder) refuses; the route's other layers are the face's
-    /// to build. Call it inside the tokio runtime the refreshes are to run on.
-    pub fn fleet_gates(&self, stores: &Stores) -> Result<FleetGates, PolicyError> {
-        let (breaker, budget) = self.fleet_state(stores)?;
-        Ok(FleetGates::new(breaker, budget))
-    }
-
-    /// The fleet breaker and budget the route's `Fleet` scopes name, from `stores`.
-    fn fleet_state(
-        &self,
-        stores: &Stores,
-    ) -> Result<(Option<FleetBreaker>, Option<FleetBudget>), PolicyError> {
-        let (mut fleet_breaker, mut fleet_budget) = (None, None);
-        for (kind, field) in &self.fleet {
-            match *kind {
-                "Breaker" | "Retry" => {}
-                _ => {
-                    return Err(self.refuse_at(
-                        field,
-                        &format!(
-                            "scope Fleet on a {kind}: a Reliable shares a breaker and a retry budget through a store, not a {kind}; expected PerClient or Shared, or reliable::fleet's {} driven around the call",
-                            if *kind == "Limit" { "FleetBulkhead" } else { "FleetRateLimiter" }
-                        ),
-                    ));
-                }
+/// The fleet breaker and budget `route`'s `Fleet` scopes name, from `stores`: what
+/// [`Route::fleet_builder`] and [`Route::fleet_gates`] put in place.
+pub(super) fn fleet_state(
+    route: &Route,
+    stores: &Stores,
+) -> Result<(Option<FleetBreaker>, Option<FleetBudget>), PolicyError> {
+    let (mut fleet_breaker, mut fleet_budget) = (None, None);
+    for (kind, field) in &route.fleet {
+        match *kind {
+            "Breaker" | "Retry" => {}
+            _ => {
+                return Err(route.refuse_at(
+                    field,
+                    &format!(
+                        "scope Fleet on a {kind}: a Reliable shares a breaker and a retry budget through a store, not a {kind}; expected PerClient or Shared, or reliable::fleet's {} driven around the call",
+                        if *kind == "Limit" { "FleetBulkhead" } else { "FleetRateLimiter" }
+                    ),
+                ));
             }
         }
-        let field_of = |kind: &str| {
-            self.fleet
-                .iter()
-                .find(|(k, _)| *k == kind)
-                .map(|(_, f)| f.clone())
-                .unwrap_or_else(|| self.path.clone())
-        };
-        if let Some(breaker) = self.breaker
-            && let Scope::Fleet(scope) = breaker.scope
-        {
-            let field = field_of("Breaker");
-            let store = stores.store(&scope, &field, self)?;
-            let spec = BreakerPolicy::new(breaker.config)
-                .map_err(|e| self.refuse_at(&field, &format!("the breaker's config: {e}")))
-                .and_then(|policy| {
-                    BreakerSpec::new(&policy).map_err(|e| {
-                        self.refuse_at(&field, &format!("a fleet breaker cannot hold it: {e}"))
-                    })
-                })?;
-            let name = format!("{}:breaker", self.downstream);
-            let fleet = FleetBreaker::with_events(
-                store,
-                &name,
-                spec,
-                fleet_config(&scope),
-                stores.events.clone(),
-            )
-            .map_err(|e| self.refuse_at(&field, &format!("the fleet breaker {name:?}: {e}")))?;
-            fleet_breaker = Some(fleet);
-        }
-        if let Some((budget, Scope::Fleet(scope))) = self.budget {
-            let field = field_of("Retry");
-            // The core refused any other budget under a Fleet scope (FLEET_BUDGET).
-            let BudgetConfig::Ratio(ratio) = budget else {
-                return Err(self.refuse_at(&field, reliable_core::policy::FLEET_BUDGET));
-            };
-            let store = stores.store(&scope, &field, self)?;
-            let spec = BudgetSpec::new(ratio).map_err(|e| {
-                self.refuse_at(&field, &format!("a fleet budget cannot hold it: {e}"))
+    }
+    let field_of = |kind: &str| {
+        route
+            .fleet
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, f)| f.clone())
+            .unwrap_or_else(|| route.path.clone())
+    };
+    if let Some(breaker) = route.breaker
+        && let Scope::Fleet(scope) = breaker.scope
+    {
+        let field = field_of("Breaker");
+        let store = stores.store(&scope, &field, route)?;
+        let spec = BreakerPolicy::new(breaker.config)
+            .map_err(|e| route.refuse_at(&field, &format!("the breaker's config: {e}")))
+            .and_then(|policy| {
+                BreakerSpec::new(&policy).map_err(|e| {
+                    route.refuse_at(&field, &format!("a fleet breaker cannot hold it: {e}"))
+                })
             })?;
-            let name = format!("{}:budget", self.downstream);
-            let fleet = FleetBudget::new(
-                store,
-                &name,
-                spec,
-                fleet_config(&scope),
-                stores.budget_chunk.unwrap_or(DEFAULT_BUDGET_CHUNK),
-                stores.events.clone(),
-            )
-            .map_err(|e| self.refuse_at(&field, &format!("the fleet budget {name:?}: {e}")))?;
-            fleet_budget = Some(fleet);
-        }
-        Ok((fleet_breaker, fleet_budget))
+        let name = format!("{}:breaker", route.downstream);
+        let fleet = FleetBreaker::with_events(
+            store,
+            &name,
+            spec,
+            fleet_config(&scope),
+            stores.events.clone(),
+        )
+        .map_err(|e| route.refuse_at(&field, &format!("the fleet breaker {name:?}: {e}")))?;
+        fleet_breaker = Some(fleet);
     }
-
-    /// The route as one tower `ReliableLayer`, built from [`fleet_builder`](Self::fleet_builder)
-    /// (as [`layer`](Self::layer) is from [`builder`](Self::builder)): shared by every service it
-    /// wraps when the route's other stateful layers are all `Shared` (or it has none).
-    #[cfg(feature = "tower")]
-    pub fn fleet_layer<P: Clone>(
-        &self,
-        policy: P,
-        stores: &Stores,
-    ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
-        let shared = self
-            .scopes()
-            .filter(|s| s.fleet().is_none())
-            .all(|s| s == Scope::Shared);
-        let layer = crate::tower::ReliableLayer::from_builder(self.fleet_builder(stores)?, policy)
-            .map_err(|e| self.refuse(&format!("{e}: expected a config the core accepts")))?;
-        Ok(if shared { layer.shared() } else { layer })
+    if let Some((budget, Scope::Fleet(scope))) = route.budget {
+        let field = field_of("Retry");
+        // The core refused any other budget under a Fleet scope (FLEET_BUDGET).
+        let BudgetConfig::Ratio(ratio) = budget else {
+            return Err(route.refuse_at(&field, reliable_core::policy::FLEET_BUDGET));
+        };
+        let store = stores.store(&scope, &field, route)?;
+        let spec = BudgetSpec::new(ratio)
+            .map_err(|e| route.refuse_at(&field, &format!("a fleet budget cannot hold it: {e}")))?;
+        let name = format!("{}:budget", route.downstream);
+        let fleet = FleetBudget::new(
+            store,
+            &name,
+            spec,
+            fleet_config(&scope),
+            stores.budget_chunk.unwrap_or(DEFAULT_BUDGET_CHUNK),
+            stores.events.clone(),
+        )
+        .map_err(|e| route.refuse_at(&field, &format!("the fleet budget {name:?}: {e}")))?;
+        fleet_budget = Some(fleet);
     }
-}
-
-impl Plan {
-    /// A [`Builder`] for the single route, with the fleet's state from `stores` (see
-    /// [`Route::fleet_builder`]).
-    pub fn fleet_builder(&self, stores: &Stores) -> Result<Builder, PolicyError> {
-        self.route()?.fleet_builder(stores)
-    }
-
-    /// A tower `ReliableLayer` for the single route, with the fleet's state from `stores` (see
-    /// [`Route::fleet_layer`]).
-    #[cfg(feature = "tower")]
-    pub fn fleet_layer<P: Clone>(
-        &self,
-        policy: P,
-        stores: &Stores,
-    ) -> Result<crate::tower::ReliableLayer<P>, PolicyError> {
-        self.route()?.fleet_layer(policy, stores)
-    }
+    Ok((fleet_breaker, fleet_budget))
 }

@@ -25,10 +25,10 @@ use tower_service::Service;
 
 use super::classify::Policy;
 use super::error::{BoxError, GaveUp, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
+use crate::Reliable;
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::observer::{CallEnd, NotSent, Observer};
-use crate::reliable::Reliable;
 
 /// How long after a copy's deadline a retry layer (or the whole stack) takes it as timed out, if
 /// nothing below has answered: a timeout below (an HTTP client reading the request's [`Deadline`](super::Deadline))

@@ -31,10 +31,10 @@ use tower_layer::Layer;
 use super::engine::{Ending, Engine, EngineFuture, Only, Reports, engine_service};
 use super::ledger::SharedLedger;
 use super::sharing::Sharing;
+use crate::Reliable;
 use crate::builder::Builder;
 use crate::clock::Clock;
 use crate::observer::Observer;
-use crate::reliable::Reliable;
 use crate::sleep::Sleep;
 
 /// Hedged requests (Dean & Barroso, "The Tail at Scale"): when a request is still unanswered

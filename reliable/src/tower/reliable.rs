@@ -21,10 +21,10 @@ use tower_layer::Layer;
 
 use super::engine::{Ending, Engine, EngineFuture};
 use super::sharing::Sharing;
+use crate::Reliable;
 use crate::builder::Builder;
 use crate::clock::Clock;
 use crate::error::BuildError;
-use crate::reliable::Reliable;
 use crate::sleep::Sleep;
 /// Everything a [`ReliableLayer`] needs: the core's configs.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -6,6 +6,15 @@ use emulate::fleet::StoreProcess;
 use emulate::run::run_policy;
 use emulate::simface::{Compiled, simulate};
 
+/// The runs here are real time on loopback: 8 instances, their HTTP server and a `redis-server`
+/// each. Run side by side on two cores they starve each other (a store operation past its 5 ms
+/// bound is given up, a call's latency is the scheduler's), so they take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn compile(text: &str) -> Compiled {
     sim::load(text, "test.ron").unwrap()
 }
@@ -47,6 +56,7 @@ fn fleet(faults: &str, store_faults: &str, client_faults: &str) -> Compiled {
 
 #[test]
 fn one_breaker_in_redis_opens_for_every_instance_where_theirs_never_judge() {
+    let _turn = turn();
     let c = fleet(OUTAGE, "", "");
     let (own, own_fid) = run_policy(&c, 0, 1, 1.0).unwrap();
     let (shared, fid) = run_policy(&c, 1, 1, 1.0).unwrap();
@@ -83,6 +93,7 @@ fn one_breaker_in_redis_opens_for_every_instance_where_theirs_never_judge() {
 
 #[test]
 fn a_client_s_own_network_down_fails_its_calls_and_its_store_at_once() {
+    let _turn = turn();
     // Client 3 alone, the API fine: its calls fail unsent, its store operations at once.
     let c = fleet(
         "",
@@ -115,6 +126,7 @@ fn a_client_s_own_network_down_fails_its_calls_and_its_store_at_once() {
 
 #[test]
 fn a_hung_store_is_waited_for_at_most_the_bound_and_the_instances_decide_alone() {
+    let _turn = turn();
     // The store hangs (SIGSTOP on the real process) from before the outage to the horizon:
     // the instances give their operations up at 5 ms and decide alone, on breakers that never
     // see 30 calls, so the fleet's breaker never opens and every call is sent.
@@ -133,9 +145,11 @@ fn a_hung_store_is_waited_for_at_most_the_bound_and_the_instances_decide_alone()
     assert_eq!(store.opens, 0, "{store:?}");
     assert_eq!(out.summary.local_rejections, 0);
     // Each decision waited at most its 5 ms bound (and the store's round trip): the calls'
-    // latency stays the API's, far below a hung store's 3.5 s.
+    // latency stays the API's, far below a hung store's 3.5 s (waited for, most calls of the
+    // run would take it: their p99 would be about 3,500 ms). The bound is loose on purpose: on
+    // a loaded machine a call's latency is also the scheduler's (p99 161 ms seen).
     assert!(
-        out.summary.latency_ms.p99 < 100.0,
+        out.summary.latency_ms.p99 < 1000.0,
         "{:?}",
         out.summary.latency_ms
     );
@@ -153,6 +167,7 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn the_store_s_process_ends_on_every_path() {
+    let _turn = turn();
     // Dropped.
     let p = StoreProcess::start().unwrap();
     let pid = p.pid().unwrap();

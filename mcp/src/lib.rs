@@ -8,7 +8,8 @@
 //! - `compute_backoff`: the retry rhythm of a backoff with jitter ([`backoff`]);
 //! - `reliable_http_call`: an HTTP request through a breaker with bounded retries ([`http_call`]),
 //!   which cannot be turned against the operator's network ([`ssrf`]) and never echoes
-//!   credentials ([`redact`]);
+//!   credentials ([`redact`]), a bounded number at once, shared fairly between sessions
+//!   ([`inflight`]);
 //! - `simulate_storm`, `list_scenarios`: the simulator, bounded ([`storm`]);
 //! - the resource `reliable://breaker/{name}` and the prompt `diagnose_breaker` ([`server`]).
 //!
@@ -24,6 +25,7 @@ pub mod breakers;
 mod duration;
 pub mod echo;
 pub mod http_call;
+pub mod inflight;
 pub mod instrument;
 pub mod notify;
 pub mod policy_arg;

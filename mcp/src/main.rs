@@ -70,6 +70,11 @@ struct Args {
     /// Most hedges per attempt a reliable_http_call policy may ask for, 0 (none) to 3.
     #[arg(long, default_value_t = Limits::default().max_hedges)]
     max_hedges: u32,
+    /// Most reliable_http_calls in flight at once across all sessions, 1 to 256. One session holds
+    /// at most a quarter of them, and the last quarter is kept for sessions with none in flight;
+    /// a call over is refused at once, saying when to come back.
+    #[arg(long, default_value_t = Limits::default().max_http_calls)]
+    max_http_calls: usize,
     /// Largest response body reliable_http_call reads, in bytes.
     #[arg(long, default_value_t = 1 << 20)]
     max_body: usize,
@@ -170,6 +175,7 @@ fn settings(a: &Args) -> Result<Settings, String> {
         max_body_bytes: a.max_body,
         max_attempts: a.max_attempts,
         max_hedges: a.max_hedges,
+        max_http_calls: a.max_http_calls,
         ..Limits::default()
     };
     limits.check()?;

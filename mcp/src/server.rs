@@ -35,6 +35,7 @@ use crate::backoff::{self, BackoffArgs, BackoffReport};
 use crate::breakers::{BreakerState, Breakers, CreateBreakerArgs, Created, check_name};
 use crate::echo::{clip, quoted};
 use crate::http_call::{self, HttpCallArgs, HttpCallResult, HttpCaller};
+use crate::inflight::InFlight;
 use crate::notify::Hub;
 use crate::ssrf::{Guard, Limits};
 use crate::storm::{self, ScenarioInfo, StormLimits};
@@ -99,6 +100,9 @@ struct Shared {
     storm: StormLimits,
     /// One permit per simulation that may run at once.
     simulations: Arc<tokio::sync::Semaphore>,
+    /// The `reliable_http_call`s in flight, at most `Limits::max_http_calls`, shared between
+    /// sessions ([`InFlight`]).
+    http_calls: Arc<InFlight>,
     /// The clients to tell of changes and log messages.
     hub: Arc<Hub>,
     /// Sessions started so far (each gets the next number).
@@ -174,6 +178,10 @@ impl ReliableServer {
             shared: Arc::new(Shared {
                 hub,
                 sessions: AtomicU64::new(1),
+                http_calls: Arc::new(InFlight::new(
+                    settings.limits.max_http_calls,
+                    settings.limits.max_call_time,
+                )),
                 caller: HttpCaller::new(settings.guard, settings.limits, breakers.clone())?,
                 breakers,
                 simulations: Arc::new(tokio::sync::Semaphore::new(settings.storm.max_running)),
@@ -193,6 +201,12 @@ impl ReliableServer {
             session: self.shared.sessions.fetch_add(1, Ordering::Relaxed),
             ..self.clone()
         }
+    }
+
+    /// The `reliable_http_call`s in flight now, across all sessions (at most
+    /// `Limits::max_http_calls`).
+    pub fn http_calls_in_flight(&self) -> usize {
+        self.shared.http_calls.in_flight()
     }
 }
 
@@ -303,16 +317,15 @@ impl ReliableServer {
     /// loopback, link-local and metadata addresses are refused, also after DNS and on every
     /// redirect; a redirect not followed comes back as a refusal with its reason); Authorization
     /// and Cookie are never echoed, and a URL carrying user:password@ is refused: pass
-    /// credentials as headers.
+    /// credentials as headers. The server runs a bounded number of these calls at once, a share
+    /// per session: one over is refused at once, saying when to retry.
     #[tool(annotations(open_world_hint = true))]
     async fn reliable_http_call(
         &self,
         Parameters(Args(args)): Parameters<Args<HttpCallArgs>>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Json<HttpCallResult>, String> {
-        http_call::call_from(&self.shared.caller, &args, self.session)
-            .await
-            .map(Json)
-            .map_err(|e| clip(&e))
+        self.http_call(args, context).await.map_err(|e| clip(&e))
     }
 
     /// Simulate a retry storm before choosing a retry policy: run a shipped scenario (see
@@ -341,6 +354,30 @@ impl ReliableServer {
 }
 
 impl ReliableServer {
+    /// `reliable_http_call`, at most `Limits::max_http_calls` at once, shared between sessions
+    /// ([`InFlight`]): one over is refused at once (a queue would hold the caller for up to
+    /// `--max-call-time` with no word of why), saying when to come back. The slot goes with the
+    /// work: it is held while the call runs and given back when it ends, or when it is dropped:
+    /// on `notifications/cancelled`, or when the session ends (the SDK cancels its requests),
+    /// the call stops there, its requests in flight dropped (their sockets closed, a breaker's
+    /// probe handed back) and nothing more sent.
+    async fn http_call(
+        &self,
+        args: HttpCallArgs,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Json<HttpCallResult>, String> {
+        let _slot = self
+            .shared
+            .http_calls
+            .try_take(self.session, tokio::time::Instant::now())?;
+        tokio::select! {
+            done = http_call::call_from(&self.shared.caller, &args, self.session) => done.map(Json),
+            () = context.ct.cancelled() => Err(
+                "cancelled by the client: the call stopped, its requests in flight dropped".into(),
+            ),
+        }
+    }
+
     /// `simulate_storm`, at most `StormLimits::max_running` at once: one more is refused at once
     /// (a queue would hold the caller for minutes with no word of why). With a progress token it
     /// reports seeds done; `notifications/cancelled` stops it before its next group of seeds,

@@ -1,6 +1,7 @@
 //! The server under a hostile client, one test (or a few) per class of abuse: credentials in a
 //! URL or a header reflected by an echoing target, sessions and half-sent requests piling up on
-//! the HTTP transport, foreign origins, too many simulations at once, caller input echoed whole
+//! the HTTP transport, foreign origins, too many simulations or HTTP calls at once (and one
+//! session taking every slot), caller input echoed whole
 //! into the model's context, a redirect out of http(s), and malformed JSON-RPC. Every target is on
 //! loopback.
 
@@ -11,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
+};
 use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
@@ -361,14 +364,17 @@ async fn tool(c: &RunningService<RoleClient, ()>, name: &str, a: Value) -> (bool
         .call_tool(CallToolRequestParams::new(name.to_string()).with_arguments(args(a)))
         .await
         .unwrap_or_else(|e| panic!("{name}: protocol error {e}"));
-    let text = r
-        .content
+    (r.is_error == Some(true), text_of(&r))
+}
+
+/// A tool result's text.
+fn text_of(r: &CallToolResult) -> String {
+    r.content
         .iter()
         .filter_map(|c| c.as_text())
         .map(|t| t.text.clone())
         .collect::<Vec<_>>()
-        .join("\n");
-    (r.is_error == Some(true), text)
+        .join("\n")
 }
 
 #[tokio::test]
@@ -396,6 +402,297 @@ async fn simulations_over_the_cap_are_refused_with_a_message() {
     for e in &busy {
         assert!(e.contains("--max-simulations"), "{e}");
     }
+}
+
+// ---- reliable_http_calls at once -----------------------------------------------------------
+
+/// Settings for the calls-in-flight tests: loopback allowed, at most `max` calls at once, and a
+/// minute for every time, so that a call to `/hold` ends only when the test lets it.
+fn at_once(max: usize) -> Settings {
+    let minute = Duration::from_secs(60);
+    Settings {
+        guard: Guard::new(AllowList::parse(&["127.0.0.1"]).unwrap()),
+        limits: Limits {
+            max_http_calls: max,
+            read_timeout: minute,
+            max_attempt_timeout: minute,
+            max_call_time: minute,
+            ..Limits::default()
+        },
+        ..Settings::default()
+    }
+}
+
+/// The server and `n` sessions of it, as `n` agents over HTTP see it.
+async fn sessions(
+    settings: Settings,
+    n: usize,
+) -> (ReliableServer, Vec<RunningService<RoleClient, ()>>) {
+    let server = ReliableServer::new(settings).unwrap();
+    let mut clients = Vec::new();
+    for _ in 0..n {
+        let s = server.session();
+        let (server_io, client_io) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            if let Ok(running) = s.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        clients.push(().serve(client_io).await.expect("initialize"));
+    }
+    (server, clients)
+}
+
+/// A call to `url` (one attempt, up to a minute) of session `c`, running on its own: whether it
+/// came back as a tool error, and its text; `None` if the client went away first. Aborting the
+/// task drops the request, which sends `notifications/cancelled`.
+fn start_call(
+    c: &RunningService<RoleClient, ()>,
+    url: &str,
+) -> tokio::task::JoinHandle<Option<(bool, String)>> {
+    let peer = c.peer().clone();
+    let a = args(json!({"url": url, "attempts": 1, "timeout": "60s"}));
+    tokio::spawn(async move {
+        let r = peer
+            .call_tool(CallToolRequestParams::new("reliable_http_call").with_arguments(a))
+            .await
+            .ok()?;
+        Some((r.is_error == Some(true), text_of(&r)))
+    })
+}
+
+/// A call of session `c` that must be refused at once: the refusal.
+async fn refused(c: &RunningService<RoleClient, ()>, url: &str) -> String {
+    let (error, text) = tokio::time::timeout(Duration::from_secs(10), start_call(c, url))
+        .await
+        .expect("refused at once, not queued")
+        .unwrap()
+        .expect("an answer");
+    assert!(error, "not refused: {text}");
+    text
+}
+
+/// Waits until `done` holds, looking every 5 ms, for at most 20 s.
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within 20 s: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// How many of `calls` have come back.
+fn finished<T>(calls: &[tokio::task::JoinHandle<T>]) -> usize {
+    calls.iter().filter(|c| c.is_finished()).count()
+}
+
+/// The figure of a refusal's "Retry after N s".
+fn retry_after(e: &str) -> u64 {
+    e.split("Retry after ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no retry-after figure in {e}"))
+}
+
+/// Lets every held call answer, and checks each came back with the answer.
+async fn answered(
+    target: &support::TestServer,
+    calls: Vec<tokio::task::JoinHandle<Option<(bool, String)>>>,
+) {
+    target.release(calls.len());
+    for c in calls {
+        let (error, text) = c.await.unwrap().expect("an answer");
+        assert!(!error && text.contains("released"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn http_calls_over_the_cap_are_refused_at_once_saying_when_to_come_back() {
+    let target = serve("127.0.0.1").await;
+    let hold = target.url("/hold");
+    // 8 at once, a share of 2: four sessions fill the server.
+    let (server, s) = sessions(at_once(8), 5).await;
+    let mut calls = Vec::new();
+    for c in &s[..4] {
+        calls.push(start_call(c, &hold));
+        calls.push(start_call(c, &hold));
+    }
+    until("8 calls hold at the target", || target.holding() == 8).await;
+    assert_eq!(server.http_calls_in_flight(), 8);
+    // The ninth, from a session holding none: refused at once, with the bound, its flag and when
+    // to come back (the soonest call's start plus --max-call-time), and nothing sent.
+    let e = refused(&s[4], &hold).await;
+    assert!(
+        e.starts_with(
+            "refused, nothing sent: all 8 reliable_http_calls this server runs at once are in \
+             flight (--max-http-calls 8; this session holds 0 of them). Retry after "
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains("reaches the per-call time ceiling (--max-call-time 60 s)"),
+        "{e}"
+    );
+    let after = retry_after(&e);
+    assert!((50..=60).contains(&after), "{after} s: {e}");
+    assert_eq!(target.requests(), 8, "the refused call sent nothing");
+    // A third call of a session holding its share: refused, naming the share.
+    let e = refused(&s[0], &hold).await;
+    assert!(
+        e.contains("this session has 2 reliable_http_calls in flight, its share of the 8"),
+        "{e}"
+    );
+    // One call ends: its slot comes free, and the session refused gets it.
+    target.release(1);
+    until("a call ended", || server.http_calls_in_flight() == 7).await;
+    calls.push(start_call(&s[4], &hold));
+    until("the ninth call holds at the target", || {
+        target.holding() == 8
+    })
+    .await;
+    assert_eq!(server.http_calls_in_flight(), 8);
+    answered(&target, calls).await;
+    assert_eq!(server.http_calls_in_flight(), 0);
+}
+
+/// The guard of the per-session share: one session firing as many calls as the server runs holds
+/// only its share, and another session gets a slot at once.
+#[tokio::test]
+async fn one_session_taking_every_slot_it_can_locks_no_other_session_out() {
+    let target = serve("127.0.0.1").await;
+    let hold = target.url("/hold");
+    let (server, s) = sessions(at_once(8), 2).await;
+    let greedy: Vec<_> = (0..8).map(|_| start_call(&s[0], &hold)).collect();
+    until(
+        "each of the 8 calls holds at the target or came back",
+        || target.holding() + finished(&greedy) == 8,
+    )
+    .await;
+    let taken = target.holding();
+    // The other session, holding nothing, gets a slot while the first holds all it could.
+    let other = start_call(&s[1], &hold);
+    until("the other session's call holds or came back", || {
+        target.holding() == taken + 1 || other.is_finished()
+    })
+    .await;
+    if other.is_finished() {
+        let (_, e) = other.await.unwrap().unwrap();
+        panic!("the other session was locked out while the first held {taken} of 8: {e}");
+    }
+    assert_eq!(
+        taken, 2,
+        "the first session holds {taken} of the 8 slots, over its share of 2"
+    );
+    let mut held = vec![other];
+    for c in greedy {
+        if c.is_finished() {
+            let (error, e) = c.await.unwrap().unwrap();
+            assert!(error, "{e}");
+            assert!(
+                e.contains("its share of the 8 this server runs at once"),
+                "{e}"
+            );
+            assert!(e.contains("Retry after"), "{e}");
+        } else {
+            held.push(c);
+        }
+    }
+    assert_eq!(server.http_calls_in_flight(), 3);
+    answered(&target, held).await;
+}
+
+/// The reserve: sessions taking many calls leave the last quarter to sessions with none.
+#[tokio::test]
+async fn the_last_quarter_is_kept_for_sessions_with_no_call_in_flight() {
+    let target = serve("127.0.0.1").await;
+    let hold = target.url("/hold");
+    // The default: 32 at once, a share of 8, 8 kept.
+    let (server, s) = sessions(at_once(32), 9).await;
+    let mut held = Vec::new();
+    // Four sessions try for 9 each, one after the other: three get their share, the fourth 4
+    // (24 slots then hold second or later calls, the most there may be).
+    for (i, (c, gets)) in s[..4].iter().zip([8, 8, 8, 4]).enumerate() {
+        let before = target.holding();
+        let tries: Vec<_> = (0..9).map(|_| start_call(c, &hold)).collect();
+        until("each call holds at the target or came back", || {
+            target.holding() - before + finished(&tries) == 9
+        })
+        .await;
+        assert_eq!(target.holding() - before, gets, "session {i}");
+        for t in tries {
+            if !t.is_finished() {
+                held.push(t);
+                continue;
+            }
+            let (error, e) = t.await.unwrap().unwrap();
+            assert!(error, "{e}");
+            let why = if gets == 8 {
+                "its share of the 32"
+            } else {
+                "28 of the 32 reliable_http_calls this server runs at once are in flight, and the \
+                 other 4 are kept for sessions with no call in flight"
+            };
+            assert!(e.contains(why), "session {i}: {e}");
+        }
+    }
+    // Four sessions holding nothing get one each; then the server is full.
+    for c in &s[4..8] {
+        held.push(start_call(c, &hold));
+    }
+    until("32 calls hold at the target", || target.holding() == 32).await;
+    assert_eq!(server.http_calls_in_flight(), 32);
+    let e = refused(&s[8], &hold).await;
+    assert!(e.contains("all 32 reliable_http_calls"), "{e}");
+    answered(&target, held).await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_or_an_ended_session_gives_its_slot_back_and_sends_nothing_more() {
+    let target = serve("127.0.0.1").await;
+    let hold = target.url("/hold");
+    let (server, mut s) = sessions(at_once(8), 2).await;
+    let first = start_call(&s[0], &hold);
+    let second = start_call(&s[0], &hold);
+    until("2 calls hold at the target", || target.holding() == 2).await;
+    assert!(refused(&s[0], &hold).await.contains("its share of the 8"));
+    // The client cancels one (dropping its request sends notifications/cancelled): the call
+    // stops, its request is hung up on, and its slot is free for the session's next call.
+    let t = std::time::Instant::now();
+    first.abort();
+    until("the cancelled call hung up and gave its slot back", || {
+        target.hung_up() == 1 && server.http_calls_in_flight() == 1
+    })
+    .await;
+    let cancelled = t.elapsed();
+    let third = start_call(&s[0], &hold);
+    until("the next call holds at the target", || {
+        target.holding() == 2
+    })
+    .await;
+    // A session that ends (its client goes away) gives its calls' slots back the same way.
+    let gone = s.pop().unwrap();
+    let _lost = [start_call(&gone, &hold), start_call(&gone, &hold)];
+    until("4 calls hold at the target", || target.holding() == 4).await;
+    let t = std::time::Instant::now();
+    gone.cancel().await.unwrap();
+    until(
+        "the ended session's calls hung up and gave their slots back",
+        || target.hung_up() == 3 && server.http_calls_in_flight() == 2,
+    )
+    .await;
+    // The SDK first waits up to 5 s for the handlers of a closed session to answer, then
+    // cancels them.
+    println!(
+        "slot back {cancelled:.1?} after a cancel, {:.1?} after the session ended",
+        t.elapsed()
+    );
+    assert_eq!(target.requests(), 5, "nothing was sent again");
+    answered(&target, vec![second, third]).await;
+    assert_eq!(server.http_calls_in_flight(), 0);
 }
 
 // ---- outputs fit for a model's context ------------------------------------------------------

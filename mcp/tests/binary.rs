@@ -77,6 +77,16 @@ async fn bad_flags_are_refused_with_a_message() {
             "--max-hedges: 4 is outside 0..=3 (hedges per attempt: the call engine holds at most 4 copies",
         ),
         (&["--max-hedges=-1"][..], "--max-hedges"),
+        (
+            &["--max-http-calls=0"][..],
+            "--max-http-calls: 0 is outside 1..=256 (reliable_http_calls in flight at once",
+        ),
+        (
+            &["--max-http-calls=257"][..],
+            "--max-http-calls: 257 is outside 1..=256",
+        ),
+        (&["--max-http-calls=-1"][..], "--max-http-calls"),
+        (&["--max-http-calls=many"][..], "--max-http-calls"),
     ] {
         // Bounded, and killed when the future is dropped (a timeout, a panic).
         let out = tokio::time::timeout(

@@ -35,6 +35,10 @@ pub struct Limits {
     /// Most hedges per attempt a `policy` argument may ask for (`--max-hedges`, 0 to
     /// [`HARD_MAX_HEDGES`]; 0: no `Hedge` layer is taken).
     pub max_hedges: u32,
+    /// Most `reliable_http_call`s in flight at once, across all sessions (`--max-http-calls`, 1
+    /// to [`HARD_MAX_HTTP_CALLS`]); one session holds at most a quarter of them, and the last
+    /// quarter is kept for sessions with none in flight ([`crate::inflight`]).
+    pub max_http_calls: usize,
 }
 
 /// Attempts per call by default (`--max-attempts`).
@@ -53,11 +57,22 @@ pub const DEFAULT_MAX_HEDGES: u32 = 1;
 /// first copy and three hedges) and does not send a hedge that would not fit, so a ceiling above
 /// 3 would promise hedges that are never sent.
 pub const HARD_MAX_HEDGES: u32 = 3;
+/// `reliable_http_call`s in flight at once by default (`--max-http-calls`). Each holds at most
+/// `1 + max_hedges` requests at a time, each with a socket and a response body of up to
+/// `--max-body`: at the defaults 32 calls are at most 64 sockets and 64 MiB of bodies, a quarter
+/// of the transport's 256 connections. It is also the transport's default session cap, and an
+/// agent's parallel tool calls are a handful: a session's share, a quarter, is 8.
+pub const DEFAULT_MAX_HTTP_CALLS: usize = 32;
+/// The most `--max-http-calls` may be: 256 calls of up to 4 copies (`--max-hedges 3`) are 1,024
+/// requests in flight, the usual limit of open files of a process (`ulimit -n`); past it a
+/// burst would fail on file descriptors, mid-call, instead of being refused with a message.
+pub const HARD_MAX_HTTP_CALLS: usize = 256;
 
 impl Limits {
     /// Checks the limits an operator sets as numbers, naming the flag: attempts in
-    /// 1..=[`HARD_MAX_ATTEMPTS`], hedges in 0..=[`HARD_MAX_HEDGES`]. (Durations are checked where
-    /// the flags are read: a `Duration` is never negative.)
+    /// 1..=[`HARD_MAX_ATTEMPTS`], hedges in 0..=[`HARD_MAX_HEDGES`], calls in flight in
+    /// 1..=[`HARD_MAX_HTTP_CALLS`]. (Durations are checked where the flags are read: a `Duration`
+    /// is never negative.)
     pub fn check(&self) -> Result<(), String> {
         if !(1..=HARD_MAX_ATTEMPTS).contains(&self.max_attempts) {
             return Err(format!(
@@ -71,6 +86,15 @@ impl Limits {
                 "--max-hedges: {} is outside 0..={HARD_MAX_HEDGES} (hedges per attempt: the call \
                  engine holds at most {} copies of an attempt, a first copy and {HARD_MAX_HEDGES} hedges)",
                 self.max_hedges,
+                HARD_MAX_HEDGES + 1
+            ));
+        }
+        if !(1..=HARD_MAX_HTTP_CALLS).contains(&self.max_http_calls) {
+            return Err(format!(
+                "--max-http-calls: {} is outside 1..={HARD_MAX_HTTP_CALLS} (reliable_http_calls in \
+                 flight at once across all sessions, a quarter of them per session; {HARD_MAX_HTTP_CALLS} \
+                 calls of up to {} copies each are as many sockets as a process usually may open)",
+                self.max_http_calls,
                 HARD_MAX_HEDGES + 1
             ));
         }
@@ -96,6 +120,7 @@ impl Default for Limits {
             max_redirects: MAX_REDIRECTS,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_hedges: DEFAULT_MAX_HEDGES,
+            max_http_calls: DEFAULT_MAX_HTTP_CALLS,
         }
     }
 }
@@ -218,5 +243,32 @@ mod tests {
                 .unwrap_err()
                 .contains("at most 4 copies of an attempt, a first copy and 3 hedges")
         );
+    }
+
+    /// Calls in flight: 1 to 256 taken, the default 32; outside refused naming the flag.
+    #[test]
+    fn calls_in_flight_are_checked_naming_the_flag() {
+        let with = |max_http_calls| {
+            Limits {
+                max_http_calls,
+                ..Limits::default()
+            }
+            .check()
+        };
+        assert_eq!(Limits::default().max_http_calls, 32);
+        for ok in [1, 2, 32, 256] {
+            assert_eq!(with(ok), Ok(()), "{ok}");
+        }
+        for (n, starts) in [
+            (0, "--max-http-calls: 0 is outside 1..=256 ("),
+            (257, "--max-http-calls: 257 is outside 1..=256 ("),
+            (
+                usize::MAX,
+                "--max-http-calls: 18446744073709551615 is outside 1..=256 (",
+            ),
+        ] {
+            let e = with(n).unwrap_err();
+            assert!(e.starts_with(starts), "{n}: {e}");
+        }
     }
 }

@@ -26,7 +26,7 @@ pub mod resolver;
 pub use addr::{Class, classify};
 pub use body::{BodyError, read_capped};
 pub use client::{
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_HEDGES, HARD_MAX_ATTEMPTS, HARD_MAX_HEDGES, Limits,
-    build_client,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_HEDGES, DEFAULT_MAX_HTTP_CALLS, HARD_MAX_ATTEMPTS,
+    HARD_MAX_HEDGES, HARD_MAX_HTTP_CALLS, Limits, build_client,
 };
 pub use guard::{AllowList, Guard, Refusal};

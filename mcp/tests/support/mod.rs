@@ -18,7 +18,29 @@ pub struct TestServer {
     pub addr: SocketAddr,
     connections: Arc<AtomicUsize>,
     requests: Arc<AtomicUsize>,
+    held: Held,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// The requests to `/hold`: waiting until the test releases them, or hung up on by the client.
+#[derive(Clone)]
+struct Held {
+    /// One permit per request the test lets answer.
+    release: Arc<tokio::sync::Semaphore>,
+    /// Requests waiting now.
+    waiting: Arc<AtomicUsize>,
+    /// Requests whose client closed the connection while they waited.
+    hung_up: Arc<AtomicUsize>,
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Held {
+            release: Arc::new(tokio::sync::Semaphore::new(0)),
+            waiting: Arc::default(),
+            hung_up: Arc::default(),
+        }
+    }
 }
 
 impl TestServer {
@@ -30,6 +52,21 @@ impl TestServer {
     /// Requests read so far.
     pub fn requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Requests to `/hold` waiting for an answer now.
+    pub fn holding(&self) -> usize {
+        self.held.waiting.load(Ordering::SeqCst)
+    }
+
+    /// Requests to `/hold` whose client closed the connection before they were answered.
+    pub fn hung_up(&self) -> usize {
+        self.held.hung_up.load(Ordering::SeqCst)
+    }
+
+    /// Lets `n` requests to `/hold` (waiting now or to come) answer 200.
+    pub fn release(&self, n: usize) {
+        self.held.release.add_permits(n);
     }
 
     /// `http://ADDR{path}`.
@@ -56,13 +93,14 @@ pub async fn serve(ip: &str) -> TestServer {
     );
     let connections = Arc::new(AtomicUsize::new(0));
     let requests = Arc::new(AtomicUsize::new(0));
-    let (c, r) = (connections.clone(), requests.clone());
+    let held = Held::default();
+    let (c, r, h) = (connections.clone(), requests.clone(), held.clone());
     let task = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             c.fetch_add(1, Ordering::SeqCst);
-            let r = r.clone();
+            let (r, h) = (r.clone(), h.clone());
             tokio::spawn(async move {
-                let _ = handle(stream, r).await;
+                let _ = handle(stream, r, h).await;
             });
         }
     });
@@ -70,6 +108,7 @@ pub async fn serve(ip: &str) -> TestServer {
         addr,
         connections,
         requests,
+        held,
         task,
     }
 }
@@ -114,8 +153,10 @@ fn query(path: &str, key: &str) -> Option<String> {
 /// - `/big`: declares a 2 MiB body and sends 64 KiB of it;
 /// - `/endless`: a body without a length that never ends;
 /// - `/trickle`: one byte every 100 ms, forever;
-/// - `/hang`: reads the request and never answers.
-async fn handle(mut s: TcpStream, requests: Arc<AtomicUsize>) -> std::io::Result<()> {
+/// - `/hang`: reads the request and never answers;
+/// - `/hold`: waits until the test releases it ([`TestServer::release`]), then 200 "released";
+///   a client that closes the connection first is counted ([`TestServer::hung_up`]).
+async fn handle(mut s: TcpStream, requests: Arc<AtomicUsize>, held: Held) -> std::io::Result<()> {
     while let Some((line, headers)) = read_head(&mut s).await? {
         requests.fetch_add(1, Ordering::SeqCst);
         let path = line.split(' ').nth(1).unwrap_or("/").to_string();
@@ -212,6 +253,24 @@ async fn handle(mut s: TcpStream, requests: Arc<AtomicUsize>) -> std::io::Result
                     s.write_all(b"z").await?;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
+            }
+            "/hold" => {
+                held.waiting.fetch_add(1, Ordering::SeqCst);
+                let mut byte = [0u8; 1];
+                let released = tokio::select! {
+                    permit = held.release.acquire() => {
+                        permit.expect("never closed").forget();
+                        true
+                    }
+                    // The client sends nothing more: a read ends only when it hangs up.
+                    _ = s.read(&mut byte) => false,
+                };
+                held.waiting.fetch_sub(1, Ordering::SeqCst);
+                if !released {
+                    held.hung_up.fetch_add(1, Ordering::SeqCst);
+                    return Ok(());
+                }
+                respond(&mut s, "200 OK", &[], b"released").await?;
             }
             "/hang" => {
                 tokio::time::sleep(Duration::from_secs(30)).await;

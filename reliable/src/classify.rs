@@ -109,12 +109,13 @@ impl Classify for std::io::Error {
 
 impl Classify for Box<dyn std::error::Error + Send + Sync> {
     fn classify(&self) -> ErrorClass {
-        classify_dyn(self.as_ref())
+        boxed_class(self.as_ref())
     }
 }
 
-/// A type-erased error by the rule of the known type inside it, else Transient.
-fn classify_dyn(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
+/// A type-erased error by the rule of the known type inside it, else Transient: the one rule for
+/// a boxed error, which the tower layers' default classification reads too.
+pub(crate) fn boxed_class(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
     if let Some(io) = e.downcast_ref::<std::io::Error>() {
         return io.classify();
     }
@@ -131,7 +132,7 @@ fn classify_dyn(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
 #[cfg(feature = "anyhow")]
 impl Classify for anyhow::Error {
     fn classify(&self) -> ErrorClass {
-        classify_dyn(self.as_ref())
+        boxed_class(self.as_ref())
     }
 }
 

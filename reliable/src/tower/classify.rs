@@ -22,7 +22,10 @@ pub trait ClassifyResponse<Res>: Clone + Send + Sync + 'static {
     /// The class of an error. The default knows the layers' own errors ([`TimedOut`]: timeout;
     /// [`Open`], [`Throttled`], [`ProbeDenied`], [`OverLimit`] and [`OverRate`]: refused locally, with the
     /// breaker's or the rate limiter's `retry_after`; a retry layer's [`GaveUp`]: its last
-    /// attempt's class) and calls every other error transient.
+    /// attempt's class) and reads every other error as [`Classify`](crate::Classify) does
+    /// for a boxed error (an `io::Error`, an [`HttpError`](crate::http::HttpError) or, with the
+    /// feature, a `reqwest::Error` inside by its own rule; anything else transient), so an
+    /// error means the same behind a tower layer as through `Reliable::call`.
     fn error(&self, e: &BoxError) -> ErrorClass {
         error_class(e)
     }
@@ -48,7 +51,7 @@ pub fn error_class(e: &BoxError) -> ErrorClass {
     } else if let Some(limited) = local_limit(e) {
         limited
     } else {
-        ErrorClass::Transient
+        crate::classify::boxed_class(e.as_ref())
     }
 }
 
@@ -262,6 +265,32 @@ mod tests {
         );
         let e: BoxError = "boom".into();
         assert_eq!(error_class(&e), ErrorClass::Transient);
+    }
+
+    #[test]
+    fn other_errors_mean_what_they_mean_to_reliable_call() {
+        use crate::Classify;
+        use std::io::{Error, ErrorKind};
+        for kind in [
+            ErrorKind::TimedOut,
+            ErrorKind::NotFound,
+            ErrorKind::ConnectionRefused,
+            ErrorKind::InvalidInput,
+        ] {
+            let e: BoxError = Box::new(Error::from(kind));
+            assert_eq!(error_class(&e), Error::from(kind).classify(), "{kind:?}");
+        }
+        let e: BoxError = Box::new(Error::from(ErrorKind::TimedOut));
+        assert_eq!(error_class(&e), ErrorClass::Timeout);
+        let e: BoxError = Box::new(Error::from(ErrorKind::NotFound));
+        assert_eq!(error_class(&e), ErrorClass::Fatal);
+        let none: &[(&str, &str)] = &[];
+        let e: BoxError = Box::new(crate::http::HttpError::new(
+            400,
+            none,
+            std::time::SystemTime::UNIX_EPOCH,
+        ));
+        assert_eq!(error_class(&e), ErrorClass::Fatal);
     }
 
     #[test]

@@ -194,33 +194,14 @@ fn refusal(by: Refuser) -> NotSent {
     }
 }
 
-/// Why the simulator's layers cannot express a sequence, or `None`: the format's fields its
-/// policy format has no layer or no placement for (a gate inside the retry admits each copy of a
-/// hedged attempt in the other faces; outside it, it judges the call once everywhere).
+/// Why the simulator cannot run a sequence, or `None`: a physical reason only (its stack is
+/// the core's engine, which runs every policy the format writes).
 pub fn skips(s: &Sequence) -> Option<String> {
     let p = &s.policy;
-    let hedged = p.hedge.is_some();
-    [
-        (
-            hedged && p.inside_retry("rate_limit"),
-            "rate_limit with hedge: a Hedge sends copies of a Call, so a RateLimit counts the \
-             hedged call once, not each copy",
-        ),
-        (
-            hedged && p.inside_retry("limit"),
-            "limit with hedge: a Hedge sends copies of a Call, so a Limit admits the hedged call \
-             once, not each copy",
-        ),
-        (
-            hedged && p.inside_retry("breaker"),
-            "hedge with breaker: a Hedge sends copies of a Call, so its hedges do not pass the \
-             breaker",
-        ),
-        (
-            p.uninterruptible,
-            "uninterruptible: a simulated Call always ends at its timer",
-        ),
-    ]
+    [(
+        p.uninterruptible,
+        "uninterruptible: a simulated Call always ends at its timer",
+    )]
     .into_iter()
     .find_map(|(set, why)| set.then(|| why.to_string()))
 }

@@ -103,7 +103,7 @@ fn engine() {
 
 #[test]
 fn simulator() {
-    check(ALL[3]);
+    assert_eq!(check(ALL[3]), 57);
 }
 
 #[test]

@@ -395,6 +395,21 @@ impl RetryPolicy {
         self.decide(state, class, now, budget, || rng.next_u64())
     }
 
+    /// [`on_failure`](Self::on_failure) drawing a uniform sample for the backoff's jitter from
+    /// `sample`, called only when the decision needs one (a retry after a jittered backoff): a
+    /// caller whose samples come from a stream shared with other decisions draws no more than
+    /// the retry uses.
+    pub fn on_failure_drawing<B: Budget + ?Sized>(
+        &self,
+        state: &mut RetryState,
+        class: ErrorClass,
+        now: Instant,
+        budget: &mut B,
+        sample: impl FnOnce() -> u64,
+    ) -> RetryDecision {
+        self.decide(state, class, now, budget, sample)
+    }
+
     /// [`on_failure`](Self::on_failure) with a given uniform sample for the backoff's jitter.
     pub fn on_failure_with<B: Budget + ?Sized>(
         &self,

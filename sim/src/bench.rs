@@ -153,7 +153,7 @@ pub fn bench(text: &str) -> Result<BenchReport, String> {
         report.peak_requests = report.peak_requests.max(out.peak_requests);
         report.bytes_per_request = report
             .bytes_per_request
-            .max(bytes_per_request(c.stacks[p].frames));
+            .max(bytes_per_request(&c.stacks[p]));
     }
     report.peak_rss = peak_rss();
     Ok(report)

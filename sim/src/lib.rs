@@ -35,7 +35,8 @@
 //! - `model`, `workload` (private): downstreams (queueing server, contended register, scripted),
 //!   faults, and open-loop, closed-loop and job-set clients.
 //! - `client` (private): the compiled stacks and the per-client or shared state of each layer; every
-//!   decision is the core's.
+//!   decision is the core's. A chain of layers the core's call engine runs is one
+//!   [`reliable_core::engine`] call per request, which the world drives as its I/O.
 //! - [`metrics`]: what is measured, the exact definitions, the typed per-run summary
 //!   ([`metrics::PolicySummary`], [`metrics::Verdict`] ordered by severity) and how each of its
 //!   figures is averaged over seeds ([`metrics::Mean`]).
@@ -80,7 +81,9 @@
 //!    bytes), add a `NodeKind` variant and its `served_by` label.
 //! 3. `client/`: its per-client or shared state, if any, cloned from a prototype built at compile
 //!    time (so `World::new` cannot fail).
-//! 4. `run/world/stack.rs`: what invoking the node does, and what it does with an answer going up
+//! 4. A layer the core's call engine runs: the engine's `Shared` state in `run/world/call.rs`, and
+//!    the chain's conditions in `client/stack.rs` (`runs_in_engine`); any other:
+//!    `run/world/stack.rs`, what invoking the node does, and what it does with an answer going up
 //!    (one arm each).
 //! 5. `run/admission.rs`: what it adds to attempts, events and memory per request.
 //! 6. `metrics/`: any new count, with its definition in the module docs; `report/` renders it.

@@ -326,7 +326,10 @@ pub enum SampleFor {
 
 /// The state a call draws from, shared with other calls: each stateful layer of the stack, or
 /// none (the default methods: no such layer). A face stores them as it needs (behind locks for
-/// threads, in cells on one core) and hands each to the closure, which never calls back.
+/// threads, in cells on one core) and hands each to the closure. Three closures call back, so
+/// what they reach must be stored apart from what they hold: the budget's and the throttle's
+/// draw a [`sample`](Self::sample) (the budget's only when a jittered backoff needs one), and
+/// the hedger's asks the [`ledger`](Self::ledger) for a hedge's draw.
 pub trait Shared {
     /// Asks the breaker at `now`; `None`: no breaker.
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
@@ -374,7 +377,7 @@ pub trait Shared {
         let _ = f;
         None
     }
-    /// A uniform random `u64` for `what`.
+    /// A uniform random `u64` for `what`, drawn only when the decision uses it.
     fn sample(&self, what: SampleFor) -> u64 {
         let _ = what;
         0
@@ -585,7 +588,9 @@ struct Holdings {
     throttle: bool,
 }
 
-/// The actions one input may queue at most: a cancel per copy, a send and the end.
+/// The actions a call may hold unpolled by default: enough for a call of up to 12 copies (one
+/// input queues a cancel per copy, a send and the end at most; a call of `C` copies needs
+/// `C + 4` with room to spare, [`CallState`]'s `Q`).
 const QUEUE: usize = 16;
 
 /// An [`Action`] waiting to be polled, in as few bytes as it can be: a call keeps
@@ -614,10 +619,10 @@ enum Queued {
 /// simulator's event queue) keeps a [`CallState`] instead and hands it the plan and the
 /// shared state at each step.
 #[derive(Debug)]
-pub struct Call<'a, S: ?Sized, const C: usize = 4> {
+pub struct Call<'a, S: ?Sized, const C: usize = 4, const Q: usize = QUEUE> {
     plan: &'a Plan,
     shared: &'a S,
-    st: CallState<C>,
+    st: CallState<C, Q>,
 }
 
 /// One call in progress, without its plan and shared state: a [`Call`] that owns nothing
@@ -626,8 +631,14 @@ pub struct Call<'a, S: ?Sized, const C: usize = 4> {
 /// Every step takes the plan and the shared state the call was started with. Handing another
 /// is a logic error the call cannot see: it decides with what it is given (nothing unsafe
 /// follows, but the decisions are no longer those of one policy).
+///
+/// `C` is the copies an attempt may have at once (1 to 12: a first copy and its hedges), `Q`
+/// the actions it holds until polled: at least `C + 4` (what one input may queue, with room to
+/// spare), 16 by default. Each is checked when the call starts, at compile time. A face that
+/// keeps many calls at once (a simulator's every request in flight) takes the least, `C + 4`:
+/// each queued action is 16 bytes.
 #[derive(Debug)]
-pub struct CallState<const C: usize = 4> {
+pub struct CallState<const C: usize = 4, const Q: usize = QUEUE> {
     phase: Phase,
     retry: RetryState,
     copies: Vec<Sent, C>,
@@ -639,20 +650,20 @@ pub struct CallState<const C: usize = 4> {
     call_held: Holdings,
     attempts: u32,
     last: Option<(u32, Option<ErrorClass>)>,
-    out: Deque<Queued, QUEUE>,
+    out: Deque<Queued, Q>,
     /// How the call ended, once it has ([`Queued::Done`] stands for it in the queue).
     end: Option<End>,
 }
 
 /// A call's state with its plan and shared state, for the length of one step: where every
 /// decision is taken, for [`Call`] and [`CallState`] alike.
-struct Deciding<'a, 'b, S: ?Sized, const C: usize> {
+struct Deciding<'a, 'b, S: ?Sized, const C: usize, const Q: usize> {
     plan: &'a Plan,
     shared: &'a S,
-    st: &'b mut CallState<C>,
+    st: &'b mut CallState<C, Q>,
 }
 
-impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
+impl<'a, S: Shared + ?Sized, const C: usize, const Q: usize> Call<'a, S, C, Q> {
     /// Starts a call at `now`: its first attempt is admitted (or refused) at once; poll for what
     /// to do.
     pub fn start(plan: &'a Plan, shared: &'a S, now: Instant) -> Self {
@@ -708,15 +719,18 @@ impl<'a, S: Shared + ?Sized, const C: usize> Call<'a, S, C> {
     }
 
     /// The call's state without its borrows, to keep and step with [`CallState::handle`].
-    pub fn into_state(self) -> CallState<C> {
+    pub fn into_state(self) -> CallState<C, Q> {
         self.st
     }
 }
 
-impl<const C: usize> CallState<C> {
+impl<const C: usize, const Q: usize> CallState<C, Q> {
     /// [`Call::start`], keeping only the state.
     pub fn start<S: Shared + ?Sized>(plan: &Plan, shared: &S, now: Instant) -> Self {
-        const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
+        const {
+            assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once");
+            assert!(Q >= C + 4, "a call of C copies queues up to C + 4 actions");
+        };
         let mut st = CallState {
             phase: Phase::Done,
             retry: plan.retry.start(now, &mut crate::budget::Unlimited),
@@ -745,7 +759,10 @@ impl<const C: usize> CallState<C> {
         started: Instant,
         permit: Option<Permit>,
     ) -> Self {
-        const { assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once") };
+        const {
+            assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once");
+            assert!(Q >= C + 4, "a call of C copies queues up to C + 4 actions");
+        };
         let retry = shared.budget(|b| plan.retry.start(started, b));
         let deadline = plan.retry.attempt_deadline(&retry, started);
         let attempt_deadline = (deadline != Instant::MAX).then_some(deadline);
@@ -843,7 +860,7 @@ impl<const C: usize> CallState<C> {
     }
 }
 
-impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
+impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, Q> {
     /// The start of [`CallState::start`], once the state is made.
     fn begin(&mut self, now: Instant) {
         let (plan, shared) = (self.plan, self.shared);
@@ -1129,11 +1146,12 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
         }
         let retry_after = refusal.retry_after();
         let class = ErrorClass::Refused { retry_after };
-        let sample = self.shared.sample(SampleFor::Backoff);
+        let shared = self.shared;
         let state = &mut self.st.retry;
-        let decision = self
-            .shared
-            .budget(|b| plan.retry.on_failure_with(state, class, now, b, sample));
+        let decision = shared.budget(|b| {
+            plan.retry
+                .on_failure_drawing(state, class, now, b, || shared.sample(SampleFor::Backoff))
+        });
         let RetryDecision::RetryAt(at) = decision else {
             return false;
         };
@@ -1277,11 +1295,12 @@ impl<S: Shared + ?Sized, const C: usize> Deciding<'_, '_, S, C> {
             self.shared
                 .throttle(|t| t.record(now, class.consequences().accepted));
         }
-        let sample = self.shared.sample(SampleFor::Backoff);
+        let shared = self.shared;
         let state = &mut self.st.retry;
-        let decision = self
-            .shared
-            .budget(|b| plan.retry.on_failure_with(state, class, now, b, sample));
+        let decision = shared.budget(|b| {
+            plan.retry
+                .on_failure_drawing(state, class, now, b, || shared.sample(SampleFor::Backoff))
+        });
         if self.shared.ledger(|_| ()).is_some() {
             match decision {
                 RetryDecision::RetryAt(_) => self.note(Note::Ledger {

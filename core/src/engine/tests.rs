@@ -93,6 +93,9 @@ fn a_call_state_stays_small() {
     assert!(one <= 640, "a one-copy call's state is {one} bytes");
     let four = size_of::<CallState<4>>();
     assert!(four <= 900, "a four-copy call's state is {four} bytes");
+    // The least queue a one-copy call may have (`C + 4`) saves 11 actions of 16 bytes.
+    let least = size_of::<CallState<1, 5>>();
+    assert!(least <= one - 11 * 16, "{least} against {one}");
 }
 
 #[test]
@@ -556,4 +559,92 @@ mod stack {
         ));
         assert_eq!(Nesting::of_route(&twice), Err(Twice(Gate::Breaker)));
     }
+}
+
+/// Drives calls of `C` copies with a queue of `Q` actions through random inputs (answers of live
+/// copies, copies dropped, the time passing to every deadline and hedge, the caller cancelling),
+/// polling after every input as a face does: the queue never fills, so no action is ever lost.
+fn queue_never_fills<const C: usize, const Q: usize>() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64 ^ (C as u64);
+    let mut next = move |n: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n.max(1)
+    };
+    let hedge = HedgePolicy::new(HedgeConfig {
+        delay: HedgeDelay::Fixed(Duration::from_millis(1)),
+        max_hedges: (C as u32 - 1).max(1),
+    })
+    .unwrap();
+    let plan = Plan::new(retry(5, Some(300)))
+        .idempotency(Idempotency::Idempotent)
+        .copy_timeout(Some(Duration::from_millis(100)));
+    let mut most = 0;
+    for _ in 0..200 {
+        let parts = Parts {
+            breaker: Some(RefCell::new(
+                CircuitBreaker::with_storage(
+                    BreakerPolicy::new(BreakerConfig {
+                        consecutive_failures: Some(3),
+                        ..BreakerConfig::default()
+                    })
+                    .unwrap(),
+                )
+                .unwrap(),
+            )),
+            hedger: (C > 1).then(|| RefCell::new(Hedger::new(hedge))),
+            limiter: Some(RefCell::new(Limiter::new(
+                crate::limit::LimiterPolicy::new(LimiterConfig::aimd()).unwrap(),
+            ))),
+            ..Parts::default()
+        };
+        let mut now = next(1_000);
+        let mut st: CallState<C, Q> = CallState::start(&plan, &parts, t(now));
+        let mut live: std::vec::Vec<u32> = std::vec::Vec::new();
+        for _ in 0..60 {
+            most = most.max(st.queued());
+            assert!(st.queued() < Q, "{} of {Q} actions queued", st.queued());
+            while let Some(a) = st.poll() {
+                match a {
+                    Action::Send { n, .. } => live.push(n),
+                    Action::Cancel { n, .. } => live.retain(|&c| c != n),
+                    Action::Done(_) => live.clear(),
+                }
+            }
+            if st.is_done() {
+                break;
+            }
+            let input = match next(10) {
+                0..=4 if !live.is_empty() => {
+                    let n = live.remove(next(live.len() as u64) as usize);
+                    let answer = [OK, E500, Answer::Timeout][next(3) as usize];
+                    Input::Answer { n, answer }
+                }
+                5 if !live.is_empty() => Input::Dropped {
+                    n: live.remove(next(live.len() as u64) as usize),
+                },
+                6 if next(20) == 0 => Input::Cancel,
+                _ => {
+                    now = st
+                        .poll_timeout(&parts)
+                        .map_or(now + next(200), |at| at.as_nanos() / 1_000_000 + next(2));
+                    Input::Tick
+                }
+            };
+            st.handle(&plan, &parts, t(now), input);
+        }
+    }
+    assert!(
+        most >= C,
+        "the drive never queued a cancel per copy ({most})"
+    );
+}
+
+#[test]
+fn the_least_queue_of_actions_never_fills() {
+    queue_never_fills::<1, 5>();
+    queue_never_fills::<2, 6>();
+    queue_never_fills::<4, 8>();
+    queue_never_fills::<9, 13>();
 }

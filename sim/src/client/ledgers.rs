@@ -70,19 +70,6 @@ impl LedgerSlot {
     pub fn counts(&self) -> ([u64; 3], [u64; 3]) {
         with!(self, l => (Extra::ALL.map(|k| l.drawn(k)), Extra::ALL.map(|k| l.denied(k))))
     }
-
-    /// Hedges a hedger may draw with: see [`reliable_core::hedge::Hedger::try_hedge_from`].
-    pub fn try_hedge(
-        &mut self,
-        hedger: &reliable_core::hedge::Hedger,
-        call: &mut reliable_core::hedge::HedgedCall,
-        now: Instant,
-    ) -> Result<Draw, reliable_core::hedge::NoHedge> {
-        match self {
-            LedgerSlot::Small(l) => hedger.try_hedge_from(call, now, l),
-            LedgerSlot::Large(l) => hedger.try_hedge_from(call, now, &mut **l),
-        }
-    }
 }
 
 /// A retry layer's budget when it sits inside a ledger: its retries are drawn as

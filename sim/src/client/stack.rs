@@ -21,8 +21,8 @@ use crate::scenario::{Checker, Layer, Path, ScenarioError, Scope};
 /// Deepest nesting of layers.
 const MAX_DEPTH: usize = 64;
 
-/// Most hedges a `Hedge` layer may send per call (each copy in flight holds a slot in every
-/// request's frame of copies).
+/// Most hedges a `Hedge` layer may send per call (a hedged call keeps room for every copy it
+/// may have in flight).
 pub const MAX_HEDGES: u32 = 8;
 
 /// What encloses a layer being compiled.
@@ -32,6 +32,8 @@ struct Within {
     ledger: Option<u16>,
     /// Whether a retry layer encloses it.
     retry: bool,
+    /// Whether it is inside a [`Chain`] (the core's call engine runs it).
+    chain: bool,
 }
 
 /// What [`CompiledStack::add`] needs besides the layer.
@@ -68,6 +70,53 @@ pub const FLEET_BREAKER_ONLY: &str = "the simulator models a Fleet scope on a Br
 /// "No node".
 pub const NONE: u16 = u16::MAX;
 
+/// `layer` with an `Llm` directly around its innermost `Call` read as that `Call`: the LLM layer
+/// is the chain's I/O (what a copy's send reserves, what its answer means), not a decision of
+/// the engine's.
+fn llm_as_call(layer: &Layer) -> Layer {
+    let mut out = layer.clone();
+    let mut at = &mut out;
+    loop {
+        if let Layer::Llm { inner, .. } = at
+            && matches!(**inner, Layer::Call { .. })
+        {
+            let call = (**inner).clone();
+            *at = call;
+            return out;
+        }
+        match at.inner_mut() {
+            [one] => at = one,
+            _ => return out,
+        }
+    }
+}
+
+/// Whether the core's call engine runs `layer` and the layers inside it as one [`Chain`]: they
+/// are a chain it runs ([`reliable_core::engine::Stack::from_layer`]: no `Fallback`, no `Fleet`
+/// scope, no breaker per host, an `Llm` only directly around the `Call`), with more than a bare
+/// `Call`, and the ledger's and throttle's windows fit the state the engine shares (10 and 12
+/// slots).
+pub(crate) fn runs_in_engine(layer: &Layer) -> bool {
+    if matches!(
+        layer,
+        Layer::Call { .. } | Layer::Fallback(_) | Layer::Llm { .. }
+    ) {
+        return false;
+    }
+    let Ok(stack) = reliable_core::engine::Stack::from_layer(&llm_as_call(layer)) else {
+        return false;
+    };
+    let ledger_fits = stack
+        .ledger
+        .is_none_or(|(config, _)| matches!(LedgerSlot::new(config), Ok(LedgerSlot::Small(_))));
+    let throttle_fits = stack.throttle.is_none_or(|(config, _)| {
+        ThrottlePolicy::new(config)
+            .and_then(ThrottleSlot::new)
+            .is_ok_and(|t| matches!(t, ThrottleSlot::Small(_)))
+    });
+    ledger_fits && throttle_fits
+}
+
 /// One compiled layer.
 #[derive(Clone, Debug)]
 pub struct Node {
@@ -79,6 +128,52 @@ pub struct Node {
     pub frame: u16,
     /// The layer path of answers produced here.
     pub served_by: String,
+    /// On the top layer of a [`Chain`] and on its `Call`: the chain's index in
+    /// [`CompiledStack::chains`]; [`NONE`] elsewhere.
+    pub chain: u16,
+}
+
+/// Layers the core's call engine runs as one ([`reliable_core::engine`]): a chain of `Ledger`,
+/// `Retry` and the gates (`Throttle`, `Breaker`, `Limit`, `RateLimit`), each at most once, then
+/// an optional `Hedge`, down to a `Call` (or an `Llm` directly around it). Every such chain of a stack is run by the engine, a
+/// `CallState` per logical request; the world only sends its copies, keeps their timers and
+/// hands their answers back. The layers the engine does not run (a `Fallback`, an `Llm` anywhere
+/// but around the `Call`, a `Fleet` scope, a breaker per host, a window larger than the engine's
+/// shared state holds) stay nodes of their own, and a chain may sit inside them.
+#[derive(Clone, Debug)]
+pub struct Chain {
+    /// Its index in [`CompiledStack::chains`].
+    pub index: u16,
+    /// Its outermost layer: the chain starts when this node is invoked, and its answer goes up
+    /// from here.
+    pub top: u16,
+    /// Its `Call` node.
+    pub call: u16,
+    /// What the policy says about the whole call.
+    pub plan: reliable_core::engine::Plan,
+    /// The chain's layers that keep state, by node ([`NONE`]: none): the breaker, the retry (its
+    /// budget), the throttle, the hedge, the limit and the rate limit.
+    pub breaker: u16,
+    /// See [`Chain::breaker`].
+    pub retry: u16,
+    /// See [`Chain::breaker`].
+    pub throttle: u16,
+    /// The slot of the ledger, its own or the one enclosing it (which its breaker's probes,
+    /// its hedges and its retries draw from).
+    pub ledger: Option<u16>,
+    /// Whether the ledger is the chain's own (each call deposits in it).
+    pub own_ledger: bool,
+    /// See [`Chain::breaker`].
+    pub hedge: u16,
+    /// See [`Chain::breaker`].
+    pub limit: u16,
+    /// See [`Chain::breaker`].
+    pub rate: u16,
+    /// The `Llm` layer directly around the `Call`, if any: the world's I/O of each copy (its
+    /// spend reservation, the provider's signals), run as the `Llm` node runs outside a chain.
+    pub llm: u16,
+    /// Copies its call may have out at once: 1, or 1 + its hedge's `max_hedges`.
+    pub copies: u32,
 }
 
 /// A compiled layer.
@@ -154,19 +249,12 @@ pub enum NodeKind {
         /// A fresh hedger (no latency recorded) for the validated policy; each client (or the
         /// shared scope) starts from a copy.
         hedger: reliable_core::hedge::Hedger,
-        /// Whether the call is marked idempotent.
-        idempotent: bool,
         /// Per client or shared latency estimate.
         scope: Scope,
         /// The hedged `Call` node.
         inner: u16,
         /// Index among the stack's hedgers.
         slot: u16,
-        /// The enclosing ledger's slot, which hedges draw from.
-        ledger: Option<u16>,
-        /// Offset of this layer's copies in a request's copies (see [`CompiledStack::copies`]);
-        /// it has `max_hedges + 1`.
-        copies: u16,
     },
     /// A ledger of extra attempts.
     Ledger {
@@ -258,11 +346,11 @@ pub struct CompiledStack {
     pub limits: Vec<u16>,
     /// The rate-limit nodes, in stack order.
     pub rate_limits: Vec<u16>,
-    /// Hedge copies each logical request may have in flight: `max_hedges + 1` per hedge node.
-    pub copies: usize,
     /// Per downstream, the root nodes of its handler's calls, in order (empty for a downstream
     /// that is not a service). The handlers' nodes follow the policy's own in `nodes`.
     pub handlers: Vec<Vec<u16>>,
+    /// The chains the core's call engine runs, in stack order.
+    pub chains: Vec<Chain>,
 }
 
 impl CompiledStack {
@@ -289,8 +377,8 @@ impl CompiledStack {
             ledgers: Vec::new(),
             limits: Vec::new(),
             rate_limits: Vec::new(),
-            copies: 0,
             handlers: Vec::new(),
+            chains: Vec::new(),
         };
         let cx = Cx {
             ds_index,
@@ -372,6 +460,7 @@ impl CompiledStack {
             parent,
             frame: NONE,
             served_by: String::new(),
+            chain: NONE,
         });
         // A breaker per host goes around the one call whose balancer picks the host.
         if let Some((field, _)) = layer.scope_fields().find(|(_, s)| *s == Scope::PerHost)
@@ -416,6 +505,11 @@ impl CompiledStack {
                 store = cx.c.store(fleet.store.as_str(), &sp.field("store"))?;
             }
         }
+        let top = !within.chain && runs_in_engine(layer);
+        let within = Within {
+            chain: within.chain || top,
+            ..within
+        };
         let kind = match layer {
             Layer::Call {
                 downstream,
@@ -459,7 +553,10 @@ impl CompiledStack {
                 if store != NONE {
                     self.per_client(*scope, crate::client::fleet::FleetClient::BYTES);
                 }
-                self.nodes[id as usize].frame = self.next_frame();
+                // A chain's state is its engine call's, kept apart: no frame.
+                if !within.chain {
+                    self.nodes[id as usize].frame = self.next_frame();
+                }
                 let slot = self.breakers.len() as u16;
                 self.breakers.push(id);
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
@@ -509,7 +606,10 @@ impl CompiledStack {
                     }
                     None => BudgetSlot::unlimited(),
                 };
-                self.nodes[id as usize].frame = self.next_frame();
+                // A chain's state is its engine call's, kept apart: no frame.
+                if !within.chain {
+                    self.nodes[id as usize].frame = self.next_frame();
+                }
                 let slot = self.retries.len() as u16;
                 self.retries.push(id);
                 let inner_within = Within {
@@ -594,7 +694,7 @@ impl CompiledStack {
             }
             Layer::Hedge {
                 config,
-                idempotent,
+                idempotent: _,
                 scope,
                 inner,
             } => {
@@ -617,20 +717,18 @@ impl CompiledStack {
                 }
                 let hedger = reliable_core::hedge::Hedger::new(policy);
                 self.per_client(*scope, std::mem::size_of_val(&hedger));
-                self.nodes[id as usize].frame = self.next_frame();
+                // A chain's state is its engine call's, kept apart: no frame.
+                if !within.chain {
+                    self.nodes[id as usize].frame = self.next_frame();
+                }
                 let slot = self.hedges.len() as u16;
                 self.hedges.push(id);
-                let copies = self.copies as u16;
-                self.copies += policy.max_hedges() as usize + 1;
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
                 NodeKind::Hedge {
                     hedger,
-                    idempotent: *idempotent,
                     scope: *scope,
                     inner,
                     slot,
-                    ledger: within.ledger,
-                    copies,
                 }
             }
             Layer::Ledger {
@@ -668,7 +766,10 @@ impl CompiledStack {
                     .map_err(|e| cx.c.config_error(&cp, e))?;
                 let limiter = reliable_core::limit::Limiter::new(policy);
                 self.per_client(*scope, std::mem::size_of_val(&limiter));
-                self.nodes[id as usize].frame = self.next_frame();
+                // A chain's state is its engine call's, kept apart: no frame.
+                if !within.chain {
+                    self.nodes[id as usize].frame = self.next_frame();
+                }
                 let slot = self.limits.len() as u16;
                 self.limits.push(id);
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
@@ -712,7 +813,89 @@ impl CompiledStack {
             }
         };
         self.nodes[id as usize].kind = kind;
+        if top {
+            self.add_chain(layer, id, within.ledger);
+        }
         Ok(id)
+    }
+
+    /// Records the chain whose top is node `top` (compiled from `layer`, which
+    /// [`runs_in_engine`]), and `ledger`, the slot of the ledger enclosing it.
+    fn add_chain(&mut self, layer: &Layer, top: u16, ledger: Option<u16>) {
+        let Ok(stack) = reliable_core::engine::Stack::from_layer(&llm_as_call(layer)) else {
+            return;
+        };
+        let mut chain = Chain {
+            index: self.chains.len() as u16,
+            top,
+            call: NONE,
+            plan: stack.plan,
+            breaker: NONE,
+            retry: NONE,
+            throttle: NONE,
+            ledger: None,
+            own_ledger: false,
+            hedge: NONE,
+            limit: NONE,
+            rate: NONE,
+            llm: NONE,
+            copies: 1,
+        };
+        let mut ledger_node = None;
+        let mut at = top;
+        loop {
+            let inner = match &self.nodes[usize::from(at)].kind {
+                NodeKind::Call { .. } => {
+                    chain.call = at;
+                    break;
+                }
+                NodeKind::Breaker { inner, .. } => {
+                    chain.breaker = at;
+                    *inner
+                }
+                NodeKind::Retry { inner, .. } => {
+                    chain.retry = at;
+                    *inner
+                }
+                NodeKind::Throttle { inner, .. } => {
+                    chain.throttle = at;
+                    *inner
+                }
+                NodeKind::Ledger { inner, slot, .. } => {
+                    ledger_node = Some(*slot);
+                    *inner
+                }
+                NodeKind::Hedge { inner, .. } => {
+                    chain.hedge = at;
+                    *inner
+                }
+                NodeKind::Limit { inner, .. } => {
+                    chain.limit = at;
+                    *inner
+                }
+                NodeKind::RateLimit { inner, .. } => {
+                    chain.rate = at;
+                    *inner
+                }
+                NodeKind::Llm { inner, .. } => {
+                    chain.llm = at;
+                    *inner
+                }
+                NodeKind::Fallback { .. } => return,
+            };
+            at = inner;
+        }
+        if let Some((config, _)) = stack.hedge
+            && let Ok(hedge) = reliable_core::hedge::HedgePolicy::new(config)
+        {
+            chain.copies = 1 + hedge.max_hedges();
+        }
+        chain.own_ledger = ledger_node.is_some();
+        chain.ledger = ledger_node.or(ledger);
+        let index = self.chains.len() as u16;
+        self.nodes[usize::from(top)].chain = index;
+        self.nodes[usize::from(chain.call)].chain = index;
+        self.chains.push(chain);
     }
 
     /// Whether runs of it keep the hedging, ledger and limiter counters: it has a `Hedge`,
@@ -858,7 +1041,10 @@ mod tests {
             ]
         );
         assert_eq!(s.timeouts, [Duration::from_secs(1)]);
-        assert_eq!(s.frames, 4);
+        // The fallback's frame only: each branch is a chain, run by the engine.
+        assert_eq!(s.frames, 1);
+        let chains: Vec<(u16, u16)> = s.chains.iter().map(|c| (c.top, c.call)).collect();
+        assert_eq!(chains, [(1, 3), (4, 5)]);
         assert_eq!(s.breakers, [1]);
         assert_eq!(s.retries, [2, 4]);
     }

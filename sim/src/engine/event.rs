@@ -100,16 +100,6 @@ pub enum EventKind {
         /// The `Breaker` node that waits.
         node: u16,
     },
-    /// A hedge of a call may be due.
-    HedgeDue {
-        /// The logical request.
-        request: Handle,
-        /// The `Hedge` node.
-        node: u16,
-        /// Which hedged call of the request's frame the timer was armed for (a later call in the
-        /// same frame ignores it).
-        call: u32,
-    },
     /// A fault starts or ends (servers re-check their capacity).
     FaultEdge {
         /// The fault index.

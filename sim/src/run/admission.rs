@@ -411,7 +411,7 @@ impl Compiled {
                 0
             };
             let mut per_request =
-                (super::world::bytes_per_request(stack.frames) + fleet_bytes) as f64 + 16.0;
+                (super::world::bytes_per_request(stack) + fleet_bytes) as f64 + 16.0;
             if !stack.handlers.is_empty() {
                 // Each attempt down a call graph may be a service's call in flight too.
                 per_request *= c.attempts;

@@ -287,10 +287,6 @@ impl World<'_> {
         if self.frames.len() < need {
             self.frames.resize_with(need, Frame::default);
         }
-        let need = (h.index as usize + 1) * self.stack.copies;
-        if self.copies.len() < need {
-            self.copies.resize_with(need, HedgeCopy::default);
-        }
         if let Some(g) = &mut self.graph {
             let i = h.index as usize;
             if g.parents.len() <= i {

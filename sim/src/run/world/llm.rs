@@ -103,19 +103,30 @@ impl World<'_> {
 
     /// LLM node `node` starts an attempt of `request`: reserve its worst case in the spend breaker.
     pub(super) fn invoke_llm(&mut self, request: Handle, node: u16, deadline: u64) {
-        let stack = self.stack;
-        let Some(NodeKind::Llm {
-            ds, slot, inner, ..
-        }) = stack.nodes.get(node as usize).map(|n| &n.kind)
+        let Some(NodeKind::Llm { inner, .. }) =
+            self.stack.nodes.get(node as usize).map(|n| &n.kind)
         else {
             return;
         };
+        match self.llm_reserve(request, node) {
+            Ok(()) => self.invoke(request, *inner, deadline),
+            Err(refused) => self.answer(request, node, refused),
+        }
+    }
+
+    /// Reserves the worst case of `request`'s next attempt through LLM node `node` in its spend
+    /// breaker, if it has one; the spend breaker's refusal is the attempt's answer (sent nowhere).
+    pub(super) fn llm_reserve(&mut self, request: Handle, node: u16) -> Result<(), Answer> {
+        let stack = self.stack;
+        let Some(NodeKind::Llm { ds, slot, .. }) = stack.nodes.get(node as usize).map(|n| &n.kind)
+        else {
+            return Ok(());
+        };
         let Some((s, i)) = self.spend_instance(*slot, request) else {
-            self.invoke(request, *inner, deadline);
-            return;
+            return Ok(());
         };
         let (Some(spec), Some(r)) = (self.llm_spec(*ds), self.requests.get(request)) else {
-            return;
+            return Ok(());
         };
         let (input, _) = LlmModel::tokens(spec, self.seed, *ds, r.id);
         let estimate = Tokens {
@@ -131,7 +142,7 @@ impl World<'_> {
                     }
                     self.held[h] = Some(reservation);
                 }
-                self.invoke(request, *inner, deadline);
+                Ok(())
             }
             Err(no) => {
                 self.m.at(self.now).local_rejections += 1;
@@ -154,7 +165,7 @@ impl World<'_> {
                 if !never {
                     a.retry_after = no.retry_after;
                 }
-                self.answer(request, node, a);
+                Err(a)
             }
         }
     }

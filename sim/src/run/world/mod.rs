@@ -7,15 +7,23 @@
 //!
 //! # How a logical request travels through a stack
 //!
-//! Starting a request *invokes* the outermost node. A `Call` node sends an attempt (a network hop,
-//! then the downstream) and arms its timer; a `Breaker` asks the core's breaker for a permit and
-//! either invokes its inner node or answers at once with a rejection (in shadow mode the core
-//! gives a shadow permit instead, counted as a would-be rejection, and the call goes on); a `Fallback` invokes its
-//! children in turn. An answer produced at a node travels up through its parents (`World::answer`):
-//! a breaker records the outcome with its permit, a fallback tries its next child on failure, and
-//! the answer that leaves the outermost node finishes the request. Per-request state of each
-//! stateful node (a permit, a fallback position) lives in a fixed-stride frame array beside the
-//! request slab, so a request in flight allocates nothing.
+//! Starting a request *invokes* the outermost node. A chain of layers the core's call engine runs
+//! (`[Ledger] [Retry] [gates] [Hedge] Call`, see [`crate::client::stack::Chain`]) is one node to
+//! the world: invoking its top starts an engine call (`call.rs`), which says when to send each
+//! copy through the chain's `Call`, when to drop one, when to wake it, and how the call ends;
+//! every decision inside (admitting, retrying, hedging, what each gate hears) is the engine's. A
+//! bare `Call` node sends an attempt (a network hop, then the downstream) and arms its timer; a
+//! `Fallback` invokes its children in turn; what the engine does not run yet (a `Fleet` scope, a
+//! breaker per host, an `Llm` away from its `Call`) stays a node of its own: a `Breaker` asks the
+//! core's breaker for a permit and either invokes its inner node or answers at once with a
+//! rejection (in shadow mode the core gives a shadow permit instead, counted as a would-be
+//! rejection, and the call goes on), a `Retry` asks the core's retry policy. An answer produced at
+//! a node travels up through its parents (`World::answer`): a copy's answer goes to its chain's
+//! engine call, a chain's end on up, a breaker records the outcome with its permit, a fallback
+//! tries its next child on failure, and the answer that leaves the outermost node finishes the
+//! request. Per-request state of each stateful node (a permit, a fallback position) lives in a
+//! fixed-stride frame array beside the request slab, and each chain's engine call in another
+//! (boxed only for a hedged chain), so a request in flight allocates nothing unless it hedges.
 
 use reliable_core::Duration;
 use reliable_core::retry::RetryState;
@@ -39,11 +47,11 @@ use crate::scenario::{DownstreamModel, OutageMode, Scope, ScriptAnswer, Workload
 use crate::workload::{ClosedLoop, JobSet, OpenLoop, Source};
 
 mod balance;
+mod call;
 mod downstreams;
 mod fleet;
 mod graph;
 pub(crate) use graph::shape as graph_shape;
-mod hedging;
 mod llm;
 mod stack;
 
@@ -94,13 +102,6 @@ enum Frame {
     Fallback { index: u16, deadline: u64 },
     /// A retry layer's per-request state (the core's) and the deadline of the enclosing layers.
     Retry { state: RetryState, deadline: u64 },
-    /// A hedge layer's call in progress (the core's), the deadline its copies inherit, and the
-    /// call's number (its timers carry it).
-    Hedge {
-        call: reliable_core::hedge::HedgedCall,
-        deadline: u64,
-        number: u32,
-    },
     /// A limiter's permit for the call in progress.
     Limit(reliable_core::limit::LimitPermit),
 }
@@ -119,30 +120,6 @@ enum FleetFrame {
     },
     /// The permits of the call in progress.
     Held(crate::client::fleet::Held),
-}
-
-/// One copy of a hedged call: its attempt, its number among the request's attempts, when it was
-/// sent, and the ledger draw a hedge holds.
-#[derive(Debug)]
-struct HedgeCopy {
-    attempt: Handle,
-    n: u32,
-    sent: u64,
-    draw: Option<reliable_core::ledger::Draw>,
-}
-
-impl Default for HedgeCopy {
-    fn default() -> Self {
-        HedgeCopy {
-            attempt: Handle {
-                index: u32::MAX,
-                generation: u32::MAX,
-            },
-            n: 0,
-            sent: 0,
-            draw: None,
-        }
-    }
 }
 
 /// A downstream's state in one run.
@@ -254,13 +231,14 @@ pub struct RunOutput {
     pub depth_arrivals: Vec<Vec<(u64, u64)>>,
 }
 
-/// Bytes a logical request in flight costs in the world's own structures, for a stack with
-/// `frames` frames: the request slot, its frames, one attempt slot and the two events an attempt
-/// has pending at most (its delivery or reply, and its timer). Server queue entries (8 bytes) and
-/// the slabs' free lists (4 bytes per slot) come on top.
-pub fn bytes_per_request(frames: usize) -> usize {
+/// Bytes a logical request in flight costs in the world's own structures, for `stack`: the
+/// request slot, its frames, the engine's call of each of its chains, one attempt slot and the
+/// two events an attempt has pending at most (its delivery or reply, and its timer). Server queue
+/// entries (8 bytes) and the slabs' free lists (4 bytes per slot) come on top.
+pub fn bytes_per_request(stack: &CompiledStack) -> usize {
     Slab::<Request>::slot_bytes()
-        + frames * std::mem::size_of::<Frame>()
+        + stack.frames * std::mem::size_of::<Frame>()
+        + stack.chains.iter().map(call::chain_bytes).sum::<usize>()
         + Slab::<Attempt>::slot_bytes()
         + 2 * std::mem::size_of::<crate::engine::Event>()
 }
@@ -269,6 +247,16 @@ pub fn bytes_per_request(frames: usize) -> usize {
 /// `breakers` breaker slots, one of which is a fleet's (0 without one).
 pub fn fleet_bytes_per_request(breakers: usize) -> usize {
     breakers * std::mem::size_of::<FleetFrame>()
+}
+
+/// A uniform sample for a throttle's decision: the next of the `given` draws (counting them;
+/// past their end `u64::MAX`, never refused), else the client stream's.
+fn throttle_sample(client_rng: &mut Stream, (given, taken): &mut (Vec<u64>, usize)) -> u64 {
+    if given.is_empty() {
+        return client_rng.next_u64();
+    }
+    *taken += 1;
+    given.get(*taken - 1).copied().unwrap_or(u64::MAX)
 }
 
 /// One run of one policy under one seed.
@@ -307,10 +295,10 @@ pub struct World<'c> {
     limiters: Vec<Vec<reliable_core::limit::Limiter>>,
     /// Per rate-limit node: one rate limiter (shared) or one per client.
     rate_limiters: Vec<Vec<reliable_core::limit::RateLimiter>>,
-    /// Copies of hedged calls, `stack.copies` per request slot.
-    copies: Vec<HedgeCopy>,
-    /// Hedged calls started so far (numbers their timers).
-    hedged_calls: u32,
+    /// The calls of the stack's chains the core's engine runs, `stack.chains` per request slot.
+    chain_calls: Vec<Option<call::ChainCall>>,
+    /// Per chain: its state slots and their instances.
+    chain_slots: Vec<call::ChainSlots>,
     /// Client-side randomness: retry jitter, throttle draws.
     client_rng: Stream,
     source: Source,
@@ -573,7 +561,7 @@ impl<'c> World<'c> {
                 start_spread,
             } => Source::Jobs(JobSet::new(seed, *clients, start_spread.as_nanos())),
         };
-        World {
+        let mut world = World {
             c,
             stack,
             seed,
@@ -597,8 +585,8 @@ impl<'c> World<'c> {
             ledgers,
             limiters,
             rate_limiters,
-            copies: Vec::new(),
-            hedged_calls: 0,
+            chain_calls: Vec::new(),
+            chain_slots: Vec::new(),
             client_rng: Stream::new(seed, StreamId::Client),
             source,
             pending_client: 0,
@@ -640,7 +628,9 @@ impl<'c> World<'c> {
                     } => (*client, from.as_nanos(), until.as_nanos()),
                 })
                 .collect(),
-        }
+        };
+        world.chain_slots = world.chain_slots();
+        world
     }
 
     /// Reports progress to `f` every so often: the virtual time advanced since the last report, ns.
@@ -690,12 +680,7 @@ impl<'c> World<'c> {
 
     /// A uniform sample for a throttle's decision: the next given draw, else the client stream.
     fn throttle_sample(&mut self) -> u64 {
-        let (given, taken) = &mut self.given_draws;
-        if given.is_empty() {
-            return self.client_rng.next_u64();
-        }
-        *taken += 1;
-        given.get(*taken - 1).copied().unwrap_or(u64::MAX)
+        throttle_sample(&mut self.client_rng, &mut self.given_draws)
     }
 
     /// Runs one logical request after another instead of the scenario's workload, recording every
@@ -1023,11 +1008,6 @@ impl<'c> World<'c> {
             }
             EventKind::Wake { request, node } => self.wake(request, node),
             EventKind::StoreAnswer { request, node } => self.store_answer(request, node),
-            EventKind::HedgeDue {
-                request,
-                node,
-                call,
-            } => self.hedge_due(request, node, call),
             EventKind::FaultEdge { fault } => {
                 if let Some(ds) = self.c.timeline.downstream_of(fault) {
                     self.drain_server(ds as u16);
@@ -1052,7 +1032,14 @@ mod tests {
         );
         // An attempt carries its send time (for the attempt latency recovery is judged on).
         assert_eq!(sizes, (32, 40, 32, 32));
-        // The default scenario's deepest stack (retry over breaker over call) has 2 frames.
-        assert!(bytes_per_request(2) <= 256);
+        // The default scenario's deepest stack (retry over breaker over call) is one chain: no
+        // frame, and the engine's call (its `CallState<1, 5>`, the copy it has out, the last
+        // answer and its wake-up).
+        let limits = crate::compile::Limits::default();
+        let c = crate::compile::compile_all(crate::DEFAULT_SCENARIO, "default", &limits)
+            .unwrap()
+            .remove(0);
+        let deepest = c.stacks.iter().map(bytes_per_request).max().unwrap();
+        assert_eq!(deepest, 32 + 552 + 32 + 64, "{deepest}");
     }
 }

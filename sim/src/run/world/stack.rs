@@ -75,6 +75,34 @@ fn refuses(b: &dyn reliable_core::breaker::Breaker, now: Instant) -> Option<Dura
     }
 }
 
+/// Counts a breaker's transition at `now`: a live one's (a decision, and the count of open
+/// breakers), or, for a breaker in `shadow` mode, a would-be transition (which leaves the count
+/// of open breakers alone: it sends regardless, and it is not a decision of the stack's).
+pub(super) fn count_transition(
+    m: &mut Recorder,
+    decisions: &mut Option<Vec<(u64, Decision)>>,
+    now: u64,
+    t: Option<Transition>,
+    shadow: bool,
+) {
+    let Some(t) = t else { return };
+    let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
+    let opens = open(t.to) && !open(t.from);
+    if shadow {
+        m.shadow_transition(now, opens);
+        return;
+    }
+    if let Some(log) = decisions {
+        log.push((now, Decision::Breaker(t)));
+    }
+    m.breaker_transitions += 1;
+    if opens {
+        m.breakers_open += 1;
+    } else if open(t.from) && !open(t.to) {
+        m.breakers_open = m.breakers_open.saturating_sub(1);
+    }
+}
+
 impl World<'_> {
     pub(super) fn start_request(&mut self, client: u32) {
         let id = self.next_id;
@@ -94,10 +122,6 @@ impl World<'_> {
         let need = (h.index as usize + 1) * self.fleet_stride;
         if self.fleet_frames.len() < need {
             self.fleet_frames.resize_with(need, FleetFrame::default);
-        }
-        let need = (h.index as usize + 1) * self.stack.copies;
-        if self.copies.len() < need {
-            self.copies.resize_with(need, HedgeCopy::default);
         }
         let in_flight = self.requests.len() as u64;
         if in_flight > self.m.peak_in_flight {
@@ -201,6 +225,12 @@ impl World<'_> {
             return;
         }
         let stack = self.stack;
+        if let Some(n) = stack.nodes.get(usize::from(node))
+            && n.chain != NONE
+        {
+            self.wake_chain(request, n.chain);
+            return;
+        }
         let Some(NodeKind::Retry {
             policy,
             slot,
@@ -314,24 +344,9 @@ impl World<'_> {
         out
     }
 
-    /// Counts a breaker's transition: a live one's, or, for a breaker in `shadow` mode, a
-    /// would-be transition (which leaves the count of open breakers alone: it sends regardless,
-    /// and it is not a decision of the stack's).
+    /// Counts a breaker's transition (see [`count_transition`]).
     pub(super) fn note_transition(&mut self, t: Option<Transition>, shadow: bool) {
-        let Some(t) = t else { return };
-        let open = |s: State| matches!(s, State::Open | State::ForcedOpen);
-        let opens = open(t.to) && !open(t.from);
-        if shadow {
-            self.m.shadow_transition(self.now, opens);
-            return;
-        }
-        self.decide(Decision::Breaker(t));
-        self.m.breaker_transitions += 1;
-        if opens {
-            self.m.breakers_open += 1;
-        } else if open(t.from) && !open(t.to) {
-            self.m.breakers_open = self.m.breakers_open.saturating_sub(1);
-        }
+        count_transition(&mut self.m, &mut self.decisions, self.now, t, shadow);
     }
 
     /// Starts node `node` for `request`; `deadline` (ns) is the nearest enclosing deadline.
@@ -340,6 +355,10 @@ impl World<'_> {
         let Some(n) = stack.nodes.get(node as usize) else {
             return;
         };
+        if n.chain != NONE && !matches!(n.kind, NodeKind::Call { .. }) {
+            self.start_chain(request, n.chain, deadline);
+            return;
+        }
         match &n.kind {
             NodeKind::Call {
                 ds,
@@ -453,7 +472,8 @@ impl World<'_> {
                 }
                 self.invoke(request, *inner, inner_deadline);
             }
-            NodeKind::Hedge { .. } => self.invoke_hedge(request, node, deadline),
+            // Every `Hedge` is in a chain, which the engine runs (above).
+            NodeKind::Hedge { .. } => {}
             NodeKind::Ledger { slot, inner, .. } => {
                 let (l, i) = self.instance_of(&self.ledgers, *slot, request);
                 self.ledgers[l][i].on_first_try(Instant::from_nanos(self.now));
@@ -524,7 +544,7 @@ impl World<'_> {
 
     /// Sends an attempt of `request` through call node `node` to downstream `ds` and arms its
     /// timer (its own `timeout` or `timeout_dist` draw, or `deadline` if sooner); returns the
-    /// attempt. `deadline` has not passed.
+    /// attempt and when its timer fires (`u64::MAX`: never). `deadline` has not passed.
     pub(super) fn send_attempt(
         &mut self,
         request: Handle,
@@ -533,7 +553,7 @@ impl World<'_> {
         timeout: Option<Duration>,
         timeout_dist: Option<&Sampler>,
         deadline: u64,
-    ) -> Option<Handle> {
+    ) -> Option<(Handle, u64)> {
         let stack = self.stack;
         let r = self.requests.get_mut(request)?;
         let own_timeout = match timeout_dist {
@@ -594,13 +614,18 @@ impl World<'_> {
                 None => self.q.push(fire, event),
             }
         }
-        Some(attempt)
+        Some((attempt, fire))
     }
 
     /// Node `from` produced `ans` for `request`: hand it up through the parents.
     pub(super) fn answer(&mut self, request: Handle, from: u16, mut ans: Answer) {
         let stack = self.stack;
         let answering = self.answering.take();
+        let chain = stack.nodes[from as usize].chain;
+        if chain != NONE && matches!(stack.nodes[from as usize].kind, NodeKind::Call { .. }) {
+            self.chain_answered(request, chain, answering, ans);
+            return;
+        }
         if self.decisions.is_some()
             && matches!(stack.nodes[from as usize].kind, NodeKind::Call { .. })
         {
@@ -772,11 +797,6 @@ impl World<'_> {
                     }
                 }
                 NodeKind::Llm { .. } => ans = self.answer_llm(request, parent, ans),
-                NodeKind::Hedge { .. } => {
-                    if !self.hedge_answered(request, parent, ans) {
-                        return;
-                    }
-                }
                 NodeKind::Limit { slot, .. } => {
                     if let Some(Frame::Limit(permit)) =
                         self.frame_mut(request, parent).map(std::mem::take)
@@ -794,7 +814,10 @@ impl World<'_> {
                         }
                     }
                 }
-                NodeKind::Ledger { .. } | NodeKind::RateLimit { .. } | NodeKind::Call { .. } => {}
+                NodeKind::Ledger { .. }
+                | NodeKind::RateLimit { .. }
+                | NodeKind::Hedge { .. }
+                | NodeKind::Call { .. } => {}
             }
             child = parent;
         }

@@ -1,0 +1,813 @@
+//! The core's call engine driving a [`Chain`] of a stack: the world is its I/O.
+//!
+//! A chain (`[Ledger] [Retry] [gates] [Hedge] Call`, see [`Chain`]) is one
+//! [`reliable_core::engine`] call per logical request, kept as a `CallState` between events. The
+//! world hands it what happens (the time, a copy's answer, the enclosing deadline passing) and
+//! does what it says: send copy `n` through the chain's `Call` (a `Send`), drop it (a `Cancel`),
+//! or hand the call's end up the stack (a `Done`). Every decision (admitting, retrying, hedging,
+//! waiting, giving up, what each gate hears) is the engine's; the world keeps the per-client
+//! state it draws from ([`Shared`] below, over the world's slots) and turns its [`Note`]s into
+//! the run's metrics and decision trace.
+//!
+//! Each copy is timed by the world (its `Call`'s timer, or its `timeout_dist` draw, within the
+//! deadline the engine gives it and the deadline of the layers enclosing the chain): its timer
+//! firing is the copy's timeout answer. The engine is woken only for what it waits on itself (a
+//! backoff, a hedge coming due) and for the enclosing deadline, which cancels it (a timeout).
+
+use std::cell::RefCell;
+
+use reliable_core::answer::Refuser;
+use reliable_core::breaker::{Outcome, Permit, Rejection, State};
+use reliable_core::budget::Budget;
+use reliable_core::engine::{
+    Action, CallState, Cancelled, Ended, Input, Note, Refusal, SampleFor, Shared,
+};
+use reliable_core::hedge::Hedger;
+use reliable_core::ledger::{Extra, ExtraLedger};
+use reliable_core::limit::{Limiter, RateLimiter};
+use reliable_core::throttle::AdaptiveThrottle;
+use reliable_core::{Duration, Instant};
+
+use super::*;
+use crate::client::ledgers::LedgerRetries;
+use crate::client::stack::Chain;
+
+/// Copies a hedged chain's call keeps at most: a first copy and the most hedges a `Hedge` may
+/// send.
+const MANY: usize = crate::client::stack::MAX_HEDGES as usize + 1;
+
+/// The engine's least queue of actions for a call of `C` copies (the world polls after every
+/// step): `C + 4`.
+const fn queue(copies: usize) -> usize {
+    copies + 4
+}
+
+/// A copy the world sent for a chain's call, until it answers or is dropped.
+#[derive(Clone, Copy, Debug)]
+struct Out {
+    /// Its number in the engine's call.
+    copy: u32,
+    /// Its number among the request's attempts.
+    n: u32,
+    attempt: Handle,
+    /// When the world's timer for it fires.
+    fire: u64,
+    hedge: bool,
+}
+
+/// One chain's call of one logical request, with `C` copies at most and `Q` actions queued.
+#[derive(Debug)]
+pub(super) struct Running<const C: usize, const Q: usize> {
+    st: CallState<C, Q>,
+    out: [Option<Out>; C],
+    /// The deadline of the layers enclosing the chain (ns).
+    outer: u64,
+    /// When a wake-up of the call is due (ns; 0: none pending).
+    wake: u64,
+    /// The last answer handed to the engine, and whether its copy was a hedge.
+    last: Option<(Answer, bool)>,
+    /// The enclosing deadline passed: the call was cancelled for it.
+    timed_out: bool,
+}
+
+/// A chain's call in progress: inline without hedges, boxed with them (one hedge at most, the
+/// common case, or up to [`MANY`] copies).
+// The one-copy call inline on purpose: it is every unhedged request's, and boxing it would cost
+// an allocation per request; a hedged one is boxed, so an unhedged stack does not pay for copies.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(super) enum ChainCall {
+    One(Running<1, { queue(1) }>),
+    Two(Box<Running<2, { queue(2) }>>),
+    Many(Box<Running<MANY, { queue(MANY) }>>),
+}
+
+/// Runs `$body` with `$r` bound to the [`Running`] inside `$call`.
+macro_rules! running {
+    ($call:expr, $r:ident => $body:expr) => {
+        match $call {
+            ChainCall::One($r) => $body,
+            ChainCall::Two($r) => $body,
+            ChainCall::Many($r) => $body,
+        }
+    };
+}
+
+/// The indices of the state a chain's call draws from, for one request: `(slot, instance)`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slots {
+    breaker: Option<(usize, usize, bool)>,
+    budget: Option<(usize, usize)>,
+    throttle: Option<(usize, usize)>,
+    ledger: Option<(usize, usize)>,
+    /// The ledger is the chain's own (it takes each call's deposit), not one enclosing it.
+    own_ledger: bool,
+    /// The chain has a `Retry`.
+    retry: bool,
+    hedger: Option<(usize, usize)>,
+    limiter: Option<(usize, usize)>,
+    rate: Option<(usize, usize)>,
+}
+
+/// No shared state: what a call without a hedger needs to say when to wake it.
+struct NoShared;
+
+impl Shared for NoShared {}
+
+/// A chain's state slots and how many instances each has (1: shared; one per client
+/// otherwise), for the run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ChainSlots {
+    breaker: Option<((usize, usize), bool)>,
+    budget: Option<(usize, usize)>,
+    throttle: Option<(usize, usize)>,
+    ledger: Option<(usize, usize)>,
+    hedger: Option<(usize, usize)>,
+    limiter: Option<(usize, usize)>,
+    rate: Option<(usize, usize)>,
+}
+
+/// The world as the engine's [`Shared`] state for one request's call of one chain: its state
+/// slots and its records, each borrowed apart (the engine draws a sample while it holds a budget
+/// or a throttle, and asks the ledger while it holds a hedger).
+struct View<'v> {
+    slots: Slots,
+    now: u64,
+    breakers: RefCell<&'v mut Vec<Box<dyn Breakers>>>,
+    budgets: RefCell<&'v mut Vec<Vec<BudgetSlot>>>,
+    throttles: RefCell<&'v mut Vec<Vec<ThrottleSlot>>>,
+    ledgers: RefCell<&'v mut Vec<Vec<LedgerSlot>>>,
+    hedgers: RefCell<&'v mut Vec<Vec<Hedger>>>,
+    limiters: RefCell<&'v mut Vec<Vec<Limiter>>>,
+    rate_limiters: RefCell<&'v mut Vec<Vec<RateLimiter>>>,
+    rng: RefCell<(&'v mut Stream, &'v mut (Vec<u64>, usize))>,
+    m: RefCell<&'v mut Recorder>,
+    decisions: RefCell<&'v mut Option<Vec<(u64, Decision)>>>,
+    /// The copies the world has out for the call (the trace names a lost copy by its attempt).
+    outs: &'v [Option<Out>],
+}
+
+impl World<'_> {
+    /// The state `request`'s call of chain `chain` draws from: each layer's slot, and in it the
+    /// instance of the request's client (one per client, or one shared, as `World::instance`
+    /// picks).
+    fn slots(&self, chain: &Chain, request: Handle) -> Slots {
+        let client = self.requests.get(request).map_or(0, |r| r.client as usize);
+        let of = |(slot, n): (usize, usize)| (slot, if n <= 1 { 0 } else { client % n });
+        let Some(k) = self.chain_slots.get(usize::from(chain.index)) else {
+            return Slots::default();
+        };
+        Slots {
+            breaker: k.breaker.map(|(b, shadow)| {
+                let (b, i) = of(b);
+                (b, i, shadow)
+            }),
+            budget: k.budget.map(of),
+            throttle: k.throttle.map(of),
+            ledger: k.ledger.map(of),
+            own_ledger: chain.own_ledger,
+            retry: k.budget.is_some(),
+            hedger: k.hedger.map(of),
+            limiter: k.limiter.map(of),
+            rate: k.rate.map(of),
+        }
+    }
+
+    /// Each chain's slots and their number of instances (fixed for the run).
+    pub(super) fn chain_slots(&self) -> Vec<ChainSlots> {
+        let nodes = &self.stack.nodes;
+        let kind = |n: u16| nodes.get(usize::from(n)).map(|n| &n.kind);
+        let count = |slot: u16, n: Option<usize>| (usize::from(slot), n.unwrap_or(1));
+        self.stack
+            .chains
+            .iter()
+            .map(|chain| ChainSlots {
+                breaker: match kind(chain.breaker) {
+                    Some(NodeKind::Breaker { slot, breaker, .. }) => Some((
+                        count(
+                            *slot,
+                            self.breakers.get(usize::from(*slot)).map(|b| b.len()),
+                        ),
+                        breaker.shadow(),
+                    )),
+                    _ => None,
+                },
+                budget: match kind(chain.retry) {
+                    Some(NodeKind::Retry { slot, .. }) => Some(count(
+                        *slot,
+                        self.budgets.get(usize::from(*slot)).map(Vec::len),
+                    )),
+                    _ => None,
+                },
+                throttle: match kind(chain.throttle) {
+                    Some(NodeKind::Throttle { slot, .. }) => Some(count(
+                        *slot,
+                        self.throttles.get(usize::from(*slot)).map(Vec::len),
+                    )),
+                    _ => None,
+                },
+                ledger: chain
+                    .ledger
+                    .map(|l| count(l, self.ledgers.get(usize::from(l)).map(Vec::len))),
+                hedger: match kind(chain.hedge) {
+                    Some(NodeKind::Hedge { slot, .. }) => Some(count(
+                        *slot,
+                        self.hedgers.get(usize::from(*slot)).map(Vec::len),
+                    )),
+                    _ => None,
+                },
+                limiter: match kind(chain.limit) {
+                    Some(NodeKind::Limit { slot, .. }) => Some(count(
+                        *slot,
+                        self.limiters.get(usize::from(*slot)).map(Vec::len),
+                    )),
+                    _ => None,
+                },
+                rate: match kind(chain.rate) {
+                    Some(NodeKind::RateLimit { slot, .. }) => Some(count(
+                        *slot,
+                        self.rate_limiters.get(usize::from(*slot)).map(Vec::len),
+                    )),
+                    _ => None,
+                },
+            })
+            .collect()
+    }
+
+    /// Where chain `ch`'s call of `request` is kept in `chain_calls`.
+    fn chain_index(&self, request: Handle, ch: u16) -> usize {
+        request.index as usize * self.stack.chains.len() + usize::from(ch)
+    }
+
+    /// Starts chain `ch` for `request`; `deadline` (ns) is the nearest enclosing deadline.
+    pub(super) fn start_chain(&mut self, request: Handle, ch: u16, deadline: u64) {
+        let stack = self.stack;
+        let chain = &stack.chains[usize::from(ch)];
+        if deadline <= self.now {
+            // An enclosing deadline has already passed: nothing is asked, nothing sent.
+            self.m.at(self.now).timeouts += 1;
+            self.answer(
+                request,
+                chain.top,
+                Answer::new(AnswerKind::Timeout, chain.top),
+            );
+            return;
+        }
+        let need = (request.index as usize + 1) * stack.chains.len();
+        if self.chain_calls.len() < need {
+            self.chain_calls.resize_with(need, || None);
+        }
+        let now = Instant::from_nanos(self.now);
+        let slots = self.slots(chain, request);
+        let call = {
+            let view = View::new(self, slots, &[]);
+            let plan = &chain.plan;
+            match chain.copies {
+                0 | 1 => ChainCall::One(Running::new(CallState::start(plan, &view, now), deadline)),
+                2 => ChainCall::Two(Box::new(Running::new(
+                    CallState::start(plan, &view, now),
+                    deadline,
+                ))),
+                _ => ChainCall::Many(Box::new(Running::new(
+                    CallState::start(plan, &view, now),
+                    deadline,
+                ))),
+            }
+        };
+        let i = self.chain_index(request, ch);
+        self.chain_calls[i] = Some(call);
+        self.step_chain(request, ch, slots, None);
+    }
+
+    /// A wake-up of chain `ch`'s call of `request` is due: the time passed, or the enclosing
+    /// deadline did (the call is cancelled, and ends as a timeout).
+    pub(super) fn wake_chain(&mut self, request: Handle, ch: u16) {
+        if !self.requests.contains(request) {
+            return;
+        }
+        let i = self.chain_index(request, ch);
+        let now = self.now;
+        let Some(call) = self.chain_calls.get_mut(i).and_then(Option::as_mut) else {
+            return;
+        };
+        let input = running!(call, r => {
+            if r.wake <= now {
+                r.wake = 0;
+            }
+            if r.outer <= now {
+                r.timed_out = true;
+                Input::Cancel
+            } else {
+                Input::Tick
+            }
+        });
+        let slots = self.slots(&self.stack.chains[usize::from(ch)], request);
+        self.step_chain(request, ch, slots, Some(input));
+    }
+
+    /// The copy of chain `ch`'s call that was `request`'s attempt `n` (the one being answered,
+    /// `None` for a copy never sent) answered `ans`.
+    pub(super) fn chain_answered(&mut self, request: Handle, ch: u16, n: Option<u32>, ans: Answer) {
+        let i = self.chain_index(request, ch);
+        let n = n.unwrap_or_else(|| self.requests.get(request).map_or(0, |r| r.attempts));
+        if self.decisions.is_some() {
+            self.decide(Decision::Answer {
+                n,
+                class: ans.error_class(),
+                accepted: ans.accepted(),
+            });
+        }
+        let chain = &self.stack.chains[usize::from(ch)];
+        let ans = if chain.llm != NONE {
+            self.answer_llm(request, chain.llm, ans)
+        } else {
+            ans
+        };
+        let Some(call) = self.chain_calls.get_mut(i).and_then(Option::as_mut) else {
+            return;
+        };
+        let copy = running!(call, r => {
+            let Some(o) = r.out.iter_mut().find(|o| o.is_some_and(|o| o.n == n)) else {
+                return;
+            };
+            let out = o.take();
+            let hedge = out.is_some_and(|o| o.hedge);
+            r.last = Some((ans, hedge));
+            out.map(|o| o.copy)
+        });
+        if let Some(copy) = copy {
+            let answer = ans.core();
+            let slots = self.slots(&self.stack.chains[usize::from(ch)], request);
+            self.step_chain(request, ch, slots, Some(Input::Answer { n: copy, answer }));
+        }
+    }
+
+    /// Hands `input` (if any) to chain `ch`'s call of `request` and does what it says, until it
+    /// asks for nothing more.
+    fn step_chain(&mut self, request: Handle, ch: u16, slots: Slots, input: Option<Input>) {
+        let stack = self.stack;
+        let chain = &stack.chains[usize::from(ch)];
+        let i = self.chain_index(request, ch);
+        let mut input = input;
+        loop {
+            if let Some(input) = input.take() {
+                let now = Instant::from_nanos(self.now);
+                // The calls are set apart while the engine decides (it borrows the world).
+                let mut calls = std::mem::take(&mut self.chain_calls);
+                if let Some(Some(call)) = calls.get_mut(i) {
+                    running!(call, r => {
+                        let view = View::new(self, slots, &r.out);
+                        r.st.handle(&chain.plan, &view, now, input);
+                    });
+                }
+                self.chain_calls = calls;
+            }
+            loop {
+                let Some(call) = self.chain_calls.get_mut(i).and_then(Option::as_mut) else {
+                    return;
+                };
+                let Some(action) = running!(call, r => r.st.poll()) else {
+                    break;
+                };
+                match action {
+                    Action::Send { n, deadline, hedge } => {
+                        if let Some(next) = self.send_copy(request, chain, i, n, deadline, hedge) {
+                            input = Some(next);
+                        }
+                    }
+                    Action::Cancel { n, why } => self.cancel_copy(request, chain, i, n, why),
+                    Action::Done(end) => {
+                        let Some(call) = self.chain_calls.get_mut(i).and_then(Option::take) else {
+                            return;
+                        };
+                        let ans = self.chain_end(chain, &call, end.result);
+                        self.answer(request, chain.top, ans);
+                        return;
+                    }
+                }
+            }
+            if input.is_none() {
+                self.arm_chain(request, chain, i, slots);
+                return;
+            }
+        }
+    }
+
+    /// The call of chain index `i` (see [`World::chain_index`]), if it is in progress.
+    fn chain_call(&mut self, i: usize) -> Option<&mut ChainCall> {
+        self.chain_calls.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// Sends copy `n` of `request`'s call (at `i`) through the chain's `Call`, timed out at the
+    /// sooner of `deadline` (the engine's), the enclosing deadline and the `Call`'s own draw.
+    /// Returns what the call must hear at once instead: the enclosing deadline has passed (it is
+    /// cancelled), the client's network is down or its spend breaker refuses (the copy fails
+    /// unsent).
+    fn send_copy(
+        &mut self,
+        request: Handle,
+        chain: &Chain,
+        i: usize,
+        n: u32,
+        deadline: Option<Instant>,
+        hedge: bool,
+    ) -> Option<Input> {
+        let now = self.now;
+        let outer = running!(self.chain_call(i)?, r => {
+            if r.outer <= now {
+                r.timed_out = true;
+            }
+            r.outer
+        });
+        if outer <= now {
+            return Some(Input::Cancel);
+        }
+        let unsent = if self.request_network_down(request) {
+            let ans = Answer::new(AnswerKind::Unavailable, chain.call);
+            self.decide(Decision::Answer {
+                n: self.requests.get(request).map_or(0, |r| r.attempts),
+                class: ans.error_class(),
+                accepted: ans.accepted(),
+            });
+            Some(ans)
+        } else if chain.llm != NONE {
+            self.llm_reserve(request, chain.llm).err()
+        } else {
+            None
+        };
+        if let Some(ans) = unsent {
+            running!(self.chain_call(i)?, r => r.last = Some((ans, hedge)));
+            return Some(Input::Answer {
+                n,
+                answer: ans.core(),
+            });
+        }
+        let Some(NodeKind::Call {
+            ds, timeout_dist, ..
+        }) = self
+            .stack
+            .nodes
+            .get(usize::from(chain.call))
+            .map(|c| &c.kind)
+        else {
+            return None;
+        };
+        let fire = deadline.map_or(u64::MAX, Instant::as_nanos).min(outer);
+        let (attempt, fire) =
+            self.send_attempt(request, chain.call, *ds, None, timeout_dist.as_ref(), fire)?;
+        let sent = self.attempts.get(attempt).map(|a| a.n).unwrap_or_default();
+        running!(self.chain_call(i)?, r => {
+            if let Some(free) = r.out.iter_mut().find(|o| o.is_none()) {
+                *free = Some(Out { copy: n, n: sent, attempt, fire, hedge });
+            }
+        });
+        None
+    }
+
+    /// Drops copy `n` of `request`'s call (at `i`), as the engine says (`why`).
+    fn cancel_copy(&mut self, request: Handle, chain: &Chain, i: usize, n: u32, why: Cancelled) {
+        let Some(call) = self.chain_call(i) else {
+            return;
+        };
+        let Some(out) = running!(call, r => r
+            .out
+            .iter_mut()
+            .find(|o| o.is_some_and(|o| o.copy == n))
+            .and_then(Option::take))
+        else {
+            return;
+        };
+        let Some(a) = self.attempts.get(out.attempt).copied() else {
+            return;
+        };
+        self.attempts.remove(out.attempt);
+        self.attempt_gone(a.ds);
+        if chain.llm != NONE {
+            // Abandoned: its reservation is settled as a timeout's.
+            let abandoned = Answer::new(AnswerKind::Timeout, chain.call);
+            let _ = self.answer_llm(request, chain.llm, abandoned);
+        }
+        match why {
+            Cancelled::Lost => {
+                if let Some(e) = &mut self.m.extra {
+                    e.copies_cancelled += 1;
+                }
+            }
+            Cancelled::TimedOut => {
+                // The engine's own clock got there first: the copy timed out, as its timer says.
+                if !self.c.groups.is_empty() {
+                    self.outlier_outcome(a.ds, true);
+                }
+                if self.graph.is_some() {
+                    self.hop_ended(a);
+                } else {
+                    self.m.at(self.now).timeouts += 1;
+                    self.m.attempt_ended(self.now, self.now - a.sent);
+                }
+            }
+            Cancelled::CallOver => {}
+        }
+    }
+
+    /// What a call that ended with `result` answers up the stack.
+    fn chain_end(&mut self, chain: &Chain, call: &ChainCall, result: Ended) -> Answer {
+        let (last, timed_out) = running!(call, r => (r.last, r.timed_out));
+        match result {
+            Ended::Ok { .. } => {
+                let (ans, hedge) = last.unwrap_or((Answer::new(AnswerKind::Ok, chain.call), false));
+                if hedge && let Some(e) = &mut self.m.extra {
+                    e.hedges_won += 1;
+                }
+                ans
+            }
+            Ended::GaveUp(_) => last.map_or_else(
+                || {
+                    self.m.at(self.now).timeouts += 1;
+                    Answer::new(AnswerKind::Timeout, chain.top)
+                },
+                |(ans, _)| ans,
+            ),
+            Ended::Refused(refusal) => {
+                let by = match refusal {
+                    Refusal::Breaker(_) | Refusal::Ledger(_) => chain.breaker,
+                    Refusal::Throttle(_) => chain.throttle,
+                    Refusal::Limit(_) => chain.limit,
+                    Refusal::Rate(_) => chain.rate,
+                };
+                let mut ans = Answer::new(
+                    AnswerKind::Rejected,
+                    if by == NONE { chain.top } else { by },
+                );
+                if let Some(after) = refusal.retry_after().filter(|d| *d != Duration::MAX) {
+                    ans.retry_after = after;
+                }
+                ans
+            }
+            Ended::Cancelled => {
+                if timed_out {
+                    self.m.at(self.now).timeouts += 1;
+                }
+                Answer::new(AnswerKind::Timeout, chain.top)
+            }
+        }
+    }
+
+    /// Arms a wake-up of `request`'s call (at `i`) when the engine asks (its `poll_timeout`) or
+    /// at the enclosing deadline, whichever is sooner, unless a copy's own timer fires by then
+    /// (its timeout wakes the call) or a wake-up that soon is already pending.
+    fn arm_chain(&mut self, request: Handle, chain: &Chain, i: usize, slots: Slots) {
+        let now = self.now;
+        let mut calls = std::mem::take(&mut self.chain_calls);
+        let at = match calls.get_mut(i).and_then(Option::as_mut) {
+            Some(call) => running!(call, r => {
+                let timeout = if chain.hedge == NONE {
+                    // Only a hedger's schedule is the shared state's to say.
+                    r.st.poll_timeout(&NoShared)
+                } else {
+                    r.st.poll_timeout(&View::new(self, slots, &r.out))
+                };
+                let timers = r.out.iter().flatten().map(|o| o.fire).min().unwrap_or(u64::MAX);
+                let at = timeout.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
+                if at == u64::MAX || at >= timers || (r.wake > now && r.wake <= at) {
+                    None
+                } else {
+                    r.wake = at.max(now);
+                    Some(r.wake)
+                }
+            }),
+            None => None,
+        };
+        self.chain_calls = calls;
+        if let Some(at) = at {
+            self.q.push(
+                at,
+                EventKind::Wake {
+                    request,
+                    node: chain.top,
+                },
+            );
+        }
+    }
+}
+
+/// Bytes one request keeps for `chain`'s call: inline, and boxed for a hedged chain.
+pub fn chain_bytes(chain: &Chain) -> usize {
+    let boxed = match chain.copies {
+        0 | 1 => 0,
+        2 => std::mem::size_of::<Running<2, { queue(2) }>>(),
+        _ => std::mem::size_of::<Running<MANY, { queue(MANY) }>>(),
+    };
+    std::mem::size_of::<Option<ChainCall>>() + boxed
+}
+
+impl<const C: usize, const Q: usize> Running<C, Q> {
+    fn new(st: CallState<C, Q>, outer: u64) -> Self {
+        Running {
+            st,
+            out: [None; C],
+            outer,
+            wake: 0,
+            last: None,
+            timed_out: false,
+        }
+    }
+}
+
+impl<'v> View<'v> {
+    #[inline(always)]
+    fn new(w: &'v mut World<'_>, slots: Slots, outs: &'v [Option<Out>]) -> Self {
+        View {
+            slots,
+            now: w.now,
+            breakers: RefCell::new(&mut w.breakers),
+            budgets: RefCell::new(&mut w.budgets),
+            throttles: RefCell::new(&mut w.throttles),
+            ledgers: RefCell::new(&mut w.ledgers),
+            hedgers: RefCell::new(&mut w.hedgers),
+            limiters: RefCell::new(&mut w.limiters),
+            rate_limiters: RefCell::new(&mut w.rate_limiters),
+            rng: RefCell::new((&mut w.client_rng, &mut w.given_draws)),
+            m: RefCell::new(&mut w.m),
+            decisions: RefCell::new(&mut w.decisions),
+            outs,
+        }
+    }
+
+    fn decide(&self, d: Decision) {
+        if let Some(log) = self.decisions.borrow_mut().as_mut() {
+            log.push((self.now, d));
+        }
+    }
+
+    fn transition(&self, t: Option<reliable_core::breaker::Transition>, shadow: bool) {
+        if t.is_some() {
+            let mut m = self.m.borrow_mut();
+            let mut decisions = self.decisions.borrow_mut();
+            super::stack::count_transition(&mut m, &mut decisions, self.now, t, shadow);
+        }
+    }
+
+    fn extra(&self, f: impl FnOnce(&mut crate::metrics::extra::ExtraCounters)) {
+        if let Some(e) = &mut self.m.borrow_mut().extra {
+            f(e);
+        }
+    }
+}
+
+/// The refuser a decision trace names for a refusal.
+fn refuser(r: Refusal) -> Refuser {
+    match r {
+        Refusal::Breaker(_) => Refuser::Breaker,
+        Refusal::Throttle(_) => Refuser::Throttle,
+        Refusal::Ledger(_) => Refuser::Budget,
+        Refusal::Limit(_) | Refusal::Rate(_) => Refuser::Limiter,
+    }
+}
+
+impl Shared for View<'_> {
+    fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
+        let (b, i, shadow) = self.slots.breaker?;
+        let (decision, t) = self.breakers.borrow_mut()[b].try_acquire(i, now);
+        self.transition(t, shadow);
+        if let Ok(permit) = &decision {
+            if permit.is_shadow() {
+                self.m.borrow_mut().shadow_reject(self.now);
+            }
+            if permit.is_probe() {
+                self.extra(|e| e.probes_sent += 1);
+            }
+        }
+        Some(decision)
+    }
+
+    fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+        let Some((b, i, shadow)) = self.slots.breaker else {
+            return;
+        };
+        let t = self.breakers.borrow_mut()[b].record(i, permit, outcome, now);
+        self.transition(t, shadow);
+    }
+
+    fn breaker_refuses(&self, now: Instant) -> Option<Duration> {
+        let (b, i, shadow) = self.slots.breaker?;
+        if shadow {
+            return None;
+        }
+        let breakers = self.breakers.borrow();
+        let breaker = breakers[b].get(i);
+        match breaker.retry_after(now) {
+            Some(after) => Some(after),
+            None if breaker.state(now) == State::ForcedOpen => Some(Duration::MAX),
+            None => None,
+        }
+    }
+
+    fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+        if let Some((l, i)) = self.slots.ledger {
+            let mut ledgers = self.ledgers.borrow_mut();
+            let ledger = &mut ledgers[l][i];
+            // The chain's own ledger is the whole retry budget; one enclosing the chain took the
+            // call's deposit when the call passed it.
+            return match ledger {
+                LedgerSlot::Small(own) if self.slots.own_ledger => f(own),
+                _ => f(&mut LedgerRetries(ledger)),
+            };
+        }
+        match self.slots.budget {
+            Some((b, i)) => f(&mut self.budgets.borrow_mut()[b][i]),
+            None => f(&mut reliable_core::budget::Unlimited),
+        }
+    }
+
+    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+        let (t, i) = self.slots.throttle?;
+        match &mut self.throttles.borrow_mut()[t][i] {
+            ThrottleSlot::Small(throttle) => Some(f(throttle)),
+            // A chain's throttle fits the small window (`Chain`'s condition).
+            ThrottleSlot::Large(_) => None,
+        }
+    }
+
+    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
+        let (l, i) = self.slots.ledger?;
+        match &mut self.ledgers.borrow_mut()[l][i] {
+            LedgerSlot::Small(ledger) => Some(f(ledger)),
+            // A chain's ledger fits the small window (`Chain`'s condition).
+            LedgerSlot::Large(_) => None,
+        }
+    }
+
+    fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
+        let (h, i) = self.slots.hedger?;
+        Some(f(&mut self.hedgers.borrow_mut()[h][i]))
+    }
+
+    fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+        let (l, i) = self.slots.limiter?;
+        let mut limiters = self.limiters.borrow_mut();
+        let limiter = &mut limiters[l][i];
+        let before = limiter.in_flight();
+        let out = f(limiter);
+        let after = limiter.in_flight();
+        if after != before {
+            self.extra(|e| e.admitted(self.now, after > before));
+        }
+        Some(out)
+    }
+
+    fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
+        let (r, i) = self.slots.rate?;
+        Some(f(&mut self.rate_limiters.borrow_mut()[r][i]))
+    }
+
+    fn sample(&self, what: SampleFor) -> u64 {
+        let mut rng = self.rng.borrow_mut();
+        let (client_rng, given) = &mut *rng;
+        match what {
+            SampleFor::Backoff => client_rng.next_u64(),
+            SampleFor::Throttle => super::throttle_sample(client_rng, given),
+        }
+    }
+
+    fn note(&self, note: Note) {
+        match note {
+            Note::Hedge { .. } => {
+                self.extra(|e| e.hedges_sent += 1);
+                self.decide(Decision::Hedge);
+            }
+            Note::NoHedge(r) => {
+                self.extra(|e| e.hedges_refused += 1);
+                self.decide(Decision::NoHedge(refuser(r)));
+            }
+            Note::Lost { n } => {
+                if let Some(o) = self.outs.iter().flatten().find(|o| o.copy == n) {
+                    self.decide(Decision::Cancelled(o.n));
+                }
+            }
+            Note::Refused(r) => {
+                self.decide(Decision::Refused(refuser(r)));
+                self.m.borrow_mut().at(self.now).local_rejections += 1;
+                if matches!(r, Refusal::Limit(_) | Refusal::Rate(_)) {
+                    self.extra(|e| e.limit_refusals += 1);
+                }
+            }
+            Note::Retry { after, .. } => self.decide(Decision::Retry(after)),
+            Note::Limit { from, to } => self.decide(Decision::Limit { from, to }),
+            Note::Ledger {
+                kind: Extra::Probe,
+                granted: false,
+            } => {
+                // The probe the breaker permitted is not sent.
+                self.extra(|e| e.probes_sent = e.probes_sent.saturating_sub(1));
+            }
+            Note::GaveUp(reason) => {
+                self.decide(Decision::GiveUp(reason.name()));
+                // A chain without a `Retry` makes one attempt: it has no retrying to give up.
+                if self.slots.retry {
+                    self.m.borrow_mut().give_up(reason);
+                }
+            }
+            Note::Ledger { .. } | Note::Ended { .. } => {}
+        }
+    }
+}

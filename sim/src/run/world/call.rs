@@ -493,18 +493,8 @@ impl World<'_> {
                     e.copies_cancelled += 1;
                 }
             }
-            Cancelled::TimedOut => {
-                // The engine's own clock got there first: the copy timed out, as its timer says.
-                if !self.c.groups.is_empty() {
-                    self.outlier_outcome(a.ds, true);
-                }
-                if self.graph.is_some() {
-                    self.hop_ended(a);
-                } else {
-                    self.m.at(self.now).timeouts += 1;
-                    self.m.attempt_ended(self.now, self.now - a.sent);
-                }
-            }
+            // The engine's own clock got there first: the copy timed out, as its timer says.
+            Cancelled::TimedOut => self.attempt_timed_out(a),
             Cancelled::CallOver => {}
         }
     }

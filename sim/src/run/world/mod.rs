@@ -927,6 +927,20 @@ impl<'c> World<'c> {
         }
     }
 
+    /// Counts attempt `a` (gone from the slab) as timed out: for its replica's outlier detection,
+    /// and as a call graph's hop or the run's timeout.
+    fn attempt_timed_out(&mut self, a: Attempt) {
+        if !self.c.groups.is_empty() {
+            self.outlier_outcome(a.ds, true);
+        }
+        if self.graph.is_some() {
+            self.hop_ended(a);
+        } else {
+            self.m.at(self.now).timeouts += 1;
+            self.m.attempt_ended(self.now, self.now - a.sent);
+        }
+    }
+
     #[inline]
     fn dispatch(&mut self, kind: EventKind) {
         match kind {
@@ -993,15 +1007,7 @@ impl<'c> World<'c> {
                 if let Some(a) = self.attempts.get(attempt).copied() {
                     self.attempts.remove(attempt);
                     self.attempt_gone(a.ds);
-                    if !self.c.groups.is_empty() {
-                        self.outlier_outcome(a.ds, true);
-                    }
-                    if self.graph.is_some() {
-                        self.hop_ended(a);
-                    } else {
-                        self.m.at(self.now).timeouts += 1;
-                        self.m.attempt_ended(self.now, self.now - a.sent);
-                    }
+                    self.attempt_timed_out(a);
                     self.answering = Some(a.n);
                     self.answer(a.request, a.node, Answer::new(AnswerKind::Timeout, a.node));
                 }

@@ -93,22 +93,6 @@ macro_rules! running {
     };
 }
 
-/// The indices of the state a chain's call draws from, for one request: `(slot, instance)`.
-#[derive(Clone, Copy, Debug, Default)]
-struct Slots {
-    breaker: Option<(usize, usize, bool)>,
-    budget: Option<(usize, usize)>,
-    throttle: Option<(usize, usize)>,
-    ledger: Option<(usize, usize)>,
-    /// The ledger is the chain's own (it takes each call's deposit), not one enclosing it.
-    own_ledger: bool,
-    /// The chain has a `Retry`.
-    retry: bool,
-    hedger: Option<(usize, usize)>,
-    limiter: Option<(usize, usize)>,
-    rate: Option<(usize, usize)>,
-}
-
 /// No shared state: what a call without a hedger needs to say when to wake it.
 struct NoShared;
 
@@ -125,13 +109,17 @@ pub(super) struct ChainSlots {
     hedger: Option<(usize, usize)>,
     limiter: Option<(usize, usize)>,
     rate: Option<(usize, usize)>,
+    /// The ledger is the chain's own (it takes each call's deposit), not one enclosing it.
+    own_ledger: bool,
 }
 
 /// The world as the engine's [`Shared`] state for one request's call of one chain: its state
 /// slots and its records, each borrowed apart (the engine draws a sample while it holds a budget
 /// or a throttle, and asks the ledger while it holds a hedger).
 struct View<'v> {
-    slots: Slots,
+    /// The chain's slots, and the client whose instances the call draws from.
+    k: &'v ChainSlots,
+    client: usize,
     now: u64,
     breakers: RefCell<&'v mut Vec<Box<dyn Breakers>>>,
     budgets: RefCell<&'v mut Vec<Vec<BudgetSlot>>>,
@@ -148,29 +136,9 @@ struct View<'v> {
 }
 
 impl World<'_> {
-    /// The state `request`'s call of chain `chain` draws from: each layer's slot, and in it the
-    /// instance of the request's client (one per client, or one shared, as `World::instance`
-    /// picks).
-    fn slots(&self, chain: &Chain, request: Handle) -> Slots {
-        let client = self.requests.get(request).map_or(0, |r| r.client as usize);
-        let of = |(slot, n): (usize, usize)| (slot, if n <= 1 { 0 } else { client % n });
-        let Some(k) = self.chain_slots.get(usize::from(chain.index)) else {
-            return Slots::default();
-        };
-        Slots {
-            breaker: k.breaker.map(|(b, shadow)| {
-                let (b, i) = of(b);
-                (b, i, shadow)
-            }),
-            budget: k.budget.map(of),
-            throttle: k.throttle.map(of),
-            ledger: k.ledger.map(of),
-            own_ledger: chain.own_ledger,
-            retry: k.budget.is_some(),
-            hedger: k.hedger.map(of),
-            limiter: k.limiter.map(of),
-            rate: k.rate.map(of),
-        }
+    /// The client of `request`, whose instances of the state its calls draw from.
+    fn client_of(&self, request: Handle) -> usize {
+        self.requests.get(request).map_or(0, |r| r.client as usize)
     }
 
     /// Each chain's slots and their number of instances (fixed for the run).
@@ -230,6 +198,7 @@ impl World<'_> {
                     )),
                     _ => None,
                 },
+                own_ledger: chain.own_ledger,
             })
             .collect()
     }
@@ -258,9 +227,9 @@ impl World<'_> {
             self.chain_calls.resize_with(need, || None);
         }
         let now = Instant::from_nanos(self.now);
-        let slots = self.slots(chain, request);
+        let client = self.client_of(request);
         let call = {
-            let view = View::new(self, slots, &[]);
+            let view = View::new(self, ch, client, &[]);
             let plan = &chain.plan;
             match chain.copies {
                 0 | 1 => ChainCall::One(Running::new(CallState::start(plan, &view, now), deadline)),
@@ -276,7 +245,7 @@ impl World<'_> {
         };
         let i = self.chain_index(request, ch);
         self.chain_calls[i] = Some(call);
-        self.step_chain(request, ch, slots, None);
+        self.step_chain(request, ch, client, None);
     }
 
     /// A wake-up of chain `ch`'s call of `request` is due: the time passed, or the enclosing
@@ -301,8 +270,8 @@ impl World<'_> {
                 Input::Tick
             }
         });
-        let slots = self.slots(&self.stack.chains[usize::from(ch)], request);
-        self.step_chain(request, ch, slots, Some(input));
+        let client = self.client_of(request);
+        self.step_chain(request, ch, client, Some(input));
     }
 
     /// The copy of chain `ch`'s call that was `request`'s attempt `n` (the one being answered,
@@ -337,14 +306,14 @@ impl World<'_> {
         });
         if let Some(copy) = copy {
             let answer = ans.core();
-            let slots = self.slots(&self.stack.chains[usize::from(ch)], request);
-            self.step_chain(request, ch, slots, Some(Input::Answer { n: copy, answer }));
+            let client = self.client_of(request);
+            self.step_chain(request, ch, client, Some(Input::Answer { n: copy, answer }));
         }
     }
 
     /// Hands `input` (if any) to chain `ch`'s call of `request` and does what it says, until it
     /// asks for nothing more.
-    fn step_chain(&mut self, request: Handle, ch: u16, slots: Slots, input: Option<Input>) {
+    fn step_chain(&mut self, request: Handle, ch: u16, client: usize, input: Option<Input>) {
         let stack = self.stack;
         let chain = &stack.chains[usize::from(ch)];
         let i = self.chain_index(request, ch);
@@ -356,7 +325,7 @@ impl World<'_> {
                 let mut calls = std::mem::take(&mut self.chain_calls);
                 if let Some(Some(call)) = calls.get_mut(i) {
                     running!(call, r => {
-                        let view = View::new(self, slots, &r.out);
+                        let view = View::new(self, ch, client, &r.out);
                         r.st.handle(&chain.plan, &view, now, input);
                     });
                 }
@@ -387,7 +356,7 @@ impl World<'_> {
                 }
             }
             if input.is_none() {
-                self.arm_chain(request, chain, i, slots);
+                self.arm_chain(request, chain, i, client);
                 return;
             }
         }
@@ -545,7 +514,7 @@ impl World<'_> {
     /// Arms a wake-up of `request`'s call (at `i`) when the engine asks (its `poll_timeout`) or
     /// at the enclosing deadline, whichever is sooner, unless a copy's own timer fires by then
     /// (its timeout wakes the call) or a wake-up that soon is already pending.
-    fn arm_chain(&mut self, request: Handle, chain: &Chain, i: usize, slots: Slots) {
+    fn arm_chain(&mut self, request: Handle, chain: &Chain, i: usize, client: usize) {
         let now = self.now;
         let mut calls = std::mem::take(&mut self.chain_calls);
         let at = match calls.get_mut(i).and_then(Option::as_mut) {
@@ -554,7 +523,7 @@ impl World<'_> {
                     // Only a hedger's schedule is the shared state's to say.
                     r.st.poll_timeout(&NoShared)
                 } else {
-                    r.st.poll_timeout(&View::new(self, slots, &r.out))
+                    r.st.poll_timeout(&View::new(self, chain.index, client, &r.out))
                 };
                 let timers = r.out.iter().flatten().map(|o| o.fire).min().unwrap_or(u64::MAX);
                 let at = timeout.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
@@ -605,9 +574,10 @@ impl<const C: usize, const Q: usize> Running<C, Q> {
 
 impl<'v> View<'v> {
     #[inline(always)]
-    fn new(w: &'v mut World<'_>, slots: Slots, outs: &'v [Option<Out>]) -> Self {
+    fn new(w: &'v mut World<'_>, ch: u16, client: usize, outs: &'v [Option<Out>]) -> Self {
         View {
-            slots,
+            k: &w.chain_slots[usize::from(ch)],
+            client,
             now: w.now,
             breakers: RefCell::new(&mut w.breakers),
             budgets: RefCell::new(&mut w.budgets),
@@ -621,6 +591,11 @@ impl<'v> View<'v> {
             decisions: RefCell::new(&mut w.decisions),
             outs,
         }
+    }
+
+    /// The call's instance in slot `(slot, n)` (n instances: one shared, or one per client).
+    fn at(&self, (slot, n): (usize, usize)) -> (usize, usize) {
+        (slot, if n <= 1 { 0 } else { self.client % n })
     }
 
     fn decide(&self, d: Decision) {
@@ -656,7 +631,8 @@ fn refuser(r: Refusal) -> Refuser {
 
 impl Shared for View<'_> {
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
-        let (b, i, shadow) = self.slots.breaker?;
+        let (slot, shadow) = self.k.breaker?;
+        let (b, i) = self.at(slot);
         let (decision, t) = self.breakers.borrow_mut()[b].try_acquire(i, now);
         self.transition(t, shadow);
         if let Ok(permit) = &decision {
@@ -671,18 +647,20 @@ impl Shared for View<'_> {
     }
 
     fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
-        let Some((b, i, shadow)) = self.slots.breaker else {
+        let Some((slot, shadow)) = self.k.breaker else {
             return;
         };
+        let (b, i) = self.at(slot);
         let t = self.breakers.borrow_mut()[b].record(i, permit, outcome, now);
         self.transition(t, shadow);
     }
 
     fn breaker_refuses(&self, now: Instant) -> Option<Duration> {
-        let (b, i, shadow) = self.slots.breaker?;
+        let (slot, shadow) = self.k.breaker?;
         if shadow {
             return None;
         }
+        let (b, i) = self.at(slot);
         let breakers = self.breakers.borrow();
         let breaker = breakers[b].get(i);
         match breaker.retry_after(now) {
@@ -693,24 +671,24 @@ impl Shared for View<'_> {
     }
 
     fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
-        if let Some((l, i)) = self.slots.ledger {
+        if let Some((l, i)) = self.k.ledger.map(|l| self.at(l)) {
             let mut ledgers = self.ledgers.borrow_mut();
             let ledger = &mut ledgers[l][i];
             // The chain's own ledger is the whole retry budget; one enclosing the chain took the
             // call's deposit when the call passed it.
             return match ledger {
-                LedgerSlot::Small(own) if self.slots.own_ledger => f(own),
+                LedgerSlot::Small(own) if self.k.own_ledger => f(own),
                 _ => f(&mut LedgerRetries(ledger)),
             };
         }
-        match self.slots.budget {
+        match self.k.budget.map(|b| self.at(b)) {
             Some((b, i)) => f(&mut self.budgets.borrow_mut()[b][i]),
             None => f(&mut reliable_core::budget::Unlimited),
         }
     }
 
     fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        let (t, i) = self.slots.throttle?;
+        let (t, i) = self.at(self.k.throttle?);
         match &mut self.throttles.borrow_mut()[t][i] {
             ThrottleSlot::Small(throttle) => Some(f(throttle)),
             // A chain's throttle fits the small window (`Chain`'s condition).
@@ -719,7 +697,7 @@ impl Shared for View<'_> {
     }
 
     fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
-        let (l, i) = self.slots.ledger?;
+        let (l, i) = self.at(self.k.ledger?);
         match &mut self.ledgers.borrow_mut()[l][i] {
             LedgerSlot::Small(ledger) => Some(f(ledger)),
             // A chain's ledger fits the small window (`Chain`'s condition).
@@ -728,12 +706,12 @@ impl Shared for View<'_> {
     }
 
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
-        let (h, i) = self.slots.hedger?;
+        let (h, i) = self.at(self.k.hedger?);
         Some(f(&mut self.hedgers.borrow_mut()[h][i]))
     }
 
     fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
-        let (l, i) = self.slots.limiter?;
+        let (l, i) = self.at(self.k.limiter?);
         let mut limiters = self.limiters.borrow_mut();
         let limiter = &mut limiters[l][i];
         let before = limiter.in_flight();
@@ -746,7 +724,7 @@ impl Shared for View<'_> {
     }
 
     fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
-        let (r, i) = self.slots.rate?;
+        let (r, i) = self.at(self.k.rate?);
         Some(f(&mut self.rate_limiters.borrow_mut()[r][i]))
     }
 
@@ -793,7 +771,7 @@ impl Shared for View<'_> {
             Note::GaveUp(reason) => {
                 self.decide(Decision::GiveUp(reason.name()));
                 // A chain without a `Retry` makes one attempt: it has no retrying to give up.
-                if self.slots.retry {
+                if self.k.budget.is_some() {
                     self.m.borrow_mut().give_up(reason);
                 }
             }

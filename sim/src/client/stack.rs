@@ -92,8 +92,8 @@ fn llm_as_call(layer: &Layer) -> Layer {
 }
 
 /// Whether the core's call engine runs `layer` and the layers inside it as one [`Chain`]: they
-/// are a chain it runs ([`reliable_core::engine::Stack::from_layer`]: no `Fallback`, no `Fleet`
-/// scope, no breaker per host, an `Llm` only directly around the `Call`), with more than a bare
+/// are a chain it runs ([`reliable_core::engine::Stack::from_layer_with_store`]: no `Fallback`,
+/// no breaker per host or of a fleet, an `Llm` only directly around the `Call`), with more than a bare
 /// `Call`, and the ledger's and throttle's windows fit the state the engine shares (10 and 12
 /// slots).
 pub(crate) fn runs_in_engine(layer: &Layer) -> bool {
@@ -103,9 +103,17 @@ pub(crate) fn runs_in_engine(layer: &Layer) -> bool {
     ) {
         return false;
     }
-    let Ok(stack) = reliable_core::engine::Stack::from_layer(&llm_as_call(layer)) else {
+    // A fleet's retry budget is the world's to keep (its store); a fleet's breaker decides on
+    // the store's round trip, which the engine does not wait for: that stays a node.
+    let Ok(stack) = reliable_core::engine::Stack::from_layer_with_store(&llm_as_call(layer)) else {
         return false;
     };
+    if stack
+        .breaker
+        .is_some_and(|(_, scope)| scope.fleet().is_some())
+    {
+        return false;
+    }
     let ledger_fits = stack
         .ledger
         .is_none_or(|(config, _)| matches!(LedgerSlot::new(config), Ok(LedgerSlot::Small(_))));
@@ -137,9 +145,10 @@ pub struct Node {
 /// `Retry` and the gates (`Throttle`, `Breaker`, `Limit`, `RateLimit`), each at most once, then
 /// an optional `Hedge`, down to a `Call` (or an `Llm` directly around it). Every such chain of a stack is run by the engine, a
 /// `CallState` per logical request; the world only sends its copies, keeps their timers and
-/// hands their answers back. The layers the engine does not run (a `Fallback`, an `Llm` anywhere
-/// but around the `Call`, a `Fleet` scope, a breaker per host, a window larger than the engine's
-/// shared state holds) stay nodes of their own, and a chain may sit inside them.
+/// hands their answers back (a `Fleet` retry budget is the world's state too, its store kept by
+/// the world). The layers the engine does not run (a `Fallback`, an `Llm` anywhere but around
+/// the `Call`, a fleet's breaker, a breaker per host, a window larger than the engine's shared
+/// state holds) stay nodes of their own, and a chain may sit inside them.
 #[derive(Clone, Debug)]
 pub struct Chain {
     /// Its index in [`CompiledStack::chains`].
@@ -822,7 +831,8 @@ impl CompiledStack {
     /// Records the chain whose top is node `top` (compiled from `layer`, which
     /// [`runs_in_engine`]), and `ledger`, the slot of the ledger enclosing it.
     fn add_chain(&mut self, layer: &Layer, top: u16, ledger: Option<u16>) {
-        let Ok(stack) = reliable_core::engine::Stack::from_layer(&llm_as_call(layer)) else {
+        let Ok(stack) = reliable_core::engine::Stack::from_layer_with_store(&llm_as_call(layer))
+        else {
             return;
         };
         let mut chain = Chain {

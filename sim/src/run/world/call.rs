@@ -111,6 +111,8 @@ pub(super) struct ChainSlots {
     rate: Option<(usize, usize)>,
     /// The ledger is the chain's own (it takes each call's deposit), not one enclosing it.
     own_ledger: bool,
+    /// The retry's budget is a fleet's (kept in a store, `fleet_budgets`).
+    fleet_budget: bool,
 }
 
 /// The world as the engine's [`Shared`] state for one request's call of one chain: its state
@@ -129,6 +131,13 @@ struct View<'v> {
     limiters: RefCell<&'v mut Vec<Vec<Limiter>>>,
     rate_limiters: RefCell<&'v mut Vec<Vec<RateLimiter>>>,
     rng: RefCell<(&'v mut Stream, &'v mut (Vec<u64>, usize))>,
+    /// A fleet retry budget's clients and counts, and the stores.
+    fleet: RefCell<(
+        &'v mut Vec<Option<crate::client::fleet_budget::FleetBudgetNode>>,
+        &'v mut Vec<crate::client::fleet::StoreSim>,
+    )>,
+    /// Whether the client's own network is down now (a fleet budget's store fails then).
+    network_down: bool,
     m: RefCell<&'v mut Recorder>,
     decisions: RefCell<&'v mut Option<Vec<(u64, Decision)>>>,
     /// The copies the world has out for the call (the trace names a lost copy by its attempt).
@@ -199,6 +208,10 @@ impl World<'_> {
                     _ => None,
                 },
                 own_ledger: chain.own_ledger,
+                fleet_budget: matches!(
+                    kind(chain.retry),
+                    Some(NodeKind::Retry { store, .. }) if *store != NONE
+                ),
             })
             .collect()
     }
@@ -575,6 +588,7 @@ impl<const C: usize, const Q: usize> Running<C, Q> {
 impl<'v> View<'v> {
     #[inline(always)]
     fn new(w: &'v mut World<'_>, ch: u16, client: usize, outs: &'v [Option<Out>]) -> Self {
+        let network_down = !w.client_down.is_empty() && w.network_down(client as u32);
         View {
             k: &w.chain_slots[usize::from(ch)],
             client,
@@ -587,6 +601,8 @@ impl<'v> View<'v> {
             limiters: RefCell::new(&mut w.limiters),
             rate_limiters: RefCell::new(&mut w.rate_limiters),
             rng: RefCell::new((&mut w.client_rng, &mut w.given_draws)),
+            network_down,
+            fleet: RefCell::new((&mut w.fleet_budgets, &mut w.stores)),
             m: RefCell::new(&mut w.m),
             decisions: RefCell::new(&mut w.decisions),
             outs,
@@ -680,6 +696,29 @@ impl Shared for View<'_> {
                 LedgerSlot::Small(own) if self.k.own_ledger => f(own),
                 _ => f(&mut LedgerRetries(ledger)),
             };
+        }
+        if let Some((slot, _)) = self.k.budget.filter(|_| self.k.fleet_budget) {
+            let mut fleet = self.fleet.borrow_mut();
+            let (nodes, stores) = &mut *fleet;
+            let mut budgets = self.budgets.borrow_mut();
+            if let Some(Some(node)) = nodes.get_mut(slot)
+                && let Some(store) = stores.get_mut(usize::from(node.store))
+                && let Some(state) = node.clients.get_mut(self.client)
+                && budgets[slot].len() > self.client + 1
+            {
+                // The store's budget first, then each client's own.
+                let (shared, own) = budgets[slot].split_at_mut(1);
+                return f(&mut crate::client::fleet_budget::FleetRetries {
+                    client: state,
+                    fleet: &mut shared[0],
+                    local: &mut own[self.client],
+                    store,
+                    scope: node.scope,
+                    network_down: self.network_down,
+                    width_ns: node.width_ns,
+                    counters: &mut node.counters,
+                });
+            }
         }
         match self.k.budget.map(|b| self.at(b)) {
             Some((b, i)) => f(&mut self.budgets.borrow_mut()[b][i]),

@@ -13,7 +13,7 @@
 //! copy through the chain's `Call`, when to drop one, when to wake it, and how the call ends;
 //! every decision inside (admitting, retrying, hedging, what each gate hears) is the engine's. A
 //! bare `Call` node sends an attempt (a network hop, then the downstream) and arms its timer; a
-//! `Fallback` invokes its children in turn; what the engine does not run yet (a `Fleet` scope, a
+//! `Fallback` invokes its children in turn; what the engine does not run yet (a fleet's breaker, a
 //! breaker per host, an `Llm` away from its `Call`) stays a node of its own: a `Breaker` asks the
 //! core's breaker for a permit and either invokes its inner node or answers at once with a
 //! rejection (in shadow mode the core gives a shadow permit instead, counted as a would-be

@@ -392,7 +392,7 @@ impl RetryPolicy {
         B: Budget + ?Sized,
         R: rand_core::Rng + ?Sized,
     {
-        self.decide(state, class, now, budget, || rng.next_u64())
+        self.decide(state, class, now, budget, &mut || rng.next_u64())
     }
 
     /// [`on_failure`](Self::on_failure) drawing a uniform sample for the backoff's jitter from
@@ -407,7 +407,9 @@ impl RetryPolicy {
         budget: &mut B,
         sample: impl FnOnce() -> u64,
     ) -> RetryDecision {
-        self.decide(state, class, now, budget, sample)
+        let mut sample = Some(sample);
+        let mut draw = || sample.take().map_or(0, |f| f());
+        self.decide(state, class, now, budget, &mut draw)
     }
 
     /// [`on_failure`](Self::on_failure) with a given uniform sample for the backoff's jitter.
@@ -419,16 +421,18 @@ impl RetryPolicy {
         budget: &mut B,
         sample: u64,
     ) -> RetryDecision {
-        self.decide(state, class, now, budget, || sample)
+        self.decide(state, class, now, budget, &mut || sample)
     }
 
+    // The sample comes through a `dyn` call: one copy of the decision per budget type, whatever
+    // closure each caller draws with (a closure type per call site and face otherwise).
     fn decide<B: Budget + ?Sized>(
         &self,
         state: &mut RetryState,
         class: ErrorClass,
         now: Instant,
         budget: &mut B,
-        sample: impl FnOnce() -> u64,
+        sample: &mut dyn FnMut() -> u64,
     ) -> RetryDecision {
         if state.finished {
             return RetryDecision::GiveUp(GiveUpReason::Finished);

@@ -727,11 +727,37 @@ impl<'a, S: Shared + ?Sized, const C: usize, const Q: usize> Call<'a, S, C, Q> {
 impl<const C: usize, const Q: usize> CallState<C, Q> {
     /// [`Call::start`], keeping only the state.
     pub fn start<S: Shared + ?Sized>(plan: &Plan, shared: &S, now: Instant) -> Self {
+        let mut st = Self::blank(plan, now);
+        Deciding {
+            plan,
+            shared,
+            st: &mut st,
+        }
+        .begin(now);
+        st
+    }
+
+    /// [`CallState::start`] in this state's place, whatever call it held: a face that keeps
+    /// many calls (a simulator's every request in flight) reuses their room rather than move a
+    /// new state into it.
+    pub fn restart<S: Shared + ?Sized>(&mut self, plan: &Plan, shared: &S, now: Instant) {
+        *self = Self::blank(plan, now);
+        Deciding {
+            plan,
+            shared,
+            st: self,
+        }
+        .begin(now);
+    }
+
+    /// A state before its call begins.
+    #[inline(always)]
+    fn blank(plan: &Plan, now: Instant) -> Self {
         const {
             assert!(C >= 1 && C <= 12, "a call holds 1 to 12 copies at once");
             assert!(Q >= C + 4, "a call of C copies queues up to C + 4 actions");
         };
-        let mut st = CallState {
+        CallState {
             phase: Phase::Done,
             retry: plan.retry.start(now, &mut crate::budget::Unlimited),
             copies: Vec::new(),
@@ -742,14 +768,7 @@ impl<const C: usize, const Q: usize> CallState<C, Q> {
             last: None,
             out: Deque::new(),
             end: None,
-        };
-        Deciding {
-            plan,
-            shared,
-            st: &mut st,
         }
-        .begin(now);
-        st
     }
 
     /// [`Call::resume`], keeping only the state.

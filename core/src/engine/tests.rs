@@ -648,3 +648,37 @@ fn the_least_queue_of_actions_never_fills() {
     queue_never_fills::<4, 8>();
     queue_never_fills::<9, 13>();
 }
+
+#[test]
+fn a_state_restarted_in_place_decides_as_a_fresh_start() {
+    // A state left mid-call (copy 2 out, attempts counted) is restarted for another call: it
+    // keeps nothing of the first.
+    let plan = Plan::new(retry(3, Some(1000)));
+    let parts = Parts::default();
+    let mut st: CallState = CallState::start(&plan, &parts, t(0));
+    st.handle(&plan, &parts, t(10), Input::Answer { n: 1, answer: E500 });
+    st.handle(&plan, &parts, t(110), Input::Tick);
+    assert_eq!(st.attempts(), 2);
+    st.restart(&plan, &parts, t(500));
+    let fresh: CallState = CallState::start(&plan, &parts, t(500));
+    assert_eq!(st.attempts(), fresh.attempts());
+    assert_eq!(st.queued(), fresh.queued());
+    assert_eq!(st.poll_timeout(&parts), fresh.poll_timeout(&parts));
+    assert_eq!(
+        st.poll(),
+        Some(Action::Send {
+            n: 1,
+            deadline: Some(t(1500)),
+            hedge: false,
+        })
+    );
+    st.handle(&plan, &parts, t(520), Input::Answer { n: 1, answer: OK });
+    assert!(matches!(
+        st.poll(),
+        Some(Action::Done(End {
+            result: Ended::Ok { n: 1 },
+            attempts: 1,
+            ..
+        }))
+    ));
+}

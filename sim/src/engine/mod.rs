@@ -7,6 +7,7 @@
 //! when it fires, because the object it refers to carries a newer generation (lazy cancellation).
 
 pub mod event;
+pub mod heap;
 pub mod queue;
 pub mod rng;
 pub mod slab;

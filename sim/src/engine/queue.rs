@@ -1,4 +1,4 @@
-//! The event queue: a binary heap plus first-in first-out lanes for fixed delays.
+//! The event queue: a heap plus first-in first-out lanes for fixed delays.
 //!
 //! Most pending events in a retry storm are attempt timeouts, and timeouts of one fixed length
 //! expire in the order they were armed. Keeping each fixed delay in its own FIFO [`Lane`] makes
@@ -10,36 +10,19 @@
 //! sorted by key and [`EventQueue::pop`] takes the smallest key among the heap top and the lane
 //! fronts.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::event::{Event, EventKind};
+use super::heap::QuadHeap;
 
 /// A FIFO lane for one fixed delay, created with [`EventQueue::lane`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lane(u16);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct HeapEntry(Event);
-
-impl Ord for HeapEntry {
-    #[inline]
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.key().cmp(&other.0.key())
-    }
-}
-
-impl PartialOrd for HeapEntry {
-    #[inline]
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 /// Pending events in `(time, sequence)` order.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<HeapEntry>>,
+    heap: QuadHeap,
     lanes: Vec<VecDeque<Event>>,
     seq: u64,
     len: usize,
@@ -63,8 +46,7 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, time: u64, kind: EventKind) {
         let seq = self.next_seq();
-        self.heap
-            .push(Reverse(HeapEntry(Event { time, seq, kind })));
+        self.heap.push(Event { time, seq, kind });
         self.note_len();
     }
 
@@ -77,7 +59,7 @@ impl EventQueue {
         let event = Event { time, seq, kind };
         match self.lanes.get_mut(lane.0 as usize) {
             Some(q) if q.back().is_none_or(|last| last.time <= time) => q.push_back(event),
-            _ => self.heap.push(Reverse(HeapEntry(event))),
+            _ => self.heap.push(event),
         }
         self.note_len();
     }
@@ -100,7 +82,7 @@ impl EventQueue {
     #[cfg(test)]
     /// The time of the next event, if any.
     pub fn peek_time(&self) -> Option<u64> {
-        let mut best = self.heap.peek().map(|e| e.0.0.key());
+        let mut best = self.heap.peek_key();
         for q in &self.lanes {
             if let Some(e) = q.front()
                 && best.is_none_or(|b| e.key() < b)
@@ -114,7 +96,7 @@ impl EventQueue {
     /// Removes and returns the next event.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        let mut best: Option<(u64, u64)> = self.heap.peek().map(|e| e.0.0.key());
+        let mut best: Option<(u64, u64)> = self.heap.peek_key();
         let mut from_lane = usize::MAX;
         for (i, q) in self.lanes.iter().enumerate() {
             if let Some(e) = q.front()
@@ -125,7 +107,7 @@ impl EventQueue {
             }
         }
         let e = if from_lane == usize::MAX {
-            self.heap.pop().map(|e| e.0.0)
+            self.heap.pop()
         } else {
             self.lanes[from_lane].pop_front()
         };

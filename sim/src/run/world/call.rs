@@ -68,6 +68,9 @@ pub(super) struct Running<const C: usize, const Q: usize> {
     last: Option<(Answer, bool)>,
     /// The enclosing deadline passed: the call was cancelled for it.
     timed_out: bool,
+    /// The call is in progress (its end not handed up yet). An ended call keeps its room for the
+    /// request's next call of the chain.
+    live: bool,
 }
 
 /// A chain's call in progress: inline without hedges, boxed with them (one hedge at most, the
@@ -241,23 +244,38 @@ impl World<'_> {
         }
         let now = Instant::from_nanos(self.now);
         let client = self.client_of(request);
-        let call = {
+        let i = self.chain_index(request, ch);
+        // The calls are set apart while the engine decides (it borrows the world).
+        let mut calls = std::mem::take(&mut self.chain_calls);
+        if let Some(slot) = calls.get_mut(i) {
             let view = View::new(self, ch, client, &[]);
             let plan = &chain.plan;
-            match chain.copies {
-                0 | 1 => ChainCall::One(Running::new(CallState::start(plan, &view, now), deadline)),
-                2 => ChainCall::Two(Box::new(Running::new(
-                    CallState::start(plan, &view, now),
-                    deadline,
-                ))),
-                _ => ChainCall::Many(Box::new(Running::new(
-                    CallState::start(plan, &view, now),
-                    deadline,
-                ))),
+            match slot {
+                // The room of the request's last call of this chain (of the same size: a slot
+                // always holds one chain's calls): started in place, not moved in.
+                Some(call) => running!(call, r => {
+                    r.reset(deadline);
+                    r.st.restart(plan, &view, now);
+                }),
+                None => {
+                    *slot = Some(match chain.copies {
+                        0 | 1 => ChainCall::One(Running::new(
+                            CallState::start(plan, &view, now),
+                            deadline,
+                        )),
+                        2 => ChainCall::Two(Box::new(Running::new(
+                            CallState::start(plan, &view, now),
+                            deadline,
+                        ))),
+                        _ => ChainCall::Many(Box::new(Running::new(
+                            CallState::start(plan, &view, now),
+                            deadline,
+                        ))),
+                    })
+                }
             }
-        };
-        let i = self.chain_index(request, ch);
-        self.chain_calls[i] = Some(call);
+        }
+        self.chain_calls = calls;
         self.step_chain(request, ch, client, None);
     }
 
@@ -269,7 +287,7 @@ impl World<'_> {
         }
         let i = self.chain_index(request, ch);
         let now = self.now;
-        let Some(call) = self.chain_calls.get_mut(i).and_then(Option::as_mut) else {
+        let Some(call) = self.chain_call(i) else {
             return;
         };
         let input = running!(call, r => {
@@ -305,7 +323,7 @@ impl World<'_> {
         } else {
             ans
         };
-        let Some(call) = self.chain_calls.get_mut(i).and_then(Option::as_mut) else {
+        let Some(call) = self.chain_call(i) else {
             return;
         };
         let copy = running!(call, r => {
@@ -336,7 +354,9 @@ impl World<'_> {
                 let now = Instant::from_nanos(self.now);
                 // The calls are set apart while the engine decides (it borrows the world).
                 let mut calls = std::mem::take(&mut self.chain_calls);
-                if let Some(Some(call)) = calls.get_mut(i) {
+                if let Some(Some(call)) = calls.get_mut(i)
+                    && running!(call, r => r.live)
+                {
                     running!(call, r => {
                         let view = View::new(self, ch, client, &r.out);
                         r.st.handle(&chain.plan, &view, now, input);
@@ -345,7 +365,7 @@ impl World<'_> {
                 self.chain_calls = calls;
             }
             loop {
-                let Some(call) = self.chain_calls.get_mut(i).and_then(Option::as_mut) else {
+                let Some(call) = self.chain_call(i) else {
                     return;
                 };
                 let Some(action) = running!(call, r => r.st.poll()) else {
@@ -359,10 +379,14 @@ impl World<'_> {
                     }
                     Action::Cancel { n, why } => self.cancel_copy(request, chain, i, n, why),
                     Action::Done(end) => {
-                        let Some(call) = self.chain_calls.get_mut(i).and_then(Option::take) else {
+                        let Some(call) = self.chain_call(i) else {
                             return;
                         };
-                        let ans = self.chain_end(chain, &call, end.result);
+                        let ended = running!(call, r => {
+                            r.live = false;
+                            (r.last, r.timed_out)
+                        });
+                        let ans = self.chain_end(chain, ended, end.result);
                         self.answer(request, chain.top, ans);
                         return;
                     }
@@ -377,7 +401,10 @@ impl World<'_> {
 
     /// The call of chain index `i` (see [`World::chain_index`]), if it is in progress.
     fn chain_call(&mut self, i: usize) -> Option<&mut ChainCall> {
-        self.chain_calls.get_mut(i).and_then(Option::as_mut)
+        self.chain_calls
+            .get_mut(i)
+            .and_then(Option::as_mut)
+            .filter(|call| running!(call, r => r.live))
     }
 
     /// Sends copy `n` of `request`'s call (at `i`) through the chain's `Call`, timed out at the
@@ -481,9 +508,14 @@ impl World<'_> {
         }
     }
 
-    /// What a call that ended with `result` answers up the stack.
-    fn chain_end(&mut self, chain: &Chain, call: &ChainCall, result: Ended) -> Answer {
-        let (last, timed_out) = running!(call, r => (r.last, r.timed_out));
+    /// What a call that ended with `result` answers up the stack, given its last answer
+    /// (whether a hedge's) and whether the enclosing deadline ended it.
+    fn chain_end(
+        &mut self,
+        chain: &Chain,
+        (last, timed_out): (Option<(Answer, bool)>, bool),
+        result: Ended,
+    ) -> Answer {
         match result {
             Ended::Ok { .. } => {
                 let (ans, hedge) = last.unwrap_or((Answer::new(AnswerKind::Ok, chain.call), false));
@@ -530,7 +562,11 @@ impl World<'_> {
     fn arm_chain(&mut self, request: Handle, chain: &Chain, i: usize, client: usize) {
         let now = self.now;
         let mut calls = std::mem::take(&mut self.chain_calls);
-        let at = match calls.get_mut(i).and_then(Option::as_mut) {
+        let at = match calls
+            .get_mut(i)
+            .and_then(Option::as_mut)
+            .filter(|call| running!(call, r => r.live))
+        {
             Some(call) => running!(call, r => {
                 let timeout = if chain.hedge == NONE {
                     // Only a hedger's schedule is the shared state's to say.
@@ -581,7 +617,19 @@ impl<const C: usize, const Q: usize> Running<C, Q> {
             wake: 0,
             last: None,
             timed_out: false,
+            live: true,
         }
+    }
+
+    /// Readies the room of an ended call for the request's next call of the chain (its state
+    /// is started in place next).
+    fn reset(&mut self, outer: u64) {
+        self.out = [None; C];
+        self.outer = outer;
+        self.wake = 0;
+        self.last = None;
+        self.timed_out = false;
+        self.live = true;
     }
 }
 
@@ -611,7 +659,13 @@ impl<'v> View<'v> {
 
     /// The call's instance in slot `(slot, n)` (n instances: one shared, or one per client).
     fn at(&self, (slot, n): (usize, usize)) -> (usize, usize) {
-        (slot, if n <= 1 { 0 } else { self.client % n })
+        // One instance per client: the client's own (the remainder only guards the index).
+        let i = match n {
+            0 | 1 => 0,
+            n if self.client < n => self.client,
+            n => self.client % n,
+        };
+        (slot, i)
     }
 
     fn decide(&self, d: Decision) {

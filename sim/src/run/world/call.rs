@@ -247,36 +247,41 @@ impl World<'_> {
         let i = self.chain_index(request, ch);
         // The calls are set apart while the engine decides (it borrows the world).
         let mut calls = std::mem::take(&mut self.chain_calls);
-        if let Some(slot) = calls.get_mut(i) {
-            let view = View::new(self, ch, client, &[]);
-            let plan = &chain.plan;
-            match slot {
-                // The room of the request's last call of this chain (of the same size: a slot
-                // always holds one chain's calls): started in place, not moved in.
-                Some(call) => running!(call, r => {
+        let Some(slot) = calls.get_mut(i) else {
+            self.chain_calls = calls;
+            return;
+        };
+        let plan = &chain.plan;
+        let call = match slot {
+            // The room of the request's last call of this chain (of the same size: a slot always
+            // holds one chain's calls): started in place, not moved in.
+            Some(call) => {
+                running!(&mut *call, r => {
                     r.reset(deadline);
-                    r.st.restart(plan, &view, now);
-                }),
-                None => {
-                    *slot = Some(match chain.copies {
-                        0 | 1 => ChainCall::One(Running::new(
-                            CallState::start(plan, &view, now),
-                            deadline,
-                        )),
-                        2 => ChainCall::Two(Box::new(Running::new(
-                            CallState::start(plan, &view, now),
-                            deadline,
-                        ))),
-                        _ => ChainCall::Many(Box::new(Running::new(
-                            CallState::start(plan, &view, now),
-                            deadline,
-                        ))),
-                    })
-                }
+                    r.st.restart(plan, &View::new(self, ch, client, &[]), now);
+                });
+                call
             }
-        }
+            None => {
+                let view = View::new(self, ch, client, &[]);
+                slot.insert(match chain.copies {
+                    0 | 1 => {
+                        ChainCall::One(Running::new(CallState::start(plan, &view, now), deadline))
+                    }
+                    2 => ChainCall::Two(Box::new(Running::new(
+                        CallState::start(plan, &view, now),
+                        deadline,
+                    ))),
+                    _ => ChainCall::Many(Box::new(Running::new(
+                        CallState::start(plan, &view, now),
+                        deadline,
+                    ))),
+                })
+            }
+        };
+        let end = running!(call, r => self.step_call(r, request, chain, client, None));
         self.chain_calls = calls;
-        self.step_chain(request, ch, client, None);
+        self.chain_over(request, chain, end);
     }
 
     /// A wake-up of chain `ch`'s call of `request` is due: the time passed, or the enclosing
@@ -285,24 +290,27 @@ impl World<'_> {
         if !self.requests.contains(request) {
             return;
         }
+        let chain = &self.stack.chains[usize::from(ch)];
         let i = self.chain_index(request, ch);
         let now = self.now;
-        let Some(call) = self.chain_call(i) else {
-            return;
-        };
-        let input = running!(call, r => {
-            if r.wake <= now {
-                r.wake = 0;
-            }
-            if r.outer <= now {
-                r.timed_out = true;
-                Input::Cancel
-            } else {
-                Input::Tick
-            }
-        });
         let client = self.client_of(request);
-        self.step_chain(request, ch, client, Some(input));
+        let mut calls = std::mem::take(&mut self.chain_calls);
+        let end = live(&mut calls, i).and_then(|call| {
+            running!(call, r => {
+                if r.wake <= now {
+                    r.wake = 0;
+                }
+                let input = if r.outer <= now {
+                    r.timed_out = true;
+                    Input::Cancel
+                } else {
+                    Input::Tick
+                };
+                self.step_call(r, request, chain, client, Some(input))
+            })
+        });
+        self.chain_calls = calls;
+        self.chain_over(request, chain, end);
     }
 
     /// The copy of chain `ch`'s call that was `request`'s attempt `n` (the one being answered,
@@ -323,112 +331,88 @@ impl World<'_> {
         } else {
             ans
         };
-        let Some(call) = self.chain_call(i) else {
-            return;
-        };
-        let copy = running!(call, r => {
-            let Some(o) = r.out.iter_mut().find(|o| o.is_some_and(|o| o.n == n)) else {
-                return;
-            };
-            let out = o.take();
-            let hedge = out.is_some_and(|o| o.hedge);
-            r.last = Some((ans, hedge));
-            out.map(|o| o.copy)
+        let client = self.client_of(request);
+        let mut calls = std::mem::take(&mut self.chain_calls);
+        let end = live(&mut calls, i).and_then(|call| {
+            running!(call, r => {
+                let out = r
+                    .out
+                    .iter_mut()
+                    .find(|o| o.is_some_and(|o| o.n == n))
+                    .and_then(Option::take)?;
+                r.last = Some((ans, out.hedge));
+                let input = Input::Answer {
+                    n: out.copy,
+                    answer: ans.core(),
+                };
+                self.step_call(r, request, chain, client, Some(input))
+            })
         });
-        if let Some(copy) = copy {
-            let answer = ans.core();
-            let client = self.client_of(request);
-            self.step_chain(request, ch, client, Some(Input::Answer { n: copy, answer }));
-        }
+        self.chain_calls = calls;
+        self.chain_over(request, chain, end);
     }
 
-    /// Hands `input` (if any) to chain `ch`'s call of `request` and does what it says, until it
-    /// asks for nothing more.
-    fn step_chain(&mut self, request: Handle, ch: u16, client: usize, input: Option<Input>) {
-        let stack = self.stack;
-        let chain = &stack.chains[usize::from(ch)];
-        let i = self.chain_index(request, ch);
-        let mut input = input;
+    /// Hands `input` (if any) to `r`, `request`'s call of `chain`, and does what it says until it
+    /// asks for nothing more. Returns what the call answers up the stack, once it has ended.
+    fn step_call<const C: usize, const Q: usize>(
+        &mut self,
+        r: &mut Running<C, Q>,
+        request: Handle,
+        chain: &Chain,
+        client: usize,
+        mut input: Option<Input>,
+    ) -> Option<Answer> {
         loop {
             if let Some(input) = input.take() {
                 let now = Instant::from_nanos(self.now);
-                // The calls are set apart while the engine decides (it borrows the world).
-                let mut calls = std::mem::take(&mut self.chain_calls);
-                if let Some(Some(call)) = calls.get_mut(i)
-                    && running!(call, r => r.live)
-                {
-                    running!(call, r => {
-                        let view = View::new(self, ch, client, &r.out);
-                        r.st.handle(&chain.plan, &view, now, input);
-                    });
-                }
-                self.chain_calls = calls;
+                let view = View::new(self, chain.index, client, &r.out);
+                r.st.handle(&chain.plan, &view, now, input);
             }
-            loop {
-                let Some(call) = self.chain_call(i) else {
-                    return;
-                };
-                let Some(action) = running!(call, r => r.st.poll()) else {
-                    break;
-                };
+            while let Some(action) = r.st.poll() {
                 match action {
                     Action::Send { n, deadline, hedge } => {
-                        if let Some(next) = self.send_copy(request, chain, i, n, deadline, hedge) {
+                        if let Some(next) = self.send_copy(r, request, chain, n, deadline, hedge) {
                             input = Some(next);
                         }
                     }
-                    Action::Cancel { n, why } => self.cancel_copy(request, chain, i, n, why),
+                    Action::Cancel { n, why } => self.cancel_copy(r, request, chain, n, why),
                     Action::Done(end) => {
-                        let Some(call) = self.chain_call(i) else {
-                            return;
-                        };
-                        let ended = running!(call, r => {
-                            r.live = false;
-                            (r.last, r.timed_out)
-                        });
-                        let ans = self.chain_end(chain, ended, end.result);
-                        self.answer(request, chain.top, ans);
-                        return;
+                        r.live = false;
+                        return Some(self.chain_end(chain, (r.last, r.timed_out), end.result));
                     }
                 }
             }
             if input.is_none() {
-                self.arm_chain(request, chain, i, client);
-                return;
+                self.arm_call(r, request, chain, client);
+                return None;
             }
         }
     }
 
-    /// The call of chain index `i` (see [`World::chain_index`]), if it is in progress.
-    fn chain_call(&mut self, i: usize) -> Option<&mut ChainCall> {
-        self.chain_calls
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .filter(|call| running!(call, r => r.live))
+    /// Hands up the stack what `request`'s call of `chain` answered, if it ended.
+    fn chain_over(&mut self, request: Handle, chain: &Chain, end: Option<Answer>) {
+        if let Some(ans) = end {
+            self.answer(request, chain.top, ans);
+        }
     }
 
-    /// Sends copy `n` of `request`'s call (at `i`) through the chain's `Call`, timed out at the
+    /// Sends copy `n` of `request`'s call `r` through the chain's `Call`, timed out at the
     /// sooner of `deadline` (the engine's), the enclosing deadline and the `Call`'s own draw.
     /// Returns what the call must hear at once instead: the enclosing deadline has passed (it is
     /// cancelled), the client's network is down or its spend breaker refuses (the copy fails
     /// unsent).
-    fn send_copy(
+    fn send_copy<const C: usize, const Q: usize>(
         &mut self,
+        r: &mut Running<C, Q>,
         request: Handle,
         chain: &Chain,
-        i: usize,
         n: u32,
         deadline: Option<Instant>,
         hedge: bool,
     ) -> Option<Input> {
         let now = self.now;
-        let outer = running!(self.chain_call(i)?, r => {
-            if r.outer <= now {
-                r.timed_out = true;
-            }
-            r.outer
-        });
-        if outer <= now {
+        if r.outer <= now {
+            r.timed_out = true;
             return Some(Input::Cancel);
         }
         let unsent = if self.request_network_down(request) {
@@ -445,7 +429,7 @@ impl World<'_> {
             None
         };
         if let Some(ans) = unsent {
-            running!(self.chain_call(i)?, r => r.last = Some((ans, hedge)));
+            r.last = Some((ans, hedge));
             return Some(Input::Answer {
                 n,
                 answer: ans.core(),
@@ -461,28 +445,36 @@ impl World<'_> {
         else {
             return None;
         };
-        let fire = deadline.map_or(u64::MAX, Instant::as_nanos).min(outer);
+        let fire = deadline.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
         let (attempt, fire) =
             self.send_attempt(request, chain.call, *ds, None, timeout_dist.as_ref(), fire)?;
         let sent = self.attempts.get(attempt).map(|a| a.n).unwrap_or_default();
-        running!(self.chain_call(i)?, r => {
-            if let Some(free) = r.out.iter_mut().find(|o| o.is_none()) {
-                *free = Some(Out { copy: n, n: sent, attempt, fire, hedge });
-            }
-        });
+        if let Some(free) = r.out.iter_mut().find(|o| o.is_none()) {
+            *free = Some(Out {
+                copy: n,
+                n: sent,
+                attempt,
+                fire,
+                hedge,
+            });
+        }
         None
     }
 
-    /// Drops copy `n` of `request`'s call (at `i`), as the engine says (`why`).
-    fn cancel_copy(&mut self, request: Handle, chain: &Chain, i: usize, n: u32, why: Cancelled) {
-        let Some(call) = self.chain_call(i) else {
-            return;
-        };
-        let Some(out) = running!(call, r => r
+    /// Drops copy `n` of `request`'s call `r`, as the engine says (`why`).
+    fn cancel_copy<const C: usize, const Q: usize>(
+        &mut self,
+        r: &mut Running<C, Q>,
+        request: Handle,
+        chain: &Chain,
+        n: u32,
+        why: Cancelled,
+    ) {
+        let Some(out) = r
             .out
             .iter_mut()
             .find(|o| o.is_some_and(|o| o.copy == n))
-            .and_then(Option::take))
+            .and_then(Option::take)
         else {
             return;
         };
@@ -556,46 +548,51 @@ impl World<'_> {
         }
     }
 
-    /// Arms a wake-up of `request`'s call (at `i`) when the engine asks (its `poll_timeout`) or
-    /// at the enclosing deadline, whichever is sooner, unless a copy's own timer fires by then
-    /// (its timeout wakes the call) or a wake-up that soon is already pending.
-    fn arm_chain(&mut self, request: Handle, chain: &Chain, i: usize, client: usize) {
+    /// Arms a wake-up of `request`'s call `r` when the engine asks (its `poll_timeout`) or at
+    /// the enclosing deadline, whichever is sooner, unless a copy's own timer fires by then (its
+    /// timeout wakes the call) or a wake-up that soon is already pending.
+    fn arm_call<const C: usize, const Q: usize>(
+        &mut self,
+        r: &mut Running<C, Q>,
+        request: Handle,
+        chain: &Chain,
+        client: usize,
+    ) {
         let now = self.now;
-        let mut calls = std::mem::take(&mut self.chain_calls);
-        let at = match calls
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .filter(|call| running!(call, r => r.live))
-        {
-            Some(call) => running!(call, r => {
-                let timeout = if chain.hedge == NONE {
-                    // Only a hedger's schedule is the shared state's to say.
-                    r.st.poll_timeout(&NoShared)
-                } else {
-                    r.st.poll_timeout(&View::new(self, chain.index, client, &r.out))
-                };
-                let timers = r.out.iter().flatten().map(|o| o.fire).min().unwrap_or(u64::MAX);
-                let at = timeout.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
-                if at == u64::MAX || at >= timers || (r.wake > now && r.wake <= at) {
-                    None
-                } else {
-                    r.wake = at.max(now);
-                    Some(r.wake)
-                }
-            }),
-            None => None,
+        let timeout = if chain.hedge == NONE {
+            // Only a hedger's schedule is the shared state's to say.
+            r.st.poll_timeout(&NoShared)
+        } else {
+            r.st.poll_timeout(&View::new(self, chain.index, client, &r.out))
         };
-        self.chain_calls = calls;
-        if let Some(at) = at {
-            self.q.push(
-                at,
-                EventKind::Wake {
-                    request,
-                    node: chain.top,
-                },
-            );
+        let timers = r
+            .out
+            .iter()
+            .flatten()
+            .map(|o| o.fire)
+            .min()
+            .unwrap_or(u64::MAX);
+        let at = timeout.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
+        if at == u64::MAX || at >= timers || (r.wake > now && r.wake <= at) {
+            return;
         }
+        r.wake = at.max(now);
+        self.q.push(
+            r.wake,
+            EventKind::Wake {
+                request,
+                node: chain.top,
+            },
+        );
     }
+}
+
+/// The call at `i` in `calls`, if it is in progress.
+fn live(calls: &mut [Option<ChainCall>], i: usize) -> Option<&mut ChainCall> {
+    calls
+        .get_mut(i)
+        .and_then(Option::as_mut)
+        .filter(|call| running!(call, r => r.live))
 }
 
 /// Bytes one request keeps for `chain`'s call: inline, and boxed for a hedged chain.

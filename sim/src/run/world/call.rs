@@ -118,6 +118,26 @@ pub(super) struct ChainSlots {
     fleet_budget: bool,
 }
 
+/// The world's gates and budgets, borrowed for a step of a chain's call.
+struct Gates<'v> {
+    breakers: &'v mut Vec<Box<dyn Breakers>>,
+    budgets: &'v mut Vec<Vec<BudgetSlot>>,
+    throttles: &'v mut Vec<Vec<ThrottleSlot>>,
+    hedgers: &'v mut Vec<Vec<Hedger>>,
+    limiters: &'v mut Vec<Vec<Limiter>>,
+    rate_limiters: &'v mut Vec<Vec<RateLimiter>>,
+    /// A fleet retry budget's clients and counts.
+    fleet_budgets: &'v mut Vec<Option<crate::client::fleet_budget::FleetBudgetNode>>,
+    /// The stores a fleet's budget is kept in.
+    stores: &'v mut Vec<crate::client::fleet::StoreSim>,
+}
+
+/// The run's metrics and decision trace, borrowed for a step of a chain's call.
+struct Records<'v> {
+    m: &'v mut Recorder,
+    decisions: &'v mut Option<Vec<(u64, Decision)>>,
+}
+
 /// The world as the engine's [`Shared`] state for one request's call of one chain: its state
 /// slots and its records, each borrowed apart (the engine draws a sample while it holds a budget
 /// or a throttle, and asks the ledger while it holds a hedger).
@@ -126,23 +146,16 @@ struct View<'v> {
     k: &'v ChainSlots,
     client: usize,
     now: u64,
-    breakers: RefCell<&'v mut Vec<Box<dyn Breakers>>>,
-    budgets: RefCell<&'v mut Vec<Vec<BudgetSlot>>>,
-    throttles: RefCell<&'v mut Vec<Vec<ThrottleSlot>>>,
+    /// The gates and budgets, in one cell: the engine never asks for one while it holds another.
+    gates: RefCell<Gates<'v>>,
+    /// The ledgers, apart: the engine asks a ledger while it holds a hedger.
     ledgers: RefCell<&'v mut Vec<Vec<LedgerSlot>>>,
-    hedgers: RefCell<&'v mut Vec<Vec<Hedger>>>,
-    limiters: RefCell<&'v mut Vec<Vec<Limiter>>>,
-    rate_limiters: RefCell<&'v mut Vec<Vec<RateLimiter>>>,
+    /// The clients' random stream, apart: drawn while a budget or a throttle is held.
     rng: RefCell<(&'v mut Stream, &'v mut (Vec<u64>, usize))>,
-    /// A fleet retry budget's clients and counts, and the stores.
-    fleet: RefCell<(
-        &'v mut Vec<Option<crate::client::fleet_budget::FleetBudgetNode>>,
-        &'v mut Vec<crate::client::fleet::StoreSim>,
-    )>,
     /// Whether the client's own network is down now (a fleet budget's store fails then).
     network_down: bool,
-    m: RefCell<&'v mut Recorder>,
-    decisions: RefCell<&'v mut Option<Vec<(u64, Decision)>>>,
+    /// The run's metrics and decision trace, apart: counted while a gate is held.
+    records: RefCell<Records<'v>>,
     /// The copies the world has out for the call (the trace names a lost copy by its attempt).
     outs: &'v [Option<Out>],
 }
@@ -638,18 +651,23 @@ impl<'v> View<'v> {
             k: &w.chain_slots[usize::from(ch)],
             client,
             now: w.now,
-            breakers: RefCell::new(&mut w.breakers),
-            budgets: RefCell::new(&mut w.budgets),
-            throttles: RefCell::new(&mut w.throttles),
+            gates: RefCell::new(Gates {
+                breakers: &mut w.breakers,
+                budgets: &mut w.budgets,
+                throttles: &mut w.throttles,
+                hedgers: &mut w.hedgers,
+                limiters: &mut w.limiters,
+                rate_limiters: &mut w.rate_limiters,
+                fleet_budgets: &mut w.fleet_budgets,
+                stores: &mut w.stores,
+            }),
             ledgers: RefCell::new(&mut w.ledgers),
-            hedgers: RefCell::new(&mut w.hedgers),
-            limiters: RefCell::new(&mut w.limiters),
-            rate_limiters: RefCell::new(&mut w.rate_limiters),
             rng: RefCell::new((&mut w.client_rng, &mut w.given_draws)),
             network_down,
-            fleet: RefCell::new((&mut w.fleet_budgets, &mut w.stores)),
-            m: RefCell::new(&mut w.m),
-            decisions: RefCell::new(&mut w.decisions),
+            records: RefCell::new(Records {
+                m: &mut w.m,
+                decisions: &mut w.decisions,
+            }),
             outs,
         }
     }
@@ -666,21 +684,21 @@ impl<'v> View<'v> {
     }
 
     fn decide(&self, d: Decision) {
-        if let Some(log) = self.decisions.borrow_mut().as_mut() {
+        if let Some(log) = self.records.borrow_mut().decisions.as_mut() {
             log.push((self.now, d));
         }
     }
 
     fn transition(&self, t: Option<reliable_core::breaker::Transition>, shadow: bool) {
         if t.is_some() {
-            let mut m = self.m.borrow_mut();
-            let mut decisions = self.decisions.borrow_mut();
-            super::stack::count_transition(&mut m, &mut decisions, self.now, t, shadow);
+            let mut records = self.records.borrow_mut();
+            let Records { m, decisions } = &mut *records;
+            super::stack::count_transition(m, decisions, self.now, t, shadow);
         }
     }
 
     fn extra(&self, f: impl FnOnce(&mut crate::metrics::extra::ExtraCounters)) {
-        if let Some(e) = &mut self.m.borrow_mut().extra {
+        if let Some(e) = &mut self.records.borrow_mut().m.extra {
             f(e);
         }
     }
@@ -700,11 +718,11 @@ impl Shared for View<'_> {
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
         let (slot, shadow) = self.k.breaker?;
         let (b, i) = self.at(slot);
-        let (decision, t) = self.breakers.borrow_mut()[b].try_acquire(i, now);
+        let (decision, t) = self.gates.borrow_mut().breakers[b].try_acquire(i, now);
         self.transition(t, shadow);
         if let Ok(permit) = &decision {
             if permit.is_shadow() {
-                self.m.borrow_mut().shadow_reject(self.now);
+                self.records.borrow_mut().m.shadow_reject(self.now);
             }
             if permit.is_probe() {
                 self.extra(|e| e.probes_sent += 1);
@@ -718,7 +736,7 @@ impl Shared for View<'_> {
             return;
         };
         let (b, i) = self.at(slot);
-        let t = self.breakers.borrow_mut()[b].record(i, permit, outcome, now);
+        let t = self.gates.borrow_mut().breakers[b].record(i, permit, outcome, now);
         self.transition(t, shadow);
     }
 
@@ -728,8 +746,8 @@ impl Shared for View<'_> {
             return None;
         }
         let (b, i) = self.at(slot);
-        let breakers = self.breakers.borrow();
-        let breaker = breakers[b].get(i);
+        let gates = self.gates.borrow();
+        let breaker = gates.breakers[b].get(i);
         match breaker.retry_after(now) {
             Some(after) => Some(after),
             None if breaker.state(now) == State::ForcedOpen => Some(Duration::MAX),
@@ -749,9 +767,13 @@ impl Shared for View<'_> {
             };
         }
         if let Some((slot, _)) = self.k.budget.filter(|_| self.k.fleet_budget) {
-            let mut fleet = self.fleet.borrow_mut();
-            let (nodes, stores) = &mut *fleet;
-            let mut budgets = self.budgets.borrow_mut();
+            let mut gates = self.gates.borrow_mut();
+            let Gates {
+                fleet_budgets: nodes,
+                stores,
+                budgets,
+                ..
+            } = &mut *gates;
             if let Some(Some(node)) = nodes.get_mut(slot)
                 && let Some(store) = stores.get_mut(usize::from(node.store))
                 && let Some(state) = node.clients.get_mut(self.client)
@@ -772,14 +794,14 @@ impl Shared for View<'_> {
             }
         }
         match self.k.budget.map(|b| self.at(b)) {
-            Some((b, i)) => f(&mut self.budgets.borrow_mut()[b][i]),
+            Some((b, i)) => f(&mut self.gates.borrow_mut().budgets[b][i]),
             None => f(&mut reliable_core::budget::Unlimited),
         }
     }
 
     fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
         let (t, i) = self.at(self.k.throttle?);
-        match &mut self.throttles.borrow_mut()[t][i] {
+        match &mut self.gates.borrow_mut().throttles[t][i] {
             ThrottleSlot::Small(throttle) => Some(f(throttle)),
             // A chain's throttle fits the small window (`Chain`'s condition).
             ThrottleSlot::Large(_) => None,
@@ -797,13 +819,13 @@ impl Shared for View<'_> {
 
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         let (h, i) = self.at(self.k.hedger?);
-        Some(f(&mut self.hedgers.borrow_mut()[h][i]))
+        Some(f(&mut self.gates.borrow_mut().hedgers[h][i]))
     }
 
     fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
         let (l, i) = self.at(self.k.limiter?);
-        let mut limiters = self.limiters.borrow_mut();
-        let limiter = &mut limiters[l][i];
+        let mut gates = self.gates.borrow_mut();
+        let limiter = &mut gates.limiters[l][i];
         let before = limiter.in_flight();
         let out = f(limiter);
         let after = limiter.in_flight();
@@ -815,7 +837,7 @@ impl Shared for View<'_> {
 
     fn rate<R>(&self, f: impl FnOnce(&mut RateLimiter) -> R) -> Option<R> {
         let (r, i) = self.at(self.k.rate?);
-        Some(f(&mut self.rate_limiters.borrow_mut()[r][i]))
+        Some(f(&mut self.gates.borrow_mut().rate_limiters[r][i]))
     }
 
     fn sample(&self, what: SampleFor) -> u64 {
@@ -844,7 +866,7 @@ impl Shared for View<'_> {
             }
             Note::Refused(r) => {
                 self.decide(Decision::Refused(refuser(r)));
-                self.m.borrow_mut().at(self.now).local_rejections += 1;
+                self.records.borrow_mut().m.at(self.now).local_rejections += 1;
                 if matches!(r, Refusal::Limit(_) | Refusal::Rate(_)) {
                     self.extra(|e| e.limit_refusals += 1);
                 }
@@ -862,7 +884,7 @@ impl Shared for View<'_> {
                 self.decide(Decision::GiveUp(reason.name()));
                 // A chain without a `Retry` makes one attempt: it has no retrying to give up.
                 if self.k.budget.is_some() {
-                    self.m.borrow_mut().give_up(reason);
+                    self.records.borrow_mut().m.give_up(reason);
                 }
             }
             Note::Ledger { .. } | Note::Ended { .. } => {}

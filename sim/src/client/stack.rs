@@ -363,6 +363,22 @@ pub struct CompiledStack {
 }
 
 impl CompiledStack {
+    /// The downstream of a `Call` the call engine does not drive (none of the chains' calls), if
+    /// any: an attempt of it could not be left uninterrupted (only the engine models that).
+    pub(crate) fn uninterruptible_refused(&self) -> Option<u16> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .find_map(|(i, n)| match n.kind {
+                NodeKind::Call { ds, .. }
+                    if !self.chains.iter().any(|c| usize::from(c.call) == i) =>
+                {
+                    Some(ds)
+                }
+                _ => None,
+            })
+    }
+
     /// Compiles the stack of the policy at `at` (its `stack` field), building every core policy
     /// once: an unknown downstream, a config the core refuses or a stack too deep is an error at
     /// its file position. `ds_index` resolves downstream names.

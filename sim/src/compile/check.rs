@@ -536,6 +536,20 @@ fn check_policies(
                 }
             }
         }
+        if !s.interruptible
+            && let Some(ds) = stack.uninterruptible_refused()
+        {
+            let call = s
+                .downstreams
+                .get(usize::from(ds))
+                .map_or("", |d| d.name.as_str());
+            return Err(c.fail(
+                &p.field("stack"),
+                format!(
+                    "interruptible: false, but the Call to {call:?} is not one the call engine drives (a fleet's or a per-host breaker, an Llm away from its Call, a Retry around a Fallback, or a window too large for the engine): only the engine models an attempt no timer ends"
+                ),
+            ));
+        }
         if let Some(at) = livelock(s, &policy.stack, &p.field("stack")) {
             return Err(c.fail(&at, LIVELOCK));
         }

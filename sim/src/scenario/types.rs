@@ -41,6 +41,17 @@ pub struct Scenario {
     /// What goes wrong with one client instance's own network.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_faults: Vec<ClientFault>,
+    /// Whether a client can interrupt an attempt at its timer. Default true: an async client
+    /// drops an attempt when its timer (the `Call`'s timeout, the retry's attempt timeout, a
+    /// deadline) fires. False models blocking clients, each call a thread waiting on its answer:
+    /// no timer ends an attempt (nor wakes the call while one is out); the answer is taken as it
+    /// comes, whenever it comes (a success after the timeout is the call's success, a failure is
+    /// what it says, never a timeout). Every `Call` must then be one the call engine drives.
+    #[serde(
+        default = "default_interruptible",
+        skip_serializing_if = "is_interruptible"
+    )]
+    pub interruptible: bool,
     /// How recovery after the faults is judged.
     #[serde(default)]
     pub recovery: Recovery,
@@ -107,6 +118,12 @@ fn default_seed() -> u64 {
 }
 fn default_seeds() -> u32 {
     1
+}
+fn default_interruptible() -> bool {
+    true
+}
+fn is_interruptible(interruptible: &bool) -> bool {
+    *interruptible
 }
 
 /// Who sends logical requests, and when.

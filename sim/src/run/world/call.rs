@@ -313,6 +313,10 @@ impl World<'_> {
                 if r.wake <= now {
                     r.wake = 0;
                 }
+                if self.blocked(r) {
+                    // An attempt no timer ends is out: the call hears nothing until it answers.
+                    return None;
+                }
                 let input = if r.outer <= now {
                     r.timed_out = true;
                     Input::Cancel
@@ -458,9 +462,15 @@ impl World<'_> {
         else {
             return None;
         };
-        let fire = deadline.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
+        let (timeout_dist, fire) = if self.uninterruptible {
+            // No timer: the copy ends when it answers.
+            (None, u64::MAX)
+        } else {
+            let fire = deadline.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
+            (timeout_dist.as_ref(), fire)
+        };
         let (attempt, fire) =
-            self.send_attempt(request, chain.call, *ds, None, timeout_dist.as_ref(), fire)?;
+            self.send_attempt(request, chain.call, *ds, None, timeout_dist, fire)?;
         let sent = self.attempts.get(attempt).map(|a| a.n).unwrap_or_default();
         if let Some(free) = r.out.iter_mut().find(|o| o.is_none()) {
             *free = Some(Out {
@@ -572,6 +582,10 @@ impl World<'_> {
         client: usize,
     ) {
         let now = self.now;
+        if self.blocked(r) {
+            // The answer of the attempt out wakes the call.
+            return;
+        }
         let timeout = if chain.hedge == NONE {
             // Only a hedger's schedule is the shared state's to say.
             r.st.poll_timeout(&NoShared)
@@ -597,6 +611,13 @@ impl World<'_> {
                 node: chain.top,
             },
         );
+    }
+}
+
+impl World<'_> {
+    /// Whether `r` waits on an attempt no timer ends (the scenario's `interruptible: false`).
+    fn blocked<const C: usize, const Q: usize>(&self, r: &Running<C, Q>) -> bool {
+        self.uninterruptible && r.out.iter().any(Option::is_some)
     }
 }
 

@@ -333,6 +333,9 @@ pub struct World<'c> {
     fleet: Vec<Vec<crate::client::fleet::FleetClient>>,
     /// `(client, from, until)` (ns): windows when a client's own network is down.
     client_down: Vec<(u32, u64, u64)>,
+    /// No timer ends an attempt: a client waits for each answer (the scenario's
+    /// `interruptible: false`).
+    uninterruptible: bool,
     /// Per request, one [`FleetFrame`] per breaker slot, when the stack has a fleet breaker.
     fleet_frames: Vec<FleetFrame>,
     /// Breaker slots when the stack has a fleet breaker, else 0 (no fleet frames).
@@ -617,6 +620,7 @@ impl<'c> World<'c> {
             },
             fleet,
             fleet_frames: Vec::new(),
+            uninterruptible: !s.interruptible,
             client_down: s
                 .client_faults
                 .iter()

@@ -12,8 +12,9 @@
 //!   [`crate::balance`]); every replica sits at its group's depth and honours deadlines as the
 //!   group does.
 //! - **What cannot be emulated** is refused before anything starts, with the reason: outlier
-//!   detection over replicas (its ejections are the simulator's alone so far) and breakers per
-//!   host (`scope: PerHost`: the emulated client keeps one breaker per downstream).
+//!   detection over replicas (its ejections are the simulator's alone so far), breakers per
+//!   host (`scope: PerHost`: the emulated client keeps one breaker per downstream) and blocking
+//!   clients (`interruptible: false`: the emulated clients are async).
 //!
 //! The deadline travels between hops as a `grpc-timeout` header (the remaining time, in wall
 //! microseconds), as gRPC sends it; the server reads it as the request arrives.
@@ -35,10 +36,13 @@ pub fn is_graph(c: &Compiled) -> bool {
     c.scenario.downstreams.iter().any(|d| d.handler.is_some())
 }
 
-/// Refuses what the emulator cannot run as `sim` does, before anything runs: outlier detection
-/// over replicas, breakers per host (`scope: PerHost`) and a service's own `Fleet` scopes (the
-/// edge's run on real Redis: [`crate::fleet`]).
+/// Refuses what the emulator cannot run as `sim` does, before anything runs: blocking clients
+/// (`interruptible: false`), outlier detection over replicas, breakers per host (`scope:
+/// PerHost`) and a service's own `Fleet` scopes (the edge's run on real Redis: [`crate::fleet`]).
 pub fn check(c: &Compiled) -> Result<(), String> {
+    if !c.scenario.interruptible {
+        return Err("interruptible: blocking clients (false) are not emulated, only simulated: the emulator's clients are async and drop an attempt at its timer, and a thread per request in flight would not fit the machine (remove the field to emulate this scenario)".into());
+    }
     let edge = c
         .scenario
         .policies

@@ -190,6 +190,25 @@ fn outlier_detection_is_refused_with_the_reason_not_run() {
 }
 
 #[test]
+fn blocking_clients_are_refused_not_run_as_async_ones() {
+    let c = compile(
+        r#"Scenario(
+    name: "blocking",
+    horizon: "3s",
+    interruptible: false,
+    workload: OpenLoop(rate: 60.0, clients: 4),
+    downstreams: [(name: "leaf", model: Server(workers: 8, service: Constant("10ms")))],
+    policies: [(name: "retry", stack: Retry(policy: (max_attempts: 2, attempt_timeout: "5ms",
+        backoff: (shape: Constant(delay: "1ms"), cap: "1s")), inner: Call(downstream: "leaf")))],
+)"#,
+    );
+    let e = size::measure(&c, 1.0, 1).unwrap_err();
+    assert!(e.starts_with("interruptible: blocking clients"), "{e}");
+    let e = run_policy(&c, 0, 1, 1.0).unwrap_err();
+    assert!(e.contains("not emulated"), "{e}");
+}
+
+#[test]
 fn breakers_per_host_are_refused_at_their_field_not_run_as_one() {
     let c = compile(
         r#"Scenario(

@@ -82,7 +82,7 @@
 //! 3. `client/`: its per-client or shared state, if any, cloned from a prototype built at compile
 //!    time (so `World::new` cannot fail).
 //! 4. A layer the core's call engine runs: the engine's `Shared` state in `run/world/call.rs`, and
-//!    the chain's conditions in `client/stack.rs` (`runs_in_engine`); any other:
+//!    the chain's conditions in `client/stack.rs` (`engine_reach`); any other:
 //!    `run/world/stack.rs`, what invoking the node does, and what it does with an answer going up
 //!    (one arm each).
 //! 5. `run/admission.rs`: what it adds to attempts, events and memory per request.

@@ -34,6 +34,9 @@ struct Within {
     retry: bool,
     /// Whether it is inside a [`Chain`] (the core's call engine runs it).
     chain: bool,
+    /// The depth of the enclosing chain's bottom when the chain ends in a subtree (see
+    /// [`Reach`]): that layer and those it holds are nodes again. `usize::MAX` otherwise.
+    bottom: usize,
 }
 
 /// What [`CompiledStack::add`] needs besides the layer.
@@ -91,38 +94,103 @@ fn llm_as_call(layer: &Layer) -> Layer {
     }
 }
 
-/// Whether the core's call engine runs `layer` and the layers inside it as one [`Chain`]: they
-/// are a chain it runs ([`reliable_core::engine::Stack::from_layer_with_store`]: no `Fallback`,
-/// no breaker per host or of a fleet, an `Llm` only directly around the `Call`), with more than a bare
-/// `Call`, and the ledger's and throttle's windows fit the state the engine shares (10 and 12
-/// slots).
-pub(crate) fn runs_in_engine(layer: &Layer) -> bool {
-    if matches!(
-        layer,
-        Layer::Call { .. } | Layer::Fallback(_) | Layer::Llm { .. }
-    ) {
-        return false;
+/// `layer` with the layer `depth` levels below it read as a `Call`: a chain's subtree, which
+/// the engine sees as the call its copies make.
+fn subtree_as_call(layer: &Layer, depth: usize) -> Layer {
+    let mut out = layer.clone();
+    let mut at = &mut out;
+    for _ in 0..depth {
+        match at.inner_mut() {
+            [one] => at = one,
+            _ => return out,
+        }
     }
-    // A fleet's retry budget is the world's to keep (its store); a fleet's breaker decides on
-    // the store's round trip, which the engine does not wait for: that stays a node.
-    let Ok(stack) = reliable_core::engine::Stack::from_layer_with_store(&llm_as_call(layer)) else {
-        return false;
+    *at = Layer::Call {
+        downstream: String::new(),
+        timeout: None,
+        timeout_dist: None,
     };
-    if stack
-        .breaker
-        .is_some_and(|(_, scope)| scope.fleet().is_some())
-    {
-        return false;
-    }
-    let ledger_fits = stack
-        .ledger
-        .is_none_or(|(config, _)| matches!(LedgerSlot::new(config), Ok(LedgerSlot::Small(_))));
-    let throttle_fits = stack.throttle.is_none_or(|(config, _)| {
-        ThrottlePolicy::new(config)
+    out
+}
+
+/// How far the core's call engine runs a [`Chain`] whose top is `layer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Down to its `Call` (or an `Llm` directly around it).
+    Call,
+    /// Down to the layer this many levels below the top, which the engine does not run (a
+    /// `Fallback`, an `Llm` away from its `Call`, a throttle or a ledger whose window exceeds
+    /// the engine's shared state): each copy of the chain's call is an invocation of it, and
+    /// its answer the copy's.
+    Subtree(usize),
+}
+
+/// Whether the core's call engine runs `layer` as one layer of a chain (not its bottom): a
+/// `Retry`, a `Limit`, a `RateLimit`, a `Hedge`, a `Breaker` of a client or shared (a fleet's
+/// decides on its store's round trip, a breaker per host on the balancer's pick: they stay
+/// nodes), and a `Throttle` or a `Ledger` whose window fits the state the engine shares (12 and
+/// 10 slots).
+fn chain_layer(layer: &Layer) -> bool {
+    match layer {
+        Layer::Retry { .. }
+        | Layer::Limit { .. }
+        | Layer::RateLimit { .. }
+        | Layer::Hedge { .. } => true,
+        Layer::Breaker { scope, .. } => *scope != Scope::PerHost && scope.fleet().is_none(),
+        Layer::Throttle { config, .. } => ThrottlePolicy::new(*config)
             .and_then(ThrottleSlot::new)
-            .is_ok_and(|t| matches!(t, ThrottleSlot::Small(_)))
-    });
-    ledger_fits && throttle_fits
+            .is_ok_and(|t| matches!(t, ThrottleSlot::Small(_))),
+        Layer::Ledger { config, .. } => {
+            matches!(LedgerSlot::new(*config), Ok(LedgerSlot::Small(_)))
+        }
+        Layer::Call { .. } | Layer::Fallback(_) | Layer::Llm { .. } => false,
+    }
+}
+
+/// How far the core's call engine runs `layer` and the layers inside it as one [`Chain`], if
+/// it does: the layers down to the first the engine does not run are a chain it accepts
+/// ([`reliable_core::engine::Stack::from_layer_with_store`]), with more than a bare `Call`.
+/// That first layer is the chain's `Call` ([`Reach::Call`]; an `Llm` directly around it is
+/// the call's I/O), or a subtree its copies invoke ([`Reach::Subtree`]); a fleet's breaker or a
+/// breaker per host there keeps the layers above it nodes, as their refusals are the engine's
+/// to know.
+pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
+    if !chain_layer(layer) {
+        return None;
+    }
+    let mut truncated = layer.clone();
+    let mut at = &mut truncated;
+    let mut depth = 0;
+    let reach = loop {
+        if let Layer::Llm { inner, .. } = at
+            && matches!(**inner, Layer::Call { .. })
+        {
+            let call = (**inner).clone();
+            *at = call;
+            break Reach::Call;
+        }
+        match at {
+            Layer::Call { .. } => break Reach::Call,
+            Layer::Breaker { .. } if !chain_layer(at) => return None,
+            _ if !chain_layer(at) => {
+                // The engine sees a call where the subtree is.
+                *at = Layer::Call {
+                    downstream: String::new(),
+                    timeout: None,
+                    timeout_dist: None,
+                };
+                break Reach::Subtree(depth);
+            }
+            _ => {}
+        }
+        match at.inner_mut() {
+            [one] => at = one,
+            _ => return None,
+        }
+        depth += 1;
+    };
+    reliable_core::engine::Stack::from_layer_with_store(&truncated).ok()?;
+    Some(reach)
 }
 
 /// One compiled layer.
@@ -139,16 +207,21 @@ pub struct Node {
     /// On the top layer of a [`Chain`] and on its `Call`: the chain's index in
     /// [`CompiledStack::chains`]; [`NONE`] elsewhere.
     pub chain: u16,
+    /// On the subtree a [`Chain`]'s copies invoke (see [`Chain::subtree`]): the chain's index;
+    /// [`NONE`] elsewhere.
+    pub subtree_of: u16,
 }
 
 /// Layers the core's call engine runs as one ([`reliable_core::engine`]): a chain of `Ledger`,
 /// `Retry` and the gates (`Throttle`, `Breaker`, `Limit`, `RateLimit`), each at most once, then
-/// an optional `Hedge`, down to a `Call` (or an `Llm` directly around it). Every such chain of a stack is run by the engine, a
-/// `CallState` per logical request; the world only sends its copies, keeps their timers and
-/// hands their answers back (a `Fleet` retry budget is the world's state too, its store kept by
-/// the world). The layers the engine does not run (a `Fallback`, an `Llm` anywhere but around
-/// the `Call`, a fleet's breaker, a breaker per host, a window larger than the engine's shared
-/// state holds) stay nodes of their own, and a chain may sit inside them.
+/// an optional `Hedge`, down to a `Call` (or an `Llm` directly around it), or down to a subtree
+/// the engine does not run (a `Fallback`, an `Llm` away from its `Call`, a throttle or a ledger
+/// whose window is larger than the engine's shared state holds: see [`Reach`]), which each copy
+/// invokes. Every such chain of a stack is run by the engine, a `CallState` per logical request;
+/// the world only sends its copies, keeps their timers and hands their answers back (a `Fleet`
+/// retry budget is the world's state too, its store kept by the world). A fleet's breaker and a
+/// breaker per host, and the layers above either, stay nodes of their own (their refusals are
+/// not the engine's to know), and a chain may sit inside any node.
 #[derive(Clone, Debug)]
 pub struct Chain {
     /// Its index in [`CompiledStack::chains`].
@@ -156,8 +229,11 @@ pub struct Chain {
     /// Its outermost layer: the chain starts when this node is invoked, and its answer goes up
     /// from here.
     pub top: u16,
-    /// Its `Call` node.
+    /// Its `Call` node, or the subtree its copies invoke (`subtree`).
     pub call: u16,
+    /// The engine runs it down to a subtree, not a `Call`: each copy invokes `call`, and the
+    /// answer that comes up from it is the copy's.
+    pub subtree: bool,
     /// What the policy says about the whole call.
     pub plan: reliable_core::engine::Plan,
     /// The chain's layers that keep state, by node ([`NONE`]: none): the breaker, the retry (its
@@ -486,6 +562,7 @@ impl CompiledStack {
             frame: NONE,
             served_by: String::new(),
             chain: NONE,
+            subtree_of: NONE,
         });
         // A breaker per host goes around the one call whose balancer picks the host.
         if let Some((field, _)) = layer.scope_fields().find(|(_, s)| *s == Scope::PerHost)
@@ -530,10 +607,33 @@ impl CompiledStack {
                 store = cx.c.store(fleet.store.as_str(), &sp.field("store"))?;
             }
         }
-        let top = !within.chain && runs_in_engine(layer);
-        let within = Within {
-            chain: within.chain || top,
-            ..within
+        // The bottom of a chain that ends in a subtree: it and what it holds are nodes again.
+        let within = if within.chain && depth == within.bottom {
+            Within {
+                chain: false,
+                bottom: usize::MAX,
+                ..within
+            }
+        } else {
+            within
+        };
+        let reach = if within.chain {
+            None
+        } else {
+            engine_reach(layer)
+        };
+        let within = match reach {
+            Some(Reach::Subtree(d)) => Within {
+                chain: true,
+                bottom: depth + d,
+                ..within
+            },
+            Some(Reach::Call) => Within {
+                chain: true,
+                bottom: usize::MAX,
+                ..within
+            },
+            None => within,
         };
         let kind = match layer {
             Layer::Call {
@@ -838,23 +938,29 @@ impl CompiledStack {
             }
         };
         self.nodes[id as usize].kind = kind;
-        if top {
-            self.add_chain(layer, id, within.ledger);
+        if let Some(reach) = reach {
+            self.add_chain(layer, id, within.ledger, reach);
         }
         Ok(id)
     }
 
-    /// Records the chain whose top is node `top` (compiled from `layer`, which
-    /// [`runs_in_engine`]), and `ledger`, the slot of the ledger enclosing it.
-    fn add_chain(&mut self, layer: &Layer, top: u16, ledger: Option<u16>) {
-        let Ok(stack) = reliable_core::engine::Stack::from_layer_with_store(&llm_as_call(layer))
-        else {
+    /// Records the chain whose top is node `top` (compiled from `layer`, run by the engine as far
+    /// as `reach` says: [`engine_reach`]), and `ledger`, the slot of the ledger enclosing it.
+    fn add_chain(&mut self, layer: &Layer, top: u16, ledger: Option<u16>, reach: Reach) {
+        let stack = match reach {
+            Reach::Call => reliable_core::engine::Stack::from_layer_with_store(&llm_as_call(layer)),
+            Reach::Subtree(d) => {
+                reliable_core::engine::Stack::from_layer_with_store(&subtree_as_call(layer, d))
+            }
+        };
+        let Ok(stack) = stack else {
             return;
         };
         let mut chain = Chain {
             index: self.chains.len() as u16,
             top,
             call: NONE,
+            subtree: matches!(reach, Reach::Subtree(_)),
             plan: stack.plan,
             breaker: NONE,
             retry: NONE,
@@ -869,7 +975,13 @@ impl CompiledStack {
         };
         let mut ledger_node = None;
         let mut at = top;
+        let mut depth = 0;
         loop {
+            if reach == Reach::Subtree(depth) {
+                chain.call = at;
+                break;
+            }
+            depth += 1;
             let inner = match &self.nodes[usize::from(at)].kind {
                 NodeKind::Call { .. } => {
                     chain.call = at;
@@ -920,7 +1032,11 @@ impl CompiledStack {
         chain.ledger = ledger_node.or(ledger);
         let index = self.chains.len() as u16;
         self.nodes[usize::from(top)].chain = index;
-        self.nodes[usize::from(chain.call)].chain = index;
+        if chain.subtree {
+            self.nodes[usize::from(chain.call)].subtree_of = index;
+        } else {
+            self.nodes[usize::from(chain.call)].chain = index;
+        }
         self.chains.push(chain);
     }
 
@@ -1073,5 +1189,59 @@ mod tests {
         assert_eq!(chains, [(1, 3), (4, 5)]);
         assert_eq!(s.breakers, [1]);
         assert_eq!(s.retries, [2, 4]);
+    }
+}
+
+#[cfg(test)]
+mod reach_tests {
+    use super::*;
+
+    fn layer(text: &str) -> Layer {
+        ron::Options::default()
+            .with_default_extension(
+                ron::extensions::Extensions::IMPLICIT_SOME
+                    | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
+            )
+            .from_str(text)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    const RETRY: &str =
+        r#"policy: (max_attempts: 3, backoff: (shape: Constant(delay: "10ms"), cap: "1s"))"#;
+
+    #[test]
+    fn the_engine_runs_a_chain_down_to_its_call_or_to_a_subtree() {
+        let reach = |text: &str| engine_reach(&layer(text));
+        let call = r#"Call(downstream: "a")"#;
+        let fallback = r#"Fallback([Call(downstream: "a"), Call(downstream: "b")])"#;
+        assert_eq!(
+            reach(&format!("Retry({RETRY}, inner: {call})")),
+            Some(Reach::Call)
+        );
+        assert_eq!(
+            reach(&format!("Retry({RETRY}, inner: {fallback})")),
+            Some(Reach::Subtree(1))
+        );
+        assert_eq!(
+            reach(&format!(
+                "Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 5), inner: {fallback}))"
+            )),
+            Some(Reach::Subtree(2))
+        );
+        assert_eq!(
+            reach(&format!(
+                "Retry({RETRY}, inner: Throttle(config: (window: \"60s\", buckets: 60), inner: {call}))"
+            )),
+            Some(Reach::Subtree(1))
+        );
+        // A breaker per host below keeps the layers above it nodes.
+        assert_eq!(
+            reach(&format!(
+                "Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 5), scope: PerHost, inner: {call}))"
+            )),
+            None
+        );
+        assert_eq!(reach(call), None);
+        assert_eq!(reach(fallback), None);
     }
 }

@@ -546,7 +546,7 @@ fn check_policies(
             return Err(c.fail(
                 &p.field("stack"),
                 format!(
-                    "interruptible: false, but the Call to {call:?} is not one the call engine drives (a fleet's or a per-host breaker, an Llm away from its Call, a Retry around a Fallback, or a window too large for the engine): only the engine models an attempt no timer ends"
+                    "interruptible: false, but the Call to {call:?} is not a copy the call engine sends (it sits alone in a Fallback, or below a fleet's or a per-host breaker): only the engine models an attempt no timer ends"
                 ),
             ));
         }

@@ -1,6 +1,6 @@
 //! The core's call engine driving a [`Chain`] of a stack: the world is its I/O.
 //!
-//! A chain (`[Ledger] [Retry] [gates] [Hedge] Call`, see [`Chain`]) is one
+//! A chain (`[Ledger] [Retry] [gates] [Hedge] Call`, or down to a subtree: see [`Chain`]) is one
 //! [`reliable_core::engine`] call per logical request, kept as a `CallState` between events. The
 //! world hands it what happens (the time, a copy's answer, the enclosing deadline passing) and
 //! does what it says: send copy `n` through the chain's `Call` (a `Send`), drop it (a `Cancel`),
@@ -13,6 +13,9 @@
 //! deadline the engine gives it and the deadline of the layers enclosing the chain): its timer
 //! firing is the copy's timeout answer. The engine is woken only for what it waits on itself (a
 //! backoff, a hedge coming due) and for the enclosing deadline, which cancels it (a timeout).
+//! A copy of a chain that ends in a subtree is an invocation of it, made once the step that sent
+//! it is over (it may answer at once, stepping the call again); the subtree's calls time it out
+//! at the copy's deadline, and the answer that comes up from it is the copy's.
 
 use std::cell::RefCell;
 
@@ -47,9 +50,10 @@ const fn queue(copies: usize) -> usize {
 struct Out {
     /// Its number in the engine's call.
     copy: u32,
-    /// Its number among the request's attempts.
+    /// Its number among the request's attempts (0 for a subtree's invocation).
     n: u32,
-    attempt: Handle,
+    /// Its attempt; `None` for a subtree's invocation (its calls are the subtree's own).
+    attempt: Option<Handle>,
     /// When the world's timer for it fires.
     fire: u64,
     hedge: bool,
@@ -294,6 +298,7 @@ impl World<'_> {
         };
         let end = running!(call, r => self.step_call(r, request, chain, client, None));
         self.chain_calls = calls;
+        self.send_subtrees();
         self.chain_over(request, chain, end);
     }
 
@@ -327,6 +332,7 @@ impl World<'_> {
             })
         });
         self.chain_calls = calls;
+        self.send_subtrees();
         self.chain_over(request, chain, end);
     }
 
@@ -334,8 +340,10 @@ impl World<'_> {
     /// `None` for a copy never sent) answered `ans`.
     pub(super) fn chain_answered(&mut self, request: Handle, ch: u16, n: Option<u32>, ans: Answer) {
         let i = self.chain_index(request, ch);
+        let subtree = self.stack.chains[usize::from(ch)].subtree;
         let n = n.unwrap_or_else(|| self.requests.get(request).map_or(0, |r| r.attempts));
-        if self.decisions.is_some() {
+        // A subtree's calls have answered for themselves.
+        if self.decisions.is_some() && !subtree {
             self.decide(Decision::Answer {
                 n,
                 class: ans.error_class(),
@@ -355,7 +363,7 @@ impl World<'_> {
                 let out = r
                     .out
                     .iter_mut()
-                    .find(|o| o.is_some_and(|o| o.n == n))
+                    .find(|o| o.is_some_and(|o| subtree || o.n == n))
                     .and_then(Option::take)?;
                 r.last = Some((ans, out.hedge));
                 let input = Input::Answer {
@@ -366,6 +374,7 @@ impl World<'_> {
             })
         });
         self.chain_calls = calls;
+        self.send_subtrees();
         self.chain_over(request, chain, end);
     }
 
@@ -432,7 +441,8 @@ impl World<'_> {
             r.timed_out = true;
             return Some(Input::Cancel);
         }
-        let unsent = if self.request_network_down(request) {
+        // A subtree's own calls meet the network as they are sent.
+        let unsent = if !chain.subtree && self.request_network_down(request) {
             let ans = Answer::new(AnswerKind::Unavailable, chain.call);
             self.decide(Decision::Answer {
                 n: self.requests.get(request).map_or(0, |r| r.attempts),
@@ -451,6 +461,26 @@ impl World<'_> {
                 n,
                 answer: ans.core(),
             });
+        }
+        if chain.subtree {
+            // The copy is an invocation of the subtree, once this step is over; it answers by
+            // its deadline (its calls time out then).
+            let fire = if self.uninterruptible {
+                u64::MAX
+            } else {
+                deadline.map_or(u64::MAX, Instant::as_nanos).min(r.outer)
+            };
+            if let Some(free) = r.out.iter_mut().find(|o| o.is_none()) {
+                *free = Some(Out {
+                    copy: n,
+                    n: 0,
+                    attempt: None,
+                    fire,
+                    hedge,
+                });
+            }
+            self.subtree_sends.push((request, chain.call, fire));
+            return None;
         }
         let Some(NodeKind::Call {
             ds, timeout_dist, ..
@@ -476,12 +506,29 @@ impl World<'_> {
             *free = Some(Out {
                 copy: n,
                 n: sent,
-                attempt,
+                attempt: Some(attempt),
                 fire,
                 hedge,
             });
         }
         None
+    }
+
+    /// Invokes the subtrees of the copies the last step sent (see [`Chain::subtree`]), now that
+    /// the calls are back in the world.
+    #[inline(always)]
+    fn send_subtrees(&mut self) {
+        if !self.subtree_sends.is_empty() {
+            self.invoke_subtrees();
+        }
+    }
+
+    /// [`World::send_subtrees`] when there are some: out of line, as most stacks have none.
+    #[inline(never)]
+    fn invoke_subtrees(&mut self) {
+        for (request, node, deadline) in std::mem::take(&mut self.subtree_sends) {
+            self.invoke(request, node, deadline);
+        }
     }
 
     /// Drops copy `n` of `request`'s call `r`, as the engine says (`why`).
@@ -501,10 +548,14 @@ impl World<'_> {
         else {
             return;
         };
-        let Some(a) = self.attempts.get(out.attempt).copied() else {
+        // A subtree's invocation answers at its deadline, as its calls time out: nothing to drop.
+        let Some(handle) = out.attempt else {
             return;
         };
-        self.attempts.remove(out.attempt);
+        let Some(a) = self.attempts.get(handle).copied() else {
+            return;
+        };
+        self.attempts.remove(handle);
         self.attempt_gone(a.ds);
         if chain.llm != NONE {
             // Abandoned: its reservation is settled as a timeout's.

@@ -13,8 +13,10 @@
 //! copy through the chain's `Call`, when to drop one, when to wake it, and how the call ends;
 //! every decision inside (admitting, retrying, hedging, what each gate hears) is the engine's. A
 //! bare `Call` node sends an attempt (a network hop, then the downstream) and arms its timer; a
-//! `Fallback` invokes its children in turn; what the engine does not run yet (a fleet's breaker, a
-//! breaker per host, an `Llm` away from its `Call`) stays a node of its own: a `Breaker` asks the
+//! `Fallback` invokes its children in turn. A chain may end in such a subtree instead of a `Call`
+//! (a `Retry` around a `Fallback`): each copy is an invocation of it. What the engine does not run
+//! yet (a fleet's breaker, a breaker per host, and the layers above either) stays a node of its
+//! own: a `Breaker` asks the
 //! core's breaker for a permit and either invokes its inner node or answers at once with a
 //! rejection (in shadow mode the core gives a shadow permit instead, counted as a would-be
 //! rejection, and the call goes on), a `Retry` asks the core's retry policy. An answer produced at
@@ -336,6 +338,10 @@ pub struct World<'c> {
     /// No timer ends an attempt: a client waits for each answer (the scenario's
     /// `interruptible: false`).
     uninterruptible: bool,
+    /// Copies of chains whose bottom is a subtree, to invoke once the step that sent them is
+    /// over (an invocation may answer at once, stepping its chain again): `(request, node,
+    /// deadline)`.
+    subtree_sends: Vec<(Handle, u16, u64)>,
     /// Per request, one [`FleetFrame`] per breaker slot, when the stack has a fleet breaker.
     fleet_frames: Vec<FleetFrame>,
     /// Breaker slots when the stack has a fleet breaker, else 0 (no fleet frames).
@@ -621,6 +627,7 @@ impl<'c> World<'c> {
             fleet,
             fleet_frames: Vec::new(),
             uninterruptible: !s.interruptible,
+            subtree_sends: Vec::new(),
             client_down: s
                 .client_faults
                 .iter()

@@ -643,6 +643,12 @@ impl World<'_> {
         let mut opened: Option<(u16, Duration)> = None;
         let mut child = from;
         loop {
+            let c = stack.nodes[child as usize].subtree_of;
+            if c != NONE {
+                // The subtree a chain's copy invoked answered: the copy's answer.
+                self.chain_answered(request, c, None, ans);
+                return;
+            }
             let parent = stack.nodes[child as usize].parent;
             if parent == NONE {
                 self.finish_request(request, ans);

@@ -1,8 +1,9 @@
 //! Blocking clients (a scenario's `interruptible: false`): no timer ends an attempt; each answer
 //! is taken when it comes, as the core's answer table reads it.
 
+mod common;
+
 use sim::metrics::PolicySummary;
-use sim::run::BatchOptions;
 
 /// A server answering every call in 1 s, behind a retry of 300 ms attempts (three at most), run
 /// by clients that can interrupt an attempt or by clients that cannot.
@@ -23,17 +24,7 @@ const RETRY: &str = r#"Retry(policy: (max_attempts: 3, attempt_timeout: "300ms",
     inner: Breaker(config: (consecutive_failures: 1000), inner: Call(downstream: "api")))"#;
 
 fn summary(text: &str) -> PolicySummary {
-    let c = sim::load(text, "blocking.ron").unwrap_or_else(|e| panic!("{e}"));
-    let runs = sim::run(
-        &c,
-        &[1],
-        BatchOptions {
-            jobs: 1,
-            progress: false,
-        },
-    )
-    .unwrap();
-    runs.results.into_iter().next().unwrap().output.summary
+    common::summaries(text).remove(0)
 }
 
 #[test]

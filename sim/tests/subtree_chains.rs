@@ -1,8 +1,9 @@
 //! A chain whose bottom is a subtree the call engine does not run (a `Fallback` here): each
 //! copy of the chain's call is an invocation of the subtree, and its answer the copy's.
 
+mod common;
+
 use sim::metrics::PolicySummary;
-use sim::run::BatchOptions;
 
 fn summary(stack: &str, extra: &str) -> PolicySummary {
     let text = format!(
@@ -16,17 +17,7 @@ fn summary(stack: &str, extra: &str) -> PolicySummary {
     policies: [(name: "p", stack: {stack})],
 )"#
     );
-    let c = sim::load(&text, "subtree.ron").unwrap_or_else(|e| panic!("{e}"));
-    let runs = sim::run(
-        &c,
-        &[1],
-        BatchOptions {
-            jobs: 1,
-            progress: false,
-        },
-    )
-    .unwrap();
-    runs.results.into_iter().next().unwrap().output.summary
+    common::summaries(&text).remove(0)
 }
 
 const RETRY_FALLBACK: &str = r#"Retry(policy: (max_attempts: 3,

@@ -53,9 +53,9 @@ fn a_blocking_client_keeps_each_late_success() {
 
 #[test]
 fn only_a_stack_the_call_engine_drives_can_block() {
-    // A breaker per host keeps its own node: the engine does not drive its call.
+    // A fallback is a subtree the engine does not run: its calls are not the engine's copies.
     let stack = r#"Retry(policy: (max_attempts: 3, backoff: (shape: Constant(delay: "100ms"), cap: "1s")),
-        inner: Breaker(config: (consecutive_failures: 5), scope: PerHost, inner: Call(downstream: "api")))"#;
+        inner: Fallback([Call(downstream: "api"), Call(downstream: "api")]))"#;
     sim::load(&scenario(true, stack), "ok.ron").unwrap();
     let e = sim::load(&scenario(false, stack), "blocking.ron")
         .err()

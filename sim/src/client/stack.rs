@@ -126,17 +126,17 @@ pub(crate) enum Reach {
 }
 
 /// Whether the core's call engine runs `layer` as one layer of a chain (not its bottom): a
-/// `Retry`, a `Limit`, a `RateLimit`, a `Hedge`, a `Breaker` of a client or shared (a fleet's
-/// decides on its store's round trip, a breaker per host on the balancer's pick: they stay
-/// nodes), and a `Throttle` or a `Ledger` whose window fits the state the engine shares (12 and
-/// 10 slots).
+/// `Retry`, a `Limit`, a `RateLimit`, a `Hedge`, a `Breaker` of a client, shared or per host
+/// (the world's balancer picks the host as the engine asks; a fleet's decides on its store's
+/// round trip: it stays a node), and a `Throttle` or a `Ledger` whose window fits the state the
+/// engine shares (12 and 10 slots).
 fn chain_layer(layer: &Layer) -> bool {
     match layer {
         Layer::Retry { .. }
         | Layer::Limit { .. }
         | Layer::RateLimit { .. }
         | Layer::Hedge { .. } => true,
-        Layer::Breaker { scope, .. } => *scope != Scope::PerHost && scope.fleet().is_none(),
+        Layer::Breaker { scope, .. } => scope.fleet().is_none(),
         Layer::Throttle { config, .. } => ThrottlePolicy::new(*config)
             .and_then(ThrottleSlot::new)
             .is_ok_and(|t| matches!(t, ThrottleSlot::Small(_))),
@@ -151,9 +151,8 @@ fn chain_layer(layer: &Layer) -> bool {
 /// it does: the layers down to the first the engine does not run are a chain it accepts
 /// ([`reliable_core::engine::Stack::from_layer_with_store`]), with more than a bare `Call`.
 /// That first layer is the chain's `Call` ([`Reach::Call`]; an `Llm` directly around it is
-/// the call's I/O), or a subtree its copies invoke ([`Reach::Subtree`]); a fleet's breaker or a
-/// breaker per host there keeps the layers above it nodes, as their refusals are the engine's
-/// to know.
+/// the call's I/O), or a subtree its copies invoke ([`Reach::Subtree`]); a fleet's breaker
+/// there keeps the layers above it nodes, as its refusals are the engine's to know.
 pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
     if !chain_layer(layer) {
         return None;
@@ -189,8 +188,30 @@ pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
         }
         depth += 1;
     };
-    reliable_core::engine::Stack::from_layer_with_store(&truncated).ok()?;
+    engine_stack(&truncated).ok()?;
     Some(reach)
+}
+
+/// The core's reading of a chain's layers (`layer`, cut at its call): its plan. A breaker per
+/// host is read as a client's (the core refuses `PerHost`, having one host per downstream): the
+/// world keeps its breakers, one per replica, and picks among them as the engine asks.
+fn engine_stack(
+    layer: &Layer,
+) -> Result<reliable_core::engine::Stack, reliable_core::engine::StackError> {
+    let mut layer = layer.clone();
+    let mut at = &mut layer;
+    loop {
+        if let Layer::Breaker { scope, .. } = at
+            && *scope == Scope::PerHost
+        {
+            *scope = Scope::PerClient;
+        }
+        match at.inner_mut() {
+            [one] => at = one,
+            _ => break,
+        }
+    }
+    reliable_core::engine::Stack::from_layer_with_store(&layer)
 }
 
 /// One compiled layer.
@@ -219,9 +240,10 @@ pub struct Node {
 /// whose window is larger than the engine's shared state holds: see [`Reach`]), which each copy
 /// invokes. Every such chain of a stack is run by the engine, a `CallState` per logical request;
 /// the world only sends its copies, keeps their timers and hands their answers back (a `Fleet`
-/// retry budget is the world's state too, its store kept by the world). A fleet's breaker and a
-/// breaker per host, and the layers above either, stay nodes of their own (their refusals are
-/// not the engine's to know), and a chain may sit inside any node.
+/// retry budget is the world's state too, its store kept by the world; so are the breakers of a
+/// breaker per host, the world's balancer picking the replica as the engine asks). A fleet's
+/// breaker, and the layers above it, stay nodes of their own (its refusals are not the engine's
+/// to know), and a chain may sit inside any node.
 #[derive(Clone, Debug)]
 pub struct Chain {
     /// Its index in [`CompiledStack::chains`].
@@ -948,10 +970,8 @@ impl CompiledStack {
     /// as `reach` says: [`engine_reach`]), and `ledger`, the slot of the ledger enclosing it.
     fn add_chain(&mut self, layer: &Layer, top: u16, ledger: Option<u16>, reach: Reach) {
         let stack = match reach {
-            Reach::Call => reliable_core::engine::Stack::from_layer_with_store(&llm_as_call(layer)),
-            Reach::Subtree(d) => {
-                reliable_core::engine::Stack::from_layer_with_store(&subtree_as_call(layer, d))
-            }
+            Reach::Call => engine_stack(&llm_as_call(layer)),
+            Reach::Subtree(d) => engine_stack(&subtree_as_call(layer, d)),
         };
         let Ok(stack) = stack else {
             return;
@@ -1234,10 +1254,18 @@ mod reach_tests {
             )),
             Some(Reach::Subtree(1))
         );
-        // A breaker per host below keeps the layers above it nodes.
+        // A breaker per host is the engine's too (the world picks its replica as it asks)...
+        let per_host =
+            format!("Breaker(config: (consecutive_failures: 5), scope: PerHost, inner: {call})");
+        assert_eq!(
+            reach(&format!("Retry({RETRY}, inner: {per_host})")),
+            Some(Reach::Call)
+        );
+        assert_eq!(reach(&per_host), Some(Reach::Call));
+        // ...a fleet's keeps the layers above it nodes.
         assert_eq!(
             reach(&format!(
-                "Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 5), scope: PerHost, inner: {call}))"
+                "Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 5), scope: Fleet(store: \"s\"), inner: {call}))"
             )),
             None
         );

@@ -143,36 +143,59 @@ impl BalancerState {
     }
 }
 
-impl World<'_> {
-    /// The group `ds` belongs to, or `u16::MAX`.
-    #[inline]
-    pub(super) fn group_of(&self, ds: u16) -> u16 {
-        self.c
-            .group_of
-            .get(usize::from(ds))
-            .copied()
-            .unwrap_or(u16::MAX)
+/// The balancers of a run and what they keep per request, apart from the rest of the world: a
+/// chain's call picks a replica (its per-host breaker's) while the engine steps it.
+#[derive(Debug)]
+pub(super) struct Balancing {
+    /// Per replicated downstream: its balancer's state.
+    balancers: Vec<BalancerState>,
+    /// Per downstream: attempts sent to it not yet answered or timed out (kept for replicas).
+    outstanding: Vec<u32>,
+    /// Per request slot: the replicas it tried (for retries that pick the same or another).
+    tried: Vec<Tried>,
+    /// Scratch for a per-host breaker's pick: which replicas' breakers refuse calls.
+    pub(super) blocked: Vec<bool>,
+}
+
+/// What a pick reads beside the balancers: the run's groups, the time, and the counts of
+/// ejections.
+pub(super) struct PickCtx<'a> {
+    pub(super) c: &'a Compiled,
+    pub(super) now: u64,
+    pub(super) m: &'a mut Recorder,
+}
+
+impl Balancing {
+    /// The balancers of `c`'s groups under master seed `seed`, for `downstreams` downstreams.
+    pub(super) fn new(c: &Compiled, seed: u64, downstreams: usize) -> Self {
+        Balancing {
+            balancers: BalancerState::all(c, seed),
+            outstanding: vec![0; downstreams],
+            tried: Vec::new(),
+            blocked: Vec::new(),
+        }
     }
 
     /// The downstream an attempt of `request` to `ds` goes to: `ds` itself, or a replica its
     /// group's balancer picks (`first`: the request's first attempt), or replica `host` when a
     /// per-host breaker picked it already; counted as outstanding there.
     #[inline]
-    pub(super) fn pick_replica(
+    pub(super) fn pick(
         &mut self,
+        cx: &mut PickCtx<'_>,
         ds: u16,
         request: Handle,
         first: bool,
         host: Option<u16>,
     ) -> u16 {
-        let g = self.group_of(ds);
+        let g = group_of(cx.c, ds);
         if g == u16::MAX {
             return ds;
         }
         let k = match host {
             Some(k) => u32::from(k),
             // With no replica blocked, one is always eligible.
-            None => self.choose_replica(g, request, first, None).unwrap_or(0),
+            None => self.choose(cx, g, request, first, None).unwrap_or(0),
         };
         let slot = request.index as usize;
         if self.tried.len() <= slot {
@@ -184,7 +207,7 @@ impl World<'_> {
             last: k as u16,
             mask: tried.mask | (1u64 << (k % 64)),
         };
-        let d = self.c.groups[usize::from(g)].members[k as usize];
+        let d = cx.c.groups[usize::from(g)].members[k as usize];
         self.outstanding[usize::from(d)] += 1;
         d
     }
@@ -193,16 +216,17 @@ impl World<'_> {
     /// first attempt), among those outlier detection has not ejected and, with `blocked`, whose
     /// entry is false (their per-host breaker admits calls); `None` when `blocked` leaves none.
     /// Moves the balancer's cursor and random stream, not the request's record of replicas tried
-    /// ([`pick_replica`](Self::pick_replica) does when the attempt is sent).
-    pub(super) fn choose_replica(
+    /// ([`pick`](Self::pick) does when the attempt is sent).
+    pub(super) fn choose(
         &mut self,
+        cx: &mut PickCtx<'_>,
         g: u16,
         request: Handle,
         first: bool,
         blocked: Option<&[bool]>,
     ) -> Option<u32> {
-        self.sweeps_due(g);
-        let group = &self.c.groups[usize::from(g)];
+        self.sweeps_due(cx, g);
+        let group = &cx.c.groups[usize::from(g)];
         let n = group.members.len() as u32;
         // What this request tried before in this group.
         let slot = request.index as usize;
@@ -309,24 +333,23 @@ impl World<'_> {
 
     /// An attempt sent to `ds` ended (answered, timed out or cancelled).
     #[inline]
-    pub(super) fn attempt_gone(&mut self, ds: u16) {
+    pub(super) fn gone(&mut self, ds: u16) {
         if let Some(o) = self.outstanding.get_mut(usize::from(ds)) {
             *o = o.saturating_sub(1);
         }
     }
 
     /// Outlier detection hears an answer from `ds` (`failed`: a 5xx, a reset or a timeout).
-    pub(super) fn outlier_outcome(&mut self, ds: u16, failed: bool) {
-        let g = self.group_of(ds);
-        let Some(group) = self.c.groups.get(usize::from(g)) else {
+    pub(super) fn outlier_outcome(&mut self, cx: &mut PickCtx<'_>, ds: u16, failed: bool) {
+        let g = group_of(cx.c, ds);
+        let Some(group) = cx.c.groups.get(usize::from(g)) else {
             return;
         };
         let Some(od) = &group.outlier else { return };
-        self.sweeps_due(g);
+        self.sweeps_due(cx, g);
         let Some(k) = group.members.iter().position(|&m| m == ds) else {
             return;
         };
-        let now = self.now;
         let b = &mut self.balancers[usize::from(g)];
         let h = &mut b.hosts[k];
         h.total = h.total.saturating_add(1);
@@ -334,8 +357,8 @@ impl World<'_> {
             h.consecutive = h.consecutive.saturating_add(1);
             if od.consecutive_5xx > 0 && h.consecutive >= od.consecutive_5xx {
                 h.consecutive = 0;
-                if b.eject(k, od, now) {
-                    self.count_ejection(ds);
+                if b.eject(k, od, cx.now) {
+                    count_ejection(cx.m, ds);
                 }
             }
         } else {
@@ -345,27 +368,80 @@ impl World<'_> {
     }
 
     /// Runs group `g`'s sweeps due by now.
-    fn sweeps_due(&mut self, g: u16) {
-        let Some(od) = &self.c.groups[usize::from(g)].outlier else {
+    fn sweeps_due(&mut self, cx: &mut PickCtx<'_>, g: u16) {
+        let Some(od) = &cx.c.groups[usize::from(g)].outlier else {
             return;
         };
         let interval = od.interval.as_nanos().max(1);
-        let now = self.now;
-        while self.balancers[usize::from(g)].next_sweep <= now {
+        while self.balancers[usize::from(g)].next_sweep <= cx.now {
             let b = &mut self.balancers[usize::from(g)];
             let at = b.next_sweep;
             b.next_sweep = at.saturating_add(interval);
             let ejected = b.sweep(od, at);
             for k in ejected {
-                let ds = self.c.groups[usize::from(g)].members[k];
-                self.count_ejection(ds);
+                let ds = cx.c.groups[usize::from(g)].members[k];
+                count_ejection(cx.m, ds);
             }
         }
     }
+}
 
-    fn count_ejection(&mut self, ds: u16) {
-        if let Some(d) = self.m.ds.get_mut(usize::from(ds)) {
-            *d.ejections.get_or_insert(0) += 1;
+/// The group `ds` belongs to, or `u16::MAX`.
+#[inline]
+pub(super) fn group_of(c: &Compiled, ds: u16) -> u16 {
+    c.group_of.get(usize::from(ds)).copied().unwrap_or(u16::MAX)
+}
+
+fn count_ejection(m: &mut Recorder, ds: u16) {
+    if let Some(d) = m.ds.get_mut(usize::from(ds)) {
+        *d.ejections.get_or_insert(0) += 1;
+    }
+}
+
+impl World<'_> {
+    /// The group `ds` belongs to, or `u16::MAX`.
+    #[inline]
+    pub(super) fn group_of(&self, ds: u16) -> u16 {
+        group_of(self.c, ds)
+    }
+
+    /// What a pick reads beside the balancers, borrowed from the world.
+    fn pick_cx(&mut self) -> (&mut Balancing, PickCtx<'_>) {
+        (
+            &mut self.bal,
+            PickCtx {
+                c: self.c,
+                now: self.now,
+                m: &mut self.m,
+            },
+        )
+    }
+
+    /// [`Balancing::pick`] at the world's time.
+    #[inline]
+    pub(super) fn pick_replica(
+        &mut self,
+        ds: u16,
+        request: Handle,
+        first: bool,
+        host: Option<u16>,
+    ) -> u16 {
+        if self.group_of(ds) == u16::MAX {
+            return ds;
         }
+        let (bal, mut cx) = self.pick_cx();
+        bal.pick(&mut cx, ds, request, first, host)
+    }
+
+    /// An attempt sent to `ds` ended (answered, timed out or cancelled).
+    #[inline]
+    pub(super) fn attempt_gone(&mut self, ds: u16) {
+        self.bal.gone(ds);
+    }
+
+    /// Outlier detection hears an answer from `ds` (`failed`: a 5xx, a reset or a timeout).
+    pub(super) fn outlier_outcome(&mut self, ds: u16, failed: bool) {
+        let (bal, mut cx) = self.pick_cx();
+        bal.outlier_outcome(&mut cx, ds, failed);
     }
 }

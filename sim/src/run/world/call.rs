@@ -17,10 +17,10 @@
 //! it is over (it may answer at once, stepping the call again); the subtree's calls time it out
 //! at the copy's deadline, and the answer that comes up from it is the copy's.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use reliable_core::answer::Refuser;
-use reliable_core::breaker::{Outcome, Permit, Rejection, State};
+use reliable_core::breaker::{Outcome, Permit, RejectReason, Rejection, State};
 use reliable_core::budget::Budget;
 use reliable_core::engine::{
     Action, CallState, Cancelled, Ended, Input, Note, Refusal, SampleFor, Shared,
@@ -75,6 +75,9 @@ pub(super) struct Running<const C: usize, const Q: usize> {
     /// The call is in progress (its end not handed up yet). An ended call keeps its room for the
     /// request's next call of the chain.
     live: bool,
+    /// The replica the chain's breaker per host picked for the copy it permitted (such a chain
+    /// is unhedged: one copy at a time), which the copy goes to and reports to.
+    host: Cell<Option<u16>>,
 }
 
 /// A chain's call in progress: inline without hedges, boxed with them (one hedge at most, the
@@ -120,6 +123,9 @@ pub(super) struct ChainSlots {
     own_ledger: bool,
     /// The retry's budget is a fleet's (kept in a store, `fleet_budgets`).
     fleet_budget: bool,
+    /// The breaker is one per host: its hosts per client, and the group of replicas its call's
+    /// balancer picks from (`u16::MAX`: one host).
+    hosts: Option<(u32, u16)>,
 }
 
 /// The world's gates and budgets, borrowed for a step of a chain's call.
@@ -162,6 +168,13 @@ struct View<'v> {
     records: RefCell<Records<'v>>,
     /// The copies the world has out for the call (the trace names a lost copy by its attempt).
     outs: &'v [Option<Out>],
+    /// For a breaker per host: the balancers that pick its replica, the run's groups, the
+    /// request, whether it sent no attempt yet, and the replica picked (the call's).
+    bal: RefCell<&'v mut super::balance::Balancing>,
+    c: &'v Compiled,
+    request: Handle,
+    first: bool,
+    host: &'v Cell<Option<u16>>,
 }
 
 impl World<'_> {
@@ -228,6 +241,17 @@ impl World<'_> {
                     _ => None,
                 },
                 own_ledger: chain.own_ledger,
+                hosts: match (kind(chain.breaker), kind(chain.call)) {
+                    (
+                        Some(NodeKind::Breaker {
+                            scope: Scope::PerHost,
+                            hosts,
+                            ..
+                        }),
+                        Some(NodeKind::Call { ds, .. }),
+                    ) => Some(((*hosts).max(1), self.group_of(*ds))),
+                    _ => None,
+                },
                 fleet_budget: matches!(
                     kind(chain.retry),
                     Some(NodeKind::Retry { store, .. }) if *store != NONE
@@ -275,13 +299,15 @@ impl World<'_> {
             Some(call) => {
                 running!(&mut *call, r => {
                     r.reset(deadline);
-                    r.st.restart(plan, &View::new(self, ch, client, &[]), now);
+                    let view = View::new(self, ch, client, (request, &[], &r.host));
+                    r.st.restart(plan, &view, now);
                 });
                 call
             }
             None => {
-                let view = View::new(self, ch, client, &[]);
-                slot.insert(match chain.copies {
+                let host = Cell::new(None);
+                let view = View::new(self, ch, client, (request, &[], &host));
+                let call = slot.insert(match chain.copies {
                     0 | 1 => {
                         ChainCall::One(Running::new(CallState::start(plan, &view, now), deadline))
                     }
@@ -293,7 +319,9 @@ impl World<'_> {
                         CallState::start(plan, &view, now),
                         deadline,
                     ))),
-                })
+                });
+                running!(&mut *call, r => r.host.set(host.get()));
+                call
             }
         };
         let end = running!(call, r => self.step_call(r, request, chain, client, None));
@@ -391,7 +419,7 @@ impl World<'_> {
         loop {
             if let Some(input) = input.take() {
                 let now = Instant::from_nanos(self.now);
-                let view = View::new(self, chain.index, client, &r.out);
+                let view = View::new(self, chain.index, client, (request, &r.out, &r.host));
                 r.st.handle(&chain.plan, &view, now, input);
             }
             while let Some(action) = r.st.poll() {
@@ -499,8 +527,9 @@ impl World<'_> {
             let fire = deadline.map_or(u64::MAX, Instant::as_nanos).min(r.outer);
             (timeout_dist.as_ref(), fire)
         };
+        let host = r.host.get();
         let (attempt, fire) =
-            self.send_attempt(request, chain.call, *ds, None, timeout_dist, fire)?;
+            self.send_attempt(request, chain.call, (*ds, host), None, timeout_dist, fire)?;
         let sent = self.attempts.get(attempt).map(|a| a.n).unwrap_or_default();
         if let Some(free) = r.out.iter_mut().find(|o| o.is_none()) {
             *free = Some(Out {
@@ -641,7 +670,8 @@ impl World<'_> {
             // Only a hedger's schedule is the shared state's to say.
             r.st.poll_timeout(&NoShared)
         } else {
-            r.st.poll_timeout(&View::new(self, chain.index, client, &r.out))
+            let view = View::new(self, chain.index, client, (request, &r.out, &r.host));
+            r.st.poll_timeout(&view)
         };
         let timers = r
             .out
@@ -700,6 +730,7 @@ impl<const C: usize, const Q: usize> Running<C, Q> {
             last: None,
             timed_out: false,
             live: true,
+            host: Cell::new(None),
         }
     }
 
@@ -712,15 +743,25 @@ impl<const C: usize, const Q: usize> Running<C, Q> {
         self.last = None;
         self.timed_out = false;
         self.live = true;
+        self.host.set(None);
     }
 }
 
 impl<'v> View<'v> {
+    /// The view of `request`'s call of chain `ch` (for client `client`), with the copies the
+    /// world has out for it and the replica its breaker per host picked.
     #[inline(always)]
-    fn new(w: &'v mut World<'_>, ch: u16, client: usize, outs: &'v [Option<Out>]) -> Self {
+    fn new(
+        w: &'v mut World<'_>,
+        ch: u16,
+        client: usize,
+        (request, outs, host): (Handle, &'v [Option<Out>], &'v Cell<Option<u16>>),
+    ) -> Self {
         let network_down = !w.client_down.is_empty() && w.network_down(client as u32);
+        let k = &w.chain_slots[usize::from(ch)];
+        let first = k.hosts.is_some() && w.requests.get(request).is_none_or(|r| r.attempts == 0);
         View {
-            k: &w.chain_slots[usize::from(ch)],
+            k,
             client,
             now: w.now,
             gates: RefCell::new(Gates {
@@ -741,6 +782,11 @@ impl<'v> View<'v> {
                 decisions: &mut w.decisions,
             }),
             outs,
+            bal: RefCell::new(&mut w.bal),
+            c: w.c,
+            request,
+            first,
+            host,
         }
     }
 
@@ -776,6 +822,119 @@ impl<'v> View<'v> {
     }
 }
 
+/// While breaker `b` refuses calls at `now` (open, or forced open: [`Duration::MAX`]), how long
+/// until it admits a probe.
+fn refuses(b: &dyn reliable_core::breaker::Breaker, now: Instant) -> Option<Duration> {
+    match b.retry_after(now) {
+        Some(after) => Some(after),
+        None if b.state(now) == State::ForcedOpen => Some(Duration::MAX),
+        None => None,
+    }
+}
+
+impl View<'_> {
+    /// The client's first breaker of per-host breaker slot `(slot, n)` (`hosts` per client):
+    /// its breaker for host `k` is this plus `k`.
+    fn host_base(&self, (_, n): (usize, usize), hosts: u32) -> usize {
+        let hosts = hosts.max(1) as usize;
+        let per = n / hosts;
+        let i = if per <= 1 { 0 } else { self.client % per };
+        i * hosts
+    }
+
+    /// The breaker the call's permit is from: the client's, or, per host, the one of the
+    /// replica picked.
+    fn breaker_at(&self, slot: (usize, usize)) -> (usize, usize) {
+        match self.k.hosts {
+            Some((hosts, _)) => (
+                slot.0,
+                self.host_base(slot, hosts) + usize::from(self.host.get().unwrap_or(0)),
+            ),
+            None => self.at(slot),
+        }
+    }
+
+    /// A permit of the breaker per host in `slot` (`hosts` per client, from replica group
+    /// `group`), and the host it is for: the balancer picks among the replicas whose breaker
+    /// admits calls (skipping those open, or refusing as they are asked); with none left, the
+    /// call is refused until the soonest admits a probe (half-open with its probes out, if none
+    /// says when). In `shadow` mode every breaker admits, and the balancer picks as without
+    /// them.
+    fn acquire_host(
+        &self,
+        slot: (usize, usize),
+        (hosts, group): (u32, u16),
+        shadow: bool,
+        now: Instant,
+    ) -> Result<Permit, Rejection> {
+        let s = slot.0;
+        let base = self.host_base(slot, hosts);
+        if group == u16::MAX {
+            // One host: one breaker.
+            let (decision, t) = self.gates.borrow_mut().breakers[s].try_acquire(base, now);
+            self.transition(t, shadow);
+            self.host.set(Some(0));
+            return decision;
+        }
+        let mut bal = self.bal.borrow_mut();
+        let mut blocked = std::mem::take(&mut bal.blocked);
+        blocked.clear();
+        let mut soonest = Duration::MAX;
+        {
+            let gates = self.gates.borrow();
+            for k in 0..hosts as usize {
+                let refusing = if shadow {
+                    None
+                } else {
+                    refuses(gates.breakers[s].get(base + k), now)
+                };
+                if let Some(after) = refusing {
+                    soonest = soonest.min(after);
+                }
+                blocked.push(refusing.is_some());
+            }
+        }
+        let out = loop {
+            let picked = {
+                let mut records = self.records.borrow_mut();
+                let mut cx = super::balance::PickCtx {
+                    c: self.c,
+                    now: self.now,
+                    m: &mut *records.m,
+                };
+                bal.choose(&mut cx, group, self.request, self.first, Some(&blocked))
+            };
+            let Some(k) = picked else {
+                break Err(Rejection {
+                    reason: if soonest == Duration::MAX {
+                        RejectReason::HalfOpenFull
+                    } else {
+                        RejectReason::Open {
+                            retry_after: soonest,
+                        }
+                    },
+                });
+            };
+            let k = k as usize;
+            let (decision, t) = self.gates.borrow_mut().breakers[s].try_acquire(base + k, now);
+            self.transition(t, shadow);
+            match decision {
+                Ok(p) => {
+                    self.host.set(Some(k as u16));
+                    break Ok(p);
+                }
+                Err(r) => {
+                    // Half-open with its probes out: not this one either.
+                    soonest = soonest.min(r.retry_after().unwrap_or(Duration::MAX));
+                    blocked[k] = true;
+                }
+            }
+        };
+        bal.blocked = blocked;
+        out
+    }
+}
+
 /// The refuser a decision trace names for a refusal.
 fn refuser(r: Refusal) -> Refuser {
     match r {
@@ -789,9 +948,15 @@ fn refuser(r: Refusal) -> Refuser {
 impl Shared for View<'_> {
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
         let (slot, shadow) = self.k.breaker?;
-        let (b, i) = self.at(slot);
-        let (decision, t) = self.gates.borrow_mut().breakers[b].try_acquire(i, now);
-        self.transition(t, shadow);
+        let decision = match self.k.hosts {
+            Some(hosts) => self.acquire_host(slot, hosts, shadow, now),
+            None => {
+                let (b, i) = self.at(slot);
+                let (decision, t) = self.gates.borrow_mut().breakers[b].try_acquire(i, now);
+                self.transition(t, shadow);
+                decision
+            }
+        };
         if let Ok(permit) = &decision {
             if permit.is_shadow() {
                 self.records.borrow_mut().m.shadow_reject(self.now);
@@ -807,7 +972,7 @@ impl Shared for View<'_> {
         let Some((slot, shadow)) = self.k.breaker else {
             return;
         };
-        let (b, i) = self.at(slot);
+        let (b, i) = self.breaker_at(slot);
         let t = self.gates.borrow_mut().breakers[b].record(i, permit, outcome, now);
         self.transition(t, shadow);
     }
@@ -817,14 +982,8 @@ impl Shared for View<'_> {
         if shadow {
             return None;
         }
-        let (b, i) = self.at(slot);
-        let gates = self.gates.borrow();
-        let breaker = gates.breakers[b].get(i);
-        match breaker.retry_after(now) {
-            Some(after) => Some(after),
-            None if breaker.state(now) == State::ForcedOpen => Some(Duration::MAX),
-            None => None,
-        }
+        let (b, i) = self.breaker_at(slot);
+        refuses(self.gates.borrow().breakers[b].get(i), now)
     }
 
     fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {

@@ -14,9 +14,10 @@
 //! every decision inside (admitting, retrying, hedging, what each gate hears) is the engine's. A
 //! bare `Call` node sends an attempt (a network hop, then the downstream) and arms its timer; a
 //! `Fallback` invokes its children in turn. A chain may end in such a subtree instead of a `Call`
-//! (a `Retry` around a `Fallback`): each copy is an invocation of it. What the engine does not run
-//! yet (a fleet's breaker, a breaker per host, and the layers above either) stays a node of its
-//! own: a `Breaker` asks the
+//! (a `Retry` around a `Fallback`): each copy is an invocation of it. A breaker per host is the
+//! engine's too: the world's balancer picks the replica as the engine asks the breaker, and the
+//! copy goes there. What the engine does not run yet (a fleet's breaker, and the layers above
+//! it) stays a node of its own: a `Breaker` asks the
 //! core's breaker for a permit and either invokes its inner node or answers at once with a
 //! rejection (in shadow mode the core gives a shadow permit instead, counted as a would-be
 //! rejection, and the call goes on), a `Retry` asks the core's retry policy. An answer produced at
@@ -95,11 +96,6 @@ enum Frame {
     Idle,
     /// A breaker's permit for the call in progress.
     Permit(reliable_core::breaker::Permit),
-    /// A per-host breaker's permit, and the host (replica) it is for: the call goes there.
-    HostPermit {
-        permit: reliable_core::breaker::Permit,
-        host: u16,
-    },
     /// A fallback's current child and the deadline its children inherit.
     Fallback { index: u16, deadline: u64 },
     /// A retry layer's per-request state (the core's) and the deadline of the enclosing layers.
@@ -320,14 +316,8 @@ pub struct World<'c> {
     progress: Option<&'c (dyn Fn(u64) + Sync)>,
     /// Call-graph state, when a downstream is a service.
     graph: Option<Box<graph::Graph>>,
-    /// Per replicated downstream: its balancer's state.
-    balancers: Vec<balance::BalancerState>,
-    /// Per downstream: attempts sent to it not yet answered or timed out (kept for replicas).
-    outstanding: Vec<u32>,
-    /// Per request slot: the replicas it tried (for retries that pick the same or another).
-    tried: Vec<balance::Tried>,
-    /// Scratch for a per-host breaker's pick: which replicas' breakers refuse calls.
-    host_blocked: Vec<bool>,
+    /// The balancers of the replicated downstreams, and what they keep per request.
+    bal: balance::Balancing,
     /// The scenario's stores, as this run sees them.
     stores: Vec<crate::client::fleet::StoreSim>,
     /// Per breaker slot: for a `Fleet` scope, each client's dealings with the store; empty
@@ -609,10 +599,7 @@ impl<'c> World<'c> {
             livelock: LIVELOCK_EVENTS.max(64 * u64::from(clients)),
             progress: None,
             graph,
-            balancers: balance::BalancerState::all(c, seed),
-            outstanding: vec![0; s.downstreams.len()],
-            tried: Vec::new(),
-            host_blocked: Vec::new(),
+            bal: balance::Balancing::new(c, seed, s.downstreams.len()),
             stores: s
                 .stores
                 .iter()

@@ -2,7 +2,7 @@
 //! retry wake-ups, and finishing the request (see the [parent module](super) for the overview).
 
 use reliable_core::answer::Refuser;
-use reliable_core::breaker::{Outcome, Permit, State, Transition};
+use reliable_core::breaker::{Outcome, State, Transition};
 use reliable_core::ledger::Extra;
 use reliable_core::retry::RetryDecision;
 use reliable_core::{Duration, Instant};
@@ -265,85 +265,6 @@ impl World<'_> {
         self.invoke(request, *inner, enclosing.min(attempt_deadline));
     }
 
-    /// Client `request`'s first breaker of per-host breaker `slot` (which has `hosts` per
-    /// client): its breaker for host `k` is this plus `k`.
-    fn host_base(&self, slot: u16, request: Handle, hosts: u32) -> usize {
-        let hosts = hosts.max(1) as usize;
-        let per = self.breakers.get(slot as usize).map_or(1, |b| b.len()) / hosts;
-        self.instance(per, request) * hosts
-    }
-
-    /// A permit of a per-host breaker (`slot`, `hosts` per client) around call node `call`, and
-    /// the host it is for: the balancer picks among the replicas whose breaker admits calls
-    /// (skipping those open, or refusing as they are asked); with none left, the call is refused
-    /// with the time until the soonest admits a probe (zero if that is unknown). In `shadow`
-    /// mode every breaker admits, and the balancer picks as without them.
-    fn acquire_host(
-        &mut self,
-        request: Handle,
-        slot: u16,
-        call: u16,
-        hosts: u32,
-        shadow: bool,
-        now: Instant,
-    ) -> Result<(usize, usize, Option<u16>, Permit), Duration> {
-        let s = slot as usize;
-        let base = self.host_base(slot, request, hosts);
-        let ds = match self.stack.nodes.get(usize::from(call)).map(|n| &n.kind) {
-            Some(NodeKind::Call { ds, .. }) => *ds,
-            _ => u16::MAX,
-        };
-        let g = self.group_of(ds);
-        let unknown = |d: Duration| {
-            if d == Duration::MAX {
-                Duration::ZERO
-            } else {
-                d
-            }
-        };
-        if g == u16::MAX {
-            // One host: one breaker.
-            let (decision, t) = self.breakers[s].try_acquire(base, now);
-            self.note_transition(t, shadow);
-            return decision
-                .map(|p| (s, base, Some(0), p))
-                .map_err(|r| r.retry_after().unwrap_or(Duration::ZERO));
-        }
-        let first = self.requests.get(request).is_none_or(|r| r.attempts == 0);
-        let mut blocked = std::mem::take(&mut self.host_blocked);
-        blocked.clear();
-        let mut soonest = Duration::MAX;
-        for k in 0..hosts as usize {
-            let refusing = if shadow {
-                None
-            } else {
-                refuses(self.breakers[s].get(base + k), now)
-            };
-            if let Some(after) = refusing {
-                soonest = soonest.min(after);
-            }
-            blocked.push(refusing.is_some());
-        }
-        let out = loop {
-            let Some(k) = self.choose_replica(g, request, first, Some(&blocked)) else {
-                break Err(unknown(soonest));
-            };
-            let k = k as usize;
-            let (decision, t) = self.breakers[s].try_acquire(base + k, now);
-            self.note_transition(t, shadow);
-            match decision {
-                Ok(p) => break Ok((s, base + k, Some(k as u16), p)),
-                Err(r) => {
-                    // Half-open with its probes out: not this one either.
-                    soonest = soonest.min(r.retry_after().unwrap_or(Duration::MAX));
-                    blocked[k] = true;
-                }
-            }
-        };
-        self.host_blocked = blocked;
-        out
-    }
-
     /// Counts a breaker's transition (see [`count_transition`]).
     pub(super) fn note_transition(&mut self, t: Option<Transition>, shadow: bool) {
         count_transition(&mut self.m, &mut self.decisions, self.now, t, shadow);
@@ -379,7 +300,7 @@ impl World<'_> {
                 self.send_attempt(
                     request,
                     node,
-                    *ds,
+                    (*ds, None),
                     *timeout,
                     timeout_dist.as_ref(),
                     deadline,
@@ -388,28 +309,20 @@ impl World<'_> {
             NodeKind::Breaker { store, .. } if *store != NONE => {
                 self.invoke_fleet(request, node, deadline)
             }
+            // A breaker per host is in a chain, which the engine runs (above).
             NodeKind::Breaker {
                 slot,
                 inner,
                 breaker,
                 ledger,
-                scope,
-                hosts,
                 ..
             } => {
                 let now = Instant::from_nanos(self.now);
-                let acquired = if *scope == Scope::PerHost {
-                    self.acquire_host(request, *slot, *inner, *hosts, breaker.shadow(), now)
-                } else {
-                    let (s, i) = self.breaker_instance(*slot, request);
-                    let (decision, transition) = self.breakers[s].try_acquire(i, now);
-                    self.note_transition(transition, breaker.shadow());
-                    decision
-                        .map(|permit| (s, i, None, permit))
-                        .map_err(|r| r.retry_after().unwrap_or(Duration::ZERO))
-                };
-                match acquired {
-                    Ok((s, i, host, permit)) => {
+                let (s, i) = self.breaker_instance(*slot, request);
+                let (decision, transition) = self.breakers[s].try_acquire(i, now);
+                self.note_transition(transition, breaker.shadow());
+                match decision.map_err(|r| r.retry_after().unwrap_or(Duration::ZERO)) {
+                    Ok(permit) => {
                         // A half-open breaker's permit is a probe: an extra attempt the ledger
                         // may refuse, and then the permit goes back unused, as in `reliable` (the
                         // draw is settled at once: the ratio ledger's balance does not depend on
@@ -437,10 +350,7 @@ impl World<'_> {
                             e.probes_sent += 1;
                         }
                         if let Some(f) = self.frame_mut(request, node) {
-                            *f = match host {
-                                Some(host) => Frame::HostPermit { permit, host },
-                                None => Frame::Permit(permit),
-                            };
+                            *f = Frame::Permit(permit);
                         }
                         self.invoke(request, *inner, deadline);
                     }
@@ -549,7 +459,7 @@ impl World<'_> {
         &mut self,
         request: Handle,
         node: u16,
-        ds: u16,
+        (ds, host): (u16, Option<u16>),
         timeout: Option<Duration>,
         timeout_dist: Option<&Sampler>,
         deadline: u64,
@@ -567,21 +477,6 @@ impl World<'_> {
             None => timeout.map(|t| t.as_nanos()),
         };
         let first = r.attempts == 0;
-        // A per-host breaker around this call picked its replica.
-        let parent = stack
-            .nodes
-            .get(usize::from(node))
-            .map_or(NONE, |n| n.parent);
-        let host = match stack.nodes.get(usize::from(parent)).map(|p| p.frame) {
-            Some(f) if f != NONE => match self
-                .frames
-                .get(request.index as usize * stack.frames + usize::from(f))
-            {
-                Some(Frame::HostPermit { host, .. }) => Some(*host),
-                _ => None,
-            },
-            _ => None,
-        };
         r.attempts += 1;
         let n = r.attempts;
         if !self.is_hop(request) {
@@ -655,12 +550,7 @@ impl World<'_> {
                 return;
             }
             match &stack.nodes[parent as usize].kind {
-                NodeKind::Breaker {
-                    slot,
-                    breaker,
-                    hosts,
-                    ..
-                } => {
+                NodeKind::Breaker { slot, breaker, .. } => {
                     let frame = self
                         .frame_mut(request, parent)
                         .map(std::mem::take)
@@ -668,10 +558,6 @@ impl World<'_> {
                     let held = match frame {
                         Frame::Permit(permit) => {
                             Some((permit, self.breaker_instance(*slot, request)))
-                        }
-                        Frame::HostPermit { permit, host } => {
-                            let i = self.host_base(*slot, request, *hosts) + usize::from(host);
-                            Some((permit, (*slot as usize, i)))
                         }
                         _ => None,
                     };

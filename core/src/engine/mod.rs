@@ -30,7 +30,8 @@
 //!
 //! # The spec
 //!
-//! A call is in one of four phases. [`Call::handle`] is one `match` over (phase, input):
+//! A call is in one of four phases. [`Call::handle`] is one `match` over (phase, input), and
+//! [`Call::breaker_decided`] hands in the breaker's answer a face gives later:
 //!
 //! | phase | input | what happens |
 //! |---|---|---|
@@ -44,7 +45,15 @@
 //! | racing | the time: a copy's deadline passed | that copy times out (cancelled as timed out), as its timeout answer would |
 //! | racing | the time: a hedge is due | the hedge is asked of the hedger, the gates inside the retry but the throttle (in their order) and the ledger: sent, or refused (no other hedge of this attempt) |
 //! | waiting | the time: the wait is over | the next attempt is admitted |
+//! | asking | the breaker's answer ([`Call::breaker_decided`]) | the gates after the breaker are asked, and the call goes on as it would have had the breaker answered at once |
+//! | not asking | the breaker's answer | its permit goes back unused (ignored) |
 //! | anything else | | nothing |
+//!
+//! A breaker whose state is kept in a store the face asks in a round trip (a fleet's, decided
+//! exactly) may answer later: [`Shared::breaker_ask`] says so, and the call is *asking* until
+//! the face hands the answer in. Nothing is sent meanwhile; a cancel ends the call (what the
+//! gates before the breaker gave goes back, and the permit when it comes). A hedge never waits
+//! for a store: it asks [`Shared::breaker_acquire`], the answer at once.
 //!
 //! # Where the gates sit
 //!
@@ -214,6 +223,17 @@ impl Nesting {
         self.gates.get(..usize::from(self.outside)).unwrap_or(&[])
     }
 
+    /// The gates outside the retry, outermost first: those before the budget starts (the
+    /// ledger's deposit), then those after.
+    fn around_budget(&self) -> (&[Gate], &[Gate]) {
+        let outside = self.outside();
+        // (`new` keeps `ledger_at` within them: the fallback is never taken, and keeps the
+        // engine free of a panic path.)
+        outside
+            .split_at_checked(usize::from(self.ledger_at))
+            .unwrap_or((outside, &[]))
+    }
+
     /// The gates inside the retry (per attempt), outermost first.
     pub fn inside(&self) -> &[Gate] {
         let all = self.gates();
@@ -336,6 +356,13 @@ pub trait Shared {
         let _ = now;
         None
     }
+    /// Asks the breaker at `now` for an attempt (or, outside the retry, the call), when its
+    /// answer may come later: [`Asked::Later`] means the face asked a store and hands the answer
+    /// to [`Call::breaker_decided`] when it comes. `None`: no breaker. By default, the answer of
+    /// [`breaker_acquire`](Self::breaker_acquire), at once.
+    fn breaker_ask(&self, now: Instant) -> Option<Asked> {
+        self.breaker_acquire(now).map(Asked::Now)
+    }
     /// Reports a permitted call's end to the breaker.
     fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
         let _ = (permit, outcome, now);
@@ -386,6 +413,15 @@ pub trait Shared {
     fn note(&self, note: Note) {
         let _ = note;
     }
+}
+
+/// The breaker's answer to [`Shared::breaker_ask`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum Asked {
+    /// At once: a permit, or a refusal.
+    Now(Result<Permit, Rejection>),
+    /// Later: the face asked a store, and hands its answer to [`Call::breaker_decided`].
+    Later,
 }
 
 /// Who refused an attempt or a hedge locally, and why.
@@ -562,8 +598,35 @@ enum Phase {
     Racing,
     /// Waiting to admit the next attempt.
     Waiting { until: Instant },
+    /// Waiting for the breaker's answer, to go on asking the gates of `stage` from `next`.
+    Asking { stage: Stage, next: u8 },
     /// Over.
     Done,
+}
+
+/// Where a call asks its gates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Outside the retry, before the budget starts (the ledger's deposit).
+    Before,
+    /// Outside the retry, after it.
+    After,
+    /// Inside the retry: an attempt.
+    Attempt,
+}
+
+/// Why a pass through the gates stopped.
+enum Stop {
+    /// A gate refused.
+    Refused(Refusal),
+    /// The breaker, gate number `.0` of those asked, answers later.
+    Asked(usize),
+}
+
+impl From<Refusal> for Stop {
+    fn from(r: Refusal) -> Self {
+        Stop::Refused(r)
+    }
 }
 
 /// One copy of the current attempt and what it holds until it ends.
@@ -646,7 +709,9 @@ pub struct CallState<const C: usize = 4, const Q: usize = QUEUE> {
     hedged: Option<HedgedCall>,
     /// The current attempt's deadline (its own timeout or the call's deadline).
     attempt_deadline: Option<Instant>,
-    /// What the gates outside the retry hold for the call.
+    /// What the gates outside the retry hold for the call; while an attempt waits for the
+    /// breaker's answer, also what the gates inside the retry before it gave (each gate sits
+    /// once, so the fields those fill are free here: [`Deciding::stash`]).
     call_held: Holdings,
     attempts: u32,
     last: Option<(u32, Option<ErrorClass>)>,
@@ -690,6 +755,13 @@ impl<'a, S: Shared + ?Sized, const C: usize, const Q: usize> Call<'a, S, C, Q> {
     /// Takes an input at `now`: one arm per row of the [spec](self).
     pub fn handle(&mut self, now: Instant, input: Input) {
         self.st.handle(self.plan, self.shared, now, input);
+    }
+
+    /// Hands in the breaker's answer at `now`, after it said it would answer later
+    /// ([`Asked::Later`]); one that comes when the call no longer waits for it (cancelled
+    /// meanwhile) goes back to the breaker unused.
+    pub fn breaker_decided(&mut self, now: Instant, answer: Result<Permit, Rejection>) {
+        self.st.breaker_decided(self.plan, self.shared, now, answer);
     }
 
     /// The next thing to do, if any.
@@ -810,6 +882,27 @@ impl<const C: usize, const Q: usize> CallState<C, Q> {
         }
     }
 
+    /// [`Call::breaker_decided`], given the call's plan and shared state.
+    pub fn breaker_decided<S: Shared + ?Sized>(
+        &mut self,
+        plan: &Plan,
+        shared: &S,
+        now: Instant,
+        answer: Result<Permit, Rejection>,
+    ) {
+        Deciding {
+            plan,
+            shared,
+            st: self,
+        }
+        .decided(now, answer);
+    }
+
+    /// Whether the call waits for the breaker's answer ([`Asked::Later`]).
+    pub fn is_asking(&self) -> bool {
+        matches!(self.phase, Phase::Asking { .. })
+    }
+
     /// [`Call::handle`], given the call's plan and shared state.
     pub fn handle<S: Shared + ?Sized>(
         &mut self,
@@ -848,7 +941,7 @@ impl<const C: usize, const Q: usize> CallState<C, Q> {
     /// due).
     pub fn poll_timeout<S: Shared + ?Sized>(&self, shared: &S) -> Option<Instant> {
         match self.phase {
-            Phase::Done => None,
+            Phase::Done | Phase::Asking { .. } => None,
             Phase::Waiting { until } => Some(until),
             Phase::Racing => {
                 let copy = self
@@ -882,32 +975,132 @@ impl<const C: usize, const Q: usize> CallState<C, Q> {
 impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, Q> {
     /// The start of [`CallState::start`], once the state is made.
     fn begin(&mut self, now: Instant) {
+        self.outside(Stage::Before, 0, now);
+    }
+
+    /// Asks the gates outside the retry from gate `next` of `stage` on, starts the budget
+    /// between those before and after it, then admits the first attempt.
+    fn outside(&mut self, stage: Stage, next: usize, now: Instant) {
         let (plan, shared) = (self.plan, self.shared);
-        // The gates outside the retry, outermost first: those before the budget starts (the
-        // ledger's deposit), then those after.
-        // (`Nesting::new` keeps `ledger_at` within them: the fallback is never taken, and keeps
-        // the engine free of a panic path.)
-        let outside = plan.nesting.outside();
-        let (before, after) = outside
-            .split_at_checked(plan.nesting.ledger_at())
-            .unwrap_or((outside, &[]));
-        if !before.is_empty()
-            && let Err(refusal) = self.pass_call(before, false, now)
-        {
-            // Refused before the budget started: it never heard of the call.
-            self.settle_call(AttemptOutcome::Cancelled, now);
-            self.refuse(refusal);
-            return;
+        let (before, after) = plan.nesting.around_budget();
+        let mut next = next;
+        if stage == Stage::Before {
+            let gates = before.get(next..).unwrap_or_default();
+            if !gates.is_empty() {
+                match self.pass_call(gates, false, now) {
+                    Ok(()) => {}
+                    // Refused before the budget started: it never heard of the call.
+                    Err(Stop::Refused(refusal)) => return self.refused_before(refusal, now),
+                    Err(Stop::Asked(i)) => return self.asking(Stage::Before, next + i),
+                }
+            }
+            self.st.retry = shared.budget(|b| plan.retry.start(now, b));
+            next = 0;
         }
-        self.st.retry = shared.budget(|b| plan.retry.start(now, b));
-        if !after.is_empty()
-            && let Err(refusal) = self.pass_call(after, true, now)
-        {
-            self.finish(now);
-            self.refuse(refusal);
-            return;
+        let gates = after.get(next..).unwrap_or_default();
+        if !gates.is_empty() {
+            match self.pass_call(gates, true, now) {
+                Ok(()) => {}
+                Err(Stop::Refused(refusal)) => {
+                    self.finish(now);
+                    return self.refuse(refusal);
+                }
+                Err(Stop::Asked(i)) => return self.asking(Stage::After, next + i),
+            }
         }
         self.admit(now);
+    }
+
+    /// Refused outside the retry before the budget started (it never heard of the call).
+    fn refused_before(&mut self, refusal: Refusal, now: Instant) {
+        self.settle_call(AttemptOutcome::Cancelled, now);
+        self.refuse(refusal);
+    }
+
+    /// Keeps what the gates inside the retry before the breaker gave an attempt (a throttle
+    /// passed, a limit's slot: nothing else comes before the breaker's permit) in the call's
+    /// holdings while it waits for the breaker: those gates are not outside the retry too, so
+    /// the fields they fill are free there.
+    fn stash(&mut self, held: Holdings) {
+        let call = &mut self.st.call_held;
+        call.throttle |= held.throttle;
+        if let Some(limit) = held.limit {
+            call.limit = Some(limit);
+        }
+    }
+
+    /// Takes back what [`stash`](Self::stash) kept for the gates inside the retry before gate
+    /// `next - 1` (the breaker).
+    fn unstash(&mut self, next: usize) -> Holdings {
+        let before = next.saturating_sub(1);
+        let gates = self.plan.nesting.inside();
+        let call = &mut self.st.call_held;
+        let mut held = Holdings::default();
+        for gate in gates.get(..before).unwrap_or_default() {
+            match gate {
+                Gate::Throttle => held.throttle = core::mem::take(&mut call.throttle),
+                Gate::Limit => held.limit = call.limit.take(),
+                Gate::Breaker | Gate::Rate => {}
+            }
+        }
+        held
+    }
+
+    /// The breaker, gate `at` of `stage`, answers later.
+    fn asking(&mut self, stage: Stage, at: usize) {
+        let next = u8::try_from(at.saturating_add(1)).unwrap_or(u8::MAX);
+        self.st.phase = Phase::Asking { stage, next };
+    }
+
+    /// The breaker's answer came at `now`: the call goes on from the gate after it, as it would
+    /// have had the answer come at once; or, if the call no longer waits for one, the permit
+    /// goes back unused.
+    fn decided(&mut self, now: Instant, answer: Result<Permit, Rejection>) {
+        let Phase::Asking { stage, next } = self.st.phase else {
+            if let Ok(permit) = answer {
+                self.shared.breaker_record(permit, Outcome::Ignored, now);
+            }
+            return;
+        };
+        let next = usize::from(next);
+        let mut held = match stage {
+            Stage::Attempt => self.unstash(next),
+            Stage::Before | Stage::After => core::mem::take(&mut self.st.call_held),
+        };
+        // A probe draws from the ledger when the breaker is inside it: within the retry, or
+        // outside it after the budget starts.
+        let passed = match answer {
+            Err(r) => Err(Refusal::Breaker(r.reason)),
+            Ok(permit) => {
+                let probe = permit.is_probe() && stage != Stage::Before;
+                held.breaker = Some(permit);
+                if probe {
+                    self.probe_draw(now).map(|draw| held.draw = draw)
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        match stage {
+            Stage::Attempt => match passed {
+                Ok(()) => self.admit_from(next, held, now),
+                Err(refusal) => self.refused(refusal, held, now),
+            },
+            Stage::Before | Stage::After => {
+                if let Some(d) = held.draw.take() {
+                    self.shared.ledger(|l| l.settle(d, now));
+                }
+                self.st.call_held = held;
+                match (passed, stage) {
+                    (Ok(()), _) => self.outside(stage, next, now),
+                    (Err(refusal), Stage::Before) => self.refused_before(refusal, now),
+                    (Err(refusal), _) => {
+                        self.finish(now);
+                        self.refuse(refusal);
+                    }
+                }
+            }
+        }
     }
 
     /// Takes an input at `now`: one arm per row of the [spec](self).
@@ -920,7 +1113,7 @@ impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, 
             (Phase::Racing, Input::Dropped { n }) => self.dropped(n, now),
             (Phase::Racing, Input::Tick) => self.timers(now),
             (Phase::Waiting { until }, Input::Tick) if now >= until => self.admit(now),
-            (Phase::Waiting { .. }, _) => {}
+            (Phase::Waiting { .. } | Phase::Asking { .. }, _) => {}
         }
     }
 
@@ -950,35 +1143,46 @@ impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, 
         now: Instant,
         copy: bool,
         probes_draw: bool,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), Stop> {
         let shared = self.shared;
-        for &gate in gates {
+        for (i, &gate) in gates.iter().enumerate() {
             match gate {
                 Gate::Throttle if copy => {}
                 Gate::Throttle => match self.throttle_acquire(now) {
-                    Some(Err(shed)) => return Err(Refusal::Throttle(shed)),
+                    Some(Err(shed)) => return Err(Refusal::Throttle(shed).into()),
                     Some(Ok(())) => held.throttle = true,
                     None => {}
                 },
-                Gate::Breaker => match shared.breaker_acquire(now) {
-                    None => {}
-                    Some(Err(r)) => return Err(Refusal::Breaker(r.reason)),
-                    Some(Ok(p)) => {
-                        let probe = p.is_probe() && probes_draw && !copy;
-                        held.breaker = Some(p);
-                        if probe {
-                            held.draw = self.probe_draw(now)?;
+                Gate::Breaker => {
+                    // A hedge never waits for a store's answer.
+                    let asked = if copy {
+                        shared.breaker_acquire(now).map(Asked::Now)
+                    } else {
+                        shared.breaker_ask(now)
+                    };
+                    match asked {
+                        None => {}
+                        Some(Asked::Later) => return Err(Stop::Asked(i)),
+                        Some(Asked::Now(Err(r))) => {
+                            return Err(Refusal::Breaker(r.reason).into());
+                        }
+                        Some(Asked::Now(Ok(p))) => {
+                            let probe = p.is_probe() && probes_draw && !copy;
+                            held.breaker = Some(p);
+                            if probe {
+                                held.draw = self.probe_draw(now)?;
+                            }
                         }
                     }
-                },
+                }
                 Gate::Limit => match shared.limiter(|l| l.try_acquire(now)) {
                     None => {}
                     Some(Ok(p)) => held.limit = Some(p),
-                    Some(Err(r)) => return Err(Refusal::Limit(r)),
+                    Some(Err(r)) => return Err(Refusal::Limit(r).into()),
                 },
                 Gate::Rate => {
                     if let Some(Err(limited)) = shared.rate(|r| r.try_acquire(now)) {
-                        return Err(Refusal::Rate(limited));
+                        return Err(Refusal::Rate(limited).into());
                     }
                 }
             }
@@ -1008,12 +1212,7 @@ impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, 
     }
 
     /// Asks `gates`, outside the retry, for the call; a probe's draw is settled at once.
-    fn pass_call(
-        &mut self,
-        gates: &[Gate],
-        probes_draw: bool,
-        now: Instant,
-    ) -> Result<(), Refusal> {
+    fn pass_call(&mut self, gates: &[Gate], probes_draw: bool, now: Instant) -> Result<(), Stop> {
         let mut held = core::mem::take(&mut self.st.call_held);
         let passed = self.pass(gates, &mut held, now, false, probes_draw);
         if let Some(d) = held.draw.take() {
@@ -1100,9 +1299,20 @@ impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, 
 
     /// Admits the next attempt at `now` (see the [module docs](self)).
     fn admit(&mut self, now: Instant) {
-        let mut held = Holdings::default();
-        if let Err(refusal) = self.pass(self.plan.nesting.inside(), &mut held, now, false, true) {
-            return self.refused(refusal, held, now);
+        self.admit_from(0, Holdings::default(), now);
+    }
+
+    /// Admits the next attempt at `now`, asking the gates inside the retry from gate `next` on
+    /// (`held`: what those before it gave).
+    fn admit_from(&mut self, next: usize, mut held: Holdings, now: Instant) {
+        let gates = self.plan.nesting.inside().get(next..).unwrap_or_default();
+        match self.pass(gates, &mut held, now, false, true) {
+            Ok(()) => {}
+            Err(Stop::Refused(refusal)) => return self.refused(refusal, held, now),
+            Err(Stop::Asked(i)) => {
+                self.stash(held);
+                return self.asking(Stage::Attempt, next + i);
+            }
         }
         // A throttle inside the retry hears the attempt's end, not each copy's.
         held.throttle = false;
@@ -1232,6 +1442,24 @@ impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, 
     }
 
     fn cancel(&mut self, now: Instant) {
+        match self.st.phase {
+            Phase::Asking {
+                stage: Stage::Before,
+                ..
+            } => {
+                // The budget never heard of the call.
+                self.settle_call(AttemptOutcome::Cancelled, now);
+                return self.done(Ended::Cancelled);
+            }
+            Phase::Asking {
+                stage: Stage::Attempt,
+                next,
+            } => {
+                let held = self.unstash(usize::from(next));
+                self.settle(held, AttemptOutcome::Cancelled, now);
+            }
+            _ => {}
+        }
         self.finish(now);
         self.done(Ended::Cancelled);
     }
@@ -1415,9 +1643,13 @@ impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, 
             return;
         }
         let mut held = Holdings::default();
-        if let Err(refusal) = self.pass(self.plan.nesting.inside(), &mut held, now, true, false) {
+        if let Err(stop) = self.pass(self.plan.nesting.inside(), &mut held, now, true, false) {
             self.settle(held, AttemptOutcome::Cancelled, now);
-            return self.no_hedge(refusal);
+            // (A hedge asks the breaker for an answer at once: it never waits.)
+            return match stop {
+                Stop::Refused(refusal) => self.no_hedge(refusal),
+                Stop::Asked(_) => self.st.hedged = None,
+            };
         }
         let drawn = shared
             .hedger(

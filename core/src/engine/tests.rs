@@ -682,3 +682,165 @@ fn a_state_restarted_in_place_decides_as_a_fresh_start() {
         }))
     ));
 }
+
+/// A breaker kept in a store, decided exactly: asked for an attempt (or the call), it answers
+/// later, and the test hands in the answer (its `parts.breaker`'s); a hedge asks it at once.
+struct Store {
+    parts: Parts,
+    asked: core::cell::Cell<u32>,
+}
+
+impl Store {
+    fn new(parts: Parts) -> Self {
+        Store {
+            parts,
+            asked: core::cell::Cell::new(0),
+        }
+    }
+    /// The store's answer: its breaker's decision at `now`.
+    fn answer(&self, now: Instant) -> Result<Permit, Rejection> {
+        self.parts.breaker_acquire(now).unwrap()
+    }
+    fn in_flight(&self) -> u32 {
+        self.parts.limiter.as_ref().unwrap().borrow().in_flight()
+    }
+}
+
+impl Shared for Store {
+    fn breaker_ask(&self, _: Instant) -> Option<Asked> {
+        self.asked.set(self.asked.get() + 1);
+        Some(Asked::Later)
+    }
+    fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
+        self.parts.breaker_acquire(now)
+    }
+    fn breaker_record(&self, permit: Permit, outcome: Outcome, now: Instant) {
+        self.parts.breaker_record(permit, outcome, now);
+    }
+    fn breaker_refuses(&self, now: Instant) -> Option<Duration> {
+        self.parts.breaker_refuses(now)
+    }
+    fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
+        self.parts.limiter(f)
+    }
+    fn note(&self, note: Note) {
+        self.parts.note(note);
+    }
+}
+
+fn store_parts(failures: u32) -> Parts {
+    let mut c = BreakerConfig::new();
+    c.consecutive_failures = Some(failures);
+    c.open.duration = Duration::from_secs(1);
+    let limiter =
+        Limiter::new(crate::limit::LimiterPolicy::new(LimiterConfig::bulkhead(4)).unwrap());
+    Parts {
+        breaker: Some(RefCell::new(
+            CircuitBreaker::with_storage(BreakerPolicy::new(c).unwrap()).unwrap(),
+        )),
+        limiter: Some(RefCell::new(limiter)),
+        ..Parts::default()
+    }
+}
+
+#[test]
+fn an_attempt_waits_for_a_breaker_that_answers_later_and_goes_on_from_it() {
+    let plan = Plan::new(retry(3, Some(1000)));
+    let store = Store::new(store_parts(1));
+    let mut call: Call<'_, Store> = Call::start(&plan, &store, t(0));
+    // Asked, not answered: nothing sent, no timer, and the limit after the breaker not asked.
+    assert_eq!(actions(&mut call), []);
+    assert!(call.st.is_asking());
+    assert_eq!(call.poll_timeout(), None);
+    assert_eq!(store.in_flight(), 0);
+    call.handle(t(1), Input::Tick);
+    assert_eq!(actions(&mut call), [], "the time passing changes nothing");
+    // The store's answer comes at 2 ms: the limit is asked and the attempt sent from then on.
+    call.breaker_decided(t(2), store.answer(t(2)));
+    let send = Action::Send {
+        n: 1,
+        deadline: Some(t(1002)),
+        hedge: false,
+    };
+    assert_eq!(actions(&mut call), [send]);
+    assert_eq!(store.in_flight(), 1);
+    // Its failure opens the breaker (one failure): the call ends refused at once.
+    call.handle(t(10), Input::Answer { n: 1, answer: E500 });
+    let got = actions(&mut call);
+    let [Action::Done(end)] = got[..] else {
+        panic!("{got:?}")
+    };
+    assert!(matches!(end.result, Ended::Refused(Refusal::Breaker(_))));
+    assert_eq!(store.in_flight(), 0);
+    assert_eq!(store.asked.get(), 1);
+}
+
+#[test]
+fn a_refusal_that_comes_later_ends_the_call_refused() {
+    // The breaker already open: its later answer is a refusal.
+    let parts = store_parts(1);
+    let p = parts.breaker_acquire(t(0)).unwrap().unwrap();
+    parts.breaker_record(p, Outcome::Failure, t(0));
+    let store = Store::new(parts);
+    let plan = Plan::new(retry(3, Some(1000)));
+    let mut call: Call<'_, Store> = Call::start(&plan, &store, t(0));
+    call.breaker_decided(t(2), store.answer(t(2)));
+    let got = actions(&mut call);
+    let [Action::Done(end)] = got[..] else {
+        panic!("{got:?}")
+    };
+    assert!(matches!(
+        end.result,
+        Ended::Refused(Refusal::Breaker(RejectReason::Open { .. }))
+    ));
+    assert_eq!(end.attempts, 0);
+    assert_eq!(store.in_flight(), 0);
+}
+
+#[test]
+fn a_call_cancelled_while_asking_gives_back_what_it_held_and_the_late_permit() {
+    // The limit outside the breaker, both per attempt: the limit's slot is held while asking.
+    let nesting = Nesting::new(&[], 0, &[Gate::Limit, Gate::Breaker]).unwrap();
+    let plan = Plan::new(retry(3, None)).nesting(nesting);
+    let store = Store::new(store_parts(1));
+    let mut call: Call<'_, Store> = Call::start(&plan, &store, t(0));
+    assert_eq!(store.in_flight(), 1);
+    call.handle(t(1), Input::Cancel);
+    let end = End {
+        result: Ended::Cancelled,
+        attempts: 0,
+        last: None,
+    };
+    assert_eq!(actions(&mut call), [Action::Done(end)]);
+    assert_eq!(store.in_flight(), 0);
+    // The store's permit comes after: back unused (ignored, not a failure that would open it).
+    call.breaker_decided(t(2), store.answer(t(2)));
+    assert_eq!(actions(&mut call), []);
+    assert_eq!(store.breaker_refuses(t(3)), None);
+    let b = store.parts.breaker.as_ref().unwrap().borrow();
+    assert_eq!(b.state(t(3)), crate::breaker::State::Closed);
+}
+
+#[test]
+fn a_breaker_outside_the_retry_that_answers_later_admits_the_whole_call() {
+    // Before the budget starts (ledger_at 1) and after it (0): asked once, for the call.
+    for ledger_at in [0, 1] {
+        let nesting = Nesting::new(&[Gate::Breaker], ledger_at, &[Gate::Limit]).unwrap();
+        let plan = Plan::new(retry(3, None)).nesting(nesting);
+        let store = Store::new(store_parts(5));
+        let mut call: Call<'_, Store> = Call::start(&plan, &store, t(0));
+        assert_eq!(actions(&mut call), []);
+        assert!(call.st.is_asking());
+        call.breaker_decided(t(2), store.answer(t(2)));
+        let got = actions(&mut call);
+        assert!(matches!(got[..], [Action::Send { n: 1, .. }]), "{got:?}");
+        call.handle(t(5), Input::Answer { n: 1, answer: E500 });
+        call.handle(t(105), Input::Tick);
+        let got = actions(&mut call);
+        assert!(matches!(got[..], [Action::Send { n: 2, .. }]), "{got:?}");
+        call.handle(t(110), Input::Answer { n: 2, answer: OK });
+        assert!(call.is_done());
+        assert_eq!(store.asked.get(), 1, "ledger_at {ledger_at}");
+        assert_eq!(store.in_flight(), 0);
+    }
+}

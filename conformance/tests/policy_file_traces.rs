@@ -204,11 +204,17 @@ impl Shared for Parts {
             (None, None) => f(&mut Unlimited),
         }
     }
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        with(&self.throttle, f)
+    fn throttle<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::throttle::AnyThrottle) -> R,
+    ) -> Option<R> {
+        with(&self.throttle, |t| f(t))
     }
-    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
-        with(&self.ledger, f)
+    fn ledger<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::ledger::AnyLedger) -> R,
+    ) -> Option<R> {
+        with(&self.ledger, |l| f(l))
     }
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         with(&self.hedger, f)

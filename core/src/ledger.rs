@@ -221,6 +221,27 @@ fn bump(counters: &mut [u64; 3], i: usize) {
 }
 
 /// The retry policy's view: retries are drawn as [`Extra::Retry`].
+/// A ledger of any window (any slot capacity `N`), as the call engine draws from it: what
+/// [`Shared::ledger`](crate::engine::Shared::ledger) hands over, so that a face keeping ledgers
+/// of several windows (a simulator's) hands each as it is.
+pub trait AnyLedger {
+    /// See [`ExtraLedger::try_draw`].
+    fn try_draw(&mut self, kind: Extra, now: Instant) -> Result<Draw, Denied>;
+    /// See [`ExtraLedger::settle`].
+    fn settle(&mut self, draw: Draw, now: Instant);
+}
+
+impl<const N: usize> AnyLedger for ExtraLedger<N> {
+    #[inline]
+    fn try_draw(&mut self, kind: Extra, now: Instant) -> Result<Draw, Denied> {
+        ExtraLedger::try_draw(self, kind, now)
+    }
+    #[inline]
+    fn settle(&mut self, draw: Draw, now: Instant) {
+        ExtraLedger::settle(self, draw, now);
+    }
+}
+
 impl<const N: usize> Budget for ExtraLedger<N> {
     fn on_first_try(&mut self, now: Instant) {
         ExtraLedger::on_first_try(self, now);

@@ -205,6 +205,27 @@ impl<const N: usize> AdaptiveThrottle<N> {
     }
 }
 
+/// An adaptive throttle of any window (any slot capacity `N`), as the call engine asks it: what
+/// [`Shared::throttle`](crate::engine::Shared::throttle) hands over, so that a face keeping
+/// throttles of several windows (a simulator's) hands each as it is.
+pub trait AnyThrottle {
+    /// See [`AdaptiveThrottle::try_acquire_with`].
+    fn try_acquire_with(&mut self, now: Instant, sample: u64) -> Result<(), Shed>;
+    /// See [`AdaptiveThrottle::record`].
+    fn record(&mut self, now: Instant, accepted: bool);
+}
+
+impl<const N: usize> AnyThrottle for AdaptiveThrottle<N> {
+    #[inline]
+    fn try_acquire_with(&mut self, now: Instant, sample: u64) -> Result<(), Shed> {
+        AdaptiveThrottle::try_acquire_with(self, now, sample)
+    }
+    #[inline]
+    fn record(&mut self, now: Instant, accepted: bool) {
+        AdaptiveThrottle::record(self, now, accepted);
+    }
+}
+
 /// `min(max, (requests − K·accepts) / (requests + 1))` as `(numerator, denominator)`, both scaled
 /// so the denominator fits in a `u64` (`k_ppm`, `max_ppm`: K and the cap in ppm).
 #[inline]

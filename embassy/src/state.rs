@@ -301,11 +301,17 @@ impl<Br: MaybeBreaker, B: Budget, X: Extra> Shared for State<Br, B, X> {
         };
         self.budget_or_none(f)
     }
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        self.extra.throttle()?.with(f)
+    fn throttle<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::throttle::AnyThrottle) -> R,
+    ) -> Option<R> {
+        self.extra.throttle()?.with(|t| f(t))
     }
-    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
-        self.extra.ledger()?.with(f)
+    fn ledger<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::ledger::AnyLedger) -> R,
+    ) -> Option<R> {
+        self.extra.ledger()?.with(|l| f(l))
     }
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         self.extra.hedger()?.with(f)

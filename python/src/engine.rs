@@ -770,11 +770,17 @@ impl Shared for Layers {
             },
         }
     }
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        self.p().throttle.as_ref().map(|t| f(&mut lock(t)))
+    fn throttle<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::throttle::AnyThrottle) -> R,
+    ) -> Option<R> {
+        self.p().throttle.as_ref().map(|t| f(&mut *lock(t)))
     }
-    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
-        self.p().ledger.as_ref().map(|l| f(&mut lock(l)))
+    fn ledger<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::ledger::AnyLedger) -> R,
+    ) -> Option<R> {
+        self.p().ledger.as_ref().map(|l| f(&mut *lock(l)))
     }
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         self.p().hedger.as_ref().map(|h| f(&mut lock(h)))

@@ -20,11 +20,9 @@ use reliable_core::engine::{
     Action, BreakerScope, Call, End, Ended, Input, Note, Plan, Refusal, SampleFor, Shared,
 };
 use reliable_core::hedge::Hedger;
-use reliable_core::ledger::ExtraLedger;
 use reliable_core::limit::{Limiter, RateLimiter};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::GiveUpReason;
-use reliable_core::throttle::AdaptiveThrottle;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -150,11 +148,17 @@ impl Shared for Layers<'_> {
             },
         }
     }
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        self.inner.throttle.as_ref().map(|t| f(&mut lock(t)))
+    fn throttle<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::throttle::AnyThrottle) -> R,
+    ) -> Option<R> {
+        self.inner.throttle.as_ref().map(|t| f(&mut *lock(t)))
     }
-    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
-        self.inner.ledger.as_ref().map(|l| f(&mut lock(l)))
+    fn ledger<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::ledger::AnyLedger) -> R,
+    ) -> Option<R> {
+        self.inner.ledger.as_ref().map(|l| f(&mut *lock(l)))
     }
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         let h = self.inner.hedger.as_ref().filter(|_| self.hedges)?;

@@ -81,10 +81,11 @@
 //!    bytes), add a `NodeKind` variant and its `served_by` label.
 //! 3. `client/`: its per-client or shared state, if any, cloned from a prototype built at compile
 //!    time (so `World::new` cannot fail).
-//! 4. A layer the core's call engine runs: the engine's `Shared` state in `run/world/call.rs`, and
-//!    the chain's conditions in `client/stack.rs` (`engine_reach`); any other:
-//!    `run/world/stack.rs`, what invoking the node does, and what it does with an answer going up
-//!    (one arm each).
+//! 4. A decision layer is the core's call engine's first (`core/src/engine`): here, the state it
+//!    draws from in `run/world/call.rs` (`Shared` over the world's slots), and the chain's
+//!    conditions in `client/stack.rs` (`chain_layer`, `engine_reach`). A layer that decides
+//!    nothing (I/O, like `Llm`, or a composition, like `Fallback`): `run/world/stack.rs`, what
+//!    invoking the node does, and what it does with an answer going up (one arm each).
 //! 5. `run/admission.rs`: what it adds to attempts, events and memory per request.
 //! 6. `metrics/`: any new count, with its definition in the module docs; `report/` renders it.
 //! 7. Tests: a model test in `tests/models.rs`, a bad value in `tests/bad_files.rs`, and a hostile

@@ -91,11 +91,11 @@ use crate::answer::Answer;
 use crate::breaker::{Outcome, Permit, RejectReason, Rejection};
 use crate::budget::{Budget, Denied};
 use crate::hedge::{HedgedCall, Hedger, Idempotency, NoHedge};
-use crate::ledger::{Draw, Extra, ExtraLedger};
+use crate::ledger::{AnyLedger, Draw, Extra};
 use crate::limit::{Completion, LimitPermit, LimitReached, Limiter, RateLimited, RateLimiter};
 use crate::outcome::{AttemptOutcome, ErrorClass};
 use crate::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryState};
-use crate::throttle::{AdaptiveThrottle, Shed};
+use crate::throttle::{AnyThrottle, Shed};
 use crate::time::{Duration, Instant};
 
 #[cfg(feature = "policy")]
@@ -378,14 +378,14 @@ pub trait Shared {
     fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
         f(&mut crate::budget::Unlimited)
     }
-    /// The adaptive throttle.
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+    /// The adaptive throttle (of any window).
+    fn throttle<R>(&self, f: impl FnOnce(&mut dyn AnyThrottle) -> R) -> Option<R> {
         let _ = f;
         None
     }
     /// The ledger of extra attempts (probes and hedges draw here; retries through
     /// [`budget`](Self::budget)).
-    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
+    fn ledger<R>(&self, f: impl FnOnce(&mut dyn AnyLedger) -> R) -> Option<R> {
         let _ = f;
         None
     }
@@ -975,6 +975,13 @@ impl<const C: usize, const Q: usize> CallState<C, Q> {
 impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, Q> {
     /// The start of [`CallState::start`], once the state is made.
     fn begin(&mut self, now: Instant) {
+        if self.plan.nesting.outside().is_empty() {
+            // No gate outside the retry (the default stack): the budget starts, the first
+            // attempt is admitted.
+            let (plan, shared) = (self.plan, self.shared);
+            self.st.retry = shared.budget(|b| plan.retry.start(now, b));
+            return self.admit(now);
+        }
         self.outside(Stage::Before, 0, now);
     }
 
@@ -1298,6 +1305,7 @@ impl<S: Shared + ?Sized, const C: usize, const Q: usize> Deciding<'_, '_, S, C, 
     }
 
     /// Admits the next attempt at `now` (see the [module docs](self)).
+    #[inline]
     fn admit(&mut self, now: Instant) {
         self.admit_from(0, Holdings::default(), now);
     }

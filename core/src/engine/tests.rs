@@ -7,6 +7,7 @@ use crate::breaker::{BreakerConfig, BreakerPolicy, CircuitBreaker, NoWindow};
 use crate::hedge::{HedgeConfig, HedgeDelay, HedgePolicy};
 use crate::limit::LimiterConfig;
 use crate::retry::RetryConfig;
+use crate::throttle::AdaptiveThrottle;
 
 fn t(ms: u64) -> Instant {
     Instant::from_millis(ms)
@@ -61,8 +62,8 @@ impl Shared for Parts {
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         self.hedger.as_ref().map(|h| f(&mut h.borrow_mut()))
     }
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        self.throttle.as_ref().map(|t| f(&mut t.borrow_mut()))
+    fn throttle<R>(&self, f: impl FnOnce(&mut dyn crate::throttle::AnyThrottle) -> R) -> Option<R> {
+        self.throttle.as_ref().map(|t| f(&mut *t.borrow_mut()))
     }
     fn limiter<R>(&self, f: impl FnOnce(&mut Limiter) -> R) -> Option<R> {
         self.limiter.as_ref().map(|l| f(&mut l.borrow_mut()))
@@ -290,7 +291,17 @@ fn an_answer_that_opens_the_breaker_ends_the_call_at_once() {
         },
     );
     call.handle(t(10), Input::Answer { n: 1, answer: e503 });
-    let got = actions(&mut call);
+    let end = refused_by_an_open_breaker(&mut call);
+    // The 503 that opened it is the last answer, at 10 ms: no sleep of its Retry-After first.
+    assert!(matches!(
+        end.last,
+        Some((1, Some(ErrorClass::Throttled { .. })))
+    ));
+}
+
+/// The one action `call` has: its end, refused by an open breaker.
+fn refused_by_an_open_breaker<S: Shared>(call: &mut Call<'_, S>) -> End {
+    let got = actions(call);
     let [Action::Done(end)] = got[..] else {
         panic!("{got:?}")
     };
@@ -298,11 +309,7 @@ fn an_answer_that_opens_the_breaker_ends_the_call_at_once() {
         end.result,
         Ended::Refused(Refusal::Breaker(RejectReason::Open { .. }))
     ));
-    // The 503 that opened it is the last answer, at 10 ms: no sleep of its Retry-After first.
-    assert!(matches!(
-        end.last,
-        Some((1, Some(ErrorClass::Throttled { .. })))
-    ));
+    end
 }
 
 /// Runs a call whose attempts answer `answers` in turn, each at once; how it ended.
@@ -785,14 +792,7 @@ fn a_refusal_that_comes_later_ends_the_call_refused() {
     let plan = Plan::new(retry(3, Some(1000)));
     let mut call: Call<'_, Store> = Call::start(&plan, &store, t(0));
     call.breaker_decided(t(2), store.answer(t(2)));
-    let got = actions(&mut call);
-    let [Action::Done(end)] = got[..] else {
-        panic!("{got:?}")
-    };
-    assert!(matches!(
-        end.result,
-        Ended::Refused(Refusal::Breaker(RejectReason::Open { .. }))
-    ));
+    let end = refused_by_an_open_breaker(&mut call);
     assert_eq!(end.attempts, 0);
     assert_eq!(store.in_flight(), 0);
 }

@@ -9,7 +9,7 @@
 //! idempotent are never hedged: two copies of a payment are two payments.
 //!
 //! Hedging multiplies load exactly when a downstream is slow, which is when it is overloaded, so
-//! a hedge may also be drawn from the client's [`ExtraLedger`], the budget every extra attempt
+//! a hedge may also be drawn from the client's [`ExtraLedger`](crate::ledger::ExtraLedger), the budget every extra attempt
 //! shares ([`Hedger::try_hedge_from`]).
 //!
 //! ## The decision
@@ -68,7 +68,7 @@ pub use quantile::LatencyQuantile;
 
 use crate::budget::Denied;
 use crate::error::{ConfigError, Problem, fraction_ppm, tri};
-use crate::ledger::{Draw, Extra, ExtraLedger};
+use crate::ledger::{AnyLedger, Draw, Extra};
 use crate::outcome::AttemptOutcome;
 use crate::time::{Duration, Instant};
 
@@ -395,11 +395,11 @@ impl Hedger {
     /// attempt (asked only when everything else says yes). Settle the [`Draw`] when the hedge
     /// ends, won, lost or cancelled.
     #[inline]
-    pub fn try_hedge_from<const N: usize>(
+    pub fn try_hedge_from<L: AnyLedger + ?Sized>(
         &self,
         call: &mut HedgedCall,
         now: Instant,
-        ledger: &mut ExtraLedger<N>,
+        ledger: &mut L,
     ) -> Result<Draw, NoHedge> {
         self.decide(call, now)?;
         let draw = ledger
@@ -502,7 +502,8 @@ mod tests {
     #[test]
     fn hedges_draw_from_the_ledger() {
         let h = hedger(HedgeDelay::Fixed(Duration::from_millis(10)), 3);
-        let mut ledger: ExtraLedger = ExtraLedger::from_config(RatioConfig::percent(0.5)).unwrap();
+        let mut ledger: crate::ledger::ExtraLedger =
+            crate::ledger::ExtraLedger::from_config(RatioConfig::percent(0.5)).unwrap();
         let now = Instant::from_secs(1);
         ledger.on_first_try(now);
         ledger.on_first_try(now);

@@ -1091,11 +1091,17 @@ impl Shared for World {
         }
         f(&mut Unlimited)
     }
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
-        self.part(policy::Kind::Throttle, |p| p.throttle.as_ref(), f)
+    fn throttle<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::throttle::AnyThrottle) -> R,
+    ) -> Option<R> {
+        self.part(policy::Kind::Throttle, |p| p.throttle.as_ref(), |t| f(t))
     }
-    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
-        self.part(policy::Kind::Ledger, |p| p.ledger.as_ref(), f)
+    fn ledger<R>(
+        &self,
+        f: impl FnOnce(&mut dyn reliable_core::ledger::AnyLedger) -> R,
+    ) -> Option<R> {
+        self.part(policy::Kind::Ledger, |p| p.ledger.as_ref(), |l| f(l))
     }
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {
         self.part(policy::Kind::Hedge, |p| p.hedger.as_ref(), f)

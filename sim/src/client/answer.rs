@@ -150,22 +150,8 @@ impl Answer {
         self.error_class().is_none()
     }
 
-    /// What a breaker records for it (the core's table).
-    pub fn breaker_outcome(&self) -> reliable_core::breaker::Outcome {
-        self.error_class()
-            .map_or(reliable_core::breaker::Outcome::Success, |c| {
-                c.consequences().breaker
-            })
-    }
-
     /// Whether adaptive throttling counts it as accepted by the downstream (the core's table).
     pub fn accepted(&self) -> bool {
         self.core().accepted()
-    }
-
-    /// What a concurrency limit reads from it (the core's table's limit column): a success is a
-    /// latency sample, overload and timeouts are drops, anything else is ignored.
-    pub fn limit_completion(&self) -> reliable_core::limit::Completion {
-        reliable_core::limit::Completion::of(self.error_class())
     }
 }

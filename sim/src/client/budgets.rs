@@ -7,7 +7,7 @@
 
 use reliable_core::budget::{AnyBudget, Budget, BudgetPolicy, Denied, Grant, Unlimited};
 use reliable_core::outcome::{AttemptOutcome, ErrorClass};
-use reliable_core::throttle::{AdaptiveThrottle, Shed, ThrottlePolicy};
+use reliable_core::throttle::{AdaptiveThrottle, ThrottlePolicy};
 use reliable_core::{ConfigError, Instant};
 
 /// A retry budget of whichever capacity fits its policy.
@@ -102,22 +102,6 @@ impl ThrottleSlot {
             ThrottleSlot::Large(_) => {
                 std::mem::size_of::<Self>() + std::mem::size_of::<AdaptiveThrottle<128>>()
             }
-        }
-    }
-
-    /// See [`AdaptiveThrottle::try_acquire_with`].
-    pub fn try_acquire_with(&mut self, now: Instant, sample: u64) -> Result<(), Shed> {
-        match self {
-            ThrottleSlot::Small(t) => t.try_acquire_with(now, sample),
-            ThrottleSlot::Large(t) => t.try_acquire_with(now, sample),
-        }
-    }
-
-    /// See [`AdaptiveThrottle::record`].
-    pub fn record(&mut self, now: Instant, accepted: bool) {
-        match self {
-            ThrottleSlot::Small(t) => t.record(now, accepted),
-            ThrottleSlot::Large(t) => t.record(now, accepted),
         }
     }
 }

@@ -168,6 +168,14 @@ pub struct Held {
     generation: u32,
 }
 
+impl Held {
+    /// Whether the call is a fleet-wide half-open probe (the store's), as
+    /// `reliable::fleet::FleetPermit::is_probe` says.
+    pub fn is_probe(&self) -> bool {
+        self.store.as_ref().is_some_and(Permit::is_probe)
+    }
+}
+
 /// Why a call was refused, and how long until one might be admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -357,6 +365,24 @@ impl FleetClient {
             FleetMode::Cached { refresh } => self.cached(cx, refresh.as_nanos(), note),
             FleetMode::Exact => self.exact(cx, note),
         }
+    }
+
+    /// While the fleet's breaker refuses this client's calls as it last saw it (open, its time
+    /// not up), or, while the store fails, its own breaker (`local`) does: how long.
+    pub fn refuses(
+        &self,
+        local: &dyn reliable_core::breaker::Breaker,
+        now: u64,
+    ) -> Option<Duration> {
+        if self.guard.down {
+            return local.retry_after(Instant::from_nanos(now));
+        }
+        let seen = match self.incoming {
+            Some(v) if v.fetched <= now => Some(v),
+            _ => self.view,
+        };
+        seen.filter(|v| v.state == State::Open && v.until > now)
+            .map(|v| Duration::from_nanos(v.until - now))
     }
 
     /// Reports how a call it permitted ended.

@@ -6,7 +6,9 @@
 //! larger one.
 
 use reliable_core::budget::{Budget, Denied, Grant, RatioConfig};
-use reliable_core::ledger::{Draw, Extra, ExtraLedger};
+#[cfg(test)]
+use reliable_core::ledger::Draw;
+use reliable_core::ledger::{Extra, ExtraLedger};
 use reliable_core::outcome::{AttemptOutcome, ErrorClass};
 use reliable_core::{ConfigError, Instant};
 
@@ -51,19 +53,18 @@ impl LedgerSlot {
         }
     }
 
-    /// See [`ExtraLedger::on_first_try`].
+    /// See [`ExtraLedger::on_first_try`] (a chain's ledger takes its deposits in the engine; the
+    /// tests deposit here).
+    #[cfg(test)]
     pub fn on_first_try(&mut self, now: Instant) {
         with!(self, l => l.on_first_try(now))
     }
 
-    /// See [`ExtraLedger::try_draw`].
+    /// See [`ExtraLedger::try_draw`] (a chain's ledger draws in the engine, through its small
+    /// window; the tests draw here).
+    #[cfg(test)]
     pub fn try_draw(&mut self, kind: Extra, now: Instant) -> Result<Draw, Denied> {
         with!(self, l => l.try_draw(kind, now))
-    }
-
-    /// See [`ExtraLedger::settle`].
-    pub fn settle(&mut self, draw: Draw, now: Instant) {
-        with!(self, l => l.settle(draw, now))
     }
 
     /// Extra attempts granted and refused so far, by kind in [`Extra::ALL`] order.
@@ -88,42 +89,6 @@ impl Budget for LedgerRetries<'_> {
     }
     fn on_request_end(&mut self, now: Instant) {
         with!(self.0, l => l.on_request_end(now))
-    }
-}
-
-/// The budget a retry layer draws from: its own, or the enclosing ledger.
-#[derive(Debug)]
-pub enum RetryBudget<'a> {
-    /// The layer's own budget (unlimited when it has none and no ledger encloses it).
-    Own(&'a mut crate::client::budgets::BudgetSlot),
-    /// The enclosing ledger.
-    Ledger(LedgerRetries<'a>),
-    /// A fleet's budget, in a store.
-    Fleet(crate::client::fleet_budget::FleetRetries<'a>),
-}
-
-impl RetryBudget<'_> {
-    fn get(&mut self) -> &mut dyn Budget {
-        match self {
-            RetryBudget::Own(b) => *b,
-            RetryBudget::Ledger(l) => l,
-            RetryBudget::Fleet(f) => f,
-        }
-    }
-}
-
-impl Budget for RetryBudget<'_> {
-    fn on_first_try(&mut self, now: Instant) {
-        self.get().on_first_try(now)
-    }
-    fn try_retry(&mut self, class: ErrorClass, now: Instant) -> Result<Grant, Denied> {
-        self.get().try_retry(class, now)
-    }
-    fn on_attempt_end(&mut self, outcome: AttemptOutcome, grant: Option<Grant>, now: Instant) {
-        self.get().on_attempt_end(outcome, grant, now)
-    }
-    fn on_request_end(&mut self, now: Instant) {
-        self.get().on_request_end(now)
     }
 }
 

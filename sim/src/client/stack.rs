@@ -70,6 +70,13 @@ pub const FLEET_BREAKER_ONLY: &str = "the simulator models a Fleet scope on a Br
                                       limit are not modelled yet): expected PerClient or Shared \
                                       here";
 
+/// Why the simulator refuses a layer of the core's call engine (a `Ledger`, a `Retry`, a
+/// `Throttle`, a `Breaker`, a `Limit`, a `RateLimit`, a `Hedge`) that the engine does not run
+/// with the layers inside it (none the policy format accepts).
+pub const ENGINE_ONLY: &str = "the simulator runs this layer in the core's call engine \
+                               (reliable_core::engine), which does not run it with the layers \
+                               inside it: see the order the conformance README states";
+
 /// "No node".
 pub const NONE: u16 = u16::MAX;
 
@@ -118,41 +125,33 @@ fn subtree_as_call(layer: &Layer, depth: usize) -> Layer {
 pub(crate) enum Reach {
     /// Down to its `Call` (or an `Llm` directly around it).
     Call,
-    /// Down to the layer this many levels below the top, which the engine does not run (a
-    /// `Fallback`, an `Llm` away from its `Call`, a throttle or a ledger whose window exceeds
-    /// the engine's shared state): each copy of the chain's call is an invocation of it, and
-    /// its answer the copy's.
+    /// Down to the layer this many levels below the top, which the engine does not run in this
+    /// chain (a `Fallback`, an `Llm` away from its `Call`, a layer the chain holds already):
+    /// each copy of the chain's call is an invocation of it, and its answer the copy's.
     Subtree(usize),
 }
 
-/// Whether the core's call engine runs `layer` as one layer of a chain (not its bottom): a
-/// `Retry`, a `Limit`, a `RateLimit`, a `Hedge`, a `Breaker` of a client, shared or per host
-/// (the world's balancer picks the host as the engine asks; a fleet's decides on its store's
-/// round trip: it stays a node), and a `Throttle` or a `Ledger` whose window fits the state the
-/// engine shares (12 and 10 slots).
+/// Whether the core's call engine runs `layer` as one layer of a chain (not its bottom): every
+/// layer that decides (a `Ledger`, a `Retry`, a `Throttle`, a `Breaker` of any scope, a `Limit`,
+/// a `RateLimit`, a `Hedge`), not a `Call`, a `Fallback` or an `Llm`.
 fn chain_layer(layer: &Layer) -> bool {
     match layer {
         Layer::Retry { .. }
         | Layer::Limit { .. }
         | Layer::RateLimit { .. }
         | Layer::Hedge { .. } => true,
-        Layer::Breaker { scope, .. } => scope.fleet().is_none(),
-        Layer::Throttle { config, .. } => ThrottlePolicy::new(*config)
-            .and_then(ThrottleSlot::new)
-            .is_ok_and(|t| matches!(t, ThrottleSlot::Small(_))),
-        Layer::Ledger { config, .. } => {
-            matches!(LedgerSlot::new(*config), Ok(LedgerSlot::Small(_)))
-        }
+        Layer::Breaker { .. } | Layer::Throttle { .. } | Layer::Ledger { .. } => true,
         Layer::Call { .. } | Layer::Fallback(_) | Layer::Llm { .. } => false,
     }
 }
 
 /// How far the core's call engine runs `layer` and the layers inside it as one [`Chain`], if
-/// it does: the layers down to the first the engine does not run are a chain it accepts
-/// ([`reliable_core::engine::Stack::from_layer_with_store`]), with more than a bare `Call`.
-/// That first layer is the chain's `Call` ([`Reach::Call`]; an `Llm` directly around it is
-/// the call's I/O), or a subtree its copies invoke ([`Reach::Subtree`]); a fleet's breaker
-/// there keeps the layers above it nodes, as its refusals are the engine's to know.
+/// it does: the layers down to the first the engine does not run in this chain are a chain it
+/// accepts ([`reliable_core::engine::Stack::from_layer_with_store`]), with more than a bare
+/// `Call`. That first layer is the chain's `Call` ([`Reach::Call`]; an `Llm` directly around
+/// it is the call's I/O), or a subtree its copies invoke ([`Reach::Subtree`]): a layer the
+/// engine does not run, one a chain holds once met a second time (a `Retry` inside a `Retry`,
+/// a second breaker: it tops a chain of its own), or anything below a `Hedge` but its call.
 pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
     if !chain_layer(layer) {
         return None;
@@ -160,6 +159,9 @@ pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
     let mut truncated = layer.clone();
     let mut at = &mut truncated;
     let mut depth = 0;
+    // The kinds of layer the chain holds so far (one bit each), and whether a hedge is among them.
+    let mut held = 0u8;
+    let mut hedged = false;
     let reach = loop {
         if let Layer::Llm { inner, .. } = at
             && matches!(**inner, Layer::Call { .. })
@@ -168,10 +170,10 @@ pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
             *at = call;
             break Reach::Call;
         }
+        let kind = 1u8 << (layer_kind(at) & 7);
         match at {
             Layer::Call { .. } => break Reach::Call,
-            Layer::Breaker { .. } if !chain_layer(at) => return None,
-            _ if !chain_layer(at) => {
+            _ if hedged || !chain_layer(at) || held & kind != 0 => {
                 // The engine sees a call where the subtree is.
                 *at = Layer::Call {
                     downstream: String::new(),
@@ -182,6 +184,8 @@ pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
             }
             _ => {}
         }
+        held |= kind;
+        hedged = matches!(at, Layer::Hedge { .. });
         match at.inner_mut() {
             [one] => at = one,
             _ => return None,
@@ -190,6 +194,20 @@ pub(crate) fn engine_reach(layer: &Layer) -> Option<Reach> {
     };
     engine_stack(&truncated).ok()?;
     Some(reach)
+}
+
+/// A number per kind of layer a chain holds at most once.
+fn layer_kind(layer: &Layer) -> u8 {
+    match layer {
+        Layer::Ledger { .. } => 0,
+        Layer::Retry { .. } => 1,
+        Layer::Throttle { .. } => 2,
+        Layer::Breaker { .. } => 3,
+        Layer::Limit { .. } => 4,
+        Layer::RateLimit { .. } => 5,
+        Layer::Hedge { .. } => 6,
+        Layer::Call { .. } | Layer::Fallback(_) | Layer::Llm { .. } => 7,
+    }
 }
 
 /// The core's reading of a chain's layers (`layer`, cut at its call): its plan. A breaker per
@@ -236,14 +254,13 @@ pub struct Node {
 /// Layers the core's call engine runs as one ([`reliable_core::engine`]): a chain of `Ledger`,
 /// `Retry` and the gates (`Throttle`, `Breaker`, `Limit`, `RateLimit`), each at most once, then
 /// an optional `Hedge`, down to a `Call` (or an `Llm` directly around it), or down to a subtree
-/// the engine does not run (a `Fallback`, an `Llm` away from its `Call`, a throttle or a ledger
-/// whose window is larger than the engine's shared state holds: see [`Reach`]), which each copy
-/// invokes. Every such chain of a stack is run by the engine, a `CallState` per logical request;
-/// the world only sends its copies, keeps their timers and hands their answers back (a `Fleet`
-/// retry budget is the world's state too, its store kept by the world; so are the breakers of a
-/// breaker per host, the world's balancer picking the replica as the engine asks). A fleet's
-/// breaker, and the layers above it, stay nodes of their own (its refusals are not the engine's
-/// to know), and a chain may sit inside any node.
+/// it does not run (see [`Reach`]), which each copy invokes. Every such chain of a stack is run
+/// by the engine, a `CallState` per logical request; the world only sends its copies, keeps
+/// their timers and hands their answers back, and keeps the state the engine draws from (a
+/// `Fleet` retry budget and breaker with their stores, the breakers of a breaker per host, the
+/// world's balancer picking the replica as the engine asks). Every decision layer of a stack is
+/// in a chain (a stack the engine would not run is refused at load: [`ENGINE_ONLY`]); a chain
+/// may sit inside a node of the world's own (a `Fallback`, an `Llm`).
 #[derive(Clone, Debug)]
 pub struct Chain {
     /// Its index in [`CompiledStack::chains`].
@@ -312,15 +329,11 @@ pub enum NodeKind {
         inner: u16,
         /// Index among the stack's breakers (state storage and trace columns).
         slot: u16,
-        /// The enclosing ledger's slot, which probes of the half-open breaker draw from.
-        ledger: Option<u16>,
         /// With `Fleet` scope, the index of its store among the scenario's; [`NONE`] otherwise.
         store: u16,
     },
     /// A retry policy, with a budget.
     Retry {
-        /// The validated retry policy.
-        policy: RetryPolicy,
         /// A fresh budget for the validated budget policy (unlimited when the scenario sets
         /// none); each client (or the shared scope) starts from a copy.
         budget: BudgetSlot,
@@ -330,9 +343,6 @@ pub enum NodeKind {
         inner: u16,
         /// Index among the stack's budgets.
         slot: u16,
-        /// The enclosing ledger's slot, which retries draw from when the layer has no budget of
-        /// its own.
-        ledger: Option<u16>,
         /// A `Fleet` budget scope: its store (index among the scenario's), and one slot of the
         /// budget's window (ns); [`NONE`] and 0 otherwise.
         store: u16,
@@ -644,6 +654,9 @@ impl CompiledStack {
         } else {
             engine_reach(layer)
         };
+        // The world has no node of its own for a decision layer: the engine runs it, or nothing
+        // does (refused once the layers inside are compiled, so that their own errors come first).
+        let unrun = !within.chain && reach.is_none() && chain_layer(layer);
         let within = match reach {
             Some(Reach::Subtree(d)) => Within {
                 chain: true,
@@ -700,10 +713,6 @@ impl CompiledStack {
                 if store != NONE {
                     self.per_client(*scope, crate::client::fleet::FleetClient::BYTES);
                 }
-                // A chain's state is its engine call's, kept apart: no frame.
-                if !within.chain {
-                    self.nodes[id as usize].frame = self.next_frame();
-                }
                 let slot = self.breakers.len() as u16;
                 self.breakers.push(id);
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
@@ -713,7 +722,6 @@ impl CompiledStack {
                     hosts: 1,
                     inner,
                     slot,
-                    ledger: within.ledger,
                     store,
                 }
             }
@@ -726,9 +734,8 @@ impl CompiledStack {
                 if let Some(t) = policy.attempt_timeout {
                     self.add_timeout(t);
                 }
-                let policy = RetryPolicy::new(*policy)
-                    .map_err(|e| cx.c.config_error(&at.field("policy"), e))?;
-                let ledger = within.ledger.filter(|_| budget.is_none());
+                // Validated here; the chain's engine call runs it (its plan).
+                RetryPolicy::new(*policy).map_err(|e| cx.c.config_error(&at.field("policy"), e))?;
                 let width_ns = match budget {
                     Some(reliable_core::budget::BudgetConfig::Ratio(r)) if store != NONE => {
                         r.ttl.as_nanos() / u64::from(r.slots.max(1))
@@ -753,10 +760,6 @@ impl CompiledStack {
                     }
                     None => BudgetSlot::unlimited(),
                 };
-                // A chain's state is its engine call's, kept apart: no frame.
-                if !within.chain {
-                    self.nodes[id as usize].frame = self.next_frame();
-                }
                 let slot = self.retries.len() as u16;
                 self.retries.push(id);
                 let inner_within = Within {
@@ -765,12 +768,10 @@ impl CompiledStack {
                 };
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, inner_within)?;
                 NodeKind::Retry {
-                    policy,
                     budget,
                     scope: *budget_scope,
                     inner,
                     slot,
-                    ledger,
                     store,
                     width_ns,
                 }
@@ -864,10 +865,6 @@ impl CompiledStack {
                 }
                 let hedger = reliable_core::hedge::Hedger::new(policy);
                 self.per_client(*scope, std::mem::size_of_val(&hedger));
-                // A chain's state is its engine call's, kept apart: no frame.
-                if !within.chain {
-                    self.nodes[id as usize].frame = self.next_frame();
-                }
                 let slot = self.hedges.len() as u16;
                 self.hedges.push(id);
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
@@ -913,10 +910,6 @@ impl CompiledStack {
                     .map_err(|e| cx.c.config_error(&cp, e))?;
                 let limiter = reliable_core::limit::Limiter::new(policy);
                 self.per_client(*scope, std::mem::size_of_val(&limiter));
-                // A chain's state is its engine call's, kept apart: no frame.
-                if !within.chain {
-                    self.nodes[id as usize].frame = self.next_frame();
-                }
                 let slot = self.limits.len() as u16;
                 self.limits.push(id);
                 let inner = self.add(inner, id, cx, at.field("inner"), depth + 1, within)?;
@@ -960,6 +953,9 @@ impl CompiledStack {
             }
         };
         self.nodes[id as usize].kind = kind;
+        if unrun {
+            return Err(cx.c.fail(&at, ENGINE_ONLY));
+        }
         if let Some(reach) = reach {
             self.add_chain(layer, id, within.ledger, reach);
         }
@@ -1248,11 +1244,12 @@ mod reach_tests {
             )),
             Some(Reach::Subtree(2))
         );
+        // A throttle of any window (one of 60 buckets is kept boxed, as the engine's view hands).
         assert_eq!(
             reach(&format!(
                 "Retry({RETRY}, inner: Throttle(config: (window: \"60s\", buckets: 60), inner: {call}))"
             )),
-            Some(Reach::Subtree(1))
+            Some(Reach::Call)
         );
         // A breaker per host is the engine's too (the world picks its replica as it asks)...
         let per_host =
@@ -1262,12 +1259,28 @@ mod reach_tests {
             Some(Reach::Call)
         );
         assert_eq!(reach(&per_host), Some(Reach::Call));
-        // ...a fleet's keeps the layers above it nodes.
+        // ...and so is a fleet's (the store's answer is asked for, and handed in later).
         assert_eq!(
             reach(&format!(
                 "Retry({RETRY}, inner: Breaker(config: (consecutive_failures: 5), scope: Fleet(store: \"s\"), inner: {call}))"
             )),
-            None
+            Some(Reach::Call)
+        );
+        // A layer met a second time ends the chain: it tops a chain of its own.
+        assert_eq!(
+            reach(&format!(
+                "Retry({RETRY}, inner: Retry({RETRY}, inner: {call}))"
+            )),
+            Some(Reach::Subtree(1))
+        );
+        let breaker =
+            |inner: &str| format!("Breaker(config: (consecutive_failures: 5), inner: {inner})");
+        assert_eq!(
+            reach(&format!(
+                "Retry({RETRY}, inner: {})",
+                breaker(&breaker(call))
+            )),
+            Some(Reach::Subtree(2))
         );
         assert_eq!(reach(call), None);
         assert_eq!(reach(fallback), None);

@@ -16,22 +16,32 @@
 //! A copy of a chain that ends in a subtree is an invocation of it, made once the step that sent
 //! it is over (it may answer at once, stepping the call again); the subtree's calls time it out
 //! at the copy's deadline, and the answer that comes up from it is the copy's.
+//!
+//! Two breakers answer from the world's own state. One per host: the balancer picks, among the
+//! replicas whose breaker admits calls, the one the copy goes to (such a chain is unhedged, so
+//! the call's one copy carries the pick, and reports to that replica's breaker). A fleet's: on a
+//! cached view it decides at once; decided exactly, the store decides as it is asked and its
+//! answer arrives a round trip later (the engine's `Asked::Later`: the call waits, unwoken by
+//! its timers, until the world hands the answer in). Its permits (the store's and the client's
+//! own) are kept by the world under the token of the core permit that stands for them.
 
 use std::cell::{Cell, RefCell};
 
 use reliable_core::answer::Refuser;
-use reliable_core::breaker::{Outcome, Permit, RejectReason, Rejection, State};
+use reliable_core::breaker::{Outcome, Permit, RejectReason, Rejection, State, Transition};
 use reliable_core::budget::Budget;
 use reliable_core::engine::{
-    Action, CallState, Cancelled, Ended, Input, Note, Refusal, SampleFor, Shared,
+    Action, Asked, CallState, Cancelled, Ended, Input, Note, Refusal, SampleFor, Shared,
 };
 use reliable_core::hedge::Hedger;
-use reliable_core::ledger::{Extra, ExtraLedger};
+use reliable_core::ledger::{AnyLedger, Extra};
 use reliable_core::limit::{Limiter, RateLimiter};
-use reliable_core::throttle::AdaptiveThrottle;
+use reliable_core::policy::{FleetMode, FleetScope};
+use reliable_core::throttle::AnyThrottle;
 use reliable_core::{Duration, Instant};
 
 use super::*;
+use crate::client::fleet::{Ctx, FleetClient, FleetCounters};
 use crate::client::ledgers::LedgerRetries;
 use crate::client::stack::Chain;
 
@@ -126,6 +136,9 @@ pub(super) struct ChainSlots {
     /// The breaker is one per host: its hosts per client, and the group of replicas its call's
     /// balancer picks from (`u16::MAX`: one host).
     hosts: Option<(u32, u16)>,
+    /// The breaker is a fleet's: the chain's top node (which the store's answer wakes), its store
+    /// (index among the scenario's) and its scope.
+    fleet: Option<(u16, u16, FleetScope)>,
 }
 
 /// The world's gates and budgets, borrowed for a step of a chain's call.
@@ -175,6 +188,18 @@ struct View<'v> {
     request: Handle,
     first: bool,
     host: &'v Cell<Option<u16>>,
+    /// For a fleet's breaker: its clients' dealings with the store, the permits the engine
+    /// holds, the request's frames and the decisions waiting for the store.
+    fleet: RefCell<FleetParts<'v>>,
+}
+
+/// A fleet breaker's state, borrowed for a step of a chain's call.
+struct FleetParts<'v> {
+    clients: &'v mut Vec<Vec<FleetClient>>,
+    held: &'v mut super::fleet::HeldPermits,
+    frames: &'v mut Vec<FleetFrame>,
+    stride: usize,
+    asks: &'v mut Vec<(Handle, u16, u64)>,
 }
 
 impl World<'_> {
@@ -252,6 +277,12 @@ impl World<'_> {
                     ) => Some(((*hosts).max(1), self.group_of(*ds))),
                     _ => None,
                 },
+                fleet: match kind(chain.breaker) {
+                    Some(NodeKind::Breaker { store, scope, .. }) if *store != NONE => {
+                        scope.fleet().map(|f| (chain.top, *store, f))
+                    }
+                    _ => None,
+                },
                 fleet_budget: matches!(
                     kind(chain.retry),
                     Some(NodeKind::Retry { store, .. }) if *store != NONE
@@ -326,7 +357,7 @@ impl World<'_> {
         };
         let end = running!(call, r => self.step_call(r, request, chain, client, None));
         self.chain_calls = calls;
-        self.send_subtrees();
+        self.after_step();
         self.chain_over(request, chain, end);
     }
 
@@ -346,8 +377,9 @@ impl World<'_> {
                 if r.wake <= now {
                     r.wake = 0;
                 }
-                if self.blocked(r) {
-                    // An attempt no timer ends is out: the call hears nothing until it answers.
+                if self.blocked(r) || r.st.is_asking() {
+                    // An attempt no timer ends is out, or the store's answer is awaited: the call
+                    // hears nothing until it comes (a deadline passed meanwhile ends it then).
                     return None;
                 }
                 let input = if r.outer <= now {
@@ -360,7 +392,7 @@ impl World<'_> {
             })
         });
         self.chain_calls = calls;
-        self.send_subtrees();
+        self.after_step();
         self.chain_over(request, chain, end);
     }
 
@@ -402,7 +434,43 @@ impl World<'_> {
             })
         });
         self.chain_calls = calls;
-        self.send_subtrees();
+        self.after_step();
+        self.chain_over(request, chain, end);
+    }
+
+    /// The breaker of chain `ch`'s call of `request` answered (`answer`: a fleet's store, a round
+    /// trip after the call asked it); the call goes on from it. A permit no call waits for goes
+    /// back unused.
+    pub(super) fn chain_decided(
+        &mut self,
+        request: Handle,
+        ch: u16,
+        answer: Result<Permit, Rejection>,
+    ) {
+        let Some(chain) = self.stack.chains.get(usize::from(ch)) else {
+            return;
+        };
+        let i = self.chain_index(request, ch);
+        let now = Instant::from_nanos(self.now);
+        let client = self.client_of(request);
+        let mut calls = std::mem::take(&mut self.chain_calls);
+        let mut answer = Some(answer);
+        let end = live(&mut calls, i).and_then(|call| {
+            running!(call, r => {
+                if let Some(answer) = answer.take() {
+                    let view = View::new(self, ch, client, (request, &r.out, &r.host));
+                    r.st.breaker_decided(&chain.plan, &view, now, answer);
+                }
+                self.step_call(r, request, chain, client, None)
+            })
+        });
+        self.chain_calls = calls;
+        if let Some(Ok(permit)) = answer {
+            let host = Cell::new(None);
+            let view = View::new(self, ch, client, (request, &[], &host));
+            view.breaker_record(permit, Outcome::Ignored, now);
+        }
+        self.after_step();
         self.chain_over(request, chain, end);
     }
 
@@ -543,12 +611,23 @@ impl World<'_> {
         None
     }
 
-    /// Invokes the subtrees of the copies the last step sent (see [`Chain::subtree`]), now that
-    /// the calls are back in the world.
+    /// What the last step left for the world once the calls are back in it: the subtrees of
+    /// the copies it sent to invoke (see [`Chain::subtree`]), the store answers it waits for.
     #[inline(always)]
-    fn send_subtrees(&mut self) {
+    fn after_step(&mut self) {
         if !self.subtree_sends.is_empty() {
             self.invoke_subtrees();
+        }
+        if !self.store_asks.is_empty() {
+            self.await_stores();
+        }
+    }
+
+    /// Queues the store answers the last step's decisions wait for (see [`World::after_step`]).
+    #[inline(never)]
+    fn await_stores(&mut self) {
+        for (request, node, at) in std::mem::take(&mut self.store_asks) {
+            self.q.push(at, EventKind::StoreAnswer { request, node });
         }
     }
 
@@ -662,8 +741,8 @@ impl World<'_> {
         client: usize,
     ) {
         let now = self.now;
-        if self.blocked(r) {
-            // The answer of the attempt out wakes the call.
+        if self.blocked(r) || r.st.is_asking() {
+            // The answer of the attempt out (or of the store) wakes the call.
             return;
         }
         let timeout = if chain.hedge == NONE {
@@ -787,6 +866,13 @@ impl<'v> View<'v> {
             request,
             first,
             host,
+            fleet: RefCell::new(FleetParts {
+                clients: &mut w.fleet,
+                held: &mut w.fleet_held,
+                frames: &mut w.fleet_frames,
+                stride: w.fleet_stride,
+                asks: &mut w.store_asks,
+            }),
         }
     }
 
@@ -833,6 +919,129 @@ fn refuses(b: &dyn reliable_core::breaker::Breaker, now: Instant) -> Option<Dura
 }
 
 impl View<'_> {
+    /// [`Shared::budget`] when the retry draws from a ledger or a fleet's budget: out of line,
+    /// as most chains' retries draw from their own budget.
+    #[inline(never)]
+    fn budget_aside<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
+        if let Some((l, i)) = self.k.ledger.map(|l| self.at(l)) {
+            let mut ledgers = self.ledgers.borrow_mut();
+            let ledger = &mut ledgers[l][i];
+            // The chain's own ledger is the whole retry budget; one enclosing the chain took the
+            // call's deposit when the call passed it.
+            return match ledger {
+                LedgerSlot::Small(own) if self.k.own_ledger => f(own),
+                LedgerSlot::Large(own) if self.k.own_ledger => f(&mut **own),
+                _ => f(&mut LedgerRetries(ledger)),
+            };
+        }
+        if let Some((slot, _)) = self.k.budget.filter(|_| self.k.fleet_budget) {
+            let mut gates = self.gates.borrow_mut();
+            let Gates {
+                fleet_budgets: nodes,
+                stores,
+                budgets,
+                ..
+            } = &mut *gates;
+            if let Some(Some(node)) = nodes.get_mut(slot)
+                && let Some(store) = stores.get_mut(usize::from(node.store))
+                && let Some(state) = node.clients.get_mut(self.client)
+                && budgets[slot].len() > self.client + 1
+            {
+                // The store's budget first, then each client's own.
+                let (shared, own) = budgets[slot].split_at_mut(1);
+                return f(&mut crate::client::fleet_budget::FleetRetries {
+                    client: state,
+                    fleet: &mut shared[0],
+                    local: &mut own[self.client],
+                    store,
+                    scope: node.scope,
+                    network_down: self.network_down,
+                    width_ns: node.width_ns,
+                    counters: &mut node.counters,
+                });
+            }
+        }
+        match self.k.budget.map(|b| self.at(b)) {
+            Some((b, i)) => f(&mut self.gates.borrow_mut().budgets[b][i]),
+            None => f(&mut reliable_core::budget::Unlimited),
+        }
+    }
+
+    /// Runs `f` on the client's dealings with the store of fleet breaker slot `slot`
+    /// (`fleet`: its node, store and scope), with the store and the slot's breakers (0 the
+    /// store's, `1 + c` client `c`'s); counts the transitions it makes, and the fleet's openings.
+    fn with_fleet<T>(
+        &self,
+        slot: usize,
+        (_, store, scope): (u16, u16, FleetScope),
+        shadow: bool,
+        f: impl FnOnce(&mut FleetClient, &mut Ctx<'_>, crate::client::fleet::Note<'_>) -> T,
+    ) -> Option<T> {
+        let mut counters: FleetCounters =
+            self.records.borrow_mut().m.fleet.take().unwrap_or_default();
+        let mut transitions: Vec<(usize, Transition)> = Vec::new();
+        let out = {
+            let mut gates = self.gates.borrow_mut();
+            let Gates {
+                breakers, stores, ..
+            } = &mut *gates;
+            let mut parts = self.fleet.borrow_mut();
+            let fc = parts.clients.get_mut(slot)?.get_mut(self.client)?;
+            let mut cx = Ctx {
+                scope,
+                store: stores.get_mut(usize::from(store))?,
+                breakers: &mut **breakers.get_mut(slot)?,
+                client: self.client as u32,
+                network_down: self.network_down,
+                now: self.now,
+                counters: &mut counters,
+            };
+            let mut note = |i: usize, t: Option<Transition>| {
+                if let Some(t) = t {
+                    transitions.push((i, t));
+                }
+            };
+            f(fc, &mut cx, &mut note)
+        };
+        for (i, t) in transitions {
+            if i == 0 && t.to == State::Open && t.from != State::Open {
+                counters.fleet_opens += 1;
+                counters.first_fleet_open_ns.get_or_insert(self.now);
+            }
+            self.transition(Some(t), shadow);
+        }
+        self.records.borrow_mut().m.fleet = Some(counters);
+        Some(out)
+    }
+
+    /// A fleet breaker's decision for the call: how long it waits for the store (ns), and the
+    /// permits or the refusal.
+    fn fleet_acquire(
+        &self,
+        slot: usize,
+        fleet: (u16, u16, FleetScope),
+        shadow: bool,
+    ) -> Option<(
+        u64,
+        Result<crate::client::fleet::Held, crate::client::fleet::Refusal>,
+    )> {
+        let d = self.with_fleet(slot, fleet, shadow, |fc, cx, note| fc.acquire(cx, note))?;
+        Some((d.delay, d.result))
+    }
+
+    /// A fleet breaker's decision as the core's: its permits kept, a core permit standing for
+    /// them.
+    fn fleet_permit(
+        &self,
+        result: Result<crate::client::fleet::Held, crate::client::fleet::Refusal>,
+        now: Instant,
+    ) -> Result<Permit, Rejection> {
+        match result {
+            Ok(held) => Ok(self.fleet.borrow_mut().held.keep(held, now)),
+            Err(refusal) => Err(super::fleet::rejection(refusal)),
+        }
+    }
+
     /// The client's first breaker of per-host breaker slot `(slot, n)` (`hosts` per client):
     /// its breaker for host `k` is this plus `k`.
     fn host_base(&self, (_, n): (usize, usize), hosts: u32) -> usize {
@@ -946,8 +1155,34 @@ fn refuser(r: Refusal) -> Refuser {
 }
 
 impl Shared for View<'_> {
+    #[inline]
+    fn breaker_ask(&self, now: Instant) -> Option<Asked> {
+        let Some(fleet) = self.k.fleet.filter(|f| f.2.mode == FleetMode::Exact) else {
+            return self.breaker_acquire(now).map(Asked::Now);
+        };
+        let (slot, shadow) = self.k.breaker?;
+        let (delay, result) = self.fleet_acquire(slot.0, fleet, shadow)?;
+        if delay == 0 {
+            return Some(Asked::Now(self.fleet_permit(result, now)));
+        }
+        // The store decided as it was asked; its answer arrives a round trip later.
+        let mut parts = self.fleet.borrow_mut();
+        let i = self.request.index as usize * parts.stride + slot.0;
+        let frame = parts.frames.get_mut(i)?;
+        *frame = FleetFrame::Waiting(result);
+        parts
+            .asks
+            .push((self.request, fleet.0, self.now.saturating_add(delay)));
+        Some(Asked::Later)
+    }
+
     fn breaker_acquire(&self, now: Instant) -> Option<Result<Permit, Rejection>> {
         let (slot, shadow) = self.k.breaker?;
+        if let Some(fleet) = self.k.fleet {
+            // At once: a cached view's decision (a hedge's too: it never waits for a store).
+            let (_, result) = self.fleet_acquire(slot.0, fleet, shadow)?;
+            return Some(self.fleet_permit(result, now));
+        }
         let decision = match self.k.hosts {
             Some(hosts) => self.acquire_host(slot, hosts, shadow, now),
             None => {
@@ -972,6 +1207,15 @@ impl Shared for View<'_> {
         let Some((slot, shadow)) = self.k.breaker else {
             return;
         };
+        if let Some(fleet) = self.k.fleet {
+            let held = self.fleet.borrow_mut().held.take(permit);
+            if let Some(held) = held {
+                self.with_fleet(slot.0, fleet, shadow, |fc, cx, note| {
+                    fc.record(held, outcome, cx, note)
+                });
+            }
+            return;
+        }
         let (b, i) = self.breaker_at(slot);
         let t = self.gates.borrow_mut().breakers[b].record(i, permit, outcome, now);
         self.transition(t, shadow);
@@ -982,47 +1226,21 @@ impl Shared for View<'_> {
         if shadow {
             return None;
         }
+        if self.k.fleet.is_some() {
+            let gates = self.gates.borrow();
+            let local = gates.breakers[slot.0].get(1 + self.client);
+            let parts = self.fleet.borrow();
+            let fc = parts.clients.get(slot.0)?.get(self.client)?;
+            return fc.refuses(local, self.now);
+        }
         let (b, i) = self.breaker_at(slot);
         refuses(self.gates.borrow().breakers[b].get(i), now)
     }
 
+    #[inline]
     fn budget<R>(&self, f: impl FnOnce(&mut dyn Budget) -> R) -> R {
-        if let Some((l, i)) = self.k.ledger.map(|l| self.at(l)) {
-            let mut ledgers = self.ledgers.borrow_mut();
-            let ledger = &mut ledgers[l][i];
-            // The chain's own ledger is the whole retry budget; one enclosing the chain took the
-            // call's deposit when the call passed it.
-            return match ledger {
-                LedgerSlot::Small(own) if self.k.own_ledger => f(own),
-                _ => f(&mut LedgerRetries(ledger)),
-            };
-        }
-        if let Some((slot, _)) = self.k.budget.filter(|_| self.k.fleet_budget) {
-            let mut gates = self.gates.borrow_mut();
-            let Gates {
-                fleet_budgets: nodes,
-                stores,
-                budgets,
-                ..
-            } = &mut *gates;
-            if let Some(Some(node)) = nodes.get_mut(slot)
-                && let Some(store) = stores.get_mut(usize::from(node.store))
-                && let Some(state) = node.clients.get_mut(self.client)
-                && budgets[slot].len() > self.client + 1
-            {
-                // The store's budget first, then each client's own.
-                let (shared, own) = budgets[slot].split_at_mut(1);
-                return f(&mut crate::client::fleet_budget::FleetRetries {
-                    client: state,
-                    fleet: &mut shared[0],
-                    local: &mut own[self.client],
-                    store,
-                    scope: node.scope,
-                    network_down: self.network_down,
-                    width_ns: node.width_ns,
-                    counters: &mut node.counters,
-                });
-            }
+        if self.k.ledger.is_some() || self.k.fleet_budget {
+            return self.budget_aside(f);
         }
         match self.k.budget.map(|b| self.at(b)) {
             Some((b, i)) => f(&mut self.gates.borrow_mut().budgets[b][i]),
@@ -1030,22 +1248,20 @@ impl Shared for View<'_> {
         }
     }
 
-    fn throttle<R>(&self, f: impl FnOnce(&mut AdaptiveThrottle) -> R) -> Option<R> {
+    fn throttle<R>(&self, f: impl FnOnce(&mut dyn AnyThrottle) -> R) -> Option<R> {
         let (t, i) = self.at(self.k.throttle?);
-        match &mut self.gates.borrow_mut().throttles[t][i] {
-            ThrottleSlot::Small(throttle) => Some(f(throttle)),
-            // A chain's throttle fits the small window (`Chain`'s condition).
-            ThrottleSlot::Large(_) => None,
-        }
+        Some(match &mut self.gates.borrow_mut().throttles[t][i] {
+            ThrottleSlot::Small(throttle) => f(throttle),
+            ThrottleSlot::Large(throttle) => f(&mut **throttle),
+        })
     }
 
-    fn ledger<R>(&self, f: impl FnOnce(&mut ExtraLedger) -> R) -> Option<R> {
+    fn ledger<R>(&self, f: impl FnOnce(&mut dyn AnyLedger) -> R) -> Option<R> {
         let (l, i) = self.at(self.k.ledger?);
-        match &mut self.ledgers.borrow_mut()[l][i] {
-            LedgerSlot::Small(ledger) => Some(f(ledger)),
-            // A chain's ledger fits the small window (`Chain`'s condition).
-            LedgerSlot::Large(_) => None,
-        }
+        Some(match &mut self.ledgers.borrow_mut()[l][i] {
+            LedgerSlot::Small(ledger) => f(ledger),
+            LedgerSlot::Large(ledger) => f(&mut **ledger),
+        })
     }
 
     fn hedger<R>(&self, f: impl FnOnce(&mut Hedger) -> R) -> Option<R> {

@@ -1,11 +1,12 @@
-//! A breaker of `Fleet` scope in a run: its decisions (`crate::client::fleet`'s rules) wired to
-//! requests, the wait for the store, and the metrics; and a client's own network going down.
+//! A breaker of `Fleet` scope in a run: the permits a chain's call holds, the store's answer a
+//! decision waits for (the engine asks it through its view, `call.rs`, by
+//! `crate::client::fleet`'s rules); and a client's own network going down.
 
-use reliable_core::answer::Refuser;
-use reliable_core::breaker::{Outcome, State, Transition};
+use reliable_core::breaker::{Permit, RejectReason, Rejection};
+use reliable_core::{Duration, Instant};
 
 use super::*;
-use crate::client::fleet::{Ctx, Decision as FleetDecision, Held, Refusal};
+use crate::client::fleet::{Held, REST_NS, Refusal};
 
 impl World<'_> {
     /// Fleet breaker `slot`'s state for `request`.
@@ -33,160 +34,84 @@ impl World<'_> {
                 .is_some_and(|r| self.network_down(r.client))
     }
 
-    /// Runs `f` on the fleet state of breaker `slot` for `request`'s client, with the store's and
-    /// the clients' breakers; counts the transitions it makes.
-    fn with_fleet<T>(
-        &mut self,
-        slot: u16,
-        store: u16,
-        scope: reliable_core::policy::FleetScope,
-        shadow: bool,
-        request: Handle,
-        f: impl FnOnce(
-            &mut crate::client::fleet::FleetClient,
-            &mut Ctx<'_>,
-            crate::client::fleet::Note<'_>,
-        ) -> T,
-    ) -> Option<T> {
-        let client = self.requests.get(request)?.client;
-        let network_down = self.network_down(client);
-        let s = usize::from(slot);
-        let mut counters = self.m.fleet.take().unwrap_or_default();
-        let mut transitions: Vec<(usize, Transition)> = Vec::new();
-        let out = {
-            let fc = self.fleet.get_mut(s)?.get_mut(client as usize)?;
-            let mut cx = Ctx {
-                scope,
-                store: self.stores.get_mut(usize::from(store))?,
-                breakers: &mut **self.breakers.get_mut(s)?,
-                client,
-                network_down,
-                now: self.now,
-                counters: &mut counters,
-            };
-            let mut note = |i: usize, t: Option<Transition>| {
-                if let Some(t) = t {
-                    transitions.push((i, t));
-                }
-            };
-            f(fc, &mut cx, &mut note)
-        };
-        for (i, t) in transitions {
-            if i == 0 && t.to == State::Open && t.from != State::Open {
-                counters.fleet_opens += 1;
-                counters.first_fleet_open_ns.get_or_insert(self.now);
-            }
-            self.note_transition(Some(t), shadow);
-        }
-        self.m.fleet = Some(counters);
-        Some(out)
-    }
-
-    /// Invokes fleet breaker `node` for `request`: asks for a permit; if the decision waited for
-    /// the store, the call goes on (or is refused) when the answer arrives.
-    pub(super) fn invoke_fleet(&mut self, request: Handle, node: u16, deadline: u64) {
-        let Some(NodeKind::Breaker {
-            slot,
-            store,
-            scope,
-            breaker,
-            ..
-        }) = self.stack.nodes.get(usize::from(node)).map(|n| &n.kind)
-        else {
-            return;
-        };
-        let Some(fleet) = scope.fleet() else { return };
-        let (slot, store, shadow) = (*slot, *store, breaker.shadow());
-        let Some(FleetDecision { delay, result }) =
-            self.with_fleet(slot, store, fleet, shadow, request, |fc, cx, note| {
-                fc.acquire(cx, note)
-            })
-        else {
-            return;
-        };
-        if delay == 0 {
-            self.fleet_decided(request, node, result, deadline);
-            return;
-        }
-        if let Some(f) = self.fleet_frame(request, slot) {
-            *f = FleetFrame::Waiting { result, deadline };
-        }
-        let at = self.now.saturating_add(delay);
-        self.q.push(at, EventKind::StoreAnswer { request, node });
-    }
-
-    /// The store's answer for `request` at fleet breaker `node` arrived.
+    /// The store's answer for `request`'s call of the chain topped by `node` arrived: the call,
+    /// asking its fleet breaker, goes on with it.
     pub(super) fn store_answer(&mut self, request: Handle, node: u16) {
         if !self.requests.contains(request) {
             return;
         }
+        let stack = self.stack;
+        let Some(ch) = stack.nodes.get(usize::from(node)).map(|n| n.chain) else {
+            return;
+        };
+        let Some(chain) = stack.chains.get(usize::from(ch)) else {
+            return;
+        };
         let Some(NodeKind::Breaker { slot, .. }) =
-            self.stack.nodes.get(usize::from(node)).map(|n| &n.kind)
+            stack.nodes.get(usize::from(chain.breaker)).map(|n| &n.kind)
         else {
             return;
         };
-        let Some(FleetFrame::Waiting { result, deadline }) =
+        let Some(FleetFrame::Waiting(result)) =
             self.fleet_frame(request, *slot).map(std::mem::take)
         else {
             return;
         };
-        self.fleet_decided(request, node, result, deadline);
+        let answer = match result {
+            Ok(held) => Ok(self.fleet_held.keep(held, Instant::from_nanos(self.now))),
+            Err(refusal) => Err(rejection(refusal)),
+        };
+        self.chain_decided(request, ch, answer);
+    }
+}
+
+/// The core's rejection for a fleet breaker's refusal: its breaker's, with the time until one
+/// might be admitted; or, failing closed while the store fails, after the rest the client
+/// leaves it alone for, as `reliable::fleet` says.
+pub(super) fn rejection(refusal: Refusal) -> Rejection {
+    let retry_after = match refusal {
+        Refusal::Breaker(after) => after,
+        Refusal::StoreUnavailable => Duration::from_nanos(REST_NS),
+    };
+    Rejection {
+        reason: RejectReason::Open { retry_after },
+    }
+}
+
+/// Fleet permits the engine holds, by the token the core permit standing for them carries
+/// ([`Permit::foreign`]): a fleet's permits (the store's and the client's own) do not fit in one.
+#[derive(Debug, Default)]
+pub(super) struct HeldPermits {
+    slots: Vec<Option<Held>>,
+    free: Vec<u32>,
+}
+
+impl HeldPermits {
+    /// Keeps `held`, admitted at `now`; the core permit that stands for it.
+    pub(super) fn keep(&mut self, held: Held, now: Instant) -> Permit {
+        let probe = held.is_probe();
+        let token = match self.free.pop() {
+            Some(free) => {
+                if let Some(slot) = self.slots.get_mut(free as usize) {
+                    *slot = Some(held);
+                }
+                free
+            }
+            None => {
+                self.slots.push(Some(held));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        Permit::foreign(token, probe, now)
     }
 
-    fn fleet_decided(
-        &mut self,
-        request: Handle,
-        node: u16,
-        result: Result<Held, Refusal>,
-        deadline: u64,
-    ) {
-        let Some(NodeKind::Breaker { inner, slot, .. }) =
-            self.stack.nodes.get(usize::from(node)).map(|n| &n.kind)
-        else {
-            return;
-        };
-        let (inner, slot) = (*inner, *slot);
-        match result {
-            Ok(held) => {
-                if let Some(f) = self.fleet_frame(request, slot) {
-                    *f = FleetFrame::Held(held);
-                }
-                self.invoke(request, inner, deadline);
-            }
-            Err(refusal) => {
-                self.decide(Decision::Refused(Refuser::Breaker));
-                self.m.at(self.now).local_rejections += 1;
-                let mut a = Answer::new(AnswerKind::Rejected, node);
-                if let Refusal::Breaker(after) = refusal {
-                    a.retry_after = after;
-                }
-                self.answer(request, node, a);
-            }
+    /// The permits `permit` stands for, given back by the engine.
+    pub(super) fn take(&mut self, permit: Permit) -> Option<Held> {
+        let token = permit.generation();
+        let held = self.slots.get_mut(token as usize).and_then(Option::take);
+        if held.is_some() {
+            self.free.push(token);
         }
-    }
-
-    /// A call fleet breaker `node` permitted for `request` ended with `outcome`.
-    pub(super) fn record_fleet(
-        &mut self,
-        request: Handle,
-        node: u16,
-        held: Held,
-        outcome: Outcome,
-    ) {
-        let Some(NodeKind::Breaker {
-            slot,
-            store,
-            scope,
-            breaker,
-            ..
-        }) = self.stack.nodes.get(usize::from(node)).map(|n| &n.kind)
-        else {
-            return;
-        };
-        let Some(fleet) = scope.fleet() else { return };
-        let (slot, store, shadow) = (*slot, *store, breaker.shadow());
-        self.with_fleet(slot, store, fleet, shadow, request, |fc, cx, note| {
-            fc.record(held, outcome, cx, note)
-        });
+        held
     }
 }

@@ -7,29 +7,28 @@
 //!
 //! # How a logical request travels through a stack
 //!
-//! Starting a request *invokes* the outermost node. A chain of layers the core's call engine runs
-//! (`[Ledger] [Retry] [gates] [Hedge] Call`, see [`crate::client::stack::Chain`]) is one node to
-//! the world: invoking its top starts an engine call (`call.rs`), which says when to send each
+//! Starting a request *invokes* the outermost node. Every decision layer (a ledger, a retry, a
+//! throttle, a breaker, a limit, a rate limit, a hedge) belongs to a chain the core's call engine
+//! runs (`[Ledger] [Retry] [gates] [Hedge] Call`, see [`crate::client::stack::Chain`]), one node
+//! to the world: invoking its top starts an engine call (`call.rs`), which says when to send each
 //! copy through the chain's `Call`, when to drop one, when to wake it, and how the call ends;
-//! every decision inside (admitting, retrying, hedging, what each gate hears) is the engine's. A
-//! bare `Call` node sends an attempt (a network hop, then the downstream) and arms its timer; a
-//! `Fallback` invokes its children in turn. A chain may end in such a subtree instead of a `Call`
-//! (a `Retry` around a `Fallback`): each copy is an invocation of it. A breaker per host is the
-//! engine's too: the world's balancer picks the replica as the engine asks the breaker, and the
-//! copy goes there. What the engine does not run yet (a fleet's breaker, and the layers above
-//! it) stays a node of its own: a `Breaker` asks the
-//! core's breaker for a permit and either invokes its inner node or answers at once with a
-//! rejection (in shadow mode the core gives a shadow permit instead, counted as a would-be
-//! rejection, and the call goes on), a `Retry` asks the core's retry policy. An answer produced at
-//! a node travels up through its parents (`World::answer`): a copy's answer goes to its chain's
-//! engine call, a chain's end on up, a breaker records the outcome with its permit, a fallback
-//! tries its next child on failure, and the answer that leaves the outermost node finishes the
-//! request. Per-request state of each stateful node (a permit, a fallback position) lives in a
-//! fixed-stride frame array beside the request slab, and each chain's engine call in another
-//! (boxed only for a hedged chain), so a request in flight allocates nothing unless it hedges.
+//! every decision inside (admitting, retrying, hedging, what each gate hears) is the engine's,
+//! the world keeping the state it draws from. A breaker per host is answered as the world's
+//! balancer picks the replica, and the copy goes there; a fleet's breaker decided exactly answers
+//! a store's round trip later (the call waits for it, `fleet.rs`). The world's own nodes are what
+//! the engine does not decide: a bare `Call` sends an attempt (a network hop, then the
+//! downstream) and arms its timer; a `Fallback` invokes its children in turn; an `Llm` reserves
+//! and settles the tokens of its calls. A chain may end in such a subtree instead of a `Call` (a
+//! `Retry` around a `Fallback`), or in a layer it holds already (a `Retry` inside a `Retry`,
+//! which tops a chain of its own): each copy is an invocation of it. An answer produced at a
+//! node travels up through its parents (`World::answer`): a copy's answer goes to its chain's
+//! engine call, a chain's end on up, a fallback tries its next child on failure, and the answer
+//! that leaves the outermost node finishes the request. Per-request state of each node that
+//! keeps some (a fallback's position, an LLM call's reservation) lives in a fixed-stride frame
+//! array beside the request slab, and each chain's engine call in another (boxed only for a
+//! hedged chain), so a request in flight allocates nothing unless it hedges.
 
 use reliable_core::Duration;
-use reliable_core::retry::RetryState;
 
 use crate::client::breakers::Breakers;
 use crate::client::budgets::{BudgetSlot, ThrottleSlot};
@@ -94,30 +93,17 @@ struct Attempt {
 enum Frame {
     #[default]
     Idle,
-    /// A breaker's permit for the call in progress.
-    Permit(reliable_core::breaker::Permit),
     /// A fallback's current child and the deadline its children inherit.
     Fallback { index: u16, deadline: u64 },
-    /// A retry layer's per-request state (the core's) and the deadline of the enclosing layers.
-    Retry { state: RetryState, deadline: u64 },
-    /// A limiter's permit for the call in progress.
-    Limit(reliable_core::limit::LimitPermit),
 }
 
-/// Per-request state of one fleet breaker (kept beside the frames, only for stacks with one, so
-/// that a fleet's two permits do not grow every stack's frames).
+/// Per-request state of one fleet breaker (kept beside the frames, only for stacks with one).
 #[derive(Debug, Default)]
 enum FleetFrame {
     #[default]
     Idle,
-    /// The decision, waiting for the store's answer to arrive, and the deadline its inner layer
-    /// inherits.
-    Waiting {
-        result: Result<crate::client::fleet::Held, crate::client::fleet::Refusal>,
-        deadline: u64,
-    },
-    /// The permits of the call in progress.
-    Held(crate::client::fleet::Held),
+    /// A decision of the store's, waiting for its answer to arrive.
+    Waiting(Result<crate::client::fleet::Held, crate::client::fleet::Refusal>),
 }
 
 /// A downstream's state in one run.
@@ -334,6 +320,11 @@ pub struct World<'c> {
     subtree_sends: Vec<(Handle, u16, u64)>,
     /// Per request, one [`FleetFrame`] per breaker slot, when the stack has a fleet breaker.
     fleet_frames: Vec<FleetFrame>,
+    /// Fleet permits the chains' calls hold.
+    fleet_held: fleet::HeldPermits,
+    /// Decisions a chain's call waits for a store's answer to: the request, the breaker node,
+    /// when the answer arrives (ns); queued once the step that asked is over.
+    store_asks: Vec<(Handle, u16, u64)>,
     /// Breaker slots when the stack has a fleet breaker, else 0 (no fleet frames).
     fleet_stride: usize,
 }
@@ -613,6 +604,8 @@ impl<'c> World<'c> {
             },
             fleet,
             fleet_frames: Vec::new(),
+            fleet_held: fleet::HeldPermits::default(),
+            store_asks: Vec::new(),
             uninterruptible: !s.interruptible,
             subtree_sends: Vec::new(),
             client_down: s
@@ -674,11 +667,6 @@ impl<'c> World<'c> {
         if let Some(log) = &mut self.decisions {
             log.push((self.now, d));
         }
-    }
-
-    /// A uniform sample for a throttle's decision: the next given draw, else the client stream.
-    fn throttle_sample(&mut self) -> u64 {
-        throttle_sample(&mut self.client_rng, &mut self.given_draws)
     }
 
     /// Runs one logical request after another instead of the scenario's workload, recording every
@@ -1035,7 +1023,7 @@ mod tests {
             std::mem::size_of::<crate::engine::Event>(),
         );
         // An attempt carries its send time (for the attempt latency recovery is judged on).
-        assert_eq!(sizes, (32, 40, 32, 32));
+        assert_eq!(sizes, (32, 16, 32, 32));
         // The default scenario's deepest stack (retry over breaker over call) is one chain: no
         // frame, and the engine's call (its `CallState<1, 5>`, the copy it has out, the last
         // answer and its wake-up).

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, SystemTime};
 
-use reliable::Classify;
 use reliable::Reliable;
 use reliable::clock::{Clock, ManualClock, TokioClock};
 use reliable::http::HttpError;
@@ -299,7 +298,7 @@ pub fn reliable_call_with(s: &Sequence, make: MakeBuilder<'_>) -> Result<String,
                         tokio::time::sleep(StdDuration::from_millis(latency)).await;
                         pending.done = true;
                         let error = failure(&a);
-                        let class = error.as_ref().map(|e| e.classify());
+                        let class = error.as_ref().map(|e| reliable::ByType.error_of(e));
                         pending.trace.answer(n, class, accepted(class));
                         error.map_or(Ok(()), Err)
                     }
@@ -362,7 +361,7 @@ pub fn reliable_call_blocking_with(s: &Sequence, make: MakeBuilder<'_>) -> Resul
                 _ => clock.advance(latency),
             }
             let error = failure(a);
-            let class = error.as_ref().map(|e| e.classify());
+            let class = error.as_ref().map(|e| reliable::ByType.error_of(e));
             trace.answer(n, class, accepted(class));
             error.map_or(Ok(()), Err)
         });
@@ -463,8 +462,10 @@ pub fn tower_service_with(s: &Sequence, wrap: WrapService<'_>) -> Result<String,
                             res = res.header(k.as_str(), v.as_str());
                         }
                         let res = res.body(()).map_err(|e| Box::new(e) as BoxError)?;
-                        let class =
-                            reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), &res);
+                        let class = reliable::Classify::<reliable::tower::BoxError, _>::ok(
+                            &HttpPolicy::new(),
+                            &res,
+                        );
                         trace.answer(n, class, accepted(class));
                         Ok(res)
                     }
@@ -488,7 +489,8 @@ pub fn tower_service_with(s: &Sequence, wrap: WrapService<'_>) -> Result<String,
                 .map_err(|e| e.to_string())?;
             let ok = match svc.clone().oneshot(req).await {
                 Ok(res) => {
-                    reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), &res).is_none()
+                    reliable::Classify::<reliable::tower::BoxError, _>::ok(&HttpPolicy::new(), &res)
+                        .is_none()
                 }
                 Err(_) => false,
             };
@@ -579,7 +581,10 @@ pub fn tower_chaos(s: &Sequence) -> Result<String, String> {
                 let n = trace.attempts();
                 let r = fut.await;
                 let class = match &r {
-                    Ok(res) => reliable::tower::ClassifyResponse::response(&HttpPolicy::new(), res),
+                    Ok(res) => reliable::Classify::<reliable::tower::BoxError, _>::ok(
+                        &HttpPolicy::new(),
+                        res,
+                    ),
                     Err(e) => Some(reliable::tower::error_class(e)),
                 };
                 trace.answer(n, class, accepted(class));

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use reliable::clock::Clock;
 use reliable::policy::Plan;
-use reliable::tower::{BoxError, ClassifyResponse, Policy};
+use reliable::tower::{BoxError, Policy};
 use reliable_core::answer::{Answer, Signals};
 use reliable_core::outcome::ErrorClass;
 use sim::run::Decision;
@@ -231,8 +231,12 @@ fn blocked(plan: &Plan, calls: &[Call]) -> Log {
 #[derive(Clone, Copy, Debug)]
 struct Statuses;
 
-impl ClassifyResponse<u16> for Statuses {
-    fn response(&self, status: &u16) -> Option<ErrorClass> {
+impl reliable::Classify<reliable::tower::BoxError, u16> for Statuses {
+    fn error(&self, e: &reliable::tower::BoxError) -> reliable_core::outcome::ErrorClass {
+        reliable::tower::error_class(e)
+    }
+
+    fn ok(&self, status: &u16) -> Option<ErrorClass> {
         class(*status)
     }
 }

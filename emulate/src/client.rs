@@ -42,9 +42,7 @@ use reliable::chaos::tower::{HttpAnswers, TimelineLayer};
 use reliable::chaos::{ChaosEvent, ChaosSwitch, ClientFault, ScenarioFaults};
 use reliable::observer::{NotSent, Observer};
 use reliable::policy::{Plan, Route};
-use reliable::tower::{
-    BoxError, ClassifyResponse, Deadline, FallbackLayer, HttpPolicy, ReliableLayer, TimedOut,
-};
+use reliable::tower::{BoxError, Deadline, FallbackLayer, HttpPolicy, ReliableLayer, TimedOut};
 use reliable_core::answer::Answer;
 use reliable_core::chaos::{ChaosConfig, Strategy};
 use tower::util::{BoxCloneService, BoxCloneSyncService};
@@ -786,5 +784,5 @@ pub fn build(c: &Compiled, p: usize, env: &Env) -> Result<Vec<Svc>, String> {
 
 /// Whether a final answer is a success.
 pub fn succeeded(answer: &Result<Res, BoxError>) -> bool {
-    matches!(answer, Ok(res) if policy().response(res).is_none())
+    matches!(answer, Ok(res) if reliable::Classify::<BoxError, _>::ok(&policy(), res).is_none())
 }

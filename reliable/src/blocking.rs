@@ -28,7 +28,7 @@
 
 use crate::attempt::{Failure, FirstAttempt};
 use crate::cancel::CancelToken;
-use crate::classify::Classify;
+use crate::classify::{ByType, Classify, Failed, judge, settle};
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::instance::Reliable;
@@ -41,19 +41,31 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 
 /// [`Reliable::call_blocking_detached`]: each copy on a thread of its own, the caller waiting
-/// for the first answer, a deadline or a hedge's delay.
+/// for the first answer, a deadline or a hedge's delay; each answer read by [`ByType`] on the
+/// copy's thread.
 pub(crate) fn detached<T, E, F>(rel: &Reliable, f: F) -> Result<T, Error<E>>
 where
     T: Send + 'static,
-    E: Classify + Send + 'static,
+    E: Send + 'static,
+    ByType: Classify<E, T>,
     F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
+{
+    settle(detached_copies(rel, move |token| judge(&ByType, f(token))))
+}
+
+/// [`detached`]'s copies and waits, each answer already judged.
+fn detached_copies<T, E, F>(rel: &Reliable, f: F) -> Result<T, Error<Failed<T, E>>>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+    F: Fn(CancelToken<'static>) -> Result<T, Failed<T, E>> + Send + Sync + 'static,
 {
     #[cfg(feature = "tracing")]
     let _span = crate::traces::call_span(&rel.inner.name).entered();
     let inner = &*rel.inner;
     let layers = Layers::new(inner, true);
     let plan = layers.plan();
-    let (mut run, mut now, mut last) = Driven::<4>::begin::<E>(&plan, &layers, None);
+    let (mut run, mut now, mut last) = Driven::<4>::begin::<Failed<T, E>>(&plan, &layers, None);
     let f = Arc::new(f);
     let (tx, rx) = mpsc::channel();
     // The copies in flight and their tokens.
@@ -136,7 +148,7 @@ where
                 None
             }
             Ok(Err(e)) => {
-                let class = e.classify();
+                let class = e.class();
                 last = Some(e);
                 Some(class)
             }
@@ -145,12 +157,26 @@ where
     }
 }
 
+/// A blocking call of `f`, `classify` reading each outcome: an `Ok` it reads as a failure goes
+/// through the engine as one ([`judge`]) and comes back as it came if the call gives up on it
+/// ([`settle`]).
+#[inline]
+pub(crate) fn classified<T, E>(
+    rel: &Reliable,
+    classify: &impl Classify<E, T>,
+    mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
+) -> Result<T, Error<E>> {
+    settle(blocking(rel, Failed::class, |token| {
+        judge(classify, f(token))
+    }))
+}
+
 /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
 /// for a timeout (to know when the attempt is up) or a failure, with nothing else on the
 /// stack. A failure, or an instance the fast path does not fit (see `Inner::fast_first`), goes
 /// on in the engine, out of line, so that this stays a handful of instructions around `f`.
 #[inline]
-pub(crate) fn blocking<T, E>(
+fn blocking<T, E>(
     rel: &Reliable,
     classify: impl Fn(&E) -> ErrorClass,
     mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,

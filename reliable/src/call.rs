@@ -9,6 +9,7 @@
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
 use crate::attempt::{Failure, FirstAttempt};
+use crate::classify::{Classify, Failed, judge, settle};
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::instance::{Inner, Reliable};
@@ -20,16 +21,17 @@ use std::future::Future;
 use std::task::Poll;
 
 /// A call of `f` on `rel` until an attempt succeeds or the policy stops, `classify` deciding what
-/// each failure means: [`Reliable::call_with`], and [`Reliable::call`] with the error type's
-/// [`Classify`](crate::Classify). With the `tracing` feature the call runs in a `reliable.call`
-/// span.
+/// each outcome means: [`Reliable::call_with`], and [`Reliable::call`] with
+/// [`ByType`](crate::ByType). An `Ok` the classifier reads as a failure is carried to the end as
+/// a failure ([`judge`]) and returned as it came if the call gives up on it ([`settle`]). With the
+/// `tracing` feature the call runs in a `reliable.call` span.
 pub(crate) fn call_with<T, E, C, F, Fut>(
     rel: &Reliable,
     classify: C,
     f: F,
 ) -> impl Future<Output = Result<T, Error<E>>>
 where
-    C: Fn(&E) -> ErrorClass,
+    C: Classify<E, T>,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
@@ -41,7 +43,7 @@ where
 
 async fn attempts<T, E, C, F, Fut>(rel: &Reliable, classify: C, mut f: F) -> Result<T, Error<E>>
 where
-    C: Fn(&E) -> ErrorClass,
+    C: Classify<E, T>,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
@@ -57,11 +59,17 @@ where
                 Some(deadline) => within(deadline, f(), &rel.inner).await,
             };
             let failure = match result {
-                Some(Ok(value)) => {
-                    first.succeeded();
-                    return Ok(value);
+                Some(Ok(value)) => match classify.ok(&value) {
+                    None => {
+                        first.succeeded();
+                        return Ok(value);
+                    }
+                    Some(class) => (class, Some(Failed::Value(value, class))),
+                },
+                Some(Err(e)) => {
+                    let class = classify.error(&e);
+                    (class, Some(Failed::Error(e, class)))
                 }
-                Some(Err(e)) => (classify(&e), Some(e)),
                 None => (ErrorClass::Timeout, None),
             };
             let now = rel.inner.clock.now();
@@ -70,7 +78,26 @@ where
         }
         None => None,
     };
-    Box::pin(rest(rel, classify, f, failed)).await
+    rest_boxed(rel, classify, f, failed).await
+}
+
+/// [`rest`] made and boxed out of line: the fast path's state machine then only calls it, and
+/// stays small enough for its callers to inline.
+#[inline(never)]
+fn rest_boxed<'r, T, E, C, F, Fut>(
+    rel: &'r Reliable,
+    classify: C,
+    f: F,
+    first: Option<FirstFailed<T, E>>,
+) -> std::pin::Pin<Box<impl Future<Output = Result<T, Error<E>>> + 'r>>
+where
+    T: 'r,
+    E: 'r,
+    C: Classify<E, T> + 'r,
+    F: FnMut() -> Fut + 'r,
+    Fut: Future<Output = Result<T, E>> + 'r,
+{
+    Box::pin(rest(rel, classify, f, first))
 }
 
 /// Everything after the fast path: the engine drives the call, going on from the fast
@@ -81,10 +108,10 @@ async fn rest<T, E, C, F, Fut>(
     rel: &Reliable,
     classify: C,
     mut f: F,
-    first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+    first: Option<FirstFailed<T, E>>,
 ) -> Result<T, Error<E>>
 where
-    C: Fn(&E) -> ErrorClass,
+    C: Classify<E, T>,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
@@ -92,8 +119,17 @@ where
     let layers = Layers::new(inner, true);
     let plan = layers.plan();
     let (mut run, now, last) = Driven::<4>::begin(&plan, &layers, first);
-    run.race(now, last, |_, _| f(), classify).await.1
+    let classify = &classify;
+    let copy = |_, _| {
+        let copy = f();
+        async move { judge(classify, copy.await) }
+    };
+    settle(run.race(now, last, copy, Failed::class).await.1)
 }
+
+/// The fast path's failed first attempt, handed to the engine: its start, its breaker permit,
+/// when it failed and how.
+type FirstFailed<T, E> = (Instant, Option<Permit>, Instant, Failure<Failed<T, E>>);
 
 /// Runs `fut` until `deadline` on the instance's clock: its output, or `None` once the timer
 /// fires, in which case `fut` is dropped (cancelled) before this returns.

@@ -1,45 +1,60 @@
-//! [`Classify`]: what a caller's error means for retrying, as the core's [`ErrorClass`].
+//! [`Classify`]: what an attempt's outcome means for retrying, as the core's [`ErrorClass`]: the
+//! one classification every face reads ([`Reliable::call`](crate::Reliable::call) and the
+//! blocking calls, the fallback chain, the reqwest middleware, the tower layers).
 //!
-//! A call's error type implements `Classify` (or the call passes a closure, see
-//! [`Reliable::call_with`](crate::Reliable::call_with)); the retry policy, the budget and the
-//! breaker all read the same class. Implementations here:
+//! A classifier reads an error (always a failure, of some class) and, if it wants, an `Ok`
+//! value (a success unless it says otherwise: an HTTP 503 that a client hands back as `Ok`).
+//! The retry policy, the budget, the throttle and the breaker all read the same class.
 //!
-//! | type | class |
+//! | classifier | reads |
+//! |---|---|
+//! | [`ByType`] | an error by its type's rule (below); every `Ok` a success. What [`call`](crate::Reliable::call) uses |
+//! | a closure or function `Fn(&E) -> ErrorClass` | an error by the closure; every `Ok` a success ([`call_with`](crate::Reliable::call_with)) |
+//! | `HttpPolicy` (feature `http`) | with `reqwest`, a `reqwest::Response` by its status and headers and a `reqwest::Error` by `ByType`'s rule; with `tower`, an `http::Response` |
+//! | `reliable::tower::AnyOk` (feature `tower`) | a tower layer's error, the layers' own refusals included; every `Ok` a success |
+//!
+//! [`ByType`]'s rules:
+//!
+//! | error type | class |
 //! |---|---|
 //! | [`ErrorClass`] | itself |
 //! | [`std::io::Error`] | `TimedOut`, `WouldBlock`: Timeout; `InvalidInput`, `InvalidData`, `NotFound`, `PermissionDenied`, `Unsupported`: Fatal; the rest (connection refused, reset, broken pipe, …): Transient |
 //! | [`HttpError`] | by status and headers (see [`http`](crate::http)) |
 //! | `Box<dyn Error + Send + Sync>`, `anyhow::Error` (feature `anyhow`) | an `io::Error`, `HttpError` or `reqwest::Error` inside by its rule; anything else Transient |
 //! | `reqwest::Error` (feature `reqwest`) | a timeout: Timeout; a request that cannot be built, a bad redirect, an undecodable body: Fatal; the rest (connect, reset): Transient |
-//! | `String`, `&str` (an error message) | Transient |
+//! | `reliable::llm::ProviderError` (feature `llm`) | by the provider's signal |
+//! | `String`, `str` (an error message) | Transient |
+//! | a reference to any of these | as the error itself |
 //!
-//! Any other error type gets a class in one line, by a closure:
-//! `rel.call_with(|_: &MyError| ErrorClass::Transient, || work())` (or implement `Classify`).
+//! Any other error type gets a class in one line, by a closure or a function:
+//! `rel.call_with(ApiError::class, || work())`. A type used everywhere can join [`ByType`]
+//! instead (`impl<T: ?Sized> Classify<ApiError, T> for ByType`), so that plain `call` takes it.
 //!
 //! Transient is the default for unknown errors: retrying an unknown failure a bounded number of
 //! times, under a budget and a breaker, is the safe side; a validation error that should not be
 //! retried deserves its own `Fatal`.
 //!
 //! ```
-//! use reliable::Classify;
+//! use reliable::{ByType, Classify};
 //! use reliable_core::outcome::ErrorClass;
 //!
 //! #[derive(Debug)]
 //! enum ApiError { BadPrompt, Overloaded }
 //!
-//! impl Classify for ApiError {
-//!     fn classify(&self) -> ErrorClass {
-//!         match self {
+//! impl<T: ?Sized> Classify<ApiError, T> for ByType {
+//!     fn error(&self, e: &ApiError) -> ErrorClass {
+//!         match e {
 //!             ApiError::BadPrompt => ErrorClass::Fatal,
 //!             ApiError::Overloaded => ErrorClass::Throttled { retry_after: None },
 //!         }
 //!     }
 //! }
-//! assert!(!ApiError::BadPrompt.classify().is_retryable());
+//! assert!(!ByType.error_of(&ApiError::BadPrompt).is_retryable());
 //! let io = std::io::Error::from(std::io::ErrorKind::TimedOut);
-//! assert_eq!(io.classify(), ErrorClass::Timeout);
+//! assert_eq!(ByType.error_of(&io), ErrorClass::Timeout);
 //! ```
 
+use crate::error::{Error, ShedReason};
 use crate::http::HttpError;
 use reliable_core::answer::Answer;
 use reliable_core::outcome::ErrorClass;
@@ -66,15 +81,97 @@ pub const fn accepted(class: ErrorClass) -> bool {
     class.consequences().accepted
 }
 
-/// Maps an error to the class every retry decision reads.
-pub trait Classify {
-    /// The class of this error.
-    fn classify(&self) -> ErrorClass;
+/// What an attempt's outcome means: an error's class, and whether an `Ok` value is a failure
+/// after all. See the [module](self) for the classifiers there are.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not classify the error type `{E}`",
+    label = "no rule for `{E}`",
+    note = "classify it in one line: `call_with(|e: &{E}| ErrorClass::Transient, …)` (or a function `fn(&{E}) -> ErrorClass`), or give `ByType` a rule: `impl<T: ?Sized> Classify<{E}, T> for ByType`"
+)]
+pub trait Classify<E: ?Sized, T: ?Sized> {
+    /// The class of the failure `error`.
+    fn error(&self, error: &E) -> ErrorClass;
+
+    /// `None` if the `Ok` value `value` is a success (the default: every `Ok` is), else its
+    /// class. A call that gives up on such a failure returns the value as it came: the last
+    /// answer, as the service gave it.
+    #[inline]
+    fn ok(&self, value: &T) -> Option<ErrorClass> {
+        let _ = value;
+        None
+    }
 }
 
-impl Classify for ErrorClass {
-    fn classify(&self) -> ErrorClass {
-        *self
+/// A function or closure from an error to its class; every `Ok` is a success.
+impl<E: ?Sized, T: ?Sized, F: Fn(&E) -> ErrorClass> Classify<E, T> for F {
+    #[inline]
+    fn error(&self, error: &E) -> ErrorClass {
+        self(error)
+    }
+}
+
+/// The classifier by the error's type: [`Reliable::call`](crate::Reliable::call)'s, and every
+/// call's without a classifier of its own. Every `Ok` is a success. The rules are in the
+/// [module](self)'s table; a type of yours joins them with
+/// `impl<T: ?Sized> Classify<YourError, T> for ByType`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByType;
+
+impl ByType {
+    /// The class of `error` by its type's rule.
+    ///
+    /// ```
+    /// use reliable::ByType;
+    /// use reliable_core::outcome::ErrorClass;
+    ///
+    /// let e = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    /// assert_eq!(ByType.error_of(&e), ErrorClass::Transient);
+    /// ```
+    #[inline]
+    pub fn error_of<E: ?Sized>(&self, error: &E) -> ErrorClass
+    where
+        Self: Classify<E, ()>,
+    {
+        <Self as Classify<E, ()>>::error(self, error)
+    }
+}
+
+/// Each error type's rule for [`ByType`], written once.
+macro_rules! by_type {
+    ($($(#[$meta:meta])* $error:ty => |$e:ident| $class:expr;)*) => {$(
+        $(#[$meta])*
+        impl<T: ?Sized> Classify<$error, T> for ByType {
+            #[inline]
+            fn error(&self, $e: &$error) -> ErrorClass {
+                $class
+            }
+        }
+    )*};
+}
+
+by_type! {
+    ErrorClass => |e| *e;
+    std::io::Error => |e| answer_class(io_answer(e.kind()));
+    Box<dyn std::error::Error + Send + Sync> => |e| boxed_class(e.as_ref());
+    HttpError => |e| http_error_class(e);
+    // An error message: an unknown failure, retried (a bounded number of times, under the breaker).
+    String => |_e| ErrorClass::Transient;
+    str => |_e| ErrorClass::Transient;
+    std::convert::Infallible => |e| match *e {};
+    #[cfg(feature = "anyhow")]
+    anyhow::Error => |e| boxed_class(e.as_ref());
+    #[cfg(feature = "reqwest")]
+    reqwest::Error => |e| reqwest_class(e);
+}
+
+/// A reference to an error reads as the error.
+impl<'a, E: ?Sized, T: ?Sized> Classify<&'a E, T> for ByType
+where
+    ByType: Classify<E, T>,
+{
+    #[inline]
+    fn error(&self, error: &&'a E) -> ErrorClass {
+        <Self as Classify<E, T>>::error(self, *error)
     }
 }
 
@@ -101,94 +198,182 @@ fn answer_class(answer: Option<Answer>) -> ErrorClass {
     }
 }
 
-impl Classify for std::io::Error {
-    fn classify(&self) -> ErrorClass {
-        answer_class(io_answer(self.kind()))
-    }
-}
-
-impl Classify for Box<dyn std::error::Error + Send + Sync> {
-    fn classify(&self) -> ErrorClass {
-        boxed_class(self.as_ref())
-    }
-}
-
 /// A type-erased error by the rule of the known type inside it, else Transient: the one rule for
 /// a boxed error, which the tower layers' default classification reads too.
 pub(crate) fn boxed_class(e: &(dyn std::error::Error + 'static)) -> ErrorClass {
     if let Some(io) = e.downcast_ref::<std::io::Error>() {
-        return io.classify();
+        return ByType.error_of(io);
     }
     if let Some(http) = e.downcast_ref::<HttpError>() {
-        return http.classify();
+        return http_error_class(http);
     }
     #[cfg(feature = "reqwest")]
     if let Some(reqwest) = e.downcast_ref::<reqwest::Error>() {
-        return reqwest.classify();
+        return reqwest_class(reqwest);
     }
     ErrorClass::Transient
 }
 
-#[cfg(feature = "anyhow")]
-impl Classify for anyhow::Error {
-    fn classify(&self) -> ErrorClass {
-        boxed_class(self.as_ref())
+/// `reqwest::Error`'s rule: an error with a status (from `error_for_status`) by the status; a
+/// timeout as a timeout; a failed connection as one; all through the core's table. A request
+/// that could not be built, a bad redirect or an unreadable answer is no answer to retry: Fatal.
+#[cfg(feature = "reqwest")]
+fn reqwest_class(e: &reqwest::Error) -> ErrorClass {
+    let answer = if let Some(status) = e.status() {
+        Some(crate::http::answer(
+            status.as_u16(),
+            &crate::http::HeaderSignals::default(),
+        ))
+    } else if e.is_timeout() {
+        Some(Answer::Timeout)
+    } else if e.is_builder() || e.is_redirect() || e.is_decode() {
+        None
+    } else {
+        Some(Answer::Connection)
+    };
+    answer_class(answer)
+}
+
+/// [`HttpError`]'s rule: [`classify_status`](crate::http::classify_status); a status below 400
+/// wrapped as an error anyway is [`Fatal`](ErrorClass::Fatal) (the caller decided it was wrong;
+/// retrying will not change it).
+fn http_error_class(e: &HttpError) -> ErrorClass {
+    crate::http::classify_status(e.status, &e.signals).unwrap_or(ErrorClass::Fatal)
+}
+
+/// The classifier of HTTP answers: statuses below 400 succeed; others are classed by the core's
+/// table through [`classify_status`](crate::http::classify_status) (overload answers throttled
+/// with the server's delay, 408/409/5xx transient, other 4xx fatal, `x-should-retry` honoured).
+/// With the feature `reqwest` it reads a `reqwest::Response` (and a `reqwest::Error` by
+/// [`ByType`]'s rule), so that a plain `send()` is retried on a 503 without `error_for_status`;
+/// with `tower`, an `http::Response`, and it copies requests for the tower layers (only
+/// idempotent methods unless [`HttpPolicy::all_methods`] is set).
+///
+/// A call that gives up on an error response returns that response, as the server sent it.
+#[cfg(feature = "http")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HttpPolicy {
+    pub(crate) all_methods: bool,
+}
+
+#[cfg(feature = "http")]
+impl HttpPolicy {
+    /// The default policy: idempotent methods only.
+    pub fn new() -> Self {
+        HttpPolicy { all_methods: false }
+    }
+
+    /// Retries every method (for POSTs made idempotent by an idempotency key).
+    pub fn all_methods(mut self) -> Self {
+        self.all_methods = true;
+        self
+    }
+
+    /// The server's requested delay in `headers` (`retry-after-ms`, else `Retry-After` in
+    /// seconds or as an HTTP-date), if any.
+    pub fn retry_after(headers: &http::HeaderMap) -> Option<std::time::Duration> {
+        crate::http::HeaderSignals::from_headers(headers, std::time::SystemTime::now()).retry_after
+    }
+
+    /// The class of an answer with `status` and `headers`: `None` below 400.
+    pub(crate) fn status(status: u16, headers: &http::HeaderMap) -> Option<ErrorClass> {
+        if status < 400 {
+            return None;
+        }
+        crate::http::classify_status(
+            status,
+            &crate::http::HeaderSignals::from_headers(headers, std::time::SystemTime::now()),
+        )
     }
 }
 
 #[cfg(feature = "reqwest")]
-impl Classify for reqwest::Error {
-    /// An error with a status (from `error_for_status`) by the status; a timeout as a timeout; a
-    /// failed connection as one; all through the core's table. A request that could not be
-    /// built, a bad redirect or an unreadable answer is no answer to retry: Fatal.
-    fn classify(&self) -> ErrorClass {
-        let answer = if let Some(status) = self.status() {
-            Some(crate::http::answer(
-                status.as_u16(),
-                &crate::http::HeaderSignals::default(),
-            ))
-        } else if self.is_timeout() {
-            Some(Answer::Timeout)
-        } else if self.is_builder() || self.is_redirect() || self.is_decode() {
-            None
-        } else {
-            Some(Answer::Connection)
-        };
-        answer_class(answer)
+impl Classify<reqwest::Error, reqwest::Response> for HttpPolicy {
+    #[inline]
+    fn error(&self, error: &reqwest::Error) -> ErrorClass {
+        reqwest_class(error)
+    }
+
+    fn ok(&self, response: &reqwest::Response) -> Option<ErrorClass> {
+        HttpPolicy::status(response.status().as_u16(), response.headers())
     }
 }
 
-impl Classify for HttpError {
-    /// [`classify_status`](crate::http::classify_status); a status below 400 wrapped as an error anyway is
-    /// [`Fatal`](ErrorClass::Fatal) (the caller decided it was wrong; retrying will not change it).
-    fn classify(&self) -> ErrorClass {
-        crate::http::classify_status(self.status, &self.signals).unwrap_or(ErrorClass::Fatal)
+/// A failed attempt as the faces carry it through the engine: an error, or an `Ok` value the
+/// classifier read as a failure; each with its class.
+#[derive(Debug)]
+pub(crate) enum Failed<T, E> {
+    /// An `Ok` value that is a failure (an error response).
+    Value(T, ErrorClass),
+    /// An error.
+    Error(E, ErrorClass),
+}
+
+impl<T, E> Failed<T, E> {
+    /// Its class.
+    #[inline]
+    pub(crate) fn class(&self) -> ErrorClass {
+        match self {
+            Failed::Value(_, class) | Failed::Error(_, class) => *class,
+        }
+    }
+
+    fn into_error(self) -> Option<E> {
+        match self {
+            Failed::Value(..) => None,
+            Failed::Error(e, _) => Some(e),
+        }
     }
 }
 
-/// An error message: an unknown failure, retried (a bounded number of times, under the breaker).
-impl Classify for String {
-    fn classify(&self) -> ErrorClass {
-        ErrorClass::Transient
+/// An attempt's outcome read by `classify`: a success, or a failure with its class.
+#[inline]
+pub(crate) fn judge<T, E, C>(classify: &C, outcome: Result<T, E>) -> Result<T, Failed<T, E>>
+where
+    C: Classify<E, T> + ?Sized,
+{
+    match outcome {
+        Ok(value) => match classify.ok(&value) {
+            None => Ok(value),
+            Some(class) => Err(Failed::Value(value, class)),
+        },
+        Err(e) => {
+            let class = classify.error(&e);
+            Err(Failed::Error(e, class))
+        }
     }
 }
 
-/// An error message: an unknown failure, retried (a bounded number of times, under the breaker).
-impl Classify for str {
-    fn classify(&self) -> ErrorClass {
-        ErrorClass::Transient
-    }
-}
-
-impl Classify for std::convert::Infallible {
-    fn classify(&self) -> ErrorClass {
-        match *self {}
-    }
-}
-
-impl<E: Classify + ?Sized> Classify for &E {
-    fn classify(&self) -> ErrorClass {
-        (**self).classify()
+/// A call's result as its caller gets it: a call that gave up on a value its classifier read as
+/// a failure returns the value, as it came (the last answer, as the service gave it); a refusal
+/// after one keeps no error of it.
+pub(crate) fn settle<T, E>(result: Result<T, Error<Failed<T, E>>>) -> Result<T, Error<E>> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(Error::GaveUp {
+            last: Failed::Value(value, _),
+            ..
+        }) => Ok(value),
+        Err(Error::GaveUp {
+            reason,
+            last: Failed::Error(last, _),
+            attempts,
+        }) => Err(Error::GaveUp {
+            reason,
+            last,
+            attempts,
+        }),
+        // A budget that refuses a retry gives up on the last answer, as the tower layers do.
+        Err(Error::Rejected {
+            why: ShedReason::Budget(_),
+            last: Some(Failed::Value(value, _)),
+        }) => Ok(value),
+        Err(Error::Rejected { why, last }) => Err(Error::Rejected {
+            why,
+            last: last.and_then(Failed::into_error),
+        }),
+        Err(Error::Open { retry_after }) => Err(Error::Open { retry_after }),
+        Err(Error::Timeout { attempts }) => Err(Error::Timeout { attempts }),
     }
 }
 
@@ -198,7 +383,7 @@ mod tests {
 
     #[test]
     fn io_kinds() {
-        let c = |k: ErrorKind| std::io::Error::from(k).classify();
+        let c = |k: ErrorKind| ByType.error_of(&std::io::Error::from(k));
         assert_eq!(c(ErrorKind::TimedOut), ErrorClass::Timeout);
         assert_eq!(c(ErrorKind::ConnectionReset), ErrorClass::Transient);
         assert_eq!(c(ErrorKind::ConnectionRefused), ErrorClass::Transient);
@@ -209,13 +394,16 @@ mod tests {
     fn boxed_errors_look_inside() {
         let b: Box<dyn std::error::Error + Send + Sync> =
             Box::new(std::io::Error::from(ErrorKind::PermissionDenied));
-        assert_eq!(b.classify(), ErrorClass::Fatal);
+        assert_eq!(ByType.error_of(&b), ErrorClass::Fatal);
         let b: Box<dyn std::error::Error + Send + Sync> = Box::new(HttpError {
             status: 429,
             signals: Default::default(),
         });
-        assert_eq!(b.classify(), ErrorClass::Throttled { retry_after: None });
+        assert_eq!(
+            ByType.error_of(&b),
+            ErrorClass::Throttled { retry_after: None }
+        );
         let b: Box<dyn std::error::Error + Send + Sync> = "boom".into();
-        assert_eq!(b.classify(), ErrorClass::Transient);
+        assert_eq!(ByType.error_of(&b), ErrorClass::Transient);
     }
 }

@@ -23,7 +23,7 @@
 //! ```
 
 use crate::Reliable;
-use crate::classify::Classify;
+use crate::classify::{ByType, Classify};
 use crate::error::Error;
 use reliable_core::retry::GiveUpReason;
 use std::fmt;
@@ -125,7 +125,7 @@ where
     /// ```
     pub fn then<F, Fut>(mut self, rel: &Reliable, f: F) -> Self
     where
-        E: Classify,
+        ByType: Classify<E, T>,
         F: Fn(Req) -> Fut + Send + Sync + 'a,
         Fut: Future<Output = Result<T, E>> + Send + 'a,
     {

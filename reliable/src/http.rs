@@ -155,12 +155,12 @@ pub fn classify_status(status: u16, signals: &HeaderSignals) -> Option<ErrorClas
 ///
 /// ```
 /// use reliable::http::HttpError;
-/// use reliable::Classify;
+/// use reliable::ByType;
 /// use reliable_core::outcome::ErrorClass;
 /// use std::time::SystemTime;
 ///
 /// let err = HttpError::new(503, &[("x-should-retry", "false")][..], SystemTime::now());
-/// assert_eq!(err.classify(), ErrorClass::DontRetry);
+/// assert_eq!(ByType.error_of(&err), ErrorClass::DontRetry);
 /// assert_eq!(err.to_string(), "HTTP 503");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -49,7 +49,7 @@
 //! - **Half-open is gated and leased**: one probe at a time by default, released when it ends in
 //!   any way, instead of letting every caller through to a downstream that is just recovering.
 //! - **Server signals are honoured**: `Retry-After` (seconds or HTTP-date), `retry-after-ms` and
-//!   `x-should-retry` through [`http`] and [`Classify`]; fatal errors are not retried and do not
+//!   `x-should-retry` through [`http`] and [`Classify`], the one classification every face reads; fatal errors are not retried and do not
 //!   count against the downstream's health.
 //! - **Retry storms are bounded across calls** with an optional retry budget shared by every clone
 //!   ([`Builder::budget`]) and adaptive throttling ([`Builder::throttle`]).
@@ -120,7 +120,8 @@
 //! elsewhere), `metrics`, `tower`, `http` (read signals from an `http::HeaderMap`), `llm` (LLM
 //! provider signals; reads JSON error bodies with `serde_json`), `reqwest` (a
 //! [`reqwest-middleware`](https://docs.rs/reqwest-middleware) middleware, `middleware::ReliableMiddleware`,
-//! and `Classify` for `reqwest::Error`), `anyhow` (`Classify` for `anyhow::Error`), `tracing` (a
+//! [`ByType`] reading `reqwest::Error` and `HttpPolicy` a `reqwest::Response`), `anyhow`
+//! ([`ByType`] reading `anyhow::Error`), `tracing` (a
 //! span per call and, with `Builder::tracing`, events per attempt, retry, refusal and transition:
 //! `traces`), `policy` (policy files in RON or JSON, with `ron` and `serde_json`).
 //!
@@ -141,8 +142,9 @@
 //! Each type's inherent methods are in one file (`tests/layering.rs` holds that too: every
 //! method of [`Reliable`] is in `reliable.rs`). A trait impl is in the later of the trait's
 //! module and the type's, the only one that can name both: beside the type, or beside the trait
-//! when the trait comes later (a trait of this crate for a type from elsewhere, as `Classify`
-//! for `std::io::Error`).
+//! when the trait comes later (a trait of this crate for a type from elsewhere, as `Headers`
+//! for `http::HeaderMap`), or later still when it needs a module after both: the tower layers'
+//! [`Classify`] for `HttpPolicy` over an `http::Response` reads the layers' own errors.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -198,7 +200,9 @@ pub mod traces;
 pub struct ReliableReadmeDoctests;
 
 pub use builder::Builder;
-pub use classify::Classify;
+#[cfg(feature = "http")]
+pub use classify::HttpPolicy;
+pub use classify::{ByType, Classify};
 pub use error::{BuildError, Error, OrOpen, ShedReason};
 pub use fallback::{AllFailed, Fallback, Served};
 pub use instance::{Reliable, Snapshot};

@@ -34,7 +34,7 @@
 //! ```
 
 use crate::Reliable;
-use crate::classify::Classify;
+use crate::classify::ByType;
 use crate::error::{Error, ShedReason};
 use crate::http::HttpError;
 use http::Extensions;
@@ -95,7 +95,7 @@ impl std::error::Error for Refused {}
 
 /// How one attempt failed.
 #[derive(Debug)]
-enum Failed {
+enum Miss {
     /// The server answered with a status the policy reads as a failure.
     Status(Response, HttpError),
     /// No answer: the client or a later middleware failed.
@@ -104,13 +104,15 @@ enum Failed {
     NotRepeatable,
 }
 
-impl Classify for Failed {
-    fn classify(&self) -> ErrorClass {
+impl Miss {
+    /// Its class: a status by [`ByType`]'s rule for an [`HttpError`], a client's error by its
+    /// rule for a `reqwest::Error`.
+    fn class(&self) -> ErrorClass {
         match self {
-            Failed::Status(_, http) => http.classify(),
-            Failed::Transport(reqwest_middleware::Error::Reqwest(e)) => e.classify(),
-            Failed::Transport(reqwest_middleware::Error::Middleware(_)) => ErrorClass::Transient,
-            Failed::NotRepeatable => ErrorClass::Fatal,
+            Miss::Status(_, http) => ByType.error_of(http),
+            Miss::Transport(reqwest_middleware::Error::Reqwest(e)) => ByType.error_of(e),
+            Miss::Transport(reqwest_middleware::Error::Middleware(_)) => ErrorClass::Transient,
+            Miss::NotRepeatable => ErrorClass::Fatal,
         }
     }
 }
@@ -127,7 +129,7 @@ impl Middleware for ReliableMiddleware {
         let shared: &Extensions = extensions;
         let result = self
             .reliable
-            .call(|| {
+            .call_with(Miss::class, || {
                 // Each attempt sends a copy; a body that cannot be copied goes once.
                 let attempt = match original.as_ref().and_then(Request::try_clone) {
                     Some(copy) => Some(copy),
@@ -137,14 +139,14 @@ impl Middleware for ReliableMiddleware {
                 let mut extensions = shared.clone();
                 async move {
                     let Some(req) = attempt else {
-                        return Err(Failed::NotRepeatable);
+                        return Err(Miss::NotRepeatable);
                     };
                     match next.run(req, &mut extensions).await {
                         Ok(resp) => match failure(&resp) {
-                            Some(http) => Err(Failed::Status(resp, http)),
+                            Some(http) => Err(Miss::Status(resp, http)),
                             None => Ok(resp),
                         },
-                        Err(e) => Err(Failed::Transport(e)),
+                        Err(e) => Err(Miss::Transport(e)),
                     }
                 }
             })
@@ -161,7 +163,7 @@ fn failure(resp: &Response) -> Option<HttpError> {
 }
 
 /// What the caller gets: the server's last answer when there is one, else why there is none.
-fn answer(result: Result<Response, Error<Failed>>) -> reqwest_middleware::Result<Response> {
+fn answer(result: Result<Response, Error<Miss>>) -> reqwest_middleware::Result<Response> {
     let last = match result {
         Ok(resp) => return Ok(resp),
         Err(Error::GaveUp { last, .. }) => last,
@@ -173,9 +175,9 @@ fn answer(result: Result<Response, Error<Failed>>) -> reqwest_middleware::Result
         Err(Error::Timeout { attempts }) => return Err(refused(Refused::Timeout { attempts })),
     };
     match last {
-        Failed::Status(resp, _) => Ok(resp),
-        Failed::Transport(e) => Err(e),
-        Failed::NotRepeatable => Err(reqwest_middleware::Error::middleware(NotRepeatable)),
+        Miss::Status(resp, _) => Ok(resp),
+        Miss::Transport(e) => Err(e),
+        Miss::NotRepeatable => Err(reqwest_middleware::Error::middleware(NotRepeatable)),
     }
 }
 

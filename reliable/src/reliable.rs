@@ -21,11 +21,10 @@ use crate::blocking;
 use crate::builder::Builder;
 use crate::call;
 use crate::cancel::CancelToken;
-use crate::classify::Classify;
+use crate::classify::{ByType, Classify};
 use crate::error::Error;
 use crate::instance::{Reliable, Snapshot};
 use reliable_core::breaker::State;
-use reliable_core::outcome::ErrorClass;
 use std::future::Future;
 
 impl Reliable {
@@ -114,7 +113,8 @@ impl Reliable {
     // Async calls (`call.rs`: the async face).
 
     /// Calls `f` (an async closure: `|| async { … }`) until an attempt succeeds or the policy
-    /// stops, with the error type's [`Classify`] deciding what each failure means.
+    /// stops, [`ByType`] deciding what each failure means (the error type's rule; every `Ok` a
+    /// success).
     ///
     /// ```
     /// use reliable::Reliable;
@@ -139,16 +139,20 @@ impl Reliable {
     #[inline]
     pub fn call<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, Error<E>>>
     where
-        E: Classify,
+        ByType: Classify<E, T>,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        call::call_with(self, |e: &E| e.classify(), f)
+        call::call_with(self, ByType, f)
     }
 
-    /// [`call`](Self::call) with a classifier of your own, for error types that do not implement
-    /// [`Classify`] (`anyhow::Error`, a client library's error). With the `tracing` feature the
-    /// call runs in a `reliable.call` span (see the `traces` module, feature `tracing`).
+    /// [`call`](Self::call) with a [`Classify`] of your own: a closure or function
+    /// `Fn(&E) -> ErrorClass` for an error type [`ByType`] has no rule for (a client library's
+    /// error), or a classifier that reads `Ok` values too, such as
+    /// `HttpPolicy` (feature `http`) for a `reqwest::Response` (a 503 handed back as `Ok` is
+    /// then retried, and returned as it came if the call gives up on it). With the `tracing`
+    /// feature the call runs in a `reliable.call` span (see the `traces` module, feature
+    /// `tracing`).
     #[inline]
     pub fn call_with<T, E, C, F, Fut>(
         &self,
@@ -156,7 +160,7 @@ impl Reliable {
         f: F,
     ) -> impl Future<Output = Result<T, Error<E>>>
     where
-        C: Fn(&E) -> ErrorClass,
+        C: Classify<E, T>,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
@@ -192,31 +196,34 @@ impl Reliable {
     /// # Ok::<(), reliable::BuildError>(())
     /// ```
     #[inline]
-    pub fn call_blocking<T, E: Classify>(
-        &self,
-        mut f: impl FnMut() -> Result<T, E>,
-    ) -> Result<T, Error<E>> {
-        blocking::blocking(self, |e: &E| e.classify(), |_| f())
+    pub fn call_blocking<T, E>(&self, mut f: impl FnMut() -> Result<T, E>) -> Result<T, Error<E>>
+    where
+        ByType: Classify<E, T>,
+    {
+        blocking::classified(self, &ByType, |_| f())
     }
 
     /// [`call_blocking`](Self::call_blocking) with a classifier of your own.
     #[inline]
     pub fn call_blocking_with<T, E>(
         &self,
-        classify: impl Fn(&E) -> ErrorClass,
+        classify: impl Classify<E, T>,
         mut f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, Error<E>> {
-        blocking::blocking(self, classify, |_| f())
+        blocking::classified(self, &classify, |_| f())
     }
 
     /// [`call_blocking`](Self::call_blocking), handing each attempt a [`CancelToken`] with its
     /// deadline.
     #[inline]
-    pub fn call_blocking_cancellable<T, E: Classify>(
+    pub fn call_blocking_cancellable<T, E>(
         &self,
         f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-    ) -> Result<T, Error<E>> {
-        blocking::blocking(self, |e: &E| e.classify(), f)
+    ) -> Result<T, Error<E>>
+    where
+        ByType: Classify<E, T>,
+    {
+        blocking::classified(self, &ByType, f)
     }
 
     /// The seed's "stop waiting": each attempt runs on a new thread, and the caller returns to
@@ -253,7 +260,8 @@ impl Reliable {
     pub fn call_blocking_detached<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         T: Send + 'static,
-        E: Classify + Send + 'static,
+        E: Send + 'static,
+        ByType: Classify<E, T>,
         F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
     {
         blocking::detached(self, f)

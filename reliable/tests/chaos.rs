@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use reliable::Classify;
 use reliable::chaos::tower::{ChaosLayer, HttpAnswers, TimelineLayer};
 use reliable::chaos::{ChaosEvent, ChaosSwitch, ClientFault, FaultWindow};
 use reliable::observer::Observer;
-use reliable::tower::{BoxError, ClassifyResponse, HttpPolicy, error_class};
+use reliable::tower::{BoxError, HttpPolicy, error_class};
 use reliable_core::chaos::{
     BehaviorConfig, ChaosConfig, Delay, FaultConfig, Injected, LatencyConfig, OutcomeConfig,
     Strategy,
@@ -84,7 +85,7 @@ async fn an_injected_503_is_a_real_response_read_by_the_answer_table() {
     assert_eq!(res.headers()["retry-after"], "3");
     assert_eq!(res.headers()["retry-after-ms"], "2500");
     assert_eq!(
-        HttpPolicy::new().response(&res),
+        HttpPolicy::new().ok(&res),
         Some(ErrorClass::Throttled {
             retry_after: Some(reliable_core::Duration::from_millis(2500))
         })

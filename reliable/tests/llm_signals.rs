@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use reliable::Classify;
+use reliable::ByType;
 use reliable::llm::{ProviderError, Quota, classify, quotas};
 use reliable_core::Duration as D;
 use reliable_core::Instant;
@@ -130,7 +130,7 @@ fn every_signal_row() {
                 "{name}"
             );
             let err = ProviderError::new(*status, &headers[..], body, now()).unwrap();
-            assert_eq!(err.classify(), signal.error_class(), "{name}");
+            assert_eq!(ByType.error_of(&err), signal.error_class(), "{name}");
         }
     }
     assert_eq!(rows.len(), 42);

@@ -7,7 +7,7 @@
 mod layered;
 
 use reliable::policy::{Plan, PolicyError, Route, Scope, policy_names};
-use reliable::tower::{AnyOk, BoxError, ClassifyResponse, Open};
+use reliable::tower::{AnyOk, BoxError, Open};
 use reliable_core::outcome::ErrorClass;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,8 +18,12 @@ use tower::{Layer, Service, ServiceExt};
 #[derive(Clone, Copy, Debug)]
 struct CloneAll;
 
-impl ClassifyResponse<u32> for CloneAll {
-    fn response(&self, _: &u32) -> Option<ErrorClass> {
+impl reliable::Classify<reliable::tower::BoxError, u32> for CloneAll {
+    fn error(&self, e: &reliable::tower::BoxError) -> reliable_core::outcome::ErrorClass {
+        reliable::tower::error_class(e)
+    }
+
+    fn ok(&self, _: &u32) -> Option<ErrorClass> {
         None
     }
 }

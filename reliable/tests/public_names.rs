@@ -29,7 +29,8 @@ const SAME_NAME_AS_CORE: &[(&str, &str)] = &[
     (
         "Policy",
         "the core's policy::Policy is a policy file's entry, which this crate names \
-         policy::PolicyEntry; tower::Policy is what a tower layer reads answers with",
+         policy::PolicyEntry; tower::Policy is how a tower layer copies a request and tells it \
+         its deadline",
     ),
     (
         "Observer",

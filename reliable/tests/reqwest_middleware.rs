@@ -170,11 +170,11 @@ async fn a_slow_server_times_out_each_attempt() {
 
 #[tokio::test]
 async fn reqwest_errors_classify_through_the_core_table() {
-    use reliable::Classify;
+    use reliable::ByType;
     use reliable_core::outcome::ErrorClass;
     // A request that cannot be built is no answer: fatal.
     let built = http_client().get("not a url").build().unwrap_err();
-    assert_eq!(built.classify(), ErrorClass::Fatal);
+    assert_eq!(ByType.error_of(&built), ErrorClass::Fatal);
     // A refused connection (a port just freed on loopback): transient, as the core says.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -185,7 +185,7 @@ async fn reqwest_errors_classify_through_the_core_table() {
         .send()
         .await
         .unwrap_err();
-    assert_eq!(refused.classify(), ErrorClass::Transient);
+    assert_eq!(ByType.error_of(&refused), ErrorClass::Transient);
     // A status turned into an error by error_for_status: by the status (503: an overload answer).
     let (addr, _) = server(|_| Reply {
         status: 503,
@@ -196,7 +196,7 @@ async fn reqwest_errors_classify_through_the_core_table() {
     let resp = client.get(format!("http://{addr}/")).send().await.unwrap();
     let status = resp.error_for_status().unwrap_err();
     assert_eq!(
-        status.classify(),
+        ByType.error_of(&status),
         ErrorClass::Throttled { retry_after: None }
     );
 }

@@ -23,8 +23,12 @@ use tower::{Layer, ServiceExt, service_fn};
 #[derive(Clone, Copy, Debug)]
 struct Copies;
 
-impl reliable::tower::ClassifyResponse<u32> for Copies {
-    fn response(&self, res: &u32) -> Option<ErrorClass> {
+impl reliable::Classify<reliable::tower::BoxError, u32> for Copies {
+    fn error(&self, e: &reliable::tower::BoxError) -> reliable_core::outcome::ErrorClass {
+        reliable::tower::error_class(e)
+    }
+
+    fn ok(&self, res: &u32) -> Option<ErrorClass> {
         (*res >= 500).then_some(ErrorClass::Transient)
     }
 }

@@ -6,9 +6,8 @@ use std::time::Duration as StdDuration;
 
 use reliable::observer::Observer;
 use reliable::tower::{
-    AnyOk, BoxError, BreakerLayer, ClassifyResponse, Deadline, FallbackLayer, GaveUp, HttpPolicy,
-    Open, Policy, ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled,
-    TimedOut,
+    AnyOk, BoxError, BreakerLayer, Deadline, FallbackLayer, GaveUp, HttpPolicy, Open, Policy,
+    ReliableConfig, ReliableLayer, RetryLayer, ServedBy, ThrottleLayer, Throttled, TimedOut,
 };
 use reliable_core::Duration;
 use reliable_core::backoff::{BackoffConfig, Jitter, Shape};
@@ -25,8 +24,12 @@ use tower_test::mock;
 #[derive(Clone, Copy, Debug)]
 struct Codes;
 
-impl ClassifyResponse<u16> for Codes {
-    fn response(&self, res: &u16) -> Option<ErrorClass> {
+impl reliable::Classify<reliable::tower::BoxError, u16> for Codes {
+    fn error(&self, e: &reliable::tower::BoxError) -> reliable_core::outcome::ErrorClass {
+        reliable::tower::error_class(e)
+    }
+
+    fn ok(&self, res: &u16) -> Option<ErrorClass> {
         match *res {
             429 => Some(ErrorClass::Throttled {
                 retry_after: Some(Duration::from_secs(2)),
@@ -327,8 +330,12 @@ async fn the_throttle_refuses_locally_once_the_downstream_refuses() {
 async fn fallback_answers_and_says_who_served() {
     #[derive(Clone, Copy)]
     struct Http;
-    impl ClassifyResponse<http::Response<()>> for Http {
-        fn response(&self, res: &http::Response<()>) -> Option<ErrorClass> {
+    impl reliable::Classify<reliable::tower::BoxError, http::Response<()>> for Http {
+        fn error(&self, e: &reliable::tower::BoxError) -> reliable_core::outcome::ErrorClass {
+            reliable::tower::error_class(e)
+        }
+
+        fn ok(&self, res: &http::Response<()>) -> Option<ErrorClass> {
             res.status()
                 .is_server_error()
                 .then_some(ErrorClass::Transient)

@@ -58,7 +58,7 @@ mod quota;
 
 pub use quota::{Quota, quotas};
 
-use crate::classify::Classify;
+use crate::classify::{ByType, Classify};
 use crate::http::{HeaderSignals, Headers};
 use reliable_core::outcome::ErrorClass;
 use reliable_core::provider::Signal;
@@ -169,8 +169,9 @@ impl std::fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
-impl Classify for ProviderError {
-    fn classify(&self) -> ErrorClass {
-        self.signal.error_class()
+/// A provider's error by its signal.
+impl<T: ?Sized> Classify<ProviderError, T> for ByType {
+    fn error(&self, e: &ProviderError) -> ErrorClass {
+        e.signal.error_class()
     }
 }

@@ -5,7 +5,7 @@
 //!   `Pending` would stall every caller until the breaker closes).
 //! - The permit is taken in `call`, never in `poll_ready` (a ready service may never be called).
 //! - The outcome is recorded when the response future completes: success, failure (by the
-//!   [`ClassifyResponse`] given), or ignored (a fatal error, or a local rejection from a layer below). A
+//!   [`Classify`](crate::Classify) given), or ignored (a fatal error, or a local rejection from a layer below). A
 //!   response future dropped before it completes records `Outcome::Ignored`, so a cancelled
 //!   half-open probe frees its slot at once instead of after `probe_timeout`.
 //! - With a [`SharedLedger`] ([`BreakerLayer::ledger`]), a half-open probe is an extra attempt: it
@@ -29,12 +29,12 @@ use reliable_core::outcome::ErrorClass;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::ClassifyResponse;
 use super::error::{BoxError, Open, ProbeDenied};
 use super::ledger::SharedLedger;
 use super::sharing::Sharing;
 use super::time::Time;
 use crate::breaker::{Owned, Transitions};
+use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::error::ShedReason;
 use crate::observer::{NotSent, Observer};
@@ -259,7 +259,7 @@ impl<S, Req, C> Service<Req> for BreakerService<S, C>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
-    C: ClassifyResponse<S::Response>,
+    C: Classify<BoxError, S::Response> + Clone + Send + Sync + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -386,7 +386,7 @@ impl<F, Res, E, C> Future for BreakerFuture<F, C>
 where
     F: Future<Output = Result<Res, E>>,
     E: Into<BoxError>,
-    C: ClassifyResponse<Res>,
+    C: Classify<BoxError, Res> + Clone + Send + Sync + 'static,
 {
     type Output = Result<Res, BoxError>;
 
@@ -403,7 +403,7 @@ where
                 let result = std::task::ready!(fut.poll(cx));
                 match result {
                     Ok(res) => {
-                        this.guard.record(outcome_of(this.classify.response(&res)));
+                        this.guard.record(outcome_of(this.classify.ok(&res)));
                         Poll::Ready(Ok(res))
                     }
                     Err(e) => {

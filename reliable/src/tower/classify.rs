@@ -1,37 +1,24 @@
-//! How the layers read an answer: [`ClassifyResponse`] (is this response a failure, of which class?) and
+//! How the layers read an answer: the crate's one [`Classify`] (is this response a failure, of which class?) and
 //! [`Policy`] (can this request be sent again?), with [`AnyOk`] for plain services and
 //! [`HttpPolicy`] for HTTP, which reads status codes and the crate's [HTTP signals](crate::http)
-//! (`Retry-After`, `retry-after-ms`, `x-should-retry`) with [`classify_status`].
-
-use std::time::SystemTime;
+//! (`Retry-After`, `retry-after-ms`, `x-should-retry`) with [`classify_status`](crate::http::classify_status).
 
 use reliable_core::Instant;
 use reliable_core::outcome::ErrorClass;
 
-use crate::http::{HeaderSignals, classify_status};
+use crate::classify::Classify;
+pub use crate::classify::HttpPolicy;
 
 use super::error::{BoxError, GaveUp, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
 use reliable_core::answer::{Answer, Refuser};
 
-/// Maps an answer to the core's error classes. A response can be a failure (an HTTP 503 is an
-/// `Ok` at the service level); an error is always one.
-pub trait ClassifyResponse<Res>: Clone + Send + Sync + 'static {
-    /// `None` if `res` is a success, else its class.
-    fn response(&self, res: &Res) -> Option<ErrorClass>;
-
-    /// The class of an error. The default knows the layers' own errors ([`TimedOut`]: timeout;
-    /// [`Open`], [`Throttled`], [`ProbeDenied`], [`OverLimit`] and [`OverRate`]: refused locally, with the
-    /// breaker's or the rate limiter's `retry_after`; a retry layer's [`GaveUp`]: its last
-    /// attempt's class) and reads every other error as [`Classify`](crate::Classify) does
-    /// for a boxed error (an `io::Error`, an [`HttpError`](crate::http::HttpError) or, with the
-    /// feature, a `reqwest::Error` inside by its own rule; anything else transient), so an
-    /// error means the same behind a tower layer as through `Reliable::call`.
-    fn error(&self, e: &BoxError) -> ErrorClass {
-        error_class(e)
-    }
-}
-
-/// The default classification of an error (see [`ClassifyResponse::error`]).
+/// The tower layers' classification of an error: the layers' own errors ([`TimedOut`]: timeout;
+/// [`Open`], [`Throttled`], [`ProbeDenied`], [`OverLimit`] and [`OverRate`]: refused locally, with
+/// the breaker's or the rate limiter's `retry_after`; a retry layer's [`GaveUp`]: its last
+/// attempt's class), and every other error as [`ByType`](crate::ByType) reads a boxed error (an
+/// `io::Error`, an [`HttpError`](crate::http::HttpError) or, with the feature, a `reqwest::Error`
+/// inside by its own rule; anything else transient), so an error means the same behind a tower
+/// layer as through `Reliable::call`. [`AnyOk`] and [`HttpPolicy`] classify errors so.
 pub fn error_class(e: &BoxError) -> ErrorClass {
     if let Some(gave_up) = e.downcast_ref::<GaveUp>() {
         // A retry layer below gave up: the call ended as its last attempt did (a throttle or a
@@ -82,7 +69,7 @@ fn local_limit(e: &BoxError) -> Option<ErrorClass> {
 /// What a retry or fallback layer needs besides classification: a copy of the request to send
 /// again, and where to put an attempt's deadline so that a timeout further down (inside a
 /// breaker) can see it.
-pub trait Policy<Req, Res>: ClassifyResponse<Res> {
+pub trait Policy<Req, Res>: Classify<BoxError, Res> + Clone + Send + Sync + 'static {
     /// A copy of `req` for another attempt, or `None` if it must not be sent twice (the first
     /// answer is then final).
     fn clone_request(&self, req: &Req) -> Option<Req>;
@@ -98,9 +85,10 @@ pub trait Policy<Req, Res>: ClassifyResponse<Res> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AnyOk;
 
-impl<Res> ClassifyResponse<Res> for AnyOk {
-    fn response(&self, _: &Res) -> Option<ErrorClass> {
-        None
+impl<Res: ?Sized> Classify<BoxError, Res> for AnyOk {
+    #[inline]
+    fn error(&self, e: &BoxError) -> ErrorClass {
+        error_class(e)
     }
 }
 
@@ -110,50 +98,16 @@ impl<Res> ClassifyResponse<Res> for AnyOk {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Deadline(pub Instant);
 
-/// HTTP classification and request cloning for `http::Request<B>` with a cloneable body.
-///
-/// Statuses below 400 succeed; errors are classed by the core's table through
-/// [`classify_status`] (overload answers throttled with the server's delay, 408/409/5xx
-/// transient, other 4xx fatal, `x-should-retry` honoured), and acceptance is the core's rule.
-/// A copy for a retry keeps the request's extensions; a deadline set by an inner retry never
-/// extends one an outer retry set. Only idempotent methods are retried unless [`HttpPolicy::all_methods`] is set.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HttpPolicy {
-    all_methods: bool,
-}
-
-impl HttpPolicy {
-    /// The default policy: idempotent methods only.
-    pub fn new() -> Self {
-        HttpPolicy { all_methods: false }
+/// An `http::Response` by its status and headers ([`HttpPolicy`]'s rule); an error as
+/// [`error_class`] reads it.
+impl<B: 'static> Classify<BoxError, http::Response<B>> for HttpPolicy {
+    #[inline]
+    fn error(&self, e: &BoxError) -> ErrorClass {
+        error_class(e)
     }
 
-    /// Retries every method (for POSTs made idempotent by an idempotency key).
-    pub fn all_methods(mut self) -> Self {
-        self.all_methods = true;
-        self
-    }
-
-    /// The server's requested delay in `headers` (`retry-after-ms`, else `Retry-After` in
-    /// seconds or as an HTTP-date), if any.
-    pub fn retry_after(headers: &http::HeaderMap) -> Option<std::time::Duration> {
-        HeaderSignals::from_headers(headers, SystemTime::now()).retry_after
-    }
-}
-
-impl<B> ClassifyResponse<http::Response<B>> for HttpPolicy
-where
-    B: 'static,
-{
-    fn response(&self, res: &http::Response<B>) -> Option<ErrorClass> {
-        let status = res.status().as_u16();
-        if status < 400 {
-            return None;
-        }
-        classify_status(
-            status,
-            &HeaderSignals::from_headers(res.headers(), SystemTime::now()),
-        )
+    fn ok(&self, res: &http::Response<B>) -> Option<ErrorClass> {
+        HttpPolicy::status(res.status().as_u16(), res.headers())
     }
 }
 
@@ -200,21 +154,21 @@ mod tests {
     #[test]
     fn http_statuses_map_to_classes() {
         let p = HttpPolicy::new();
-        assert_eq!(p.response(&res(200, &[])), None);
-        assert_eq!(p.response(&res(500, &[])), Some(ErrorClass::Transient));
+        assert_eq!(p.ok(&res(200, &[])), None);
+        assert_eq!(p.ok(&res(500, &[])), Some(ErrorClass::Transient));
         assert_eq!(
-            p.response(&res(503, &[])),
+            p.ok(&res(503, &[])),
             Some(ErrorClass::Throttled { retry_after: None })
         );
-        assert_eq!(p.response(&res(404, &[])), Some(ErrorClass::Fatal));
+        assert_eq!(p.ok(&res(404, &[])), Some(ErrorClass::Fatal));
         assert_eq!(
-            p.response(&res(429, &[("retry-after", "2")])),
+            p.ok(&res(429, &[("retry-after", "2")])),
             Some(ErrorClass::Throttled {
                 retry_after: Some(Duration::from_secs(2))
             })
         );
         assert_eq!(
-            p.response(&res(
+            p.ok(&res(
                 503,
                 &[("retry-after-ms", "250"), ("retry-after", "1")]
             )),
@@ -223,16 +177,16 @@ mod tests {
             })
         );
         assert_eq!(
-            p.response(&res(500, &[("x-should-retry", "false")])),
+            p.ok(&res(500, &[("x-should-retry", "false")])),
             Some(ErrorClass::DontRetry)
         );
         assert_eq!(
-            p.response(&res(400, &[("x-should-retry", "true")])),
+            p.ok(&res(400, &[("x-should-retry", "true")])),
             Some(ErrorClass::Transient)
         );
         // An overload status with "don't retry" is final, and (by class) accepted.
         let final_refusal = res(429, &[("x-should-retry", "false")]);
-        assert_eq!(p.response(&final_refusal), Some(ErrorClass::DontRetry));
+        assert_eq!(p.ok(&final_refusal), Some(ErrorClass::DontRetry));
     }
 
     #[test]
@@ -269,7 +223,6 @@ mod tests {
 
     #[test]
     fn other_errors_mean_what_they_mean_to_reliable_call() {
-        use crate::Classify;
         use std::io::{Error, ErrorKind};
         for kind in [
             ErrorKind::TimedOut,
@@ -278,7 +231,11 @@ mod tests {
             ErrorKind::InvalidInput,
         ] {
             let e: BoxError = Box::new(Error::from(kind));
-            assert_eq!(error_class(&e), Error::from(kind).classify(), "{kind:?}");
+            assert_eq!(
+                error_class(&e),
+                crate::ByType.error_of(&Error::from(kind)),
+                "{kind:?}"
+            );
         }
         let e: BoxError = Box::new(Error::from(ErrorKind::TimedOut));
         assert_eq!(error_class(&e), ErrorClass::Timeout);

@@ -26,6 +26,7 @@ use tower_service::Service;
 use super::classify::Policy;
 use super::error::{BoxError, GaveUp, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
 use crate::Reliable;
+use crate::classify::{Failed, judge};
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::observer::{CallEnd, NotSent, Observer};
@@ -47,20 +48,6 @@ pub(crate) enum Ending {
     Wrapped,
     /// A single layer that makes one attempt (a hedge layer): the last answer, as it came.
     Bare,
-}
-
-/// A copy's failure: an error response (with its class) or an error.
-enum Failed<Res> {
-    Response(Res, ErrorClass),
-    Error(BoxError, ErrorClass),
-}
-
-impl<Res> Failed<Res> {
-    fn class(&self) -> ErrorClass {
-        match self {
-            Failed::Response(_, c) | Failed::Error(_, c) => *c,
-        }
-    }
 }
 
 /// A service whose calls the engine decides: copies go to clones of `inner`.
@@ -228,17 +215,7 @@ where
                     return Err(Failed::Error(e, class));
                 }
             }
-            match svc.call(req).await {
-                Ok(res) => match policy.response(&res) {
-                    None => Ok(res),
-                    Some(class) => Err(Failed::Response(res, class)),
-                },
-                Err(e) => {
-                    let e: BoxError = e.into();
-                    let class = policy.error(&e);
-                    Err(Failed::Error(e, class))
-                }
-            }
+            judge(&policy, svc.call(req).await.map_err(Into::into))
         }
     };
     // A hedge layer times its copies out on their deadlines, as its own timers did.
@@ -250,7 +227,7 @@ where
 /// What the call returns, from the engine's end.
 fn answer<Res>(
     end: End,
-    result: Result<Res, Error<Failed<Res>>>,
+    result: Result<Res, Error<Failed<Res, BoxError>>>,
     ending: Ending,
 ) -> Result<Res, BoxError> {
     let error = match result {
@@ -265,7 +242,7 @@ fn answer<Res>(
     match end.result {
         Ended::GaveUp(reason) => match last {
             // An error response is returned as the server sent it.
-            Some(Failed::Response(res, _)) => Ok(res),
+            Some(Failed::Value(res, _)) => Ok(res),
             // A local refusal below ends the call with the refusal itself (`Open`, ...).
             Some(Failed::Error(e, ErrorClass::Refused { .. })) => Err(e),
             Some(Failed::Error(e, _)) if ending == Ending::Bare => Err(e),

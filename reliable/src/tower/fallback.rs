@@ -134,7 +134,7 @@ where
             let copy = policy.clone_request(&req);
             let first = primary.call(req).await.map_err(Into::into);
             let failed = match &first {
-                Ok(res) => policy.response(res).is_some(),
+                Ok(res) => policy.ok(res).is_some(),
                 Err(_) => true,
             };
             match (failed, copy) {

@@ -24,9 +24,9 @@ use reliable_core::limit::{
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::ClassifyResponse;
 use super::error::{BoxError, OverLimit, OverRate};
 use super::time::Time;
+use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::error::ShedReason;
 use crate::observer::{NotSent, Observer};
@@ -226,7 +226,7 @@ where
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
     S::Response: Send + 'static,
-    C: ClassifyResponse<S::Response>,
+    C: Classify<BoxError, S::Response> + Clone + Send + Sync + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -262,7 +262,7 @@ where
         Box::pin(async move {
             let result = fut.await.map_err(Into::into);
             let class = match &result {
-                Ok(res) => classify.response(res),
+                Ok(res) => classify.ok(res),
                 Err(e) => Some(classify.error(e)),
             };
             slot.release(Completion::of(class));

@@ -30,8 +30,8 @@
 //!
 //! Names follow tower's: each `…Layer` wraps a service in a `…Service` (e.g. [`BreakerLayer`] →
 //! [`BreakerService`]) whose response future is a `…Future` ([`BreakerFuture`]); answers are read
-//! by a [`ClassifyResponse`] (the crate root's [`Classify`](crate::Classify) classifies an error
-//! value instead).
+//! by the crate's one [`Classify`](crate::Classify), over `BoxError` and the service's response
+//! ([`AnyOk`], [`HttpPolicy`], or yours: its `error` is [`error_class`] unless you know better).
 //!
 //! The layers share the crate's machinery: the core's policies, its injected
 //! [`Clock`](crate::clock::Clock) and [`Sleep`](crate::sleep::Sleep) (tokio's by default, so tests
@@ -61,7 +61,7 @@
 //! assert_eq!(svc.oneshot(21).await.unwrap(), 42);
 //! # Ok(()) }
 //! # #[derive(Clone)] struct CloneAll;
-//! # impl reliable::tower::ClassifyResponse<u32> for CloneAll { fn response(&self, _: &u32) -> Option<reliable_core::outcome::ErrorClass> { None } }
+//! # impl reliable::Classify<reliable::tower::BoxError, u32> for CloneAll { fn error(&self, e: &reliable::tower::BoxError) -> reliable_core::outcome::ErrorClass { reliable::tower::error_class(e) } }
 //! # impl reliable::tower::Policy<u32, u32> for CloneAll { fn clone_request(&self, r: &u32) -> Option<u32> { Some(*r) } }
 //! ```
 
@@ -80,7 +80,7 @@ mod throttle;
 mod time;
 
 pub use breaker::{BreakerFuture, BreakerLayer, BreakerService};
-pub use classify::{AnyOk, ClassifyResponse, Deadline, HttpPolicy, Policy, error_class};
+pub use classify::{AnyOk, Deadline, HttpPolicy, Policy, error_class};
 pub use error::{BoxError, GaveUp, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
 pub use fallback::{FallbackFuture, FallbackLayer, FallbackService, ServedBy, Stamp};
 pub use hedge::{HedgeFuture, HedgeLayer, HedgeService};

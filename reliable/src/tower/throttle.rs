@@ -19,10 +19,10 @@ use reliable_core::throttle::{AdaptiveThrottle, ThrottleConfig, ThrottlePolicy};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use super::classify::ClassifyResponse;
 use super::error::{BoxError, Throttled};
 use super::sharing::Sharing;
 use super::time::Time;
+use crate::classify::Classify;
 use crate::clock::Clock;
 use crate::error::ShedReason;
 use crate::observer::{NotSent, Observer};
@@ -199,7 +199,7 @@ impl<S, Req, C> Service<Req> for ThrottleService<S, C>
 where
     S: Service<Req>,
     S::Error: Into<BoxError>,
-    C: ClassifyResponse<S::Response>,
+    C: Classify<BoxError, S::Response> + Clone + Send + Sync + 'static,
 {
     type Response = S::Response;
     type Error = BoxError;
@@ -285,7 +285,7 @@ impl<F, Res, E, C> Future for ThrottleFuture<F, C>
 where
     F: Future<Output = Result<Res, E>>,
     E: Into<BoxError>,
-    C: ClassifyResponse<Res>,
+    C: Classify<BoxError, Res> + Clone + Send + Sync + 'static,
 {
     type Output = Result<Res, BoxError>;
 
@@ -299,7 +299,7 @@ where
                 let result = std::task::ready!(fut.poll(cx)).map_err(Into::into);
                 // The core's rule, by class (a local refusal below is not an accept).
                 let accepted = match &result {
-                    Ok(res) => this.classify.response(res),
+                    Ok(res) => this.classify.ok(res),
                     Err(e) => Some(this.classify.error(e)),
                 }
                 .is_none_or(crate::classify::accepted);

@@ -12,8 +12,13 @@ use reliable_core::budget::Unlimited;
 use reliable_core::outcome::ErrorClass;
 use reliable_core::retry::RetryState;
 
-/// How an attempt failed: its class, and its error (`None`: it timed out).
-pub(crate) type Failure<E> = (ErrorClass, Option<E>);
+/// How an attempt failed: its class, and its answer: an error, or an `Ok` its classifier read as
+/// a failure (`None`: it timed out).
+pub(crate) type Failure<T, E> = (ErrorClass, Option<Result<T, E>>);
+
+/// The fast path's failed first attempt, handed to the engine: its start, its breaker permit,
+/// when it failed and how.
+pub(crate) type HandedOver<T, E> = (Instant, Option<Permit>, Instant, Failure<T, E>);
 
 /// The first attempt of a call on the fast path (see `Inner::fast_first`): its permit and, with a
 /// timeout or a deadline, when it started and its deadline. If the attempt fails the engine

@@ -26,14 +26,13 @@
 
 // The methods are `reliable.rs`'s (the handle's one `impl`); here are the functions they run.
 
-use crate::attempt::{Failure, FirstAttempt};
+use crate::attempt::{FirstAttempt, HandedOver};
 use crate::cancel::CancelToken;
-use crate::classify::{ByType, Classify, Failed, judge, settle};
+use crate::classify::{ByType, Classify};
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::instance::Reliable;
 use reliable_core::Instant;
-use reliable_core::breaker::Permit;
 use reliable_core::engine::{Action, Input};
 use reliable_core::outcome::ErrorClass;
 use std::panic::AssertUnwindSafe;
@@ -41,8 +40,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 
 /// [`Reliable::call_blocking_detached`]: each copy on a thread of its own, the caller waiting
-/// for the first answer, a deadline or a hedge's delay; each answer read by [`ByType`] on the
-/// copy's thread.
+/// for the first answer, a deadline or a hedge's delay; each answer read by [`ByType`].
 pub(crate) fn detached<T, E, F>(rel: &Reliable, f: F) -> Result<T, Error<E>>
 where
     T: Send + 'static,
@@ -50,27 +48,16 @@ where
     ByType: Classify<E, T>,
     F: Fn(CancelToken<'static>) -> Result<T, E> + Send + Sync + 'static,
 {
-    settle(detached_copies(rel, move |token| judge(&ByType, f(token))))
-}
-
-/// [`detached`]'s copies and waits, each answer already judged.
-fn detached_copies<T, E, F>(rel: &Reliable, f: F) -> Result<T, Error<Failed<T, E>>>
-where
-    T: Send + 'static,
-    E: Send + 'static,
-    F: Fn(CancelToken<'static>) -> Result<T, Failed<T, E>> + Send + Sync + 'static,
-{
     #[cfg(feature = "tracing")]
     let _span = crate::traces::call_span(&rel.inner.name).entered();
     let inner = &*rel.inner;
     let layers = Layers::new(inner, true);
     let plan = layers.plan();
-    let (mut run, mut now, mut last) = Driven::<4>::begin::<Failed<T, E>>(&plan, &layers, None);
+    let (mut run, mut now, mut latest) = Driven::<4>::begin::<T, E>(&plan, &layers, None);
     let f = Arc::new(f);
     let (tx, rx) = mpsc::channel();
     // The copies in flight and their tokens.
     let mut flying: Vec<(u32, CancelToken<'static>)> = Vec::new();
-    let mut value = None;
     loop {
         while let Some(action) = run.call.poll() {
             match action {
@@ -89,7 +76,7 @@ where
                 Action::Done(end) => {
                     run.race_won(end);
                     abandon_all(&mut flying);
-                    return run.end(end, now, value.take(), last.take());
+                    return run.end(end, now, latest.take());
                 }
             }
         }
@@ -143,42 +130,29 @@ where
                 token.abandon();
                 Some(ErrorClass::Timeout)
             }
-            Ok(Ok(v)) => {
-                value = Some(v);
-                None
-            }
-            Ok(Err(e)) => {
-                let class = e.class();
-                last = Some(e);
-                Some(class)
+            Ok(answer) => {
+                let class = match &answer {
+                    Ok(v) => ByType.ok(v),
+                    Err(e) => Some(ByType.error(e)),
+                };
+                latest = Some(answer);
+                class
             }
         };
         run.call.handle(now, Input::Classified { n, class });
     }
 }
 
-/// A blocking call of `f`, `classify` reading each outcome: an `Ok` it reads as a failure goes
-/// through the engine as one ([`judge`]) and comes back as it came if the call gives up on it
-/// ([`settle`]).
-#[inline]
-pub(crate) fn classified<T, E>(
-    rel: &Reliable,
-    classify: &impl Classify<E, T>,
-    mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-) -> Result<T, Error<E>> {
-    settle(blocking(rel, Failed::class, |token| {
-        judge(classify, f(token))
-    }))
-}
-
 /// The fast path: a first attempt through a plainly closed breaker, reading the clock only
 /// for a timeout (to know when the attempt is up) or a failure, with nothing else on the
 /// stack. A failure, or an instance the fast path does not fit (see `Inner::fast_first`), goes
 /// on in the engine, out of line, so that this stays a handful of instructions around `f`.
+/// `classify` reads each answer: an `Ok` it reads as a failure is one to the engine, and comes
+/// back as it came if the call gives up on it.
 #[inline]
-fn blocking<T, E>(
+pub(crate) fn blocking<T, E, C: Classify<E, T>>(
     rel: &Reliable,
-    classify: impl Fn(&E) -> ErrorClass,
+    classify: &C,
     mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
 ) -> Result<T, Error<E>> {
     #[cfg(feature = "tracing")]
@@ -193,7 +167,7 @@ fn blocking<T, E>(
     let token = CancelToken::new(&*inner.clock, deadline);
     match f(&token) {
         // Without a deadline the work is never told its time is up.
-        Ok(value) if deadline.is_none() || !token.was_told() => {
+        Ok(value) if (deadline.is_none() || !token.was_told()) && classify.ok(&value).is_none() => {
             first.succeeded();
             Ok(value)
         }
@@ -203,9 +177,9 @@ fn blocking<T, E>(
 
 /// The fast path's first attempt did not succeed: the call goes on in the engine from it.
 #[inline(never)]
-fn blocking_failed<T, E>(
+fn blocking_failed<T, E, C: Classify<E, T>>(
     rel: &Reliable,
-    classify: impl Fn(&E) -> ErrorClass,
+    classify: &C,
     f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
     mut first: FirstAttempt<'_>,
     result: Result<T, E>,
@@ -213,42 +187,41 @@ fn blocking_failed<T, E>(
 ) -> Result<T, Error<E>> {
     let now = rel.inner.clock.now();
     let (started, permit) = first.hand_over(now);
-    let failure = failure(&classify, result, token);
+    let (class, answer) = answered(classify, result, token);
+    // Not a success, so a class: a timeout if the classifier had none to give.
+    let failure = (class.unwrap_or(ErrorClass::Timeout), answer);
     blocking_rest(rel, classify, f, Some((started, permit, now, failure)))
 }
 
 /// Everything after the fast path: the engine drives the call, going on from the fast
 /// path's failed first attempt if there was one.
 #[inline(never)]
-fn blocking_rest<T, E>(
+fn blocking_rest<T, E, C: Classify<E, T>>(
     rel: &Reliable,
-    classify: impl Fn(&E) -> ErrorClass,
+    classify: &C,
     mut f: impl FnMut(&CancelToken<'_>) -> Result<T, E>,
-    first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
+    first: Option<HandedOver<T, E>>,
 ) -> Result<T, Error<E>> {
     let inner = &*rel.inner;
     drive_blocking(rel, first, |deadline| {
         let token = CancelToken::new(&*inner.clock, deadline);
-        match f(&token) {
-            Ok(value) if !token.was_told() => Ok(value),
-            result => Err(failure(&classify, result, &token)),
-        }
+        answered(classify, f(&token), &token)
     })
 }
 
 /// Drives the engine for a blocking call: `attempt(deadline)` runs one attempt on this
-/// thread; the waits sleep it. `first`: the fast path's first attempt (its start, its
-/// breaker permit, when it failed and how).
+/// thread and answers its class (`None`: a success) and its answer (`None`: it timed out); the
+/// waits sleep it. `first`: the fast path's first attempt (its start, its breaker permit, when
+/// it failed and how).
 fn drive_blocking<T, E>(
     rel: &Reliable,
-    first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
-    mut attempt: impl FnMut(Option<Instant>) -> Result<T, Failure<E>>,
+    first: Option<HandedOver<T, E>>,
+    mut attempt: impl FnMut(Option<Instant>) -> (Option<ErrorClass>, Option<Result<T, E>>),
 ) -> Result<T, Error<E>> {
     let inner = &*rel.inner;
     let layers = Layers::new(inner, false);
     let plan = layers.plan();
-    let (mut run, mut now, mut last) = Driven::<1>::begin(&plan, &layers, first);
-    let mut value = None;
+    let (mut run, mut now, mut latest) = Driven::<1>::begin(&plan, &layers, first);
     loop {
         while let Some(action) = run.call.poll() {
             match action {
@@ -256,22 +229,14 @@ fn drive_blocking<T, E>(
                     for o in inner.observers.iter() {
                         o.on_attempt(&inner.name, n);
                     }
-                    let class = match attempt(deadline) {
-                        Ok(v) => {
-                            value = Some(v);
-                            None
-                        }
-                        Err((class, error)) => {
-                            last = error;
-                            Some(class)
-                        }
-                    };
+                    let (class, answer) = attempt(deadline);
+                    latest = answer;
                     now = inner.clock.now();
                     run.call.handle(now, Input::Classified { n, class });
                 }
                 // A blocking attempt has answered before the engine hears of it.
                 Action::Cancel { .. } => {}
-                Action::Done(end) => return run.end(end, now, value.take(), last.take()),
+                Action::Done(end) => return run.end(end, now, latest.take()),
             }
         }
         match run.call.poll_timeout() {
@@ -288,18 +253,23 @@ fn drive_blocking<T, E>(
     }
 }
 
-/// How an attempt that did not succeed ended: an answer of work that was told its time was up is
-/// a timeout (the timer stopped it); else the error's class, late or not (the engine takes a
-/// late answer as it comes, in every face).
-fn failure<T, E>(
-    classify: &impl Fn(&E) -> ErrorClass,
+/// What an attempt's answer is: an answer of work that was told its time was up is a timeout
+/// (the timer stopped it, whatever it answered); else `classify` reads it, late or not (the
+/// engine takes a late answer as it comes, in every face). Its class (`None`: a success) and
+/// the answer (`None`: it timed out).
+fn answered<T, E>(
+    classify: &impl Classify<E, T>,
     result: Result<T, E>,
     token: &CancelToken<'_>,
-) -> Failure<E> {
-    match result {
-        Err(e) if !token.was_told() => (classify(&e), Some(e)),
-        _ => (ErrorClass::Timeout, None),
+) -> (Option<ErrorClass>, Option<Result<T, E>>) {
+    if token.was_told() {
+        return (Some(ErrorClass::Timeout), None);
     }
+    let class = match &result {
+        Ok(value) => classify.ok(value),
+        Err(e) => Some(classify.error(e)),
+    };
+    (class, Some(result))
 }
 
 /// What a copy on a thread of its own sends back: its number and its answer, or its panic.

@@ -8,23 +8,22 @@
 //! `select!` that picked another branch, an aborted task) cancels the attempt in flight the same
 //! way, and hands its breaker permit back as ignored: see [`attempt`](crate::attempt).
 
-use crate::attempt::{Failure, FirstAttempt};
-use crate::classify::{Classify, Failed, judge, settle};
+use crate::attempt::{FirstAttempt, HandedOver};
+use crate::classify::Classify;
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::instance::{Inner, Reliable};
 use crate::sleep::SleepFuture;
 use reliable_core::Instant;
-use reliable_core::breaker::Permit;
 use reliable_core::outcome::ErrorClass;
 use std::future::Future;
 use std::task::Poll;
 
 /// A call of `f` on `rel` until an attempt succeeds or the policy stops, `classify` deciding what
 /// each outcome means: [`Reliable::call_with`], and [`Reliable::call`] with
-/// [`ByType`](crate::ByType). An `Ok` the classifier reads as a failure is carried to the end as
-/// a failure ([`judge`]) and returned as it came if the call gives up on it ([`settle`]). With the
-/// `tracing` feature the call runs in a `reliable.call` span.
+/// [`ByType`](crate::ByType). An `Ok` the classifier reads as a failure is one to the engine, and
+/// comes back as it came if the call gives up on it. With the `tracing` feature the call runs in
+/// a `reliable.call` span.
 pub(crate) fn call_with<T, E, C, F, Fut>(
     rel: &Reliable,
     classify: C,
@@ -64,12 +63,9 @@ where
                         first.succeeded();
                         return Ok(value);
                     }
-                    Some(class) => (class, Some(Failed::Value(value, class))),
+                    Some(class) => (class, Some(Ok(value))),
                 },
-                Some(Err(e)) => {
-                    let class = classify.error(&e);
-                    (class, Some(Failed::Error(e, class)))
-                }
+                Some(Err(e)) => (classify.error(&e), Some(Err(e))),
                 None => (ErrorClass::Timeout, None),
             };
             let now = rel.inner.clock.now();
@@ -78,26 +74,7 @@ where
         }
         None => None,
     };
-    rest_boxed(rel, classify, f, failed).await
-}
-
-/// [`rest`] made and boxed out of line: the fast path's state machine then only calls it, and
-/// stays small enough for its callers to inline.
-#[inline(never)]
-fn rest_boxed<'r, T, E, C, F, Fut>(
-    rel: &'r Reliable,
-    classify: C,
-    f: F,
-    first: Option<FirstFailed<T, E>>,
-) -> std::pin::Pin<Box<impl Future<Output = Result<T, Error<E>>> + 'r>>
-where
-    T: 'r,
-    E: 'r,
-    C: Classify<E, T> + 'r,
-    F: FnMut() -> Fut + 'r,
-    Fut: Future<Output = Result<T, E>> + 'r,
-{
-    Box::pin(rest(rel, classify, f, first))
+    Box::pin(rest(rel, classify, f, failed)).await
 }
 
 /// Everything after the fast path: the engine drives the call, going on from the fast
@@ -108,7 +85,7 @@ async fn rest<T, E, C, F, Fut>(
     rel: &Reliable,
     classify: C,
     mut f: F,
-    first: Option<FirstFailed<T, E>>,
+    first: Option<HandedOver<T, E>>,
 ) -> Result<T, Error<E>>
 where
     C: Classify<E, T>,
@@ -118,18 +95,9 @@ where
     let inner = &*rel.inner;
     let layers = Layers::new(inner, true);
     let plan = layers.plan();
-    let (mut run, now, last) = Driven::<4>::begin(&plan, &layers, first);
-    let classify = &classify;
-    let copy = |_, _| {
-        let copy = f();
-        async move { judge(classify, copy.await) }
-    };
-    settle(run.race(now, last, copy, Failed::class).await.1)
+    let (mut run, now, latest) = Driven::<4>::begin(&plan, &layers, first);
+    run.race(now, latest, |_, _| f(), &classify).await.1
 }
-
-/// The fast path's failed first attempt, handed to the engine: its start, its breaker permit,
-/// when it failed and how.
-type FirstFailed<T, E> = (Instant, Option<Permit>, Instant, Failure<Failed<T, E>>);
 
 /// Runs `fut` until `deadline` on the instance's clock: its output, or `None` once the timer
 /// fires, in which case `fut` is dropped (cancelled) before this returns.

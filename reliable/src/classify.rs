@@ -54,7 +54,6 @@
 //! assert_eq!(ByType.error_of(&io), ErrorClass::Timeout);
 //! ```
 
-use crate::error::{Error, ShedReason};
 use crate::http::HttpError;
 use reliable_core::answer::Answer;
 use reliable_core::outcome::ErrorClass;
@@ -296,84 +295,6 @@ impl Classify<reqwest::Error, reqwest::Response> for HttpPolicy {
 
     fn ok(&self, response: &reqwest::Response) -> Option<ErrorClass> {
         HttpPolicy::status(response.status().as_u16(), response.headers())
-    }
-}
-
-/// A failed attempt as the faces carry it through the engine: an error, or an `Ok` value the
-/// classifier read as a failure; each with its class.
-#[derive(Debug)]
-pub(crate) enum Failed<T, E> {
-    /// An `Ok` value that is a failure (an error response).
-    Value(T, ErrorClass),
-    /// An error.
-    Error(E, ErrorClass),
-}
-
-impl<T, E> Failed<T, E> {
-    /// Its class.
-    #[inline]
-    pub(crate) fn class(&self) -> ErrorClass {
-        match self {
-            Failed::Value(_, class) | Failed::Error(_, class) => *class,
-        }
-    }
-
-    fn into_error(self) -> Option<E> {
-        match self {
-            Failed::Value(..) => None,
-            Failed::Error(e, _) => Some(e),
-        }
-    }
-}
-
-/// An attempt's outcome read by `classify`: a success, or a failure with its class.
-#[inline]
-pub(crate) fn judge<T, E, C>(classify: &C, outcome: Result<T, E>) -> Result<T, Failed<T, E>>
-where
-    C: Classify<E, T> + ?Sized,
-{
-    match outcome {
-        Ok(value) => match classify.ok(&value) {
-            None => Ok(value),
-            Some(class) => Err(Failed::Value(value, class)),
-        },
-        Err(e) => {
-            let class = classify.error(&e);
-            Err(Failed::Error(e, class))
-        }
-    }
-}
-
-/// A call's result as its caller gets it: a call that gave up on a value its classifier read as
-/// a failure returns the value, as it came (the last answer, as the service gave it); a refusal
-/// after one keeps no error of it.
-pub(crate) fn settle<T, E>(result: Result<T, Error<Failed<T, E>>>) -> Result<T, Error<E>> {
-    match result {
-        Ok(value) => Ok(value),
-        Err(Error::GaveUp {
-            last: Failed::Value(value, _),
-            ..
-        }) => Ok(value),
-        Err(Error::GaveUp {
-            reason,
-            last: Failed::Error(last, _),
-            attempts,
-        }) => Err(Error::GaveUp {
-            reason,
-            last,
-            attempts,
-        }),
-        // A budget that refuses a retry gives up on the last answer, as the tower layers do.
-        Err(Error::Rejected {
-            why: ShedReason::Budget(_),
-            last: Some(Failed::Value(value, _)),
-        }) => Ok(value),
-        Err(Error::Rejected { why, last }) => Err(Error::Rejected {
-            why,
-            last: last.and_then(Failed::into_error),
-        }),
-        Err(Error::Open { retry_after }) => Err(Error::Open { retry_after }),
-        Err(Error::Timeout { attempts }) => Err(Error::Timeout { attempts }),
     }
 }
 

@@ -5,7 +5,8 @@
 //! The engine ([`reliable_core::engine`]) decides every step of a call; a face here only sends
 //! the attempts it asks for, keeps its timers and hands the answers back.
 
-use crate::attempt::Failure;
+use crate::attempt::HandedOver;
+use crate::classify::Classify;
 use crate::error::{Error, ShedReason};
 #[cfg(feature = "fleet")]
 use crate::fleet::FleetGates;
@@ -286,13 +287,13 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
     /// A call's start through the engine: from the first attempt the face already sent on its
     /// fast path (`first`: when the call started, its breaker permit, when the attempt failed,
     /// and how) or from nothing. Returns the driven call, the time and the first attempt's error.
-    pub fn begin<E>(
+    pub fn begin<T, E>(
         plan: &'a Plan,
         layers: &'a Layers<'r>,
-        first: Option<(Instant, Option<Permit>, Instant, Failure<E>)>,
-    ) -> (Self, Instant, Option<E>) {
+        first: Option<HandedOver<T, E>>,
+    ) -> (Self, Instant, Option<Result<T, E>>) {
         match first {
-            Some((started, permit, now, (class, error))) => {
+            Some((started, permit, now, (class, answer))) => {
                 let call = Call::resume(plan, layers, started, permit);
                 let mut run = Driven::new(call, layers, started);
                 run.call.handle(
@@ -302,7 +303,7 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                         class: Some(class),
                     },
                 );
-                (run, now, error)
+                (run, now, answer)
             }
             None => {
                 let now = layers.inner.clock.now();
@@ -315,40 +316,41 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
         }
     }
 
-    /// Runs the call to its end from `now` (`last`: the error of a first attempt already
+    /// Runs the call to its end from `now` (`latest`: the answer of a first attempt already
     /// failed): each copy the engine sends is the future `send(n, deadline)` makes, raced
     /// against the other copies of its attempt; a copy the engine cancels (it lost, or timed
-    /// out) is dropped, which cancels it. Each error is read by `classify`. Answers the engine's
-    /// end and what the call returns (see [`end`](Self::end)).
-    pub async fn race<T, E, Fut>(
+    /// out) is dropped, which cancels it. Each answer is read by `classify`. Answers the
+    /// engine's end and what the call returns (see [`end`](Self::end)).
+    pub async fn race<T, E, K, Fut>(
         &mut self,
         now: Instant,
-        last: Option<E>,
+        latest: Option<Result<T, E>>,
         send: impl FnMut(u32, Option<Instant>) -> Fut,
-        classify: impl Fn(&E) -> ErrorClass,
+        classify: &K,
     ) -> (End, Result<T, Error<E>>)
     where
+        K: Classify<E, T> + ?Sized,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.race_within(now, last, send, classify, None).await
+        self.race_within(now, latest, send, classify, None).await
     }
 
     /// [`race`](Self::race), taking a copy as timed out only `grace` after its deadline if
     /// nothing below answered by then (a timeout below, armed from the same deadline, reports
     /// it first).
-    pub async fn race_within<T, E, Fut>(
+    pub async fn race_within<T, E, K, Fut>(
         &mut self,
         mut now: Instant,
-        mut last: Option<E>,
+        mut latest: Option<Result<T, E>>,
         mut send: impl FnMut(u32, Option<Instant>) -> Fut,
-        classify: impl Fn(&E) -> ErrorClass,
+        classify: &K,
         grace: Option<reliable_core::Duration>,
     ) -> (End, Result<T, Error<E>>)
     where
+        K: Classify<E, T> + ?Sized,
         Fut: Future<Output = Result<T, E>>,
     {
         let inner = self.layers.inner;
-        let mut value = None;
         // The copies in flight (boxed, so that copies can come and go).
         let mut flying: Vec<(u32, Option<Instant>, Pin<Box<Fut>>)> = Vec::new();
         let mut timer: Option<(Instant, SleepFuture)> = None;
@@ -364,7 +366,7 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                         Action::Done(end) => {
                             self.race_won(end);
                             flying.clear();
-                            let result = self.end(end, now, value.take(), last.take());
+                            let result = self.end(end, now, latest.take());
                             return Poll::Ready((end, result));
                         }
                     }
@@ -378,17 +380,11 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                     });
                 if let Some((i, n, result)) = answered {
                     flying.remove(i);
-                    let class = match result {
-                        Ok(v) => {
-                            value = Some(v);
-                            None
-                        }
-                        Err(e) => {
-                            let class = classify(&e);
-                            last = Some(e);
-                            Some(class)
-                        }
+                    let class = match &result {
+                        Ok(v) => classify.ok(v),
+                        Err(e) => Some(classify.error(e)),
                     };
+                    latest = Some(result);
                     now = inner.clock.now();
                     self.call.handle(now, Input::Classified { n, class });
                     continue;
@@ -460,26 +456,26 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
     }
 
     /// The call ended with `end` at `now`: counted, reported, and turned into what the call
-    /// returns, `value` being the winning copy's value and `last` the last failed copy's error
+    /// returns, `latest` being the last copy's answer: the winner's value, an error, or an `Ok`
+    /// the classifier read as a failure, which a call that gives up on it returns as it came
     /// (`None` when it timed out).
     pub fn end<T, E>(
         &mut self,
         end: End,
         now: Instant,
-        value: Option<T>,
-        last: Option<E>,
+        latest: Option<Result<T, E>>,
     ) -> Result<T, Error<E>> {
         self.over = true;
         let i = self.layers.inner;
         let attempts = end.attempts;
         let timed_out = matches!(end.last, Some((_, Some(ErrorClass::Timeout))));
-        // The last answer a timeout: no error of its own (an earlier copy's is not the last).
-        let last = if timed_out { None } else { last };
+        // The last answer a timeout: no answer of its own (an earlier copy's is not the last).
+        let latest = if timed_out { None } else { latest };
         let (result, outcome, total) = match end.result {
-            Ended::Ok { .. } => match value {
-                Some(v) => (Ok(v), CallOutcome::Success, Total::Succeeded),
+            Ended::Ok { .. } => match latest {
+                Some(Ok(v)) => (Ok(v), CallOutcome::Success, Total::Succeeded),
                 // A success with no value: the engine never ends so.
-                None => (
+                _ => (
                     Err(Error::Timeout { attempts }),
                     CallOutcome::Timeout,
                     Total::Failed,
@@ -489,7 +485,13 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                 for o in i.observers.iter() {
                     o.on_give_up(&i.name, attempts, reason.name());
                 }
-                match (reason, last) {
+                match (reason, latest) {
+                    // The last answer an `Ok` read as a failure: the call returns it as it came
+                    // (the service's last answer), counted as the failure it was.
+                    (reason, Some(Ok(v))) => match reason {
+                        GiveUpReason::Budget(_) => (Ok(v), CallOutcome::Rejected, Total::Refused),
+                        _ => (Ok(v), CallOutcome::GaveUp, Total::Failed),
+                    },
                     (_, None) => (
                         Err(Error::Timeout { attempts }),
                         CallOutcome::Timeout,
@@ -499,10 +501,10 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                             Total::Failed
                         },
                     ),
-                    (GiveUpReason::Budget(d), last) => (
+                    (GiveUpReason::Budget(d), Some(Err(last))) => (
                         Err(Error::Rejected {
                             why: ShedReason::Budget(d),
-                            last,
+                            last: Some(last),
                         }),
                         if timed_out {
                             CallOutcome::Timeout
@@ -511,7 +513,7 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                         },
                         Total::Refused,
                     ),
-                    (reason, Some(last)) => (
+                    (reason, Some(Err(last))) => (
                         Err(Error::GaveUp {
                             reason,
                             last,
@@ -532,6 +534,7 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                     NotSent::Open { .. } => CallOutcome::Open,
                     NotSent::Rejected(_) => CallOutcome::Rejected,
                 };
+                let last = latest.and_then(Result::err);
                 (Err(refusal.into_error(last)), outcome, Total::Refused)
             }
             Ended::Cancelled => (

@@ -200,7 +200,7 @@ impl Reliable {
     where
         ByType: Classify<E, T>,
     {
-        blocking::classified(self, &ByType, |_| f())
+        blocking::blocking(self, &ByType, |_| f())
     }
 
     /// [`call_blocking`](Self::call_blocking) with a classifier of your own.
@@ -210,7 +210,7 @@ impl Reliable {
         classify: impl Classify<E, T>,
         mut f: impl FnMut() -> Result<T, E>,
     ) -> Result<T, Error<E>> {
-        blocking::classified(self, &classify, |_| f())
+        blocking::blocking(self, &classify, |_| f())
     }
 
     /// [`call_blocking`](Self::call_blocking), handing each attempt a [`CancelToken`] with its
@@ -223,7 +223,7 @@ impl Reliable {
     where
         ByType: Classify<E, T>,
     {
-        blocking::classified(self, &ByType, f)
+        blocking::blocking(self, &ByType, f)
     }
 
     /// The seed's "stop waiting": each attempt runs on a new thread, and the caller returns to

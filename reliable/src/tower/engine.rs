@@ -26,7 +26,7 @@ use tower_service::Service;
 use super::classify::Policy;
 use super::error::{BoxError, GaveUp, Open, OverLimit, OverRate, ProbeDenied, Throttled, TimedOut};
 use crate::Reliable;
-use crate::classify::{Failed, judge};
+use crate::classify::Classify;
 use crate::drive::{Driven, Layers};
 use crate::error::Error;
 use crate::observer::{CallEnd, NotSent, Observer};
@@ -48,6 +48,38 @@ pub(crate) enum Ending {
     Wrapped,
     /// A single layer that makes one attempt (a hedge layer): the last answer, as it came.
     Bare,
+}
+
+/// A copy's failure: an error response (with its class) or an error (with its class, which
+/// the face may set itself: a request that cannot be sent twice is fatal).
+enum Failed<Res> {
+    Value(Res, ErrorClass),
+    Error(BoxError, ErrorClass),
+}
+
+impl<Res> Failed<Res> {
+    fn class(&self) -> ErrorClass {
+        match self {
+            Failed::Value(_, class) | Failed::Error(_, class) => *class,
+        }
+    }
+}
+
+/// A copy's answer read by `policy`: a success, or a failure with its class.
+fn judge<Res, C: Classify<BoxError, Res>>(
+    policy: &C,
+    answer: Result<Res, BoxError>,
+) -> Result<Res, Failed<Res>> {
+    match answer {
+        Ok(res) => match policy.ok(&res) {
+            None => Ok(res),
+            Some(class) => Err(Failed::Value(res, class)),
+        },
+        Err(e) => {
+            let class = policy.error(&e);
+            Err(Failed::Error(e, class))
+        }
+    }
 }
 
 /// A service whose calls the engine decides: copies go to clones of `inner`.
@@ -220,14 +252,16 @@ where
     };
     // A hedge layer times its copies out on their deadlines, as its own timers did.
     let grace = (ending == Ending::Wrapped).then_some(GRACE);
-    let (end, result) = run.race_within(now, last, send, Failed::class, grace).await;
+    let (end, result) = run
+        .race_within(now, last, send, &Failed::class, grace)
+        .await;
     answer(end, result, ending)
 }
 
 /// What the call returns, from the engine's end.
 fn answer<Res>(
     end: End,
-    result: Result<Res, Error<Failed<Res, BoxError>>>,
+    result: Result<Res, Error<Failed<Res>>>,
     ending: Ending,
 ) -> Result<Res, BoxError> {
     let error = match result {

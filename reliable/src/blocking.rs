@@ -131,10 +131,7 @@ where
                 Some(ErrorClass::Timeout)
             }
             Ok(answer) => {
-                let class = match &answer {
-                    Ok(v) => ByType.ok(v),
-                    Err(e) => Some(ByType.error(e)),
-                };
+                let class = ByType.outcome(answer.as_ref());
                 latest = Some(answer);
                 class
             }
@@ -265,11 +262,7 @@ fn answered<T, E>(
     if token.was_told() {
         return (Some(ErrorClass::Timeout), None);
     }
-    let class = match &result {
-        Ok(value) => classify.ok(value),
-        Err(e) => Some(classify.error(e)),
-    };
-    (class, Some(result))
+    (classify.outcome(result.as_ref()), Some(result))
 }
 
 /// What a copy on a thread of its own sends back: its number and its answer, or its panic.

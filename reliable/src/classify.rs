@@ -99,6 +99,25 @@ pub trait Classify<E: ?Sized, T: ?Sized> {
         let _ = value;
         None
     }
+
+    /// The class of an attempt's outcome, an `Ok` by [`ok`](Self::ok) and an error by
+    /// [`error`](Self::error): `None` a success.
+    ///
+    /// ```
+    /// use reliable::{ByType, Classify};
+    /// use reliable_core::outcome::ErrorClass;
+    ///
+    /// let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    /// assert_eq!(ByType.outcome(Err::<&u32, _>(&reset)), Some(ErrorClass::Transient));
+    /// assert_eq!(ByType.outcome(Ok::<_, &std::io::Error>(&7u32)), None);
+    /// ```
+    #[inline]
+    fn outcome(&self, outcome: Result<&T, &E>) -> Option<ErrorClass> {
+        match outcome {
+            Ok(value) => self.ok(value),
+            Err(error) => Some(self.error(error)),
+        }
+    }
 }
 
 /// A function or closure from an error to its class; every `Ok` is a success.

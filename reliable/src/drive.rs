@@ -380,10 +380,7 @@ impl<'a, 'r, const C: usize> Driven<'a, 'r, C> {
                     });
                 if let Some((i, n, result)) = answered {
                     flying.remove(i);
-                    let class = match &result {
-                        Ok(v) => classify.ok(v),
-                        Err(e) => Some(classify.error(e)),
-                    };
+                    let class = classify.outcome(result.as_ref());
                     latest = Some(result);
                     now = inner.clock.now();
                     self.call.handle(now, Input::Classified { n, class });

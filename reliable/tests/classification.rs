@@ -13,19 +13,15 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-/// Reads a status as an HTTP client would hand it back: 503 throttled, other 5xx transient,
-/// other 4xx fatal, the rest a success; errors by `ByType`'s rule.
+/// Reads a status as an HTTP client would hand it back, by the core's table
+/// (`reliable::http::classify_status`: 503 throttled, other 5xx transient, other 4xx fatal,
+/// below 400 a success); errors by `ByType`'s rule.
 #[derive(Clone, Copy, Debug)]
 struct Statuses;
 
 impl Statuses {
     fn status(status: u16) -> Option<ErrorClass> {
-        match status {
-            503 => Some(ErrorClass::Throttled { retry_after: None }),
-            500..=599 => Some(ErrorClass::Transient),
-            400..=499 => Some(ErrorClass::Fatal),
-            _ => None,
-        }
+        reliable::http::classify_status(status, &reliable::http::HeaderSignals::default())
     }
 }
 

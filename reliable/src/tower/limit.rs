@@ -261,10 +261,7 @@ where
         let classify = self.classify.clone();
         Box::pin(async move {
             let result = fut.await.map_err(Into::into);
-            let class = match &result {
-                Ok(res) => classify.ok(res),
-                Err(e) => Some(classify.error(e)),
-            };
+            let class = classify.outcome(result.as_ref());
             slot.release(Completion::of(class));
             result
         })

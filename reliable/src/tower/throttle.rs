@@ -298,11 +298,10 @@ where
             InnerProj::Called { fut } => {
                 let result = std::task::ready!(fut.poll(cx)).map_err(Into::into);
                 // The core's rule, by class (a local refusal below is not an accept).
-                let accepted = match &result {
-                    Ok(res) => this.classify.ok(res),
-                    Err(e) => Some(this.classify.error(e)),
-                }
-                .is_none_or(crate::classify::accepted);
+                let accepted = this
+                    .classify
+                    .outcome(result.as_ref())
+                    .is_none_or(crate::classify::accepted);
                 if let Some(s) = this.shared.as_ref() {
                     lock(&s.throttle).record(this.time.now(), accepted);
                 }
